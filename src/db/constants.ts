@@ -1,0 +1,20 @@
+/** Write-retry policy from the data-model spec: 6 retries, 50 ms doubling, 2 s cap, ±25 % jitter. */
+export const DB_RETRY_POLICY = {
+  retries: 6,
+  baseDelayMs: 50,
+  maxDelayMs: 2_000,
+  jitter: 0.25,
+} as const;
+
+export type DbRetryPolicy = { retries: number; baseDelayMs: number; maxDelayMs: number; jitter: number };
+
+/** How long SQLite's own busy handler waits before reporting SQLITE_BUSY to the retry policy. */
+export const DB_BUSY_TIMEOUT_MS = 1_000;
+
+/** A `running` run whose heartbeat is older than this is stale and may be claimed. */
+export const STALE_RUN_THRESHOLD_MS = 30_000;
+
+/** Default page size of signal queries. */
+export const SIGNAL_QUERY_LIMIT = 200;
+
+export const DB_RETRY_METRIC = "smithers.db.retries";

@@ -1,0 +1,11 @@
+import type { Database } from "bun:sqlite";
+import { createTableStatements } from "./ddl.ts";
+import { internalTables } from "./internal-schema.ts";
+
+/** CREATE TABLE IF NOT EXISTS for every `_smithers_*` table and its indexes. Idempotent. */
+export function ensureSmithersTables(sqlite: Database): void {
+  const statements = Object.values(internalTables).flatMap((table) => createTableStatements(table));
+  sqlite.transaction(() => {
+    for (const sql of statements) sqlite.exec(sql);
+  })();
+}

@@ -1,0 +1,73 @@
+/**
+ * The SQLite write-retry policy, expressed once as an Effect schedule and applied to single
+ * writes and whole transactions alike.
+ */
+import { Duration, Effect, Metric, Schedule } from "effect";
+import { SmithersError } from "../errors/index.ts";
+import { DB_RETRY_METRIC, DB_RETRY_POLICY, type DbRetryPolicy } from "./constants.ts";
+
+/** Counts every retry of a SQLite operation (`smithers.db.retries`). */
+export const dbRetries = Metric.counter(DB_RETRY_METRIC, {
+  description: "SQLite operations retried after SQLITE_BUSY / IOERR",
+  incremental: true,
+});
+
+/** Current value of `smithers.db.retries` in this process. */
+export function dbRetryCount(): number {
+  return Effect.runSync(Metric.value(dbRetries)).count;
+}
+
+const RETRYABLE = /SQLITE_BUSY|SQLITE_IOERR|database is locked|disk i\/o error/i;
+
+export function isRetryableSqliteError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_IOERR"))) return true;
+  return RETRYABLE.test(error.message);
+}
+
+/** Delay before retry number `n` (0-based): exponential from the base, capped, jittered within the cap. */
+export function retryDelayMs(n: number, policy: DbRetryPolicy, random: () => number = Math.random): number {
+  const computed = Math.min(policy.baseDelayMs * 2 ** n, policy.maxDelayMs);
+  const factor = 1 + policy.jitter * (2 * random() - 1);
+  return Math.min(Math.max(0, Math.round(computed * factor)), policy.maxDelayMs);
+}
+
+function retrySchedule(policy: DbRetryPolicy) {
+  return Schedule.exponential(Duration.millis(policy.baseDelayMs), 2).pipe(
+    Schedule.modifyDelay(({ attempt }) => Effect.succeed(Duration.millis(retryDelayMs(attempt - 1, policy)))),
+  );
+}
+
+/**
+ * Runs `operation`, retrying retryable SQLite failures per `policy`; when retries run out the
+ * failure becomes a `DB_WRITE_FAILED` SmithersError. Other errors pass through untouched.
+ */
+export function withSqliteWriteRetry<T>(
+  label: string,
+  operation: () => Promise<T>,
+  policy: DbRetryPolicy = DB_RETRY_POLICY,
+): Promise<T> {
+  let tries = 0;
+  const attempt = Effect.suspend(() => {
+    const retry = tries++ > 0;
+    const run = Effect.tryPromise({ try: operation, catch: (e) => e });
+    return retry ? Effect.andThen(Metric.update(dbRetries, 1), run) : run;
+  });
+  const program = Effect.retry(attempt, {
+    schedule: retrySchedule(policy),
+    times: policy.retries,
+    while: isRetryableSqliteError,
+  }).pipe(
+    Effect.mapError((error: unknown) =>
+        isRetryableSqliteError(error)
+          ? new SmithersError("DB_WRITE_FAILED", `${label}: SQLite stayed busy after ${policy.retries} retries`, {
+              cause: error,
+              label,
+              retries: policy.retries,
+            })
+          : error,
+    ),
+  );
+  return Effect.runPromise(program);
+}

@@ -1,0 +1,128 @@
+/**
+ * SmithersDb: the one door to SQLite. Every read and write takes a turn in a single promise
+ * chain, so a multi-statement transaction never interleaves with other work on this
+ * connection; work started *inside* an open transaction (same async context) runs at once.
+ * Writes and whole transactions are retried on SQLITE_BUSY / IOERR by the shared policy.
+ */
+import { Database } from "bun:sqlite";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import { SmithersError } from "../errors/index.ts";
+import { DB_BUSY_TIMEOUT_MS, DB_RETRY_POLICY, type DbRetryPolicy } from "./constants.ts";
+import { withSqliteWriteRetry } from "./retry.ts";
+import { ensureSmithersTables } from "./ensure.ts";
+
+export type Drizzle = BunSQLiteDatabase<Record<string, never>> & { $client: Database };
+
+export type SmithersDbOptions = {
+  /** SQLite busy_timeout in ms (default 1000); retries take over after it. */
+  busyTimeoutMs?: number;
+  retryPolicy?: DbRetryPolicy;
+  /** Create the `_smithers_*` tables on open (default true). */
+  ensureTables?: boolean;
+};
+
+type TxToken = { readonly db: SmithersDb; readonly label: string };
+
+const txContext = new AsyncLocalStorage<TxToken>();
+
+export class SmithersDb {
+  readonly path: string;
+  readonly sqlite: Database;
+  readonly db: Drizzle;
+  private readonly retryPolicy: DbRetryPolicy;
+  private tail: Promise<unknown> = Promise.resolve();
+  private activeTx: TxToken | null = null;
+  private closed = false;
+
+  constructor(path: string, options: SmithersDbOptions = {}) {
+    this.path = path;
+    this.sqlite = new Database(path, { create: true });
+    this.sqlite.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? DB_BUSY_TIMEOUT_MS}`);
+    if (path !== ":memory:") this.sqlite.exec("PRAGMA journal_mode = WAL");
+    this.sqlite.exec("PRAGMA synchronous = NORMAL");
+    this.sqlite.exec("PRAGMA foreign_keys = ON");
+    this.db = drizzle({ client: this.sqlite }) as Drizzle;
+    this.retryPolicy = options.retryPolicy ?? DB_RETRY_POLICY;
+    if (options.ensureTables !== false) ensureSmithersTables(this.sqlite);
+  }
+
+  /** True when the caller runs inside this database's open transaction. */
+  inTransaction(): boolean {
+    const token = txContext.getStore();
+    return token !== undefined && token === this.activeTx;
+  }
+
+  /** A read that waits its turn (so it never sees a half-done transaction). */
+  read<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
+    if (this.inTransaction()) return Promise.resolve().then(() => fn(this.db));
+    return this.enqueue(() => withSqliteWriteRetry(label, async () => fn(this.db), this.retryPolicy));
+  }
+
+  /** A single write (one or more statements, autocommit), queued and retried. */
+  write<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
+    if (this.inTransaction()) return Promise.resolve().then(() => fn(this.db));
+    return this.enqueue(() => withSqliteWriteRetry(label, async () => fn(this.db), this.retryPolicy));
+  }
+
+  /**
+   * Runs `fn` inside `BEGIN IMMEDIATE … COMMIT`. On a retryable failure (including at COMMIT)
+   * the transaction is rolled back and run again from BEGIN. A nested call from inside the
+   * transaction is rejected with DB_NESTED_TRANSACTION.
+   */
+  withTransaction<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
+    if (this.inTransaction()) {
+      return Promise.reject(
+        new SmithersError(
+          "DB_NESTED_TRANSACTION",
+          `Transaction "${label}" was opened inside transaction "${this.activeTx?.label}"; SQLite has no nested transactions here`,
+          { label, outer: this.activeTx?.label },
+        ),
+      );
+    }
+    return this.enqueue(() => withSqliteWriteRetry(label, () => this.runTransaction(label, fn), this.retryPolicy));
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.sqlite.close();
+  }
+
+  private async runTransaction<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
+    const token: TxToken = { db: this, label };
+    this.sqlite.exec("BEGIN IMMEDIATE");
+    this.activeTx = token;
+    try {
+      const result = await txContext.run(token, () => fn(this.db));
+      this.sqlite.exec("COMMIT");
+      return result;
+    } catch (error) {
+      if (this.sqlite.inTransaction) {
+        try {
+          this.sqlite.exec("ROLLBACK");
+        } catch {
+          // the original error matters more than a failed rollback
+        }
+      }
+      throw error;
+    } finally {
+      this.activeTx = null;
+    }
+  }
+
+  private enqueue<T>(run: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new SmithersError("DB_CLOSED", `Database ${this.path} is closed`));
+    const result = this.tail.then(run, run);
+    this.tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
+  }
+}
+
+/** Opens (creating if needed) a Smithers database with WAL, busy timeout and foreign keys. */
+export function openSmithersDb(path: string, options?: SmithersDbOptions): SmithersDb {
+  return new SmithersDb(path, options);
+}
