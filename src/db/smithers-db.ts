@@ -126,3 +126,8 @@ export class SmithersDb {
 export function openSmithersDb(path: string, options?: SmithersDbOptions): SmithersDb {
   return new SmithersDb(path, options);
 }
+
+/** Rows changed by a Drizzle `.run()` (typed `void` by the bun-sqlite driver, a `Changes` object at run time). */
+export function changedRows(result: unknown): number {
+  return (result as { changes?: number } | undefined)?.changes ?? 0;
+}

@@ -1,0 +1,155 @@
+/**
+ * Zod output schema -> Drizzle table (pure). Each schema key becomes a snake_case table with
+ * `run_id`, `node_id`, `iteration` and one column per field; the mapping rules are SPEC §2.
+ */
+import { integer, primaryKey, real, sqliteTable, text, type SQLiteTable } from "drizzle-orm/sqlite-core";
+import { z } from "zod";
+import { SmithersError } from "../errors/index.ts";
+
+export type ColumnKind = "text" | "integer" | "real" | "boolean" | "json" | "timestamp";
+
+export type FieldColumn = { field: string; column: string; kind: ColumnKind; nullable: boolean };
+
+export const BOOKKEEPING_FIELDS = ["runId", "nodeId", "iteration"] as const;
+
+export function camelToSnake(name: string): string {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1_$2")
+    .replace(/[-\s]+/g, "_")
+    .toLowerCase();
+}
+
+type Def = { type: string; innerType?: z.ZodType; in?: z.ZodType; out?: z.ZodType; values?: unknown[]; options?: z.ZodType[]; getter?: () => z.ZodType };
+
+const defOf = (schema: z.ZodType): Def => (schema as unknown as { _zod: { def: Def } })._zod.def;
+
+/** The column kind for one field, or null when the Zod type has no faithful column. */
+function kindOf(schema: z.ZodType, nullable: boolean): { kind: ColumnKind; nullable: boolean } | null {
+  const def = defOf(schema);
+  switch (def.type) {
+    case "optional":
+    case "nullable":
+      return kindOf(def.innerType!, true);
+    case "default":
+    case "prefault":
+    case "catch":
+    case "readonly":
+    case "nonoptional":
+      return kindOf(def.innerType!, nullable);
+    case "pipe":
+      return kindOf(def.in!, nullable);
+    case "lazy":
+      return kindOf(def.getter!(), nullable);
+    case "string":
+    case "enum":
+    case "template_literal":
+      return { kind: "text", nullable };
+    case "literal": {
+      const values = def.values ?? [];
+      if (values.every((v) => typeof v === "string")) return { kind: "text", nullable };
+      if (values.every((v) => typeof v === "boolean")) return { kind: "boolean", nullable };
+      if (values.every((v) => typeof v === "number" && Number.isInteger(v))) return { kind: "integer", nullable };
+      return { kind: "json", nullable };
+    }
+    case "number": {
+      const format = (schema as z.ZodNumber).format;
+      const isInt = format === "safeint" || format === "int32" || format === "uint32";
+      return { kind: isInt ? "integer" : "real", nullable };
+    }
+    case "boolean":
+      return { kind: "boolean", nullable };
+    case "date":
+      return { kind: "timestamp", nullable };
+    case "object":
+    case "array":
+    case "tuple":
+    case "record":
+    case "any":
+    case "unknown":
+    case "intersection":
+      return { kind: "json", nullable };
+    case "union": {
+      const members = def.options ?? [];
+      return members.every((m) => kindOf(m, false) !== null) ? { kind: "json", nullable } : null;
+    }
+    case "null":
+      return { kind: "json", nullable: true };
+    default:
+      return null; // bigint, symbol, function, promise, map, set, void, undefined, never, nan, file, custom, transform
+  }
+}
+
+export function describeZodType(schema: z.ZodType): string {
+  return defOf(schema).type;
+}
+
+/** The columns of a Zod object schema; throws UNSUPPORTED_SCHEMA naming the first field that cannot map. */
+export function fieldColumns(tableKey: string, schema: z.ZodType): FieldColumn[] {
+  if (!(schema instanceof z.ZodObject)) {
+    throw new SmithersError(
+      "UNSUPPORTED_SCHEMA",
+      `Output schema "${tableKey}" must be a z.object(...), got ${describeZodType(schema)}`,
+      { table: tableKey },
+    );
+  }
+  const columns: FieldColumn[] = [];
+  for (const [field, fieldSchema] of Object.entries(schema.shape as Record<string, z.ZodType>)) {
+    if ((BOOKKEEPING_FIELDS as readonly string[]).includes(field)) {
+      throw new SmithersError(
+        "UNSUPPORTED_SCHEMA",
+        `Output schema "${tableKey}" declares "${field}", which Smithers adds itself; remove it from the schema`,
+        { table: tableKey, field },
+      );
+    }
+    const mapped = kindOf(fieldSchema, false);
+    if (!mapped) {
+      throw new SmithersError(
+        "UNSUPPORTED_SCHEMA",
+        `Output schema "${tableKey}" field "${field}" has type ${describeZodType(fieldSchema)}, which has no SQLite column mapping (use string, number, boolean, date, enum, object or array)`,
+        { table: tableKey, field, zodType: describeZodType(fieldSchema) },
+      );
+    }
+    columns.push({ field, column: camelToSnake(field), ...mapped });
+  }
+  return columns;
+}
+
+function buildColumn(c: FieldColumn) {
+  const base =
+    c.kind === "text"
+      ? text(c.column)
+      : c.kind === "integer"
+        ? integer(c.column)
+        : c.kind === "real"
+          ? real(c.column)
+          : c.kind === "boolean"
+            ? integer(c.column, { mode: "boolean" })
+            : c.kind === "timestamp"
+              ? integer(c.column, { mode: "timestamp_ms" })
+              : text(c.column, { mode: "json" });
+  return c.nullable ? base : base.notNull();
+}
+
+/** Drizzle table for a schema key: bookkeeping columns + one per field, PK (run_id, node_id, iteration). */
+export function zodToTable(tableName: string, columns: FieldColumn[]): SQLiteTable {
+  const shape: Record<string, ReturnType<typeof buildColumn>> = {};
+  for (const c of columns) shape[c.field] = buildColumn(c);
+  return sqliteTable(
+    tableName,
+    {
+      runId: text("run_id").notNull(),
+      nodeId: text("node_id").notNull(),
+      iteration: integer("iteration").notNull().default(0),
+      ...shape,
+    },
+    (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration] })],
+  );
+}
+
+/** The run-input table: keyed by run_id alone. */
+export function zodToInputTable(columns: FieldColumn[]): SQLiteTable {
+  const shape: Record<string, ReturnType<typeof buildColumn>> = {};
+  for (const c of columns) shape[c.field] = buildColumn(c);
+  return sqliteTable("input", { runId: text("run_id").primaryKey(), ...shape });
+}

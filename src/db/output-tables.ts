@@ -1,0 +1,199 @@
+/**
+ * The output-table registry of one workflow: resolves an `output=` target (Zod schema by
+ * reference, schema key, or custom Drizzle table) to its table, creates and forward-migrates
+ * the tables, and reads/writes output rows.
+ */
+import type { Database } from "bun:sqlite";
+import { and, eq, getTableColumns, getTableName, is } from "drizzle-orm";
+import { getTableConfig, SQLiteTable, type SQLiteColumn } from "drizzle-orm/sqlite-core";
+import type { z } from "zod";
+import { SmithersError } from "../errors/index.ts";
+import { addColumnStatement, createTableStatements } from "./ddl.ts";
+import { camelToSnake, fieldColumns, zodToInputTable, zodToTable, type FieldColumn } from "./output-schema.ts";
+import type { Drizzle } from "./smithers-db.ts";
+
+export type OutputSchema = z.ZodObject;
+export type OutputTarget = OutputSchema | string | SQLiteTable;
+
+export type OutputTableInfo = {
+  key: string;
+  tableName: string;
+  table: SQLiteTable;
+  schema: OutputSchema | undefined;
+  custom: boolean;
+  payloadOnly: boolean;
+  hasIteration: boolean;
+};
+
+export type OutputKey = { runId: string; nodeId: string; iteration: number };
+
+export type MigrationReport = {
+  created: string[];
+  added: { table: string; column: string }[];
+  /** Columns whose type differs from the schema: reported, never changed. */
+  typeChanges: { table: string; column: string; expected: string; actual: string }[];
+  /** Columns on disk the schema no longer has: kept, reported. */
+  removed: { table: string; column: string }[];
+};
+
+type Col = SQLiteColumn & { name: string };
+
+function columnsOf(table: SQLiteTable): Col[] {
+  return getTableConfig(table).columns as Col[];
+}
+
+function inspectCustomTable(key: string, table: SQLiteTable, schema: OutputSchema | undefined): OutputTableInfo {
+  const names = new Set(columnsOf(table).map((c) => c.name));
+  const missing = ["run_id", "node_id"].filter((n) => !names.has(n));
+  const tableName = getTableName(table);
+  if (missing.length > 0) {
+    throw new SmithersError(
+      "CUSTOM_TABLE_INVALID",
+      `Custom output table "${tableName}" lacks the bookkeeping column(s) ${missing.join(", ")}; add ${missing
+        .map((m) => `${m} TEXT NOT NULL`)
+        .join(" and ")} (and iteration INTEGER if the task runs in a loop)`,
+      { table: tableName, missing },
+    );
+  }
+  return { key, tableName, table, schema, custom: true, payloadOnly: false, hasIteration: names.has("iteration") };
+}
+
+export class OutputRegistry {
+  readonly byKey = new Map<string, OutputTableInfo>();
+  private readonly bySchema = new Map<unknown, OutputTableInfo>();
+  private readonly byTable = new Map<SQLiteTable, OutputTableInfo>();
+  readonly input: OutputTableInfo;
+
+  constructor(schemas: Record<string, OutputSchema | SQLiteTable>) {
+    let inputSchema: OutputSchema | undefined;
+    for (const [key, value] of Object.entries(schemas)) {
+      if (key === "input" && !is(value, SQLiteTable)) {
+        inputSchema = value as OutputSchema;
+        continue;
+      }
+      const info = is(value, SQLiteTable) ? inspectCustomTable(key, value, undefined) : this.generated(key, value);
+      this.add(info, value);
+    }
+    const inputColumns: FieldColumn[] = inputSchema
+      ? fieldColumns("input", inputSchema)
+      : [{ field: "payload", column: "payload", kind: "json", nullable: true }];
+    const inputTable = zodToInputTable(inputColumns);
+    this.input = { key: "input", tableName: "input", table: inputTable, schema: inputSchema, custom: false, payloadOnly: !inputSchema, hasIteration: false };
+  }
+
+  all(): OutputTableInfo[] {
+    return [...this.byKey.values()];
+  }
+
+  /** The table behind an `output=` target; custom Drizzle tables are registered on first use. */
+  resolve(target: OutputTarget, outputSchema?: OutputSchema): OutputTableInfo {
+    if (typeof target === "string") {
+      const info = this.byKey.get(target) ?? [...this.byKey.values()].find((i) => i.tableName === target);
+      if (info) return info;
+    } else if (is(target, SQLiteTable)) {
+      const known = this.byTable.get(target);
+      if (known) return known;
+      const info = inspectCustomTable(getTableName(target), target, outputSchema);
+      this.add(info, target);
+      return info;
+    } else {
+      const info = this.bySchema.get(target);
+      if (info) return info;
+    }
+    const name = typeof target === "string" ? `"${target}"` : "this schema";
+    throw new SmithersError(
+      "OUTPUT_NOT_FOUND",
+      `Output target ${name} is not one of this workflow's outputs (${[...this.byKey.keys()].join(", ") || "none"}); pass outputs.<key> from createSmithers`,
+      { target: typeof target === "string" ? target : undefined },
+    );
+  }
+
+  private generated(key: string, schema: OutputSchema): OutputTableInfo {
+    const columns = fieldColumns(key, schema);
+    const tableName = camelToSnake(key);
+    const payloadOnly = columns.length === 1 && columns[0]!.field === "payload";
+    return { key, tableName, table: zodToTable(tableName, columns), schema, custom: false, payloadOnly, hasIteration: true };
+  }
+
+  private add(info: OutputTableInfo, ref: unknown): void {
+    for (const other of this.byKey.values()) {
+      if (other.tableName === info.tableName) {
+        throw new SmithersError(
+          "UNSUPPORTED_SCHEMA",
+          `Schema keys "${other.key}" and "${info.key}" both map to table "${info.tableName}"`,
+          { table: info.tableName },
+        );
+      }
+    }
+    this.byKey.set(info.key, info);
+    this.byTable.set(info.table, info);
+    if (!is(ref, SQLiteTable)) this.bySchema.set(ref, info);
+  }
+}
+
+/** Creates missing tables and adds missing columns (forward only); reports what it did not change. */
+export function migrateOutputTables(sqlite: Database, infos: OutputTableInfo[]): MigrationReport {
+  const report: MigrationReport = { created: [], added: [], typeChanges: [], removed: [] };
+  const run = sqlite.transaction(() => {
+    for (const info of infos) {
+      const existing = sqlite
+        .query<{ name: string; type: string }, [string]>("SELECT name, type FROM pragma_table_info(?)")
+        .all(info.tableName);
+      if (existing.length === 0) {
+        for (const sql of createTableStatements(info.table)) sqlite.exec(sql);
+        report.created.push(info.tableName);
+        continue;
+      }
+      if (info.custom) continue; // the author owns a custom table's migrations
+      const onDisk = new Map(existing.map((c) => [c.name, c.type.toLowerCase()]));
+      const wanted = columnsOf(info.table);
+      for (const column of wanted) {
+        const actual = onDisk.get(column.name);
+        if (actual === undefined) {
+          sqlite.exec(addColumnStatement(info.tableName, column));
+          report.added.push({ table: info.tableName, column: column.name });
+        } else if (actual !== column.getSQLType().toLowerCase()) {
+          report.typeChanges.push({ table: info.tableName, column: column.name, expected: column.getSQLType(), actual });
+        }
+      }
+      const wantedNames = new Set(wanted.map((c) => c.name));
+      for (const name of onDisk.keys()) {
+        if (!wantedNames.has(name)) report.removed.push({ table: info.tableName, column: name });
+      }
+    }
+  });
+  run();
+  return report;
+}
+
+function keyWhere(info: OutputTableInfo, key: Partial<OutputKey> & { runId: string }) {
+  const byName = new Map(columnsOf(info.table).map((c) => [c.name, c]));
+  const parts = [eq(byName.get("run_id")!, key.runId)];
+  if (key.nodeId !== undefined) parts.push(eq(byName.get("node_id")!, key.nodeId));
+  const iteration = byName.get("iteration");
+  if (key.iteration !== undefined && iteration) parts.push(eq(iteration, key.iteration));
+  return and(...parts);
+}
+
+/** Replaces the row at `key` with `values` (already validated). Call inside a transaction. */
+export function writeOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey, values: Record<string, unknown>): void {
+  const row: Record<string, unknown> = {};
+  for (const [field, column] of Object.entries(getTableColumns(info.table))) {
+    if (column.name === "run_id") row[field] = key.runId;
+    else if (column.name === "node_id") row[field] = key.nodeId;
+    else if (column.name === "iteration") row[field] = key.iteration;
+    else if (field in values) row[field] = values[field];
+    else if (column.name in values) row[field] = values[column.name];
+  }
+  d.delete(info.table).where(keyWhere(info, key)).run();
+  d.insert(info.table).values(row).run();
+}
+
+/** All output rows of a run in this table, as Drizzle maps them (booleans, JSON, dates decoded). */
+export function readOutputRows(d: Drizzle, info: OutputTableInfo, runId: string): Record<string, unknown>[] {
+  return d.select().from(info.table).where(keyWhere(info, { runId })).all() as Record<string, unknown>[];
+}
+
+export function deleteOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey): void {
+  d.delete(info.table).where(keyWhere(info, key)).run();
+}

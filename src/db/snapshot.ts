@@ -1,0 +1,56 @@
+/**
+ * The run snapshot that rebuilds ctx: the run input and every output row of the run, each
+ * table's rows indexed under both its schema key and its SQLite table name.
+ */
+import { eq } from "drizzle-orm";
+import { getTableConfig, type SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { readOutputRows, type OutputRegistry } from "./output-tables.ts";
+import type { Drizzle, SmithersDb } from "./smithers-db.ts";
+
+export type OutputRow = Record<string, unknown> & { nodeId: string; iteration: number };
+export type OutputSnapshot = Record<string, OutputRow[]>;
+
+function runIdColumn(registry: OutputRegistry): SQLiteColumn {
+  return getTableConfig(registry.input.table).columns.find((c) => c.name === "run_id")!;
+}
+
+export function writeInput(d: Drizzle, registry: OutputRegistry, runId: string, input: unknown): void {
+  const values = registry.input.payloadOnly ? { payload: input } : (input as Record<string, unknown>);
+  d.insert(registry.input.table)
+    .values({ ...values, runId })
+    .run();
+}
+
+/** The run input as the author passed it (validated), or undefined when the run has none stored. */
+export function readInput(d: Drizzle, registry: OutputRegistry, runId: string): unknown {
+  const row = d.select().from(registry.input.table).where(eq(runIdColumn(registry), runId)).get() as
+    | Record<string, unknown>
+    | undefined;
+  if (!row) return undefined;
+  if (registry.input.payloadOnly) return row.payload;
+  const { runId: _omit, ...rest } = row;
+  return rest;
+}
+
+export function loadInput(db: SmithersDb, registry: OutputRegistry, runId: string): Promise<unknown> {
+  return db.read("loadInput", (d) => readInput(d, registry, runId));
+}
+
+function normalizeRow(row: Record<string, unknown>): OutputRow {
+  const iteration = typeof row.iteration === "number" ? row.iteration : 0;
+  return { ...row, nodeId: String(row.nodeId ?? row.node_id), iteration } as OutputRow;
+}
+
+export function readOutputs(d: Drizzle, registry: OutputRegistry, runId: string): OutputSnapshot {
+  const snapshot: OutputSnapshot = {};
+  for (const info of registry.all()) {
+    const rows = readOutputRows(d, info, runId).map(normalizeRow);
+    snapshot[info.key] = rows;
+    snapshot[info.tableName] = rows;
+  }
+  return snapshot;
+}
+
+export function loadOutputs(db: SmithersDb, registry: OutputRegistry, runId: string): Promise<OutputSnapshot> {
+  return db.read("loadOutputs", (d) => readOutputs(d, registry, runId));
+}

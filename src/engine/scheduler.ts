@@ -1,0 +1,164 @@
+/**
+ * The scheduler: a pure function from (plan, node states, clock) to actions. It never touches
+ * the database; the actuator performs what it decides. Tested without SQLite.
+ */
+import type { Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "../jsx/index.ts";
+import { nodeKey } from "../jsx/index.ts";
+import type { NodeState } from "./states.ts";
+
+export type NodeStatus = {
+  state: NodeState;
+  /** Earliest time the next attempt may start (retry backoff). */
+  retryAtMs?: number;
+};
+
+export type Action =
+  | { type: "start"; task: PlanTask }
+  | { type: "skip"; task: PlanTask }
+  | { type: "advance-loop"; loop: PlanLoop }
+  | { type: "finish-loop"; loop: PlanLoop };
+
+export type Failure =
+  | { kind: "task"; task: PlanTask }
+  | { kind: "loop-max"; loop: PlanLoop };
+
+export type Decision = {
+  actions: Action[];
+  /** `finished`: nothing left; `failed`: a failure that no continueOnFail absorbs; else `running`. */
+  outcome: "running" | "finished" | "failed";
+  failure?: Failure;
+  /** When nothing can start before a retry backoff ends. */
+  wakeAtMs?: number;
+};
+
+type Visit = "done" | "busy" | "failed";
+type Cap = { max: number; used: number };
+
+type Walk = {
+  states: ReadonlyMap<string, NodeStatus>;
+  nowMs: number;
+  actions: Action[];
+  failure?: Failure;
+  wakeAtMs?: number;
+};
+
+const stateOf = (w: Walk, t: PlanTask) => w.states.get(nodeKey(t.nodeId, t.iteration));
+
+function countRunning(node: PlanNode, w: Walk): number {
+  if (node.kind === "task") return stateOf(w, node)?.state === "running" ? 1 : 0;
+  return node.children.reduce((n, c) => n + countRunning(c, w), 0);
+}
+
+/** A dependency is met when a task with that id finished or was skipped (any iteration). */
+function dependencyMet(id: string, w: Walk): boolean {
+  for (const [key, status] of w.states) {
+    if (key.slice(0, key.lastIndexOf("#")) === id && (status.state === "finished" || status.state === "skipped")) return true;
+  }
+  return false;
+}
+
+function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
+  const status = stateOf(w, task);
+  switch (status?.state) {
+    case "finished":
+    case "skipped":
+      return "done";
+    case "failed":
+      if (task.continueOnFail) return "done";
+      w.failure ??= { kind: "task", task };
+      return "failed";
+    case "running":
+      return "busy";
+  }
+  if (task.dependsOn.some((id) => !dependencyMet(id, w))) return "busy";
+  if (task.skip) {
+    w.actions.push({ type: "skip", task });
+    return "busy";
+  }
+  if (status?.retryAtMs !== undefined && status.retryAtMs > w.nowMs) {
+    w.wakeAtMs = Math.min(w.wakeAtMs ?? Infinity, status.retryAtMs);
+    return "busy";
+  }
+  if (caps.every((c) => c.used < c.max)) {
+    for (const c of caps) c.used++;
+    w.actions.push({ type: "start", task });
+  }
+  return "busy";
+}
+
+function visitSequence(children: PlanNode[], caps: Cap[], w: Walk): Visit {
+  for (const child of children) {
+    const r = visit(child, caps, w);
+    if (r !== "done") return r;
+  }
+  return "done";
+}
+
+function visitParallel(group: PlanGroup, caps: Cap[], w: Walk): Visit {
+  const inner = group.maxConcurrency === undefined ? caps : [...caps, { max: group.maxConcurrency, used: countRunning(group, w) }];
+  let result: Visit = "done";
+  for (const child of group.children) {
+    const r = visit(child, inner, w);
+    if (r === "failed") result = "failed";
+    else if (r === "busy" && result === "done") result = "busy";
+  }
+  return result;
+}
+
+function untouched(node: PlanNode, w: Walk): boolean {
+  if (node.kind === "task") return stateOf(w, node) === undefined;
+  return node.children.every((c) => untouched(c, w));
+}
+
+function visitLoop(loop: PlanLoop, caps: Cap[], w: Walk): Visit {
+  if (loop.done) return "done";
+  // `until` is judged at iteration boundaries only, so a pass is never cut off half-way.
+  if (loop.until && loop.children.every((c) => untouched(c, w))) {
+    w.actions.push({ type: "finish-loop", loop });
+    return "busy";
+  }
+  const r = visitSequence(loop.children, caps, w);
+  if (r !== "done") return r;
+  if (loop.until) {
+    w.actions.push({ type: "finish-loop", loop });
+  } else if (loop.iteration + 1 < loop.maxIterations) {
+    w.actions.push({ type: "advance-loop", loop });
+  } else if (loop.onMaxReached === "fail") {
+    w.failure ??= { kind: "loop-max", loop };
+    return "failed";
+  } else {
+    w.actions.push({ type: "finish-loop", loop });
+  }
+  return "busy";
+}
+
+function visit(node: PlanNode, caps: Cap[], w: Walk): Visit {
+  switch (node.kind) {
+    case "task":
+      return visitTask(node, caps, w);
+    case "sequence":
+      return visitSequence(node.children, caps, w);
+    case "parallel":
+      return visitParallel(node, caps, w);
+    case "loop":
+      return visitLoop(node, caps, w);
+  }
+}
+
+/**
+ * Decides what to do next. `maxConcurrency` caps running tasks across the whole run.
+ * Once a failure is found no new work starts, so in-flight tasks can settle.
+ */
+export function decide(
+  plan: Plan,
+  states: ReadonlyMap<string, NodeStatus>,
+  nowMs: number,
+  maxConcurrency = Infinity,
+): Decision {
+  const w: Walk = { states, nowMs, actions: [] };
+  const global: Cap = { max: maxConcurrency, used: countRunning(plan.root, w) };
+  const r = visit(plan.root, [global], w);
+  if (r === "failed") return { actions: [], outcome: "failed", failure: w.failure };
+  if (r === "done") return { actions: [], outcome: "finished" };
+  return { actions: w.actions, outcome: "running", wakeAtMs: w.wakeAtMs };
+}

@@ -1,0 +1,88 @@
+/**
+ * The JSX surface. Each component returns a host element (`smithers:*`) that render() turns
+ * into Plan nodes; Branch resolves on the spot, so the branch not taken is absent from the plan.
+ */
+import type { z } from "zod";
+import type { Agent } from "../agents/index.ts";
+import { createElement, type SmithersElement, type SmithersNode } from "./element.ts";
+import type { OutputTarget, RetryPolicy, TaskRunContext } from "./plan.ts";
+
+type TaskValue<S> = S extends z.ZodType ? z.input<S> : Record<string, unknown>;
+
+export type TaskProps<S extends OutputTarget = OutputTarget> = {
+  id: string;
+  output: S;
+  /** Validation schema for a custom Drizzle table output. */
+  outputSchema?: z.ZodObject;
+  agent?: Agent | readonly Agent[];
+  /** Extra attempts after the first failure (default 0). */
+  retries?: number;
+  retryPolicy?: RetryPolicy;
+  timeoutMs?: number;
+  skipIf?: boolean;
+  continueOnFail?: boolean;
+  dependsOn?: readonly string[];
+  label?: string;
+  meta?: Record<string, unknown>;
+  /** A prompt (with `agent`), a compute function, or a static output value. */
+  children:
+    | string
+    | number
+    | readonly (string | number)[]
+    | TaskValue<S>
+    | ((ctx: TaskRunContext) => TaskValue<S> | Promise<TaskValue<S>>);
+};
+
+export type WorkflowProps = { name: string; children?: SmithersNode };
+export type SequenceProps = { skipIf?: boolean; children?: SmithersNode };
+export type ParallelProps = { maxConcurrency?: number; skipIf?: boolean; children?: SmithersNode };
+export type BranchProps = { if: unknown; then: SmithersNode; else?: SmithersNode };
+export type LoopProps = {
+  id?: string;
+  until: unknown;
+  maxIterations?: number;
+  onMaxReached?: "fail" | "return-last";
+  skipIf?: boolean;
+  children?: SmithersNode;
+};
+
+export const HOST = {
+  workflow: "smithers:workflow",
+  task: "smithers:task",
+  sequence: "smithers:sequence",
+  parallel: "smithers:parallel",
+  loop: "smithers:loop",
+} as const;
+
+/** Root of a workflow: its direct children run in sequence. */
+export function Workflow(props: WorkflowProps): SmithersElement {
+  return createElement(HOST.workflow, props);
+}
+
+/** One durable step writing one validated row to its output table. */
+export function Task<S extends OutputTarget>(props: TaskProps<S>): SmithersElement {
+  return createElement(HOST.task, props as Record<string, unknown>);
+}
+
+/** Children in order: each starts once the one before finished or was skipped. */
+export function Sequence(props: SequenceProps): SmithersNode {
+  return props.skipIf ? null : createElement(HOST.sequence, props);
+}
+
+/** Children run concurrently, at most `maxConcurrency` tasks at a time. */
+export function Parallel(props: ParallelProps): SmithersNode {
+  return props.skipIf ? null : createElement(HOST.parallel, props);
+}
+
+/** Mounts `then` when `if` is truthy, else `else`. */
+export function Branch(props: BranchProps): SmithersNode {
+  return props.if ? props.then : (props.else ?? null);
+}
+
+/** Re-runs its children with iteration 0, 1, 2… until `until` is truthy or `maxIterations` is reached. */
+export function Loop(props: LoopProps): SmithersNode {
+  return props.skipIf ? null : createElement(HOST.loop, props);
+}
+
+/** Alias of Loop, the name the Ralph-loop pattern is known by. */
+export const Ralph = Loop;

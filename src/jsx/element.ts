@@ -1,0 +1,24 @@
+/** The element tree the JSX runtime builds: plain data, no React. */
+export const SMITHERS_ELEMENT = Symbol.for("smithers.element");
+
+export type Component<P = any> = (props: P) => SmithersNode;
+
+export type SmithersElement<P = any> = {
+  readonly $$typeof: typeof SMITHERS_ELEMENT;
+  readonly type: string | Component<P> | typeof Fragment;
+  readonly props: P;
+  readonly key: string | null;
+};
+
+/** Anything JSX may produce or hold as a child. Tasks also take functions and plain objects as children. */
+export type SmithersNode = SmithersElement<any> | string | number | boolean | null | undefined | readonly SmithersNode[];
+
+export const Fragment: unique symbol = Symbol.for("smithers.fragment") as never;
+
+export function isElement(value: unknown): value is SmithersElement {
+  return typeof value === "object" && value !== null && (value as { $$typeof?: unknown }).$$typeof === SMITHERS_ELEMENT;
+}
+
+export function createElement<P>(type: SmithersElement<P>["type"], props: P, key?: string | number | null): SmithersElement<P> {
+  return { $$typeof: SMITHERS_ELEMENT, type, props, key: key === undefined || key === null ? null : String(key) };
+}

@@ -1,0 +1,72 @@
+/** The Plan: what render() produces from the element tree and the engine schedules. Plain data. */
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { z } from "zod";
+import type { Agent } from "../agents/index.ts";
+
+export type OutputTarget = z.ZodObject | string | SQLiteTable;
+
+/** What a compute task's function receives. */
+export type TaskRunContext = {
+  runId: string;
+  nodeId: string;
+  iteration: number;
+  attempt: number;
+  /** `runId:nodeId:iteration`: stable across attempts and resumes, for external side effects. */
+  idempotencyKey: string;
+  signal: AbortSignal;
+  input: unknown;
+};
+
+export type RetryPolicy = { initialDelayMs?: number; maxDelayMs?: number; factor?: number };
+
+export type PlanTask = {
+  kind: "task";
+  nodeId: string;
+  iteration: number;
+  loopId: string | undefined;
+  output: OutputTarget;
+  outputSchema: z.ZodObject | undefined;
+  mode: "static" | "compute" | "agent";
+  staticValue?: unknown;
+  compute?: (ctx: TaskRunContext) => unknown;
+  prompt?: string;
+  agent?: Agent | readonly Agent[];
+  retries: number;
+  retryPolicy: RetryPolicy | undefined;
+  timeoutMs: number | undefined;
+  skip: boolean;
+  continueOnFail: boolean;
+  dependsOn: readonly string[];
+  label: string | undefined;
+  meta: Record<string, unknown> | undefined;
+};
+
+export type PlanGroup = { kind: "sequence" | "parallel"; maxConcurrency: number | undefined; children: PlanNode[] };
+
+export type PlanLoop = {
+  kind: "loop";
+  loopId: string;
+  iteration: number;
+  /** The author's `until` as rendered now. */
+  until: boolean;
+  /** Persisted: the loop has completed and its children no longer run. */
+  done: boolean;
+  maxIterations: number;
+  onMaxReached: "fail" | "return-last";
+  children: PlanNode[];
+};
+
+export type PlanNode = PlanTask | PlanGroup | PlanLoop;
+
+export type Plan = {
+  workflowName: string;
+  root: PlanGroup;
+  /** Every mounted task in document order. */
+  tasks: PlanTask[];
+  loops: PlanLoop[];
+};
+
+/** Persisted loop progress the renderer needs (from `_smithers_ralph`). */
+export type LoopState = { iteration: number; done: boolean };
+
+export const nodeKey = (nodeId: string, iteration: number) => `${nodeId}#${iteration}`;

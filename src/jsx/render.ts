@@ -1,0 +1,172 @@
+/**
+ * render(): element tree + persisted loop state -> Plan. Pure: the same inputs give the same
+ * plan, so re-rendering after a crash places the run exactly where it was.
+ */
+import { SmithersError } from "../errors/index.ts";
+import { HOST } from "./components.ts";
+import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
+import type { LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
+
+export const DEFAULT_MAX_ITERATIONS = 5;
+
+type Scope = { path: string; loop: { id: string; iteration: number } | undefined };
+
+type RenderState = {
+  loops: ReadonlyMap<string, LoopState>;
+  taskIds: Set<string>;
+  loopIds: Set<string>;
+  tasks: PlanTask[];
+  planLoops: PlanLoop[];
+  workflowName: string | undefined;
+};
+
+const invalid = (message: string, details: Record<string, unknown> = {}) =>
+  new SmithersError("INVALID_WORKFLOW", message, details);
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value) || isElement(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
+  const id = props.id;
+  if (typeof id !== "string" || id.length === 0) throw invalid("Every <Task> needs a non-empty string id");
+  if (props.output === undefined || props.output === null) {
+    throw new SmithersError("MISSING_OUTPUT", `<Task id="${id}"> has no output; pass output={outputs.<key>}`, { nodeId: id });
+  }
+  const children = props.children;
+  const base = {
+    kind: "task" as const,
+    nodeId: id,
+    iteration: scope.loop?.iteration ?? 0,
+    loopId: scope.loop?.id,
+    output: props.output as PlanTask["output"],
+    outputSchema: props.outputSchema as PlanTask["outputSchema"],
+    agent: props.agent as PlanTask["agent"],
+    retries: typeof props.retries === "number" ? Math.max(0, Math.floor(props.retries)) : 0,
+    retryPolicy: props.retryPolicy as PlanTask["retryPolicy"],
+    timeoutMs: typeof props.timeoutMs === "number" ? props.timeoutMs : undefined,
+    skip: Boolean(props.skipIf),
+    continueOnFail: Boolean(props.continueOnFail),
+    dependsOn: (props.dependsOn as string[] | undefined) ?? [],
+    label: props.label as string | undefined,
+    meta: props.meta as Record<string, unknown> | undefined,
+  };
+  if (typeof children === "function") return { ...base, mode: "compute", compute: children as PlanTask["compute"] };
+  const textParts = Array.isArray(children) ? children : [children];
+  if (textParts.length > 0 && textParts.every((c) => typeof c === "string" || typeof c === "number")) {
+    if (!base.agent) {
+      throw invalid(`<Task id="${id}"> has a prompt but no agent; pass agent={...} or give a function or object`, { nodeId: id });
+    }
+    return { ...base, mode: "agent", prompt: textParts.join("") };
+  }
+  if (isPlainObject(children)) return { ...base, mode: "static", staticValue: children };
+  throw invalid(
+    `<Task id="${id}"> children must be a prompt string (with agent), a function, or a plain object`,
+    { nodeId: id },
+  );
+}
+
+function childPath(scope: Scope, index: number): Scope {
+  return { ...scope, path: `${scope.path}.${index}` };
+}
+
+/** Flattens children (arrays, fragments, components, conditionals) to host elements. */
+function hostChildren(node: SmithersNode, scope: Scope, out: { element: SmithersElement; scope: Scope }[]): void {
+  if (node === null || node === undefined || typeof node === "boolean") return;
+  if (typeof node === "string" || typeof node === "number") {
+    if (String(node).trim() === "") return;
+    throw invalid(`Text "${String(node).slice(0, 40)}" can only appear inside a <Task>`);
+  }
+  if (Array.isArray(node)) {
+    node.forEach((child, i) => hostChildren(child as SmithersNode, childPath(scope, i), out));
+    return;
+  }
+  if (!isElement(node)) throw invalid(`Unexpected value in the workflow tree: ${typeof node}`);
+  const key = node.key === null ? scope.path : `${scope.path}[${node.key}]`;
+  const keyed = { ...scope, path: key };
+  if (node.type === Fragment) {
+    hostChildren((node.props as { children?: SmithersNode }).children, keyed, out);
+  } else if (typeof node.type === "function") {
+    hostChildren(node.type(node.props), keyed, out);
+  } else {
+    out.push({ element: node, scope: keyed });
+  }
+}
+
+function renderChildren(children: SmithersNode, scope: Scope, state: RenderState): PlanNode[] {
+  const hosts: { element: SmithersElement; scope: Scope }[] = [];
+  hostChildren(children, scope, hosts);
+  return hosts.map(({ element, scope: s }) => renderHost(element, s, state));
+}
+
+function renderHost(element: SmithersElement, scope: Scope, state: RenderState): PlanNode {
+  const props = element.props as Record<string, unknown>;
+  const children = props.children as SmithersNode;
+  switch (element.type) {
+    case HOST.task: {
+      const task = taskFromProps(props, scope);
+      if (state.taskIds.has(task.nodeId)) {
+        throw new SmithersError("DUPLICATE_ID", `Two tasks share the id "${task.nodeId}" in one render; task ids must be unique`, {
+          nodeId: task.nodeId,
+        });
+      }
+      state.taskIds.add(task.nodeId);
+      state.tasks.push(task);
+      return task;
+    }
+    case HOST.sequence:
+      return { kind: "sequence", maxConcurrency: undefined, children: renderChildren(children, scope, state) };
+    case HOST.parallel: {
+      const max = props.maxConcurrency;
+      return {
+        kind: "parallel",
+        maxConcurrency: typeof max === "number" && max > 0 ? Math.floor(max) : undefined,
+        children: renderChildren(children, scope, state),
+      };
+    }
+    case HOST.loop: {
+      if (scope.loop) throw invalid(`A <Loop> inside <Loop id="${scope.loop.id}"> is not supported; flatten the loops`);
+      const loopId = typeof props.id === "string" && props.id ? props.id : `loop${scope.path}`;
+      if (state.loopIds.has(loopId)) {
+        throw new SmithersError("DUPLICATE_ID", `Two loops share the id "${loopId}" in one render`, { loopId });
+      }
+      state.loopIds.add(loopId);
+      const persisted = state.loops.get(loopId);
+      const iteration = persisted?.iteration ?? 0;
+      const maxIterations = typeof props.maxIterations === "number" ? Math.max(1, props.maxIterations) : DEFAULT_MAX_ITERATIONS;
+      const loop: PlanLoop = {
+        kind: "loop",
+        loopId,
+        iteration,
+        until: Boolean(props.until),
+        done: Boolean(persisted?.done),
+        maxIterations,
+        onMaxReached: props.onMaxReached === "fail" ? "fail" : "return-last",
+        children: renderChildren(children, { path: scope.path, loop: { id: loopId, iteration } }, state),
+      };
+      state.planLoops.push(loop);
+      return loop;
+    }
+    case HOST.workflow:
+      throw invalid("<Workflow> may only appear at the root");
+    default:
+      throw invalid(`Unknown element <${String(element.type)}>`);
+  }
+}
+
+/** Turns the element returned by a workflow's build function into a Plan. */
+export function render(root: SmithersNode, loops: ReadonlyMap<string, LoopState> = new Map()): Plan {
+  const state: RenderState = { loops, taskIds: new Set(), loopIds: new Set(), tasks: [], planLoops: [], workflowName: undefined };
+  const hosts: { element: SmithersElement; scope: Scope }[] = [];
+  hostChildren(root, { path: "", loop: undefined }, hosts);
+  const top = hosts[0];
+  if (hosts.length !== 1 || !top || top.element.type !== HOST.workflow) {
+    throw invalid("A workflow must render exactly one <Workflow name=...> at the root");
+  }
+  const props = top.element.props as { name?: unknown; children?: SmithersNode };
+  if (typeof props.name !== "string" || props.name === "") throw invalid("<Workflow> needs a name");
+  const root_: PlanGroup = { kind: "sequence", maxConcurrency: undefined, children: renderChildren(props.children, top.scope, state) };
+  return { workflowName: props.name, root: root_, tasks: state.tasks, loops: state.planLoops };
+}
