@@ -25,6 +25,7 @@ export const SMITHERS_ERROR_CODES = [
   "LOOP_MAX_REACHED",
   "RUN_NOT_FOUND",
   "RUN_NOT_RESUMABLE",
+  "RUN_EXISTS",
   "RUN_OWNED",
   // storage
   "DB_WRITE_FAILED",

@@ -1,0 +1,74 @@
+import { z } from "zod";
+
+// Zod internals (`_zod.def`, check definitions) are read only here, so a Zod upgrade touches one file.
+
+export type Schema = z.core.$ZodType;
+export type Def = Record<string, unknown> & { type: string; checks?: readonly { _zod: { def: unknown } }[] };
+
+/** What wrappers (optional, nullable, default, pipe, lazy…) said about the schema they wrap. */
+export type Unwrapped = { core: Schema; nullable: boolean; description?: string; defaultValue?: { value: unknown } };
+
+export const def = (schema: Schema): Def => schema._zod.def as unknown as Def;
+
+export function unwrap(schema: Schema): Unwrapped {
+  const out: Unwrapped = { core: schema, nullable: false };
+  let current = schema;
+  for (;;) {
+    out.description ??= z.globalRegistry.get(current)?.description;
+    const d = def(current);
+    let next: unknown;
+    switch (d.type) {
+      case "nullable":
+      case "optional":
+      case "nonoptional":
+      case "readonly":
+      case "catch":
+      case "success":
+        if (d.type === "nullable") out.nullable = true;
+        next = d.innerType;
+        break;
+      case "default":
+      case "prefault":
+        out.defaultValue ??= stableDefault(d);
+        next = d.innerType;
+        break;
+      case "lazy":
+        // The cached inner schema keeps identity across calls, which the recursion check needs.
+        next = (current._zod as { innerType?: Schema }).innerType ?? (d.getter as () => Schema)();
+        break;
+      case "pipe": {
+        // The reply must satisfy the input side, unless that side is a preprocess transform.
+        const input = d.in as Schema;
+        next = def(input).type === "transform" ? d.out : input;
+        break;
+      }
+      default:
+        out.core = current;
+        return out;
+    }
+    current = next as Schema;
+  }
+}
+
+// A default comes from a getter that may call a factory (ids, timestamps); such defaults are
+// left out so the description stays the same from one call to the next.
+function stableDefault(d: Def): { value: unknown } | undefined {
+  try {
+    const first = JSON.stringify(d.defaultValue);
+    return first !== undefined && first === JSON.stringify(d.defaultValue) ? { value: JSON.parse(first) } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Check definitions; format schemas such as z.email() or z.int() are themselves a check. */
+export function checks(d: Def): Record<string, unknown>[] {
+  const own = typeof d.check === "string" ? [d] : [];
+  return [...own, ...(d.checks ?? []).map((c) => c._zod.def as Record<string, unknown>)];
+}
+
+/** Values of an enum; drops the reverse-mapping keys TypeScript adds to numeric enums. */
+export function enumValues(entries: Record<string, unknown>): unknown[] {
+  const numeric = new Set(Object.values(entries).filter((v) => typeof v === "number").map(String));
+  return Object.entries(entries).filter(([key]) => !numeric.has(key)).map(([, value]) => value);
+}

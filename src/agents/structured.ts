@@ -1,0 +1,212 @@
+import type { z } from "zod";
+import { SmithersError } from "../errors/index.ts";
+import { describeSchema } from "./describe-schema.ts";
+import { extractJson } from "./extract-json.ts";
+import type { Agent, AgentGenerateArgs, AgentReply, StructuredAttempt } from "./types.ts";
+
+const DEFAULT_VALIDATION_RETRIES = 2;
+const PREVIOUS_REPLY_CHARS = 2000;
+
+/**
+ * The prompt followed by instructions to reply with JSON matching `schema`.
+ *
+ * @example
+ * buildPrompt("Review this diff.", z.object({ approved: z.boolean() }));
+ */
+export function buildPrompt(prompt: string, schema: z.ZodType): string {
+  return [
+    prompt,
+    "## Output format",
+    "Reply with JSON only, no prose before or after it (a single ```json fenced block is also accepted).",
+    describeSchema(schema),
+  ].join("\n\n");
+}
+
+function retrySection(problem: string, previousText: string | undefined): string {
+  const lines = ["## Your previous reply was not accepted", problem];
+  if (previousText !== undefined && previousText.trim() !== "") {
+    const shown = previousText.length > PREVIOUS_REPLY_CHARS ? `${previousText.slice(0, PREVIOUS_REPLY_CHARS)}…` : previousText;
+    lines.push(`Your previous reply was:\n<<<\n${shown}\n>>>`);
+  }
+  lines.push("Reply again with a corrected JSON value that matches the schema above.");
+  return `\n\n${lines.join("\n\n")}`;
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return "(root)";
+  return path
+    .map((key, i) => {
+      if (typeof key === "number") return `[${key}]`;
+      const name = String(key);
+      if (!/^[A-Za-z_$][\w$]*$/.test(name)) return `[${JSON.stringify(name)}]`;
+      return i === 0 ? name : `.${name}`;
+    })
+    .join("");
+}
+
+function formatIssue(issue: z.core.$ZodIssue, prefix: readonly PropertyKey[]): string {
+  const path = [...prefix, ...issue.path];
+  let line = `${formatPath(path)}: ${issue.message}`;
+  // Zod reports a failed union as a bare "Invalid input"; the branches say what was expected.
+  if (issue.code === "invalid_union" && issue.errors.length > 0) {
+    const branches = issue.errors.map(
+      (branch, i) => `option ${i + 1}: ${branch.map((sub) => formatIssue(sub, path)).join(", ")}`,
+    );
+    line += ` (${branches.join("; ")})`;
+  }
+  return line;
+}
+
+/** Zod issues as readable lines, `path: message` each. */
+export function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues.map((issue) => formatIssue(issue, [])).join("\n");
+}
+
+function jsonText(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function errorSummary(error: unknown): { message: string; code?: string } {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === "string" ? { message: error.message, code } : { message: error.message };
+  }
+  return { message: typeof error === "string" ? error : jsonText(error) };
+}
+
+/** Settles like `promise`, or rejects with the abort reason as soon as `signal` aborts. */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+    if (signal.aborted) onAbort();
+  });
+}
+
+function callAgent(agent: Agent, args: AgentGenerateArgs): Promise<AgentReply> {
+  try {
+    return agent.generate(args);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+export type GenerateStructuredOptions<S extends z.ZodType> = {
+  agent: Agent | readonly Agent[];
+  prompt: string;
+  schema: S;
+  signal?: AbortSignal;
+  /** Extra calls per agent after an unparseable or invalid reply. Default 2. */
+  validationRetries?: number;
+  onAttempt?: (attempt: StructuredAttempt) => void;
+};
+
+export type GenerateStructuredResult<S extends z.ZodType> = {
+  value: z.infer<S>;
+  text: string;
+  agentIndex: number;
+  attempts: StructuredAttempt[];
+};
+
+/**
+ * Asks the agents in order for output matching `schema`. Each agent gets up to
+ * 1 + `validationRetries` calls, every retry quoting what was wrong with the previous reply; an
+ * agent whose `generate` throws hands over to the next one at once. Rejects with the signal's
+ * reason on abort, else with SmithersError `INVALID_OUTPUT` (or `AGENT_FAILED` when the last
+ * failure was a thrown error) carrying `details.attempts`.
+ *
+ * @example
+ * const { value } = await generateStructured({
+ *   agent: [primary, fallback],
+ *   prompt: "Review this diff.",
+ *   schema: z.object({ approved: z.boolean() }),
+ * });
+ */
+export async function generateStructured<S extends z.ZodType>(
+  opts: GenerateStructuredOptions<S>,
+): Promise<GenerateStructuredResult<S>> {
+  const { schema, signal, onAttempt } = opts;
+  const agents: readonly Agent[] = Array.isArray(opts.agent) ? opts.agent : [opts.agent as Agent];
+  if (agents.length === 0) throw new SmithersError("INVALID_WORKFLOW", "generateStructured needs at least one agent");
+  const retries = Math.max(0, Math.floor(opts.validationRetries ?? DEFAULT_VALIDATION_RETRIES));
+  const basePrompt = buildPrompt(opts.prompt, schema);
+  const attempts: StructuredAttempt[] = [];
+  let lastError: unknown;
+  let lastWasThrow = false;
+
+  const record = (attempt: StructuredAttempt) => {
+    attempts.push(attempt);
+    onAttempt?.(attempt);
+  };
+
+  for (const [agentIndex, agent] of agents.entries()) {
+    let feedback = "";
+    for (let tryNumber = 1; tryNumber <= 1 + retries; tryNumber++) {
+      if (signal?.aborted) throw signal.reason;
+      const prompt = basePrompt + feedback;
+      const base = { agentIndex, ...(agent.id === undefined ? {} : { agentId: agent.id }), try: tryNumber, prompt };
+
+      let reply: AgentReply;
+      try {
+        reply = await raceAbort(callAgent(agent, { prompt, schema, ...(signal ? { signal } : {}) }), signal);
+        if (typeof reply !== "object" || reply === null) {
+          throw new SmithersError("AGENT_FAILED", `Agent returned ${reply === null ? "null" : typeof reply} instead of { text }`);
+        }
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        record({ ...base, error: errorSummary(error) });
+        lastError = error;
+        lastWasThrow = true;
+        break;
+      }
+
+      const text = typeof reply.text === "string" ? reply.text : "";
+      lastWasThrow = false;
+      let candidate: unknown;
+      try {
+        candidate = reply.output !== undefined ? reply.output : extractJson(text);
+      } catch (error) {
+        record({ ...base, text, error: errorSummary(error) });
+        lastError = error;
+        feedback = retrySection("It contained no parseable JSON.", text);
+        continue;
+      }
+
+      const parsed = await schema.safeParseAsync(candidate);
+      if (parsed.success) {
+        record({ ...base, text });
+        return { value: parsed.data, text, agentIndex, attempts };
+      }
+      const problems = formatZodIssues(parsed.error.issues);
+      const error = new SmithersError("INVALID_OUTPUT", `Reply does not match the schema:\n${problems}`, {
+        issues: parsed.error.issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message })),
+      });
+      record({ ...base, text, error: errorSummary(error) });
+      lastError = error;
+      const shownReply = reply.output !== undefined ? jsonText(reply.output) : text;
+      feedback = retrySection(`It did not match the schema:\n${problems}`, shownReply);
+    }
+  }
+
+  const last = errorSummary(lastError);
+  throw new SmithersError(
+    lastWasThrow ? "AGENT_FAILED" : "INVALID_OUTPUT",
+    `No valid output after ${attempts.length} attempt(s) across ${agents.length} agent(s); last error: ${last.message}`,
+    { attempts, cause: lastError },
+  );
+}

@@ -1,0 +1,32 @@
+import { z } from "zod";
+
+/** Every event type the engine emits; `_smithers_events.type` holds one of these. */
+export const SmithersEventTypeSchema = z.enum([
+  "RunStarted",
+  "RunResumed",
+  "RunFinished",
+  "RunFailed",
+  "RunCancelled",
+  "NodeStarted",
+  "NodeFinished",
+  "NodeFailed",
+  "NodeRetrying",
+  "NodeSkipped",
+  "NodeCancelled",
+  "LoopAdvanced",
+  "LoopFinished",
+]);
+export type SmithersEventType = z.infer<typeof SmithersEventTypeSchema>;
+
+export type SmithersEvent = {
+  type: SmithersEventType;
+  runId: string;
+  timestampMs: number;
+  nodeId?: string;
+  iteration?: number;
+  attempt?: number;
+  durationMs?: number;
+  loopId?: string;
+  status?: string;
+  error?: Record<string, unknown>;
+};

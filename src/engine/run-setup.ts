@@ -1,0 +1,172 @@
+/**
+ * Starting or resuming a run: input validation and persistence, the resume checks (input
+ * unchanged, previous owner gone), and the repair of what a dead or failed run left behind.
+ */
+import { createHash } from "node:crypto";
+import { eq } from "drizzle-orm";
+import { hostname } from "node:os";
+import type { SmithersDb } from "../db/index.ts";
+import { abandonRunningAttempts, listAttempts } from "../db/adapters/attempts.ts";
+import { listNodes, resetNodes } from "../db/adapters/nodes.ts";
+import { listLoopStates } from "../db/adapters/ralph.ts";
+import { getRun, insertRun } from "../db/adapters/runs.ts";
+import { STALE_RUN_THRESHOLD_MS } from "../db/constants.ts";
+import type { OutputRegistry } from "../db/output-tables.ts";
+import { readInput, readOutputs, writeInput, type OutputSnapshot } from "../db/snapshot.ts";
+import { smithersRuns } from "../db/internal-schema.ts";
+import { errorToJson, SmithersError } from "../errors/index.ts";
+import type { LoopState } from "../jsx/index.ts";
+import { nodeKey } from "../jsx/index.ts";
+import type { NodeStatus } from "./scheduler.ts";
+import type { NodeState } from "./states.ts";
+
+export type TrackedNode = NodeStatus & {
+  lastAttempt: number;
+  /** Failed attempts that count against `retries` (reset when a failed run is resumed). */
+  failures: number;
+};
+
+export type RunSetup = {
+  runId: string;
+  input: unknown;
+  resumed: boolean;
+  states: Map<string, TrackedNode>;
+  loops: Map<string, LoopState>;
+  snapshot: OutputSnapshot;
+};
+
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
+  if (value && typeof value === "object" && !(value instanceof Date)) {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+export const hashInput = (input: unknown) => createHash("sha256").update(stableJson(input)).digest("hex");
+
+/** `host:pid:random`, so a later process can tell whether the owner is still alive. */
+export function newOwnerId(): string {
+  return `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
+}
+
+function ownerAlive(ownerId: string | null, heartbeatAtMs: number | null, nowMs: number): boolean {
+  if (!ownerId) return false;
+  const [host, pidText] = ownerId.split(":");
+  const pid = Number(pidText);
+  if (host === hostname() && Number.isInteger(pid) && pid > 0) {
+    if (pid === process.pid) return false; // our own earlier run in this process is not running any more
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (error) {
+      return (error as { code?: string }).code === "EPERM";
+    }
+  }
+  return heartbeatAtMs !== null && nowMs - heartbeatAtMs < STALE_RUN_THRESHOLD_MS;
+}
+
+export function validateInput(registry: OutputRegistry, input: unknown): unknown {
+  const schema = registry.input.schema;
+  if (!schema) {
+    const value = input ?? {};
+    try {
+      JSON.stringify(value);
+    } catch (cause) {
+      throw new SmithersError("INVALID_INPUT", "Run input must be JSON-serializable", { cause });
+    }
+    return value;
+  }
+  const parsed = schema.safeParse(input ?? {});
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+    throw new SmithersError("INVALID_INPUT", `Run input does not match the input schema: ${issues}`, { issues: parsed.error.issues });
+  }
+  return parsed.data;
+}
+
+export type SetupOptions = {
+  db: SmithersDb;
+  registry: OutputRegistry;
+  workflowName: string;
+  workflowPath?: string;
+  runId?: string;
+  input?: unknown;
+  resume?: boolean;
+  ownerId: string;
+  nowMs: number;
+};
+
+async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unknown; freshBudget: boolean }> {
+  const run = await getRun(o.db, runId);
+  if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" to resume in ${o.db.path}`, { runId });
+  const stored = await o.db.read("loadInput", (d) => readInput(d, o.registry, runId));
+  if (o.input !== undefined && hashInput(validateInput(o.registry, o.input)) !== run.inputHash) {
+    throw new SmithersError("INPUT_MISMATCH", `Run "${runId}" was started with a different input; resume it without --input or with the same input`, { runId });
+  }
+  if (run.status === "running" && ownerAlive(run.runtimeOwnerId, run.heartbeatAtMs, o.nowMs)) {
+    throw new SmithersError("RUN_OWNED", `Run "${runId}" is still running in process ${run.runtimeOwnerId}`, { runId, owner: run.runtimeOwnerId });
+  }
+  const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
+  const retryFailed = run.status === "failed" || run.status === "cancelled";
+  await o.db.withTransaction("resumeRun", (d) => {
+    abandonRunningAttempts(d, runId, o.nowMs, abandoned);
+    resetNodes(d, runId, retryFailed ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
+    d.update(smithersRuns)
+      .set({ status: "running", runtimeOwnerId: o.ownerId, heartbeatAtMs: o.nowMs, finishedAtMs: null, errorJson: null })
+      .where(eq(smithersRuns.runId, runId))
+      .run();
+  });
+  return { input: stored, freshBudget: retryFailed };
+}
+
+async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
+  if (await getRun(o.db, runId)) {
+    throw new SmithersError("RUN_EXISTS", `Run "${runId}" already exists; pass resume to continue it`, { runId });
+  }
+  const input = validateInput(o.registry, o.input);
+  await o.db.withTransaction("startRun", async (d) => {
+    await insertRun(o.db, {
+      runId,
+      workflowName: o.workflowName,
+      workflowPath: o.workflowPath ?? null,
+      status: "running",
+      createdAtMs: o.nowMs,
+      startedAtMs: o.nowMs,
+      heartbeatAtMs: o.nowMs,
+      runtimeOwnerId: o.ownerId,
+      inputHash: hashInput(input),
+    });
+    writeInput(d, o.registry, runId, input);
+  });
+  return input;
+}
+
+/** Creates or resumes the run and loads everything the engine keeps in memory. */
+export async function setupRun(o: SetupOptions): Promise<RunSetup> {
+  const runId = o.runId ?? crypto.randomUUID();
+  const resumed = Boolean(o.resume);
+  // Resuming a failed/cancelled run gives its failed nodes a fresh retry budget; a crashed run keeps its count.
+  const { input, freshBudget } = resumed ? await resumeRun(o, runId) : { input: await startRun(o, runId), freshBudget: false };
+  const [nodes, attempts, loopRows, snapshot] = await Promise.all([
+    listNodes(o.db, runId),
+    listAttempts(o.db, runId),
+    listLoopStates(o.db, runId),
+    o.db.read("loadOutputs", (d) => readOutputs(d, o.registry, runId)),
+  ]);
+  const states = new Map<string, TrackedNode>();
+  for (const n of nodes) {
+    states.set(nodeKey(n.nodeId, n.iteration), { state: n.state as NodeState, lastAttempt: n.lastAttempt ?? 0, failures: 0 });
+  }
+  for (const a of attempts) {
+    const tracked = states.get(nodeKey(a.nodeId, a.iteration));
+    if (!tracked) continue;
+    tracked.lastAttempt = Math.max(tracked.lastAttempt, a.attempt);
+    if (a.state === "failed" && !freshBudget) tracked.failures++;
+  }
+  const loops = new Map(loopRows.map((r) => [r.ralphId, { iteration: r.iteration, done: r.done }]));
+  return { runId, input, resumed, states, loops, snapshot };
+}

@@ -1,0 +1,348 @@
+/**
+ * runWorkflow: render -> decide -> act, until nothing is left. Each task's state lives in
+ * SQLite before and after its work; memory only mirrors what this process wrote, so a
+ * crash at any point is repaired by resume.
+ */
+import { heartbeatRun, updateRun } from "../db/adapters/runs.ts";
+import { setLoopState } from "../db/adapters/ralph.ts";
+import { upsertNode } from "../db/adapters/nodes.ts";
+import { readOutputRow, type OutputTableInfo } from "../db/output-tables.ts";
+import type { OutputRow } from "../db/snapshot.ts";
+import { errorToJson, SmithersError } from "../errors/index.ts";
+import { nodeKey, render, type Plan, type PlanTask } from "../jsx/index.ts";
+import { runAttempt } from "./attempt.ts";
+import { buildCtx } from "./ctx.ts";
+import { EventBus } from "./event-bus.ts";
+import type { SmithersEvent } from "./events.ts";
+import { newOwnerId, setupRun, type RunSetup, type TrackedNode } from "./run-setup.ts";
+import { decide, type Failure } from "./scheduler.ts";
+import type { RunStatus } from "./states.ts";
+import type { SmithersWorkflow } from "./workflow.ts";
+
+export const HEARTBEAT_INTERVAL_MS = 5_000;
+const DEFAULT_RETRY = { initialDelayMs: 250, maxDelayMs: 10_000, factor: 2 };
+
+export type RunOptions = {
+  input?: unknown;
+  runId?: string;
+  resume?: boolean;
+  dbPath?: string;
+  maxConcurrency?: number;
+  signal?: AbortSignal;
+  onEvent?: (event: SmithersEvent) => void;
+  workflowPath?: string;
+};
+
+export type RunResult = {
+  runId: string;
+  status: RunStatus;
+  output?: unknown;
+  error?: SmithersError;
+};
+
+function retryDelay(task: PlanTask, failures: number, retryAfterMs: number | undefined): number {
+  if (retryAfterMs !== undefined) return retryAfterMs;
+  const p = { ...DEFAULT_RETRY, ...task.retryPolicy };
+  return Math.min(p.initialDelayMs * p.factor ** Math.max(0, failures - 1), p.maxDelayMs);
+}
+
+function failureError(failure: Failure | undefined, lastErrors: Map<string, SmithersError>): SmithersError {
+  if (failure?.kind === "loop-max") {
+    return new SmithersError("LOOP_MAX_REACHED", `Loop "${failure.loop.loopId}" reached maxIterations (${failure.loop.maxIterations}) without meeting its until condition`, {
+      loopId: failure.loop.loopId,
+    });
+  }
+  if (failure?.kind === "task") {
+    const key = nodeKey(failure.task.nodeId, failure.task.iteration);
+    return lastErrors.get(key) ?? new SmithersError("TASK_FAILED", `Task "${failure.task.nodeId}" failed`, { nodeId: failure.task.nodeId });
+  }
+  return new SmithersError("TASK_FAILED", "The run failed");
+}
+
+class Run {
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly lastErrors = new Map<string, SmithersError>();
+  private membership = new Map<string, string>();
+  private plan: Plan | undefined;
+  private failure: SmithersError | undefined;
+  private readonly abort = new AbortController();
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly wf: SmithersWorkflow,
+    private readonly s: RunSetup,
+    private readonly db: ReturnType<SmithersWorkflow["dbFor"]>,
+    private readonly bus: EventBus,
+    private readonly options: RunOptions,
+    private readonly now: () => number,
+  ) {}
+
+  emit(event: Omit<SmithersEvent, "runId" | "timestampMs">): void {
+    this.bus.emitEventQueued({ ...event, runId: this.s.runId, timestampMs: this.now() } as SmithersEvent);
+  }
+
+  private iterationOf = (nodeId: string) => {
+    const loopId = this.membership.get(nodeId);
+    return loopId ? (this.s.loops.get(loopId)?.iteration ?? 0) : 0;
+  };
+
+  private activeIteration(): number {
+    const loop = this.plan?.loops.find((l) => !this.s.loops.get(l.loopId)?.done);
+    if (loop) return this.s.loops.get(loop.loopId)?.iteration ?? 0;
+    const open = [...this.s.loops.values()].filter((l) => !l.done).map((l) => l.iteration);
+    return open.length > 0 ? Math.max(...open) : 0;
+  }
+
+  /** Renders until the node->loop map the ctx used matches the plan (a second pass at most, in practice). */
+  private renderPlan(): Plan {
+    for (let pass = 0; ; pass++) {
+      const ctx = buildCtx({
+        runId: this.s.runId,
+        input: this.s.input,
+        snapshot: this.s.snapshot,
+        registry: this.wf.registry,
+        iteration: this.activeIteration(),
+        iterations: Object.fromEntries([...this.s.loops].map(([id, l]) => [id, l.iteration])),
+        iterationOf: this.iterationOf,
+      });
+      const plan = render(this.wf.build(ctx), this.s.loops);
+      const membership = new Map(plan.tasks.filter((t) => t.loopId).map((t) => [t.nodeId, t.loopId!]));
+      const stable = membership.size === this.membership.size && [...membership].every(([k, v]) => this.membership.get(k) === v);
+      this.membership = membership;
+      this.plan = plan;
+      if (stable || pass >= 2) return plan;
+    }
+  }
+
+  private resolve(task: PlanTask): OutputTableInfo {
+    const info = this.wf.registry.resolve(task.output, task.outputSchema);
+    if (task.loopId && !info.hasIteration) {
+      throw new SmithersError("CUSTOM_TABLE_INVALID", `Task "${task.nodeId}" runs in a loop but its table "${info.tableName}" has no iteration column`, {
+        nodeId: task.nodeId,
+        table: info.tableName,
+      });
+    }
+    return info;
+  }
+
+  private tracked(task: PlanTask): TrackedNode {
+    const key = nodeKey(task.nodeId, task.iteration);
+    let t = this.s.states.get(key);
+    if (!t) this.s.states.set(key, (t = { state: "pending", lastAttempt: 0, failures: 0 }));
+    return t;
+  }
+
+  private remember(info: OutputTableInfo, row: Record<string, unknown>): void {
+    const rows = (this.s.snapshot[info.key] ??= []);
+    this.s.snapshot[info.tableName] = rows;
+    const normalized = { ...row, iteration: typeof row.iteration === "number" ? row.iteration : 0 } as OutputRow;
+    const at = rows.findIndex((r) => r.nodeId === normalized.nodeId && r.iteration === normalized.iteration);
+    if (at >= 0) rows[at] = normalized;
+    else rows.push(normalized);
+  }
+
+  private launch(task: PlanTask, info: OutputTableInfo): void {
+    const key = nodeKey(task.nodeId, task.iteration);
+    const t = this.tracked(task);
+    const attempt = t.lastAttempt + 1;
+    t.lastAttempt = attempt;
+    t.state = "running";
+    t.retryAtMs = undefined;
+    const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt };
+    this.emit({ type: "NodeStarted", ...ids });
+    const work = runAttempt({
+      db: this.db,
+      runId: this.s.runId,
+      task,
+      info,
+      attempt,
+      input: this.s.input,
+      runSignal: this.abort.signal,
+      now: this.now,
+      canRetry: t.failures < task.retries,
+    }).then(async (outcome) => {
+      if (outcome.kind === "finished") {
+        const row = await this.db.read("readOutput", (d) => readOutputRow(d, info, { runId: this.s.runId, ...ids }));
+        if (row) this.remember(info, row);
+        t.state = "finished";
+        this.emit({ type: "NodeFinished", ...ids, durationMs: outcome.durationMs });
+      } else if (outcome.kind === "cancelled") {
+        t.state = "cancelled";
+        this.emit({ type: "NodeCancelled", ...ids, durationMs: outcome.durationMs });
+      } else {
+        t.failures++;
+        this.lastErrors.set(key, outcome.error);
+        this.emit({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorToJson(outcome.error) });
+        if (outcome.retryable) {
+          t.state = "pending";
+          t.retryAtMs = this.now() + retryDelay(task, t.failures, outcome.retryAfterMs);
+          this.emit({ type: "NodeRetrying", ...ids, attempt: attempt + 1 });
+        } else {
+          t.state = "failed";
+        }
+      }
+    });
+    const settled = work
+      .catch((error: unknown) => {
+        // Storage failed under the attempt: the run cannot vouch for this node, so it stops.
+        t.state = "failed";
+        this.failure ??= error instanceof SmithersError ? error : new SmithersError("DB_WRITE_FAILED", String(error), { cause: error });
+      })
+      .finally(() => {
+        this.running.delete(key);
+        this.wake?.();
+      });
+    this.running.set(key, settled);
+  }
+
+  private async act(plan: Plan): Promise<"progressed" | "waiting" | "done"> {
+    const decision = decide(plan, this.s.states, this.now(), this.options.maxConcurrency ?? Infinity);
+    if (decision.outcome === "failed") {
+      this.failure ??= failureError(decision.failure, this.lastErrors);
+      return "done";
+    }
+    if (decision.outcome === "finished") return "done";
+    let progressed = false;
+    const nowMs = this.now();
+    for (const action of decision.actions) {
+      if (action.type === "start") {
+        this.launch(action.task, this.resolve(action.task));
+      } else if (action.type === "skip") {
+        const { task } = action;
+        const info = this.resolve(task);
+        await this.db.withTransaction("skipNode", (d) =>
+          upsertNode(d, { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration, state: "skipped", updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null }),
+        );
+        this.tracked(task).state = "skipped";
+        this.emit({ type: "NodeSkipped", nodeId: task.nodeId, iteration: task.iteration });
+        progressed = true;
+      } else {
+        const { loop } = action;
+        const next = action.type === "advance-loop" ? { iteration: loop.iteration + 1, done: false } : { iteration: loop.iteration, done: true };
+        await this.db.withTransaction("loopState", (d) => setLoopState(d, { runId: this.s.runId, ralphId: loop.loopId, ...next, updatedAtMs: nowMs }));
+        this.s.loops.set(loop.loopId, next);
+        this.emit({ type: action.type === "advance-loop" ? "LoopAdvanced" : "LoopFinished", loopId: loop.loopId, iteration: next.iteration });
+        progressed = true;
+      }
+    }
+    if (progressed) return "progressed";
+    if (this.running.size === 0 && decision.wakeAtMs === undefined) {
+      this.failure ??= new SmithersError("INVALID_WORKFLOW", "Nothing can run: every remaining task waits on a dependsOn that can never finish");
+      return "done";
+    }
+    await this.sleep(decision.wakeAtMs);
+    return "waiting";
+  }
+
+  private sleep(wakeAtMs: number | undefined): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = wakeAtMs === undefined ? undefined : setTimeout(resolve, Math.max(0, wakeAtMs - this.now()));
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  cancel(): void {
+    this.abort.abort();
+    this.wake?.();
+  }
+
+  async execute(): Promise<RunResult> {
+    const { runId } = this.s;
+    try {
+      let named = false;
+      while (!this.abort.signal.aborted && !this.failure) {
+        const plan = this.renderPlan();
+        if (!named) {
+          named = true;
+          this.wf.name = plan.workflowName;
+          await updateRun(this.db, runId, { workflowName: plan.workflowName });
+        }
+        if ((await this.act(plan)) === "done") break;
+      }
+    } catch (error) {
+      this.failure ??= error instanceof SmithersError ? error : new SmithersError("INVALID_WORKFLOW", `Rendering the workflow failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    }
+    await Promise.all(this.running.values());
+    const finishedAtMs = this.now();
+    if (this.abort.signal.aborted) {
+      await updateRun(this.db, runId, { status: "cancelled", finishedAtMs });
+      this.emit({ type: "RunCancelled", status: "cancelled" });
+      await this.bus.flush();
+      return { runId, status: "cancelled" };
+    }
+    if (this.failure) {
+      await updateRun(this.db, runId, { status: "failed", finishedAtMs, errorJson: JSON.stringify(errorToJson(this.failure)) });
+      this.emit({ type: "RunFailed", status: "failed", error: errorToJson(this.failure) });
+      await this.bus.flush();
+      return { runId, status: "failed", error: this.failure };
+    }
+    await updateRun(this.db, runId, { status: "finished", finishedAtMs });
+    this.emit({ type: "RunFinished", status: "finished" });
+    await this.bus.flush();
+    return { runId, status: "finished", output: this.result() };
+  }
+
+  /** The `output` schema's latest row when the workflow has one, else the last finished task's row. */
+  private result(): unknown {
+    const strip = (row: OutputRow | undefined) => {
+      if (!row) return undefined;
+      const { runId: _r, nodeId: _n, iteration: _i, ...rest } = row;
+      return rest;
+    };
+    const declared = this.wf.registry.byKey.get("output");
+    if (declared) {
+      const rows = this.s.snapshot[declared.key] ?? [];
+      return strip(rows.reduce<OutputRow | undefined>((best, r) => (!best || r.iteration >= best.iteration ? r : best), undefined));
+    }
+    const tasks = this.plan?.tasks ?? [];
+    for (let i = tasks.length - 1; i >= 0; i--) {
+      const task = tasks[i]!;
+      if (this.s.states.get(nodeKey(task.nodeId, task.iteration))?.state !== "finished") continue;
+      const info = this.wf.registry.resolve(task.output, task.outputSchema);
+      return strip(this.s.snapshot[info.key]?.find((r) => r.nodeId === task.nodeId && r.iteration === task.iteration));
+    }
+    return undefined;
+  }
+}
+
+/**
+ * Runs (or resumes) a workflow to completion and resolves with its status. Bad input,
+ * a changed input on resume, or an unknown run reject with a SmithersError; failures
+ * during the run resolve with `status: "failed"` and the error.
+ */
+export async function runWorkflow(workflow: SmithersWorkflow, options: RunOptions = {}): Promise<RunResult> {
+  const now = () => Date.now();
+  const db = workflow.dbFor(options.dbPath);
+  const ownerId = newOwnerId();
+  const setup = await setupRun({
+    db,
+    registry: workflow.registry,
+    workflowName: workflow.name,
+    workflowPath: options.workflowPath,
+    runId: options.runId,
+    input: options.input,
+    resume: options.resume,
+    ownerId,
+    nowMs: now(),
+  });
+  const bus = new EventBus({ db, runId: setup.runId });
+  if (options.onEvent) bus.on(options.onEvent as (e: unknown) => void);
+  const run = new Run(workflow, setup, db, bus, options, now);
+  run.emit({ type: setup.resumed ? "RunResumed" : "RunStarted", status: "running" });
+  const heartbeat = setInterval(() => {
+    heartbeatRun(db, setup.runId, ownerId, now()).catch(() => undefined);
+  }, HEARTBEAT_INTERVAL_MS);
+  heartbeat.unref?.();
+  const onAbort = () => run.cancel();
+  if (options.signal?.aborted) onAbort();
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    return await run.execute();
+  } finally {
+    clearInterval(heartbeat);
+    options.signal?.removeEventListener("abort", onAbort);
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * createSmithers: schemas in, typed authoring kit out (components, `outputs`, generated
+ * `tables`, the Drizzle `db`), and `smithers(build)` to wrap a build function as a workflow.
+ */
+import { resolve } from "node:path";
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { z } from "zod";
+import { openSmithersDb, type Drizzle, type SmithersDb } from "../db/index.ts";
+import { migrateOutputTables, OutputRegistry, type MigrationReport } from "../db/output-tables.ts";
+import * as components from "../jsx/components.ts";
+import type { SmithersNode } from "../jsx/index.ts";
+import type { SmithersCtx } from "./ctx.ts";
+
+export const DEFAULT_DB_PATH = "smithers.db";
+
+type Schemas = Record<string, z.ZodObject | SQLiteTable>;
+
+type InputOf<S extends Schemas> = S extends { input: infer I } ? (I extends z.ZodObject ? z.infer<I> : unknown) : Record<string, unknown>;
+
+export type SmithersWorkflow<Input = any> = {
+  readonly kind: "smithers.workflow";
+  /** Filled from `<Workflow name>` on first render; the file name until then. */
+  name: string;
+  readonly build: (ctx: SmithersCtx<Input>) => SmithersNode;
+  readonly registry: OutputRegistry;
+  /** The database at `path` (default: the one from createSmithers), tables created and migrated. */
+  dbFor(path?: string): SmithersDb;
+};
+
+export type CreateSmithersOptions = {
+  dbPath?: string;
+  /** Called with the migration report when a table's type changed or a column was dropped from a schema. */
+  onSchemaDrift?: (report: MigrationReport) => void;
+};
+
+function warnDrift(report: MigrationReport): void {
+  for (const c of report.typeChanges) {
+    console.warn(`smithers: column ${c.table}.${c.column} is ${c.actual} on disk but ${c.expected} in the schema; not changed (migrate it by hand)`);
+  }
+  for (const c of report.removed) {
+    console.warn(`smithers: column ${c.table}.${c.column} is no longer in the schema; kept on disk`);
+  }
+}
+
+export function isSmithersWorkflow(value: unknown): value is SmithersWorkflow {
+  return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "smithers.workflow";
+}
+
+/** @example const { Workflow, Task, smithers, outputs } = createSmithers({ analysis: z.object({ summary: z.string() }) }); */
+export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmithersOptions = {}) {
+  const registry = new OutputRegistry(schemas);
+  const databases = new Map<string, SmithersDb>();
+  const reportDrift = options.onSchemaDrift ?? warnDrift;
+  const defaultPath = options.dbPath ?? DEFAULT_DB_PATH;
+
+  const dbFor = (path: string = defaultPath): SmithersDb => {
+    const key = path === ":memory:" ? path : resolve(path);
+    let db = databases.get(key);
+    if (!db) {
+      db = openSmithersDb(path);
+      const report = migrateOutputTables(db.sqlite, [registry.input, ...registry.all()]);
+      if (report.typeChanges.length > 0 || report.removed.length > 0) reportDrift(report);
+      databases.set(key, db);
+    }
+    return db;
+  };
+  const smithersDb = dbFor();
+
+  const outputs = Object.fromEntries(Object.entries(schemas).filter(([k]) => k !== "input")) as Omit<S, "input">;
+  const tables = Object.fromEntries(registry.all().map((i) => [i.key, i.table])) as Record<Exclude<keyof S, "input">, SQLiteTable>;
+
+  function smithers(build: (ctx: SmithersCtx<InputOf<S>>) => SmithersNode, opts: { name?: string } = {}): SmithersWorkflow<InputOf<S>> {
+    return { kind: "smithers.workflow", name: opts.name ?? "workflow", build, registry, dbFor };
+  }
+
+  return {
+    ...components,
+    smithers,
+    outputs,
+    tables,
+    inputTable: registry.input.table,
+    db: smithersDb.db as Drizzle,
+    smithersDb,
+    registry,
+  };
+}
