@@ -74,8 +74,9 @@ export class OutputRegistry {
       const info = is(value, SQLiteTable) ? inspectCustomTable(key, value, undefined) : this.generated(key, value);
       this.add(info, value);
     }
+    // Every input column is nullable: workflows sharing one database file share the input table.
     const inputColumns: FieldColumn[] = inputSchema
-      ? fieldColumns("input", inputSchema)
+      ? fieldColumns("input", inputSchema).map((c) => ({ ...c, nullable: true }))
       : [{ field: "payload", column: "payload", kind: "json", nullable: true }];
     const inputTable = zodToInputTable(inputColumns);
     this.input = { key: "input", tableName: "input", table: inputTable, schema: inputSchema, custom: false, payloadOnly: !inputSchema, hasIteration: false };
@@ -157,6 +158,7 @@ export function migrateOutputTables(sqlite: Database, infos: OutputTableInfo[]):
         }
       }
       const wantedNames = new Set(wanted.map((c) => c.name));
+      if (info.key === "input") continue; // other workflows' input columns are expected here
       for (const name of onDisk.keys()) {
         if (!wantedNames.has(name)) report.removed.push({ table: info.tableName, column: name });
       }

@@ -12,7 +12,7 @@ import { errorToJson, SmithersError } from "../errors/index.ts";
 import { nodeKey, render, type Plan, type PlanTask } from "../jsx/index.ts";
 import { runAttempt } from "./attempt.ts";
 import { buildCtx } from "./ctx.ts";
-import { EventBus } from "./event-bus.ts";
+import { openEventBus, type EventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
 import { newOwnerId, setupRun, type RunSetup, type TrackedNode } from "./run-setup.ts";
 import { decide, type Failure } from "./scheduler.ts";
@@ -78,7 +78,7 @@ class Run {
   ) {}
 
   emit(event: Omit<SmithersEvent, "runId" | "timestampMs">): void {
-    this.bus.emitEventQueued({ ...event, runId: this.s.runId, timestampMs: this.now() } as SmithersEvent);
+    this.bus.emitEventQueued({ ...event, runId: this.s.runId, timestampMs: this.now() });
   }
 
   private iterationOf = (nodeId: string) => {
@@ -181,6 +181,7 @@ class Run {
           t.state = "failed";
         }
       }
+      await this.bus.flush(); // task boundary: the journal catches up before the next decision
     });
     const settled = work
       .catch((error: unknown) => {
@@ -328,8 +329,9 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
     ownerId,
     nowMs: now(),
   });
-  const bus = new EventBus({ db, runId: setup.runId });
-  if (options.onEvent) bus.on(options.onEvent as (e: unknown) => void);
+  const bus = await openEventBus({ db, runId: setup.runId });
+  const onEvent = options.onEvent;
+  if (onEvent) bus.on((event) => onEvent(event as unknown as SmithersEvent));
   const run = new Run(workflow, setup, db, bus, options, now);
   run.emit({ type: setup.resumed ? "RunResumed" : "RunStarted", status: "running" });
   const heartbeat = setInterval(() => {

@@ -51,7 +51,8 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
   const registry = new OutputRegistry(schemas);
   const databases = new Map<string, SmithersDb>();
   const reportDrift = options.onSchemaDrift ?? warnDrift;
-  const defaultPath = options.dbPath ?? DEFAULT_DB_PATH;
+  // SMITHERS_DB_PATH (set by `smithers up --db`) wins, so a CLI user can point any workflow elsewhere.
+  const defaultPath = process.env.SMITHERS_DB_PATH || options.dbPath || DEFAULT_DB_PATH;
 
   const dbFor = (path: string = defaultPath): SmithersDb => {
     const key = path === ":memory:" ? path : resolve(path);
@@ -64,8 +65,6 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
     }
     return db;
   };
-  const smithersDb = dbFor();
-
   const outputs = Object.fromEntries(Object.entries(schemas).filter(([k]) => k !== "input")) as Omit<S, "input">;
   const tables = Object.fromEntries(registry.all().map((i) => [i.key, i.table])) as Record<Exclude<keyof S, "input">, SQLiteTable>;
 
@@ -79,8 +78,13 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
     outputs,
     tables,
     inputTable: registry.input.table,
-    db: smithersDb.db as Drizzle,
-    smithersDb,
     registry,
+    /** The Drizzle database (opened, tables migrated, on first access). */
+    get db(): Drizzle {
+      return dbFor().db;
+    },
+    get smithersDb(): SmithersDb {
+      return dbFor();
+    },
   };
 }

@@ -1,0 +1,139 @@
+#!/usr/bin/env bun
+/**
+ * The `smithers` command. Exit codes: 0 success, 1 failed run, 2 bad usage or bad input,
+ * 130 cancelled by Ctrl-C.
+ */
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { isSmithersWorkflow, runWorkflow, type RunResult, type SmithersEvent } from "../engine/index.ts";
+import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
+import { formatEvent } from "./progress.ts";
+
+export const EXIT = { ok: 0, failed: 1, usage: 2, cancelled: 130 } as const;
+
+const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--max-concurrency N]
+
+Runs a workflow to completion, printing a line as each task starts and finishes.
+  --input JSON          run input (validated against the workflow's input schema)
+  --run-id ID           id for a new run, or the run to continue with --resume
+  --resume              continue run --run-id: finished tasks are kept, failed ones run again
+  --db PATH             SQLite file (default: the workflow's dbPath, else ./smithers.db)
+  --max-concurrency N   cap on tasks running at once`;
+
+/** Codes that mean the caller asked for something invalid (exit 2), not that a run failed. */
+const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
+  "USAGE",
+  "INVALID_INPUT",
+  "INPUT_MISMATCH",
+  "RUN_NOT_FOUND",
+  "RUN_EXISTS",
+  "RUN_OWNED",
+  "WORKFLOW_LOAD_FAILED",
+  "UNSUPPORTED_SCHEMA",
+  "CUSTOM_TABLE_INVALID",
+]);
+
+type Io = { out: (line: string) => void; err: (line: string) => void };
+
+const usageError = (message: string) => new SmithersError("USAGE", message);
+
+function parseInput(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    throw new SmithersError("INVALID_INPUT", `--input is not valid JSON: ${(cause as Error).message}`, { cause });
+  }
+}
+
+async function loadWorkflow(file: string) {
+  let mod: Record<string, unknown>;
+  try {
+    mod = await import(pathToFileURL(resolve(file)).href);
+  } catch (cause) {
+    if (cause instanceof SmithersError) throw cause;
+    throw new SmithersError("WORKFLOW_LOAD_FAILED", `Could not load ${file}: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+  }
+  const workflow = mod.default;
+  if (!isSmithersWorkflow(workflow)) {
+    throw new SmithersError("WORKFLOW_LOAD_FAILED", `${file} must export default smithers((ctx) => <Workflow …>)`);
+  }
+  return workflow;
+}
+
+async function up(args: string[], io: Io, signal: AbortSignal): Promise<RunResult> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      input: { type: "string" },
+      "run-id": { type: "string" },
+      resume: { type: "boolean" },
+      db: { type: "string" },
+      "max-concurrency": { type: "string" },
+    },
+  });
+  const file = positionals[0];
+  if (!file || positionals.length > 1) throw usageError("up takes exactly one workflow file");
+  if (values.resume && !values["run-id"]) throw usageError("--resume needs --run-id");
+  const maxConcurrency = values["max-concurrency"] === undefined ? undefined : Number(values["max-concurrency"]);
+  if (maxConcurrency !== undefined && !(Number.isInteger(maxConcurrency) && maxConcurrency > 0)) {
+    throw usageError("--max-concurrency must be a positive integer");
+  }
+  const input = parseInput(values.input);
+  if (values.db) process.env.SMITHERS_DB_PATH = values.db;
+  const workflow = await loadWorkflow(file);
+  return runWorkflow(workflow, {
+    input,
+    runId: values["run-id"],
+    resume: values.resume,
+    maxConcurrency,
+    signal,
+    workflowPath: resolve(file),
+    onEvent: (event: SmithersEvent) => {
+      const line = formatEvent(event);
+      if (line) io.out(line);
+    },
+  });
+}
+
+/** Runs the CLI with `argv` (without the runtime and script) and returns the exit code. */
+export async function main(argv: string[], io: Io = { out: console.log, err: console.error }, signal = new AbortController().signal): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+      io.out(USAGE);
+      return command === undefined ? EXIT.usage : EXIT.ok;
+    }
+    if (command !== "up") throw usageError(`unknown command "${command}"`);
+    const result = await up(rest, io, signal);
+    io.out(`run ${result.runId} ${result.status}`);
+    if (result.status === "finished") {
+      io.out(JSON.stringify(result.output ?? null, null, 2));
+      return EXIT.ok;
+    }
+    if (result.status === "cancelled") return EXIT.cancelled;
+    if (result.error) io.err(`smithers: ${result.error.code}: ${result.error.message}`);
+    return EXIT.failed;
+  } catch (error) {
+    if (error instanceof SmithersError) {
+      io.err(`smithers: ${error.code}: ${error.message}`);
+      if (error.code === "USAGE") io.err(USAGE.split("\n")[0]!);
+      return BAD_INPUT_CODES.has(error.code) ? EXIT.usage : EXIT.failed;
+    }
+    if ((error as { code?: string })?.code?.startsWith("ERR_PARSE_ARGS")) {
+      io.err(`smithers: USAGE: ${(error as Error).message}`);
+      return EXIT.usage;
+    }
+    io.err(`smithers: ${(error as Error)?.stack ?? String(error)}`);
+    return EXIT.failed;
+  }
+}
+
+if (import.meta.main) {
+  const controller = new AbortController();
+  process.once("SIGINT", () => controller.abort());
+  process.once("SIGTERM", () => controller.abort());
+  process.exitCode = await main(process.argv.slice(2), undefined, controller.signal);
+}

@@ -1,0 +1,26 @@
+import type { SmithersEvent } from "../engine/index.ts";
+
+const where = (e: SmithersEvent) => `${e.nodeId} iter=${e.iteration ?? 0}${e.attempt === undefined ? "" : ` attempt=${e.attempt}`}`;
+const took = (e: SmithersEvent) => (e.durationMs === undefined ? "" : ` ${e.durationMs}ms`);
+
+/** One progress line per task start/finish (and the other node outcomes); null for events not shown. */
+export function formatEvent(e: SmithersEvent): string | null {
+  switch (e.type) {
+    case "NodeStarted":
+      return `start   ${where(e)}`;
+    case "NodeFinished":
+      return `finish  ${where(e)}${took(e)}`;
+    case "NodeFailed":
+      return `fail    ${where(e)}${took(e)} ${String(e.error?.code ?? "")}: ${String(e.error?.message ?? "")}`;
+    case "NodeRetrying":
+      return `retry   ${where(e)}`;
+    case "NodeSkipped":
+      return `skip    ${where(e)}`;
+    case "NodeCancelled":
+      return `cancel  ${where(e)}${took(e)}`;
+    case "LoopAdvanced":
+      return `loop    ${e.loopId} iter=${e.iteration}`;
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,19 @@
+/** The public API of Smithers: re-exports only. */
+export { createSmithers, runWorkflow, isSmithersWorkflow, EventBus } from "./engine/index.ts";
+export type {
+  SmithersWorkflow,
+  CreateSmithersOptions,
+  RunOptions,
+  RunResult,
+  SmithersCtx,
+  SmithersEvent,
+  SmithersEventType,
+  RunStatus,
+  NodeState,
+} from "./engine/index.ts";
+export { Workflow, Task, Sequence, Parallel, Branch, Loop, Ralph, render, Fragment } from "./jsx/index.ts";
+export type { TaskProps, WorkflowProps, SequenceProps, ParallelProps, BranchProps, LoopProps, TaskRunContext, SmithersNode, SmithersElement } from "./jsx/index.ts";
+export { scriptedAgent, generateStructured, extractJson, describeSchema } from "./agents/index.ts";
+export type { Agent, AgentGenerateArgs, AgentReply } from "./agents/index.ts";
+export { SmithersError, FatalError, RetryableError, errorToJson, SMITHERS_ERROR_CODES, type SmithersErrorCode } from "./errors/index.ts";
+export { SmithersDb, openSmithersDb, ensureSmithersTables, camelToSnake } from "./db/index.ts";
