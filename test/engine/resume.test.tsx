@@ -1,0 +1,144 @@
+/** @jsxImportSource smithers */
+import { describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { z } from "zod";
+import { createSmithers, runWorkflow, SmithersError } from "../../src/index.ts";
+import { sql, tempDbPath } from "../helpers.ts";
+
+function twoStep(dbPath: string, behaviour: { failB: boolean; calls: Record<string, number> }) {
+  const { Workflow, Task, smithers, outputs } = createSmithers(
+    { input: z.object({ topic: z.string() }), out: z.object({ n: z.number() }) },
+    { dbPath },
+  );
+  return smithers(() => (
+    <Workflow name="two-step">
+      <Task id="a" output={outputs.out}>
+        {() => {
+          behaviour.calls.a = (behaviour.calls.a ?? 0) + 1;
+          return { n: 1 };
+        }}
+      </Task>
+      <Task id="b" output={outputs.out}>
+        {() => {
+          behaviour.calls.b = (behaviour.calls.b ?? 0) + 1;
+          if (behaviour.failB) throw new Error("b is broken");
+          return { n: 2 };
+        }}
+      </Task>
+    </Workflow>
+  ));
+}
+
+describe("runWorkflow resume", () => {
+  test("resuming a failed run re-runs only the failed task, keeping the earlier attempt as history", async () => {
+    const dbPath = tempDbPath();
+    const behaviour = { failB: true, calls: {} as Record<string, number> };
+    const wf = twoStep(dbPath, behaviour);
+    const first = await runWorkflow(wf, { input: { topic: "x" } });
+    expect(first.status).toBe("failed");
+    behaviour.failB = false; // the user fixed the cause
+    const second = await runWorkflow(wf, { input: { topic: "x" }, runId: first.runId, resume: true });
+    expect(second.status).toBe("finished");
+    expect(behaviour.calls).toEqual({ a: 1, b: 2 });
+    expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
+      { node_id: "a", attempt: 1, state: "finished" },
+      { node_id: "b", attempt: 1, state: "failed" },
+      { node_id: "b", attempt: 2, state: "finished" },
+    ]);
+    expect(sql(dbPath, "SELECT node_id, n FROM out ORDER BY node_id")).toEqual([
+      { node_id: "a", n: 1 },
+      { node_id: "b", n: 2 },
+    ]);
+  });
+
+  test("resuming a finished run runs nothing and returns its output", async () => {
+    const dbPath = tempDbPath();
+    const behaviour = { failB: false, calls: {} as Record<string, number> };
+    const wf = twoStep(dbPath, behaviour);
+    const first = await runWorkflow(wf, { input: { topic: "x" } });
+    const again = await runWorkflow(wf, { runId: first.runId, resume: true });
+    expect(again).toMatchObject({ status: "finished", output: { n: 2 } });
+    expect(behaviour.calls).toEqual({ a: 1, b: 1 });
+  });
+
+  test("resuming with a different input rejects with INPUT_MISMATCH and changes nothing", async () => {
+    const dbPath = tempDbPath();
+    const wf = twoStep(dbPath, { failB: true, calls: {} });
+    const first = await runWorkflow(wf, { input: { topic: "x" } });
+    const error = await runWorkflow(wf, { input: { topic: "y" }, runId: first.runId, resume: true }).catch((e) => e);
+    expect(SmithersError.is(error, "INPUT_MISMATCH")).toBe(true);
+    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
+    expect(sql(dbPath, "SELECT topic FROM input")).toEqual([{ topic: "x" }]);
+  });
+
+  test("resuming an unknown run rejects with RUN_NOT_FOUND; reusing a run id without resume rejects with RUN_EXISTS", async () => {
+    const dbPath = tempDbPath();
+    const wf = twoStep(dbPath, { failB: false, calls: {} });
+    expect((await runWorkflow(wf, { runId: "nope", resume: true }).catch((e) => e)).code).toBe("RUN_NOT_FOUND");
+    await runWorkflow(wf, { input: { topic: "x" }, runId: "r1" });
+    expect((await runWorkflow(wf, { input: { topic: "x" }, runId: "r1" }).catch((e) => e)).code).toBe("RUN_EXISTS");
+  });
+
+  test("resuming a cancelled run gives the cancelled task a new attempt", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    let slow = true;
+    const controller = new AbortController();
+    const wf = smithers(() => (
+      <Workflow name="w">
+        <Task id="t" output={outputs.out}>
+          {async () => {
+            if (slow) {
+              setTimeout(() => controller.abort(), 10);
+              await Bun.sleep(3_000);
+            }
+            return { n: 5 };
+          }}
+        </Task>
+      </Workflow>
+    ));
+    const first = await runWorkflow(wf, { input: {}, signal: controller.signal });
+    expect(first.status).toBe("cancelled");
+    slow = false;
+    const second = await runWorkflow(wf, { runId: first.runId, resume: true });
+    expect(second).toMatchObject({ status: "finished", output: { n: 5 } });
+    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts ORDER BY attempt")).toEqual([
+      { attempt: 1, state: "cancelled" },
+      { attempt: 2, state: "finished" },
+    ]);
+  });
+
+  test("attempts a dead process left running are closed as abandoned and retried on resume", async () => {
+    const dbPath = tempDbPath();
+    const behaviour = { failB: false, calls: {} as Record<string, number> };
+    const wf = twoStep(dbPath, behaviour);
+    const first = await runWorkflow(wf, { input: { topic: "x" } });
+    // Rewind b to how a kill -9 during its attempt would leave it: node and attempt running, no row.
+    const raw = new Database(dbPath);
+    raw.exec(`UPDATE _smithers_runs SET status = 'running', runtime_owner_id = 'elsewhere:999999:x', heartbeat_at_ms = 0`);
+    raw.exec(`UPDATE _smithers_nodes SET state = 'running' WHERE node_id = 'b'`);
+    raw.exec(`UPDATE _smithers_attempts SET state = 'running', finished_at_ms = NULL WHERE node_id = 'b'`);
+    raw.exec(`DELETE FROM out WHERE node_id = 'b'`);
+    raw.close();
+    const resumed = await runWorkflow(wf, { runId: first.runId, resume: true });
+    expect(resumed.status).toBe("finished");
+    expect(behaviour.calls).toEqual({ a: 1, b: 2 });
+    const attempts = sql<{ attempt: number; state: string; error_json: string | null }>(
+      dbPath,
+      "SELECT attempt, state, error_json FROM _smithers_attempts WHERE node_id = 'b' ORDER BY attempt",
+    );
+    expect(attempts.map((a) => [a.attempt, a.state])).toEqual([[1, "abandoned"], [2, "finished"]]);
+    expect(JSON.parse(attempts[0]!.error_json!).code).toBe("TASK_ABANDONED");
+  });
+
+  test("a run whose owner is alive and heartbeating cannot be resumed (RUN_OWNED)", async () => {
+    const dbPath = tempDbPath();
+    const wf = twoStep(dbPath, { failB: false, calls: {} });
+    const first = await runWorkflow(wf, { input: { topic: "x" } });
+    const raw = new Database(dbPath);
+    raw.query(`UPDATE _smithers_runs SET status = 'running', runtime_owner_id = ?, heartbeat_at_ms = ?`).run(`other-host:1:x`, Date.now());
+    raw.close();
+    const error = await runWorkflow(wf, { runId: first.runId, resume: true }).catch((e) => e);
+    expect(SmithersError.is(error, "RUN_OWNED")).toBe(true);
+  });
+});
