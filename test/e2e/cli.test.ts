@@ -1,0 +1,139 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { sql, tempDbPath } from "../helpers.ts";
+
+const root = resolve(import.meta.dir, "../..");
+const cli = join(root, "src/cli/index.ts");
+
+function smithers(args: string[], env: Record<string, string> = {}) {
+  const proc = Bun.spawnSync([process.execPath, cli, ...args], { cwd: root, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  return { code: proc.exitCode, stdout: proc.stdout.toString(), stderr: proc.stderr.toString() };
+}
+
+describe("smithers up", () => {
+  test("runs examples/bugfix.tsx end to end: progress lines, exit 0, rows queryable with SQL", () => {
+    const dbPath = tempDbPath();
+    const r = smithers(["up", "examples/bugfix.tsx", "--input", '{"description":"Auth tokens expire silently"}', "--db", dbPath]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split("\n");
+    expect(lines.filter((l) => /^(start|finish) /.test(l)).map((l) => l.replace(/ \d+ms$/, ""))).toEqual([
+      "start   analyze iter=0 attempt=1",
+      "finish  analyze iter=0 attempt=1",
+      "start   fix iter=0 attempt=1",
+      "finish  fix iter=0 attempt=1",
+    ]);
+    expect(lines.find((l) => l.startsWith("finish  fix"))).toMatch(/ \d+ms$/);
+    const runId = /^run (\S+) finished$/m.exec(r.stdout)?.[1];
+    expect(runId).toBeDefined();
+    expect(JSON.parse(r.stdout.slice(r.stdout.indexOf("{")))).toMatchObject({ approved: true });
+    expect(sql(dbPath, "SELECT run_id, node_id, iteration, severity, files FROM analysis")).toEqual([
+      { run_id: runId!, node_id: "analyze", iteration: 0, severity: "high", files: '["src/auth/refresh.ts"]' },
+    ]);
+    expect(sql(dbPath, "SELECT node_id, approved FROM fix")).toEqual([{ node_id: "fix", approved: 1 }]);
+    expect(sql(dbPath, "SELECT description FROM input WHERE run_id = ?", runId!)).toEqual([{ description: "Auth tokens expire silently" }]);
+    // The analyst's prose reply was repaired by the validation retry inside the first attempt.
+    expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY started_at_ms")).toEqual([
+      { node_id: "analyze", attempt: 1, state: "finished" },
+      { node_id: "fix", attempt: 1, state: "finished" },
+    ]);
+    expect(sql(dbPath, "SELECT status, workflow_name FROM _smithers_runs")).toEqual([{ status: "finished", workflow_name: "bugfix" }]);
+  });
+
+  test("malformed --input JSON exits 2 with INVALID_INPUT and creates no run", () => {
+    const dbPath = tempDbPath();
+    const r = smithers(["up", "examples/bugfix.tsx", "--input", "{not json", "--db", dbPath]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toStartWith("smithers: INVALID_INPUT:");
+    expect(r.stdout).toBe("");
+  });
+
+  test("input that fails the input schema exits 2 with INVALID_INPUT", () => {
+    const dbPath = tempDbPath();
+    const r = smithers(["up", "examples/bugfix.tsx", "--input", '{"description":""}', "--db", dbPath]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("INVALID_INPUT");
+    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_runs")).toEqual([{ n: 0 }]);
+  });
+
+  test("bad usage exits 2: no file, unknown command, --resume without --run-id, unknown flag", () => {
+    expect(smithers(["up"]).code).toBe(2);
+    expect(smithers(["launch", "x.tsx"]).code).toBe(2);
+    expect(smithers(["up", "examples/hello.tsx", "--resume"]).code).toBe(2);
+    const unknown = smithers(["up", "examples/hello.tsx", "--frobnicate"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("USAGE");
+    expect(smithers(["up", "examples/does-not-exist.tsx"]).stderr).toContain("WORKFLOW_LOAD_FAILED");
+  });
+
+  test("a failed run exits 1; resuming it after the fix exits 0 without re-running finished tasks", () => {
+    const dbPath = tempDbPath();
+    const callsFile = join(dirname(dbPath), "calls.txt");
+    const args = ["up", "test/fixtures/steps.tsx", "--input", '{"label":"x"}', "--db", dbPath, "--run-id", "run-1"];
+    const failed = smithers(args, { STEP_B: "fail", CALLS_FILE: callsFile });
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toContain("run run-1 failed");
+    expect(failed.stderr).toContain("TASK_FAILED");
+    const resumed = smithers([...args, "--resume"], { STEP_B: "ok", CALLS_FILE: callsFile });
+    expect(resumed.code).toBe(0);
+    expect(readFileSync(callsFile, "utf8").trim().split("\n")).toEqual(["a", "b", "b", "c"]);
+    expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
+      { node_id: "a", attempt: 1, state: "finished" },
+      { node_id: "b", attempt: 1, state: "failed" },
+      { node_id: "b", attempt: 2, state: "finished" },
+      { node_id: "c", attempt: 1, state: "finished" },
+    ]);
+  });
+
+  test("resuming with a different --input exits 2 with INPUT_MISMATCH", () => {
+    const dbPath = tempDbPath();
+    const args = ["up", "test/fixtures/steps.tsx", "--db", dbPath, "--run-id", "run-2"];
+    expect(smithers([...args, "--input", '{"label":"x"}'], { STEP_B: "fail" }).code).toBe(1);
+    const r = smithers([...args, "--input", '{"label":"y"}', "--resume"], { STEP_B: "ok" });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("INPUT_MISMATCH");
+    expect(sql(dbPath, "SELECT label FROM input")).toEqual([{ label: "x" }]);
+  });
+});
+
+describe("kill -9", () => {
+  test("a run killed during a task resumes with every output exactly once and no finished task re-run", async () => {
+    const dbPath = tempDbPath();
+    const callsFile = join(dirname(dbPath), "calls.txt");
+    const args = ["up", "test/fixtures/steps.tsx", "--input", '{"label":"k"}', "--db", dbPath, "--run-id", "run-k"];
+    const proc = Bun.spawn([process.execPath, cli, ...args], {
+      cwd: root,
+      env: { ...process.env, STEP_B: "hang", CALLS_FILE: callsFile },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const decoder = new TextDecoder();
+    let seen = "";
+    for await (const chunk of proc.stdout) {
+      seen += decoder.decode(chunk);
+      if (seen.includes("start   b")) break;
+    }
+    proc.kill("SIGKILL");
+    await proc.exited;
+    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+      { node_id: "a", state: "finished" },
+      { node_id: "b", state: "running" },
+    ]);
+    const resumed = smithers([...args, "--resume"], { STEP_B: "ok", CALLS_FILE: callsFile });
+    expect(resumed.stderr).toBe("");
+    expect(resumed.code).toBe(0);
+    expect(readFileSync(callsFile, "utf8").trim().split("\n")).toEqual(["a", "b", "b", "c"]);
+    expect(sql(dbPath, "SELECT node_id, count(*) AS n FROM step GROUP BY node_id ORDER BY node_id")).toEqual([
+      { node_id: "a", n: 1 },
+      { node_id: "b", n: 1 },
+      { node_id: "c", n: 1 },
+    ]);
+    expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
+      { node_id: "a", attempt: 1, state: "finished" },
+      { node_id: "b", attempt: 1, state: "abandoned" },
+      { node_id: "b", attempt: 2, state: "finished" },
+      { node_id: "c", attempt: 1, state: "finished" },
+    ]);
+  });
+});
