@@ -11,7 +11,8 @@ function literal(value: unknown): string {
   if (value === null || value === undefined) return "NULL";
   if (typeof value === "boolean") return value ? "1" : "0";
   if (typeof value === "number" || typeof value === "bigint") return String(value);
-  return `'${String(value).replaceAll("'", "''")}'`;
+  const text = value instanceof Date ? String(value.getTime()) : typeof value === "string" ? value : JSON.stringify(value);
+  return `'${text.replaceAll("'", "''")}'`;
 }
 
 /** `name TYPE [NOT NULL] [DEFAULT x]`; `inlinePk` only for a single-column primary key. */
@@ -19,6 +20,7 @@ export function columnDefinition(column: SQLiteColumn, inlinePk: boolean): strin
   let sql = `${quote(column.name)} ${column.getSQLType()}`;
   if (inlinePk) sql += " PRIMARY KEY";
   if (column.notNull && !inlinePk) sql += " NOT NULL";
+  if (column.isUnique && !inlinePk) sql += " UNIQUE";
   if (column.default !== undefined && !is(column.default, SQL)) {
     sql += ` DEFAULT ${literal(column.default)}`;
   }
@@ -31,6 +33,14 @@ export function createTableStatements(table: SQLiteTable): string[] {
   const compositePk = config.primaryKeys[0]?.columns.map((c) => c.name);
   const parts = config.columns.map((c) => columnDefinition(c, c.primary));
   if (compositePk) parts.push(`PRIMARY KEY (${compositePk.map(quote).join(", ")})`);
+  for (const u of config.uniqueConstraints) parts.push(`UNIQUE (${u.columns.map((c) => quote(c.name)).join(", ")})`);
+  for (const fk of config.foreignKeys) {
+    const ref = fk.reference();
+    let clause = `FOREIGN KEY (${ref.columns.map((c) => quote(c.name)).join(", ")}) REFERENCES ${quote(getTableConfig(ref.foreignTable).name)} (${ref.foreignColumns.map((c) => quote(c.name)).join(", ")})`;
+    if (fk.onDelete) clause += ` ON DELETE ${fk.onDelete.toUpperCase()}`;
+    if (fk.onUpdate) clause += ` ON UPDATE ${fk.onUpdate.toUpperCase()}`;
+    parts.push(clause);
+  }
   const statements = [`CREATE TABLE IF NOT EXISTS ${quote(config.name)} (\n  ${parts.join(",\n  ")}\n)`];
   for (const idx of config.indexes) {
     const cols = idx.config.columns.map((c) => quote((c as SQLiteColumn).name));

@@ -38,7 +38,8 @@ function kindOf(schema: z.ZodType, nullable: boolean): { kind: ColumnKind; nulla
     case "nonoptional":
       return kindOf(def.innerType!, nullable);
     case "pipe":
-      return kindOf(def.in!, nullable);
+      // The stored value is the pipe's output, unless the output is a bare transform (z.preprocess / .transform).
+      return defOf(def.out!).type === "transform" ? kindOf(def.in!, nullable) : kindOf(def.out!, nullable);
     case "lazy":
       return kindOf(def.getter!(), nullable);
     case "string":
@@ -65,13 +66,16 @@ function kindOf(schema: z.ZodType, nullable: boolean): { kind: ColumnKind; nulla
     case "array":
     case "tuple":
     case "record":
-    case "any":
-    case "unknown":
     case "intersection":
       return { kind: "json", nullable };
+    case "any":
+    case "unknown":
+      return { kind: "json", nullable: true };
     case "union": {
       const members = def.options ?? [];
-      return members.every((m) => kindOf(m, false) !== null) ? { kind: "json", nullable } : null;
+      const mapped = members.map((m) => (["null", "undefined"].includes(defOf(m).type) ? { kind: "json" as const, nullable: true } : kindOf(m, false)));
+      if (mapped.some((m) => m === null)) return null;
+      return { kind: "json", nullable: nullable || mapped.some((m) => m!.nullable) };
     }
     case "null":
       return { kind: "json", nullable: true };
@@ -80,9 +84,16 @@ function kindOf(schema: z.ZodType, nullable: boolean): { kind: ColumnKind; nulla
   }
 }
 
+const WRAPPERS = new Set(["optional", "nullable", "default", "prefault", "catch", "readonly", "nonoptional"]);
+
+/** The Zod type name, looking through optional/nullable/default wrappers to what they wrap. */
 export function describeZodType(schema: z.ZodType): string {
-  return defOf(schema).type;
+  let def = defOf(schema);
+  while (WRAPPERS.has(def.type) && def.innerType) def = defOf(def.innerType);
+  return def.type;
 }
+
+const RESERVED_COLUMNS = new Set(["run_id", "node_id", "iteration"]);
 
 /** The columns of a Zod object schema; throws UNSUPPORTED_SCHEMA naming the first field that cannot map. */
 export function fieldColumns(tableKey: string, schema: z.ZodType): FieldColumn[] {
@@ -95,7 +106,7 @@ export function fieldColumns(tableKey: string, schema: z.ZodType): FieldColumn[]
   }
   const columns: FieldColumn[] = [];
   for (const [field, fieldSchema] of Object.entries(schema.shape as Record<string, z.ZodType>)) {
-    if ((BOOKKEEPING_FIELDS as readonly string[]).includes(field)) {
+    if ((BOOKKEEPING_FIELDS as readonly string[]).includes(field) || RESERVED_COLUMNS.has(camelToSnake(field))) {
       throw new SmithersError(
         "UNSUPPORTED_SCHEMA",
         `Output schema "${tableKey}" declares "${field}", which Smithers adds itself; remove it from the schema`,
@@ -110,7 +121,16 @@ export function fieldColumns(tableKey: string, schema: z.ZodType): FieldColumn[]
         { table: tableKey, field, zodType: describeZodType(fieldSchema) },
       );
     }
-    columns.push({ field, column: camelToSnake(field), ...mapped });
+    const column = camelToSnake(field);
+    const clash = columns.find((c) => c.column === column);
+    if (clash) {
+      throw new SmithersError(
+        "UNSUPPORTED_SCHEMA",
+        `Output schema "${tableKey}" fields "${clash.field}" and "${field}" both map to column "${column}"; rename one`,
+        { table: tableKey, field, column },
+      );
+    }
+    columns.push({ field, column, ...mapped });
   }
   return columns;
 }

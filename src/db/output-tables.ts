@@ -112,6 +112,9 @@ export class OutputRegistry {
   private generated(key: string, schema: OutputSchema): OutputTableInfo {
     const columns = fieldColumns(key, schema);
     const tableName = camelToSnake(key);
+    if (tableName === "input") {
+      throw new SmithersError("UNSUPPORTED_SCHEMA", `Output key "${key}" maps to table "input", which holds the run input; rename it`, { table: tableName });
+    }
     const payloadOnly = columns.length === 1 && columns[0]!.field === "payload";
     return { key, tableName, table: zodToTable(tableName, columns), schema, custom: false, payloadOnly, hasIteration: true };
   }

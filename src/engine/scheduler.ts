@@ -36,6 +36,8 @@ type Cap = { max: number; used: number };
 
 type Walk = {
   states: ReadonlyMap<string, NodeStatus>;
+  /** Mounted tasks by id, so a dependency resolves to the same loop iteration. */
+  tasks: ReadonlyMap<string, PlanTask>;
   nowMs: number;
   actions: Action[];
   failure?: Failure;
@@ -49,8 +51,17 @@ function countRunning(node: PlanNode, w: Walk): number {
   return node.children.reduce((n, c) => n + countRunning(c, w), 0);
 }
 
-/** A dependency is met when a task with that id finished or was skipped (any iteration). */
+/**
+ * A dependency is met when the mounted task with that id (same plan, so same loop iteration)
+ * finished, was skipped, or failed under continueOnFail; an id not mounted now is met by any
+ * finished iteration.
+ */
 function dependencyMet(id: string, w: Walk): boolean {
+  const mounted = w.tasks.get(id);
+  if (mounted) {
+    const state = stateOf(w, mounted)?.state;
+    return state === "finished" || state === "skipped" || (state === "failed" && mounted.continueOnFail);
+  }
   for (const [key, status] of w.states) {
     if (key.slice(0, key.lastIndexOf("#")) === id && (status.state === "finished" || status.state === "skipped")) return true;
   }
@@ -155,7 +166,7 @@ export function decide(
   nowMs: number,
   maxConcurrency = Infinity,
 ): Decision {
-  const w: Walk = { states, nowMs, actions: [] };
+  const w: Walk = { states, tasks: new Map(plan.tasks.map((t) => [t.nodeId, t])), nowMs, actions: [] };
   const global: Cap = { max: maxConcurrency, used: countRunning(plan.root, w) };
   const r = visit(plan.root, [global], w);
   if (r === "failed") return { actions: [], outcome: "failed", failure: w.failure };

@@ -4,7 +4,7 @@
  */
 import type { z } from "zod";
 import type { Agent } from "../agents/index.ts";
-import { createElement, type SmithersElement, type SmithersNode } from "./element.ts";
+import { makeElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import type { OutputTarget, RetryPolicy, TaskRunContext } from "./plan.ts";
 
 type TaskValue<S> = S extends z.ZodType ? z.input<S> : Record<string, unknown>;
@@ -56,22 +56,22 @@ export const HOST = {
 
 /** Root of a workflow: its direct children run in sequence. */
 export function Workflow(props: WorkflowProps): SmithersElement {
-  return createElement(HOST.workflow, props);
+  return makeElement(HOST.workflow, props);
 }
 
 /** One durable step writing one validated row to its output table. */
 export function Task<S extends OutputTarget>(props: TaskProps<S>): SmithersElement {
-  return createElement(HOST.task, props as Record<string, unknown>);
+  return makeElement(HOST.task, props as Record<string, unknown>);
 }
 
 /** Children in order: each starts once the one before finished or was skipped. */
 export function Sequence(props: SequenceProps): SmithersNode {
-  return props.skipIf ? null : createElement(HOST.sequence, props);
+  return props.skipIf ? null : makeElement(HOST.sequence, props);
 }
 
 /** Children run concurrently, at most `maxConcurrency` tasks at a time. */
 export function Parallel(props: ParallelProps): SmithersNode {
-  return props.skipIf ? null : createElement(HOST.parallel, props);
+  return props.skipIf ? null : makeElement(HOST.parallel, props);
 }
 
 /** Mounts `then` when `if` is truthy, else `else`. */
@@ -81,7 +81,7 @@ export function Branch(props: BranchProps): SmithersNode {
 
 /** Re-runs its children with iteration 0, 1, 2… until `until` is truthy or `maxIterations` is reached. */
 export function Loop(props: LoopProps): SmithersNode {
-  return props.skipIf ? null : createElement(HOST.loop, props);
+  return props.skipIf ? null : makeElement(HOST.loop, props);
 }
 
 /** Alias of Loop, the name the Ralph-loop pattern is known by. */

@@ -19,6 +19,18 @@ export function isElement(value: unknown): value is SmithersElement {
   return typeof value === "object" && value !== null && (value as { $$typeof?: unknown }).$$typeof === SMITHERS_ELEMENT;
 }
 
-export function createElement<P>(type: SmithersElement<P>["type"], props: P, key?: string | number | null): SmithersElement<P> {
+export function makeElement<P>(type: SmithersElement<P>["type"], props: P, key?: string | number | null): SmithersElement<P> {
   return { $$typeof: SMITHERS_ELEMENT, type, props, key: key === undefined || key === null ? null : String(key) };
+}
+
+/**
+ * Classic `createElement(type, config, ...children)`. The automatic runtime falls back to it
+ * (imported from the package root) when `key` comes after a spread, so it takes `key` out of
+ * `config` as React does.
+ */
+export function createElement(type: SmithersElement["type"], config: Record<string, unknown> | null, ...children: unknown[]): SmithersElement {
+  const { key, ...props } = config ?? {};
+  if (children.length === 1) props.children = children[0];
+  else if (children.length > 1) props.children = children;
+  return makeElement(type, props, key as string | number | null | undefined);
 }

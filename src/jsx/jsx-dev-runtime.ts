@@ -1,5 +1,5 @@
 /** Development JSX runtime: same elements; the extra dev arguments are accepted and ignored. */
-import { createElement, Fragment, type SmithersElement } from "./element.ts";
+import { makeElement, Fragment, type SmithersElement } from "./element.ts";
 
 export { Fragment };
 export type { JSX } from "./jsx-runtime.ts";
@@ -12,5 +12,5 @@ export function jsxDEV(
   _source?: unknown,
   _self?: unknown,
 ): SmithersElement {
-  return createElement(type, props ?? {}, key);
+  return makeElement(type, props ?? {}, key);
 }

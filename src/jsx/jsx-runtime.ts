@@ -1,10 +1,10 @@
 /** Automatic JSX runtime (`jsxImportSource: "smithers"`). */
-import { createElement, Fragment, type Component, type SmithersElement, type SmithersNode } from "./element.ts";
+import { makeElement, Fragment, type Component, type SmithersElement, type SmithersNode } from "./element.ts";
 
 export { Fragment };
 
 export function jsx(type: SmithersElement["type"], props: Record<string, unknown>, key?: string | number): SmithersElement {
-  return createElement(type, props ?? {}, key);
+  return makeElement(type, props ?? {}, key);
 }
 
 export const jsxs = jsx;
