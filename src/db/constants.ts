@@ -18,3 +18,18 @@ export const STALE_RUN_THRESHOLD_MS = 30_000;
 export const SIGNAL_QUERY_LIMIT = 200;
 
 export const DB_RETRY_METRIC = "smithers.db.retries";
+
+/** Lifecycle of a human request; only `pending` rows can be answered, cancelled or expired. */
+export const HUMAN_REQUEST_STATUSES = ["pending", "answered", "cancelled", "expired"] as const;
+export type HumanRequestStatus = (typeof HUMAN_REQUEST_STATUSES)[number];
+
+/** Lifecycle of an approval gate; only `requested` rows can be decided. */
+export const APPROVAL_STATUSES = ["requested", "approved", "denied"] as const;
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
+
+/** A tool call is recorded as `started` (the intent) before it runs, then finished once. */
+export const TOOL_CALL_STATUSES = ["started", "succeeded", "failed"] as const;
+export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
+
+/** Events persisted per BEGIN IMMEDIATE when the event bus drains its queue. */
+export const EVENT_BATCH_MAX = 500;

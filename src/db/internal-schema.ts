@@ -212,17 +212,21 @@ export const smithersRalph = sqliteTable(
   (t) => [primaryKey({ columns: [t.runId, t.ralphId] })],
 );
 
-export const smithersCron = sqliteTable("_smithers_cron", {
-  cronId: text("cron_id").primaryKey(),
-  pattern: text("pattern").notNull(),
-  workflowPath: text("workflow_path").notNull(),
-  inputJson: text("input_json"),
-  enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
-  createdAtMs: integer("created_at_ms").notNull(),
-  lastRunAtMs: integer("last_run_at_ms"),
-  nextRunAtMs: integer("next_run_at_ms"),
-  errorJson: text("error_json"),
-});
+export const smithersCron = sqliteTable(
+  "_smithers_cron",
+  {
+    cronId: text("cron_id").primaryKey(),
+    pattern: text("pattern").notNull(),
+    workflowPath: text("workflow_path").notNull(),
+    inputJson: text("input_json"),
+    enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+    createdAtMs: integer("created_at_ms").notNull(),
+    lastRunAtMs: integer("last_run_at_ms"),
+    nextRunAtMs: integer("next_run_at_ms"),
+    errorJson: text("error_json"),
+  },
+  (t) => [index("_smithers_cron_enabled_idx").on(t.enabled, t.cronId)],
+);
 
 export const smithersScorers = sqliteTable(
   "_smithers_scorers",

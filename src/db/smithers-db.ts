@@ -9,7 +9,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { SmithersError } from "../errors/index.ts";
 import { DB_BUSY_TIMEOUT_MS, DB_RETRY_POLICY, type DbRetryPolicy } from "./constants.ts";
-import { withSqliteWriteRetry } from "./retry.ts";
+import { isRetryableSqliteError, withSqliteWriteRetry } from "./retry.ts";
 import { ensureSmithersTables } from "./ensure.ts";
 
 export type Drizzle = BunSQLiteDatabase<Record<string, never>> & { $client: Database };
@@ -39,7 +39,7 @@ export class SmithersDb {
     this.path = path;
     this.sqlite = new Database(path, { create: true });
     this.sqlite.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? DB_BUSY_TIMEOUT_MS}`);
-    if (path !== ":memory:") this.sqlite.exec("PRAGMA journal_mode = WAL");
+    if (path !== ":memory:") useWal(this.sqlite);
     this.sqlite.exec("PRAGMA synchronous = NORMAL");
     this.sqlite.exec("PRAGMA foreign_keys = ON");
     this.db = drizzle({ client: this.sqlite }) as Drizzle;
@@ -119,6 +119,23 @@ export class SmithersDb {
       () => undefined,
     );
     return result;
+  }
+}
+
+/**
+ * Switching a new file to WAL takes an exclusive lock that SQLite does not wait for (the busy
+ * handler is not consulted), so processes opening a fresh database at once retry briefly.
+ */
+function useWal(sqlite: Database): void {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const current = sqlite.query("PRAGMA journal_mode").get() as { journal_mode?: string } | null;
+      if (current?.journal_mode !== "wal") sqlite.exec("PRAGMA journal_mode = WAL");
+      return;
+    } catch (error) {
+      if (!isRetryableSqliteError(error) || attempt >= 40) throw error;
+      Bun.sleepSync(5 + attempt * 5);
+    }
   }
 }
 

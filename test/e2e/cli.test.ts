@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { sql, tempDbPath } from "../helpers.ts";
 
@@ -114,6 +114,8 @@ describe("kill -9", () => {
       seen += decoder.decode(chunk);
       if (seen.includes("start   b")) break;
     }
+    // Kill only once b's work has really begun (its side effect is on disk).
+    for (let i = 0; i < 500 && !(existsSync(callsFile) && readFileSync(callsFile, "utf8").includes("b\n")); i++) await Bun.sleep(10);
     proc.kill("SIGKILL");
     await proc.exited;
     expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([

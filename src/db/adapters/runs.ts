@@ -1,7 +1,9 @@
 /** `_smithers_runs`: one row per run; status, ownership and heartbeat. */
-import { eq, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import { and, asc, eq, isNull, lt, or, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
+import { STALE_RUN_THRESHOLD_MS } from "../constants.ts";
 import { smithersRuns } from "../internal-schema.ts";
 import type { SmithersDb } from "../smithers-db.ts";
+import { isSame } from "./shared.ts";
 
 export type RunRow = InferSelectModel<typeof smithersRuns>;
 export type NewRunRow = InferInsertModel<typeof smithersRuns>;
@@ -29,4 +31,88 @@ export function heartbeatRun(db: SmithersDb, runId: string, ownerId: string, now
       .where(eq(smithersRuns.runId, runId))
       .run();
   });
+}
+
+/** `running` with no heartbeat, or a heartbeat older than `staleAfterMs` before `nowMs`. */
+function staleCondition(nowMs: number, staleAfterMs: number): SQL | undefined {
+  return and(
+    eq(smithersRuns.status, "running"),
+    or(isNull(smithersRuns.heartbeatAtMs), lt(smithersRuns.heartbeatAtMs, nowMs - staleAfterMs)),
+  );
+}
+
+/** Runs that claim to be running but whose owner stopped heartbeating, oldest heartbeat first. */
+export function listStaleRuns(
+  db: SmithersDb,
+  options: { nowMs: number; staleAfterMs?: number },
+): Promise<RunRow[]> {
+  return db.read("listStaleRuns", (d) =>
+    d
+      .select()
+      .from(smithersRuns)
+      .where(staleCondition(options.nowMs, options.staleAfterMs ?? STALE_RUN_THRESHOLD_MS))
+      .orderBy(asc(smithersRuns.heartbeatAtMs), asc(smithersRuns.runId))
+      .all(),
+  );
+}
+
+export type ResumeClaim = {
+  runId: string;
+  /** The owner and heartbeat seen when the run was found stale. */
+  expectedOwnerId: string | null;
+  expectedHeartbeatAtMs: number | null;
+  claimOwnerId: string;
+  nowMs: number;
+  staleAfterMs?: number;
+};
+
+/**
+ * Compare-and-swap: takes ownership of a stale run only if its owner and heartbeat are still
+ * the ones observed and it is still stale, in one UPDATE. Of several supervisors racing for the
+ * same run exactly one gets `true`.
+ * @example
+ * if (await claimRunForResume(db, { runId, expectedOwnerId, expectedHeartbeatAtMs, claimOwnerId: me, nowMs })) resume(runId);
+ */
+export function claimRunForResume(db: SmithersDb, claim: ResumeClaim): Promise<boolean> {
+  return db.write(
+    "claimRunForResume",
+    (d) =>
+      d
+        .update(smithersRuns)
+        .set({ runtimeOwnerId: claim.claimOwnerId, heartbeatAtMs: claim.nowMs })
+        .where(
+          and(
+            eq(smithersRuns.runId, claim.runId),
+            isSame(smithersRuns.runtimeOwnerId, claim.expectedOwnerId),
+            isSame(smithersRuns.heartbeatAtMs, claim.expectedHeartbeatAtMs),
+            staleCondition(claim.nowMs, claim.staleAfterMs ?? STALE_RUN_THRESHOLD_MS),
+          ),
+        )
+        .returning({ runId: smithersRuns.runId })
+        .all().length > 0,
+  );
+}
+
+export type ResumeClaimRelease = {
+  runId: string;
+  claimOwnerId: string;
+  restoreOwnerId: string | null;
+  restoreHeartbeatAtMs: number | null;
+};
+
+/**
+ * Gives a claim back (the supervisor decided not to resume): restores the previous owner and
+ * heartbeat, but only while `claimOwnerId` still holds the run. Returns whether it did.
+ */
+export function releaseRunResumeClaim(db: SmithersDb, release: ResumeClaimRelease): Promise<boolean> {
+  return db.write(
+    "releaseRunResumeClaim",
+    (d) =>
+      d
+        .update(smithersRuns)
+        .set({ runtimeOwnerId: release.restoreOwnerId, heartbeatAtMs: release.restoreHeartbeatAtMs })
+        .where(and(eq(smithersRuns.runId, release.runId), eq(smithersRuns.runtimeOwnerId, release.claimOwnerId)))
+        .returning({ runId: smithersRuns.runId })
+        .all().length > 0,
+  );
 }

@@ -1,0 +1,9 @@
+/** Runs every benchmark and prints its table: `bun run bench`. Numbers are printed, never asserted. */
+import { runDbBench } from "./db/index.ts";
+
+const benches: [name: string, run: () => Promise<void>][] = [["db", runDbBench]];
+
+for (const [name, run] of benches) {
+  console.log(`\n== bench/${name} ==`);
+  await run();
+}

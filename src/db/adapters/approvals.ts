@@ -1,0 +1,99 @@
+/**
+ * `_smithers_approvals`: one gate per (run, node, iteration). A gate is `requested` until it is
+ * decided once, `approved` or `denied`; the decision is guarded by `status = 'requested'`.
+ */
+import { and, asc, eq, type InferSelectModel, type SQL } from "drizzle-orm";
+import type { ApprovalStatus } from "../constants.ts";
+import { smithersApprovals } from "../internal-schema.ts";
+import type { SmithersDb } from "../smithers-db.ts";
+
+export type ApprovalRow = InferSelectModel<typeof smithersApprovals>;
+export type ApprovalKey = { runId: string; nodeId: string; iteration?: number };
+
+export type ApprovalRequest = ApprovalKey & {
+  requestedAtMs: number;
+  /** What the approver is shown (stored as request_json). */
+  request?: unknown;
+};
+
+export type ApprovalDecision = ApprovalKey & {
+  approved: boolean;
+  decidedAtMs: number;
+  decidedBy?: string | null;
+  note?: string | null;
+  decision?: unknown;
+  /** Set when policy, not a person, decided. */
+  autoApproved?: boolean;
+};
+
+const byKey = (key: ApprovalKey) =>
+  and(
+    eq(smithersApprovals.runId, key.runId),
+    eq(smithersApprovals.nodeId, key.nodeId),
+    eq(smithersApprovals.iteration, key.iteration ?? 0),
+  );
+
+/**
+ * Opens the gate in `requested` state. Requesting again while it is still requested keeps the
+ * first request; a decided gate is never reopened, so a resumed run sees the decision.
+ */
+export function requestApproval(db: SmithersDb, request: ApprovalRequest): Promise<ApprovalRow> {
+  return db.write("requestApproval", (d) => {
+    d.insert(smithersApprovals)
+      .values({
+        runId: request.runId,
+        nodeId: request.nodeId,
+        iteration: request.iteration ?? 0,
+        status: "requested",
+        requestedAtMs: request.requestedAtMs,
+        requestJson: request.request === undefined ? null : JSON.stringify(request.request),
+      })
+      .onConflictDoNothing()
+      .run();
+    return d.select().from(smithersApprovals).where(byKey(request)).get() as ApprovalRow;
+  });
+}
+
+export function getApproval(db: SmithersDb, key: ApprovalKey): Promise<ApprovalRow | undefined> {
+  return db.read("getApproval", (d) => d.select().from(smithersApprovals).where(byKey(key)).get());
+}
+
+/** Records the decision if the gate is still `requested`; returns whether it was. */
+export function decideApproval(db: SmithersDb, decision: ApprovalDecision): Promise<boolean> {
+  const status: ApprovalStatus = decision.approved ? "approved" : "denied";
+  return db.write(
+    "decideApproval",
+    (d) =>
+      d
+        .update(smithersApprovals)
+        .set({
+          status,
+          decidedAtMs: decision.decidedAtMs,
+          decidedBy: decision.decidedBy ?? null,
+          note: decision.note ?? null,
+          decisionJson: decision.decision === undefined ? null : JSON.stringify(decision.decision),
+          autoApproved: decision.autoApproved ?? false,
+        })
+        .where(and(byKey(decision), eq(smithersApprovals.status, "requested")))
+        .returning({ runId: smithersApprovals.runId })
+        .all().length > 0,
+  );
+}
+
+/** Approvals of one run and/or in one state, in (run, node, iteration) order. */
+export function listApprovals(
+  db: SmithersDb,
+  filter: { runId?: string; status?: ApprovalStatus } = {},
+): Promise<ApprovalRow[]> {
+  const conditions: SQL[] = [];
+  if (filter.runId !== undefined) conditions.push(eq(smithersApprovals.runId, filter.runId));
+  if (filter.status !== undefined) conditions.push(eq(smithersApprovals.status, filter.status));
+  return db.read("listApprovals", (d) =>
+    d
+      .select()
+      .from(smithersApprovals)
+      .where(and(...conditions))
+      .orderBy(asc(smithersApprovals.runId), asc(smithersApprovals.nodeId), asc(smithersApprovals.iteration))
+      .all(),
+  );
+}

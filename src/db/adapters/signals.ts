@@ -1,0 +1,89 @@
+/**
+ * `_smithers_signals`: inbound messages for waiting runs. Like events, `seq` is MAX+1 under
+ * BEGIN IMMEDIATE, and a signal identical in all six fields is stored once (replays and client
+ * retries return the seq it already has).
+ */
+import { and, asc, eq, gte, isNull, sql, type InferSelectModel, type SQL } from "drizzle-orm";
+import { SIGNAL_QUERY_LIMIT } from "../constants.ts";
+import { smithersSignals } from "../internal-schema.ts";
+import type { Drizzle, SmithersDb } from "../smithers-db.ts";
+import { immediate, isSame } from "./shared.ts";
+
+export type SignalRow = InferSelectModel<typeof smithersSignals>;
+
+export type NewSignal = {
+  runId: string;
+  signalName: string;
+  correlationId?: string | null;
+  /** Compared byte for byte when de-duplicating. */
+  payloadJson: string;
+  receivedAtMs: number;
+  receivedBy?: string | null;
+};
+
+export type SignalQuery = {
+  runId: string;
+  signalName?: string;
+  /** A string matches that key; `null` matches signals without one; omitted means any. */
+  correlationId?: string | null;
+  /** Only signals received at or after this time. */
+  receivedAfterMs?: number;
+  /** Default SIGNAL_QUERY_LIMIT (200). */
+  limit?: number;
+};
+
+function insertInTransaction(d: Drizzle, signal: NewSignal): number {
+  const row = { ...signal, correlationId: signal.correlationId ?? null, receivedBy: signal.receivedBy ?? null };
+  const existing = d
+    .select({ seq: smithersSignals.seq })
+    .from(smithersSignals)
+    .where(
+      and(
+        eq(smithersSignals.runId, row.runId),
+        eq(smithersSignals.signalName, row.signalName),
+        isSame(smithersSignals.correlationId, row.correlationId),
+        eq(smithersSignals.payloadJson, row.payloadJson),
+        eq(smithersSignals.receivedAtMs, row.receivedAtMs),
+        isSame(smithersSignals.receivedBy, row.receivedBy),
+      ),
+    )
+    .get();
+  if (existing) return existing.seq;
+  const seq =
+    d
+      .select({ next: sql<number>`coalesce(max(${smithersSignals.seq}), -1) + 1` })
+      .from(smithersSignals)
+      .where(eq(smithersSignals.runId, row.runId))
+      .get()?.next ?? 0;
+  d.insert(smithersSignals)
+    .values({ ...row, seq })
+    .run();
+  return seq;
+}
+
+/**
+ * Stores a signal and returns its seq (the existing seq for an identical signal).
+ * @example
+ * const seq = await insertSignal(db, { runId, signalName: "approved", payloadJson: "{}", receivedAtMs: Date.now() });
+ */
+export function insertSignal(db: SmithersDb, signal: NewSignal): Promise<number> {
+  return immediate(db, "insertSignal", (d) => insertInTransaction(d, signal));
+}
+
+/** A run's signals in seq (arrival) order. */
+export function querySignals(db: SmithersDb, query: SignalQuery): Promise<SignalRow[]> {
+  const conditions: (SQL | undefined)[] = [eq(smithersSignals.runId, query.runId)];
+  if (query.signalName !== undefined) conditions.push(eq(smithersSignals.signalName, query.signalName));
+  if (query.correlationId === null) conditions.push(isNull(smithersSignals.correlationId));
+  else if (query.correlationId !== undefined) conditions.push(eq(smithersSignals.correlationId, query.correlationId));
+  if (query.receivedAfterMs !== undefined) conditions.push(gte(smithersSignals.receivedAtMs, query.receivedAfterMs));
+  return db.read("querySignals", (d) =>
+    d
+      .select()
+      .from(smithersSignals)
+      .where(and(...conditions))
+      .orderBy(asc(smithersSignals.seq))
+      .limit(query.limit ?? SIGNAL_QUERY_LIMIT)
+      .all(),
+  );
+}

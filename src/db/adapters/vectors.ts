@@ -1,0 +1,141 @@
+/**
+ * `_smithers_vectors`: the RAG store. Embeddings are stored as raw little-endian float32 BLOBs
+ * (4 bytes per dimension) and come back as Float32Array; metadata is JSON.
+ */
+import { and, asc, eq, type InferSelectModel, type SQL } from "drizzle-orm";
+import { SmithersError } from "../../errors/index.ts";
+import { smithersVectors } from "../internal-schema.ts";
+import type { SmithersDb } from "../smithers-db.ts";
+import { fromJson } from "./shared.ts";
+
+type VectorRow = InferSelectModel<typeof smithersVectors>;
+
+export type VectorRecord = Omit<VectorRow, "embedding" | "metadataJson"> & {
+  embedding: Float32Array;
+  metadata: unknown;
+};
+
+export type NewVector = {
+  id: string;
+  namespace: string;
+  content: string;
+  embedding: Float32Array;
+  metadata?: unknown;
+  documentId?: string | null;
+  chunkIndex?: number | null;
+  createdAtMs: number;
+};
+
+export function embeddingToBlob(embedding: Float32Array): Buffer {
+  return Buffer.from(embedding.buffer, embedding.byteOffset, embedding.byteLength);
+}
+
+/** Copies the bytes so the Float32Array is aligned whatever the driver's buffer offset. */
+export function blobToEmbedding(blob: Uint8Array): Float32Array {
+  if (blob.byteLength % 4 !== 0) {
+    throw new SmithersError("SCHEMA_DRIFT", `Embedding BLOB of ${blob.byteLength} bytes is not float32 data`);
+  }
+  return new Float32Array(Uint8Array.from(blob).buffer);
+}
+
+function toRecord(row: VectorRow): VectorRecord {
+  const { embedding, metadataJson, ...rest } = row;
+  return { ...rest, embedding: blobToEmbedding(embedding), metadata: fromJson(metadataJson) };
+}
+
+/**
+ * Inserts or replaces a chunk by id.
+ * @example
+ * await upsertVector(db, { id: "doc1#0", namespace: "docs", content, embedding: new Float32Array(vec), createdAtMs: Date.now() });
+ */
+export function upsertVector(db: SmithersDb, vector: NewVector): Promise<void> {
+  const row = {
+    id: vector.id,
+    namespace: vector.namespace,
+    content: vector.content,
+    embedding: embeddingToBlob(vector.embedding),
+    dimensions: vector.embedding.length,
+    metadataJson: vector.metadata === undefined ? null : JSON.stringify(vector.metadata),
+    documentId: vector.documentId ?? null,
+    chunkIndex: vector.chunkIndex ?? null,
+    createdAtMs: vector.createdAtMs,
+  };
+  const { id: _id, ...set } = row;
+  return db.write("upsertVector", (d) => {
+    d.insert(smithersVectors).values(row).onConflictDoUpdate({ target: smithersVectors.id, set }).run();
+  });
+}
+
+export function getVector(db: SmithersDb, id: string): Promise<VectorRecord | undefined> {
+  return db.read("getVector", (d) => {
+    const row = d.select().from(smithersVectors).where(eq(smithersVectors.id, id)).get();
+    return row ? toRecord(row) : undefined;
+  });
+}
+
+type NamespaceFilter = { namespace: string; documentId?: string };
+
+function byNamespace(filter: NamespaceFilter): SQL | undefined {
+  const conditions: SQL[] = [eq(smithersVectors.namespace, filter.namespace)];
+  if (filter.documentId !== undefined) conditions.push(eq(smithersVectors.documentId, filter.documentId));
+  return and(...conditions);
+}
+
+/** Chunks of a namespace (optionally one document) by document and chunk index. */
+export function listVectors(db: SmithersDb, filter: NamespaceFilter): Promise<VectorRecord[]> {
+  return db.read("listVectors", (d) =>
+    d
+      .select()
+      .from(smithersVectors)
+      .where(byNamespace(filter))
+      .orderBy(asc(smithersVectors.documentId), asc(smithersVectors.chunkIndex), asc(smithersVectors.id))
+      .all()
+      .map(toRecord),
+  );
+}
+
+/** Removes the chunks of a namespace (or of one document in it); returns how many. */
+export function deleteVectors(db: SmithersDb, filter: NamespaceFilter): Promise<number> {
+  return db.write(
+    "deleteVectors",
+    (d) => d.delete(smithersVectors).where(byNamespace(filter)).returning({ id: smithersVectors.id }).all().length,
+  );
+}
+
+function cosine(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] ?? 0;
+    const y = b[i] ?? 0;
+    dot += x * y;
+    na += x * x;
+    nb += y * y;
+  }
+  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
+}
+
+/**
+ * The `topK` chunks of a namespace most similar (cosine) to `query`, best first. A linear scan:
+ * fine for the thousands of chunks a workflow keeps, not a vector index.
+ */
+export async function searchVectors(
+  db: SmithersDb,
+  query: { namespace: string; embedding: Float32Array; topK?: number },
+): Promise<(VectorRecord & { score: number })[]> {
+  const rows = await db.read("searchVectors", (d) =>
+    d
+      .select()
+      .from(smithersVectors)
+      .where(and(eq(smithersVectors.namespace, query.namespace), eq(smithersVectors.dimensions, query.embedding.length)))
+      .all(),
+  );
+  return rows
+    .map((row) => {
+      const record = toRecord(row);
+      return { ...record, score: cosine(query.embedding, record.embedding) };
+    })
+    .sort((a, b) => b.score - a.score)
+    .slice(0, query.topK ?? 5);
+}

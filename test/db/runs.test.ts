@@ -1,0 +1,164 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import {
+  claimRunForResume,
+  getRun,
+  heartbeatRun,
+  insertRun,
+  listStaleRuns,
+  releaseRunResumeClaim,
+  updateRun,
+  type NewRunRow,
+} from "../../src/db/adapters/runs.ts";
+import { SmithersDb, STALE_RUN_THRESHOLD_MS } from "../../src/db/index.ts";
+import { forEachBackend, removeTempDirs, tempDbPath } from "./backends.ts";
+
+const NOW = 1_000_000;
+const run = (runId: string, overrides: Partial<NewRunRow> = {}): NewRunRow => ({
+  runId,
+  workflowName: "wf",
+  status: "running",
+  createdAtMs: 1,
+  heartbeatAtMs: NOW,
+  runtimeOwnerId: "owner-a",
+  ...overrides,
+});
+const staleAt = NOW - STALE_RUN_THRESHOLD_MS - 1;
+
+forEachBackend((db) => {
+  describe("insertRun", () => {
+    test("stores the row as given", async () => {
+      await insertRun(db(), run("r1", { configJson: '{"maxConcurrency":2}' }));
+      const row = await getRun(db(), "r1");
+      expect([row?.runId, row?.status, row?.heartbeatAtMs, row?.configJson]).toEqual(["r1", "running", NOW, '{"maxConcurrency":2}']);
+    });
+  });
+
+  describe("updateRun", () => {
+    test("patches only the given columns", async () => {
+      await insertRun(db(), run("r1"));
+      await updateRun(db(), "r1", { status: "finished", finishedAtMs: NOW + 5 });
+      const row = await getRun(db(), "r1");
+      expect([row?.status, row?.finishedAtMs, row?.runtimeOwnerId]).toEqual(["finished", NOW + 5, "owner-a"]);
+    });
+  });
+
+  describe("heartbeatRun", () => {
+    test("moves the heartbeat and sets the owner", async () => {
+      await insertRun(db(), run("r1"));
+      await heartbeatRun(db(), "r1", "owner-b", NOW + 10);
+      const row = await getRun(db(), "r1");
+      expect([row?.heartbeatAtMs, row?.runtimeOwnerId]).toEqual([NOW + 10, "owner-b"]);
+    });
+  });
+
+  describe("listStaleRuns", () => {
+    test("returns running runs whose heartbeat is older than 30 s by default", async () => {
+      await insertRun(db(), run("fresh", { heartbeatAtMs: NOW - 1_000 }));
+      await insertRun(db(), run("edge", { heartbeatAtMs: NOW - STALE_RUN_THRESHOLD_MS }));
+      await insertRun(db(), run("old", { heartbeatAtMs: staleAt }));
+      await insertRun(db(), run("older", { heartbeatAtMs: staleAt - 5 }));
+      await insertRun(db(), run("finished", { status: "finished", heartbeatAtMs: 0 }));
+      expect((await listStaleRuns(db(), { nowMs: NOW })).map((r) => r.runId)).toEqual(["older", "old"]);
+    });
+
+    test("treats a running run that never heartbeated as stale", async () => {
+      await insertRun(db(), run("silent", { heartbeatAtMs: null }));
+      expect((await listStaleRuns(db(), { nowMs: NOW })).map((r) => r.runId)).toEqual(["silent"]);
+    });
+
+    test("honours a custom staleAfterMs", async () => {
+      await insertRun(db(), run("r1", { heartbeatAtMs: NOW - 2_000 }));
+      expect(await listStaleRuns(db(), { nowMs: NOW, staleAfterMs: 5_000 })).toEqual([]);
+      expect((await listStaleRuns(db(), { nowMs: NOW, staleAfterMs: 1_000 })).map((r) => r.runId)).toEqual(["r1"]);
+    });
+  });
+
+  describe("claimRunForResume", () => {
+    const claim = { runId: "r1", expectedOwnerId: "owner-a", expectedHeartbeatAtMs: staleAt, claimOwnerId: "sup-1", nowMs: NOW };
+
+    test("takes a stale run whose owner and heartbeat are as observed", async () => {
+      await insertRun(db(), run("r1", { heartbeatAtMs: staleAt }));
+      expect(await claimRunForResume(db(), claim)).toBe(true);
+      const row = await getRun(db(), "r1");
+      expect([row?.runtimeOwnerId, row?.heartbeatAtMs]).toEqual(["sup-1", NOW]);
+    });
+
+    test("fails when the owner heartbeated since it was observed", async () => {
+      await insertRun(db(), run("r1", { heartbeatAtMs: staleAt }));
+      await heartbeatRun(db(), "r1", "owner-a", NOW - 10);
+      expect(await claimRunForResume(db(), claim)).toBe(false);
+      expect((await getRun(db(), "r1"))?.runtimeOwnerId).toBe("owner-a");
+    });
+
+    test("fails when the owner changed since it was observed", async () => {
+      await insertRun(db(), run("r1", { heartbeatAtMs: staleAt, runtimeOwnerId: "owner-z" }));
+      expect(await claimRunForResume(db(), claim)).toBe(false);
+    });
+
+    test("fails on a run that is not stale, even with matching values", async () => {
+      await insertRun(db(), run("r1", { heartbeatAtMs: NOW - 100 }));
+      expect(await claimRunForResume(db(), { ...claim, expectedHeartbeatAtMs: NOW - 100 })).toBe(false);
+    });
+
+    test("fails on a run that is no longer running", async () => {
+      await insertRun(db(), run("r1", { heartbeatAtMs: staleAt, status: "finished" }));
+      expect(await claimRunForResume(db(), claim)).toBe(false);
+    });
+
+    test("matches a null owner and heartbeat null-safely", async () => {
+      await insertRun(db(), run("r1", { heartbeatAtMs: null, runtimeOwnerId: null }));
+      expect(await claimRunForResume(db(), { ...claim, expectedOwnerId: null, expectedHeartbeatAtMs: null })).toBe(true);
+    });
+
+    test("of two concurrent claims on one connection exactly one wins", async () => {
+      await insertRun(db(), run("r1", { heartbeatAtMs: staleAt }));
+      const results = await Promise.all([
+        claimRunForResume(db(), { ...claim, claimOwnerId: "sup-1" }),
+        claimRunForResume(db(), { ...claim, claimOwnerId: "sup-2" }),
+      ]);
+      expect(results.filter(Boolean)).toHaveLength(1);
+    });
+  });
+
+  describe("releaseRunResumeClaim", () => {
+    const release = { runId: "r1", claimOwnerId: "sup-1", restoreOwnerId: "owner-a", restoreHeartbeatAtMs: staleAt };
+
+    test("restores the previous owner and heartbeat while the claim is held", async () => {
+      await insertRun(db(), run("r1", { heartbeatAtMs: staleAt }));
+      await claimRunForResume(db(), { runId: "r1", expectedOwnerId: "owner-a", expectedHeartbeatAtMs: staleAt, claimOwnerId: "sup-1", nowMs: NOW });
+      expect(await releaseRunResumeClaim(db(), release)).toBe(true);
+      const row = await getRun(db(), "r1");
+      expect([row?.runtimeOwnerId, row?.heartbeatAtMs]).toEqual(["owner-a", staleAt]);
+    });
+
+    test("does nothing once someone else holds the run", async () => {
+      await insertRun(db(), run("r1", { runtimeOwnerId: "sup-2" }));
+      expect(await releaseRunResumeClaim(db(), release)).toBe(false);
+      expect((await getRun(db(), "r1"))?.runtimeOwnerId).toBe("sup-2");
+    });
+  });
+});
+
+describe("claimRunForResume", () => {
+  const opened: SmithersDb[] = [];
+  afterEach(() => {
+    for (const db of opened.splice(0)) db.close();
+    removeTempDirs();
+  });
+
+  test("of two supervisors on separate connections racing for one stale run exactly one wins", async () => {
+    const path = tempDbPath();
+    const first = new SmithersDb(path);
+    const second = new SmithersDb(path);
+    opened.push(first, second);
+    await insertRun(first, run("r1", { heartbeatAtMs: staleAt }));
+    const claim = { runId: "r1", expectedOwnerId: "owner-a", expectedHeartbeatAtMs: staleAt, nowMs: NOW };
+    const results = await Promise.all([
+      claimRunForResume(first, { ...claim, claimOwnerId: "sup-1" }),
+      claimRunForResume(second, { ...claim, claimOwnerId: "sup-2" }),
+    ]);
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const winner = results[0] ? "sup-1" : "sup-2";
+    expect((await getRun(first, "r1"))?.runtimeOwnerId).toBe(winner);
+  });
+});

@@ -1,0 +1,165 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { asc } from "drizzle-orm";
+import { insertEvent } from "../../src/db/adapters/events.ts";
+import { SmithersDb, smithersEvents } from "../../src/db/index.ts";
+import { SmithersError } from "../../src/errors/index.ts";
+import { EventBus, openEventBus, type BusEvent } from "../../src/engine/event-bus.ts";
+
+let db: SmithersDb;
+beforeEach(() => {
+  db = new SmithersDb(":memory:");
+});
+afterEach(() => db.close());
+
+const ev = (type: string, extra: Record<string, unknown> = {}): BusEvent => ({ type, runId: "r1", timestampMs: 100, ...extra });
+const stored = () =>
+  db.db
+    .select()
+    .from(smithersEvents)
+    .orderBy(asc(smithersEvents.runId), asc(smithersEvents.seq))
+    .all()
+    .map((r) => [r.seq, r.type, JSON.parse(r.payloadJson)]);
+
+describe("EventBus.emitEventQueued", () => {
+  test("calls listeners at once, in order, with increasing seqs, before anything is stored", () => {
+    const bus = new EventBus({ db, runId: "r1" });
+    const heard: [number, string][] = [];
+    bus.on((event, seq) => heard.push([seq, event.type]));
+    expect(bus.emitEventQueued(ev("A"))).toBe(0);
+    expect(bus.emitEventQueued(ev("B"))).toBe(1);
+    expect(heard).toEqual([
+      [0, "A"],
+      [1, "B"],
+    ]);
+    expect(stored()).toEqual([]);
+  });
+
+  test("persists the whole event as payload_json once flushed", async () => {
+    const bus = new EventBus({ db, runId: "r1" });
+    bus.emitEventQueued(ev("NodeStarted", { nodeId: "a", attempt: 1 }));
+    await bus.flush();
+    expect(stored()).toEqual([[0, "NodeStarted", { type: "NodeStarted", runId: "r1", timestampMs: 100, nodeId: "a", attempt: 1 }]]);
+  });
+
+  test("a burst of queued events is stored completely and in emit order", async () => {
+    const bus = new EventBus({ db, runId: "r1" });
+    for (let i = 0; i < 1_200; i++) bus.emitEventQueued(ev("Tick", { i }));
+    await bus.flush();
+    const rows = stored();
+    expect(rows).toHaveLength(1_200);
+    expect(rows.map((r) => (r[2] as { i: number }).i)).toEqual(rows.map((r) => r[0]));
+  });
+
+  test("a throwing listener is reported and neither stops other listeners nor persistence", async () => {
+    const reported: unknown[] = [];
+    const bus = new EventBus({ db, runId: "r1", onListenerError: (e) => reported.push(e) });
+    const heard: string[] = [];
+    bus.on(() => {
+      throw new Error("bad listener");
+    });
+    bus.on((e) => heard.push(e.type));
+    bus.emitEventQueued(ev("A"));
+    await bus.flush();
+    expect([heard, (reported[0] as Error).message, stored().length]).toEqual([["A"], "bad listener", 1]);
+  });
+
+  test("an unsubscribed listener hears nothing more", () => {
+    const bus = new EventBus({ db, runId: "r1" });
+    const heard: string[] = [];
+    const off = bus.on((e) => heard.push(e.type));
+    bus.emitEventQueued(ev("A"));
+    off();
+    bus.emitEventQueued(ev("B"));
+    expect(heard).toEqual(["A"]);
+  });
+
+  test("with persist: false events reach listeners but never the database", async () => {
+    const bus = new EventBus({ db, runId: "r1", persist: false });
+    const heard: string[] = [];
+    bus.on((e) => heard.push(e.type));
+    bus.emitEventQueued(ev("A"));
+    await bus.flush();
+    expect([heard, stored()]).toEqual([["A"], []]);
+  });
+});
+
+describe("EventBus.emit", () => {
+  test("resolves after the event and everything queued before it is stored", async () => {
+    const bus = new EventBus({ db, runId: "r1" });
+    bus.emitEventQueued(ev("A"));
+    expect(await bus.emit(ev("B"))).toBe(1);
+    expect(stored().map((r) => r[1])).toEqual(["A", "B"]);
+  });
+
+  test("inside a transaction the event is stored with it, and rolled back with it", async () => {
+    const bus = new EventBus({ db, runId: "r1" });
+    await expect(
+      db.withTransaction("tx", async () => {
+        await bus.emit(ev("A"));
+        throw new Error("boom");
+      }),
+    ).rejects.toThrow("boom");
+    expect(stored()).toEqual([]);
+    await db.withTransaction("tx2", () => bus.emit(ev("B")));
+    expect(stored().map((r) => r[1])).toEqual(["B"]);
+  });
+});
+
+describe("EventBus.flush", () => {
+  test("surfaces a persistence failure once, and later events are still stored", async () => {
+    const bus = new EventBus({ db, runId: "r1" });
+    bus.emitEventQueued(ev("A"));
+    await bus.flush();
+    db.sqlite.exec("CREATE TRIGGER no_b BEFORE INSERT ON _smithers_events WHEN NEW.type = 'B' BEGIN SELECT RAISE(ABORT, 'B refused'); END");
+    bus.emitEventQueued(ev("B"));
+    await expect(bus.flush()).rejects.toThrow("B refused");
+    await bus.flush();
+    bus.emitEventQueued(ev("C"));
+    await bus.flush();
+    expect(stored().map((r) => r[1])).toEqual(["A", "C"]);
+  });
+
+  test("rejects with DB_CLOSED when the database closed under queued events", async () => {
+    const bus = new EventBus({ db, runId: "r1" });
+    db.close();
+    bus.emitEventQueued(ev("A"));
+    let error: unknown;
+    try {
+      await bus.flush();
+    } catch (e) {
+      error = e;
+    }
+    expect(SmithersError.is(error, "DB_CLOSED")).toBe(true);
+  });
+
+  test("with nothing queued resolves at once", async () => {
+    await new EventBus({ db, runId: "r1" }).flush();
+    expect(stored()).toEqual([]);
+  });
+});
+
+describe("EventBus", () => {
+  test("startSeq continues numbering after the events already stored", async () => {
+    await insertEvent(db, { runId: "r1", timestampMs: 1, type: "RunStarted", payloadJson: "{}" });
+    await insertEvent(db, { runId: "r1", timestampMs: 2, type: "NodeStarted", payloadJson: "{}" });
+    const bus = new EventBus({ db, runId: "r1", startSeq: 2 });
+    expect(bus.seq).toBe(2);
+    expect(bus.emitEventQueued(ev("RunResumed"))).toBe(2);
+    await bus.flush();
+    expect(stored().map((r) => [r[0], r[1]])).toEqual([
+      [0, "RunStarted"],
+      [1, "NodeStarted"],
+      [2, "RunResumed"],
+    ]);
+  });
+});
+
+describe("openEventBus", () => {
+  test("starts after the highest stored seq of the run", async () => {
+    await insertEvent(db, { runId: "r1", timestampMs: 1, type: "RunStarted", payloadJson: "{}" });
+    await insertEvent(db, { runId: "r2", timestampMs: 1, type: "RunStarted", payloadJson: "{}" });
+    await insertEvent(db, { runId: "r2", timestampMs: 2, type: "RunFinished", payloadJson: "{}" });
+    expect((await openEventBus({ db, runId: "r1" })).seq).toBe(1);
+    expect((await openEventBus({ db, runId: "r3" })).seq).toBe(0);
+  });
+});
