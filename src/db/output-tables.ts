@@ -167,7 +167,7 @@ export function migrateOutputTables(sqlite: Database, infos: OutputTableInfo[]):
       }
     }
   });
-  run();
+  run.immediate(); // take the write lock up front so concurrent openers wait instead of failing
   return report;
 }
 
