@@ -199,10 +199,6 @@ export function readOutputRows(d: Drizzle, info: OutputTableInfo, runId: string)
   return d.select().from(info.table).where(keyWhere(info, { runId })).all() as Record<string, unknown>[];
 }
 
-export function deleteOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey): void {
-  d.delete(info.table).where(keyWhere(info, key)).run();
-}
-
 /** The row at `key`, as Drizzle maps it, or undefined. */
 export function readOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey): Record<string, unknown> | undefined {
   return d.select().from(info.table).where(keyWhere(info, key)).get() as Record<string, unknown> | undefined;

@@ -36,9 +36,17 @@ export function loadInput(db: SmithersDb, registry: OutputRegistry, runId: strin
   return db.read("loadInput", (d) => readInput(d, registry, runId));
 }
 
-function normalizeRow(row: Record<string, unknown>): OutputRow {
+/** A row as read from an output table, with `nodeId` and a numeric `iteration` (0 for tables without one). */
+export function normalizeRow(row: Record<string, unknown>): OutputRow {
   const iteration = typeof row.iteration === "number" ? row.iteration : 0;
   return { ...row, nodeId: String(row.nodeId ?? row.node_id), iteration } as OutputRow;
+}
+
+/** The row as authors see it: without run_id, node_id and iteration. */
+export function stripBookkeeping(row: OutputRow | undefined): Record<string, unknown> | undefined {
+  if (!row) return undefined;
+  const { runId: _r, nodeId: _n, iteration: _i, ...rest } = row;
+  return rest;
 }
 
 export function readOutputs(d: Drizzle, registry: OutputRegistry, runId: string): OutputSnapshot {

@@ -29,6 +29,8 @@ export type AttemptInput = {
   now: () => number;
   /** Whether a failure leaves attempts in the retry budget (decides the node's state after failure). */
   canRetry: boolean;
+  /** Called once the attempt row is committed, just before the work starts. */
+  onStarted?: () => void;
 };
 
 const ANY_OBJECT = z.record(z.string(), z.unknown());
@@ -110,6 +112,16 @@ function asTaskError(a: AttemptInput, error: unknown): SmithersError {
   return new SmithersError("TASK_FAILED", `Task "${a.task.nodeId}" failed: ${message}`, { ...details, cause: error });
 }
 
+/**
+ * Closes the attempt only while it is still `running`: if another process resumed the run and
+ * abandoned this attempt meanwhile, the transaction rolls back so no stale output lands.
+ */
+function closeAttempt(d: Parameters<typeof finishAttempt>[0], key: Parameters<typeof finishAttempt>[1], patch: Parameters<typeof finishAttempt>[2]): void {
+  if (finishAttempt(d, key, patch) === 0) {
+    throw new SmithersError("RUN_OWNED", `Attempt ${key.attempt} of "${key.nodeId}" was taken over by another process`, { nodeId: key.nodeId, attempt: key.attempt });
+  }
+}
+
 export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
   const { db, runId, task, info } = a;
   const key = { runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
@@ -118,6 +130,7 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
     upsertNode(d, { runId, nodeId: task.nodeId, iteration: task.iteration, state: "running", lastAttempt: a.attempt, updatedAtMs: startedAtMs, outputTable: info.tableName, label: task.label ?? null });
     insertAttempt(d, { ...key, state: "running", startedAtMs, metaJson: task.meta ? JSON.stringify(task.meta) : null });
   });
+  a.onStarted?.();
   try {
     const { raw, responseText } = await guarded(a, (signal) => produce(a, signal));
     const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
@@ -128,8 +141,8 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
     }
     const finishedAtMs = a.now();
     await db.withTransaction("finishAttempt", (d) => {
+      closeAttempt(d, key, { state: "finished", finishedAtMs, responseText: responseText ?? null });
       writeOutputRow(d, info, key, parsed.data as Record<string, unknown>);
-      finishAttempt(d, key, { state: "finished", finishedAtMs, responseText: responseText ?? null });
       upsertNode(d, { runId, nodeId: task.nodeId, iteration: task.iteration, state: "finished", lastAttempt: a.attempt, updatedAtMs: finishedAtMs, outputTable: info.tableName, label: task.label ?? null });
     });
     return { kind: "finished", durationMs: finishedAtMs - startedAtMs };
@@ -141,7 +154,7 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
     const retryable = !cancelled && !(thrown instanceof FatalError) && a.canRetry;
     const nodeState = cancelled ? "cancelled" : retryable ? "pending" : "failed";
     await db.withTransaction("failAttempt", (d) => {
-      finishAttempt(d, key, { state: cancelled ? "cancelled" : "failed", finishedAtMs, errorJson: JSON.stringify(errorToJson(error)) });
+      closeAttempt(d, key, { state: cancelled ? "cancelled" : "failed", finishedAtMs, errorJson: JSON.stringify(errorToJson(error)) });
       upsertNode(d, { runId, nodeId: task.nodeId, iteration: task.iteration, state: nodeState, lastAttempt: a.attempt, updatedAtMs: finishedAtMs, outputTable: info.tableName, label: task.label ?? null });
     });
     if (cancelled) return { kind: "cancelled", durationMs };

@@ -4,7 +4,7 @@
  */
 import { SmithersError } from "../errors/index.ts";
 import type { OutputRegistry, OutputTarget } from "../db/output-tables.ts";
-import type { OutputRow, OutputSnapshot } from "../db/snapshot.ts";
+import { stripBookkeeping as strip, type OutputRow, type OutputSnapshot } from "../db/snapshot.ts";
 
 export type OutputLookup = { nodeId: string; iteration?: number };
 
@@ -34,12 +34,6 @@ export type CtxSources = {
   /** Default iteration for a node id (its loop's current iteration), learned from the last render. */
   iterationOf: (nodeId: string) => number;
 };
-
-function strip(row: OutputRow | undefined): Record<string, unknown> | undefined {
-  if (!row) return undefined;
-  const { runId: _r, nodeId: _n, iteration: _i, ...rest } = row;
-  return rest;
-}
 
 export function buildCtx<Input>(src: CtxSources): SmithersCtx<Input> {
   const rowsFor = (target: OutputTarget, nodeId: string) => {

@@ -9,10 +9,10 @@ import type { SmithersDb } from "../db/index.ts";
 import { abandonRunningAttempts, listAttempts } from "../db/adapters/attempts.ts";
 import { listNodes, resetNodes } from "../db/adapters/nodes.ts";
 import { listLoopStates } from "../db/adapters/ralph.ts";
-import { getRun, insertRun } from "../db/adapters/runs.ts";
+import { getRun } from "../db/adapters/runs.ts";
 import { STALE_RUN_THRESHOLD_MS } from "../db/constants.ts";
 import type { OutputRegistry } from "../db/output-tables.ts";
-import { readInput, readOutputs, writeInput, type OutputSnapshot } from "../db/snapshot.ts";
+import { loadInput, loadOutputs, writeInput, type OutputSnapshot } from "../db/snapshot.ts";
 import { smithersRuns } from "../db/internal-schema.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
 import type { LoopState } from "../jsx/index.ts";
@@ -53,20 +53,30 @@ export function newOwnerId(): string {
   return `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
 }
 
-function ownerAlive(ownerId: string | null, heartbeatAtMs: number | null, nowMs: number): boolean {
+/** Owner ids of the runs this process is executing right now. */
+export const ACTIVE_OWNERS = new Set<string>();
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === "EPERM";
+  }
+}
+
+/**
+ * The previous owner is provably gone when its heartbeat is stale, or (same host) its process
+ * is dead, or (same process) it is not among the runs this process is executing.
+ */
+export function ownerAlive(ownerId: string | null, heartbeatAtMs: number | null, nowMs: number): boolean {
   if (!ownerId) return false;
+  const fresh = heartbeatAtMs !== null && nowMs - heartbeatAtMs < STALE_RUN_THRESHOLD_MS;
   const [host, pidText] = ownerId.split(":");
   const pid = Number(pidText);
-  if (host === hostname() && Number.isInteger(pid) && pid > 0) {
-    if (pid === process.pid) return false; // our own earlier run in this process is not running any more
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch (error) {
-      return (error as { code?: string }).code === "EPERM";
-    }
-  }
-  return heartbeatAtMs !== null && nowMs - heartbeatAtMs < STALE_RUN_THRESHOLD_MS;
+  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return fresh;
+  if (pid === process.pid) return ACTIVE_OWNERS.has(ownerId);
+  return fresh && pidAlive(pid);
 }
 
 export function validateInput(registry: OutputRegistry, input: unknown): unknown {
@@ -103,7 +113,7 @@ export type SetupOptions = {
 async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unknown; freshBudget: boolean }> {
   const run = await getRun(o.db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" to resume in ${o.db.path}`, { runId });
-  const stored = await o.db.read("loadInput", (d) => readInput(d, o.registry, runId));
+  const stored = await loadInput(o.db, o.registry, runId);
   if (o.input !== undefined && hashInput(validateInput(o.registry, o.input)) !== run.inputHash) {
     throw new SmithersError("INPUT_MISMATCH", `Run "${runId}" was started with a different input; resume it without --input or with the same input`, { runId });
   }
@@ -124,12 +134,13 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unkno
 }
 
 async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
-  if (await getRun(o.db, runId)) {
-    throw new SmithersError("RUN_EXISTS", `Run "${runId}" already exists; pass resume to continue it`, { runId });
-  }
   const input = validateInput(o.registry, o.input);
-  await o.db.withTransaction("startRun", async (d) => {
-    await insertRun(o.db, {
+  await o.db.withTransaction("startRun", (d) => {
+    // Checked under the write lock, so two processes starting the same run id cannot both pass.
+    if (d.select({ runId: smithersRuns.runId }).from(smithersRuns).where(eq(smithersRuns.runId, runId)).get()) {
+      throw new SmithersError("RUN_EXISTS", `Run "${runId}" already exists; pass resume to continue it`, { runId });
+    }
+    d.insert(smithersRuns).values({
       runId,
       workflowName: o.workflowName,
       workflowPath: o.workflowPath ?? null,
@@ -139,7 +150,7 @@ async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
       heartbeatAtMs: o.nowMs,
       runtimeOwnerId: o.ownerId,
       inputHash: hashInput(input),
-    });
+    }).run();
     writeInput(d, o.registry, runId, input);
   });
   return input;
@@ -155,7 +166,7 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     listNodes(o.db, runId),
     listAttempts(o.db, runId),
     listLoopStates(o.db, runId),
-    o.db.read("loadOutputs", (d) => readOutputs(d, o.registry, runId)),
+    loadOutputs(o.db, o.registry, runId),
   ]);
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) {

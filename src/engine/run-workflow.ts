@@ -7,20 +7,19 @@ import { heartbeatRun, updateRun } from "../db/adapters/runs.ts";
 import { setLoopState } from "../db/adapters/ralph.ts";
 import { upsertNode } from "../db/adapters/nodes.ts";
 import { readOutputRow, type OutputTableInfo } from "../db/output-tables.ts";
-import type { OutputRow } from "../db/snapshot.ts";
+import { normalizeRow, stripBookkeeping as strip, type OutputRow } from "../db/snapshot.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
 import { nodeKey, render, type Plan, type PlanTask } from "../jsx/index.ts";
 import { runAttempt } from "./attempt.ts";
 import { buildCtx } from "./ctx.ts";
 import { openEventBus, type EventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
-import { newOwnerId, setupRun, type RunSetup, type TrackedNode } from "./run-setup.ts";
+import { ACTIVE_OWNERS, newOwnerId, setupRun, type RunSetup, type TrackedNode } from "./run-setup.ts";
 import { decide, type Failure } from "./scheduler.ts";
 import type { RunStatus } from "./states.ts";
+import { DEFAULT_TASK_RETRY, HEARTBEAT_INTERVAL_MS } from "./constants.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
-export const HEARTBEAT_INTERVAL_MS = 5_000;
-const DEFAULT_RETRY = { initialDelayMs: 250, maxDelayMs: 10_000, factor: 2 };
 
 export type RunOptions = {
   input?: unknown;
@@ -40,10 +39,14 @@ export type RunResult = {
   error?: SmithersError;
 };
 
-function retryDelay(task: PlanTask, failures: number, retryAfterMs: number | undefined): number {
-  if (retryAfterMs !== undefined) return retryAfterMs;
-  const p = { ...DEFAULT_RETRY, ...task.retryPolicy };
-  return Math.min(p.initialDelayMs * p.factor ** Math.max(0, failures - 1), p.maxDelayMs);
+/** Delay before the next attempt after `failures` failures: the error's retryAfterMs, else exponential backoff. */
+export function retryDelay(policy: PlanTask["retryPolicy"], failures: number, retryAfterMs?: number): number {
+  if (retryAfterMs !== undefined) return Math.max(0, retryAfterMs);
+  const pick = (v: number | undefined, fallback: number) => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
+  const initial = pick(policy?.initialDelayMs, DEFAULT_TASK_RETRY.initialDelayMs);
+  const max = pick(policy?.maxDelayMs, DEFAULT_TASK_RETRY.maxDelayMs);
+  const factor = pick(policy?.factor, DEFAULT_TASK_RETRY.factor);
+  return Math.max(0, Math.min(initial * factor ** Math.max(0, failures - 1), max));
 }
 
 function failureError(failure: Failure | undefined, lastErrors: Map<string, SmithersError>): SmithersError {
@@ -65,8 +68,12 @@ class Run {
   private membership = new Map<string, string>();
   private plan: Plan | undefined;
   private failure: SmithersError | undefined;
+  /** Aborted by the caller's signal: the run ends `cancelled`. */
   private readonly abort = new AbortController();
+  /** Aborted on cancel or failure: stops the attempts in flight. */
+  private readonly stop = new AbortController();
   private wake: (() => void) | undefined;
+  private lost = false;
 
   constructor(
     private readonly wf: SmithersWorkflow,
@@ -135,7 +142,7 @@ class Run {
   private remember(info: OutputTableInfo, row: Record<string, unknown>): void {
     const rows = (this.s.snapshot[info.key] ??= []);
     this.s.snapshot[info.tableName] = rows;
-    const normalized = { ...row, iteration: typeof row.iteration === "number" ? row.iteration : 0 } as OutputRow;
+    const normalized = normalizeRow(row);
     const at = rows.findIndex((r) => r.nodeId === normalized.nodeId && r.iteration === normalized.iteration);
     if (at >= 0) rows[at] = normalized;
     else rows.push(normalized);
@@ -143,63 +150,74 @@ class Run {
 
   private launch(task: PlanTask, info: OutputTableInfo): void {
     const key = nodeKey(task.nodeId, task.iteration);
+    if (this.running.has(key)) return; // the previous attempt is still settling; decide again once it has
     const t = this.tracked(task);
     const attempt = t.lastAttempt + 1;
     t.lastAttempt = attempt;
     t.state = "running";
     t.retryAtMs = undefined;
     const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt };
-    this.emit({ type: "NodeStarted", ...ids });
-    const work = runAttempt({
+    const settled = runAttempt({
       db: this.db,
       runId: this.s.runId,
       task,
       info,
       attempt,
       input: this.s.input,
-      runSignal: this.abort.signal,
+      runSignal: this.stop.signal,
       now: this.now,
       canRetry: t.failures < task.retries,
-    }).then(async (outcome) => {
-      if (outcome.kind === "finished") {
-        const row = await this.db.read("readOutput", (d) => readOutputRow(d, info, { runId: this.s.runId, ...ids }));
-        if (row) this.remember(info, row);
-        t.state = "finished";
-        this.emit({ type: "NodeFinished", ...ids, durationMs: outcome.durationMs });
-      } else if (outcome.kind === "cancelled") {
-        t.state = "cancelled";
-        this.emit({ type: "NodeCancelled", ...ids, durationMs: outcome.durationMs });
-      } else {
-        t.failures++;
-        this.lastErrors.set(key, outcome.error);
-        this.emit({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorToJson(outcome.error) });
-        if (outcome.retryable) {
-          t.state = "pending";
-          t.retryAtMs = this.now() + retryDelay(task, t.failures, outcome.retryAfterMs);
-          this.emit({ type: "NodeRetrying", ...ids, attempt: attempt + 1 });
+      onStarted: () => this.emit({ type: "NodeStarted", ...ids }),
+    })
+      .then(async (outcome) => {
+        // Memory changes only after the journal caught up, so the scheduler never sees a
+        // state the database and the event log do not have yet.
+        let next: () => void;
+        if (outcome.kind === "finished") {
+          const row = await this.db.read("readOutput", (d) => readOutputRow(d, info, { runId: this.s.runId, ...ids }));
+          this.emit({ type: "NodeFinished", ...ids, durationMs: outcome.durationMs });
+          next = () => {
+            if (row) this.remember(info, row);
+            t.state = "finished";
+          };
+        } else if (outcome.kind === "cancelled") {
+          this.emit({ type: "NodeCancelled", ...ids, durationMs: outcome.durationMs });
+          next = () => (t.state = "cancelled");
         } else {
-          t.state = "failed";
+          this.lastErrors.set(key, outcome.error);
+          this.emit({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorToJson(outcome.error) });
+          if (outcome.retryable) this.emit({ type: "NodeRetrying", ...ids, attempt: attempt + 1 });
+          next = () => {
+            t.failures++;
+            t.state = outcome.retryable ? "pending" : "failed";
+            if (outcome.retryable) t.retryAtMs = this.now() + retryDelay(task.retryPolicy, t.failures, outcome.retryAfterMs);
+          };
         }
-      }
-      await this.bus.flush(); // task boundary: the journal catches up before the next decision
-    });
-    const settled = work
+        await this.bus.flush(); // task boundary
+        next();
+      })
       .catch((error: unknown) => {
-        // Storage failed under the attempt: the run cannot vouch for this node, so it stops.
+        // Storage failed under the attempt (or the run was taken over): this process can no longer vouch for the node.
         t.state = "failed";
-        this.failure ??= error instanceof SmithersError ? error : new SmithersError("DB_WRITE_FAILED", String(error), { cause: error });
+        this.fail(error instanceof SmithersError ? error : new SmithersError("DB_WRITE_FAILED", String(error), { cause: error }));
       })
       .finally(() => {
-        this.running.delete(key);
+        if (this.running.get(key) === settled) this.running.delete(key);
         this.wake?.();
       });
     this.running.set(key, settled);
   }
 
+  /** Records the run's failure and stops the attempts still in flight (they end cancelled). */
+  private fail(error: SmithersError): void {
+    this.failure ??= error;
+    this.stop.abort();
+  }
+
   private async act(plan: Plan): Promise<"progressed" | "waiting" | "done"> {
     const decision = decide(plan, this.s.states, this.now(), this.options.maxConcurrency ?? Infinity);
     if (decision.outcome === "failed") {
-      this.failure ??= failureError(decision.failure, this.lastErrors);
+      this.fail(failureError(decision.failure, this.lastErrors));
       return "done";
     }
     if (decision.outcome === "finished") return "done";
@@ -228,7 +246,7 @@ class Run {
     }
     if (progressed) return "progressed";
     if (this.running.size === 0 && decision.wakeAtMs === undefined) {
-      this.failure ??= new SmithersError("INVALID_WORKFLOW", "Nothing can run: every remaining task waits on a dependsOn that can never finish");
+      this.fail(new SmithersError("INVALID_WORKFLOW", "Nothing can run: every remaining task waits on a dependsOn that can never finish"));
       return "done";
     }
     await this.sleep(decision.wakeAtMs);
@@ -245,8 +263,16 @@ class Run {
     });
   }
 
+  /** Another process claimed the run (its heartbeat CAS failed): stop without touching the run row. */
+  lostOwnership(): void {
+    this.lost = true;
+    this.fail(new SmithersError("RUN_OWNED", `Run "${this.s.runId}" was taken over by another process`, { runId: this.s.runId }));
+    this.wake?.();
+  }
+
   cancel(): void {
     this.abort.abort();
+    this.stop.abort();
     this.wake?.();
   }
 
@@ -255,19 +281,27 @@ class Run {
     try {
       let named = false;
       while (!this.abort.signal.aborted && !this.failure) {
-        const plan = this.renderPlan();
+        let plan: Plan;
+        try {
+          plan = this.renderPlan();
+        } catch (error) {
+          throw error instanceof SmithersError ? error : new SmithersError("INVALID_WORKFLOW", `Rendering the workflow failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+        }
         if (!named) {
           named = true;
-          this.wf.name = plan.workflowName;
           await updateRun(this.db, runId, { workflowName: plan.workflowName });
         }
         if ((await this.act(plan)) === "done") break;
       }
     } catch (error) {
-      this.failure ??= error instanceof SmithersError ? error : new SmithersError("INVALID_WORKFLOW", `Rendering the workflow failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+      this.fail(error instanceof SmithersError ? error : new SmithersError("DB_WRITE_FAILED", `The run could not record its progress: ${(error as Error)?.message ?? String(error)}`, { cause: error }));
     }
     await Promise.all(this.running.values());
     const finishedAtMs = this.now();
+    if (this.lost) {
+      await this.bus.flush().catch(() => undefined);
+      return { runId, status: "failed", error: this.failure };
+    }
     if (this.abort.signal.aborted) {
       await updateRun(this.db, runId, { status: "cancelled", finishedAtMs });
       this.emit({ type: "RunCancelled", status: "cancelled" });
@@ -288,11 +322,6 @@ class Run {
 
   /** The `output` schema's latest row when the workflow has one, else the last finished task's row. */
   private result(): unknown {
-    const strip = (row: OutputRow | undefined) => {
-      if (!row) return undefined;
-      const { runId: _r, nodeId: _n, iteration: _i, ...rest } = row;
-      return rest;
-    };
     const declared = this.wf.registry.byKey.get("output");
     if (declared) {
       const rows = this.s.snapshot[declared.key] ?? [];
@@ -318,33 +347,41 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
   const now = () => Date.now();
   const db = workflow.dbFor(options.dbPath);
   const ownerId = newOwnerId();
-  const setup = await setupRun({
-    db,
-    registry: workflow.registry,
-    workflowName: workflow.name,
-    workflowPath: options.workflowPath,
-    runId: options.runId,
-    input: options.input,
-    resume: options.resume,
-    ownerId,
-    nowMs: now(),
-  });
-  const bus = await openEventBus({ db, runId: setup.runId });
-  const onEvent = options.onEvent;
-  if (onEvent) bus.on((event) => onEvent(event as unknown as SmithersEvent));
-  const run = new Run(workflow, setup, db, bus, options, now);
-  run.emit({ type: setup.resumed ? "RunResumed" : "RunStarted", status: "running" });
-  const heartbeat = setInterval(() => {
-    heartbeatRun(db, setup.runId, ownerId, now()).catch(() => undefined);
-  }, HEARTBEAT_INTERVAL_MS);
-  heartbeat.unref?.();
-  const onAbort = () => run.cancel();
-  if (options.signal?.aborted) onAbort();
-  options.signal?.addEventListener("abort", onAbort, { once: true });
+  ACTIVE_OWNERS.add(ownerId); // before the owner id is written, so a same-process resume sees it alive
   try {
-    return await run.execute();
+    const setup = await setupRun({
+      db,
+      registry: workflow.registry,
+      workflowName: workflow.name,
+      workflowPath: options.workflowPath,
+      runId: options.runId,
+      input: options.input,
+      resume: options.resume,
+      ownerId,
+      nowMs: now(),
+    });
+    const bus = await openEventBus({ db, runId: setup.runId });
+    const onEvent = options.onEvent;
+    if (onEvent) bus.on((event) => onEvent(event as unknown as SmithersEvent));
+    const run = new Run(workflow, setup, db, bus, options, now);
+    run.emit({ type: setup.resumed ? "RunResumed" : "RunStarted", status: "running" });
+    const heartbeat = setInterval(() => {
+      heartbeatRun(db, setup.runId, ownerId, now()).then(
+        (owned) => owned || run.lostOwnership(),
+        () => undefined, // a missed beat is harmless; the next one retries
+      );
+    }, HEARTBEAT_INTERVAL_MS);
+    heartbeat.unref?.();
+    const onAbort = () => run.cancel();
+    if (options.signal?.aborted) onAbort();
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await run.execute();
+    } finally {
+      clearInterval(heartbeat);
+      options.signal?.removeEventListener("abort", onAbort);
+    }
   } finally {
-    clearInterval(heartbeat);
-    options.signal?.removeEventListener("abort", onAbort);
+    ACTIVE_OWNERS.delete(ownerId);
   }
 }

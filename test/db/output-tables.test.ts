@@ -4,7 +4,6 @@ import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { openSmithersDb, type SmithersDb } from "../../src/db/index.ts";
 import {
-  deleteOutputRow,
   migrateOutputTables,
   OutputRegistry,
   readOutputRow,
@@ -390,18 +389,5 @@ describe("writeOutputRow / readOutputRow", () => {
     const key = { runId: "r1", nodeId: "p", iteration: 0 };
     writeOutputRow(d, info, key, schema.parse({ n: "5" }));
     expect(readOutputRow(d, info, key)?.n).toBe(5);
-  });
-});
-
-describe("deleteOutputRow", () => {
-  test("removes exactly the row at the key", () => {
-    const sdb = memoryDb();
-    const registry = new OutputRegistry({ analysis });
-    migrateOutputTables(sdb.sqlite, registry.all());
-    const info = registry.resolve(analysis);
-    writeOutputRow(sdb.db, info, { runId: "r1", nodeId: "a", iteration: 0 }, { summary: "x", severity: "low" });
-    writeOutputRow(sdb.db, info, { runId: "r1", nodeId: "a", iteration: 1 }, { summary: "y", severity: "low" });
-    deleteOutputRow(sdb.db, info, { runId: "r1", nodeId: "a", iteration: 0 });
-    expect(readOutputRows(sdb.db, info, "r1").map((r) => r.iteration)).toEqual([1]);
   });
 });

@@ -43,11 +43,18 @@ forEachBackend((db) => {
   });
 
   describe("heartbeatRun", () => {
-    test("moves the heartbeat and sets the owner", async () => {
+    test("moves the heartbeat while the caller still owns the run", async () => {
       await insertRun(db(), run("r1"));
-      await heartbeatRun(db(), "r1", "owner-b", NOW + 10);
+      expect(await heartbeatRun(db(), "r1", "owner-a", NOW + 10)).toBe(true);
       const row = await getRun(db(), "r1");
-      expect([row?.heartbeatAtMs, row?.runtimeOwnerId]).toEqual([NOW + 10, "owner-b"]);
+      expect([row?.heartbeatAtMs, row?.runtimeOwnerId]).toEqual([NOW + 10, "owner-a"]);
+    });
+
+    test("reports false and changes nothing once another owner has claimed the run", async () => {
+      await insertRun(db(), run("r1"));
+      expect(await heartbeatRun(db(), "r1", "owner-b", NOW + 10)).toBe(false);
+      const row = await getRun(db(), "r1");
+      expect([row?.heartbeatAtMs, row?.runtimeOwnerId]).toEqual([NOW, "owner-a"]);
     });
   });
 

@@ -10,22 +10,27 @@ export function insertAttempt(d: Drizzle, row: NewAttemptRow): void {
   d.insert(smithersAttempts).values(row).run();
 }
 
+/** Closes a `running` attempt; returns 0 when it was not running any more (taken over). */
 export function finishAttempt(
   d: Drizzle,
   key: { runId: string; nodeId: string; iteration: number; attempt: number },
   patch: Pick<Partial<NewAttemptRow>, "state" | "finishedAtMs" | "errorJson" | "responseText" | "metaJson">,
-): void {
-  d.update(smithersAttempts)
-    .set(patch)
-    .where(
-      and(
-        eq(smithersAttempts.runId, key.runId),
-        eq(smithersAttempts.nodeId, key.nodeId),
-        eq(smithersAttempts.iteration, key.iteration),
-        eq(smithersAttempts.attempt, key.attempt),
-      ),
-    )
-    .run();
+): number {
+  return changedRows(
+    d
+      .update(smithersAttempts)
+      .set(patch)
+      .where(
+        and(
+          eq(smithersAttempts.runId, key.runId),
+          eq(smithersAttempts.nodeId, key.nodeId),
+          eq(smithersAttempts.iteration, key.iteration),
+          eq(smithersAttempts.attempt, key.attempt),
+          eq(smithersAttempts.state, "running"),
+        ),
+      )
+      .run(),
+  );
 }
 
 export function listAttempts(db: SmithersDb, runId: string): Promise<AttemptRow[]> {
@@ -40,17 +45,6 @@ export function abandonRunningAttempts(d: Drizzle, runId: string, nowMs: number,
     d
     .update(smithersAttempts)
     .set({ state: "abandoned", finishedAtMs: nowMs, errorJson })
-    .where(and(eq(smithersAttempts.runId, runId), eq(smithersAttempts.state, "running")))
-    .run(),
-  );
-}
-
-/** Marks the run's still-running attempts cancelled (clean cancellation). */
-export function cancelRunningAttempts(d: Drizzle, runId: string, nowMs: number, errorJson: string): number {
-  return changedRows(
-    d
-    .update(smithersAttempts)
-    .set({ state: "cancelled", finishedAtMs: nowMs, errorJson })
     .where(and(eq(smithersAttempts.runId, runId), eq(smithersAttempts.state, "running")))
     .run(),
   );

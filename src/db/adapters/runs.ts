@@ -2,7 +2,7 @@
 import { and, asc, eq, isNull, lt, or, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
 import { STALE_RUN_THRESHOLD_MS } from "../constants.ts";
 import { smithersRuns } from "../internal-schema.ts";
-import type { SmithersDb } from "../smithers-db.ts";
+import { changedRows, type SmithersDb } from "../smithers-db.ts";
 import { isSame } from "./shared.ts";
 
 export type RunRow = InferSelectModel<typeof smithersRuns>;
@@ -24,13 +24,18 @@ export function updateRun(db: SmithersDb, runId: string, patch: Partial<Omit<New
   });
 }
 
-export function heartbeatRun(db: SmithersDb, runId: string, ownerId: string, nowMs: number): Promise<void> {
-  return db.write("heartbeatRun", (d) => {
-    d.update(smithersRuns)
-      .set({ heartbeatAtMs: nowMs, runtimeOwnerId: ownerId })
-      .where(eq(smithersRuns.runId, runId))
-      .run();
-  });
+/** Stamps the heartbeat while `ownerId` still owns the run; false means another process took it over. */
+export function heartbeatRun(db: SmithersDb, runId: string, ownerId: string, nowMs: number): Promise<boolean> {
+  return db.write(
+    "heartbeatRun",
+    (d) =>
+      changedRows(
+        d.update(smithersRuns)
+          .set({ heartbeatAtMs: nowMs })
+          .where(and(eq(smithersRuns.runId, runId), eq(smithersRuns.runtimeOwnerId, ownerId)))
+          .run(),
+      ) > 0,
+  );
 }
 
 /** `running` with no heartbeat, or a heartbeat older than `staleAfterMs` before `nowMs`. */

@@ -1,0 +1,5 @@
+/** How often a running engine stamps `_smithers_runs.heartbeat_at_ms`. */
+export const HEARTBEAT_INTERVAL_MS = 5_000;
+
+/** Task retry backoff when a Task gives no `retryPolicy`: 250 ms doubling, capped at 10 s. */
+export const DEFAULT_TASK_RETRY = { initialDelayMs: 250, maxDelayMs: 10_000, factor: 2 } as const;
