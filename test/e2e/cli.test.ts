@@ -126,10 +126,10 @@ describe("kill -9", () => {
     expect(resumed.stderr).toBe("");
     expect(resumed.code).toBe(0);
     expect(readFileSync(callsFile, "utf8").trim().split("\n")).toEqual(["a", "b", "b", "c"]);
-    expect(sql(dbPath, "SELECT node_id, count(*) AS n FROM step GROUP BY node_id ORDER BY node_id")).toEqual([
-      { node_id: "a", n: 1 },
-      { node_id: "b", n: 1 },
-      { node_id: "c", n: 1 },
+    expect(sql(dbPath, "SELECT node_id, \"order\" FROM step ORDER BY node_id")).toEqual([
+      { node_id: "a", order: 1 },
+      { node_id: "b", order: 2 },
+      { node_id: "c", order: 3 },
     ]);
     expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
       { node_id: "a", attempt: 1, state: "finished" },

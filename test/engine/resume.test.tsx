@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { z } from "zod";
+import { hostname } from "node:os";
 import { createSmithers, runWorkflow, SmithersError } from "../../src/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
 
@@ -140,5 +141,72 @@ describe("runWorkflow resume", () => {
     raw.close();
     const error = await runWorkflow(wf, { runId: first.runId, resume: true }).catch((e) => e);
     expect(SmithersError.is(error, "RUN_OWNED")).toBe(true);
+  });
+
+  test("resuming a run that is executing in this same process is refused with RUN_OWNED", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    let calls = 0;
+    const wf = smithers(() => (
+      <Workflow name="w">
+        <Task id="t" output={outputs.out}>
+          {async () => {
+            calls++;
+            await Bun.sleep(150);
+            return { n: 1 };
+          }}
+        </Task>
+      </Workflow>
+    ));
+    const live = runWorkflow(wf, { input: {}, runId: "live" });
+    await Bun.sleep(40);
+    const error = await runWorkflow(wf, { runId: "live", resume: true }).catch((e) => e);
+    expect(SmithersError.is(error, "RUN_OWNED")).toBe(true);
+    expect((await live).status).toBe("finished");
+    expect(calls).toBe(1);
+  });
+
+  test("a same-host owner whose heartbeat is stale is gone even if its pid was reused", async () => {
+    const dbPath = tempDbPath();
+    const behaviour = { failB: false, calls: {} as Record<string, number> };
+    const wf = twoStep(dbPath, behaviour);
+    const first = await runWorkflow(wf, { input: { topic: "x" } });
+    const raw = new Database(dbPath);
+    // pid 1 is alive on every Linux host; only the day-old heartbeat shows the owner is gone.
+    raw.query("UPDATE _smithers_runs SET status = 'running', runtime_owner_id = ?, heartbeat_at_ms = ?").run(`${hostname()}:1:old`, Date.now() - 86_400_000);
+    raw.close();
+    expect((await runWorkflow(wf, { runId: first.runId, resume: true })).status).toBe("finished");
+  });
+
+  test("a crashed run resumed keeps counting its earlier failures against retries", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    let calls = 0;
+    const wf = smithers(() => (
+      <Workflow name="w">
+        <Task id="t" output={outputs.out} retries={1} retryPolicy={{ initialDelayMs: 1 }}>
+          {() => {
+            calls++;
+            throw new Error("still broken");
+          }}
+        </Task>
+      </Workflow>
+    ));
+    const first = await runWorkflow(wf, { input: {} });
+    expect(first.status).toBe("failed");
+    // Make it look like the process died after attempt 1 failed, before attempt 2 ran.
+    const raw = new Database(dbPath);
+    raw.exec("DELETE FROM _smithers_attempts WHERE attempt = 2");
+    raw.exec("UPDATE _smithers_nodes SET state = 'pending', last_attempt = 1");
+    raw.exec("UPDATE _smithers_runs SET status = 'running', runtime_owner_id = NULL, error_json = NULL");
+    raw.close();
+    calls = 0;
+    const resumed = await runWorkflow(wf, { runId: first.runId, resume: true });
+    expect(resumed.status).toBe("failed");
+    expect(calls).toBe(1); // one retry left, not a fresh budget of two attempts
+    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts ORDER BY attempt")).toEqual([
+      { attempt: 1, state: "failed" },
+      { attempt: 2, state: "failed" },
+    ]);
   });
 });

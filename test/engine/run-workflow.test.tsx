@@ -1,7 +1,8 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { createSmithers, runWorkflow, scriptedAgent, SmithersError, type SmithersEvent } from "../../src/index.ts";
+import { Database } from "bun:sqlite";
+import { createSmithers, FatalError, RetryableError, runWorkflow, scriptedAgent, SmithersError, type SmithersEvent } from "../../src/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
 
 const fast = { initialDelayMs: 1, maxDelayMs: 5 };
@@ -346,8 +347,8 @@ describe("runWorkflow", () => {
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.output).toEqual({ n: 7 });
-    expect(agent.calls[1]!.prompt).toContain("n");
-    expect(agent.calls[1]!.prompt).not.toEqual(agent.calls[0]!.prompt);
+    expect(agent.calls[0]!.prompt).not.toContain("expected number");
+    expect(agent.calls[1]!.prompt).toContain("expected number"); // the Zod issue, carried into the retry
     expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts")).toEqual([{ attempt: 1, state: "finished" }]);
   });
 
@@ -406,5 +407,105 @@ describe("runWorkflow", () => {
     expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "cancelled" }]);
     expect(sql(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "cancelled" }]);
     expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "cancelled" }]);
+  });
+
+  test("a FatalError is never retried, whatever retries says", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    let calls = 0;
+    const wf = smithers(() => (
+      <Workflow name="w">
+        <Task id="t" output={outputs.out} retries={5} retryPolicy={fast}>
+          {() => {
+            calls++;
+            throw new FatalError("credentials revoked");
+          }}
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {} });
+    expect(result.status).toBe("failed");
+    expect(calls).toBe(1);
+    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts")).toEqual([{ attempt: 1, state: "failed" }]);
+  });
+
+  test("a RetryableError's retryAfterMs sets the wait before the next attempt", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    const starts: number[] = [];
+    const wf = smithers(() => (
+      <Workflow name="w">
+        <Task id="t" output={outputs.out} retries={1} retryPolicy={{ initialDelayMs: 5_000 }}>
+          {() => {
+            starts.push(performance.now());
+            if (starts.length === 1) throw new RetryableError("busy upstream", { retryAfterMs: 60 });
+            return { n: 1 };
+          }}
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {} });
+    expect(result.status).toBe("finished");
+    const waited = starts[1]! - starts[0]!;
+    expect(waited).toBeGreaterThanOrEqual(55);
+    expect(waited).toBeLessThan(4_000); // the 5 s policy backoff was not used
+  });
+
+  test("a failure in a Parallel cancels its siblings still running, so the run fails at once", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, Parallel, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="w">
+        <Parallel>
+          <Task id="slow" output={outputs.out}>
+            {async ({ signal }) => {
+              await new Promise((resolve) => {
+                const timer = setTimeout(resolve, 5_000);
+                signal.addEventListener("abort", () => clearTimeout(timer));
+              });
+              return { n: 1 };
+            }}
+          </Task>
+          <Task id="broken" output={outputs.out}>
+            {async () => {
+              await Bun.sleep(10);
+              throw new Error("broken");
+            }}
+          </Task>
+        </Parallel>
+      </Workflow>
+    ));
+    const started = performance.now();
+    const result = await runWorkflow(wf, { input: {} });
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(result.status).toBe("failed");
+    expect(result.error?.nodeId).toBe("broken");
+    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+      { node_id: "broken", state: "failed" },
+      { node_id: "slow", state: "cancelled" },
+    ]);
+  });
+
+  test("an attempt taken over by another process commits no output (fencing)", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="w">
+        <Task id="t" output={outputs.out}>
+          {() => {
+            // What a resume elsewhere does to an attempt it believes dead.
+            const other = new Database(dbPath);
+            other.exec("UPDATE _smithers_attempts SET state = 'abandoned'");
+            other.close();
+            return { n: 1 };
+          }}
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {} });
+    expect(result.status).toBe("failed");
+    expect(result.error?.code).toBe("RUN_OWNED");
+    expect(sql(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
+    expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "abandoned" }]);
   });
 });
