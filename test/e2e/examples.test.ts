@@ -1,0 +1,49 @@
+import { describe, expect, test } from "bun:test";
+import { join, resolve } from "node:path";
+import { sql, tempDbPath } from "../helpers.ts";
+
+const root = resolve(import.meta.dir, "../..");
+
+function up(example: string, input: unknown, dbPath: string) {
+  const proc = Bun.spawnSync(
+    [process.execPath, join(root, "src/cli/index.ts"), "up", join(root, "examples", example), "--input", JSON.stringify(input), "--db", dbPath],
+    { cwd: root, stdout: "pipe", stderr: "pipe" },
+  );
+  return { code: proc.exitCode, stdout: proc.stdout.toString(), stderr: proc.stderr.toString() };
+}
+
+describe("examples", () => {
+  test("hello.tsx greets with the input name", () => {
+    const dbPath = tempDbPath();
+    expect(up("hello.tsx", { name: "Ada" }, dbPath).code).toBe(0);
+    expect(sql(dbPath, "SELECT node_id, message FROM greeting")).toEqual([{ node_id: "greet", message: "Hello, Ada!" }]);
+  });
+
+  test("review-loop.tsx loops until the reviewer approves on the third pass", () => {
+    const dbPath = tempDbPath();
+    const r = up("review-loop.tsx", { topic: "durable workflows" }, dbPath);
+    expect(r.code).toBe(0);
+    expect(sql(dbPath, "SELECT iteration, approved FROM review ORDER BY iteration")).toEqual([
+      { iteration: 0, approved: 0 },
+      { iteration: 1, approved: 0 },
+      { iteration: 2, approved: 1 },
+    ]);
+    expect(sql(dbPath, "SELECT iteration, revision FROM draft ORDER BY iteration")).toEqual([
+      { iteration: 0, revision: 0 },
+      { iteration: 1, revision: 1 },
+      { iteration: 2, revision: 2 },
+    ]);
+    expect(sql(dbPath, "SELECT ralph_id, iteration, done FROM _smithers_ralph")).toEqual([{ ralph_id: "revise", iteration: 2, done: 1 }]);
+  });
+
+  test("fan-out.tsx scans every repository, then combines the counts", () => {
+    const dbPath = tempDbPath();
+    const r = up("fan-out.tsx", { repos: ["api", "web", "cli"] }, dbPath);
+    expect(r.code).toBe(0);
+    const scans = sql<{ repo: string; open_issues: number }>(dbPath, "SELECT repo, open_issues FROM scan ORDER BY repo");
+    expect(scans.map((s) => s.repo)).toEqual(["api", "cli", "web"]);
+    const total = scans.reduce((n, s) => n + s.open_issues, 0);
+    const busiest = scans.reduce((a, b) => (b.open_issues > a.open_issues ? b : a)).repo;
+    expect(sql(dbPath, "SELECT total, busiest FROM summary")).toEqual([{ total, busiest }]);
+  });
+});

@@ -1,0 +1,29 @@
+import { describe, expect, test } from "bun:test";
+import pkg from "../package.json";
+
+describe("package", () => {
+  test("is the ESM package `smithers` with a smithers bin and the root and JSX runtime exports", () => {
+    expect(pkg.name).toBe("smithers");
+    expect(pkg.type).toBe("module");
+    expect(pkg.bin.smithers).toBe("src/cli/index.ts");
+    expect(Object.keys(pkg.exports)).toEqual(expect.arrayContaining([".", "./jsx-runtime", "./jsx-dev-runtime"]));
+    expect(pkg.scripts.test).toBe("bun test");
+  });
+
+  test("the package name resolves to the same modules as the sources, so workflows and the engine share state", async () => {
+    const viaName = await import("smithers");
+    const viaPath = await import("../src/index.ts");
+    expect(viaName.createSmithers).toBe(viaPath.createSmithers);
+    const runtime = await import("smithers/jsx-runtime");
+    const dev = await import("smithers/jsx-dev-runtime");
+    expect(typeof runtime.jsx).toBe("function");
+    expect(typeof dev.jsxDEV).toBe("function");
+    expect(runtime.Fragment).toBe(dev.Fragment);
+  });
+
+  test("depends on drizzle-orm, zod 4, effect and fast-xml-parser, and not on React", () => {
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(["drizzle-orm", "effect", "fast-xml-parser", "zod"]);
+    expect(pkg.dependencies.zod).toMatch(/^\^4/);
+    expect(JSON.stringify(pkg)).not.toContain("react");
+  });
+});
