@@ -32,6 +32,7 @@ export const SMITHERS_ERROR_CODES = [
   "DB_NESTED_TRANSACTION",
   "DB_CLOSED",
   "SCHEMA_DRIFT",
+  "INVALID_FRAME",
 ] as const;
 
 export type SmithersErrorCode = (typeof SMITHERS_ERROR_CODES)[number];

@@ -1,0 +1,1 @@
+export { decodeFrameXml, encodeFrameXml, planToXml, type XmlElement } from "./frame-xml.ts";
