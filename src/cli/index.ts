@@ -135,5 +135,7 @@ if (import.meta.main) {
   const controller = new AbortController();
   process.once("SIGINT", () => controller.abort());
   process.once("SIGTERM", () => controller.abort());
-  process.exitCode = await main(process.argv.slice(2), undefined, controller.signal);
+  const code = await main(process.argv.slice(2), undefined, controller.signal);
+  // Everything is persisted by now; a task body still sleeping after a cancel must not keep the process alive.
+  process.exit(code);
 }

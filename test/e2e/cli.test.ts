@@ -97,6 +97,33 @@ describe("smithers up", () => {
   });
 });
 
+describe("Ctrl-C", () => {
+  test("SIGINT cancels the run: exit 130 at once, the running attempt recorded as cancelled", async () => {
+    const dbPath = tempDbPath();
+    const proc = Bun.spawn([process.execPath, cli, "up", "test/fixtures/steps.tsx", "--input", '{"label":"i"}', "--db", dbPath, "--run-id", "run-i"], {
+      cwd: root,
+      env: { ...process.env, STEP_B: "hang" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const decoder = new TextDecoder();
+    let seen = "";
+    for await (const chunk of proc.stdout) {
+      seen += decoder.decode(chunk);
+      if (seen.includes("start   b")) break;
+    }
+    const signalledAt = performance.now();
+    proc.kill("SIGINT");
+    expect(await proc.exited).toBe(130);
+    expect(performance.now() - signalledAt).toBeLessThan(5_000); // b's 60 s sleep does not hold the process
+    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_attempts ORDER BY node_id")).toEqual([
+      { node_id: "a", state: "finished" },
+      { node_id: "b", state: "cancelled" },
+    ]);
+    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "cancelled" }]);
+  });
+});
+
 describe("kill -9", () => {
   test("a run killed during a task resumes with every output exactly once and no finished task re-run", async () => {
     const dbPath = tempDbPath();
