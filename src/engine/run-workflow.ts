@@ -6,7 +6,7 @@
 import { heartbeatRun, updateRun } from "../db/adapters/runs.ts";
 import { setLoopState } from "../db/adapters/ralph.ts";
 import { upsertNode } from "../db/adapters/nodes.ts";
-import { readOutputRow, type OutputTableInfo } from "../db/output-tables.ts";
+import { readOutputRow, readOutputRows, type OutputTableInfo } from "../db/output-tables.ts";
 import { normalizeRow, stripBookkeeping as strip, type OutputRow } from "../db/snapshot.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
 import { nodeKey, render, type Plan, type PlanTask } from "../jsx/index.ts";
@@ -100,9 +100,14 @@ class Run {
     return open.length > 0 ? Math.max(...open) : 0;
   }
 
-  /** Renders until the node->loop map the ctx used matches the plan (a second pass at most, in practice). */
-  private renderPlan(): Plan {
+  /**
+   * Renders until what the ctx was built from matches the plan: the node->loop map, and the set
+   * of output tables (a custom table first named by `output=` has its rows loaded, then the
+   * tree is rendered again). A second pass at most, in practice.
+   */
+  private async renderPlan(): Promise<Plan> {
     for (let pass = 0; ; pass++) {
+      const tablesBefore = this.wf.registry.all().length;
       const ctx = buildCtx({
         runId: this.s.runId,
         input: this.s.input,
@@ -114,7 +119,15 @@ class Run {
       });
       const plan = render(this.wf.build(ctx), this.s.loops);
       const membership = new Map(plan.tasks.filter((t) => t.loopId).map((t) => [t.nodeId, t.loopId!]));
-      const stable = membership.size === this.membership.size && [...membership].every(([k, v]) => this.membership.get(k) === v);
+      for (const task of plan.tasks) this.resolve(task);
+      const newTables = this.wf.registry.all().slice(tablesBefore);
+      for (const info of newTables) {
+        const rows = await this.db.read("loadOutputs", (d) => readOutputRows(d, info, this.s.runId).map(normalizeRow));
+        this.s.snapshot[info.key] = rows;
+        this.s.snapshot[info.tableName] = rows;
+      }
+      const stable =
+        newTables.length === 0 && membership.size === this.membership.size && [...membership].every(([k, v]) => this.membership.get(k) === v);
       this.membership = membership;
       this.plan = plan;
       if (stable || pass >= 2) return plan;
@@ -283,7 +296,7 @@ class Run {
       while (!this.abort.signal.aborted && !this.failure) {
         let plan: Plan;
         try {
-          plan = this.renderPlan();
+          plan = await this.renderPlan();
         } catch (error) {
           throw error instanceof SmithersError ? error : new SmithersError("INVALID_WORKFLOW", `Rendering the workflow failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
         }

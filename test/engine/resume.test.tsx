@@ -3,6 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { z } from "zod";
 import { hostname } from "node:os";
+import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { createSmithers, runWorkflow, SmithersError } from "../../src/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
 
@@ -208,5 +209,42 @@ describe("runWorkflow resume", () => {
       { attempt: 1, state: "failed" },
       { attempt: 2, state: "failed" },
     ]);
+  });
+
+  test("on resume, rows of a custom table named only by output= are in ctx before the tree is trusted", async () => {
+    const dbPath = tempDbPath();
+    const notes = sqliteTable("notes", {
+      runId: text("run_id").notNull(),
+      nodeId: text("node_id").notNull(),
+      iteration: integer("iteration").notNull().default(0),
+      body: text("body").notNull(),
+    });
+    const author = new Database(dbPath); // the author owns a custom table's creation
+    author.exec("CREATE TABLE notes (run_id TEXT NOT NULL, node_id TEXT NOT NULL, iteration INTEGER NOT NULL DEFAULT 0, body TEXT NOT NULL)");
+    author.close();
+    let failB = true;
+    // A fresh createSmithers per run, as a new process would have: nothing registered yet.
+    const build = () => {
+      const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+      return smithers((ctx) => (
+        <Workflow name="w">
+          <Task id="a" output={notes} outputSchema={z.object({ body: z.string() })}>{{ body: "from a" }}</Task>
+          {ctx.outputMaybe(notes, { nodeId: "a" }) ? (
+            <Task id="b" output={outputs.out}>
+              {() => {
+                if (failB) throw new Error("not yet");
+                return { n: 2 };
+              }}
+            </Task>
+          ) : null}
+        </Workflow>
+      ));
+    };
+    const first = await runWorkflow(build(), { input: {} });
+    expect(first.status).toBe("failed");
+    failB = false;
+    const resumed = await runWorkflow(build(), { runId: first.runId, resume: true });
+    expect(resumed).toMatchObject({ status: "finished", output: { n: 2 } });
+    expect(sql(dbPath, "SELECT node_id, n FROM out")).toEqual([{ node_id: "b", n: 2 }]);
   });
 });
