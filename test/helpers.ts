@@ -17,3 +17,25 @@ export function sql<T = Record<string, unknown>>(dbPath: string, query: string, 
     db.close();
   }
 }
+
+export type Thrown = Error & { code?: unknown; details?: Record<string, unknown> };
+
+/** The value `fn` throws; fails the test if it returns. */
+export function errorOf<T = Thrown>(fn: () => unknown): T {
+  try {
+    fn();
+  } catch (error) {
+    return error as T;
+  }
+  throw new Error("expected a throw");
+}
+
+/** The value `promise` rejects with; fails the test if it resolves. */
+export async function rejection<T = Thrown>(promise: Promise<unknown>): Promise<T> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as T;
+  }
+  throw new Error("expected a rejection");
+}

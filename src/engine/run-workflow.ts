@@ -163,13 +163,18 @@ class Run {
 
   private launch(task: PlanTask, info: OutputTableInfo): void {
     const key = nodeKey(task.nodeId, task.iteration);
-    if (this.running.has(key)) return; // the previous attempt is still settling; decide again once it has
     const t = this.tracked(task);
     const attempt = t.lastAttempt + 1;
     t.lastAttempt = attempt;
     t.state = "running";
     t.retryAtMs = undefined;
     const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt };
+    // The node's new state and its leaving `running` happen in one synchronous step, so the
+    // scheduler never sees it ready again while this attempt is still registered.
+    const settle = (apply: () => void) => {
+      apply();
+      this.running.delete(key);
+    };
     const settled = runAttempt({
       db: this.db,
       runId: this.s.runId,
@@ -207,17 +212,16 @@ class Run {
           };
         }
         await this.bus.flush(); // task boundary
-        next();
+        settle(next);
       })
       .catch((error: unknown) => {
         // Storage failed under the attempt (or the run was taken over): this process can no longer vouch for the node.
-        t.state = "failed";
-        this.fail(error instanceof SmithersError ? error : new SmithersError("DB_WRITE_FAILED", String(error), { cause: error }));
+        settle(() => {
+          t.state = "failed";
+          this.fail(error instanceof SmithersError ? error : new SmithersError("DB_WRITE_FAILED", String(error), { cause: error }));
+        });
       })
-      .finally(() => {
-        if (this.running.get(key) === settled) this.running.delete(key);
-        this.wake?.();
-      });
+      .finally(() => this.wake?.());
     this.running.set(key, settled);
   }
 

@@ -1,15 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { extractJson } from "../../src/agents/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a throw");
-}
+import { errorOf } from "../helpers.ts";
 
 describe("extractJson", () => {
   test("parses a bare JSON reply, surrounding whitespace included", () => {
@@ -72,26 +64,26 @@ describe("extractJson", () => {
   });
 
   test("throws AGENT_REPLY_NOT_JSON quoting the reply when nothing parses", () => {
-    const error = thrown(() => extractJson("I cannot help with {that} request."));
+    const error = errorOf(() => extractJson("I cannot help with {that} request."));
     expect(SmithersError.is(error, "AGENT_REPLY_NOT_JSON")).toBe(true);
     expect((error as SmithersError).message).toContain('"I cannot help with {that} request."');
   });
 
   test("quotes only the first 200 characters of a long unparseable reply", () => {
     const reply = `${"a".repeat(200)}TAIL${"b".repeat(500)}`;
-    const error = thrown(() => extractJson(reply)) as SmithersError;
+    const error = errorOf(() => extractJson(reply)) as SmithersError;
     expect(error.code).toBe("AGENT_REPLY_NOT_JSON");
     expect(error.message).toContain("a".repeat(200));
     expect(error.message).not.toContain("TAIL");
   });
 
   test("throws AGENT_REPLY_NOT_JSON for an empty reply", () => {
-    expect(SmithersError.is(thrown(() => extractJson("")), "AGENT_REPLY_NOT_JSON")).toBe(true);
+    expect(SmithersError.is(errorOf(() => extractJson("")), "AGENT_REPLY_NOT_JSON")).toBe(true);
   });
 
   test("gives up in reasonable time on thousands of unclosed brackets", () => {
     const started = performance.now();
-    const error = thrown(() => extractJson("{[".repeat(20_000)));
+    const error = errorOf(() => extractJson("{[".repeat(20_000)));
     expect(SmithersError.is(error, "AGENT_REPLY_NOT_JSON")).toBe(true);
     expect(performance.now() - started).toBeLessThan(5_000);
   });

@@ -2,15 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { scriptedAgent } from "../../src/agents/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a rejection");
-}
+import { rejection } from "../helpers.ts";
 
 describe("scriptedAgent", () => {
   test("replies from the list in order, objects and arrays as JSON text", async () => {
@@ -84,7 +76,7 @@ describe("scriptedAgent", () => {
     const controller = new AbortController();
     controller.abort("gone");
     const agent = scriptedAgent(["reply"]);
-    expect(await rejection(agent.generate({ prompt: "p", signal: controller.signal }))).toBe("gone");
+    expect(await rejection<unknown>(agent.generate({ prompt: "p", signal: controller.signal }))).toBe("gone");
     expect(agent.calls).toHaveLength(1);
   });
 });

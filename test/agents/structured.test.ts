@@ -9,17 +9,9 @@ import {
   scriptedAgent,
 } from "../../src/agents/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
+import { rejection } from "../helpers.ts";
 
 const verdict = z.object({ approved: z.boolean(), score: z.number().min(0).max(10) });
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("buildPrompt", () => {
   test("appends JSON instructions and the schema description after a blank line", () => {
@@ -175,7 +167,7 @@ describe("generateStructured", () => {
     const fallback = scriptedAgent([{ approved: true, score: 1 }]);
     const pending = generateStructured({ agent: [primary, fallback], prompt: "p", schema: verdict, signal: controller.signal });
     controller.abort("stop");
-    expect(await rejection(pending)).toBe("stop");
+    expect(await rejection<unknown>(pending)).toBe("stop");
     expect(fallback.calls).toHaveLength(0);
   });
 

@@ -3,6 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { decodeFrameXml, encodeFrameXml, planToXml, type XmlElement } from "../../src/codec/index.ts";
 import { Loop, Parallel, render, Task, Workflow } from "../../src/jsx/index.ts";
+import { errorOf } from "../helpers.ts";
 
 const out = z.object({ n: z.number() });
 const plan = render(
@@ -50,13 +51,7 @@ describe("encodeFrameXml / decodeFrameXml", () => {
 
   test("XML with text content or several roots is rejected with INVALID_FRAME", () => {
     for (const bad of ["<workflow>hello</workflow>", "<a/><b/>", ""]) {
-      let error: unknown;
-      try {
-        decodeFrameXml(bad);
-      } catch (e) {
-        error = e;
-      }
-      expect((error as { code?: string }).code).toBe("INVALID_FRAME");
+      expect(errorOf(() => decodeFrameXml(bad)).code).toBe("INVALID_FRAME");
     }
   });
 });

@@ -2,15 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { getTableConfig } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { camelToSnake, fieldColumns, zodToTable, type FieldColumn } from "../../src/db/output-schema.ts";
-
-function errorOf(fn: () => unknown): { code?: unknown; message: string; details?: Record<string, unknown> } {
-  try {
-    fn();
-  } catch (error) {
-    return error as { code?: unknown; message: string; details?: Record<string, unknown> };
-  }
-  throw new Error("expected a throw");
-}
+import { errorOf } from "../helpers.ts";
 
 const kinds = (columns: FieldColumn[]) => Object.fromEntries(columns.map((c) => [c.field, c.kind]));
 const nullables = (columns: FieldColumn[]) => Object.fromEntries(columns.map((c) => [c.field, c.nullable]));

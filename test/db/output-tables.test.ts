@@ -10,15 +10,7 @@ import {
   readOutputRows,
   writeOutputRow,
 } from "../../src/db/output-tables.ts";
-
-function errorOf(fn: () => unknown): { code?: unknown; message: string; details?: Record<string, unknown> } {
-  try {
-    fn();
-  } catch (error) {
-    return error as { code?: unknown; message: string; details?: Record<string, unknown> };
-  }
-  throw new Error("expected a throw");
-}
+import { errorOf } from "../helpers.ts";
 
 type ColumnInfo = { name: string; type: string; notnull: number; pk: number };
 const tableInfo = (db: Database, table: string) =>

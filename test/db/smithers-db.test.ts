@@ -3,6 +3,7 @@ import { count } from "drizzle-orm";
 import { dbRetryCount, smithersCron, SmithersDb, type Drizzle } from "../../src/db/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
 import { forEachBackend, removeTempDirs, tempDbPath } from "./backends.ts";
+import { rejection } from "../helpers.ts";
 
 const cron = (cronId: string) => ({ cronId, pattern: "* * * * *", workflowPath: "wf.tsx", createdAtMs: 1 });
 const insertCron = (d: Drizzle, cronId: string) => d.insert(smithersCron).values(cron(cronId)).run();
@@ -15,15 +16,6 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
     resolve = r;
   });
   return { promise, resolve };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the promise to reject");
 }
 
 forEachBackend((db) => {

@@ -11,6 +11,18 @@ function smithers(args: string[], env: Record<string, string> = {}) {
   return { code: proc.exitCode, stdout: proc.stdout.toString(), stderr: proc.stderr.toString() };
 }
 
+/** Starts `smithers up` in the background and returns once stdout has shown `marker`. */
+async function startUntil(args: string[], env: Record<string, string>, marker: string) {
+  const proc = Bun.spawn([process.execPath, cli, ...args], { cwd: root, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  const decoder = new TextDecoder();
+  let seen = "";
+  for await (const chunk of proc.stdout) {
+    seen += decoder.decode(chunk);
+    if (seen.includes(marker)) break;
+  }
+  return proc;
+}
+
 describe("smithers up", () => {
   test("runs examples/bugfix.tsx end to end: progress lines, exit 0, rows queryable with SQL", () => {
     const dbPath = tempDbPath();
@@ -100,18 +112,8 @@ describe("smithers up", () => {
 describe("Ctrl-C", () => {
   test("SIGINT cancels the run: exit 130 at once, the running attempt recorded as cancelled", async () => {
     const dbPath = tempDbPath();
-    const proc = Bun.spawn([process.execPath, cli, "up", "test/fixtures/steps.tsx", "--input", '{"label":"i"}', "--db", dbPath, "--run-id", "run-i"], {
-      cwd: root,
-      env: { ...process.env, STEP_B: "hang" },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const decoder = new TextDecoder();
-    let seen = "";
-    for await (const chunk of proc.stdout) {
-      seen += decoder.decode(chunk);
-      if (seen.includes("start   b")) break;
-    }
+    const args = ["up", "test/fixtures/steps.tsx", "--input", '{"label":"i"}', "--db", dbPath, "--run-id", "run-i"];
+    const proc = await startUntil(args, { STEP_B: "hang" }, "start   b");
     const signalledAt = performance.now();
     proc.kill("SIGINT");
     expect(await proc.exited).toBe(130);
@@ -129,18 +131,7 @@ describe("kill -9", () => {
     const dbPath = tempDbPath();
     const callsFile = join(dirname(dbPath), "calls.txt");
     const args = ["up", "test/fixtures/steps.tsx", "--input", '{"label":"k"}', "--db", dbPath, "--run-id", "run-k"];
-    const proc = Bun.spawn([process.execPath, cli, ...args], {
-      cwd: root,
-      env: { ...process.env, STEP_B: "hang", CALLS_FILE: callsFile },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const decoder = new TextDecoder();
-    let seen = "";
-    for await (const chunk of proc.stdout) {
-      seen += decoder.decode(chunk);
-      if (seen.includes("start   b")) break;
-    }
+    const proc = await startUntil(args, { STEP_B: "hang", CALLS_FILE: callsFile }, "start   b");
     // Kill only once b's work has really begun (its side effect is on disk).
     for (let i = 0; i < 500 && !(existsSync(callsFile) && readFileSync(callsFile, "utf8").includes("b\n")); i++) await Bun.sleep(10);
     proc.kill("SIGKILL");

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { buildCtx, type CtxSources } from "../../src/engine/ctx.ts";
 import { OutputRegistry } from "../../src/db/output-tables.ts";
 import type { OutputSnapshot } from "../../src/db/snapshot.ts";
+import { errorOf } from "../helpers.ts";
 
 const codeReview = z.object({ approved: z.boolean(), notes: z.string() });
 const draft = z.object({ text: z.string() });
@@ -41,15 +42,6 @@ function makeCtx(overrides: Partial<CtxSources> = {}) {
     iterationOf: () => 0,
     ...overrides,
   });
-}
-
-function codeOf(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return (error as { code?: unknown }).code;
-  }
-  throw new Error("expected a throw");
 }
 
 describe("buildCtx", () => {
@@ -95,8 +87,8 @@ describe("ctx.output", () => {
 
   test("throws OUTPUT_NOT_FOUND when the node has no row at that iteration", () => {
     const ctx = makeCtx();
-    expect(codeOf(() => ctx.output(codeReview, { nodeId: "review", iteration: 7 }))).toBe("OUTPUT_NOT_FOUND");
-    expect(codeOf(() => ctx.output(draft, { nodeId: "missing" }))).toBe("OUTPUT_NOT_FOUND");
+    expect(errorOf(() => ctx.output(codeReview, { nodeId: "review", iteration: 7 })).code).toBe("OUTPUT_NOT_FOUND");
+    expect(errorOf(() => ctx.output(draft, { nodeId: "missing" })).code).toBe("OUTPUT_NOT_FOUND");
   });
 
   test("the OUTPUT_NOT_FOUND error names the node and iteration", () => {
@@ -112,19 +104,19 @@ describe("ctx.output", () => {
 
   test("does not return rows written by another node to the same table", () => {
     const ctx = makeCtx();
-    expect(codeOf(() => ctx.output(codeReview, { nodeId: "review", iteration: 5 }))).toBe("OUTPUT_NOT_FOUND");
+    expect(errorOf(() => ctx.output(codeReview, { nodeId: "review", iteration: 5 })).code).toBe("OUTPUT_NOT_FOUND");
     expect(ctx.output(codeReview, { nodeId: "other", iteration: 5 })).toEqual({ approved: true, notes: "elsewhere" });
   });
 
   test("an unknown target throws OUTPUT_NOT_FOUND", () => {
     const ctx = makeCtx();
-    expect(codeOf(() => ctx.output("nope", { nodeId: "review" }))).toBe("OUTPUT_NOT_FOUND");
-    expect(codeOf(() => ctx.output(z.object({ x: z.string() }), { nodeId: "review" }))).toBe("OUTPUT_NOT_FOUND");
+    expect(errorOf(() => ctx.output("nope", { nodeId: "review" })).code).toBe("OUTPUT_NOT_FOUND");
+    expect(errorOf(() => ctx.output(z.object({ x: z.string() }), { nodeId: "review" })).code).toBe("OUTPUT_NOT_FOUND");
   });
 
   test("a table with no rows in the snapshot gives OUTPUT_NOT_FOUND", () => {
     const ctx = makeCtx({ snapshot: {} });
-    expect(codeOf(() => ctx.output(draft, { nodeId: "write" }))).toBe("OUTPUT_NOT_FOUND");
+    expect(errorOf(() => ctx.output(draft, { nodeId: "write" })).code).toBe("OUTPUT_NOT_FOUND");
   });
 
   test("reads a custom Drizzle table target from the snapshot under its table name", () => {
@@ -145,7 +137,7 @@ describe("ctx.outputMaybe", () => {
   });
 
   test("still throws OUTPUT_NOT_FOUND for a target that is not an output of the workflow", () => {
-    expect(codeOf(() => makeCtx().outputMaybe("unknownKey", { nodeId: "x" }))).toBe("OUTPUT_NOT_FOUND");
+    expect(errorOf(() => makeCtx().outputMaybe("unknownKey", { nodeId: "x" })).code).toBe("OUTPUT_NOT_FOUND");
   });
 });
 

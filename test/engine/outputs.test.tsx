@@ -4,17 +4,12 @@ import { Database } from "bun:sqlite";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { createSmithers, runWorkflow, SmithersError } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { errorOf, sql, tempDbPath } from "../helpers.ts";
 
 describe("createSmithers output tables", () => {
   test("a schema field type that cannot be mapped is rejected with UNSUPPORTED_SCHEMA naming the field", () => {
     const dbPath = tempDbPath();
-    let error: unknown;
-    try {
-      createSmithers({ bad: z.object({ ok: z.string(), big: z.bigint() }) }, { dbPath });
-    } catch (e) {
-      error = e;
-    }
+    const error = errorOf(() => createSmithers({ bad: z.object({ ok: z.string(), big: z.bigint() }) }, { dbPath }));
     expect(SmithersError.is(error, "UNSUPPORTED_SCHEMA")).toBe(true);
     expect((error as Error).message).toContain('"big"');
     expect((error as SmithersError).details.field).toBe("big");
@@ -87,12 +82,7 @@ describe("createSmithers output tables", () => {
 
   test("a custom Drizzle table without node_id is rejected with CUSTOM_TABLE_INVALID naming the column", () => {
     const table = sqliteTable("bare", { runId: text("run_id").notNull(), message: text("message") });
-    let error: unknown;
-    try {
-      createSmithers({ table }, { dbPath: tempDbPath() });
-    } catch (e) {
-      error = e;
-    }
+    const error = errorOf(() => createSmithers({ table }, { dbPath: tempDbPath() }));
     expect(SmithersError.is(error, "CUSTOM_TABLE_INVALID")).toBe(true);
     expect((error as Error).message).toContain("node_id");
   });

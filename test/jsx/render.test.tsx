@@ -15,19 +15,10 @@ import {
   type PlanTask,
   type SmithersNode,
 } from "../../src/jsx/index.ts";
+import { errorOf } from "../helpers.ts";
 
 const out = z.object({ n: z.number() });
 const ids = (plan: Plan) => plan.tasks.map((t) => t.nodeId);
-
-/** Throws unless `fn` throws; returns the thrown value's code. */
-function codeOf(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return (error as { code?: unknown }).code;
-  }
-  throw new Error("expected a throw");
-}
 
 /** The plan with every function replaced by a marker, so two renders compare by shape. */
 function withoutFunctions(value: unknown): unknown {
@@ -147,55 +138,55 @@ describe("render", () => {
 
   test("text outside a Task throws INVALID_WORKFLOW", () => {
     expect(
-      codeOf(() =>
+      errorOf(() =>
         render(
           <Workflow name="w">
             stray words
             <Task id="a" output={out}>{{ n: 1 }}</Task>
           </Workflow>,
         ),
-      ),
+      ).code,
     ).toBe("INVALID_WORKFLOW");
   });
 
   test("the root must be a Workflow element", () => {
-    expect(codeOf(() => render(<Task id="a" output={out}>{{ n: 1 }}</Task>))).toBe("INVALID_WORKFLOW");
-    expect(codeOf(() => render(null))).toBe("INVALID_WORKFLOW");
-    expect(codeOf(() => render(<Sequence />))).toBe("INVALID_WORKFLOW");
+    expect(errorOf(() => render(<Task id="a" output={out}>{{ n: 1 }}</Task>)).code).toBe("INVALID_WORKFLOW");
+    expect(errorOf(() => render(null)).code).toBe("INVALID_WORKFLOW");
+    expect(errorOf(() => render(<Sequence />)).code).toBe("INVALID_WORKFLOW");
   });
 
   test("the root must be a single Workflow", () => {
     expect(
-      codeOf(() =>
+      errorOf(() =>
         render(
           <>
             <Workflow name="a" />
             <Workflow name="b" />
           </>,
         ),
-      ),
+      ).code,
     ).toBe("INVALID_WORKFLOW");
   });
 
   test("a Workflow without a name throws INVALID_WORKFLOW", () => {
-    expect(codeOf(() => render(jsx(Workflow, {})))).toBe("INVALID_WORKFLOW");
-    expect(codeOf(() => render(<Workflow name="" />))).toBe("INVALID_WORKFLOW");
+    expect(errorOf(() => render(jsx(Workflow, {}))).code).toBe("INVALID_WORKFLOW");
+    expect(errorOf(() => render(<Workflow name="" />)).code).toBe("INVALID_WORKFLOW");
   });
 
   test("a Workflow below the root throws INVALID_WORKFLOW", () => {
     expect(
-      codeOf(() =>
+      errorOf(() =>
         render(
           <Workflow name="outer">
             <Workflow name="inner" />
           </Workflow>,
         ),
-      ),
+      ).code,
     ).toBe("INVALID_WORKFLOW");
   });
 
   test("an unknown host element throws INVALID_WORKFLOW", () => {
-    expect(codeOf(() => render(<Workflow name="w">{jsx("smithers:nope", {})}</Workflow>))).toBe("INVALID_WORKFLOW");
+    expect(errorOf(() => render(<Workflow name="w">{jsx("smithers:nope", {})}</Workflow>)).code).toBe("INVALID_WORKFLOW");
   });
 
   test("an empty Workflow renders an empty plan", () => {
