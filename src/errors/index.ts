@@ -27,12 +27,15 @@ export const SMITHERS_ERROR_CODES = [
   "RUN_NOT_RESUMABLE",
   "RUN_EXISTS",
   "RUN_OWNED",
+  "RUN_STILL_RUNNING",
   // storage
   "DB_WRITE_FAILED",
   "DB_NESTED_TRANSACTION",
   "DB_CLOSED",
   "SCHEMA_DRIFT",
   "INVALID_FRAME",
+  "FRAME_NOT_FOUND",
+  "FRAME_CORRUPT",
 ] as const;
 
 export type SmithersErrorCode = (typeof SMITHERS_ERROR_CODES)[number];
