@@ -1,6 +1,6 @@
 export { createSmithers, isSmithersWorkflow, DEFAULT_DB_PATH, type SmithersWorkflow, type CreateSmithersOptions } from "./workflow.ts";
 export { runWorkflow, type RunOptions, type RunResult } from "./run-workflow.ts";
-export { decide, type Action, type Decision, type NodeStatus } from "./scheduler.ts";
+export { decide, type Action, type Failure, type NodeStatus } from "./scheduler.ts";
 export { buildCtx, type SmithersCtx, type OutputLookup } from "./ctx.ts";
 export { SmithersEventTypeSchema, type SmithersEvent, type SmithersEventType } from "./events.ts";
 export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, type AttemptState, type RunStatus } from "./states.ts";

@@ -55,6 +55,9 @@ function failureError(failure: Failure | undefined, lastErrors: Map<string, Smit
       loopId: failure.loop.loopId,
     });
   }
+  if (failure?.kind === "stuck") {
+    return new SmithersError("INVALID_WORKFLOW", "Nothing can run: every remaining task waits on a dependsOn that can never finish");
+  }
   if (failure?.kind === "task") {
     const key = nodeKey(failure.task.nodeId, failure.task.iteration);
     return lastErrors.get(key) ?? new SmithersError("TASK_FAILED", `Task "${failure.task.nodeId}" failed`, { nodeId: failure.task.nodeId });
@@ -232,42 +235,44 @@ class Run {
   }
 
   private async act(plan: Plan): Promise<"progressed" | "waiting" | "done"> {
-    const decision = decide(plan, this.s.states, this.now(), this.options.maxConcurrency ?? Infinity);
-    if (decision.outcome === "failed") {
-      this.fail(failureError(decision.failure, this.lastErrors));
-      return "done";
-    }
-    if (decision.outcome === "finished") return "done";
-    let progressed = false;
+    const actions = decide(plan, this.s.states, this.now(), this.options.maxConcurrency ?? Infinity);
     const nowMs = this.now();
-    for (const action of decision.actions) {
-      if (action.type === "start") {
-        this.launch(action.task, this.resolve(action.task));
-      } else if (action.type === "skip") {
-        const { task } = action;
-        const info = this.resolve(task);
-        await this.db.withTransaction("skipNode", (d) =>
-          upsertNode(d, { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration, state: "skipped", updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null }),
-        );
-        this.tracked(task).state = "skipped";
-        this.emit({ type: "NodeSkipped", nodeId: task.nodeId, iteration: task.iteration });
-        progressed = true;
-      } else {
-        const { loop } = action;
-        const next = action.type === "advance-loop" ? { iteration: loop.iteration + 1, done: false } : { iteration: loop.iteration, done: true };
-        await this.db.withTransaction("loopState", (d) => setLoopState(d, { runId: this.s.runId, ralphId: loop.loopId, ...next, updatedAtMs: nowMs }));
-        this.s.loops.set(loop.loopId, next);
-        this.emit({ type: action.type === "advance-loop" ? "LoopAdvanced" : "LoopFinished", loopId: loop.loopId, iteration: next.iteration });
-        progressed = true;
+    for (const action of actions) {
+      switch (action.type) {
+        case "finish-run":
+          return "done";
+        case "fail-run":
+          this.fail(failureError(action.failure, this.lastErrors));
+          return "done";
+        case "wait":
+          await this.sleep(action.untilMs);
+          return "waiting";
+        case "start":
+        case "retry":
+          this.launch(action.task, this.resolve(action.task));
+          break;
+        case "skip": {
+          const { task } = action;
+          const info = this.resolve(task);
+          await this.db.withTransaction("skipNode", (d) =>
+            upsertNode(d, { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration, state: "skipped", updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null }),
+          );
+          this.tracked(task).state = "skipped";
+          this.emit({ type: "NodeSkipped", nodeId: task.nodeId, iteration: task.iteration });
+          break;
+        }
+        case "advance-loop":
+        case "finish-loop": {
+          const { loop } = action;
+          const next = action.type === "advance-loop" ? { iteration: loop.iteration + 1, done: false } : { iteration: loop.iteration, done: true };
+          await this.db.withTransaction("loopState", (d) => setLoopState(d, { runId: this.s.runId, ralphId: loop.loopId, ...next, updatedAtMs: nowMs }));
+          this.s.loops.set(loop.loopId, next);
+          this.emit({ type: action.type === "advance-loop" ? "LoopAdvanced" : "LoopFinished", loopId: loop.loopId, iteration: next.iteration });
+          break;
+        }
       }
     }
-    if (progressed) return "progressed";
-    if (this.running.size === 0 && decision.wakeAtMs === undefined) {
-      this.fail(new SmithersError("INVALID_WORKFLOW", "Nothing can run: every remaining task waits on a dependsOn that can never finish"));
-      return "done";
-    }
-    await this.sleep(decision.wakeAtMs);
-    return "waiting";
+    return "progressed";
   }
 
   private sleep(wakeAtMs: number | undefined): Promise<void> {

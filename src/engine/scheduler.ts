@@ -12,24 +12,27 @@ export type NodeStatus = {
   retryAtMs?: number;
 };
 
-export type Action =
-  | { type: "start"; task: PlanTask }
-  | { type: "skip"; task: PlanTask }
-  | { type: "advance-loop"; loop: PlanLoop }
-  | { type: "finish-loop"; loop: PlanLoop };
-
 export type Failure =
   | { kind: "task"; task: PlanTask }
-  | { kind: "loop-max"; loop: PlanLoop };
+  | { kind: "loop-max"; loop: PlanLoop }
+  /** Nothing runs, nothing waits on a backoff, yet tasks remain: a dependsOn that can never be met. */
+  | { kind: "stuck" };
 
-export type Decision = {
-  actions: Action[];
-  /** `finished`: nothing left; `failed`: a failure that no continueOnFail absorbs; else `running`. */
-  outcome: "running" | "finished" | "failed";
-  failure?: Failure;
-  /** When nothing can start before a retry backoff ends. */
-  wakeAtMs?: number;
-};
+/**
+ * What the actuator must do. `start` is a task's first attempt, `retry` a later one whose
+ * backoff has elapsed; `wait` means nothing can start now: sleep until `untilMs` (a backoff
+ * ends) or until a running task settles, whichever is first. `finish-run` and `fail-run` come
+ * alone; after `fail-run` no new work starts and in-flight attempts are stopped.
+ */
+export type Action =
+  | { type: "start"; task: PlanTask }
+  | { type: "retry"; task: PlanTask }
+  | { type: "skip"; task: PlanTask }
+  | { type: "advance-loop"; loop: PlanLoop }
+  | { type: "finish-loop"; loop: PlanLoop }
+  | { type: "wait"; untilMs?: number }
+  | { type: "finish-run" }
+  | { type: "fail-run"; failure: Failure };
 
 type Visit = "done" | "busy" | "failed";
 type Cap = { max: number; used: number };
@@ -42,6 +45,7 @@ type Walk = {
   actions: Action[];
   failure?: Failure;
   wakeAtMs?: number;
+  running: number;
 };
 
 const stateOf = (w: Walk, t: PlanTask) => w.states.get(nodeKey(t.nodeId, t.iteration));
@@ -79,6 +83,7 @@ function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
       w.failure ??= { kind: "task", task };
       return "failed";
     case "running":
+      w.running++;
       return "busy";
   }
   if (task.dependsOn.some((id) => !dependencyMet(id, w))) return "busy";
@@ -92,7 +97,7 @@ function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
   }
   if (caps.every((c) => c.used < c.max)) {
     for (const c of caps) c.used++;
-    w.actions.push({ type: "start", task });
+    w.actions.push({ type: status?.retryAtMs === undefined ? "start" : "retry", task });
   }
   return "busy";
 }
@@ -160,16 +165,13 @@ function visit(node: PlanNode, caps: Cap[], w: Walk): Visit {
  * Decides what to do next. `maxConcurrency` caps running tasks across the whole run.
  * Once a failure is found no new work starts, so in-flight tasks can settle.
  */
-export function decide(
-  plan: Plan,
-  states: ReadonlyMap<string, NodeStatus>,
-  nowMs: number,
-  maxConcurrency = Infinity,
-): Decision {
-  const w: Walk = { states, tasks: new Map(plan.tasks.map((t) => [t.nodeId, t])), nowMs, actions: [] };
+export function decide(plan: Plan, states: ReadonlyMap<string, NodeStatus>, nowMs: number, maxConcurrency = Infinity): Action[] {
+  const w: Walk = { states, tasks: new Map(plan.tasks.map((t) => [t.nodeId, t])), nowMs, actions: [], running: 0 };
   const global: Cap = { max: maxConcurrency, used: countRunning(plan.root, w) };
   const r = visit(plan.root, [global], w);
-  if (r === "failed") return { actions: [], outcome: "failed", failure: w.failure };
-  if (r === "done") return { actions: [], outcome: "finished" };
-  return { actions: w.actions, outcome: "running", wakeAtMs: w.wakeAtMs };
+  if (r === "failed") return [{ type: "fail-run", failure: w.failure! }];
+  if (r === "done") return [{ type: "finish-run" }];
+  if (w.actions.length > 0) return w.actions;
+  if (w.running === 0 && w.wakeAtMs === undefined) return [{ type: "fail-run", failure: { kind: "stuck" } }];
+  return [w.wakeAtMs === undefined ? { type: "wait" } : { type: "wait", untilMs: w.wakeAtMs }];
 }
