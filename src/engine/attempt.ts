@@ -11,6 +11,7 @@ import { upsertNode } from "../db/adapters/nodes.ts";
 import { writeOutputRow, type OutputTableInfo } from "../db/output-tables.ts";
 import { errorToJson, FatalError, RetryableError, SmithersError } from "../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
+import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 
 export type AttemptOutcome =
   | { kind: "finished"; durationMs: number }
@@ -31,6 +32,8 @@ export type AttemptInput = {
   canRetry: boolean;
   /** Called once the attempt row is committed, just before the work starts. */
   onStarted?: () => void;
+  /** Told about side-effect calls the task records. */
+  onToolCall?: SideEffectScope["onRecorded"];
 };
 
 const ANY_OBJECT = z.record(z.string(), z.unknown());
@@ -54,14 +57,14 @@ async function produce(a: AttemptInput, signal: AbortSignal): Promise<{ raw: unk
   const { task } = a;
   if (task.mode === "static") return { raw: task.staticValue };
   if (task.mode === "compute") {
+    const idempotencyKey = `${a.runId}:${task.nodeId}:${task.iteration}`;
+    const ids = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
     const ctx: TaskRunContext = {
-      runId: a.runId,
-      nodeId: task.nodeId,
-      iteration: task.iteration,
-      attempt: a.attempt,
-      idempotencyKey: `${a.runId}:${task.nodeId}:${task.iteration}`,
+      ...ids,
+      idempotencyKey,
       signal,
       input: a.input,
+      sideEffect: createSideEffect({ db: a.db, ...ids, idempotencyKey, now: a.now, onRecorded: a.onToolCall }),
     };
     return { raw: await task.compute!(ctx) };
   }

@@ -15,6 +15,9 @@ export const SmithersEventTypeSchema = z.enum([
   "NodeCancelled",
   "LoopAdvanced",
   "LoopFinished",
+  "FrameCommitted",
+  "ToolCallStarted",
+  "ToolCallFinished",
 ]);
 export type SmithersEventType = z.infer<typeof SmithersEventTypeSchema>;
 
@@ -29,4 +32,7 @@ export type SmithersEvent = {
   loopId?: string;
   status?: string;
   error?: Record<string, unknown>;
+  frameNo?: number;
+  encoding?: string;
+  toolName?: string;
 };

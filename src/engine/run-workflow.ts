@@ -189,6 +189,7 @@ class Run {
       now: this.now,
       canRetry: t.failures < task.retries,
       onStarted: () => this.emit({ type: "NodeStarted", ...ids }),
+      onToolCall: (e) => this.emit({ ...e, ...ids }),
     })
       .then(async (outcome) => {
         // Memory changes only after the journal caught up, so the scheduler never sees a

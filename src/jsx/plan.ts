@@ -15,6 +15,15 @@ export type TaskRunContext = {
   idempotencyKey: string;
   signal: AbortSignal;
   input: unknown;
+  /**
+   * Runs an irreversible call at most once per task across retries and resumes: the intent and
+   * the result are recorded in `_smithers_tool_calls`; a recorded result is returned without
+   * calling again. `call.key` is the idempotency key to hand to the external system;
+   * `call.uncertain` says an earlier attempt died between intent and result.
+   * @example
+   * await ctx.sideEffect("charge", ({ key }) => payments.charge({ amount, idempotencyKey: key }));
+   */
+  sideEffect: <T>(name: string, fn: (call: { key: string; uncertain: boolean }) => T | Promise<T>, options?: { input?: unknown }) => Promise<T>;
 };
 
 export type RetryPolicy = { initialDelayMs?: number; maxDelayMs?: number; factor?: number };
