@@ -4,22 +4,30 @@
  * 130 cancelled by Ctrl-C.
  */
 import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { isSmithersWorkflow, runWorkflow, type RunResult, type SmithersEvent } from "../engine/index.ts";
+import { loadWorkflowFile, runWorkflow, type RunResult, type SmithersEvent } from "../engine/index.ts";
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
 import { formatEvent } from "./progress.ts";
+import { EXIT, type Io, usageError, positiveInt } from "./shared.ts";
+import { superviseCommand } from "./supervise.ts";
+import { framesCommand } from "./frames.ts";
 
-export const EXIT = { ok: 0, failed: 1, usage: 2, cancelled: 130 } as const;
+export { EXIT };
 
 const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--max-concurrency N]
+       smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N]
+       smithers frames <run-id> [--frame N] [--db PATH]
 
-Runs a workflow to completion, printing a line as each task starts and finishes.
+up          runs a workflow to completion, printing a line as each task starts and finishes.
   --input JSON          run input (validated against the workflow's input schema)
   --run-id ID           id for a new run, or the run to continue with --resume
   --resume              continue run --run-id: finished tasks are kept, failed ones run again
   --db PATH             SQLite file (default: the workflow's dbPath, else ./smithers.db)
-  --max-concurrency N   cap on tasks running at once`;
+  --max-concurrency N   cap on tasks running at once
+supervise   resumes runs whose owner stopped heartbeating (one pass, or --watch to keep looking)
+  --stale-after-ms N    heartbeat age that makes a running run stale (default 30000)
+  --interval-ms N       pause between passes with --watch (default 5000)
+frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML`;
 
 /** Codes that mean the caller asked for something invalid (exit 2), not that a run failed. */
 const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
@@ -29,14 +37,12 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "RUN_NOT_FOUND",
   "RUN_EXISTS",
   "RUN_OWNED",
+  "RUN_STILL_RUNNING",
   "WORKFLOW_LOAD_FAILED",
   "UNSUPPORTED_SCHEMA",
   "CUSTOM_TABLE_INVALID",
 ]);
 
-type Io = { out: (line: string) => void; err: (line: string) => void };
-
-const usageError = (message: string) => new SmithersError("USAGE", message);
 
 function parseInput(text: string | undefined): unknown {
   if (text === undefined) return undefined;
@@ -45,21 +51,6 @@ function parseInput(text: string | undefined): unknown {
   } catch (cause) {
     throw new SmithersError("INVALID_INPUT", `--input is not valid JSON: ${(cause as Error).message}`, { cause });
   }
-}
-
-async function loadWorkflow(file: string) {
-  let mod: Record<string, unknown>;
-  try {
-    mod = await import(pathToFileURL(resolve(file)).href);
-  } catch (cause) {
-    if (cause instanceof SmithersError) throw cause;
-    throw new SmithersError("WORKFLOW_LOAD_FAILED", `Could not load ${file}: ${(cause as Error)?.message ?? String(cause)}`, { cause });
-  }
-  const workflow = mod.default;
-  if (!isSmithersWorkflow(workflow)) {
-    throw new SmithersError("WORKFLOW_LOAD_FAILED", `${file} must export default smithers((ctx) => <Workflow …>)`);
-  }
-  return workflow;
 }
 
 async function up(args: string[], io: Io, signal: AbortSignal): Promise<RunResult> {
@@ -77,13 +68,10 @@ async function up(args: string[], io: Io, signal: AbortSignal): Promise<RunResul
   const file = positionals[0];
   if (!file || positionals.length > 1) throw usageError("up takes exactly one workflow file");
   if (values.resume && !values["run-id"]) throw usageError("--resume needs --run-id");
-  const maxConcurrency = values["max-concurrency"] === undefined ? undefined : Number(values["max-concurrency"]);
-  if (maxConcurrency !== undefined && !(Number.isInteger(maxConcurrency) && maxConcurrency > 0)) {
-    throw usageError("--max-concurrency must be a positive integer");
-  }
+  const maxConcurrency = positiveInt(values["max-concurrency"], "--max-concurrency");
   const input = parseInput(values.input);
   if (values.db) process.env.SMITHERS_DB_PATH = values.db;
-  const workflow = await loadWorkflow(file);
+  const workflow = await loadWorkflowFile(file);
   return runWorkflow(workflow, {
     input,
     runId: values["run-id"],
@@ -98,6 +86,24 @@ async function up(args: string[], io: Io, signal: AbortSignal): Promise<RunResul
   });
 }
 
+async function upCommand(args: string[], io: Io, signal: AbortSignal): Promise<number> {
+  const result = await up(args, io, signal);
+  io.out(`run ${result.runId} ${result.status}`);
+  if (result.status === "finished") {
+    io.out(JSON.stringify(result.output ?? null, null, 2));
+    return EXIT.ok;
+  }
+  if (result.status === "cancelled") return EXIT.cancelled;
+  if (result.error) io.err(`smithers: ${result.error.code}: ${result.error.message}`);
+  return EXIT.failed;
+}
+
+const COMMANDS: Record<string, (args: string[], io: Io, signal: AbortSignal) => Promise<number>> = {
+  up: upCommand,
+  supervise: superviseCommand,
+  frames: framesCommand,
+};
+
 /** Runs the CLI with `argv` (without the runtime and script) and returns the exit code. */
 export async function main(argv: string[], io: Io = { out: console.log, err: console.error }, signal = new AbortController().signal): Promise<number> {
   const [command, ...rest] = argv;
@@ -106,16 +112,9 @@ export async function main(argv: string[], io: Io = { out: console.log, err: con
       io.out(USAGE);
       return command === undefined ? EXIT.usage : EXIT.ok;
     }
-    if (command !== "up") throw usageError(`unknown command "${command}"`);
-    const result = await up(rest, io, signal);
-    io.out(`run ${result.runId} ${result.status}`);
-    if (result.status === "finished") {
-      io.out(JSON.stringify(result.output ?? null, null, 2));
-      return EXIT.ok;
-    }
-    if (result.status === "cancelled") return EXIT.cancelled;
-    if (result.error) io.err(`smithers: ${result.error.code}: ${result.error.message}`);
-    return EXIT.failed;
+    const run = COMMANDS[command];
+    if (!run) throw usageError(`unknown command "${command}"`);
+    return await run(rest, io, signal);
   } catch (error) {
     if (error instanceof SmithersError) {
       io.err(`smithers: ${error.code}: ${error.message}`);

@@ -5,3 +5,6 @@ export { buildCtx, type SmithersCtx, type OutputLookup } from "./ctx.ts";
 export { SmithersEventTypeSchema, type SmithersEvent, type SmithersEventType } from "./events.ts";
 export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, type AttemptState, type RunStatus } from "./states.ts";
 export { EventBus } from "./event-bus.ts";
+export { supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
+export { loadWorkflowFile } from "./workflow-file.ts";
+export type { SideEffectCall } from "./side-effect.ts";

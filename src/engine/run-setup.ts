@@ -117,18 +117,23 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unkno
   if (o.input !== undefined && hashInput(validateInput(o.registry, o.input)) !== run.inputHash) {
     throw new SmithersError("INPUT_MISMATCH", `Run "${runId}" was started with a different input; resume it without --input or with the same input`, { runId });
   }
-  if (run.status === "running" && ownerAlive(run.runtimeOwnerId, run.heartbeatAtMs, o.nowMs)) {
-    throw new SmithersError("RUN_OWNED", `Run "${runId}" is still running in process ${run.runtimeOwnerId}`, { runId, owner: run.runtimeOwnerId });
-  }
   const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
-  const retryFailed = run.status === "failed" || run.status === "cancelled";
-  await o.db.withTransaction("resumeRun", (d) => {
+  const retryFailed = await o.db.withTransaction("resumeRun", (d) => {
+    // Ownership is judged under the write lock, so two processes resuming at once cannot both win.
+    const current = d.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get() ?? run;
+    // A supervisor that won the claim already wrote its own owner id: that is this caller.
+    const claimedByCaller = current.runtimeOwnerId === o.ownerId;
+    if (current.status === "running" && !claimedByCaller && ownerAlive(current.runtimeOwnerId, current.heartbeatAtMs, o.nowMs)) {
+      throw new SmithersError("RUN_STILL_RUNNING", `Run "${runId}" is still running in process ${current.runtimeOwnerId}`, { runId, owner: current.runtimeOwnerId });
+    }
+    const retry = current.status === "failed" || current.status === "cancelled";
     abandonRunningAttempts(d, runId, o.nowMs, abandoned);
-    resetNodes(d, runId, retryFailed ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
+    resetNodes(d, runId, retry ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
     d.update(smithersRuns)
       .set({ status: "running", runtimeOwnerId: o.ownerId, heartbeatAtMs: o.nowMs, finishedAtMs: null, errorJson: null })
       .where(eq(smithersRuns.runId, runId))
       .run();
+    return retry;
   });
   return { input: stored, freshBudget: retryFailed };
 }

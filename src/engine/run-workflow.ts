@@ -30,6 +30,8 @@ export type RunOptions = {
   signal?: AbortSignal;
   onEvent?: (event: SmithersEvent) => void;
   workflowPath?: string;
+  /** The owner id to run under; a supervisor passes the id it claimed the run with. */
+  ownerId?: string;
 };
 
 export type RunResult = {
@@ -369,7 +371,7 @@ class Run {
 export async function runWorkflow(workflow: SmithersWorkflow, options: RunOptions = {}): Promise<RunResult> {
   const now = () => Date.now();
   const db = workflow.dbFor(options.dbPath);
-  const ownerId = newOwnerId();
+  const ownerId = options.ownerId ?? newOwnerId();
   ACTIVE_OWNERS.add(ownerId); // before the owner id is written, so a same-process resume sees it alive
   try {
     const setup = await setupRun({

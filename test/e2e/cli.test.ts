@@ -1,27 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { sql, tempDbPath } from "../helpers.ts";
-
-const root = resolve(import.meta.dir, "../..");
-const cli = join(root, "src/cli/index.ts");
-
-function smithers(args: string[], env: Record<string, string> = {}) {
-  const proc = Bun.spawnSync([process.execPath, cli, ...args], { cwd: root, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
-  return { code: proc.exitCode, stdout: proc.stdout.toString(), stderr: proc.stderr.toString() };
-}
-
-/** Starts `smithers up` in the background and returns once stdout has shown `marker`. */
-async function startUntil(args: string[], env: Record<string, string>, marker: string) {
-  const proc = Bun.spawn([process.execPath, cli, ...args], { cwd: root, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
-  const decoder = new TextDecoder();
-  let seen = "";
-  for await (const chunk of proc.stdout) {
-    seen += decoder.decode(chunk);
-    if (seen.includes(marker)) break;
-  }
-  return proc;
-}
+import { smithers, startUntil } from "./cli-helpers.ts";
 
 describe("smithers up", () => {
   test("runs examples/bugfix.tsx end to end: progress lines, exit 0, rows queryable with SQL", () => {
@@ -123,6 +104,36 @@ describe("Ctrl-C", () => {
       { node_id: "b", state: "cancelled" },
     ]);
     expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "cancelled" }]);
+  });
+});
+
+describe("resume after a fix", () => {
+  test("a run that fails at its third task, resumed after the cause is fixed, finishes without re-running tasks one and two", () => {
+    const dbPath = tempDbPath();
+    const callsFile = join(dirname(dbPath), "calls.txt");
+    const args = ["up", "test/fixtures/steps.tsx", "--input", '{"label":"f"}', "--db", dbPath, "--run-id", "run-f"];
+    const failed = smithers(args, { STEP_C: "fail", CALLS_FILE: callsFile });
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain("c failed on purpose");
+    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
+    const fixed = smithers([...args, "--resume"], { CALLS_FILE: callsFile });
+    expect(fixed.code).toBe(0);
+    expect(readFileSync(callsFile, "utf8").trim().split("\n")).toEqual(["a", "b", "c", "c"]);
+    expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
+      { node_id: "a", attempt: 1, state: "finished" },
+      { node_id: "b", attempt: 1, state: "finished" },
+      { node_id: "c", attempt: 1, state: "failed" },
+      { node_id: "c", attempt: 2, state: "finished" },
+    ]);
+    expect(sql(dbPath, "SELECT node_id, COUNT(*) AS n FROM step GROUP BY node_id ORDER BY node_id")).toEqual([
+      { node_id: "a", n: 1 },
+      { node_id: "b", n: 1 },
+      { node_id: "c", n: 1 },
+    ]);
+    const seqs = sql<{ seq: number }>(dbPath, "SELECT seq FROM _smithers_events WHERE run_id = 'run-f' ORDER BY seq").map((r) => r.seq);
+    expect(seqs).toEqual(seqs.map((_, i) => i));
+    const types = sql<{ type: string }>(dbPath, "SELECT type FROM _smithers_events WHERE type LIKE 'Run%' ORDER BY seq").map((r) => r.type);
+    expect(types).toEqual(["RunStarted", "RunFailed", "RunResumed", "RunFinished"]);
   });
 });
 

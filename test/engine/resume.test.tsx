@@ -133,7 +133,7 @@ describe("runWorkflow resume", () => {
     expect(JSON.parse(attempts[0]!.error_json!).code).toBe("TASK_ABANDONED");
   });
 
-  test("a run whose owner is alive and heartbeating cannot be resumed (RUN_OWNED)", async () => {
+  test("a run whose owner is alive and heartbeating cannot be resumed (RUN_STILL_RUNNING)", async () => {
     const dbPath = tempDbPath();
     const wf = twoStep(dbPath, { failB: false, calls: {} });
     const first = await runWorkflow(wf, { input: { topic: "x" } });
@@ -141,10 +141,10 @@ describe("runWorkflow resume", () => {
     raw.query(`UPDATE _smithers_runs SET status = 'running', runtime_owner_id = ?, heartbeat_at_ms = ?`).run(`other-host:1:x`, Date.now());
     raw.close();
     const error = await runWorkflow(wf, { runId: first.runId, resume: true }).catch((e) => e);
-    expect(SmithersError.is(error, "RUN_OWNED")).toBe(true);
+    expect(SmithersError.is(error, "RUN_STILL_RUNNING")).toBe(true);
   });
 
-  test("resuming a run that is executing in this same process is refused with RUN_OWNED", async () => {
+  test("resuming a run that is executing in this same process is refused with RUN_STILL_RUNNING", async () => {
     const dbPath = tempDbPath();
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
     let calls = 0;
@@ -162,7 +162,7 @@ describe("runWorkflow resume", () => {
     const live = runWorkflow(wf, { input: {}, runId: "live" });
     await Bun.sleep(40);
     const error = await runWorkflow(wf, { runId: "live", resume: true }).catch((e) => e);
-    expect(SmithersError.is(error, "RUN_OWNED")).toBe(true);
+    expect(SmithersError.is(error, "RUN_STILL_RUNNING")).toBe(true);
     expect((await live).status).toBe("finished");
     expect(calls).toBe(1);
   });

@@ -1,0 +1,28 @@
+/** What every `smithers` command shares: exit codes, output sinks, argument checks. */
+import { existsSync } from "node:fs";
+import { SmithersError } from "../errors/index.ts";
+import { openSmithersDb, type SmithersDb } from "../db/index.ts";
+import { DEFAULT_DB_PATH } from "../engine/index.ts";
+
+export const EXIT = { ok: 0, failed: 1, usage: 2, cancelled: 130 } as const;
+
+export type Io = { out: (line: string) => void; err: (line: string) => void };
+
+export const usageError = (message: string) => new SmithersError("USAGE", message);
+
+/** A flag that must be a positive integer when given. */
+export function positiveInt(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!(Number.isInteger(n) && n > 0)) throw usageError(`${flag} must be a positive integer`);
+  return n;
+}
+
+/** Opens an existing database for an operator command; a missing file is an error, not a new database. */
+export function openExistingDb(path: string | undefined): SmithersDb {
+  const file = path ?? (process.env.SMITHERS_DB_PATH || DEFAULT_DB_PATH);
+  if (file !== ":memory:" && !existsSync(file)) {
+    throw new SmithersError("RUN_NOT_FOUND", `No database at ${file} (pass --db PATH)`, { path: file });
+  }
+  return openSmithersDb(file);
+}

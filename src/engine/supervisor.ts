@@ -1,0 +1,95 @@
+/**
+ * The supervisor: finds runs whose owner stopped heartbeating, claims each by compare-and-swap
+ * (so of several supervisors exactly one wins a run), and resumes it under the claimed owner id.
+ * A run it cannot resume (no workflow file, a file that no longer loads) has its claim released,
+ * so another supervisor, or a person, can take it.
+ */
+import { runs, type SmithersDb } from "../db/index.ts";
+import { STALE_RUN_THRESHOLD_MS } from "../db/constants.ts";
+import { SmithersError } from "../errors/index.ts";
+import type { SmithersEvent } from "./events.ts";
+import { newOwnerId } from "./run-setup.ts";
+import { runWorkflow, type RunResult } from "./run-workflow.ts";
+import { loadWorkflowFile } from "./workflow-file.ts";
+import type { SmithersWorkflow } from "./workflow.ts";
+
+export type SuperviseOptions = {
+  db: SmithersDb;
+  /** A `running` run whose heartbeat is older than this is stale (default 30 s). */
+  staleAfterMs?: number;
+  /** The workflow of a stale run; default: import the file the run was started from. */
+  resolveWorkflow?: (run: runs.RunRow) => SmithersWorkflow | undefined | Promise<SmithersWorkflow | undefined>;
+  now?: () => number;
+  onEvent?: (event: SmithersEvent) => void;
+};
+
+export type SuperviseOutcome =
+  | { runId: string; action: "resumed"; result: RunResult }
+  | { runId: string; action: "released"; reason: string }
+  | { runId: string; action: "lost"; reason: string };
+
+function defaultResolver(run: runs.RunRow): Promise<SmithersWorkflow | undefined> | undefined {
+  return run.workflowPath ? loadWorkflowFile(run.workflowPath) : undefined;
+}
+
+async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): Promise<SuperviseOutcome> {
+  const claimOwnerId = newOwnerId();
+  const staleAfterMs = o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS;
+  const won = await runs.claimRunForResume(o.db, {
+    runId: run.runId,
+    expectedOwnerId: run.runtimeOwnerId,
+    expectedHeartbeatAtMs: run.heartbeatAtMs,
+    claimOwnerId,
+    nowMs,
+    staleAfterMs,
+  });
+  if (!won) return { runId: run.runId, action: "lost", reason: "another process claimed or heartbeated the run first" };
+  let workflow: SmithersWorkflow | undefined;
+  let reason = "no workflow file is recorded for this run";
+  try {
+    workflow = await (o.resolveWorkflow ?? defaultResolver)(run);
+  } catch (error) {
+    reason = error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error);
+  }
+  if (!workflow) {
+    await runs.releaseRunResumeClaim(o.db, { runId: run.runId, claimOwnerId, restoreOwnerId: run.runtimeOwnerId, restoreHeartbeatAtMs: run.heartbeatAtMs });
+    return { runId: run.runId, action: "released", reason };
+  }
+  return runWorkflow(workflow, { runId: run.runId, resume: true, dbPath: o.db.path, ownerId: claimOwnerId, onEvent: o.onEvent }).then(
+    (result): SuperviseOutcome => ({ runId: run.runId, action: "resumed", result }),
+    (error: unknown): SuperviseOutcome => ({ runId: run.runId, action: "released", reason: error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error) }),
+  );
+}
+
+/**
+ * One pass: claims every stale run it can and resumes each; resolves once those runs settled.
+ * @example
+ * const outcomes = await supervise({ db: openSmithersDb("smithers.db") });
+ */
+export async function supervise(o: SuperviseOptions): Promise<SuperviseOutcome[]> {
+  const now = o.now ?? Date.now;
+  const nowMs = now();
+  const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
+  const started: Promise<SuperviseOutcome>[] = [];
+  for (const run of stale) started.push(takeOver(o, run, nowMs));
+  return Promise.all(started);
+}
+
+/**
+ * Passes every `intervalMs` until `signal` aborts; runs resumed by one pass keep going while
+ * later passes look for more. On abort it stops looking and resolves at once: runs it resumed
+ * keep running in this process, and if the process exits they go stale and are found again.
+ */
+export async function superviseForever(o: SuperviseOptions & { intervalMs: number; signal: AbortSignal; onOutcome?: (o: SuperviseOutcome) => void }): Promise<void> {
+  while (!o.signal.aborted) {
+    const nowMs = (o.now ?? Date.now)();
+    const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
+    for (const run of stale) {
+      void takeOver(o, run, nowMs).then((outcome) => o.onOutcome?.(outcome));
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, o.intervalMs);
+      o.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+    });
+  }
+}

@@ -1,0 +1,20 @@
+/** Loading a workflow from a `.tsx`/`.ts` file whose default export is `smithers(...)`. */
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { SmithersError } from "../errors/index.ts";
+import { isSmithersWorkflow, type SmithersWorkflow } from "./workflow.ts";
+
+export async function loadWorkflowFile(file: string): Promise<SmithersWorkflow> {
+  let mod: Record<string, unknown>;
+  try {
+    mod = await import(pathToFileURL(resolve(file)).href);
+  } catch (cause) {
+    if (cause instanceof SmithersError) throw cause;
+    throw new SmithersError("WORKFLOW_LOAD_FAILED", `Could not load ${file}: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+  }
+  const workflow = mod.default;
+  if (!isSmithersWorkflow(workflow)) {
+    throw new SmithersError("WORKFLOW_LOAD_FAILED", `${file} must export default smithers((ctx) => <Workflow …>)`);
+  }
+  return workflow;
+}
