@@ -17,3 +17,4 @@ export * as vectors from "./adapters/vectors.ts";
 export { computeSchemaSignature, hashSchemaSignature, schemaSignatureText } from "./schema-signature.ts";
 export { camelToSnake } from "./output-schema.ts";
 export { loadInput, loadOutputs, type OutputSnapshot } from "./snapshot.ts";
+export * as frames from "./adapters/frames.ts";

@@ -3,3 +3,9 @@ export const HEARTBEAT_INTERVAL_MS = 5_000;
 
 /** Task retry backoff when a Task gives no `retryPolicy`: 250 ms doubling, capped at 10 s. */
 export const DEFAULT_TASK_RETRY = { initialDelayMs: 250, maxDelayMs: 10_000, factor: 2 } as const;
+
+/** Keyframes fall on multiples of this frame number (the data-model spec's FRAME_KEYFRAME_INTERVAL). */
+export const FRAME_KEYFRAME_INTERVAL = 50;
+
+/** Reconstructed frames kept in memory by readFrame. */
+export const FRAME_LRU_SIZE = 512;

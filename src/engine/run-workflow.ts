@@ -16,6 +16,8 @@ import { openEventBus, type EventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
 import { ACTIVE_OWNERS, newOwnerId, setupRun, type RunSetup, type TrackedNode } from "./run-setup.ts";
 import { decide, type Failure } from "./scheduler.ts";
+import { DEFAULT_KEYFRAME_POLICY, FrameChain, FrameRecorder, type KeyframePolicy } from "./frames.ts";
+import { frames as frameRows } from "../db/index.ts";
 import type { RunStatus } from "./states.ts";
 import { DEFAULT_TASK_RETRY, HEARTBEAT_INTERVAL_MS } from "./constants.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
@@ -32,6 +34,8 @@ export type RunOptions = {
   workflowPath?: string;
   /** The owner id to run under; a supervisor passes the id it claimed the run with. */
   ownerId?: string;
+  /** When frames are stored whole instead of as deltas (default: adaptive, on multiples of 50). */
+  keyframes?: Partial<KeyframePolicy>;
 };
 
 export type RunResult = {
@@ -85,9 +89,18 @@ class Run {
     private readonly s: RunSetup,
     private readonly db: ReturnType<SmithersWorkflow["dbFor"]>,
     private readonly bus: EventBus,
+    private readonly frames: FrameRecorder,
     private readonly options: RunOptions,
     private readonly now: () => number,
   ) {}
+
+  /** Commits a frame when the plan or a task state changed since the last one. */
+  private async commitFrame(plan: Plan): Promise<void> {
+    const frame = this.frames.next(plan, (key) => this.s.states.get(key)?.state, this.now());
+    if (!frame) return;
+    await this.db.write("commitFrame", (d) => frameRows.insertFrame(d, frame));
+    this.emit({ type: "FrameCommitted", frameNo: frame.frameNo, encoding: frame.encoding });
+  }
 
   emit(event: Omit<SmithersEvent, "runId" | "timestampMs">): void {
     this.bus.emitEventQueued({ ...event, runId: this.s.runId, timestampMs: this.now() });
@@ -172,12 +185,14 @@ class Run {
     const attempt = t.lastAttempt + 1;
     t.lastAttempt = attempt;
     t.state = "running";
+    this.frames.markDirty(key);
     t.retryAtMs = undefined;
     const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt };
     // The node's new state and its leaving `running` happen in one synchronous step, so the
     // scheduler never sees it ready again while this attempt is still registered.
     const settle = (apply: () => void) => {
       apply();
+      this.frames.markDirty(key);
       this.running.delete(key);
     };
     const settled = runAttempt({
@@ -237,7 +252,8 @@ class Run {
     this.stop.abort();
   }
 
-  private async act(plan: Plan): Promise<"progressed" | "waiting" | "done"> {
+  /** Performs the scheduler's actions; a `wait` is returned for the caller to sleep on after the frame commit. */
+  private async act(plan: Plan): Promise<"progressed" | "done" | { untilMs: number | undefined }> {
     const actions = decide(plan, this.s.states, this.now(), this.options.maxConcurrency ?? Infinity);
     const nowMs = this.now();
     for (const action of actions) {
@@ -248,8 +264,7 @@ class Run {
           this.fail(failureError(action.failure, this.lastErrors));
           return "done";
         case "wait":
-          await this.sleep(action.untilMs);
-          return "waiting";
+          return { untilMs: action.untilMs };
         case "start":
         case "retry":
           this.launch(action.task, this.resolve(action.task));
@@ -261,6 +276,7 @@ class Run {
             upsertNode(d, { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration, state: "skipped", updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null }),
           );
           this.tracked(task).state = "skipped";
+          this.frames.markDirty(nodeKey(task.nodeId, task.iteration));
           this.emit({ type: "NodeSkipped", nodeId: task.nodeId, iteration: task.iteration });
           break;
         }
@@ -316,12 +332,17 @@ class Run {
           named = true;
           await updateRun(this.db, runId, { workflowName: plan.workflowName });
         }
-        if ((await this.act(plan)) === "done") break;
+        const step = await this.act(plan);
+        await this.commitFrame(plan);
+        if (step === "done") break;
+        if (step !== "progressed") await this.sleep(step.untilMs);
       }
     } catch (error) {
       this.fail(error instanceof SmithersError ? error : new SmithersError("DB_WRITE_FAILED", `The run could not record its progress: ${(error as Error)?.message ?? String(error)}`, { cause: error }));
     }
     await Promise.all(this.running.values());
+    // The states in-flight attempts settled into after a failure or cancel belong in the last frame.
+    if (this.plan && !this.lost) await this.commitFrame(this.plan).catch(() => undefined);
     const finishedAtMs = this.now();
     if (this.lost) {
       await this.bus.flush().catch(() => undefined);
@@ -388,7 +409,9 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
     const bus = await openEventBus({ db, runId: setup.runId });
     const onEvent = options.onEvent;
     if (onEvent) bus.on((event) => onEvent(event as unknown as SmithersEvent));
-    const run = new Run(workflow, setup, db, bus, options, now);
+    const policy = { interval: options.keyframes?.interval ?? DEFAULT_KEYFRAME_POLICY.interval, mode: options.keyframes?.mode ?? DEFAULT_KEYFRAME_POLICY.mode };
+    const recorder = new FrameRecorder(await FrameChain.open(db, setup.runId, policy), (task) => workflow.registry.resolve(task.output, task.outputSchema).tableName);
+    const run = new Run(workflow, setup, db, bus, recorder, options, now);
     run.emit({ type: setup.resumed ? "RunResumed" : "RunStarted", status: "running" });
     const heartbeat = setInterval(() => {
       heartbeatRun(db, setup.runId, ownerId, now()).then(

@@ -1,0 +1,30 @@
+/** `smithers frames <run> [--frame N]`: the run's frames, or one frame's XML. */
+import { parseArgs } from "node:util";
+import { frames, runs } from "../db/index.ts";
+import { readFrameXml } from "../engine/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
+
+export async function framesCommand(args: string[], io: Io): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { frame: { type: "string" }, db: { type: "string" } } });
+  const runId = positionals[0];
+  if (!runId || positionals.length > 1) throw usageError("frames takes exactly one run id");
+  const frameNo = values.frame === undefined ? undefined : Number(values.frame);
+  if (frameNo !== undefined && !(Number.isInteger(frameNo) && frameNo >= 0)) throw usageError("--frame must be a frame number (0, 1, 2 …)");
+  const db = openExistingDb(values.db);
+  try {
+    if (!(await runs.getRun(db, runId))) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
+    if (frameNo !== undefined) {
+      io.out(await readFrameXml(db, runId, frameNo));
+      return EXIT.ok;
+    }
+    const list = await frames.listFrames(db, runId);
+    io.out("frame  encoding  bytes");
+    for (const f of list) io.out(`${String(f.frameNo).padStart(5)}  ${f.encoding.padEnd(8)}  ${f.bytes}`);
+    const total = list.reduce((n, f) => n + f.bytes, 0);
+    io.out(`${list.length} frames, ${total} bytes`);
+    return EXIT.ok;
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * `_smithers_frames`: the run's plan at each step. A row holds either the whole tree as XML
+ * (`full` for frame 0, `keyframe` later) or a JSON delta against the frame before it, in
+ * `xml_json`; `xml_hash` is the hash of the frame's XML either way.
+ */
+import { and, asc, desc, eq, gte, inArray, lte, sql, type InferSelectModel } from "drizzle-orm";
+import { smithersFrames } from "../internal-schema.ts";
+import type { Drizzle, SmithersDb } from "../smithers-db.ts";
+
+export type FrameRow = InferSelectModel<typeof smithersFrames>;
+export type FrameEncoding = "full" | "keyframe" | "delta";
+export type NewFrame = { runId: string; frameNo: number; createdAtMs: number; encoding: FrameEncoding; body: string; hash: string };
+export type FrameSummary = { frameNo: number; encoding: string; bytes: number; createdAtMs: number; hash: string };
+
+const STARTS_CHAIN: FrameEncoding[] = ["full", "keyframe"];
+
+/** Drizzle-level so it joins the caller's transaction. */
+export function insertFrame(d: Drizzle, f: NewFrame): void {
+  d.insert(smithersFrames)
+    .values({ runId: f.runId, frameNo: f.frameNo, createdAtMs: f.createdAtMs, xmlJson: f.body, xmlHash: f.hash, encoding: f.encoding })
+    .run();
+}
+
+/** Number, encoding and stored size of every frame of the run, in order. */
+export function listFrames(db: SmithersDb, runId: string): Promise<FrameSummary[]> {
+  return db.read("listFrames", (d) =>
+    d
+      .select({
+        frameNo: smithersFrames.frameNo,
+        encoding: smithersFrames.encoding,
+        bytes: sql<number>`length(CAST(${smithersFrames.xmlJson} AS BLOB))`,
+        createdAtMs: smithersFrames.createdAtMs,
+        hash: smithersFrames.xmlHash,
+      })
+      .from(smithersFrames)
+      .where(eq(smithersFrames.runId, runId))
+      .orderBy(asc(smithersFrames.frameNo))
+      .all(),
+  );
+}
+
+/** The highest frame number of the run, or -1 when it has none. */
+export function lastFrameNo(db: SmithersDb, runId: string): Promise<number> {
+  return db.read(
+    "lastFrameNo",
+    (d) =>
+      d
+        .select({ frameNo: smithersFrames.frameNo })
+        .from(smithersFrames)
+        .where(eq(smithersFrames.runId, runId))
+        .orderBy(desc(smithersFrames.frameNo))
+        .limit(1)
+        .get()?.frameNo ?? -1,
+  );
+}
+
+/**
+ * The rows needed to rebuild frame `frameNo`: the nearest full/keyframe at or before it, then
+ * every frame after that up to `frameNo`, in order. Empty when no chain start exists.
+ */
+export function frameChain(db: SmithersDb, runId: string, frameNo: number): Promise<FrameRow[]> {
+  return db.read("frameChain", (d) => {
+    const start = d
+      .select({ frameNo: smithersFrames.frameNo })
+      .from(smithersFrames)
+      .where(and(eq(smithersFrames.runId, runId), lte(smithersFrames.frameNo, frameNo), inArray(smithersFrames.encoding, STARTS_CHAIN)))
+      .orderBy(desc(smithersFrames.frameNo))
+      .limit(1)
+      .get();
+    if (!start) return [];
+    return d
+      .select()
+      .from(smithersFrames)
+      .where(and(eq(smithersFrames.runId, runId), gte(smithersFrames.frameNo, start.frameNo), lte(smithersFrames.frameNo, frameNo)))
+      .orderBy(asc(smithersFrames.frameNo))
+      .all();
+  });
+}

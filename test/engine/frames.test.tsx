@@ -1,0 +1,190 @@
+/** @jsxImportSource smithers */
+import { describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { z } from "zod";
+import { decodeFrameXml, frameHash, type XmlElement } from "../../src/codec/index.ts";
+import { openSmithersDb, frames } from "../../src/db/index.ts";
+import { clearFrameCache, createSmithers, isKeyframe, readFrame, readFrameXml, runWorkflow } from "../../src/engine/index.ts";
+import { rejection, sql, tempDbPath } from "../helpers.ts";
+
+const out = { out: z.object({ n: z.number() }) };
+
+/** Task states in document order, e.g. ["a=finished", "b=running"]. */
+function states(tree: XmlElement): string[] {
+  const found: string[] = [];
+  const walk = (el: XmlElement) => {
+    if (el.tag === "task") found.push(`${el.props.id}=${el.props.state}`);
+    el.children.forEach(walk);
+  };
+  walk(tree);
+  return found;
+}
+
+async function sequenceRun(n: number, keyframes?: { interval?: number; mode?: "adaptive" | "fixed" }) {
+  const dbPath = tempDbPath();
+  const { Workflow, Task, smithers, outputs } = createSmithers(out, { dbPath });
+  const ids = Array.from({ length: n }, (_, i) => `t${i}`);
+  const wf = smithers(() => (
+    <Workflow name="seq">
+      {ids.map((id, i) => (
+        <Task key={id} id={id} output={outputs.out}>{{ n: i }}</Task>
+      ))}
+    </Workflow>
+  ));
+  const result = await runWorkflow(wf, { runId: "r", keyframes });
+  expect(result.status).toBe("finished");
+  return dbPath;
+}
+
+describe("frames of a run", () => {
+  test("frame 0 is full XML, later frames are deltas, and every row carries the hash of its frame's XML", async () => {
+    const dbPath = await sequenceRun(3);
+    const rows = sql<{ frame_no: number; encoding: string; xml_json: string; xml_hash: string }>(dbPath, "SELECT frame_no, encoding, xml_json, xml_hash FROM _smithers_frames ORDER BY frame_no");
+    expect(rows.map((r) => r.frame_no)).toEqual(rows.map((_, i) => i));
+    expect(rows.map((r) => r.encoding)).toEqual(["full", ...rows.slice(1).map(() => "delta")]);
+    expect(frameHash(decodeFrameXml(rows[0]!.xml_json))).toBe(rows[0]!.xml_hash);
+    const db = openSmithersDb(dbPath);
+    for (const row of rows) expect(frameHash(await readFrame(db, "r", row.frame_no))).toBe(row.xml_hash);
+    db.close();
+  });
+
+  test("task states move through the frames: each task goes running then finished, in order", async () => {
+    const dbPath = await sequenceRun(3);
+    const db = openSmithersDb(dbPath);
+    const last = (await frames.listFrames(db, "r")).length - 1;
+    const seen: string[][] = [];
+    for (let n = 0; n <= last; n++) seen.push(states(await readFrame(db, "r", n)));
+    expect(seen).toEqual([
+      ["t0=running", "t1=pending", "t2=pending"],
+      ["t0=finished", "t1=running", "t2=pending"],
+      ["t0=finished", "t1=finished", "t2=running"],
+      ["t0=finished", "t1=finished", "t2=finished"],
+    ]);
+    db.close();
+  });
+
+  test("a delta for one task's state change is a single set op, whatever the size of the tree", async () => {
+    const dbPath = await sequenceRun(200);
+    const deltas = sql<{ xml_json: string }>(dbPath, "SELECT xml_json FROM _smithers_frames WHERE encoding = 'delta' ORDER BY frame_no");
+    const ops = JSON.parse(deltas[100]!.xml_json) as { op: string; path: number[] }[];
+    expect(ops.map((o) => [o.op, o.path])).toEqual([
+      ["set", [100]],
+      ["set", [101]],
+    ]); // frame 101: t100 finished, t101 running
+    // Frames 20 and 180 differ only by the digits of the task positions.
+    expect(deltas[180]!.xml_json.length - deltas[20]!.xml_json.length).toBeLessThanOrEqual(2);
+  });
+
+  test("with the fixed policy every 50th frame is a keyframe", async () => {
+    const dbPath = await sequenceRun(120, { mode: "fixed" });
+    const keyframes = sql<{ frame_no: number }>(dbPath, "SELECT frame_no FROM _smithers_frames WHERE encoding = 'keyframe' ORDER BY frame_no");
+    expect(keyframes.map((r) => r.frame_no)).toEqual([50, 100]);
+  });
+
+  test("with the adaptive policy a large tree gets a keyframe only once its deltas outweigh the last one", async () => {
+    const dbPath = await sequenceRun(120);
+    const rows = sql<{ frame_no: number; encoding: string; bytes: number }>(dbPath, "SELECT frame_no, encoding, length(xml_json) AS bytes FROM _smithers_frames ORDER BY frame_no");
+    // At each multiple of 50: a keyframe exactly when the deltas since the last chain start weigh as much as it.
+    let start = rows[0]!;
+    let since = 0;
+    for (const row of rows.slice(1)) {
+      if (row.frame_no % 50 === 0) expect(row.encoding).toBe(since >= start.bytes ? "keyframe" : "delta");
+      else expect(row.encoding).toBe("delta");
+      if (row.encoding === "keyframe") [start, since] = [row, 0];
+      else since += row.bytes;
+    }
+    expect(rows.filter((r) => r.encoding === "keyframe").length).toBeLessThan(2); // the fixed policy would write 2
+    const db = openSmithersDb(dbPath);
+    expect(states(await readFrame(db, "r", rows.length - 1)).every((s) => s.endsWith("=finished"))).toBe(true);
+    db.close();
+  });
+
+  test("readFrame rebuilds every frame across keyframes exactly as the frames were committed", async () => {
+    const dbPath = await sequenceRun(60, { interval: 7, mode: "fixed" });
+    const db = openSmithersDb(dbPath);
+    const list = await frames.listFrames(db, "r");
+    expect(list.filter((f) => f.encoding === "keyframe").map((f) => f.frameNo)).toEqual([7, 14, 21, 28, 35, 42, 49, 56]);
+    for (const f of list) {
+      const tree = await readFrame(db, "r", f.frameNo);
+      expect(frameHash(tree)).toBe(f.hash);
+      expect(states(tree).filter((s) => s.endsWith("=finished")).length).toBe(f.frameNo);
+    }
+    db.close();
+  });
+});
+
+describe("readFrame", () => {
+  test("a frame that does not exist is FRAME_NOT_FOUND", async () => {
+    const dbPath = await sequenceRun(2);
+    const db = openSmithersDb(dbPath);
+    expect((await rejection(readFrame(db, "r", 99))).code).toBe("FRAME_NOT_FOUND");
+    expect((await rejection(readFrame(db, "nope", 0))).code).toBe("FRAME_NOT_FOUND");
+    expect((await rejection(readFrame(db, "r", -1))).code).toBe("FRAME_NOT_FOUND");
+    db.close();
+  });
+
+  test("a missing link in the delta chain is FRAME_CORRUPT, not a wrong tree", async () => {
+    const dbPath = await sequenceRun(4);
+    new Database(dbPath).exec("DELETE FROM _smithers_frames WHERE frame_no = 2");
+    clearFrameCache();
+    const db = openSmithersDb(dbPath);
+    expect((await rejection(readFrame(db, "r", 3))).code).toBe("FRAME_CORRUPT");
+    expect(states(await readFrame(db, "r", 1))).toEqual(["t0=finished", "t1=running", "t2=pending", "t3=pending"]);
+    db.close();
+  });
+
+  test("a delta that was altered is caught by the hash and reported as FRAME_CORRUPT", async () => {
+    const dbPath = await sequenceRun(4);
+    new Database(dbPath).exec(`UPDATE _smithers_frames SET xml_json = replace(xml_json, '"finished"', '"failed"') WHERE frame_no = 2`);
+    clearFrameCache();
+    const db = openSmithersDb(dbPath);
+    expect((await rejection(readFrame(db, "r", 2))).code).toBe("FRAME_CORRUPT");
+    expect((await rejection(readFrame(db, "r", 4))).code).toBe("FRAME_CORRUPT");
+    db.close();
+  });
+
+  test("a delta that is not valid JSON or has a path that does not exist is FRAME_CORRUPT", async () => {
+    const dbPath = await sequenceRun(3);
+    const raw = new Database(dbPath);
+    raw.exec(`UPDATE _smithers_frames SET xml_json = '[{"op":"set","path":[9,9],"name":"state","value":"x"}]' WHERE frame_no = 1`);
+    raw.exec(`UPDATE _smithers_frames SET xml_json = '{not json' WHERE frame_no = 2`);
+    clearFrameCache();
+    const db = openSmithersDb(dbPath);
+    expect((await rejection(readFrame(db, "r", 1))).code).toBe("FRAME_CORRUPT");
+    expect((await rejection(readFrame(db, "r", 2))).code).toBe("FRAME_CORRUPT");
+    db.close();
+  });
+
+  test("a repeated read is served from the cache without touching the database", async () => {
+    const dbPath = await sequenceRun(3);
+    clearFrameCache();
+    const db = openSmithersDb(dbPath);
+    const first = await readFrame(db, "r", 2);
+    new Database(dbPath).exec("DELETE FROM _smithers_frames");
+    expect(await readFrame(db, "r", 2)).toBe(first);
+    expect((await rejection(readFrame(db, "r", 1))).code).toBe("FRAME_NOT_FOUND");
+    db.close();
+  });
+
+  test("readFrameXml gives XML that parses back to the same tree", async () => {
+    const dbPath = await sequenceRun(2);
+    const db = openSmithersDb(dbPath);
+    const xml = await readFrameXml(db, "r", 1);
+    expect(xml).toStartWith('<workflow name="seq">');
+    expect(decodeFrameXml(xml)).toEqual(await readFrame(db, "r", 1));
+    db.close();
+  });
+});
+
+describe("isKeyframe", () => {
+  const fixed = { interval: 50, mode: "fixed" as const };
+  const adaptive = { interval: 50, mode: "adaptive" as const };
+  test("only multiples of the interval can be keyframes", () => {
+    expect([49, 50, 51, 100].map((n) => isKeyframe(n, 1e9, 0, fixed))).toEqual([false, true, false, true]);
+  });
+  test("the adaptive policy waits until the deltas since the last keyframe weigh as much as it", () => {
+    expect(isKeyframe(50, 999, 1000, adaptive)).toBe(false);
+    expect(isKeyframe(50, 1000, 1000, adaptive)).toBe(true);
+    expect(isKeyframe(50, 10, 1000, fixed)).toBe(true);
+  });
+});
