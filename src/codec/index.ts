@@ -1,1 +1,17 @@
-export { decodeFrameXml, encodeFrameXml, planToXml, type XmlElement } from "./frame-xml.ts";
+export { applyDelta } from "./apply.ts";
+export { FRAME_MAX_DEPTH } from "./constants.ts";
+export { encodeDelta } from "./diff.ts";
+export { frameHash } from "./hash.ts";
+export { LiveFrame } from "./live-frame.ts";
+export {
+  FrameDeltaSchema,
+  FrameOpSchema,
+  decodeDeltaJson,
+  encodeDeltaJson,
+  type FrameDelta,
+  type FrameOp,
+  type FrameOpKind,
+} from "./ops.ts";
+export { planToXml, type PlanXml, type PlanXmlOptions } from "./plan-xml.ts";
+export { PropValueSchema, XmlElementSchema, isXmlName, type PropValue, type XmlElement } from "./tree.ts";
+export { decodeFrameXml, encodeFrameXml } from "./xml.ts";

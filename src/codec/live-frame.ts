@@ -1,0 +1,227 @@
+/**
+ * LiveFrame: the mutable working copy of a frame that the engine edits one delta at a time and a
+ * reader replays deltas into. Every element keeps its hash and a segment tree of its children's
+ * hashes, so a `set` costs O(depth · log fanout) and `hash` is read in O(1).
+ */
+import { ChildHashTree } from "./hash-tree.ts";
+import { EMPTY_LIST_A, EMPTY_LIST_B, elementHash, headHash, out, rememberHash, toHex } from "./hash.ts";
+import { corrupt, parseDelta, type FrameDelta, type FrameOp } from "./ops.ts";
+import { checkTree, frozenCopy, type PropValue, type XmlElement } from "./tree.ts";
+import { encodeFrameXml } from "./xml.ts";
+
+type Props = XmlElement["props"];
+
+type LiveNode = {
+  tag: string;
+  /** Frozen and replaced on every change, so snapshots and undo can share it. */
+  props: Props;
+  children: LiveNode[];
+  list: ChildHashTree | undefined;
+  headA: number;
+  headB: number;
+  a: number;
+  b: number;
+  snapshot: XmlElement | undefined;
+  // Work left for rehash() after a delta: which parts of this element's hash are out of date.
+  stale: boolean;
+  headStale: boolean;
+  listStale: boolean;
+  dirtyChildren: number[] | undefined;
+};
+
+function freezeProps(props: Props): Props {
+  const copy: Record<string, PropValue> = {};
+  for (const [name, value] of Object.entries(props)) copy[name] = frozenCopy(value!);
+  return Object.freeze(copy);
+}
+
+function rehead(node: LiveNode): void {
+  headHash(node.tag, node.props);
+  node.headA = out.a;
+  node.headB = out.b;
+}
+
+function relist(node: LiveNode): void {
+  const n = node.children.length;
+  if (n === 0) {
+    node.list = undefined;
+    return;
+  }
+  const list = new ChildHashTree(n);
+  node.children.forEach((child, i) => list.leaf(i, child.a, child.b));
+  list.build();
+  node.list = list;
+}
+
+function rehashSelf(node: LiveNode): void {
+  const list = node.list;
+  elementHash(node.headA, node.headB, list ? list.rootA : EMPTY_LIST_A, list ? list.rootB : EMPTY_LIST_B, node.children.length);
+  node.a = out.a;
+  node.b = out.b;
+}
+
+function build(el: XmlElement): LiveNode {
+  const node: LiveNode = {
+    tag: el.tag,
+    props: freezeProps(el.props),
+    children: el.children.map(build),
+    list: undefined,
+    headA: 0,
+    headB: 0,
+    a: 0,
+    b: 0,
+    snapshot: undefined,
+    stale: false,
+    headStale: false,
+    listStale: false,
+    dirtyChildren: undefined,
+  };
+  rehead(node);
+  relist(node);
+  rehashSelf(node);
+  return node;
+}
+
+/** Bring the hashes of every stale element up to date, children first. */
+function rehash(node: LiveNode): void {
+  if (!node.stale) return;
+  if (node.headStale) rehead(node);
+  if (node.listStale) {
+    for (const child of node.children) rehash(child);
+    relist(node);
+  } else if (node.dirtyChildren) {
+    for (const i of node.dirtyChildren) {
+      const child = node.children[i]!;
+      rehash(child);
+      node.list!.update(i, child.a, child.b);
+    }
+  }
+  rehashSelf(node);
+  node.stale = node.headStale = node.listStale = false;
+  node.dirtyChildren = undefined;
+}
+
+function snapshot(node: LiveNode): XmlElement {
+  if (node.snapshot) return node.snapshot;
+  const el: XmlElement = Object.freeze({ tag: node.tag, props: node.props, children: Object.freeze(node.children.map(snapshot)) as XmlElement[] });
+  rememberHash(el, node.a, node.b);
+  node.snapshot = el;
+  return el;
+}
+
+/**
+ * A frame that applies deltas in place. `apply` is atomic: when an op does not fit, the ops before
+ * it are undone and the frame is exactly as it was before the call.
+ * @example
+ * const live = new LiveFrame(root);
+ * live.apply([{ op: "set", path: [0, 3], name: "state", value: "running" }]);
+ * live.hash; // equals frameHash(live.toTree())
+ */
+export class LiveFrame {
+  private readonly root: LiveNode;
+  private hex: string | undefined;
+
+  /** Copies `tree`; INVALID_FRAME if it holds a name or value no frame can have. */
+  constructor(tree: XmlElement) {
+    checkTree(tree);
+    this.root = build(tree);
+  }
+
+  /** Applies the delta's ops in order; FRAME_CORRUPT (and no change) when one does not fit. */
+  apply(delta: FrameDelta): void {
+    const ops = parseDelta(delta);
+    const undo: (() => void)[] = [];
+    try {
+      ops.forEach((op, at) => this.applyOp(op, at, undo));
+    } catch (error) {
+      for (let i = undo.length - 1; i >= 0; i--) undo[i]!();
+      throw error;
+    } finally {
+      rehash(this.root);
+      this.hex = undefined;
+    }
+  }
+
+  /** The hash frameHash would give for toTree(), kept up to date by apply. */
+  get hash(): string {
+    return (this.hex ??= toHex(this.root.a, this.root.b));
+  }
+
+  /** An immutable (frozen) snapshot; unchanged subtrees are shared between successive snapshots. */
+  toTree(): XmlElement {
+    return snapshot(this.root);
+  }
+
+  toXml(): string {
+    return encodeFrameXml(this.toTree());
+  }
+
+  /** A frozen snapshot of the element at `path`, or undefined when there is none. */
+  elementAt(path: readonly number[]): XmlElement | undefined {
+    let node = this.root;
+    for (const i of path) {
+      const child = node.children[i];
+      if (!child) return undefined;
+      node = child;
+    }
+    return snapshot(node);
+  }
+
+  // Marks every element on the path for rehash and drops its snapshot before anything changes.
+  private walk(path: readonly number[], at: number): LiveNode {
+    let node = this.root;
+    for (let depth = 0; depth <= path.length; depth++) {
+      node.stale = true;
+      node.snapshot = undefined;
+      if (depth === path.length) break;
+      const i = path[depth]!;
+      const child = node.children[i];
+      if (!child) throw corrupt(`Frame delta op ${at}: path [${path.join(",")}] does not exist (no child ${i} at depth ${depth})`);
+      (node.dirtyChildren ??= []).push(i);
+      node = child;
+    }
+    return node;
+  }
+
+  private applyOp(op: FrameOp, at: number, undo: (() => void)[]): void {
+    switch (op.op) {
+      case "set": {
+        const node = this.walk(op.path, at);
+        const before = node.props;
+        node.props = Object.freeze({ ...before, [op.name]: frozenCopy(op.value) });
+        node.headStale = true;
+        undo.push(() => void (node.props = before));
+        return;
+      }
+      case "remove": {
+        if (op.name !== undefined) {
+          const node = this.walk(op.path, at);
+          const before = node.props;
+          if (!Object.hasOwn(before, op.name)) throw corrupt(`Frame delta op ${at}: no prop ${op.name} to remove at [${op.path.join(",")}]`);
+          const { [op.name]: _gone, ...rest } = before;
+          node.props = Object.freeze(rest);
+          node.headStale = true;
+          undo.push(() => void (node.props = before));
+          return;
+        }
+        if (op.path.length === 0) throw corrupt(`Frame delta op ${at}: the root element cannot be removed`);
+        const parent = this.walk(op.path.slice(0, -1), at);
+        const i = op.path[op.path.length - 1]!;
+        if (i >= parent.children.length) throw corrupt(`Frame delta op ${at}: path [${op.path.join(",")}] does not exist`);
+        const [gone] = parent.children.splice(i, 1);
+        parent.listStale = true;
+        undo.push(() => void parent.children.splice(i, 0, gone!));
+        return;
+      }
+      case "insert": {
+        const parent = this.walk(op.path, at);
+        if (op.index > parent.children.length) {
+          throw corrupt(`Frame delta op ${at}: insert index ${op.index} is past the ${parent.children.length} children at [${op.path.join(",")}]`);
+        }
+        parent.children.splice(op.index, 0, build(op.node));
+        parent.listStale = true;
+        undo.push(() => void parent.children.splice(op.index, 1));
+      }
+    }
+  }
+}

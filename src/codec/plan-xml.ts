@@ -1,0 +1,68 @@
+/** planToXml: a rendered Plan as a frame tree, plus where each task's element sits in it. */
+import { nodeKey, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
+import type { PropValue, XmlElement } from "./tree.ts";
+
+export type PlanXmlOptions = {
+  /** The output table each task writes to. */
+  tableOf: (task: PlanTask) => string;
+  /** The task's node state ("pending", "running", "finished", …); undefined means "pending". */
+  stateOf?: (task: PlanTask) => string | undefined;
+};
+
+export type PlanXml = {
+  root: XmlElement;
+  /** nodeKey(nodeId, iteration) -> path of that task's element, for `set` ops on its state. */
+  taskPaths: Map<string, number[]>;
+};
+
+/** Props worth showing: defined, and not the default `false`. */
+function props(entries: Record<string, PropValue | undefined>): Record<string, PropValue> {
+  const out: Record<string, PropValue> = {};
+  for (const [name, value] of Object.entries(entries)) if (value !== undefined && value !== false) out[name] = value;
+  return out;
+}
+
+function taskElement(task: PlanTask, options: PlanXmlOptions): XmlElement {
+  return {
+    tag: "task",
+    props: props({
+      id: task.nodeId,
+      iteration: task.iteration,
+      state: options.stateOf?.(task) ?? "pending",
+      output: options.tableOf(task),
+      mode: task.mode,
+      label: task.label,
+      retries: task.retries > 0 ? task.retries : undefined,
+      timeoutMs: task.timeoutMs,
+      skip: task.skip,
+      continueOnFail: task.continueOnFail,
+      dependsOn: task.dependsOn.length > 0 ? [...task.dependsOn] : undefined,
+    }),
+    children: [],
+  };
+}
+
+function nodeElement(node: PlanNode, path: number[], options: PlanXmlOptions, taskPaths: Map<string, number[]>): XmlElement {
+  if (node.kind === "task") {
+    taskPaths.set(nodeKey(node.nodeId, node.iteration), path);
+    return taskElement(node, options);
+  }
+  const children = node.children.map((child, i) => nodeElement(child, [...path, i], options, taskPaths));
+  if (node.kind === "loop") {
+    const { loopId, iteration, maxIterations, onMaxReached, until, done } = node;
+    return { tag: "loop", props: props({ id: loopId, iteration, maxIterations, onMaxReached, until, done }), children };
+  }
+  return { tag: node.kind, props: props({ maxConcurrency: node.maxConcurrency }), children };
+}
+
+/**
+ * The plan as a frame rooted at `<workflow name>`, with each task's state as its `state` prop.
+ * @example
+ * const { root, taskPaths } = planToXml(plan, { tableOf: () => "out", stateOf: (t) => states.get(t.nodeId) });
+ * live.apply([{ op: "set", path: taskPaths.get(nodeKey("a", 0))!, name: "state", value: "running" }]);
+ */
+export function planToXml(plan: Plan, options: PlanXmlOptions): PlanXml {
+  const taskPaths = new Map<string, number[]>();
+  const children = plan.root.children.map((child, i) => nodeElement(child, [i], options, taskPaths));
+  return { root: { tag: "workflow", props: { name: plan.workflowName }, children }, taskPaths };
+}

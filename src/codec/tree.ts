@@ -1,0 +1,103 @@
+/**
+ * The frame tree: elements with an XML name, ordered props holding JSON values, and child
+ * elements. Every frame encoding (XML, delta, hash) carries exactly this shape.
+ */
+import { z } from "zod";
+import { SmithersError } from "../errors/index.ts";
+
+const XML_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+
+// Parsers and Zod records treat these keys as the prototype, so they could never round-trip.
+const RESERVED_NAMES: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"]);
+
+/** A tag or prop name: an ASCII letter or `_`, then letters, digits, `_ . -`. */
+export const isXmlName = (name: string): boolean => XML_NAME.test(name) && !RESERVED_NAMES.has(name);
+
+export const XmlNameSchema = z.string().refine(isXmlName, "must be an XML name ([A-Za-z_][A-Za-z0-9_.-]*)");
+
+/** Any JSON value: string, finite number, boolean, null, array or object. */
+export const PropValueSchema = z.json();
+export type PropValue = z.infer<typeof PropValueSchema>;
+
+export const XmlElementSchema = z.strictObject({
+  tag: XmlNameSchema,
+  props: z.record(XmlNameSchema, PropValueSchema),
+  get children(): z.ZodArray<typeof XmlElementSchema> {
+    return z.array(XmlElementSchema);
+  },
+});
+export type XmlElement = z.infer<typeof XmlElementSchema>;
+
+const invalid = (message: string) => new SmithersError("INVALID_FRAME", message);
+
+export function checkName(name: string, what: "tag" | "prop"): void {
+  if (!isXmlName(name)) throw invalid(`Frame ${what} name ${JSON.stringify(name)} is not an XML name`);
+}
+
+function valueProblem(value: unknown): string | undefined {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return undefined;
+    case "number":
+      return Number.isFinite(value) ? undefined : `${value} is not a JSON number`;
+    case "object": {
+      if (value === null) return undefined;
+      if (Array.isArray(value)) {
+        for (const item of value) {
+          const problem = valueProblem(item);
+          if (problem) return problem;
+        }
+        return undefined;
+      }
+      const proto = Object.getPrototypeOf(value) as unknown;
+      if (proto !== Object.prototype && proto !== null) return "only plain objects are JSON values";
+      for (const [key, item] of Object.entries(value)) {
+        if (key === "__proto__") return "the key __proto__ does not survive JSON parsing";
+        const problem = valueProblem(item);
+        if (problem) return problem;
+      }
+      return undefined;
+    }
+    default:
+      return `a ${typeof value} is not a JSON value`;
+  }
+}
+
+export function checkValue(value: unknown, name: string): asserts value is PropValue {
+  const problem = valueProblem(value);
+  if (problem) throw invalid(`Frame prop ${name}: ${problem}`);
+}
+
+/** Throws INVALID_FRAME unless every name and value in the tree can be encoded. */
+export function checkTree(el: XmlElement): void {
+  checkName(el.tag, "tag");
+  for (const [name, value] of Object.entries(el.props)) {
+    checkName(name, "prop");
+    checkValue(value, name);
+  }
+  for (const child of el.children) checkTree(child);
+}
+
+/** Equality of JSON values as written: key order counts, because it shows in the XML. */
+export function sameValue(a: PropValue, b: PropValue): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item, i) => sameValue(item, b[i]!));
+  }
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  return ka.every((key, i) => key === kb[i] && sameValue(a[key]!, b[key]!));
+}
+
+/** A deep, frozen copy of a value, so a holder can share it without fearing later mutation. */
+export function frozenCopy(value: PropValue): PropValue {
+  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) return Object.freeze(value.map(frozenCopy)) as PropValue[];
+  const out: Record<string, PropValue> = {};
+  for (const [key, item] of Object.entries(value)) out[key] = frozenCopy(item!);
+  return Object.freeze(out);
+}
