@@ -19,7 +19,7 @@ function sameProps(prevNames: string[], nextNames: string[], prev: Props, next: 
   return true;
 }
 
-// `path` is the caller's working stack; ops get their own copy.
+// `stack` is the caller's working path; ops get a copy of it.
 function diffProps(prev: Props, next: Props, stack: number[], ops: FrameOp[]): void {
   if (prev === next) return;
   const prevNames = Object.keys(prev);

@@ -92,6 +92,8 @@ export function decodeFrameXml(xml: string): XmlElement {
   } catch (cause) {
     throw invalid(`Frame XML does not parse: ${(cause as Error).message}`, cause);
   }
-  if (parsed.length !== 1) throw invalid(`Frame XML must have exactly one root element, found ${parsed.length}`);
-  return fromOrdered(parsed[0]!);
+  // An XML declaration is the one thing besides the root an XML tool may reasonably write.
+  const roots = parsed.filter((node) => !Object.hasOwn(node, "?xml"));
+  if (roots.length !== 1) throw invalid(`Frame XML must have exactly one root element, found ${roots.length}`);
+  return fromOrdered(roots[0]!);
 }
