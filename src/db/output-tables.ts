@@ -3,8 +3,9 @@
  * reference, schema key, or custom Drizzle table) to its table, creates and forward-migrates
  * the tables, and reads/writes output rows.
  */
+import { cachedStatement } from "./adapters/shared.ts";
 import type { Database } from "bun:sqlite";
-import { and, eq, getTableColumns, getTableName, is } from "drizzle-orm";
+import { and, eq, getTableColumns, getTableName, is, sql } from "drizzle-orm";
 import { getTableConfig, SQLiteTable, type SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
@@ -190,8 +191,20 @@ export function writeOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey
     else if (field in values) row[field] = values[field];
     else if (column.name in values) row[field] = values[column.name];
   }
-  d.delete(info.table).where(keyWhere(info, key)).run();
-  d.insert(info.table).values(row).run();
+  const fields = Object.keys(row);
+  const statements = cachedStatement(d, `output:${info.tableName}:${fields.join(",")}`, () => {
+    const p = (name: string) => sql.placeholder(name);
+    const byName = new Map(columnsOf(info.table).map((c) => [c.name, c]));
+    const iteration = byName.get("iteration");
+    const where = [eq(byName.get("run_id")!, p("runId")), eq(byName.get("node_id")!, p("nodeId"))];
+    if (iteration) where.push(eq(iteration, p("iteration")));
+    return {
+      remove: d.delete(info.table).where(and(...where)).prepare(),
+      insert: d.insert(info.table).values(Object.fromEntries(fields.map((f) => [f, p(`v_${f}`)]))).prepare(),
+    };
+  });
+  statements.remove.run({ runId: key.runId, nodeId: key.nodeId, iteration: key.iteration });
+  statements.insert.run(Object.fromEntries(fields.map((f) => [`v_${f}`, row[f]])));
 }
 
 /** All output rows of a run in this table, as Drizzle maps them (booleans, JSON, dates decoded). */

@@ -33,9 +33,10 @@ export function retryDelayMs(n: number, policy: DbRetryPolicy, random: () => num
   return Math.min(Math.max(0, Math.round(computed * factor)), policy.maxDelayMs);
 }
 
+/** Delays between the retries after the first one (the first retry's wait is slept before them). */
 function retrySchedule(policy: DbRetryPolicy) {
   return Schedule.exponential(Duration.millis(policy.baseDelayMs), 2).pipe(
-    Schedule.modifyDelay(({ attempt }) => Effect.succeed(Duration.millis(retryDelayMs(attempt - 1, policy)))),
+    Schedule.modifyDelay(({ attempt }) => Effect.succeed(Duration.millis(retryDelayMs(attempt, policy)))),
   );
 }
 
@@ -43,31 +44,38 @@ function retrySchedule(policy: DbRetryPolicy) {
  * Runs `operation`, retrying retryable SQLite failures per `policy`; when retries run out the
  * failure becomes a `DB_WRITE_FAILED` SmithersError. Other errors pass through untouched.
  */
-export function withSqliteWriteRetry<T>(
+export async function withSqliteWriteRetry<T>(
   label: string,
   operation: () => Promise<T>,
   policy: DbRetryPolicy = DB_RETRY_POLICY,
 ): Promise<T> {
-  let tries = 0;
-  const attempt = Effect.suspend(() => {
-    const retry = tries++ > 0;
-    const run = Effect.tryPromise({ try: operation, catch: (e) => e });
-    return retry ? Effect.andThen(Metric.update(dbRetries, 1), run) : run;
-  });
-  const program = Effect.retry(attempt, {
-    schedule: retrySchedule(policy),
-    times: policy.retries,
-    while: isRetryableSqliteError,
-  }).pipe(
-    Effect.mapError((error: unknown) =>
-        isRetryableSqliteError(error)
-          ? new SmithersError("DB_WRITE_FAILED", `${label}: SQLite stayed busy after ${policy.retries} retries`, {
-              cause: error,
-              label,
-              retries: policy.retries,
-            })
-          : error,
+  // The first try runs outside Effect: nearly every write succeeds at once, and this path is hot.
+  try {
+    return await operation();
+  } catch (error) {
+    if (!isRetryableSqliteError(error) || policy.retries <= 0) throw giveUp(label, error, policy);
+  }
+  const firstWait = Effect.sleep(Duration.millis(retryDelayMs(0, policy)));
+  const retries = Effect.retry(
+    Effect.andThen(
+      Metric.update(dbRetries, 1),
+      Effect.tryPromise({ try: operation, catch: (e) => e }),
     ),
+    {
+      schedule: retrySchedule(policy),
+      times: policy.retries - 1,
+      while: isRetryableSqliteError,
+    },
   );
-  return Effect.runPromise(program);
+  return Effect.runPromise(Effect.andThen(firstWait, retries).pipe(Effect.mapError((error: unknown) => giveUp(label, error, policy))));
+}
+
+function giveUp(label: string, error: unknown, policy: DbRetryPolicy): unknown {
+  return isRetryableSqliteError(error)
+    ? new SmithersError("DB_WRITE_FAILED", `${label}: SQLite stayed busy after ${policy.retries} retries`, {
+        cause: error,
+        label,
+        retries: policy.retries,
+      })
+    : error;
 }

@@ -33,11 +33,14 @@ export type CtxSources = {
   iterations: Record<string, number>;
   /** Default iteration for a node id (its loop's current iteration), learned from the last render. */
   iterationOf: (nodeId: string) => number;
+  /** Told of every (table key, node id) the build function looks up, so the engine knows which new rows can change the render. */
+  onRead?: (tableKey: string, nodeId: string) => void;
 };
 
 export function buildCtx<Input>(src: CtxSources): SmithersCtx<Input> {
   const rowsFor = (target: OutputTarget, nodeId: string) => {
     const info = src.registry.resolve(target);
+    src.onRead?.(info.key, nodeId);
     return (src.snapshot[info.key] ?? []).filter((r) => r.nodeId === nodeId);
   };
   const find = (target: OutputTarget, key: OutputLookup) => {

@@ -76,6 +76,10 @@ class Run {
   private readonly lastErrors = new Map<string, SmithersError>();
   private membership = new Map<string, string>();
   private plan: Plan | undefined;
+  /** `tableKey\0nodeId` of every output the last render looked up. */
+  private reads = new Set<string>();
+  /** Something the last render could have seen changed (a row it read, a loop), so the tree must be rendered again. */
+  private renderStale = true;
   private failure: SmithersError | undefined;
   /** Aborted by the caller's signal: the run ends `cancelled`. */
   private readonly abort = new AbortController();
@@ -124,8 +128,11 @@ class Run {
    * tree is rendered again). A second pass at most, in practice.
    */
   private async renderPlan(): Promise<Plan> {
+    // The build function is a pure function of ctx: if nothing it read changed, the tree is the same.
+    if (!this.renderStale && this.plan) return this.plan;
     for (let pass = 0; ; pass++) {
       const tablesBefore = this.wf.registry.all().length;
+      const reads = new Set<string>();
       const ctx = buildCtx({
         runId: this.s.runId,
         input: this.s.input,
@@ -134,8 +141,10 @@ class Run {
         iteration: this.activeIteration(),
         iterations: Object.fromEntries([...this.s.loops].map(([id, l]) => [id, l.iteration])),
         iterationOf: this.iterationOf,
+        onRead: (tableKey, nodeId) => reads.add(`${tableKey}\0${nodeId}`),
       });
       const plan = render(this.wf.build(ctx), this.s.loops);
+      this.reads = reads;
       const membership = new Map(plan.tasks.filter((t) => t.loopId).map((t) => [t.nodeId, t.loopId!]));
       for (const task of plan.tasks) this.resolve(task);
       const newTables = this.wf.registry.all().slice(tablesBefore);
@@ -148,7 +157,10 @@ class Run {
         newTables.length === 0 && membership.size === this.membership.size && [...membership].every(([k, v]) => this.membership.get(k) === v);
       this.membership = membership;
       this.plan = plan;
-      if (stable || pass >= 2) return plan;
+      if (stable || pass >= 2) {
+        this.renderStale = false;
+        return plan;
+      }
     }
   }
 
@@ -174,6 +186,7 @@ class Run {
     const rows = (this.s.snapshot[info.key] ??= []);
     this.s.snapshot[info.tableName] = rows;
     const normalized = normalizeRow(row);
+    if (this.reads.has(`${info.key}\0${normalized.nodeId}`)) this.renderStale = true;
     const at = rows.findIndex((r) => r.nodeId === normalized.nodeId && r.iteration === normalized.iteration);
     if (at >= 0) rows[at] = normalized;
     else rows.push(normalized);
@@ -286,6 +299,7 @@ class Run {
           const next = action.type === "advance-loop" ? { iteration: loop.iteration + 1, done: false } : { iteration: loop.iteration, done: true };
           await this.db.withTransaction("loopState", (d) => setLoopState(d, { runId: this.s.runId, ralphId: loop.loopId, ...next, updatedAtMs: nowMs }));
           this.s.loops.set(loop.loopId, next);
+          this.renderStale = true;
           this.emit({ type: action.type === "advance-loop" ? "LoopAdvanced" : "LoopFinished", loopId: loop.loopId, iteration: next.iteration });
           break;
         }

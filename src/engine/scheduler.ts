@@ -3,7 +3,6 @@
  * the database; the actuator performs what it decides. Tested without SQLite.
  */
 import type { Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "../jsx/index.ts";
-import { nodeKey } from "../jsx/index.ts";
 import type { NodeState } from "./states.ts";
 
 export type NodeStatus = {
@@ -48,7 +47,7 @@ type Walk = {
   running: number;
 };
 
-const stateOf = (w: Walk, t: PlanTask) => w.states.get(nodeKey(t.nodeId, t.iteration));
+const stateOf = (w: Walk, t: PlanTask) => w.states.get(t.key);
 
 function countRunning(node: PlanNode, w: Walk): number {
   if (node.kind === "task") return stateOf(w, node)?.state === "running" ? 1 : 0;

@@ -32,6 +32,8 @@ export type PlanTask = {
   kind: "task";
   nodeId: string;
   iteration: number;
+  /** `nodeId#iteration`: the task's key in node-state maps. */
+  key: string;
   loopId: string | undefined;
   output: OutputTarget;
   outputSchema: z.ZodObject | undefined;

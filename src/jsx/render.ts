@@ -5,6 +5,7 @@
 import { SmithersError } from "../errors/index.ts";
 import { HOST } from "./components.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
+import { nodeKey } from "./plan.ts";
 import type { LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
 
 export const DEFAULT_MAX_ITERATIONS = 5;
@@ -40,6 +41,7 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
     kind: "task" as const,
     nodeId: id,
     iteration: scope.loop?.iteration ?? 0,
+    key: nodeKey(id, scope.loop?.iteration ?? 0),
     loopId: scope.loop?.id,
     output: props.output as PlanTask["output"],
     outputSchema: props.outputSchema as PlanTask["outputSchema"],

@@ -6,6 +6,7 @@
 import { and, asc, desc, eq, gte, inArray, lte, sql, type InferSelectModel } from "drizzle-orm";
 import { smithersFrames } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
+import { cachedStatement } from "./shared.ts";
 
 export type FrameRow = InferSelectModel<typeof smithersFrames>;
 export type FrameEncoding = "full" | "keyframe" | "delta";
@@ -16,9 +17,14 @@ const STARTS_CHAIN: FrameEncoding[] = ["full", "keyframe"];
 
 /** Drizzle-level so it joins the caller's transaction. */
 export function insertFrame(d: Drizzle, f: NewFrame): void {
-  d.insert(smithersFrames)
-    .values({ runId: f.runId, frameNo: f.frameNo, createdAtMs: f.createdAtMs, xmlJson: f.body, xmlHash: f.hash, encoding: f.encoding })
-    .run();
+  const p = (name: string) => sql.placeholder(name);
+  const statement = cachedStatement(d, "insertFrame", () =>
+    d
+      .insert(smithersFrames)
+      .values({ runId: p("runId"), frameNo: p("frameNo"), createdAtMs: p("createdAtMs"), xmlJson: p("body"), xmlHash: p("hash"), encoding: p("encoding") })
+      .prepare(),
+  );
+  statement.run(f);
 }
 
 /** Number, encoding and stored size of every frame of the run, in order. */

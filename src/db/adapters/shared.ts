@@ -21,3 +21,18 @@ export function isSame(column: SQLiteColumn, value: unknown): SQL {
 export function fromJson(text: string | null): unknown {
   return text === null ? null : JSON.parse(text);
 }
+
+const statementCache = new WeakMap<Drizzle, Map<string, unknown>>();
+
+/**
+ * A statement built once per connection and reused: the hot paths (node states, attempts,
+ * frames, output rows) run thousands of times per run, and building SQL each time costs more
+ * than SQLite spends executing it.
+ */
+export function cachedStatement<T>(d: Drizzle, key: string, build: () => T): T {
+  let byKey = statementCache.get(d);
+  if (!byKey) statementCache.set(d, (byKey = new Map()));
+  let found = byKey.get(key) as T | undefined;
+  if (found === undefined) byKey.set(key, (found = build()));
+  return found;
+}
