@@ -1,13 +1,25 @@
-/** Runs every benchmark and prints its table: `bun run bench`. Numbers are printed, never asserted. */
+/**
+ * Runs the benchmarks and prints their tables. Numbers are printed, never asserted.
+ *
+ *   bun run bench                      # db, engine and compare (compare installs the peer into bench/ if missing)
+ *   bun run bench compare --quick      # one bench; the flags after its name go to it
+ *   bun run bench --quick              # all benches; flags go to compare
+ */
+import { runCompareBench } from "./compare/index.ts";
 import { runDbBench } from "./db/index.ts";
 import { runEngineBench } from "./engine/index.tsx";
 
-const benches: [name: string, run: () => Promise<void>][] = [
-  ["db", runDbBench],
-  ["engine", () => runEngineBench()],
-];
+const benches: Record<string, (args: string[]) => Promise<void>> = {
+  db: () => runDbBench(),
+  engine: () => runEngineBench(),
+  compare: (args) => runCompareBench(args),
+};
 
-for (const [name, run] of benches) {
+const [first, ...rest] = process.argv.slice(2);
+const selected = first !== undefined && first in benches ? [first] : Object.keys(benches);
+const args = first !== undefined && first in benches ? rest : process.argv.slice(2);
+
+for (const name of selected) {
   console.log(`\n== bench/${name} ==`);
-  await run();
+  await benches[name]?.(args);
 }

@@ -13,7 +13,6 @@ import { EventBus } from "../../src/engine/event-bus.ts";
 
 type Result = { name: string; events: number; ms: number };
 
-const N = Number(process.argv[2] ?? 20_000);
 const payload = (i: number) => ({ type: "NodeFinished", runId: "bench", timestampMs: 1_700_000_000_000 + i, nodeId: `n${i % 50}`, iteration: 0, attempt: 1, durationMs: 12 });
 
 function withTempDir<T>(fn: (path: string) => Promise<T>): Promise<T> {
@@ -87,7 +86,7 @@ const rawLoop = (n: number, oneTransaction: boolean) =>
 
 const perSecond = (r: Result) => (r.events / r.ms) * 1_000;
 
-export async function runDbBench(): Promise<void> {
+export async function runDbBench(N = 20_000): Promise<void> {
   const results = [
     await perTransaction(Math.min(N, 5_000)),
     await queued(N),
@@ -112,4 +111,4 @@ export async function runDbBench(): Promise<void> {
   for (const row of rows) console.log(line(row));
 }
 
-if (import.meta.main) await runDbBench();
+if (import.meta.main) await runDbBench(Number(process.argv[2] ?? 20_000));

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource ../../src/jsx */
 /**
  * bench/engine: end-to-end task throughput of runWorkflow on a WAL file: N compute tasks in a
  * Sequence and in a Parallel, each task a full durable step (node + attempt rows before, output
@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { z } from "zod";
+import { z } from "../zod.ts"; // our engine's zod, not the peer's copy in bench/node_modules
 import { createSmithers, runWorkflow } from "../../src/index.ts";
 
 async function measure(shape: "sequence" | "parallel", n: number) {
@@ -35,7 +35,7 @@ async function measure(shape: "sequence" | "parallel", n: number) {
   return { shape, tasks: n, ms, perSecond: (n / ms) * 1000 };
 }
 
-export async function runEngineBench(n = Number(process.argv[2] ?? 300)): Promise<void> {
+export async function runEngineBench(n = 300): Promise<void> {
   const rows = [await measure("sequence", n), await measure("parallel", n)];
   console.log(`\nbench/engine: durable tasks per second (WAL file, Bun ${Bun.version})\n`);
   console.log("| shape                        | tasks | total ms | tasks/s | ms/task |");
@@ -46,4 +46,4 @@ export async function runEngineBench(n = Number(process.argv[2] ?? 300)): Promis
   }
 }
 
-if (import.meta.main) await runEngineBench();
+if (import.meta.main) await runEngineBench(Number(process.argv[2] ?? 300));

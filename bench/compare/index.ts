@@ -1,0 +1,384 @@
+/**
+ * bench/compare: the same workflows on our engine and on the peer (npm smithers-orchestrator),
+ * every measurement in a fresh child process, alternating ours/peer, several repetitions; prints a
+ * table of medians with ours/peer ratios. See bench/README.md.
+ *
+ *   bun run bench/compare/index.ts [--reps 3] [--n 10,100,1000,10000] [--only ours|peer]
+ *                                  [--workflows one,seq,par,loop,up,floor] [--quick]
+ *                                  [--timeout 600] [--peer-max-n 1000] [--json FILE] [--no-install]
+ */
+import { Database } from "bun:sqlite";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { RESULT_PREFIX, type ChildReport, type RunSpec, type Shape } from "./protocol.ts";
+
+const HERE = import.meta.dir;
+const BENCH_DIR = resolve(HERE, "..");
+const ROOT = resolve(BENCH_DIR, "..");
+const WORK_DIR = join(HERE, ".work"); // generated `smithers up` files (gitignored; must sit under bench/ to resolve the peer)
+const PEER_PKG = join(BENCH_DIR, "node_modules", "smithers-orchestrator", "package.json");
+const PEER_CLI = join(BENCH_DIR, "node_modules", "smithers-orchestrator", "src", "bin", "smithers.js");
+const BUN = process.execPath;
+
+type Engine = "ours" | "peer";
+type WorkflowName = Shape | "up" | "floor";
+const WORKFLOWS: readonly WorkflowName[] = ["one", "seq", "par", "loop", "up", "floor"];
+const UP_TASKS = 5;
+const FLOOR_NS = [1_000, 10_000];
+
+export type CompareOptions = {
+  reps: number;
+  ns: number[];
+  engines: Engine[];
+  workflows: WorkflowName[];
+  timeoutMs: number;
+  peerMaxN: number;
+  json?: string;
+  install: boolean;
+};
+
+type Ok = { ok: true; wallMs: number; rssMb: number; db: { main: number; wal: number; shm: number }; framesBytes: number | null };
+type Failed = { ok: false; kind: "error" | "timeout"; message: string };
+type Sample = Ok | Failed;
+
+/** One table row: a workflow at one size; `ours` holds the floor's samples on floor rows. */
+type Row = { label: string; workflow: WorkflowName; n: number; cells: Partial<Record<Engine, Sample[] | "skip">> };
+
+// ---------------------------------------------------------------------------------------------
+// options
+
+export function parseCompareArgs(argv: string[]): CompareOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      reps: { type: "string" },
+      n: { type: "string" },
+      only: { type: "string" },
+      workflows: { type: "string" },
+      quick: { type: "boolean" },
+      timeout: { type: "string" },
+      "peer-max-n": { type: "string" },
+      json: { type: "string" },
+      "no-install": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    console.log(readFileSync(import.meta.path, "utf8").split("*/")[0]);
+    process.exit(0);
+  }
+  const list = (s: string) => s.split(",").map((x) => x.trim()).filter(Boolean);
+  const quick = values.quick === true;
+  const ns = values.n ? list(values.n).map(Number) : quick ? [10, 100, 1_000] : [10, 100, 1_000, 10_000];
+  if (ns.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--n wants positive integers, got ${values.n}`);
+  const engines = (values.only ? [values.only] : ["ours", "peer"]) as Engine[];
+  if (engines.some((e) => e !== "ours" && e !== "peer")) throw new Error(`--only wants ours or peer, got ${values.only}`);
+  const workflows = (values.workflows ? list(values.workflows) : [...WORKFLOWS]) as WorkflowName[];
+  const unknown = workflows.filter((w) => !WORKFLOWS.includes(w));
+  if (unknown.length) throw new Error(`unknown workflow(s) ${unknown.join(",")}; known: ${WORKFLOWS.join(",")}`);
+  const reps = Number(values.reps ?? (quick ? 1 : 3));
+  if (!Number.isInteger(reps) || reps < 1) throw new Error(`--reps wants a positive integer, got ${values.reps}`);
+  return {
+    reps,
+    ns: [...new Set(ns)].sort((a, b) => a - b),
+    engines,
+    workflows,
+    timeoutMs: Number(values.timeout ?? 600) * 1_000,
+    peerMaxN: Number(values["peer-max-n"] ?? 1_000),
+    json: values.json,
+    install: values["no-install"] !== true,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// the peer's install
+
+function wantedPeerVersion(): string {
+  const pkg = JSON.parse(readFileSync(join(BENCH_DIR, "package.json"), "utf8"));
+  return pkg.dependencies["smithers-orchestrator"];
+}
+
+function peerInstalled(): boolean {
+  return existsSync(PEER_PKG) && JSON.parse(readFileSync(PEER_PKG, "utf8")).version === wantedPeerVersion();
+}
+
+/** True when the peer is (now) installed. Installs it with `npm install --prefix bench` if allowed. */
+export async function ensurePeer(install: boolean): Promise<boolean> {
+  if (peerInstalled()) return true;
+  const how = "npm install --prefix bench";
+  if (!install) {
+    console.log(`bench/compare: the peer (smithers-orchestrator@${wantedPeerVersion()}) is not installed; run \`${how}\` to compare against it. Measuring ours only.`);
+    return false;
+  }
+  console.log(`bench/compare: the peer (smithers-orchestrator@${wantedPeerVersion()}) is not installed; installing it now with \`${how}\` (about a minute)…`);
+  const proc = Bun.spawn(["npm", "install", "--prefix", BENCH_DIR, "--no-audit", "--no-fund", "--loglevel=error"], {
+    cwd: ROOT,
+    stdout: "inherit",
+    stderr: "inherit",
+  });
+  const code = await proc.exited;
+  if (code === 0 && peerInstalled()) return true;
+  console.log(`bench/compare: \`${how}\` failed (exit ${code}); measuring ours only. Run it by hand to see why.`);
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// one child process
+
+type ChildOutcome = { code: number | null; stdout: string; stderr: string; timedOut: boolean; elapsedMs: number; maxRssBytes: number | undefined };
+
+async function runChild(cmd: string[], cwd: string, env: Record<string, string>, timeoutMs: number): Promise<ChildOutcome> {
+  const started = performance.now();
+  const proc = Bun.spawn(cmd, { cwd, env: { ...process.env, SMITHERS_LOG_LEVEL: "warn", ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    proc.kill("SIGKILL");
+  }, timeoutMs);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const elapsedMs = performance.now() - started;
+  clearTimeout(timer);
+  return { code, stdout, stderr, timedOut, elapsedMs, maxRssBytes: proc.resourceUsage()?.maxRSS };
+}
+
+function fileSize(path: string): number {
+  return existsSync(path) ? statSync(path).size : 0;
+}
+
+/** Row count of the output table and bytes of frame XML, read after the child exited (sizes first: opening may add files). */
+function inspectDb(dbPath: string): { db: Ok["db"]; rows: number; framesBytes: number | null } {
+  const db = { main: fileSize(dbPath), wal: fileSize(`${dbPath}-wal`), shm: fileSize(`${dbPath}-shm`) };
+  const sqlite = new Database(dbPath, { readonly: true });
+  try {
+    const has = (t: string) => sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(t) !== null;
+    const rows = has("out") ? (sqlite.query("SELECT COUNT(*) AS c FROM out").get() as { c: number }).c : 0;
+    const framesBytes = has("_smithers_frames")
+      ? (sqlite.query("SELECT COALESCE(SUM(length(CAST(xml_json AS BLOB))), 0) AS b FROM _smithers_frames").get() as { b: number }).b
+      : null;
+    return { db, rows, framesBytes };
+  } finally {
+    sqlite.close();
+  }
+}
+
+const firstLine = (s: string) => s.trim().split("\n").filter(Boolean).slice(-3).join(" / ").slice(0, 300);
+
+async function measure(engine: Engine | "floor", workflow: WorkflowName, n: number, opts: CompareOptions): Promise<Sample> {
+  const dir = mkdtempSync(join(tmpdir(), "smithers-compare-"));
+  const dbPath = join(dir, "bench.db");
+  try {
+    let cmd: string[];
+    let env: Record<string, string> = {};
+    if (workflow === "up") {
+      const file = upFile(engine as Engine);
+      cmd = engine === "ours" ? [BUN, join(ROOT, "src/cli/index.ts"), "up", file, "--db", dbPath] : [BUN, PEER_CLI, "up", file];
+      env = { BENCH_DB: dbPath };
+    } else {
+      const worker = engine === "floor" ? "floor.ts" : engine === "ours" ? "ours.tsx" : "peer.jsx";
+      const spec: RunSpec = { shape: (workflow === "floor" ? "seq" : workflow) as Shape, n, dbPath };
+      cmd = [BUN, join(HERE, worker), JSON.stringify(spec)];
+    }
+    const out = await runChild(cmd, dir, env, opts.timeoutMs);
+    if (out.timedOut) return { ok: false, kind: "timeout", message: `killed after ${opts.timeoutMs / 1000} s` };
+    if (out.code !== 0) return { ok: false, kind: "error", message: `exit ${out.code}: ${firstLine(out.stderr || out.stdout)}` };
+    let wallMs: number;
+    let rssMb: number;
+    if (workflow === "up") {
+      wallMs = out.elapsedMs; // the whole process, spawn to exit
+      rssMb = (out.maxRssBytes ?? Number.NaN) / 1024 / 1024;
+    } else {
+      const line = out.stdout.split("\n").find((l) => l.startsWith(RESULT_PREFIX));
+      if (!line) return { ok: false, kind: "error", message: `no result line: ${firstLine(out.stderr || out.stdout)}` };
+      const r = JSON.parse(line.slice(RESULT_PREFIX.length)) as ChildReport;
+      wallMs = r.wallMs;
+      rssMb = r.maxRssKb / 1024;
+    }
+    const seen = inspectDb(dbPath);
+    if (seen.rows !== n) return { ok: false, kind: "error", message: `finished but wrote ${seen.rows} rows to "out", expected ${n}` };
+    return { ok: true, wallMs, rssMb, db: seen.db, framesBytes: seen.framesBytes };
+  } catch (e) {
+    return { ok: false, kind: "error", message: (e as Error).message };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `smithers up` files: five static tasks in a Sequence, written under bench/compare/.work/
+
+function upFile(engine: Engine): string {
+  const tasks = Array.from({ length: UP_TASKS }, (_, i) => `      <Task id="t${i}" output={outputs.out}>{{ n: ${i} }}</Task>`).join("\n");
+  const body = `export default smithers(() => (
+  <Workflow name="up${UP_TASKS}">
+    <Sequence>
+${tasks}
+    </Sequence>
+  </Workflow>
+));
+`;
+  const source =
+    engine === "ours"
+      ? `/** @jsxImportSource ../../../src/jsx */
+// Generated by bench/compare/index.ts. Run as: bun src/cli/index.ts up <this file> --db <tmp>
+import { createSmithers } from "../../../src/index.ts";
+import { z } from "../../../node_modules/zod/index.js";
+const { Workflow, Task, Sequence, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) });
+${body}`
+      : `/** @jsxImportSource smithers-orchestrator */
+// Generated by bench/compare/index.ts. Run as: BENCH_DB=<tmp> bun bench/node_modules/smithers-orchestrator/src/bin/smithers.js up <this file>
+// (the peer's \`up\` has no --db flag: the database is createSmithers' dbPath)
+import { createSmithers } from "smithers-orchestrator";
+import { z } from "zod";
+const { Workflow, Task, Sequence, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: process.env.BENCH_DB });
+${body}`;
+  mkdirSync(WORK_DIR, { recursive: true });
+  const path = join(WORK_DIR, `up${UP_TASKS}-${engine}.tsx`);
+  if (!existsSync(path) || readFileSync(path, "utf8") !== source) writeFileSync(path, source);
+  return path;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the plan
+
+function plan(opts: CompareOptions, peerAvailable: boolean): Row[] {
+  const rows: Row[] = [];
+  const engineCells = (n: number): Row["cells"] => {
+    const cells: Row["cells"] = {};
+    for (const e of opts.engines) {
+      if (e === "peer" && (!peerAvailable || n > opts.peerMaxN)) cells.peer = "skip";
+      else cells[e] = [];
+    }
+    return cells;
+  };
+  const want = (w: WorkflowName) => opts.workflows.includes(w);
+  if (want("one")) rows.push({ label: "one task", workflow: "one", n: 1, cells: engineCells(1) });
+  for (const shape of ["seq", "par", "loop"] as const) {
+    if (!want(shape)) continue;
+    for (const n of opts.ns) rows.push({ label: `${shape}-${n}`, workflow: shape, n, cells: engineCells(n) });
+  }
+  if (want("up")) rows.push({ label: `smithers up (${UP_TASKS} tasks)`, workflow: "up", n: UP_TASKS, cells: engineCells(UP_TASKS) });
+  if (want("floor") && opts.engines.includes("ours")) {
+    for (const n of FLOOR_NS.filter((n) => opts.ns.includes(n))) {
+      rows.push({ label: `floor-${n} (bun:sqlite)`, workflow: "floor", n, cells: { ours: [] } });
+    }
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the table
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+
+type Summary = { wallMs: number; rssMb: number; dbBytes: number; framesBytes: number | null } | { failed: "error" | "timeout" } | "skip" | undefined;
+
+function summarize(cell: Sample[] | "skip" | undefined): Summary {
+  if (cell === undefined || cell === "skip") return cell;
+  const failed = cell.find((s): s is Failed => !s.ok);
+  if (failed) return { failed: failed.kind };
+  const ok = cell as Ok[];
+  if (ok.length === 0) return undefined;
+  const frames = ok.map((s) => s.framesBytes).filter((b): b is number => b !== null);
+  return {
+    wallMs: median(ok.map((s) => s.wallMs)),
+    rssMb: median(ok.map((s) => s.rssMb)),
+    dbBytes: median(ok.map((s) => s.db.main + s.db.wal + s.db.shm)),
+    framesBytes: frames.length ? median(frames) : null,
+  };
+}
+
+const fmtInt = (x: number) => Math.round(x).toLocaleString("en-US");
+const fmtMs = (x: number) => (x >= 100 ? fmtInt(x) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+const fmtKb = (bytes: number) => (bytes >= 10 * 1024 ? fmtInt(bytes / 1024) : (bytes / 1024).toFixed(1));
+const fmtRatio = (a: number, b: number) => {
+  const r = a / b;
+  return `${r >= 10 ? r.toFixed(0) : r >= 1 ? r.toFixed(1) : r.toPrecision(2)}x`;
+};
+
+export function renderTable(rows: Row[]): string {
+  const header = [
+    "workflow", "tasks",
+    "wall ms ours", "wall ms peer", "wall ours/peer",
+    "ms/task ours", "ms/task peer",
+    "DB KB ours", "DB KB peer", "DB ours/peer",
+    "frames KB ours", "frames KB peer",
+    "RSS MB ours", "RSS MB peer", "RSS ours/peer",
+  ];
+  const lines: string[][] = [];
+  for (const row of rows) {
+    const o = summarize(row.cells.ours);
+    const p = summarize(row.cells.peer);
+    const val = (s: Summary, f: (x: Exclude<Summary, "skip" | undefined | { failed: unknown }>) => string) =>
+      s === undefined || s === "skip" ? "—" : "failed" in s ? s.failed : f(s);
+    const ratio = (f: (x: { wallMs: number; rssMb: number; dbBytes: number }) => number) =>
+      o && p && o !== "skip" && p !== "skip" && !("failed" in o) && !("failed" in p) ? fmtRatio(f(o), f(p)) : "—";
+    lines.push([
+      row.label, fmtInt(row.n),
+      val(o, (s) => fmtMs(s.wallMs)), val(p, (s) => fmtMs(s.wallMs)), ratio((s) => s.wallMs),
+      val(o, (s) => fmtMs(s.wallMs / row.n)), val(p, (s) => fmtMs(s.wallMs / row.n)),
+      val(o, (s) => fmtKb(s.dbBytes)), val(p, (s) => fmtKb(s.dbBytes)), ratio((s) => s.dbBytes),
+      val(o, (s) => (s.framesBytes === null ? "—" : fmtKb(s.framesBytes))), val(p, (s) => (s.framesBytes === null ? "—" : fmtKb(s.framesBytes))),
+      val(o, (s) => s.rssMb.toFixed(0)), val(p, (s) => s.rssMb.toFixed(0)), ratio((s) => s.rssMb),
+    ]);
+  }
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? "").length)));
+  const fmt = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join(" | ")} |`;
+  const rule = `|${widths.map((w, i) => (i === 0 ? "-".repeat(w + 2) : `${"-".repeat(w + 1)}:`)).join("|")}|`;
+  return [fmt(header), rule, ...lines.map(fmt)].join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// main
+
+export async function runCompareBench(argv: string[] = []): Promise<void> {
+  const opts = parseCompareArgs(argv);
+  const benchStarted = performance.now();
+  const peerAvailable = opts.engines.includes("peer") ? await ensurePeer(opts.install) : false;
+  const rows = plan(opts, peerAvailable);
+  const jobs: { row: Row; engine: Engine; rep: number }[] = [];
+  for (const row of rows) {
+    const engines = (Object.keys(row.cells) as Engine[]).filter((e) => row.cells[e] !== "skip");
+    for (let rep = 0; rep < opts.reps; rep++) {
+      // Alternate which engine goes first, so neither always runs on a machine the other just warmed.
+      for (const e of rep % 2 === 0 ? engines : [...engines].reverse()) jobs.push({ row, engine: e, rep });
+    }
+  }
+  console.log(
+    `\nbench/compare: ${jobs.length} runs, each in a fresh process (${opts.reps} rep${opts.reps > 1 ? "s" : ""}, timeout ${opts.timeoutMs / 1000} s per run)`,
+  );
+  const notes: string[] = [];
+  for (const [i, job] of jobs.entries()) {
+    const runner = job.row.workflow === "floor" ? "floor" : job.engine;
+    const sample = await measure(runner, job.row.workflow, job.row.n, opts);
+    (job.row.cells[job.engine] as Sample[]).push(sample);
+    const what = `${job.row.label} ${runner} rep ${job.rep + 1}/${opts.reps}`;
+    const said = sample.ok
+      ? `${fmtMs(sample.wallMs)} ms, RSS ${sample.rssMb.toFixed(0)} MB, DB ${fmtKb(sample.db.main + sample.db.wal + sample.db.shm)} KB`
+      : `${sample.kind}: ${sample.message}`;
+    console.error(`  [${i + 1}/${jobs.length}] ${what}: ${said}`);
+    if (!sample.ok) notes.push(`${what}: ${sample.kind}: ${sample.message}`);
+  }
+  const totalS = (performance.now() - benchStarted) / 1000;
+  console.log(`\nbench/compare: medians of ${opts.reps} run${opts.reps > 1 ? "s" : ""} per cell (Bun ${Bun.version}, ${process.platform}/${process.arch})\n`);
+  console.log(renderTable(rows));
+  console.log(
+    "\nwall: inside the child, around runWorkflow only (after imports and workflow creation); `smithers up`: the whole process, spawn to exit." +
+      "\nDB: main file + -wal + -shm, read by the parent after the child exited. frames: SUM(length(xml_json)) over _smithers_frames." +
+      "\nRSS: the child's peak (maxRSS). floor rows: plain bun:sqlite, one committed INSERT per task, shown in the ours columns." +
+      `\n— : not measured (the peer above N=${fmtInt(opts.peerMaxN)}, or not selected).`,
+  );
+  for (const n of notes) console.log(`  ! ${n}`);
+  console.log(`\nbench/compare: total ${totalS >= 120 ? `${(totalS / 60).toFixed(1)} min` : `${totalS.toFixed(0)} s`}`);
+  if (opts.json) {
+    writeFileSync(opts.json, JSON.stringify({ bun: Bun.version, options: opts, totalSeconds: totalS, rows }, null, 2));
+    console.log(`bench/compare: raw samples written to ${opts.json}`);
+  }
+}
+
+if (import.meta.main) await runCompareBench(process.argv.slice(2));

@@ -1,0 +1,56 @@
+/** @jsxImportSource ../../src/jsx */
+/**
+ * One measured run of OUR engine, in its own process (started by bench/compare/index.ts).
+ * argv[2] is a JSON RunSpec; the last stdout line is `BENCH_RESULT {json}`.
+ * The same workflows as peer.jsx: keep the two files in step.
+ */
+import { createSmithers, runWorkflow } from "../../src/index.ts";
+// Not a bare "zod": that would find the peer's copy in bench/node_modules (see bench/zod.ts).
+import { z } from "../zod.ts";
+import { parseSpec, report, type Shape } from "./protocol.ts";
+
+const spec = parseSpec(process.argv[2]);
+const { Workflow, Task, Sequence, Parallel, Loop, smithers, outputs } = createSmithers(
+  { out: z.object({ n: z.number() }) },
+  { dbPath: spec.dbPath },
+);
+const ids = Array.from({ length: spec.n }, (_, i) => i);
+
+const workflows: Record<Shape, () => ReturnType<typeof smithers>> = {
+  one: () => smithers(() => (
+    <Workflow name="one">
+      <Task id="t0" output={outputs.out}>{{ n: 0 }}</Task>
+    </Workflow>
+  )),
+  seq: () => smithers(() => (
+    <Workflow name="seq">
+      <Sequence>
+        {ids.map((i) => <Task key={i} id={`t${i}`} output={outputs.out}>{{ n: i }}</Task>)}
+      </Sequence>
+    </Workflow>
+  )),
+  par: () => smithers(() => (
+    <Workflow name="par">
+      <Parallel maxConcurrency={8}>
+        {ids.map((i) => <Task key={i} id={`t${i}`} output={outputs.out}>{{ n: i }}</Task>)}
+      </Parallel>
+    </Workflow>
+  )),
+  loop: () => smithers((ctx) => (
+    <Workflow name="loop">
+      <Loop id="l" until={ctx.iterationCount(outputs.out, "t") >= spec.n} maxIterations={spec.n}>
+        <Task id="t" output={outputs.out}>{{ n: ctx.iterationCount(outputs.out, "t") }}</Task>
+      </Loop>
+    </Workflow>
+  )),
+};
+
+const wf = workflows[spec.shape]();
+const started = performance.now();
+const result = await runWorkflow(wf, { input: {} });
+const wallMs = performance.now() - started;
+if (result.status !== "finished") {
+  console.error(`ours ${spec.shape}-${spec.n}: run ${result.status}: ${result.error?.message ?? "(no error)"}`);
+  process.exit(1);
+}
+report({ wallMs, maxRssKb: process.resourceUsage().maxRSS });
