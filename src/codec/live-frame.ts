@@ -127,9 +127,13 @@ export class LiveFrame {
     this.root = build(tree);
   }
 
-  /** Applies the delta's ops in order; FRAME_CORRUPT (and no change) when one does not fit. */
-  apply(delta: FrameDelta): void {
-    const ops = parseDelta(delta);
+  /**
+   * Applies the delta's ops in order; FRAME_CORRUPT (and no change) when one does not fit.
+   * `shapeChecked`: the delta came from encodeDelta or decodeDeltaJson (or the engine's own
+   * ops), so its shape is already known good and only the fit to this tree is checked.
+   */
+  apply(delta: FrameDelta, options: { shapeChecked?: boolean } = {}): void {
+    const ops = options.shapeChecked ? delta : parseDelta(delta);
     const undo: (() => void)[] = [];
     try {
       ops.forEach((op, at) => this.applyOp(op, at, undo));

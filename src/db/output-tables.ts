@@ -181,8 +181,11 @@ function keyWhere(info: OutputTableInfo, key: Partial<OutputKey> & { runId: stri
   return and(...parts);
 }
 
-/** Replaces the row at `key` with `values` (already validated). Call inside a transaction. */
-export function writeOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey, values: Record<string, unknown>): void {
+/**
+ * Replaces the row at `key` with `values` (already validated) and returns the row as stored
+ * (every column by field name, absent ones null). Call inside a transaction.
+ */
+export function writeOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey, values: Record<string, unknown>): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   for (const [field, column] of Object.entries(getTableColumns(info.table))) {
     if (column.name === "run_id") row[field] = key.runId;
@@ -205,6 +208,8 @@ export function writeOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey
   });
   statements.remove.run({ runId: key.runId, nodeId: key.nodeId, iteration: key.iteration });
   statements.insert.run(Object.fromEntries(fields.map((f) => [`v_${f}`, row[f]])));
+  for (const field of Object.keys(getTableColumns(info.table))) row[field] ??= null;
+  return row;
 }
 
 /** All output rows of a run in this table, as Drizzle maps them (booleans, JSON, dates decoded). */

@@ -22,7 +22,7 @@ export type SmithersDbOptions = {
   ensureTables?: boolean;
 };
 
-type TxToken = { readonly db: SmithersDb; readonly label: string };
+type TxToken = { readonly db: SmithersDb; readonly label: string; readonly onCommit: (() => void)[]; readonly onRollback: (() => void)[] };
 
 const txContext = new AsyncLocalStorage<TxToken>();
 
@@ -51,6 +51,17 @@ export class SmithersDb {
   inTransaction(): boolean {
     const token = txContext.getStore();
     return token !== undefined && token === this.activeTx;
+  }
+
+  /**
+   * Runs `commit` right after the open transaction commits (before any other queued work), or
+   * `rollback` if it rolls back. Only inside a transaction.
+   */
+  afterTransaction(commit: () => void, rollback?: () => void): void {
+    const token = txContext.getStore();
+    if (!token || token !== this.activeTx) throw new SmithersError("DB_NESTED_TRANSACTION", "afterTransaction must be called inside a transaction");
+    token.onCommit.push(commit);
+    if (rollback) token.onRollback.push(rollback);
   }
 
   /** A read that waits its turn (so it never sees a half-done transaction). */
@@ -90,14 +101,15 @@ export class SmithersDb {
   }
 
   private async runTransaction<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
-    const token: TxToken = { db: this, label };
+    const token: TxToken = { db: this, label, onCommit: [], onRollback: [] };
     this.sqlite.exec("BEGIN IMMEDIATE");
     this.activeTx = token;
+    let result: T;
     try {
-      const result = await txContext.run(token, () => fn(this.db));
+      result = await txContext.run(token, () => fn(this.db));
       this.sqlite.exec("COMMIT");
-      return result;
     } catch (error) {
+      for (const hook of token.onRollback) hook();
       if (this.sqlite.inTransaction) {
         try {
           this.sqlite.exec("ROLLBACK");
@@ -109,6 +121,9 @@ export class SmithersDb {
     } finally {
       this.activeTx = null;
     }
+    // Synchronously, before the queue moves on: no other work sees the commit before its hooks ran.
+    for (const hook of token.onCommit) hook();
+    return result;
   }
 
   private enqueue<T>(run: () => Promise<T>): Promise<T> {

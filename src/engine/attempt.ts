@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { generateStructured } from "../agents/index.ts";
-import type { SmithersDb } from "../db/index.ts";
+import type { Drizzle, SmithersDb } from "../db/index.ts";
 import { finishAttempt, insertAttempt } from "../db/adapters/attempts.ts";
 import { upsertNode } from "../db/adapters/nodes.ts";
 import { writeOutputRow, type OutputTableInfo } from "../db/output-tables.ts";
@@ -14,7 +14,8 @@ import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 
 export type AttemptOutcome =
-  | { kind: "finished"; durationMs: number }
+  /** `row`: the output row as stored (generated tables), for the in-memory snapshot. */
+  | { kind: "finished"; durationMs: number; row?: Record<string, unknown> }
   | { kind: "failed"; error: SmithersError; retryable: boolean; retryAfterMs?: number; durationMs: number }
   | { kind: "cancelled"; durationMs: number };
 
@@ -30,8 +31,10 @@ export type AttemptInput = {
   now: () => number;
   /** Whether a failure leaves attempts in the retry budget (decides the node's state after failure). */
   canRetry: boolean;
-  /** Called once the attempt row is committed, just before the work starts. */
-  onStarted?: () => void;
+  /** Runs inside the transaction that records the attempt (write before do): the caller's journal rides along. */
+  inStartTransaction?: (d: Drizzle) => void;
+  /** Runs inside the transaction that closes the attempt, with the outcome being committed. */
+  inSettleTransaction?: (d: Drizzle, outcome: AttemptOutcome) => void;
   /** Told about side-effect calls the task records. */
   onToolCall?: SideEffectScope["onRecorded"];
 };
@@ -132,8 +135,8 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
   await db.withTransaction("startAttempt", (d) => {
     upsertNode(d, { runId, nodeId: task.nodeId, iteration: task.iteration, state: "running", lastAttempt: a.attempt, updatedAtMs: startedAtMs, outputTable: info.tableName, label: task.label ?? null });
     insertAttempt(d, { ...key, state: "running", startedAtMs, metaJson: task.meta ? JSON.stringify(task.meta) : null });
+    a.inStartTransaction?.(d);
   });
-  a.onStarted?.();
   try {
     const { raw, responseText } = await guarded(a, (signal) => produce(a, signal));
     const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
@@ -143,12 +146,15 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
       });
     }
     const finishedAtMs = a.now();
+    const outcome: AttemptOutcome = { kind: "finished", durationMs: finishedAtMs - startedAtMs };
     await db.withTransaction("finishAttempt", (d) => {
       closeAttempt(d, key, { state: "finished", finishedAtMs, responseText: responseText ?? null });
-      writeOutputRow(d, info, key, parsed.data as Record<string, unknown>);
+      const row = writeOutputRow(d, info, key, parsed.data as Record<string, unknown>);
+      if (!info.custom) outcome.row = row;
       upsertNode(d, { runId, nodeId: task.nodeId, iteration: task.iteration, state: "finished", lastAttempt: a.attempt, updatedAtMs: finishedAtMs, outputTable: info.tableName, label: task.label ?? null });
+      a.inSettleTransaction?.(d, outcome);
     });
-    return { kind: "finished", durationMs: finishedAtMs - startedAtMs };
+    return outcome;
   } catch (thrown) {
     const finishedAtMs = a.now();
     const durationMs = finishedAtMs - startedAtMs;
@@ -156,12 +162,13 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
     const cancelled = error.code === "TASK_CANCELLED";
     const retryable = !cancelled && !(thrown instanceof FatalError) && a.canRetry;
     const nodeState = cancelled ? "cancelled" : retryable ? "pending" : "failed";
+    const retryAfterMs = thrown instanceof RetryableError ? thrown.retryAfterMs : undefined;
+    const outcome: AttemptOutcome = cancelled ? { kind: "cancelled", durationMs } : { kind: "failed", error, retryable, retryAfterMs, durationMs };
     await db.withTransaction("failAttempt", (d) => {
       closeAttempt(d, key, { state: cancelled ? "cancelled" : "failed", finishedAtMs, errorJson: JSON.stringify(errorToJson(error)) });
       upsertNode(d, { runId, nodeId: task.nodeId, iteration: task.iteration, state: nodeState, lastAttempt: a.attempt, updatedAtMs: finishedAtMs, outputTable: info.tableName, label: task.label ?? null });
+      a.inSettleTransaction?.(d, outcome);
     });
-    if (cancelled) return { kind: "cancelled", durationMs };
-    const retryAfterMs = thrown instanceof RetryableError ? thrown.retryAfterMs : undefined;
-    return { kind: "failed", error, retryable, retryAfterMs, durationMs };
+    return outcome;
   }
 }

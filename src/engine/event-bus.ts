@@ -9,9 +9,10 @@
  * identical event twice (a de-duplicated event is stored once). Writes issued while the caller
  * owns an open transaction join it, so they commit or roll back with it.
  */
-import { EVENT_BATCH_MAX, events, type SmithersDb } from "../db/index.ts";
+import { EVENT_BATCH_MAX, events, type Drizzle, type SmithersDb } from "../db/index.ts";
+import { Outbox } from "./outbox.ts";
 
-/** What the bus carries: the whole object is stored as `payload_json`. */
+/** What the bus carries; `runId`, `type` and `timestampMs` are columns, the rest is `payload_json`. */
 export type BusEvent = { type: string; runId: string; timestampMs: number; [key: string]: unknown };
 
 export type EventListener<E> = (event: E, seq: number) => void;
@@ -45,6 +46,8 @@ export class EventBus<E extends BusEvent = BusEvent> {
   private draining = false;
   private persistTail: Promise<void> = Promise.resolve();
   private persistError: unknown = undefined;
+  /** Staged events: numbered now, stored by the caller's next transaction, heard once stored. */
+  private readonly staged = new Outbox<{ event: E; seq: number }>();
 
   constructor(options: EventBusOptions) {
     this.db = options.db;
@@ -68,6 +71,12 @@ export class EventBus<E extends BusEvent = BusEvent> {
   /** Notifies listeners now and persists in the background; returns the event's seq. */
   emitEventQueued(event: E): number {
     const seq = this.nextSeq++;
+    this.notify(event, seq);
+    if (this.persist) this.enqueue(event);
+    return seq;
+  }
+
+  private notify(event: E, seq: number): void {
     for (const listener of this.listeners) {
       try {
         listener(event, seq);
@@ -75,8 +84,51 @@ export class EventBus<E extends BusEvent = BusEvent> {
         this.onListenerError(error);
       }
     }
-    if (this.persist) this.enqueue(event);
+  }
+
+  /** The row stored for an event: runId, type and time are columns, so the payload omits them. */
+  private toRow(event: E): events.NewEvent {
+    const { runId, timestampMs, type, ...payload } = event;
+    return { runId, timestampMs, type, payloadJson: JSON.stringify(payload) };
+  }
+
+  /**
+   * Numbers the event now; it is stored by the next `writeStagedIn` (inside the caller's
+   * transaction) and listeners hear it once that transaction committed, in seq order.
+   */
+  stage(event: E): number {
+    const seq = this.nextSeq++;
+    this.staged.push({ event, seq });
     return seq;
+  }
+
+  /** `stage` from inside an open transaction: taken back (and its seq reused) if that transaction rolls back. */
+  stageInTransaction(event: E): number {
+    const seq = this.nextSeq++;
+    this.staged.pushInTransaction(this.db, { event, seq }, () => {
+      this.nextSeq--;
+    });
+    return seq;
+  }
+
+  get stagedCount(): number {
+    return this.staged.size;
+  }
+
+  /** Inside an open transaction: stores the staged events; listeners hear them after the commit. */
+  writeStagedIn(d: Drizzle): void {
+    this.staged.writeIn(
+      this.db,
+      (items) => events.insertEventsIn(d, items.map(({ event }) => this.toRow(event))),
+      (items) => {
+        for (const { event, seq } of items) this.notify(event, seq);
+      },
+    );
+  }
+
+  /** Stores the staged events in a transaction of their own, if there are any. */
+  async flushStaged(): Promise<void> {
+    if (this.staged.size > 0) await this.db.withTransaction("flushEvents", (d) => this.writeStagedIn(d));
   }
 
   /**
@@ -103,12 +155,7 @@ export class EventBus<E extends BusEvent = BusEvent> {
   }
 
   private enqueue(event: E): void {
-    this.pending.push({
-      runId: event.runId,
-      timestampMs: event.timestampMs,
-      type: event.type,
-      payloadJson: JSON.stringify(event),
-    });
+    this.pending.push(this.toRow(event));
     if (this.draining) return;
     this.draining = true;
     this.persistTail = this.persistTail.then(() => this.drain());

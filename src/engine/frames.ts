@@ -87,7 +87,7 @@ export class FrameChain {
     } else {
       delta = Array.isArray(next) ? next : encodeDelta(this.live.toTree(), next);
       if (delta.length === 0) return undefined;
-      this.live.apply(delta);
+      this.live.apply(delta, { shapeChecked: true });
     }
     const frameNo = this.nextNo++;
     const base = { runId: this.runId, frameNo, createdAtMs: nowMs, hash: this.live.hash };
@@ -158,7 +158,7 @@ function rebuild(rows: frames.FrameRow[], runId: string, frameNo: number): LiveF
   for (let i = 1; i < rows.length; i++) {
     const row = rows[i]!;
     if (row.frameNo !== rows[i - 1]!.frameNo + 1) throw corrupt(runId, rows[i - 1]!.frameNo + 1, "the frame is missing from the chain");
-    if (row.encoding === "delta") live.apply(decodeDeltaJson(row.xmlJson));
+    if (row.encoding === "delta") live.apply(decodeDeltaJson(row.xmlJson), { shapeChecked: true });
     else live.apply(encodeDelta(live.toTree(), decodeFrameXml(row.xmlJson)));
     if (live.hash !== row.xmlHash) throw corrupt(runId, row.frameNo, "rebuilding it does not give its hash");
   }

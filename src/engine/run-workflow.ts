@@ -3,7 +3,7 @@
  * SQLite before and after its work; memory only mirrors what this process wrote, so a
  * crash at any point is repaired by resume.
  */
-import { heartbeatRun, updateRun } from "../db/adapters/runs.ts";
+import { heartbeatRun, setRunFields, updateRun } from "../db/adapters/runs.ts";
 import { setLoopState } from "../db/adapters/ralph.ts";
 import { upsertNode } from "../db/adapters/nodes.ts";
 import { readOutputRow, readOutputRows, type OutputTableInfo } from "../db/output-tables.ts";
@@ -15,9 +15,10 @@ import { buildCtx } from "./ctx.ts";
 import { openEventBus, type EventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
 import { ACTIVE_OWNERS, newOwnerId, setupRun, type RunSetup, type TrackedNode } from "./run-setup.ts";
-import { decide, type Failure } from "./scheduler.ts";
+import { decide, DecideMemo, type Failure } from "./scheduler.ts";
 import { DEFAULT_KEYFRAME_POLICY, FrameChain, FrameRecorder, type KeyframePolicy } from "./frames.ts";
-import { frames as frameRows } from "../db/index.ts";
+import { frames as frameRows, type Drizzle } from "../db/index.ts";
+import { Outbox } from "./outbox.ts";
 import type { RunStatus } from "./states.ts";
 import { DEFAULT_TASK_RETRY, HEARTBEAT_INTERVAL_MS } from "./constants.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
@@ -80,6 +81,8 @@ class Run {
   private reads = new Set<string>();
   /** Something the last render could have seen changed (a row it read, a loop), so the tree must be rendered again. */
   private renderStale = true;
+  /** Carried between decide() calls: states here only move forward (see DecideMemo). */
+  private readonly memo = new DecideMemo();
   private failure: SmithersError | undefined;
   /** Aborted by the caller's signal: the run ends `cancelled`. */
   private readonly abort = new AbortController();
@@ -98,16 +101,41 @@ class Run {
     private readonly now: () => number,
   ) {}
 
-  /** Commits a frame when the plan or a task state changed since the last one. */
-  private async commitFrame(plan: Plan): Promise<void> {
+  /** Frames waiting for the next transaction (see Outbox). */
+  private readonly frameBox = new Outbox<frameRows.NewFrame>();
+
+  /**
+   * Stages a frame when the plan or a task state changed since the last one. It is stored by the
+   * next transaction the run commits, together with the staged events.
+   */
+  private commitFrame(plan: Plan): void {
     const frame = this.frames.next(plan, (key) => this.s.states.get(key)?.state, this.now());
     if (!frame) return;
-    await this.db.write("commitFrame", (d) => frameRows.insertFrame(d, frame));
+    this.frameBox.push(frame);
     this.emit({ type: "FrameCommitted", frameNo: frame.frameNo, encoding: frame.encoding });
   }
 
+  /** Stages an event: stored with the run's next transaction, heard by listeners once committed. */
   emit(event: Omit<SmithersEvent, "runId" | "timestampMs">): void {
-    this.bus.emitEventQueued({ ...event, runId: this.s.runId, timestampMs: this.now() });
+    this.bus.stage({ ...event, runId: this.s.runId, timestampMs: this.now() });
+  }
+
+  /** Stages an event inside an open transaction: it commits or rolls back with it. */
+  private emitInTransaction(event: Omit<SmithersEvent, "runId" | "timestampMs">): void {
+    this.bus.stageInTransaction({ ...event, runId: this.s.runId, timestampMs: this.now() });
+  }
+
+  /** Inside any transaction of the run: stores the staged frames and events with it. */
+  private readonly journal = (d: Drizzle): void => {
+    this.frameBox.writeIn(this.db, (rows) => {
+      for (const f of rows) frameRows.insertFrame(d, f);
+    });
+    this.bus.writeStagedIn(d);
+  };
+
+  /** Stores what is staged in a transaction of its own (when no other transaction is coming). */
+  private async flushJournal(): Promise<void> {
+    if (this.frameBox.size > 0 || this.bus.stagedCount > 0) await this.db.withTransaction("journal", this.journal);
   }
 
   private iterationOf = (nodeId: string) => {
@@ -218,35 +246,39 @@ class Run {
       runSignal: this.stop.signal,
       now: this.now,
       canRetry: t.failures < task.retries,
-      onStarted: () => this.emit({ type: "NodeStarted", ...ids }),
       onToolCall: (e) => this.emit({ ...e, ...ids }),
+      inStartTransaction: (d) => {
+        this.emitInTransaction({ type: "NodeStarted", ...ids });
+        this.journal(d);
+      },
+      inSettleTransaction: (d, outcome) => {
+        if (outcome.kind === "finished") this.emitInTransaction({ type: "NodeFinished", ...ids, durationMs: outcome.durationMs });
+        else if (outcome.kind === "cancelled") this.emitInTransaction({ type: "NodeCancelled", ...ids, durationMs: outcome.durationMs });
+        else {
+          this.emitInTransaction({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorToJson(outcome.error) });
+          if (outcome.retryable) this.emitInTransaction({ type: "NodeRetrying", ...ids, attempt: attempt + 1 });
+        }
+        this.journal(d);
+      },
     })
       .then(async (outcome) => {
-        // Memory changes only after the journal caught up, so the scheduler never sees a
-        // state the database and the event log do not have yet.
-        let next: () => void;
+        // The outcome, its events and the frames before it are committed: memory may follow.
         if (outcome.kind === "finished") {
-          const row = await this.db.read("readOutput", (d) => readOutputRow(d, info, { runId: this.s.runId, ...ids }));
-          this.emit({ type: "NodeFinished", ...ids, durationMs: outcome.durationMs });
-          next = () => {
+          const row = outcome.row ?? (await this.db.read("readOutput", (d) => readOutputRow(d, info, { runId: this.s.runId, ...ids })));
+          settle(() => {
             if (row) this.remember(info, row);
             t.state = "finished";
-          };
+          });
         } else if (outcome.kind === "cancelled") {
-          this.emit({ type: "NodeCancelled", ...ids, durationMs: outcome.durationMs });
-          next = () => (t.state = "cancelled");
+          settle(() => (t.state = "cancelled"));
         } else {
           this.lastErrors.set(key, outcome.error);
-          this.emit({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorToJson(outcome.error) });
-          if (outcome.retryable) this.emit({ type: "NodeRetrying", ...ids, attempt: attempt + 1 });
-          next = () => {
+          settle(() => {
             t.failures++;
             t.state = outcome.retryable ? "pending" : "failed";
             if (outcome.retryable) t.retryAtMs = this.now() + retryDelay(task.retryPolicy, t.failures, outcome.retryAfterMs);
-          };
+          });
         }
-        await this.bus.flush(); // task boundary
-        settle(next);
       })
       .catch((error: unknown) => {
         // Storage failed under the attempt (or the run was taken over): this process can no longer vouch for the node.
@@ -267,7 +299,7 @@ class Run {
 
   /** Performs the scheduler's actions; a `wait` is returned for the caller to sleep on after the frame commit. */
   private async act(plan: Plan): Promise<"progressed" | "done" | { untilMs: number | undefined }> {
-    const actions = decide(plan, this.s.states, this.now(), this.options.maxConcurrency ?? Infinity);
+    const actions = decide(plan, this.s.states, this.now(), this.options.maxConcurrency ?? Infinity, this.memo);
     const nowMs = this.now();
     for (const action of actions) {
       switch (action.type) {
@@ -285,22 +317,26 @@ class Run {
         case "skip": {
           const { task } = action;
           const info = this.resolve(task);
-          await this.db.withTransaction("skipNode", (d) =>
-            upsertNode(d, { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration, state: "skipped", updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null }),
-          );
+          await this.db.withTransaction("skipNode", (d) => {
+            upsertNode(d, { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration, state: "skipped", updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null });
+            this.emitInTransaction({ type: "NodeSkipped", nodeId: task.nodeId, iteration: task.iteration });
+            this.journal(d);
+          });
           this.tracked(task).state = "skipped";
-          this.frames.markDirty(nodeKey(task.nodeId, task.iteration));
-          this.emit({ type: "NodeSkipped", nodeId: task.nodeId, iteration: task.iteration });
+          this.frames.markDirty(task.key);
           break;
         }
         case "advance-loop":
         case "finish-loop": {
           const { loop } = action;
           const next = action.type === "advance-loop" ? { iteration: loop.iteration + 1, done: false } : { iteration: loop.iteration, done: true };
-          await this.db.withTransaction("loopState", (d) => setLoopState(d, { runId: this.s.runId, ralphId: loop.loopId, ...next, updatedAtMs: nowMs }));
+          await this.db.withTransaction("loopState", (d) => {
+            setLoopState(d, { runId: this.s.runId, ralphId: loop.loopId, ...next, updatedAtMs: nowMs });
+            this.emitInTransaction({ type: action.type === "advance-loop" ? "LoopAdvanced" : "LoopFinished", loopId: loop.loopId, iteration: next.iteration });
+            this.journal(d);
+          });
           this.s.loops.set(loop.loopId, next);
           this.renderStale = true;
-          this.emit({ type: action.type === "advance-loop" ? "LoopAdvanced" : "LoopFinished", loopId: loop.loopId, iteration: next.iteration });
           break;
         }
       }
@@ -344,40 +380,36 @@ class Run {
         }
         if (!named) {
           named = true;
-          await updateRun(this.db, runId, { workflowName: plan.workflowName });
+          if (plan.workflowName !== this.wf.name) await updateRun(this.db, runId, { workflowName: plan.workflowName });
         }
         const step = await this.act(plan);
-        await this.commitFrame(plan);
+        this.commitFrame(plan);
         if (step === "done") break;
-        if (step !== "progressed") await this.sleep(step.untilMs);
+        if (step !== "progressed") {
+          // Nothing in flight will commit soon (a backoff): store what is staged now.
+          if (this.running.size === 0) await this.flushJournal();
+          await this.sleep(step.untilMs);
+        }
       }
     } catch (error) {
       this.fail(error instanceof SmithersError ? error : new SmithersError("DB_WRITE_FAILED", `The run could not record its progress: ${(error as Error)?.message ?? String(error)}`, { cause: error }));
     }
     await Promise.all(this.running.values());
+    if (this.lost) return { runId, status: "failed", error: this.failure }; // the new owner writes from here on
     // The states in-flight attempts settled into after a failure or cancel belong in the last frame.
-    if (this.plan && !this.lost) await this.commitFrame(this.plan).catch(() => undefined);
+    if (this.plan) this.commitFrame(this.plan);
     const finishedAtMs = this.now();
-    if (this.lost) {
-      await this.bus.flush().catch(() => undefined);
-      return { runId, status: "failed", error: this.failure };
-    }
-    if (this.abort.signal.aborted) {
-      await updateRun(this.db, runId, { status: "cancelled", finishedAtMs });
-      this.emit({ type: "RunCancelled", status: "cancelled" });
-      await this.bus.flush();
-      return { runId, status: "cancelled" };
-    }
-    if (this.failure) {
-      await updateRun(this.db, runId, { status: "failed", finishedAtMs, errorJson: JSON.stringify(errorToJson(this.failure)) });
-      this.emit({ type: "RunFailed", status: "failed", error: errorToJson(this.failure) });
-      await this.bus.flush();
-      return { runId, status: "failed", error: this.failure };
-    }
-    await updateRun(this.db, runId, { status: "finished", finishedAtMs });
-    this.emit({ type: "RunFinished", status: "finished" });
-    await this.bus.flush();
-    return { runId, status: "finished", output: this.result() };
+    const status: RunStatus = this.abort.signal.aborted ? "cancelled" : this.failure ? "failed" : "finished";
+    const error = status === "failed" && this.failure ? errorToJson(this.failure) : undefined;
+    await this.db.withTransaction("finishRun", (d) => {
+      setRunFields(d, runId, { status, finishedAtMs, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
+      const type = status === "cancelled" ? "RunCancelled" : status === "failed" ? "RunFailed" : "RunFinished";
+      this.emitInTransaction({ type, status, ...(error ? { error } : {}) });
+      this.journal(d);
+    });
+    if (status === "cancelled") return { runId, status };
+    if (status === "failed") return { runId, status, error: this.failure };
+    return { runId, status, output: this.result() };
   }
 
   /** The `output` schema's latest row when the workflow has one, else the last finished task's row. */

@@ -45,13 +45,40 @@ type Walk = {
   failure?: Failure;
   wakeAtMs?: number;
   running: number;
+  memo: DecideMemo | undefined;
 };
+
+/**
+ * What an engine may carry from one decide() to the next on the same plan: how many leading
+ * children of each group are done. Done is final within one run (a finished task never runs
+ * again; a re-render makes new plan objects), so the walk can start after them and a long
+ * Sequence costs O(1) per step instead of O(n). Only valid while states only move forward.
+ */
+export class DecideMemo {
+  private readonly doneBefore = new WeakMap<readonly PlanNode[], number>();
+  private readonly taskIndex = new WeakMap<Plan, ReadonlyMap<string, PlanTask>>();
+  start(children: readonly PlanNode[]): number {
+    return this.doneBefore.get(children) ?? 0;
+  }
+  setStart(children: readonly PlanNode[], index: number): void {
+    this.doneBefore.set(children, index);
+  }
+  tasksOf(plan: Plan): ReadonlyMap<string, PlanTask> {
+    let found = this.taskIndex.get(plan);
+    if (!found) this.taskIndex.set(plan, (found = indexTasks(plan)));
+    return found;
+  }
+}
+
+const indexTasks = (plan: Plan): ReadonlyMap<string, PlanTask> => new Map(plan.tasks.map((t) => [t.nodeId, t]));
 
 const stateOf = (w: Walk, t: PlanTask) => w.states.get(t.key);
 
 function countRunning(node: PlanNode, w: Walk): number {
   if (node.kind === "task") return stateOf(w, node)?.state === "running" ? 1 : 0;
-  return node.children.reduce((n, c) => n + countRunning(c, w), 0);
+  let n = 0;
+  for (let i = w.memo?.start(node.children) ?? 0; i < node.children.length; i++) n += countRunning(node.children[i]!, w);
+  return n;
 }
 
 /**
@@ -102,21 +129,28 @@ function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
 }
 
 function visitSequence(children: PlanNode[], caps: Cap[], w: Walk): Visit {
-  for (const child of children) {
-    const r = visit(child, caps, w);
-    if (r !== "done") return r;
+  for (let i = w.memo?.start(children) ?? 0; i < children.length; i++) {
+    const r = visit(children[i]!, caps, w);
+    if (r !== "done") {
+      w.memo?.setStart(children, i);
+      return r;
+    }
   }
+  w.memo?.setStart(children, children.length);
   return "done";
 }
 
 function visitParallel(group: PlanGroup, caps: Cap[], w: Walk): Visit {
   const inner = group.maxConcurrency === undefined ? caps : [...caps, { max: group.maxConcurrency, used: countRunning(group, w) }];
   let result: Visit = "done";
-  for (const child of group.children) {
-    const r = visit(child, inner, w);
+  let prefix = w.memo?.start(group.children) ?? 0;
+  for (let i = prefix; i < group.children.length; i++) {
+    const r = visit(group.children[i]!, inner, w);
+    if (r === "done" && prefix === i) prefix = i + 1;
     if (r === "failed") result = "failed";
     else if (r === "busy" && result === "done") result = "busy";
   }
+  w.memo?.setStart(group.children, prefix);
   return result;
 }
 
@@ -164,9 +198,10 @@ function visit(node: PlanNode, caps: Cap[], w: Walk): Visit {
  * Decides what to do next. `maxConcurrency` caps running tasks across the whole run.
  * Once a failure is found no new work starts, so in-flight tasks can settle.
  */
-export function decide(plan: Plan, states: ReadonlyMap<string, NodeStatus>, nowMs: number, maxConcurrency = Infinity): Action[] {
-  const w: Walk = { states, tasks: new Map(plan.tasks.map((t) => [t.nodeId, t])), nowMs, actions: [], running: 0 };
-  const global: Cap = { max: maxConcurrency, used: countRunning(plan.root, w) };
+export function decide(plan: Plan, states: ReadonlyMap<string, NodeStatus>, nowMs: number, maxConcurrency = Infinity, memo?: DecideMemo): Action[] {
+  const tasks = memo ? memo.tasksOf(plan) : indexTasks(plan);
+  const w: Walk = { states, tasks, nowMs, actions: [], running: 0, memo };
+  const global: Cap = { max: maxConcurrency, used: Number.isFinite(maxConcurrency) ? countRunning(plan.root, w) : 0 };
   const r = visit(plan.root, [global], w);
   if (r === "failed") return [{ type: "fail-run", failure: w.failure! }];
   if (r === "done") return [{ type: "finish-run" }];

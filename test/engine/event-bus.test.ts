@@ -20,6 +20,47 @@ const stored = () =>
     .all()
     .map((r) => [r.seq, r.type, JSON.parse(r.payloadJson)]);
 
+describe("EventBus.stage", () => {
+  test("staged events are stored by the caller's transaction and heard only after it commits, in seq order", async () => {
+    const bus = new EventBus({ db, runId: "r1" });
+    const heard: [number, string][] = [];
+    bus.on((event, seq) => heard.push([seq, event.type]));
+    expect(bus.stage(ev("A"))).toBe(0);
+    expect(bus.stage(ev("B"))).toBe(1);
+    expect(heard).toEqual([]);
+    await db.withTransaction("t", (d) => {
+      bus.writeStagedIn(d);
+      expect(heard).toEqual([]);
+    });
+    expect(heard).toEqual([
+      [0, "A"],
+      [1, "B"],
+    ]);
+    expect(stored().map((r) => [r[0], r[1]])).toEqual([
+      [0, "A"],
+      [1, "B"],
+    ]);
+    expect(bus.stagedCount).toBe(0);
+  });
+
+  test("a transaction that rolls back leaves staged events for the next one, and events staged inside it are taken back", async () => {
+    const bus = new EventBus({ db, runId: "r1" });
+    bus.stage(ev("A"));
+    await db
+      .withTransaction("t", (d) => {
+        bus.stageInTransaction(ev("Inside"));
+        bus.writeStagedIn(d);
+        throw new Error("boom");
+      })
+      .catch(() => undefined);
+    expect(stored()).toEqual([]);
+    expect(bus.stagedCount).toBe(1);
+    expect(bus.seq).toBe(1);
+    await bus.flushStaged();
+    expect(stored().map((r) => [r[0], r[1]])).toEqual([[0, "A"]]);
+  });
+});
+
 describe("EventBus.emitEventQueued", () => {
   test("calls listeners at once, in order, with increasing seqs, before anything is stored", () => {
     const bus = new EventBus({ db, runId: "r1" });
@@ -34,11 +75,12 @@ describe("EventBus.emitEventQueued", () => {
     expect(stored()).toEqual([]);
   });
 
-  test("persists the whole event as payload_json once flushed", async () => {
+  test("persists the event once flushed: run, type and time as columns, the rest as payload_json", async () => {
     const bus = new EventBus({ db, runId: "r1" });
     bus.emitEventQueued(ev("NodeStarted", { nodeId: "a", attempt: 1 }));
     await bus.flush();
-    expect(stored()).toEqual([[0, "NodeStarted", { type: "NodeStarted", runId: "r1", timestampMs: 100, nodeId: "a", attempt: 1 }]]);
+    expect(stored()).toEqual([[0, "NodeStarted", { nodeId: "a", attempt: 1 }]]);
+    expect(db.db.select().from(smithersEvents).all().map((r) => [r.runId, r.timestampMs])).toEqual([["r1", 100]]);
   });
 
   test("a burst of queued events is stored completely and in emit order", async () => {

@@ -88,6 +88,11 @@ function insertInTransaction(d: Drizzle, events: readonly NewEvent[]): number[] 
   });
 }
 
+/** Persists events inside the caller's open BEGIN IMMEDIATE transaction; returns their seqs. */
+export function insertEventsIn(d: Drizzle, events: readonly NewEvent[]): number[] {
+  return insertInTransaction(d, events);
+}
+
 /**
  * Persists one event and returns its seq (the existing seq when an identical event is stored).
  * @example

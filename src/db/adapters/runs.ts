@@ -2,7 +2,7 @@
 import { and, asc, eq, isNull, lt, or, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
 import { STALE_RUN_THRESHOLD_MS } from "../constants.ts";
 import { smithersRuns } from "../internal-schema.ts";
-import { changedRows, type SmithersDb } from "../smithers-db.ts";
+import { changedRows, type Drizzle, type SmithersDb } from "../smithers-db.ts";
 import { isSame } from "./shared.ts";
 
 export type RunRow = InferSelectModel<typeof smithersRuns>;
@@ -22,6 +22,11 @@ export function updateRun(db: SmithersDb, runId: string, patch: Partial<Omit<New
   return db.write("updateRun", (d) => {
     d.update(smithersRuns).set(patch).where(eq(smithersRuns.runId, runId)).run();
   });
+}
+
+/** `updateRun` inside the caller's transaction. */
+export function setRunFields(d: Drizzle, runId: string, patch: Partial<Omit<NewRunRow, "runId">>): void {
+  d.update(smithersRuns).set(patch).where(eq(smithersRuns.runId, runId)).run();
 }
 
 /** Stamps the heartbeat while `ownerId` still owns the run; false means another process took it over. */
