@@ -30,6 +30,8 @@ export type RunSetup = {
   runId: string;
   input: unknown;
   resumed: boolean;
+  /** The run had already finished: nothing is run or written, its result is only read back. */
+  alreadyFinished: boolean;
   states: Map<string, TrackedNode>;
   loops: Map<string, LoopState>;
   snapshot: OutputSnapshot;
@@ -110,17 +112,20 @@ export type SetupOptions = {
   nowMs: number;
 };
 
-async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unknown; freshBudget: boolean }> {
+async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unknown; freshBudget: boolean; finished?: boolean }> {
   const run = await getRun(o.db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" to resume in ${o.db.path}`, { runId });
   const stored = await loadInput(o.db, o.registry, runId);
   if (o.input !== undefined && hashInput(validateInput(o.registry, o.input)) !== run.inputHash) {
     throw new SmithersError("INPUT_MISMATCH", `Run "${runId}" was started with a different input; resume it without --input or with the same input`, { runId });
   }
+  // A finished run has nothing left to do: resuming it only reads its result, and changes nothing.
+  if (run.status === "finished") return { input: stored, freshBudget: false, finished: true };
   const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
   const retryFailed = await o.db.withTransaction("resumeRun", (d) => {
     // Ownership is judged under the write lock, so two processes resuming at once cannot both win.
     const current = d.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get() ?? run;
+    if (current.status === "finished") return false; // finished meanwhile by its owner: nothing to repair
     // A supervisor that won the claim already wrote its own owner id: that is this caller.
     const claimedByCaller = current.runtimeOwnerId === o.ownerId;
     if (current.status === "running" && !claimedByCaller && ownerAlive(current.runtimeOwnerId, current.heartbeatAtMs, o.nowMs)) {
@@ -166,7 +171,7 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const runId = o.runId ?? crypto.randomUUID();
   const resumed = Boolean(o.resume);
   // Resuming a failed/cancelled run gives its failed nodes a fresh retry budget; a crashed run keeps its count.
-  const { input, freshBudget } = resumed ? await resumeRun(o, runId) : { input: await startRun(o, runId), freshBudget: false };
+  const { input, freshBudget, finished } = resumed ? await resumeRun(o, runId) : { input: await startRun(o, runId), freshBudget: false, finished: false };
   const [nodes, attempts, loopRows, snapshot] = await Promise.all([
     listNodes(o.db, runId),
     listAttempts(o.db, runId),
@@ -184,5 +189,5 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     if (a.state === "failed" && !freshBudget) tracked.failures++;
   }
   const loops = new Map(loopRows.map((r) => [r.ralphId, { iteration: r.iteration, done: r.done }]));
-  return { runId, input, resumed, states, loops, snapshot };
+  return { runId, input, resumed, alreadyFinished: Boolean(finished), states, loops, snapshot };
 }

@@ -367,6 +367,12 @@ class Run {
     this.wake?.();
   }
 
+  /** The result of a run that had already finished, read back without running or writing anything. */
+  async readBack(): Promise<RunResult> {
+    await this.renderPlan();
+    return { runId: this.s.runId, status: "finished", output: this.result() };
+  }
+
   async execute(): Promise<RunResult> {
     const { runId } = this.s;
     try {
@@ -458,6 +464,7 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
     const policy = { interval: options.keyframes?.interval ?? DEFAULT_KEYFRAME_POLICY.interval, mode: options.keyframes?.mode ?? DEFAULT_KEYFRAME_POLICY.mode };
     const recorder = new FrameRecorder(await FrameChain.open(db, setup.runId, policy), (task) => workflow.registry.resolve(task.output, task.outputSchema).tableName);
     const run = new Run(workflow, setup, db, bus, recorder, options, now);
+    if (setup.alreadyFinished) return await run.readBack();
     run.emit({ type: setup.resumed ? "RunResumed" : "RunStarted", status: "running" });
     const heartbeat = setInterval(() => {
       heartbeatRun(db, setup.runId, ownerId, now()).then(

@@ -58,9 +58,14 @@ describe("runWorkflow resume", () => {
     const behaviour = { failB: false, calls: {} as Record<string, number> };
     const wf = twoStep(dbPath, behaviour);
     const first = await runWorkflow(wf, { input: { topic: "x" } });
+    const before = sql(dbPath, "SELECT status, finished_at_ms, runtime_owner_id FROM _smithers_runs");
+    const events = sql(dbPath, "SELECT COUNT(*) AS n FROM _smithers_events")[0];
     const again = await runWorkflow(wf, { runId: first.runId, resume: true });
     expect(again).toMatchObject({ status: "finished", output: { n: 2 } });
     expect(behaviour.calls).toEqual({ a: 1, b: 1 });
+    // Nothing about the run changed: no new events, same finish time and owner.
+    expect(sql(dbPath, "SELECT status, finished_at_ms, runtime_owner_id FROM _smithers_runs")).toEqual(before);
+    expect(sql(dbPath, "SELECT COUNT(*) AS n FROM _smithers_events")[0]).toEqual(events);
   });
 
   test("resuming with a different input rejects with INPUT_MISMATCH and changes nothing", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { decide, type Action, type NodeStatus } from "../../src/engine/scheduler.ts";
+import { decide, DecideMemo, type Action, type NodeStatus } from "../../src/engine/scheduler.ts";
 import type { NodeState } from "../../src/engine/states.ts";
 import { jsx } from "../../src/jsx/jsx-runtime.ts";
 import { Loop, nodeKey, Parallel, render, Sequence, Task, Workflow, type LoopState, type SmithersNode } from "../../src/jsx/index.ts";
@@ -363,5 +363,32 @@ describe("decide", () => {
       const s = states({ "a#0": { state: "pending", retryAtMs: NOW + 10 } });
       expect(summary(decide(p, s, NOW))).toEqual(summary(decide(p, s, NOW)));
     });
+  });
+});
+
+describe("DecideMemo", () => {
+  test("carried across steps of one run, it gives the same actions as a fresh walk at every step", () => {
+    const p = plan(wf(task("a"), par(2, task("b"), task("c"), task("d")), seq(task("e"), task("f"))));
+    const memo = new DecideMemo();
+    const s = states();
+    for (let step = 0; step < 20; step++) {
+      const fresh = decide(p, s, NOW);
+      expect(summary(decide(p, s, NOW, Infinity, memo))).toEqual(summary(fresh));
+      const started = fresh.flatMap((a) => (a.type === "start" ? [a.task] : []));
+      if (started.length === 0) break;
+      for (const [key, st] of s) if (st.state === "running") s.set(key, { state: "finished" });
+      for (const t of started) s.set(t.key, { state: "running" });
+    }
+    expect(summary(decide(p, s, NOW, Infinity, memo))).toEqual(["wait"]);
+  });
+
+  test("skips the finished prefix of a long sequence instead of walking it again", () => {
+    const ids = Array.from({ length: 50 }, (_, i) => `t${i}`);
+    const p = plan(wf(...ids.map((id) => task(id))));
+    const memo = new DecideMemo();
+    const s = states(Object.fromEntries(ids.slice(0, 40).map((id) => [`${id}#0`, "finished" as const])));
+    expect(summary(decide(p, s, NOW, Infinity, memo))).toEqual(["start t40#0"]);
+    // The memo remembers that t0..t39 are done: a state map that forgot them still starts t40.
+    expect(summary(decide(p, states(), NOW, Infinity, memo))).toEqual(["start t40#0"]);
   });
 });
