@@ -31,6 +31,7 @@ export class SmithersDb {
   readonly sqlite: Database;
   readonly db: Drizzle;
   private readonly retryPolicy: DbRetryPolicy;
+  private readonly busyTimeoutMs: number;
   private tail: Promise<unknown> = Promise.resolve();
   private activeTx: TxToken | null = null;
   private closed = false;
@@ -38,8 +39,11 @@ export class SmithersDb {
   constructor(path: string, options: SmithersDbOptions = {}) {
     this.path = path;
     this.sqlite = new Database(path, { create: true });
-    this.sqlite.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? DB_BUSY_TIMEOUT_MS}`);
+    this.busyTimeoutMs = options.busyTimeoutMs ?? DB_BUSY_TIMEOUT_MS;
+    this.sqlite.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`);
     if (path !== ":memory:") useWal(this.sqlite);
+    // After a checkpoint the next write cuts the WAL back instead of leaving it at its peak size.
+    this.sqlite.exec("PRAGMA journal_size_limit = 0");
     this.sqlite.exec("PRAGMA synchronous = NORMAL");
     this.sqlite.exec("PRAGMA foreign_keys = ON");
     this.db = drizzle({ client: this.sqlite }) as Drizzle;
@@ -92,6 +96,25 @@ export class SmithersDb {
       );
     }
     return this.enqueue(() => withSqliteWriteRetry(label, () => this.runTransaction(label, fn), this.retryPolicy));
+  }
+
+  /**
+   * Folds the WAL back into the database file and truncates it, without waiting for readers:
+   * when another connection is reading, the checkpoint does what it can and the WAL is cut on a
+   * later write (journal_size_limit). Called when a run ends, so a finished run's file is its size.
+   */
+  checkpoint(): Promise<void> {
+    if (this.path === ":memory:") return Promise.resolve();
+    return this.enqueue(async () => {
+      this.sqlite.exec("PRAGMA busy_timeout = 0");
+      try {
+        this.sqlite.query("PRAGMA wal_checkpoint(TRUNCATE)").get();
+      } catch {
+        // a busy or failed checkpoint loses nothing: the WAL stays valid and is folded in later
+      } finally {
+        this.sqlite.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`);
+      }
+    });
   }
 
   close(): void {

@@ -481,6 +481,7 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
     } finally {
       clearInterval(heartbeat);
       options.signal?.removeEventListener("abort", onAbort);
+      await db.checkpoint();
     }
   } finally {
     ACTIVE_OWNERS.delete(ownerId);
