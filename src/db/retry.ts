@@ -1,20 +1,36 @@
 /**
  * The SQLite write-retry policy, expressed once as an Effect schedule and applied to single
- * writes and whole transactions alike.
+ * writes and whole transactions alike. Effect is loaded on the first retry only: nearly every
+ * process never needs it, and loading it costs more start-up time than a whole run.
  */
-import { Duration, Effect, Metric, Schedule } from "effect";
+import type * as EffectModule from "effect";
 import { SmithersError } from "../errors/index.ts";
 import { DB_RETRY_METRIC, DB_RETRY_POLICY, type DbRetryPolicy } from "./constants.ts";
 
-/** Counts every retry of a SQLite operation (`smithers.db.retries`). */
-export const dbRetries = Metric.counter(DB_RETRY_METRIC, {
-  description: "SQLite operations retried after SQLITE_BUSY / IOERR",
-  incremental: true,
-});
+type Fx = typeof EffectModule;
+let fx: Fx | undefined;
+type RetryCounter = EffectModule.Metric.Counter<number>;
+let retryCounter: RetryCounter | undefined;
 
-/** Current value of `smithers.db.retries` in this process. */
+async function loadEffect(): Promise<Fx> {
+  fx ??= await import("effect");
+  retryCounter ??= fx.Metric.counter(DB_RETRY_METRIC, {
+    description: "SQLite operations retried after SQLITE_BUSY / IOERR",
+    incremental: true,
+  });
+  return fx;
+}
+
+/** The `smithers.db.retries` counter (an Effect Metric), created with the first retry. */
+export async function dbRetries(): Promise<RetryCounter> {
+  await loadEffect();
+  return retryCounter!;
+}
+
+/** Current value of `smithers.db.retries` in this process (0 before any retry). */
 export function dbRetryCount(): number {
-  return Effect.runSync(Metric.value(dbRetries)).count;
+  if (!fx || !retryCounter) return 0;
+  return fx.Effect.runSync(fx.Metric.value(retryCounter)).count;
 }
 
 const RETRYABLE = /SQLITE_BUSY|SQLITE_IOERR|database is locked|disk i\/o error/i;
@@ -34,7 +50,7 @@ export function retryDelayMs(n: number, policy: DbRetryPolicy, random: () => num
 }
 
 /** Delays between the retries after the first one (the first retry's wait is slept before them). */
-function retrySchedule(policy: DbRetryPolicy) {
+function retrySchedule({ Schedule, Duration, Effect }: Fx, policy: DbRetryPolicy) {
   return Schedule.exponential(Duration.millis(policy.baseDelayMs), 2).pipe(
     Schedule.modifyDelay(({ attempt }) => Effect.succeed(Duration.millis(retryDelayMs(attempt, policy)))),
   );
@@ -55,14 +71,16 @@ export async function withSqliteWriteRetry<T>(
   } catch (error) {
     if (!isRetryableSqliteError(error) || policy.retries <= 0) throw giveUp(label, error, policy);
   }
+  const effect = await loadEffect();
+  const { Duration, Effect, Metric } = effect;
   const firstWait = Effect.sleep(Duration.millis(retryDelayMs(0, policy)));
   const retries = Effect.retry(
     Effect.andThen(
-      Metric.update(dbRetries, 1),
+      Metric.update(retryCounter!, 1),
       Effect.tryPromise({ try: operation, catch: (e) => e }),
     ),
     {
-      schedule: retrySchedule(policy),
+      schedule: retrySchedule(effect, policy),
       times: policy.retries - 1,
       while: isRetryableSqliteError,
     },
