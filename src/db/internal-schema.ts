@@ -196,7 +196,8 @@ export const smithersEvents = sqliteTable(
   },
   (t) => [
     primaryKey({ columns: [t.runId, t.seq] }),
-    index("_smithers_events_dedup_idx").on(t.runId, t.timestampMs, t.type),
+    // Finds duplicate candidates by time (few share one millisecond); no run_id in it, so it stays small.
+    index("_smithers_events_time_idx").on(t.timestampMs, t.type),
   ],
 );
 

@@ -35,7 +35,9 @@ function prepare(d: Drizzle) {
       .from(smithersEvents)
       .where(
         and(
-          eq(smithersEvents.runId, p("runId")),
+          // Unary + keeps SQLite from walking the run's whole key range: the (time, type) index
+          // finds the few candidates, whatever the statistics say.
+          sql`+${smithersEvents.runId} = ${p("runId")}`,
           eq(smithersEvents.timestampMs, p("timestampMs")),
           eq(smithersEvents.type, p("type")),
           eq(smithersEvents.payloadJson, p("payloadJson")),
