@@ -19,7 +19,15 @@ const [first, ...rest] = process.argv.slice(2);
 const selected = first !== undefined && first in benches ? [first] : Object.keys(benches);
 const args = first !== undefined && first in benches ? rest : process.argv.slice(2);
 
+let failed = 0;
 for (const name of selected) {
   console.log(`\n== bench/${name} ==`);
-  await benches[name]?.(args);
+  try {
+    await benches[name]?.(args);
+  } catch (e) {
+    // One broken bench (say, src/ mid-edit) must not hide the others' tables.
+    failed++;
+    console.error(`bench/${name} failed: ${(e as Error)?.stack ?? String(e)}`);
+  }
 }
+if (failed > 0) process.exitCode = 1;

@@ -5,19 +5,24 @@
  *
  *   bun run bench/compare/index.ts [--reps 3] [--n 10,100,1000,10000] [--only ours|peer]
  *                                  [--workflows one,seq,par,loop,up,floor] [--quick]
- *                                  [--timeout 600] [--peer-max-n 1000] [--json FILE] [--no-install]
+ *                                  [--timeout 600] [--peer-max-n 1000] [--ours-ref GIT_REF] [--json FILE] [--no-install]
+ *
+ * Ours is the working tree's src/ by default; --ours-ref HEAD (or any commit) measures that commit's
+ * src/ instead, exported to a temporary directory, so edits in progress cannot break or skew a run.
  */
 import { Database } from "bun:sqlite";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { RESULT_PREFIX, type ChildReport, type RunSpec, type Shape } from "./protocol.ts";
 
 const HERE = import.meta.dir;
 const BENCH_DIR = resolve(HERE, "..");
 const ROOT = resolve(BENCH_DIR, "..");
-const WORK_DIR = join(HERE, ".work"); // generated `smithers up` files (gitignored; must sit under bench/ to resolve the peer)
+// Generated files (`smithers up` workflows, --ours-ref exports) live outside the repo, so no type
+// checker or test runner of the project ever picks them up.
+const WORK_DIR = join(tmpdir(), "smithers-bench-compare");
 const PEER_PKG = join(BENCH_DIR, "node_modules", "smithers-orchestrator", "package.json");
 const PEER_CLI = join(BENCH_DIR, "node_modules", "smithers-orchestrator", "src", "bin", "smithers.js");
 const BUN = process.execPath;
@@ -37,7 +42,11 @@ export type CompareOptions = {
   peerMaxN: number;
   json?: string;
   install: boolean;
+  oursRef?: string;
 };
+
+/** Where our engine is loaded from: the repo itself, or a commit's src/ exported by --ours-ref. */
+type OursTree = { root: string; label: string };
 
 type Ok = { ok: true; wallMs: number; rssMb: number; db: { main: number; wal: number; shm: number }; framesBytes: number | null };
 type Failed = { ok: false; kind: "error" | "timeout"; message: string };
@@ -62,6 +71,7 @@ export function parseCompareArgs(argv: string[]): CompareOptions {
       "peer-max-n": { type: "string" },
       json: { type: "string" },
       "no-install": { type: "boolean" },
+      "ours-ref": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -89,6 +99,7 @@ export function parseCompareArgs(argv: string[]): CompareOptions {
     peerMaxN: Number(values["peer-max-n"] ?? 1_000),
     json: values.json,
     install: values["no-install"] !== true,
+    oursRef: values["ours-ref"],
   };
 }
 
@@ -165,20 +176,21 @@ function inspectDb(dbPath: string): { db: Ok["db"]; rows: number; framesBytes: n
 
 const firstLine = (s: string) => s.trim().split("\n").filter(Boolean).slice(-3).join(" / ").slice(0, 300);
 
-async function measure(engine: Engine | "floor", workflow: WorkflowName, n: number, opts: CompareOptions): Promise<Sample> {
+async function measure(engine: Engine | "floor", workflow: WorkflowName, n: number, opts: CompareOptions, ours: OursTree): Promise<Sample> {
   const dir = mkdtempSync(join(tmpdir(), "smithers-compare-"));
   const dbPath = join(dir, "bench.db");
   try {
     let cmd: string[];
     let env: Record<string, string> = {};
     if (workflow === "up") {
-      const file = upFile(engine as Engine);
-      cmd = engine === "ours" ? [BUN, join(ROOT, "src/cli/index.ts"), "up", file, "--db", dbPath] : [BUN, PEER_CLI, "up", file];
+      const file = upFile(engine as Engine, ours);
+      cmd = engine === "ours" ? [BUN, join(ours.root, "src/cli/index.ts"), "up", file, "--db", dbPath] : [BUN, PEER_CLI, "up", file];
       env = { BENCH_DB: dbPath };
     } else {
-      const worker = engine === "floor" ? "floor.ts" : engine === "ours" ? "ours.tsx" : "peer.jsx";
+      const worker =
+        engine === "floor" ? join(HERE, "floor.ts") : engine === "ours" ? join(ours.root, "bench/compare/ours.tsx") : join(HERE, "peer.jsx");
       const spec: RunSpec = { shape: (workflow === "floor" ? "seq" : workflow) as Shape, n, dbPath };
-      cmd = [BUN, join(HERE, worker), JSON.stringify(spec)];
+      cmd = [BUN, worker, JSON.stringify(spec)];
     }
     const out = await runChild(cmd, dir, env, opts.timeoutMs);
     if (out.timedOut) return { ok: false, kind: "timeout", message: `killed after ${opts.timeoutMs / 1000} s` };
@@ -206,9 +218,26 @@ async function measure(engine: Engine | "floor", workflow: WorkflowName, n: numb
 }
 
 // ---------------------------------------------------------------------------------------------
-// `smithers up` files: five static tasks in a Sequence, written under bench/compare/.work/
+// `smithers up` files: five static tasks in a Sequence, generated under WORK_DIR
 
-function upFile(engine: Engine): string {
+function writeIfChanged(path: string, text: string): void {
+  if (!existsSync(path) || readFileSync(path, "utf8") !== text) writeFileSync(path, text);
+}
+
+/** A symlink at `link` to `target`, replacing one that points elsewhere. */
+function linkTo(link: string, target: string): void {
+  let current: string | undefined;
+  try {
+    current = lstatSync(link).isSymbolicLink() ? readlinkSync(link) : "";
+  } catch {
+    current = undefined; // nothing there
+  }
+  if (current === target) return;
+  if (current !== undefined) rmSync(link, { recursive: true, force: true });
+  symlinkSync(target, link, "dir");
+}
+
+function upFile(engine: Engine, ours: OursTree): string {
   const tasks = Array.from({ length: UP_TASKS }, (_, i) => `      <Task id="t${i}" output={outputs.out}>{{ n: ${i} }}</Task>`).join("\n");
   const body = `export default smithers(() => (
   <Workflow name="up${UP_TASKS}">
@@ -218,25 +247,73 @@ ${tasks}
   </Workflow>
 ));
 `;
-  const source =
-    engine === "ours"
-      ? `/** @jsxImportSource ../../../src/jsx */
-// Generated by bench/compare/index.ts. Run as: bun src/cli/index.ts up <this file> --db <tmp>
-import { createSmithers } from "../../../src/index.ts";
-import { z } from "../../../node_modules/zod/index.js";
+  let dir: string;
+  let source: string;
+  if (engine === "ours") {
+    dir = join(WORK_DIR, "ours-up", ours.root === ROOT ? "tree" : basename(ours.root));
+    source = `/** @jsxImportSource ${ours.root}/src/jsx */
+// Generated by bench/compare/index.ts. Run as: bun ${ours.root}/src/cli/index.ts up <this file> --db <tmp>
+import { createSmithers } from "${ours.root}/src/index.ts";
+import { z } from "${ours.root}/node_modules/zod/index.js";
 const { Workflow, Task, Sequence, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) });
-${body}`
-      : `/** @jsxImportSource smithers-orchestrator */
+${body}`;
+  } else {
+    // Beside a node_modules link to bench/node_modules, where the peer is installed.
+    dir = join(WORK_DIR, "peer-up");
+    mkdirSync(dir, { recursive: true });
+    linkTo(join(dir, "node_modules"), join(BENCH_DIR, "node_modules"));
+    source = `/** @jsxImportSource smithers-orchestrator */
 // Generated by bench/compare/index.ts. Run as: BENCH_DB=<tmp> bun bench/node_modules/smithers-orchestrator/src/bin/smithers.js up <this file>
 // (the peer's \`up\` has no --db flag: the database is createSmithers' dbPath)
 import { createSmithers } from "smithers-orchestrator";
 import { z } from "zod";
 const { Workflow, Task, Sequence, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: process.env.BENCH_DB });
 ${body}`;
-  mkdirSync(WORK_DIR, { recursive: true });
-  const path = join(WORK_DIR, `up${UP_TASKS}-${engine}.tsx`);
-  if (!existsSync(path) || readFileSync(path, "utf8") !== source) writeFileSync(path, source);
+  }
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `up${UP_TASKS}-${engine}.tsx`);
+  writeIfChanged(path, source);
   return path;
+}
+
+// ---------------------------------------------------------------------------------------------
+// --ours-ref: a commit's src/ next to the current bench worker
+
+function git(...args: string[]): string {
+  const r = Bun.spawnSync(["git", ...args], { cwd: ROOT, stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString().trim()}`);
+  return r.stdout.toString().trim();
+}
+
+/** The commit our engine is measured at, and whether src/ had uncommitted changes. */
+function gitState(): string {
+  try {
+    const head = git("rev-parse", "--short", "HEAD");
+    return git("status", "--porcelain", "--", "src") ? `${head} + uncommitted src/ changes` : head;
+  } catch {
+    return "no git";
+  }
+}
+
+function oursTree(ref: string | undefined): OursTree {
+  if (ref === undefined) return { root: ROOT, label: `working tree at ${gitState()}` };
+  const sha = git("rev-parse", "--verify", `${ref}^{commit}`).slice(0, 12);
+  const root = join(WORK_DIR, `ours-${sha}`);
+  if (!existsSync(join(root, "src", "index.ts"))) {
+    rmSync(root, { recursive: true, force: true });
+    mkdirSync(root, { recursive: true });
+    const tar = Bun.spawnSync(["sh", "-c", `git archive --format=tar ${sha} src package.json tsconfig.json | tar -x -C '${root}'`], {
+      cwd: ROOT,
+      stderr: "pipe",
+    });
+    if (tar.exitCode !== 0) throw new Error(`exporting ${sha}: ${tar.stderr.toString().trim()}`);
+  }
+  linkTo(join(root, "node_modules"), join(ROOT, "node_modules"));
+  // The current worker and its helpers, so any commit's engine runs the same workflows.
+  mkdirSync(join(root, "bench", "compare"), { recursive: true });
+  copyFileSync(join(BENCH_DIR, "zod.ts"), join(root, "bench", "zod.ts"));
+  for (const f of ["ours.tsx", "protocol.ts"]) copyFileSync(join(HERE, f), join(root, "bench", "compare", f));
+  return { root, label: `${sha} (--ours-ref ${ref})` };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -294,7 +371,7 @@ function summarize(cell: Sample[] | "skip" | undefined): Summary {
 }
 
 const fmtInt = (x: number) => Math.round(x).toLocaleString("en-US");
-const fmtMs = (x: number) => (x >= 100 ? fmtInt(x) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+const fmtMs = (x: number) => (x >= 100 ? fmtInt(x) : x >= 10 ? x.toFixed(1) : x >= 1 ? x.toFixed(2) : x.toPrecision(2));
 const fmtKb = (bytes: number) => (bytes >= 10 * 1024 ? fmtInt(bytes / 1024) : (bytes / 1024).toFixed(1));
 const fmtRatio = (a: number, b: number) => {
   const r = a / b;
@@ -339,6 +416,7 @@ export function renderTable(rows: Row[]): string {
 export async function runCompareBench(argv: string[] = []): Promise<void> {
   const opts = parseCompareArgs(argv);
   const benchStarted = performance.now();
+  const ours = oursTree(opts.oursRef);
   const peerAvailable = opts.engines.includes("peer") ? await ensurePeer(opts.install) : false;
   const rows = plan(opts, peerAvailable);
   const jobs: { row: Row; engine: Engine; rep: number }[] = [];
@@ -355,7 +433,7 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
   const notes: string[] = [];
   for (const [i, job] of jobs.entries()) {
     const runner = job.row.workflow === "floor" ? "floor" : job.engine;
-    const sample = await measure(runner, job.row.workflow, job.row.n, opts);
+    const sample = await measure(runner, job.row.workflow, job.row.n, opts, ours);
     (job.row.cells[job.engine] as Sample[]).push(sample);
     const what = `${job.row.label} ${runner} rep ${job.rep + 1}/${opts.reps}`;
     const said = sample.ok
@@ -365,7 +443,10 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
     if (!sample.ok) notes.push(`${what}: ${sample.kind}: ${sample.message}`);
   }
   const totalS = (performance.now() - benchStarted) / 1000;
-  console.log(`\nbench/compare: medians of ${opts.reps} run${opts.reps > 1 ? "s" : ""} per cell (Bun ${Bun.version}, ${process.platform}/${process.arch})\n`);
+  console.log(
+    `\nbench/compare: medians of ${opts.reps} run${opts.reps > 1 ? "s" : ""} per cell (Bun ${Bun.version}, ${process.platform}/${process.arch}, ` +
+      `${navigator.hardwareConcurrency} cores; ours: ${ours.label}; peer smithers-orchestrator@${peerAvailable ? wantedPeerVersion() : "-"})\n`,
+  );
   console.log(renderTable(rows));
   console.log(
     "\nwall: inside the child, around runWorkflow only (after imports and workflow creation); `smithers up`: the whole process, spawn to exit." +
@@ -374,7 +455,7 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
       `\n— : not measured (the peer above N=${fmtInt(opts.peerMaxN)}, or not selected).`,
   );
   for (const n of notes) console.log(`  ! ${n}`);
-  console.log(`\nbench/compare: total ${totalS >= 120 ? `${(totalS / 60).toFixed(1)} min` : `${totalS.toFixed(0)} s`}`);
+  console.log(`\nbench/compare: total ${totalS >= 120 ? `${(totalS / 60).toFixed(1)} min` : `${totalS.toFixed(totalS < 10 ? 1 : 0)} s`}`);
   if (opts.json) {
     writeFileSync(opts.json, JSON.stringify({ bun: Bun.version, options: opts, totalSeconds: totalS, rows }, null, 2));
     console.log(`bench/compare: raw samples written to ${opts.json}`);
