@@ -181,11 +181,8 @@ function keyWhere(info: OutputTableInfo, key: Partial<OutputKey> & { runId: stri
   return and(...parts);
 }
 
-/**
- * Replaces the row at `key` with `values` (already validated) and returns the row as stored
- * (every column by field name, absent ones null). Call inside a transaction.
- */
-export function writeOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey, values: Record<string, unknown>): Record<string, unknown> {
+/** The row `writeOutputRow` stores for `values`: every column by field name, absent ones null. */
+export function outputRowFor(info: OutputTableInfo, key: OutputKey, values: Record<string, unknown>): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   for (const [field, column] of Object.entries(getTableColumns(info.table))) {
     if (column.name === "run_id") row[field] = key.runId;
@@ -194,6 +191,15 @@ export function writeOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey
     else if (field in values) row[field] = values[field];
     else if (column.name in values) row[field] = values[column.name];
   }
+  return row;
+}
+
+/**
+ * Replaces the row at `key` with `values` (already validated) and returns the row as stored
+ * (every column by field name, absent ones null). Call inside a transaction.
+ */
+export function writeOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey, values: Record<string, unknown>): Record<string, unknown> {
+  const row = outputRowFor(info, key, values);
   const fields = Object.keys(row);
   const statements = cachedStatement(d, `output:${info.tableName}:${fields.join(",")}`, () => {
     const p = (name: string) => sql.placeholder(name);

@@ -1,21 +1,23 @@
 /**
- * The actuator's core: one attempt of one task. Records the attempt before the work starts
- * (write before do), runs the work with timeout and cancellation, validates the result, and
- * commits the output row together with the node and attempt states in one transaction.
+ * The actuator's core, in three parts so the engine can commit a whole step at once:
+ * `recordStart` writes the node as running and the attempt row (inside the step's transaction,
+ * before any work: write before do); `performAttempt` does the work with timeout and
+ * cancellation and validates it, touching no database; `recordSettle` writes the outcome (output
+ * row, attempt, node state) inside a later step's transaction.
  */
 import { z } from "zod";
 import { generateStructured } from "../agents/index.ts";
 import type { Drizzle, SmithersDb } from "../db/index.ts";
 import { finishAttempt, insertAttempt } from "../db/adapters/attempts.ts";
 import { upsertNode } from "../db/adapters/nodes.ts";
-import { writeOutputRow, type OutputTableInfo } from "../db/output-tables.ts";
+import { outputRowFor, writeOutputRow, type OutputTableInfo } from "../db/output-tables.ts";
 import { errorToJson, FatalError, RetryableError, SmithersError } from "../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 
 export type AttemptOutcome =
-  /** `row`: the output row as stored (generated tables), for the in-memory snapshot. */
-  | { kind: "finished"; durationMs: number; row?: Record<string, unknown> }
+  /** `row`: the output row as written (a custom table may add defaults on disk), for the snapshot. */
+  | { kind: "finished"; durationMs: number; row: Record<string, unknown> }
   | { kind: "failed"; error: SmithersError; retryable: boolean; retryAfterMs?: number; durationMs: number }
   | { kind: "cancelled"; durationMs: number };
 
@@ -26,18 +28,18 @@ export type AttemptInput = {
   info: OutputTableInfo;
   attempt: number;
   input: unknown;
-  /** Aborted when the run is cancelled. */
+  /** Aborted when the run is cancelled or fails. */
   runSignal: AbortSignal;
   now: () => number;
-  /** Whether a failure leaves attempts in the retry budget (decides the node's state after failure). */
-  canRetry: boolean;
-  /** Runs inside the transaction that records the attempt (write before do): the caller's journal rides along. */
-  inStartTransaction?: (d: Drizzle) => void;
-  /** Runs inside the transaction that closes the attempt, with the outcome being committed. */
-  inSettleTransaction?: (d: Drizzle, outcome: AttemptOutcome) => void;
+  startedAtMs: number;
   /** Told about side-effect calls the task records. */
   onToolCall?: SideEffectScope["onRecorded"];
 };
+
+/** What the work produced: validated output, or the error it failed with. */
+export type AttemptResult =
+  | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number }
+  | { ok: false; thrown: unknown; error: SmithersError; finishedAtMs: number };
 
 const ANY_OBJECT = z.record(z.string(), z.unknown());
 
@@ -128,15 +130,16 @@ function closeAttempt(d: Parameters<typeof finishAttempt>[0], key: Parameters<ty
   }
 }
 
-export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
-  const { db, runId, task, info } = a;
-  const key = { runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
-  const startedAtMs = a.now();
-  await db.withTransaction("startAttempt", (d) => {
-    upsertNode(d, { runId, nodeId: task.nodeId, iteration: task.iteration, state: "running", lastAttempt: a.attempt, updatedAtMs: startedAtMs, outputTable: info.tableName, label: task.label ?? null });
-    insertAttempt(d, { ...key, state: "running", startedAtMs, metaJson: task.meta ? JSON.stringify(task.meta) : null });
-    a.inStartTransaction?.(d);
-  });
+/** Inside the step's transaction, before the work starts: the node is running, the attempt exists. */
+export function recordStart(d: Drizzle, a: AttemptInput): void {
+  const { task } = a;
+  upsertNode(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, state: "running", lastAttempt: a.attempt, updatedAtMs: a.startedAtMs, outputTable: a.info.tableName, label: task.label ?? null });
+  insertAttempt(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt, state: "running", startedAtMs: a.startedAtMs, metaJson: task.meta ? JSON.stringify(task.meta) : null });
+}
+
+/** Does the work (after recordStart committed) and validates it; never throws, never writes. */
+export async function performAttempt(a: AttemptInput): Promise<AttemptResult> {
+  const { task, info } = a;
   try {
     const { raw, responseText } = await guarded(a, (signal) => produce(a, signal));
     const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
@@ -145,30 +148,45 @@ export async function runAttempt(a: AttemptInput): Promise<AttemptOutcome> {
         issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })),
       });
     }
-    const finishedAtMs = a.now();
-    const outcome: AttemptOutcome = { kind: "finished", durationMs: finishedAtMs - startedAtMs };
-    await db.withTransaction("finishAttempt", (d) => {
-      closeAttempt(d, key, { state: "finished", finishedAtMs, responseText: responseText ?? null });
-      const row = writeOutputRow(d, info, key, parsed.data as Record<string, unknown>);
-      if (!info.custom) outcome.row = row;
-      upsertNode(d, { runId, nodeId: task.nodeId, iteration: task.iteration, state: "finished", lastAttempt: a.attempt, updatedAtMs: finishedAtMs, outputTable: info.tableName, label: task.label ?? null });
-      a.inSettleTransaction?.(d, outcome);
-    });
-    return outcome;
+    return { ok: true, data: parsed.data as Record<string, unknown>, responseText, finishedAtMs: a.now() };
   } catch (thrown) {
-    const finishedAtMs = a.now();
-    const durationMs = finishedAtMs - startedAtMs;
-    const error = asTaskError(a, thrown);
-    const cancelled = error.code === "TASK_CANCELLED";
-    const retryable = !cancelled && !(thrown instanceof FatalError) && a.canRetry;
-    const nodeState = cancelled ? "cancelled" : retryable ? "pending" : "failed";
-    const retryAfterMs = thrown instanceof RetryableError ? thrown.retryAfterMs : undefined;
-    const outcome: AttemptOutcome = cancelled ? { kind: "cancelled", durationMs } : { kind: "failed", error, retryable, retryAfterMs, durationMs };
-    await db.withTransaction("failAttempt", (d) => {
-      closeAttempt(d, key, { state: cancelled ? "cancelled" : "failed", finishedAtMs, errorJson: JSON.stringify(errorToJson(error)) });
-      upsertNode(d, { runId, nodeId: task.nodeId, iteration: task.iteration, state: nodeState, lastAttempt: a.attempt, updatedAtMs: finishedAtMs, outputTable: info.tableName, label: task.label ?? null });
-      a.inSettleTransaction?.(d, outcome);
-    });
-    return outcome;
+    return { ok: false, thrown, error: asTaskError(a, thrown), finishedAtMs: a.now() };
   }
+}
+
+/**
+ * What an ended attempt comes to, decided without the database: finished (with the output row
+ * it stores), failed (retryable while `canRetry` and the error is not fatal) or cancelled.
+ */
+export function settleOutcome(a: AttemptInput, result: AttemptResult, canRetry: boolean): AttemptOutcome {
+  const durationMs = result.finishedAtMs - a.startedAtMs;
+  if (result.ok) {
+    const row = outputRowFor(a.info, { runId: a.runId, nodeId: a.task.nodeId, iteration: a.task.iteration }, result.data);
+    for (const field of Object.keys(row)) row[field] ??= null;
+    return { kind: "finished", durationMs, row };
+  }
+  const { error, thrown } = result;
+  if (error.code === "TASK_CANCELLED") return { kind: "cancelled", durationMs };
+  const retryable = !(thrown instanceof FatalError) && canRetry;
+  const retryAfterMs = thrown instanceof RetryableError ? thrown.retryAfterMs : undefined;
+  return { kind: "failed", error, retryable, retryAfterMs, durationMs };
+}
+
+/**
+ * Inside a step's transaction: closes the attempt (only while it is still `running`: if another
+ * process took the run over, RUN_OWNED rolls the step back) and writes the output or the error.
+ */
+export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult, outcome: AttemptOutcome): void {
+  const { task, info } = a;
+  const key = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
+  const node = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, lastAttempt: a.attempt, updatedAtMs: result.finishedAtMs, outputTable: info.tableName, label: task.label ?? null };
+  if (result.ok) {
+    closeAttempt(d, key, { state: "finished", finishedAtMs: result.finishedAtMs, responseText: result.responseText ?? null });
+    writeOutputRow(d, info, key, result.data);
+    upsertNode(d, { ...node, state: "finished" });
+    return;
+  }
+  const state = outcome.kind === "cancelled" ? "cancelled" : outcome.kind === "failed" && outcome.retryable ? "pending" : "failed";
+  closeAttempt(d, key, { state: outcome.kind === "cancelled" ? "cancelled" : "failed", finishedAtMs: result.finishedAtMs, errorJson: JSON.stringify(errorToJson(result.error)) });
+  upsertNode(d, { ...node, state });
 }

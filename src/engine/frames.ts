@@ -169,6 +169,15 @@ function rebuild(rows: frames.FrameRow[], runId: string, frameNo: number): LiveF
 const corrupt = (runId: string, frameNo: number, why: string) =>
   new SmithersError("FRAME_CORRUPT", `Frame ${frameNo} of run "${runId}" cannot be rebuilt: ${why}`, { runId, frameNo });
 
+/** One id per open database: two `:memory:` databases share a path but not their frames. */
+const connectionIds = new WeakMap<SmithersDb, number>();
+let lastConnectionId = 0;
+function connectionId(db: SmithersDb): number {
+  let id = connectionIds.get(db);
+  if (id === undefined) connectionIds.set(db, (id = ++lastConnectionId));
+  return id;
+}
+
 /** Reconstructed frames, most recently used last; shared by every reader in the process. */
 const recent = new Map<string, XmlElement>();
 
@@ -187,7 +196,7 @@ function remember(key: string, tree: XmlElement): void {
  */
 export async function readFrame(db: SmithersDb, runId: string, frameNo: number): Promise<XmlElement> {
   if (!Number.isInteger(frameNo) || frameNo < 0) throw new SmithersError("FRAME_NOT_FOUND", `Frame numbers are integers from 0, got ${frameNo}`, { runId, frameNo });
-  const key = `${db.path}\u0000${runId}\u0000${frameNo}`;
+  const key = `${connectionId(db)}\u0000${runId}\u0000${frameNo}`;
   const hit = recent.get(key);
   if (hit) {
     remember(key, hit);

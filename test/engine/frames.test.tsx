@@ -188,3 +188,19 @@ describe("isKeyframe", () => {
     expect(isKeyframe(50, 10, 1000, fixed)).toBe(true);
   });
 });
+
+describe("readFrame cache", () => {
+  test("two in-memory databases with the same run id and frame number do not share cached frames", async () => {
+    const { FrameChain } = await import("../../src/engine/index.ts");
+    clearFrameCache();
+    const a = openSmithersDb(":memory:");
+    const b = openSmithersDb(":memory:");
+    for (const [db, id] of [[a, "A"], [b, "B"]] as const) {
+      const chain = await FrameChain.open(db, "r");
+      const row = chain.append({ tag: "workflow", props: { id }, children: [] }, 0)!;
+      await db.withTransaction("t", (d) => frames.insertFrame(d, row));
+    }
+    expect((await readFrame(a, "r", 0)).props.id).toBe("A");
+    expect((await readFrame(b, "r", 0)).props.id).toBe("B");
+  });
+});

@@ -1,0 +1,463 @@
+/**
+ * One executing run: render -> decide -> commit the step -> start the work, until nothing is
+ * left. A step is one transaction: the outcomes of attempts whose work ended (output rows,
+ * attempt and node states), the attempts the scheduler starts next (node running + attempt row),
+ * skips, the step's events and its frame. Work starts only after that commit (write before do),
+ * and a task's output is committed before any task that depends on it starts. Memory mirrors
+ * what the step writes; a crash loses at most the step in flight, which resume repairs.
+ */
+import { frames as frameRows, type Drizzle, type SmithersDb } from "../db/index.ts";
+import { setLoopState } from "../db/adapters/ralph.ts";
+import { upsertNode } from "../db/adapters/nodes.ts";
+import { setRunFields } from "../db/adapters/runs.ts";
+import { readOutputRow, readOutputRows, type OutputTableInfo } from "../db/output-tables.ts";
+import { normalizeRow, stripBookkeeping as strip, type OutputRow } from "../db/snapshot.ts";
+import { errorToJson, SmithersError } from "../errors/index.ts";
+import { render, type Plan, type PlanTask } from "../jsx/index.ts";
+import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
+import { buildCtx } from "./ctx.ts";
+import type { EventBus } from "./event-bus.ts";
+import type { SmithersEvent } from "./events.ts";
+import type { FrameRecorder } from "./frames.ts";
+import { Outbox } from "./outbox.ts";
+import type { RunSetup, TrackedNode } from "./run-setup.ts";
+import { decide, DecideMemo, type Action, type Failure } from "./scheduler.ts";
+import type { RunStatus } from "./states.ts";
+import { DEFAULT_TASK_RETRY } from "./constants.ts";
+import type { SmithersWorkflow } from "./workflow.ts";
+
+export type RunResult = {
+  runId: string;
+  status: RunStatus;
+  output?: unknown;
+  error?: SmithersError;
+};
+
+export type RunSettings = { maxConcurrency?: number };
+
+/** Delay before the next attempt after `failures` failures: the error's retryAfterMs, else exponential backoff. */
+export function retryDelay(policy: PlanTask["retryPolicy"], failures: number, retryAfterMs?: number): number {
+  if (retryAfterMs !== undefined) return Math.max(0, retryAfterMs);
+  const pick = (v: number | undefined, fallback: number) => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
+  const initial = pick(policy?.initialDelayMs, DEFAULT_TASK_RETRY.initialDelayMs);
+  const max = pick(policy?.maxDelayMs, DEFAULT_TASK_RETRY.maxDelayMs);
+  const factor = pick(policy?.factor, DEFAULT_TASK_RETRY.factor);
+  return Math.max(0, Math.min(initial * factor ** Math.max(0, failures - 1), max));
+}
+
+function failureError(failure: Failure, lastErrors: Map<string, SmithersError>): SmithersError {
+  switch (failure.kind) {
+    case "loop-max":
+      return new SmithersError("LOOP_MAX_REACHED", `Loop "${failure.loop.loopId}" reached maxIterations (${failure.loop.maxIterations}) without meeting its until condition`, {
+        loopId: failure.loop.loopId,
+      });
+    case "stuck":
+      return new SmithersError("INVALID_WORKFLOW", "Nothing can run: every remaining task waits on a dependsOn that can never finish");
+    case "task":
+      return lastErrors.get(failure.task.key) ?? new SmithersError("TASK_FAILED", `Task "${failure.task.nodeId}" failed`, { nodeId: failure.task.nodeId });
+  }
+}
+
+type Started = { task: PlanTask; tracked: TrackedNode; input: AttemptInput };
+type Ended = Started & { result: AttemptResult };
+type Event = Omit<SmithersEvent, "runId" | "timestampMs">;
+
+export class Run {
+  /** Work in flight (a task body running). */
+  private readonly working = new Set<Promise<void>>();
+  /** Attempts whose work ended, waiting for the next step to commit their outcome. */
+  private ended: Ended[] = [];
+  private readonly lastErrors = new Map<string, SmithersError>();
+  private membership = new Map<string, string>();
+  private plan: Plan | undefined;
+  /** `tableKey\0nodeId` of every output the last render looked up. */
+  private reads = new Set<string>();
+  /** Something the last render could have seen changed (a row it read, a loop): render again. */
+  private renderStale = true;
+  /** Ended attempts of custom tables whose stored row must be read back. */
+  private readonly customRows: Ended[] = [];
+  /** Position of each output row in the snapshot, by `tableKey\0nodeId#iteration`. */
+  private readonly rowAt = new Map<string, number>();
+  /** Carried between decide() calls: states here only move forward (see DecideMemo). */
+  private readonly memo = new DecideMemo();
+  /** Frames waiting for the next transaction (see Outbox). */
+  private readonly frameBox = new Outbox<frameRows.NewFrame>();
+  private failure: SmithersError | undefined;
+  /** Aborted by the caller's signal: the run ends `cancelled`. */
+  private readonly abort = new AbortController();
+  /** Aborted on cancel or failure: stops the attempts in flight. */
+  private readonly stop = new AbortController();
+  private wake: (() => void) | undefined;
+  private lost = false;
+
+  constructor(
+    private readonly wf: SmithersWorkflow,
+    private readonly s: RunSetup,
+    private readonly db: SmithersDb,
+    private readonly bus: EventBus,
+    private readonly frames: FrameRecorder,
+    private readonly settings: RunSettings,
+    private readonly now: () => number,
+  ) {}
+
+  /** Stages an event: stored with the run's next transaction, heard by listeners once committed. */
+  emit(event: Event): void {
+    this.bus.stage({ ...event, runId: this.s.runId, timestampMs: this.now() });
+  }
+
+  /** Stages an event inside an open transaction: it commits or rolls back with it. */
+  private emitInTransaction(event: Event): void {
+    this.bus.stageInTransaction({ ...event, runId: this.s.runId, timestampMs: this.now() });
+  }
+
+  /** Inside any transaction of the run: stores the staged frames and events with it. */
+  private readonly journal = (d: Drizzle): void => {
+    this.frameBox.writeIn(this.db, (rows) => {
+      for (const f of rows) frameRows.insertFrame(d, f);
+    });
+    this.bus.writeStagedIn(d);
+  };
+
+  private iterationOf = (nodeId: string) => {
+    const loopId = this.membership.get(nodeId);
+    return loopId ? (this.s.loops.get(loopId)?.iteration ?? 0) : 0;
+  };
+
+  private activeIteration(): number {
+    const loop = this.plan?.loops.find((l) => !this.s.loops.get(l.loopId)?.done);
+    if (loop) return this.s.loops.get(loop.loopId)?.iteration ?? 0;
+    const open = [...this.s.loops.values()].filter((l) => !l.done).map((l) => l.iteration);
+    return open.length > 0 ? Math.max(...open) : 0;
+  }
+
+  /**
+   * Renders until what the ctx was built from matches the plan: the node->loop map, and the set
+   * of output tables (a custom table first named by `output=` has its rows loaded, then the
+   * tree is rendered again). The build function is a pure function of ctx, so while nothing it
+   * read changed the last plan is reused.
+   */
+  private async renderPlan(): Promise<Plan> {
+    if (!this.renderStale && this.plan) return this.plan;
+    for (let pass = 0; ; pass++) {
+      const tablesBefore = this.wf.registry.all().length;
+      const reads = new Set<string>();
+      const ctx = buildCtx({
+        runId: this.s.runId,
+        input: this.s.input,
+        snapshot: this.s.snapshot,
+        registry: this.wf.registry,
+        iteration: this.activeIteration(),
+        iterations: Object.fromEntries([...this.s.loops].map(([id, l]) => [id, l.iteration])),
+        iterationOf: this.iterationOf,
+        onRead: (tableKey, nodeId) => reads.add(`${tableKey}\0${nodeId}`),
+      });
+      let plan: Plan;
+      try {
+        plan = render(this.wf.build(ctx), this.s.loops);
+      } catch (error) {
+        throw error instanceof SmithersError ? error : new SmithersError("INVALID_WORKFLOW", `Rendering the workflow failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+      }
+      this.reads = reads;
+      const membership = new Map(plan.tasks.filter((t) => t.loopId).map((t) => [t.nodeId, t.loopId!]));
+      for (const task of plan.tasks) this.resolve(task);
+      const newTables = this.wf.registry.all().slice(tablesBefore);
+      for (const info of newTables) {
+        const rows = await this.db.read("loadOutputs", (d) => readOutputRows(d, info, this.s.runId).map(normalizeRow));
+        this.s.snapshot[info.key] = rows;
+        this.s.snapshot[info.tableName] = rows;
+      }
+      const stable = newTables.length === 0 && membership.size === this.membership.size && [...membership].every(([k, v]) => this.membership.get(k) === v);
+      this.membership = membership;
+      this.plan = plan;
+      if (stable || pass >= 2) {
+        this.renderStale = false;
+        return plan;
+      }
+    }
+  }
+
+  private resolve(task: PlanTask): OutputTableInfo {
+    const info = this.wf.registry.resolve(task.output, task.outputSchema);
+    if (task.loopId && !info.hasIteration) {
+      throw new SmithersError("CUSTOM_TABLE_INVALID", `Task "${task.nodeId}" runs in a loop but its table "${info.tableName}" has no iteration column`, {
+        nodeId: task.nodeId,
+        table: info.tableName,
+      });
+    }
+    return info;
+  }
+
+  private tracked(task: PlanTask): TrackedNode {
+    let t = this.s.states.get(task.key);
+    if (!t) this.s.states.set(task.key, (t = { state: "pending", lastAttempt: 0, failures: 0 }));
+    return t;
+  }
+
+  private remember(info: OutputTableInfo, row: Record<string, unknown>): void {
+    const rows = (this.s.snapshot[info.key] ??= []);
+    this.s.snapshot[info.tableName] = rows;
+    const normalized = normalizeRow(row);
+    if (this.reads.has(`${info.key}\0${normalized.nodeId}`)) this.renderStale = true;
+    if (this.rowAt.size === 0) for (const [key, list] of Object.entries(this.s.snapshot)) list.forEach((r, i) => this.rowAt.set(`${key}\0${r.nodeId}#${r.iteration}`, i));
+    const at = `${info.key}\0${normalized.nodeId}#${normalized.iteration}`;
+    const index = this.rowAt.get(at);
+    if (index !== undefined && rows[index]?.nodeId === normalized.nodeId) rows[index] = normalized;
+    else {
+      this.rowAt.set(at, rows.length);
+      rows.push(normalized);
+    }
+  }
+
+  /** Records the run's failure and stops the attempts still in flight (they end cancelled). */
+  private fail(error: SmithersError): void {
+    this.failure ??= error;
+    this.stop.abort();
+  }
+
+  /** Starts the work of an attempt whose start row has committed. */
+  private launch(started: Started): void {
+    const work = performAttempt(started.input).then((result) => {
+      this.ended.push({ ...started, result });
+      this.wake?.();
+    });
+    this.working.add(work);
+    void work.finally(() => this.working.delete(work));
+  }
+
+  /**
+   * Settles ended attempts in memory (states, snapshot, retry timers) and returns the writes
+   * that record them, with their events, for the step's transaction.
+   */
+  private settle(ended: Ended[]): ((d: Drizzle) => void)[] {
+    const writes: ((d: Drizzle) => void)[] = [];
+    for (const e of ended) {
+      const { task, tracked: t } = e;
+      const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt: e.input.attempt };
+      const outcome = settleOutcome(e.input, e.result, t.failures < task.retries);
+      this.frames.markDirty(task.key);
+      const events: Event[] = [];
+      if (outcome.kind === "finished") {
+        events.push({ type: "NodeFinished", ...ids, durationMs: outcome.durationMs });
+        this.remember(e.input.info, outcome.row);
+        if (e.input.info.custom) this.customRows.push(e); // its own defaults are read back once stored
+        t.state = "finished";
+      } else if (outcome.kind === "cancelled") {
+        events.push({ type: "NodeCancelled", ...ids, durationMs: outcome.durationMs });
+        t.state = "cancelled";
+      } else {
+        events.push({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorToJson(outcome.error) });
+        if (outcome.retryable) events.push({ type: "NodeRetrying", ...ids, attempt: ids.attempt + 1 });
+        this.lastErrors.set(task.key, outcome.error);
+        t.failures++;
+        t.state = outcome.retryable ? "pending" : "failed";
+        if (outcome.retryable) t.retryAtMs = this.now() + retryDelay(task.retryPolicy, t.failures, outcome.retryAfterMs);
+      }
+      writes.push((d) => {
+        recordSettle(d, e.input, e.result, outcome);
+        for (const event of events) this.emitInTransaction(event);
+      });
+    }
+    return writes;
+  }
+
+  /** Rows of custom tables finished in the last step, read back as stored. */
+  private async readCustomRows(): Promise<void> {
+    for (const e of this.customRows.splice(0)) {
+      const key = { runId: this.s.runId, nodeId: e.task.nodeId, iteration: e.task.iteration };
+      const row = await this.db.read("readOutput", (d) => readOutputRow(d, e.input.info, key));
+      if (row) this.remember(e.input.info, row);
+    }
+  }
+
+  /**
+   * One step, one transaction: settles ended attempts, renders and decides in memory, then
+   * commits the outcomes, the new attempts' start rows, skips, loop moves, events and the frame
+   * together; only then does the new attempts' work start. Writes are replayable (a busy retry
+   * runs them again); memory is never changed inside the transaction.
+   */
+  private async step(): Promise<"again" | "done" | { untilMs: number | undefined }> {
+    const writes = this.settle(this.ended.splice(0));
+    const plan = await this.renderPlan();
+    const nowMs = this.now();
+    const actions = decide(plan, this.s.states, nowMs, this.settings.maxConcurrency ?? Infinity, this.memo);
+    const starts: Started[] = [];
+    let next: "again" | "done" | { untilMs: number | undefined } = "again";
+    for (const action of actions) next = this.plan_(action, nowMs, starts, writes) ?? next;
+    for (const st of starts) {
+      st.tracked.state = "running";
+      st.tracked.lastAttempt = st.input.attempt;
+      st.tracked.retryAtMs = undefined;
+      this.frames.markDirty(st.task.key);
+    }
+    const frame = this.frames.next(plan, (key) => this.s.states.get(key)?.state, nowMs);
+    if (frame) {
+      this.frameBox.push(frame);
+      this.emit({ type: "FrameCommitted", frameNo: frame.frameNo, encoding: frame.encoding });
+    }
+    if (writes.length > 0 || starts.length > 0 || this.frameBox.size > 0 || this.bus.stagedCount > 0) {
+      await this.db.withTransaction("step", (d) => {
+        for (const write of writes) write(d);
+        for (const st of starts) {
+          recordStart(d, st.input);
+          this.emitInTransaction({ type: "NodeStarted", nodeId: st.task.nodeId, iteration: st.task.iteration, attempt: st.input.attempt });
+        }
+        this.journal(d);
+      });
+    }
+    await this.readCustomRows();
+    for (const st of starts) this.launch(st);
+    return next;
+  }
+
+  /** Turns one scheduler action into memory changes, writes for the step, and what to do next. */
+  private plan_(action: Action, nowMs: number, starts: Started[], writes: ((d: Drizzle) => void)[]): "done" | { untilMs: number | undefined } | undefined {
+    switch (action.type) {
+      case "finish-run":
+        return "done";
+      case "fail-run":
+        this.fail(failureError(action.failure, this.lastErrors));
+        return "done";
+      case "wait":
+        return { untilMs: action.untilMs };
+      case "start":
+      case "retry": {
+        const { task } = action;
+        const tracked = this.tracked(task);
+        const attempt = tracked.lastAttempt + 1;
+        const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt };
+        const input: AttemptInput = {
+          db: this.db,
+          runId: this.s.runId,
+          task,
+          info: this.resolve(task),
+          attempt,
+          input: this.s.input,
+          runSignal: this.stop.signal,
+          now: this.now,
+          startedAtMs: nowMs,
+          onToolCall: (e) => this.emit({ ...e, ...ids }),
+        };
+        starts.push({ task, tracked, input });
+        return undefined;
+      }
+      case "skip": {
+        const { task } = action;
+        const info = this.resolve(task);
+        writes.push((d) => {
+          upsertNode(d, { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration, state: "skipped", updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null });
+          this.emitInTransaction({ type: "NodeSkipped", nodeId: task.nodeId, iteration: task.iteration });
+        });
+        this.tracked(task).state = "skipped";
+        this.frames.markDirty(task.key);
+        return undefined;
+      }
+      case "advance-loop":
+      case "finish-loop": {
+        const { loop } = action;
+        const state = action.type === "advance-loop" ? { iteration: loop.iteration + 1, done: false } : { iteration: loop.iteration, done: true };
+        const type = action.type === "advance-loop" ? "LoopAdvanced" : "LoopFinished";
+        writes.push((d) => {
+          setLoopState(d, { runId: this.s.runId, ralphId: loop.loopId, ...state, updatedAtMs: nowMs });
+          this.emitInTransaction({ type, loopId: loop.loopId, iteration: state.iteration });
+        });
+        this.s.loops.set(loop.loopId, state);
+        this.renderStale = true;
+        return undefined;
+      }
+    }
+  }
+
+  private sleep(wakeAtMs: number | undefined): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = wakeAtMs === undefined ? undefined : setTimeout(resolve, Math.max(0, wakeAtMs - this.now()));
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+    });
+  }
+
+  /** Another process claimed the run (its heartbeat CAS failed): stop without touching the run row. */
+  lostOwnership(): void {
+    this.lost = true;
+    this.fail(new SmithersError("RUN_OWNED", `Run "${this.s.runId}" was taken over by another process`, { runId: this.s.runId }));
+    this.wake?.();
+  }
+
+  cancel(): void {
+    this.abort.abort();
+    this.stop.abort();
+    this.wake?.();
+  }
+
+  /** The result of a run that had already finished, read back without running or writing anything. */
+  async readBack(): Promise<RunResult> {
+    await this.renderPlan();
+    return { runId: this.s.runId, status: "finished", output: this.result() };
+  }
+
+  async execute(): Promise<RunResult> {
+    const { runId } = this.s;
+    try {
+      let named = false;
+      while (!this.abort.signal.aborted && !this.failure) {
+        const next = await this.step();
+        if (!named && this.plan) {
+          named = true;
+          if (this.plan.workflowName !== this.wf.name) await this.db.write("nameRun", (d) => setRunFields(d, runId, { workflowName: this.plan!.workflowName }));
+        }
+        if (next === "done") break;
+        // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting.
+        if (next !== "again" && this.ended.length === 0) await this.sleep(next.untilMs);
+      }
+    } catch (error) {
+      if (SmithersError.is(error, "RUN_OWNED")) this.lost = true;
+      this.fail(SmithersError.is(error) ? error : new SmithersError("DB_WRITE_FAILED", `The run could not record its progress: ${(error as Error)?.message ?? String(error)}`, { cause: error }));
+    }
+    while (this.working.size > 0) await Promise.all(this.working);
+    if (this.lost) return { runId, status: "failed", error: this.failure }; // the new owner writes from here on
+    const status: RunStatus = this.abort.signal.aborted ? "cancelled" : this.failure ? "failed" : "finished";
+    // Attempts stopped by a failure or cancel settle with the run's last transaction, and the
+    // states they settled into belong in the last frame.
+    const writes = this.settle(this.ended.splice(0));
+    if (this.plan) {
+      const frame = this.frames.next(this.plan, (key) => this.s.states.get(key)?.state, this.now());
+      if (frame) this.frameBox.push(frame);
+    }
+    const error = status === "failed" && this.failure ? errorToJson(this.failure) : undefined;
+    const finishedAtMs = this.now();
+    try {
+      await this.db.withTransaction("finishRun", (d) => {
+        for (const write of writes) write(d);
+        setRunFields(d, runId, { status, finishedAtMs, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
+        this.emitInTransaction({ type: status === "cancelled" ? "RunCancelled" : status === "failed" ? "RunFailed" : "RunFinished", status, ...(error ? { error } : {}) });
+        this.journal(d);
+      });
+    } catch (cause) {
+      if (SmithersError.is(cause, "RUN_OWNED")) return { runId, status: "failed", error: cause };
+      throw cause;
+    }
+    await this.readCustomRows();
+    if (status === "cancelled") return { runId, status };
+    if (status === "failed") return { runId, status, error: this.failure };
+    return { runId, status, output: this.result() };
+  }
+
+  /** The `output` schema's latest row when the workflow has one, else the last finished task's row. */
+  private result(): unknown {
+    const declared = this.wf.registry.byKey.get("output");
+    if (declared) {
+      const rows = this.s.snapshot[declared.key] ?? [];
+      return strip(rows.reduce<OutputRow | undefined>((best, r) => (!best || r.iteration >= best.iteration ? r : best), undefined));
+    }
+    const tasks = this.plan?.tasks ?? [];
+    for (let i = tasks.length - 1; i >= 0; i--) {
+      const task = tasks[i]!;
+      if (this.s.states.get(task.key)?.state !== "finished") continue;
+      const info = this.wf.registry.resolve(task.output, task.outputSchema);
+      return strip(this.s.snapshot[info.key]?.find((r) => r.nodeId === task.nodeId && r.iteration === task.iteration));
+    }
+    return undefined;
+  }
+}
