@@ -33,3 +33,6 @@ export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
 
 /** Events persisted per BEGIN IMMEDIATE when the event bus drains its queue. */
 export const EVENT_BATCH_MAX = 500;
+
+/** A WAL at least this large is checkpointed and truncated when a run ends. */
+export const WAL_CHECKPOINT_MIN_BYTES = 256 * 1024;

@@ -6,9 +6,10 @@
  */
 import { Database } from "bun:sqlite";
 import { AsyncLocalStorage } from "node:async_hooks";
+import { statSync } from "node:fs";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { SmithersError } from "../errors/index.ts";
-import { DB_BUSY_TIMEOUT_MS, DB_RETRY_POLICY, type DbRetryPolicy } from "./constants.ts";
+import { DB_BUSY_TIMEOUT_MS, DB_RETRY_POLICY, WAL_CHECKPOINT_MIN_BYTES, type DbRetryPolicy } from "./constants.ts";
 import { isRetryableSqliteError, withSqliteWriteRetry } from "./retry.ts";
 import { ensureSmithersTables } from "./ensure.ts";
 
@@ -99,12 +100,21 @@ export class SmithersDb {
   }
 
   /**
-   * Folds the WAL back into the database file and truncates it, without waiting for readers:
-   * when another connection is reading, the checkpoint does what it can and the WAL is cut on a
-   * later write (journal_size_limit). Called when a run ends, so a finished run's file is its size.
+   * Folds a WAL larger than `minWalBytes` back into the database file and truncates it, without
+   * waiting for readers: when another connection is reading, the checkpoint does what it can and
+   * the WAL is cut on a later write (journal_size_limit). Called when a run ends, so a finished
+   * run's file is its size; a small WAL is left to SQLite's own checkpoints (a truncating
+   * checkpoint syncs the file, which would cost a short run more than the run itself).
    */
-  checkpoint(): Promise<void> {
+  checkpoint(minWalBytes = WAL_CHECKPOINT_MIN_BYTES): Promise<void> {
     if (this.path === ":memory:") return Promise.resolve();
+    let walBytes = 0;
+    try {
+      walBytes = statSync(`${this.path}-wal`).size;
+    } catch {
+      return Promise.resolve(); // no WAL file: nothing to fold
+    }
+    if (walBytes < minWalBytes) return Promise.resolve();
     return this.enqueue(async () => {
       this.sqlite.exec("PRAGMA busy_timeout = 0");
       try {
