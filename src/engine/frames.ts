@@ -153,7 +153,12 @@ function rebuild(rows: frames.FrameRow[], runId: string, frameNo: number): LiveF
   const first = rows[0];
   if (!first) throw new SmithersError("FRAME_NOT_FOUND", `Run "${runId}" has no frame ${frameNo}`, { runId, frameNo });
   if (first.encoding === "delta") throw corrupt(runId, first.frameNo, "the chain does not start with a full frame or keyframe");
-  const live = new LiveFrame(decodeFrameXml(first.xmlJson));
+  let live: LiveFrame;
+  try {
+    live = new LiveFrame(decodeFrameXml(first.xmlJson, { hashChecked: true }));
+  } catch (cause) {
+    throw SmithersError.is(cause, "INVALID_FRAME") ? corrupt(runId, first.frameNo, `its XML does not parse (${cause.message})`) : cause;
+  }
   if (live.hash !== first.xmlHash) throw corrupt(runId, first.frameNo, "its XML does not match its hash");
   for (let i = 1; i < rows.length; i++) {
     const row = rows[i]!;

@@ -155,6 +155,16 @@ describe("readFrame", () => {
     db.close();
   });
 
+  test("a full frame whose XML was damaged is FRAME_CORRUPT", async () => {
+    const dbPath = await sequenceRun(2);
+    new Database(dbPath).exec(`UPDATE _smithers_frames SET xml_json = substr(xml_json, 1, 40) WHERE frame_no = 0`);
+    clearFrameCache();
+    const db = openSmithersDb(dbPath);
+    expect((await rejection(readFrame(db, "r", 0))).code).toBe("FRAME_CORRUPT");
+    expect((await rejection(readFrame(db, "r", 2))).code).toBe("FRAME_CORRUPT");
+    db.close();
+  });
+
   test("a repeated read is served from the cache without touching the database", async () => {
     const dbPath = await sequenceRun(3);
     clearFrameCache();
