@@ -63,7 +63,6 @@ export const smithersAttempts = sqliteTable(
   },
   (t) => [
     primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt] }),
-    index("_smithers_attempts_run_state_idx").on(t.runId, t.state),
   ],
 );
 

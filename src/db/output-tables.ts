@@ -9,7 +9,7 @@ import { and, eq, getTableColumns, getTableName, is, sql } from "drizzle-orm";
 import { getTableConfig, SQLiteTable, type SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
-import { addColumnStatement, createTableStatements } from "./ddl.ts";
+import { addColumnStatement, createTableStatements, quoteIdentifier } from "./ddl.ts";
 import { camelToSnake, fieldColumns, zodToInputTable, zodToTable, type FieldColumn } from "./output-schema.ts";
 import type { Drizzle } from "./smithers-db.ts";
 
@@ -207,12 +207,15 @@ export function writeOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey
     const iteration = byName.get("iteration");
     const where = [eq(byName.get("run_id")!, p("runId")), eq(byName.get("node_id")!, p("nodeId"))];
     if (iteration) where.push(eq(iteration, p("iteration")));
-    return {
-      remove: d.delete(info.table).where(and(...where)).prepare(),
-      insert: d.insert(info.table).values(Object.fromEntries(fields.map((f) => [f, p(`v_${f}`)]))).prepare(),
-    };
+    const insert = d.insert(info.table).values(Object.fromEntries(fields.map((f) => [f, p(`v_${f}`)])));
+    if (info.custom) return { remove: d.delete(info.table).where(and(...where)).prepare(), insert: insert.prepare() };
+    // A generated table's key is (run_id, node_id, iteration): one upsert replaces the row.
+    const columns = getTableColumns(info.table);
+    const set = Object.fromEntries(fields.map((f) => [f, sql.raw(`excluded.${quoteIdentifier(columns[f]!.name)}`)]));
+    const target = ["run_id", "node_id", "iteration"].map((name) => byName.get(name)!);
+    return { remove: undefined, insert: insert.onConflictDoUpdate({ target, set }).prepare() };
   });
-  statements.remove.run({ runId: key.runId, nodeId: key.nodeId, iteration: key.iteration });
+  statements.remove?.run({ runId: key.runId, nodeId: key.nodeId, iteration: key.iteration });
   statements.insert.run(Object.fromEntries(fields.map((f) => [`v_${f}`, row[f]])));
   for (const field of Object.keys(getTableColumns(info.table))) row[field] ??= null;
   return row;
