@@ -54,6 +54,11 @@ export class FrameChain {
     private sinceKeyframe: number,
   ) {}
 
+  /** The chain of a run that has no frames yet. */
+  static start(runId: string, policy = DEFAULT_KEYFRAME_POLICY): FrameChain {
+    return new FrameChain(runId, policy, 0, undefined, 0, 0);
+  }
+
   /** A chain that continues after the run's last stored frame (a fresh keyframe if that chain is damaged). */
   static async open(db: SmithersDb, runId: string, policy = DEFAULT_KEYFRAME_POLICY): Promise<FrameChain> {
     const last = await frames.lastFrameNo(db, runId);

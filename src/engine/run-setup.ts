@@ -166,18 +166,22 @@ async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
   return input;
 }
 
+function emptySnapshot(registry: OutputRegistry): OutputSnapshot {
+  const snapshot: OutputSnapshot = {};
+  for (const info of registry.all()) snapshot[info.key] = snapshot[info.tableName] = [];
+  return snapshot;
+}
+
 /** Creates or resumes the run and loads everything the engine keeps in memory. */
 export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const runId = o.runId ?? crypto.randomUUID();
   const resumed = Boolean(o.resume);
   // Resuming a failed/cancelled run gives its failed nodes a fresh retry budget; a crashed run keeps its count.
   const { input, freshBudget, finished } = resumed ? await resumeRun(o, runId) : { input: await startRun(o, runId), freshBudget: false, finished: false };
-  const [nodes, attempts, loopRows, snapshot] = await Promise.all([
-    listNodes(o.db, runId),
-    listAttempts(o.db, runId),
-    listLoopStates(o.db, runId),
-    loadOutputs(o.db, o.registry, runId),
-  ]);
+  // A run created just now has no nodes, attempts, loops or outputs to load.
+  const [nodes, attempts, loopRows, snapshot] = resumed
+    ? await Promise.all([listNodes(o.db, runId), listAttempts(o.db, runId), listLoopStates(o.db, runId), loadOutputs(o.db, o.registry, runId)])
+    : [[], [], [], emptySnapshot(o.registry)];
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) {
     states.set(nodeKey(n.nodeId, n.iteration), { state: n.state as NodeState, lastAttempt: n.lastAttempt ?? 0, failures: 0 });
