@@ -5,7 +5,7 @@
  * Runs in its own process like the engine runs (started by bench/compare/index.ts).
  */
 import { Database } from "bun:sqlite";
-import { parseSpec, report } from "./protocol.ts";
+import { parseSpec, peakRssKb, report } from "./protocol.ts";
 
 const spec = parseSpec(process.argv[2]);
 const db = new Database(spec.dbPath, { create: true });
@@ -20,4 +20,4 @@ const started = performance.now();
 for (let i = 0; i < spec.n; i++) insert.run("floor", `t${i}`, i); // autocommit: one transaction per row
 const wallMs = performance.now() - started;
 db.close();
-report({ wallMs, maxRssKb: process.resourceUsage().maxRSS });
+report({ wallMs, peakRssKb: peakRssKb() });

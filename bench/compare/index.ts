@@ -138,7 +138,7 @@ export async function ensurePeer(install: boolean): Promise<boolean> {
 // ---------------------------------------------------------------------------------------------
 // one child process
 
-type ChildOutcome = { code: number | null; stdout: string; stderr: string; timedOut: boolean; elapsedMs: number; maxRssBytes: number | undefined };
+type ChildOutcome = { code: number | null; stdout: string; stderr: string; timedOut: boolean; elapsedMs: number };
 
 async function runChild(cmd: string[], cwd: string, env: Record<string, string>, timeoutMs: number): Promise<ChildOutcome> {
   const started = performance.now();
@@ -151,7 +151,7 @@ async function runChild(cmd: string[], cwd: string, env: Record<string, string>,
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   const elapsedMs = performance.now() - started;
   clearTimeout(timer);
-  return { code, stdout, stderr, timedOut, elapsedMs, maxRssBytes: proc.resourceUsage()?.maxRSS };
+  return { code, stdout, stderr, timedOut, elapsedMs };
 }
 
 function fileSize(path: string): number {
@@ -179,13 +179,15 @@ const firstLine = (s: string) => s.trim().split("\n").filter(Boolean).slice(-3).
 async function measure(engine: Engine | "floor", workflow: WorkflowName, n: number, opts: CompareOptions, ours: OursTree): Promise<Sample> {
   const dir = mkdtempSync(join(tmpdir(), "smithers-compare-"));
   const dbPath = join(dir, "bench.db");
+  const rssFile = join(dir, "peak-rss-kb");
   try {
     let cmd: string[];
     let env: Record<string, string> = {};
     if (workflow === "up") {
       const file = upFile(engine as Engine, ours);
-      cmd = engine === "ours" ? [BUN, join(ours.root, "src/cli/index.ts"), "up", file, "--db", dbPath] : [BUN, PEER_CLI, "up", file];
-      env = { BENCH_DB: dbPath };
+      const cli = engine === "ours" ? [join(ours.root, "src/cli/index.ts"), "up", file, "--db", dbPath] : [PEER_CLI, "up", file];
+      cmd = [BUN, "--preload", join(HERE, "rss-probe.ts"), ...cli];
+      env = { BENCH_DB: dbPath, BENCH_RSS_FILE: rssFile };
     } else {
       const worker =
         engine === "floor" ? join(HERE, "floor.ts") : engine === "ours" ? join(ours.root, "bench/compare/ours.tsx") : join(HERE, "peer.jsx");
@@ -199,13 +201,13 @@ async function measure(engine: Engine | "floor", workflow: WorkflowName, n: numb
     let rssMb: number;
     if (workflow === "up") {
       wallMs = out.elapsedMs; // the whole process, spawn to exit
-      rssMb = (out.maxRssBytes ?? Number.NaN) / 1024 / 1024;
+      rssMb = existsSync(rssFile) ? Number(readFileSync(rssFile, "utf8")) / 1024 : Number.NaN;
     } else {
       const line = out.stdout.split("\n").find((l) => l.startsWith(RESULT_PREFIX));
       if (!line) return { ok: false, kind: "error", message: `no result line: ${firstLine(out.stderr || out.stdout)}` };
       const r = JSON.parse(line.slice(RESULT_PREFIX.length)) as ChildReport;
       wallMs = r.wallMs;
-      rssMb = r.maxRssKb / 1024;
+      rssMb = r.peakRssKb / 1024;
     }
     const seen = inspectDb(dbPath);
     if (seen.rows !== n) return { ok: false, kind: "error", message: `finished but wrote ${seen.rows} rows to "out", expected ${n}` };
@@ -451,7 +453,7 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
   console.log(
     "\nwall: inside the child, around runWorkflow only (after imports and workflow creation); `smithers up`: the whole process, spawn to exit." +
       "\nDB: main file + -wal + -shm, read by the parent after the child exited. frames: SUM(length(xml_json)) over _smithers_frames." +
-      "\nRSS: the child's peak (maxRSS). floor rows: plain bun:sqlite, one committed INSERT per task, shown in the ours columns." +
+      "\nRSS: the child's own peak (VmHWM). floor rows: plain bun:sqlite, one committed INSERT per task, shown in the ours columns." +
       `\n— : not measured (the peer above N=${fmtInt(opts.peerMaxN)}, or not selected).`,
   );
   for (const n of notes) console.log(`  ! ${n}`);

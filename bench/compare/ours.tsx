@@ -7,7 +7,7 @@
 import { createSmithers, runWorkflow } from "../../src/index.ts";
 // Not a bare "zod": that would find the peer's copy in bench/node_modules (see bench/zod.ts).
 import { z } from "../zod.ts";
-import { parseSpec, report, type Shape } from "./protocol.ts";
+import { parseSpec, peakRssKb, report, type Shape } from "./protocol.ts";
 
 const spec = parseSpec(process.argv[2]);
 const { Workflow, Task, Sequence, Parallel, Loop, smithers, outputs } = createSmithers(
@@ -53,4 +53,4 @@ if (result.status !== "finished") {
   console.error(`ours ${spec.shape}-${spec.n}: run ${result.status}: ${result.error?.message ?? "(no error)"}`);
   process.exit(1);
 }
-report({ wallMs, maxRssKb: process.resourceUsage().maxRSS });
+report({ wallMs, peakRssKb: peakRssKb() });

@@ -10,7 +10,7 @@
 import { closeSingleRunnerRuntime, createSmithers, runWorkflow } from "smithers-orchestrator";
 import { Effect } from "effect";
 import { z } from "zod";
-import { parseSpec, report } from "./protocol.ts";
+import { parseSpec, peakRssKb, report } from "./protocol.ts";
 
 const spec = parseSpec(process.argv[2]);
 const { Workflow, Task, Sequence, Parallel, Loop, smithers, outputs } = createSmithers(
@@ -58,4 +58,4 @@ if (result.status !== "finished") {
   console.error(`peer ${spec.shape}-${spec.n}: run ${result.status}: ${JSON.stringify(result.error ?? null)}`);
   process.exit(1);
 }
-report({ wallMs, maxRssKb: process.resourceUsage().maxRSS });
+report({ wallMs, peakRssKb: peakRssKb() });

@@ -1,7 +1,8 @@
 /**
  * What bench/compare/index.ts hands each measured child process and what the child hands back.
- * Kept dependency-free (no engine imports) so every child loads only its own engine.
+ * Kept free of engine imports so every child loads only its own engine.
  */
+import { readFileSync } from "node:fs";
 
 /** Workflow shapes; `n` is the number of tasks (loop: iterations of its one task). */
 export type Shape = "one" | "seq" | "par" | "loop";
@@ -10,7 +11,7 @@ export const SHAPES: readonly Shape[] = ["one", "seq", "par", "loop"];
 export type RunSpec = { shape: Shape; n: number; dbPath: string };
 
 /** The child's own measurements: wall time around the run only, and its peak RSS. */
-export type ChildReport = { wallMs: number; maxRssKb: number };
+export type ChildReport = { wallMs: number; peakRssKb: number };
 
 export const RESULT_PREFIX = "BENCH_RESULT ";
 
@@ -21,6 +22,20 @@ export function parseSpec(arg: string | undefined): RunSpec {
     throw new Error(`bad RunSpec: ${arg}`);
   }
   return spec;
+}
+
+/**
+ * This process's peak resident set in KB. On Linux it is VmHWM from /proc/self/status: the peak of
+ * this process's own memory since exec. Not `process.resourceUsage().maxRSS`: on Linux that value
+ * survives exec and starts at the PEAK OF THE PARENT, since the spawning bench process's own peak
+ * is carried into the child. Elsewhere it falls back to maxRSS.
+ */
+export function peakRssKb(): number {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync("/proc/self/status", "utf8"));
+    if (m) return Number(m[1]);
+  } catch {}
+  return process.resourceUsage().maxRSS;
 }
 
 export function report(r: ChildReport): void {
