@@ -107,6 +107,50 @@ describe("Ctrl-C", () => {
   });
 });
 
+describe("smithers frames", () => {
+  test("lists a run's frames with encoding and size, and prints one frame's XML with the task states", () => {
+    const dbPath = tempDbPath();
+    expect(smithers(["up", "test/fixtures/steps.tsx", "--input", '{"label":"x"}', "--db", dbPath, "--run-id", "run-fr"]).code).toBe(0);
+    const list = smithers(["frames", "run-fr", "--db", dbPath]);
+    expect(list.code).toBe(0);
+    const rows = list.stdout.trim().split("\n");
+    expect(rows[0]).toBe("frame  encoding  bytes");
+    const stored = sql<{ frame_no: number; encoding: string; bytes: number }>(dbPath, "SELECT frame_no, encoding, length(CAST(xml_json AS BLOB)) AS bytes FROM _smithers_frames ORDER BY frame_no");
+    expect(rows.slice(1, -1).map((r) => r.trim().split(/\s+/))).toEqual(stored.map((f) => [String(f.frame_no), f.encoding, String(f.bytes)]));
+    expect(rows.at(-1)).toBe(`${stored.length} frames, ${stored.reduce((n, f) => n + f.bytes, 0)} bytes`);
+    const last = smithers(["frames", "run-fr", "--db", dbPath, "--frame", String(stored.length - 1)]);
+    expect(last.code).toBe(0);
+    expect(last.stdout).toStartWith('<workflow name="steps">');
+    expect(last.stdout.match(/state="finished"/g)?.length).toBe(3);
+    const first = smithers(["frames", "run-fr", "--db", dbPath, "--frame", "0"]);
+    expect(first.stdout).toContain('<task id="a" iteration="=0" state="running"');
+  });
+
+  test("an unknown run or frame, or a bad --frame, exits 2 with its code", () => {
+    const dbPath = tempDbPath();
+    expect(smithers(["up", "test/fixtures/steps.tsx", "--input", '{"label":"x"}', "--db", dbPath, "--run-id", "run-f2"]).code).toBe(0);
+    const unknownRun = smithers(["frames", "nope", "--db", dbPath]);
+    expect([unknownRun.code, unknownRun.stderr.split(":")[1]?.trim()]).toEqual([2, "RUN_NOT_FOUND"]);
+    const unknownFrame = smithers(["frames", "run-f2", "--db", dbPath, "--frame", "999"]);
+    expect([unknownFrame.code, unknownFrame.stderr.split(":")[1]?.trim()]).toEqual([2, "FRAME_NOT_FOUND"]);
+    const badFrame = smithers(["frames", "run-f2", "--db", dbPath, "--frame", "-3"]);
+    expect([badFrame.code, badFrame.stderr.split(":")[1]?.trim()]).toEqual([2, "USAGE"]);
+    const noDb = smithers(["frames", "run-f2", "--db", `${dbPath}.missing`]);
+    expect(noDb.code).toBe(2);
+  });
+
+  test("resuming a run whose owner is alive exits 2 with RUN_STILL_RUNNING", async () => {
+    const dbPath = tempDbPath();
+    const args = ["up", "test/fixtures/steps.tsx", "--input", '{"label":"x"}', "--db", dbPath, "--run-id", "run-live"];
+    const proc = await startUntil(args, { STEP_B: "hang" }, "start   b");
+    const second = smithers([...args, "--resume"]);
+    proc.kill("SIGKILL");
+    await proc.exited;
+    expect(second.code).toBe(2);
+    expect(second.stderr).toStartWith("smithers: RUN_STILL_RUNNING:");
+  });
+});
+
 describe("resume after a fix", () => {
   test("a run that fails at its third task, resumed after the cause is fixed, finishes without re-running tasks one and two", () => {
     const dbPath = tempDbPath();
