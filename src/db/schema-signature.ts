@@ -4,7 +4,6 @@
  * (PRAGMA table_info) so it changes whenever the table on disk does.
  */
 import type { Database } from "bun:sqlite";
-import { createHash } from "node:crypto";
 import { SmithersError } from "../errors/index.ts";
 import { quoteIdentifier } from "./ddl.ts";
 
@@ -22,7 +21,7 @@ export function schemaSignatureText(tableName: string, columns: readonly Signatu
 }
 
 export function hashSchemaSignature(tableName: string, columns: readonly SignatureColumn[]): string {
-  return createHash("sha256").update(schemaSignatureText(tableName, columns)).digest("hex");
+  return new Bun.CryptoHasher("sha256").update(schemaSignatureText(tableName, columns)).digest("hex");
 }
 
 /** Columns of a live table as SQLite reports them; empty when the table does not exist. */

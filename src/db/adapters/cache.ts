@@ -4,7 +4,6 @@
  * signature is a miss, so a migrated table never serves a stale row.
  */
 import { and, eq, type InferSelectModel, type SQL } from "drizzle-orm";
-import { createHash } from "node:crypto";
 import { smithersCache } from "../internal-schema.ts";
 import { computeSchemaSignature, hashSchemaSignature, liveColumns } from "../schema-signature.ts";
 import type { SmithersDb } from "../smithers-db.ts";
@@ -31,7 +30,7 @@ export function computeCacheKey(parts: CacheKeyParts): string {
     parts.schemaSig,
     parts.agentSig ?? null,
   ];
-  return createHash("sha256").update(JSON.stringify(material)).digest("hex");
+  return new Bun.CryptoHasher("sha256").update(JSON.stringify(material)).digest("hex");
 }
 
 export type CachePut = {
