@@ -15,7 +15,7 @@ import { normalizeRow, stripBookkeeping as strip, type OutputRow } from "../db/s
 import { errorToJson, SmithersError } from "../errors/index.ts";
 import { render, type Plan, type PlanTask } from "../jsx/index.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
-import { buildCtx } from "./ctx.ts";
+import { buildCtx, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
 import type { FrameRecorder } from "./frames.ts";
@@ -78,6 +78,8 @@ export class Run {
   private readonly customRows: Ended[] = [];
   /** Position of each output row in the snapshot, by `tableKey\0nodeId#iteration`. */
   private readonly rowAt = new Map<string, number>();
+  /** The snapshot by node, for ctx lookups that do not scan. */
+  private readonly index: OutputIndex;
   /** Carried between decide() calls: states here only move forward (see DecideMemo). */
   private readonly memo = new DecideMemo();
   /** Frames waiting for the next transaction (see Outbox). */
@@ -98,7 +100,9 @@ export class Run {
     private readonly frames: FrameRecorder,
     private readonly settings: RunSettings,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.index = new OutputIndex(s.snapshot);
+  }
 
   /** Stages an event: stored with the run's next transaction, heard by listeners once committed. */
   emit(event: Event): void {
@@ -150,6 +154,7 @@ export class Run {
         iterations: Object.fromEntries([...this.s.loops].map(([id, l]) => [id, l.iteration])),
         iterationOf: this.iterationOf,
         onRead: (tableKey, nodeId) => reads.add(`${tableKey}\0${nodeId}`),
+        index: this.index,
       });
       let plan: Plan;
       try {
@@ -165,6 +170,7 @@ export class Run {
         const rows = await this.db.read("loadOutputs", (d) => readOutputRows(d, info, this.s.runId).map(normalizeRow));
         this.s.snapshot[info.key] = rows;
         this.s.snapshot[info.tableName] = rows;
+        for (const row of rows) this.index.add(info.key, row);
       }
       const stable = newTables.length === 0 && membership.size === this.membership.size && [...membership].every(([k, v]) => this.membership.get(k) === v);
       this.membership = membership;
@@ -197,6 +203,7 @@ export class Run {
     const rows = (this.s.snapshot[info.key] ??= []);
     this.s.snapshot[info.tableName] = rows;
     const normalized = normalizeRow(row);
+    this.index.add(info.key, normalized);
     if (this.reads.has(`${info.key}\0${normalized.nodeId}`)) this.renderStale = true;
     if (this.rowAt.size === 0) for (const [key, list] of Object.entries(this.s.snapshot)) list.forEach((r, i) => this.rowAt.set(`${key}\0${r.nodeId}#${r.iteration}`, i));
     const at = `${info.key}\0${normalized.nodeId}#${normalized.iteration}`;
