@@ -4,8 +4,8 @@
  * the tables, and reads/writes output rows.
  */
 import { cachedStatement } from "./adapters/shared.ts";
-import type { Database } from "bun:sqlite";
-import { and, eq, getTableColumns, getTableName, is, sql } from "drizzle-orm";
+import type { Database, SQLQueryBindings } from "bun:sqlite";
+import { and, eq, getTableColumns, getTableName, is } from "drizzle-orm";
 import { getTableConfig, SQLiteTable, type SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
@@ -202,21 +202,32 @@ export function writeOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey
   const row = outputRowFor(info, key, values);
   const fields = Object.keys(row);
   const statements = cachedStatement(d, `output:${info.tableName}:${fields.join(",")}`, () => {
-    const p = (name: string) => sql.placeholder(name);
-    const byName = new Map(columnsOf(info.table).map((c) => [c.name, c]));
-    const iteration = byName.get("iteration");
-    const where = [eq(byName.get("run_id")!, p("runId")), eq(byName.get("node_id")!, p("nodeId"))];
-    if (iteration) where.push(eq(iteration, p("iteration")));
-    const insert = d.insert(info.table).values(Object.fromEntries(fields.map((f) => [f, p(`v_${f}`)])));
-    if (info.custom) return { remove: d.delete(info.table).where(and(...where)).prepare(), insert: insert.prepare() };
-    // A generated table's key is (run_id, node_id, iteration): one upsert replaces the row.
     const columns = getTableColumns(info.table);
-    const set = Object.fromEntries(fields.map((f) => [f, sql.raw(`excluded.${quoteIdentifier(columns[f]!.name)}`)]));
-    const target = ["run_id", "node_id", "iteration"].map((name) => byName.get(name)!);
-    return { remove: undefined, insert: insert.onConflictDoUpdate({ target, set }).prepare() };
+    const names = fields.map((f) => quoteIdentifier(columns[f]!.name));
+    const table = quoteIdentifier(info.tableName);
+    const hasIteration = columnsOf(info.table).some((c) => c.name === "iteration");
+    const insert = `INSERT INTO ${table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`;
+    // Each column's own encoder (JSON, boolean, timestamp) turns a value into what SQLite stores;
+    // null stays NULL.
+    const encoders = fields.map((f) => columns[f]!);
+    const encode = (r: Record<string, unknown>) =>
+      encoders.map((c, i) => {
+        const value = r[fields[i]!];
+        return (value === null || value === undefined ? null : c.mapToDriverValue(value)) as SQLQueryBindings;
+      });
+    if (info.custom) {
+      const remove = `DELETE FROM ${table} WHERE run_id = ? AND node_id = ?${hasIteration ? " AND iteration = ?" : ""}`;
+      return { remove: d.$client.prepare(remove), hasIteration, insert: d.$client.prepare(insert), encode };
+    }
+    // A generated table's key is (run_id, node_id, iteration): one upsert replaces the row.
+    const set = names.map((n) => `${n} = excluded.${n}`).join(", ");
+    return { remove: undefined, hasIteration, insert: d.$client.prepare(`${insert} ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET ${set}`), encode };
   });
-  statements.remove?.run({ runId: key.runId, nodeId: key.nodeId, iteration: key.iteration });
-  statements.insert.run(Object.fromEntries(fields.map((f) => [`v_${f}`, row[f]])));
+  if (statements.remove) {
+    if (statements.hasIteration) statements.remove.run(key.runId, key.nodeId, key.iteration);
+    else statements.remove.run(key.runId, key.nodeId);
+  }
+  statements.insert.run(...statements.encode(row));
   for (const field of Object.keys(getTableColumns(info.table))) row[field] ??= null;
   return row;
 }

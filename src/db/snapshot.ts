@@ -2,8 +2,11 @@
  * The run snapshot that rebuilds ctx: the run input and every output row of the run, each
  * table's rows indexed under both its schema key and its SQLite table name.
  */
-import { eq } from "drizzle-orm";
+import type { SQLQueryBindings } from "bun:sqlite";
+import { eq, getTableColumns } from "drizzle-orm";
 import { getTableConfig, type SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { rawStatement } from "./adapters/shared.ts";
+import { quoteIdentifier } from "./ddl.ts";
 import { readOutputRows, type OutputRegistry } from "./output-tables.ts";
 import type { Drizzle, SmithersDb } from "./smithers-db.ts";
 
@@ -15,10 +18,12 @@ function runIdColumn(registry: OutputRegistry): SQLiteColumn {
 }
 
 export function writeInput(d: Drizzle, registry: OutputRegistry, runId: string, input: unknown): void {
-  const values = registry.input.payloadOnly ? { payload: input } : (input as Record<string, unknown>);
-  d.insert(registry.input.table)
-    .values({ ...values, runId })
-    .run();
+  const values: Record<string, unknown> = { ...(registry.input.payloadOnly ? { payload: input } : (input as Record<string, unknown>)), runId };
+  // Columns the input sets, each through its own encoder (JSON, boolean, timestamp); null stays NULL.
+  const columns = Object.entries(getTableColumns(registry.input.table)).filter(([field]) => values[field] !== undefined);
+  const names = columns.map(([, c]) => quoteIdentifier(c.name));
+  const bindings = columns.map(([field, c]) => (values[field] === null ? null : c.mapToDriverValue(values[field])) as SQLQueryBindings);
+  rawStatement(d, `INSERT INTO ${quoteIdentifier(registry.input.tableName)} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`).run(...bindings);
 }
 
 /** The run input as the author passed it (validated), or undefined when the run has none stored. */

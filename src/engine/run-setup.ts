@@ -8,7 +8,7 @@ import type { SmithersDb } from "../db/index.ts";
 import { abandonRunningAttempts, listAttempts } from "../db/adapters/attempts.ts";
 import { listNodes, resetNodes } from "../db/adapters/nodes.ts";
 import { listLoopStates } from "../db/adapters/ralph.ts";
-import { getRun } from "../db/adapters/runs.ts";
+import { getRun, insertRunRow, runExists } from "../db/adapters/runs.ts";
 import { STALE_RUN_THRESHOLD_MS } from "../db/constants.ts";
 import type { OutputRegistry } from "../db/output-tables.ts";
 import { loadInput, loadOutputs, writeInput, type OutputSnapshot } from "../db/snapshot.ts";
@@ -147,10 +147,10 @@ async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
   const input = validateInput(o.registry, o.input);
   await o.db.withTransaction("startRun", (d) => {
     // Checked under the write lock, so two processes starting the same run id cannot both pass.
-    if (d.select({ runId: smithersRuns.runId }).from(smithersRuns).where(eq(smithersRuns.runId, runId)).get()) {
+    if (runExists(d, runId)) {
       throw new SmithersError("RUN_EXISTS", `Run "${runId}" already exists; pass resume to continue it`, { runId });
     }
-    d.insert(smithersRuns).values({
+    insertRunRow(d, {
       runId,
       workflowName: o.workflowName,
       workflowPath: o.workflowPath ?? null,
@@ -160,7 +160,7 @@ async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
       heartbeatAtMs: o.nowMs,
       runtimeOwnerId: o.ownerId,
       inputHash: hashInput(input),
-    }).run();
+    });
     writeInput(d, o.registry, runId, input);
   });
   return input;

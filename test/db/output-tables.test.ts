@@ -289,6 +289,20 @@ describe("writeOutputRow / readOutputRow", () => {
     expect(readOutputRow(d, info, key)).toMatchObject({ approved: false, score: 0, tags: [], detail: null });
   });
 
+  test("null and absent values are SQL NULL in every kind of column, and read back as null", () => {
+    const nullable = z.object({ flag: z.boolean().nullable(), data: z.object({ a: z.number() }).nullable(), when: z.date().nullable(), note: z.string().optional() });
+    const { d, sdb, registry } = setup({ nullable });
+    const info = registry.resolve(nullable);
+    const key = { runId: "r1", nodeId: "n", iteration: 0 };
+    writeOutputRow(d, info, key, { flag: null, data: null, when: null });
+    expect(sdb.sqlite.query("SELECT flag, data, \"when\", note FROM nullable").get()).toEqual({ flag: null, data: null, when: null, note: null });
+    expect(readOutputRow(d, info, key)).toMatchObject({ flag: null, data: null, when: null, note: null });
+    const when = new Date(1_700_000_000_123);
+    writeOutputRow(d, info, key, { flag: false, data: { a: 1 }, when, note: "x" });
+    expect(sdb.sqlite.query("SELECT flag, data, \"when\", note FROM nullable").get()).toEqual({ flag: 0, data: '{"a":1}', when: 1_700_000_000_123, note: "x" });
+    expect(readOutputRow(d, info, key)).toMatchObject({ flag: false, data: { a: 1 }, when, note: "x" });
+  });
+
   test("writing the same key twice replaces the row", () => {
     const { d, sdb, registry } = setup({ analysis });
     const info = registry.resolve(analysis);

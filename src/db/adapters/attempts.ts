@@ -1,35 +1,26 @@
 /** `_smithers_attempts`: every execution attempt of every node, kept as history. */
-import { and, eq, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
-import { cachedStatement } from "./shared.ts";
+import { and, eq, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import { rawStatement } from "./shared.ts";
 import { smithersAttempts } from "../internal-schema.ts";
 import { changedRows, type Drizzle, type SmithersDb } from "../smithers-db.ts";
 
 export type AttemptRow = InferSelectModel<typeof smithersAttempts>;
 export type NewAttemptRow = InferInsertModel<typeof smithersAttempts>;
 
-const p = (name: string) => sql.placeholder(name);
+const INSERT_RUNNING = `INSERT INTO _smithers_attempts (run_id, node_id, iteration, attempt, state, started_at_ms, meta_json)
+  VALUES (?, ?, ?, ?, ?, ?, ?)`;
 
 export function insertAttempt(d: Drizzle, row: NewAttemptRow): void {
-  const statement = cachedStatement(d, "insertAttempt", () =>
-    d
-      .insert(smithersAttempts)
-      .values({
-        runId: p("runId"),
-        nodeId: p("nodeId"),
-        iteration: p("iteration"),
-        attempt: p("attempt"),
-        state: p("state"),
-        startedAtMs: p("startedAtMs"),
-        metaJson: p("metaJson"),
-      })
-      .prepare(),
-  );
   if (row.finishedAtMs != null || row.errorJson != null || row.responseText != null) {
     d.insert(smithersAttempts).values(row).run(); // an attempt recorded already closed (rare)
     return;
   }
-  statement.run({ ...row, iteration: row.iteration ?? 0, metaJson: row.metaJson ?? null });
+  rawStatement(d, INSERT_RUNNING).run(row.runId, row.nodeId, row.iteration ?? 0, row.attempt, row.state, row.startedAtMs, row.metaJson ?? null);
 }
+
+const FINISH_RUNNING = `UPDATE _smithers_attempts
+  SET state = ?, finished_at_ms = ?, error_json = ?, response_text = ?, meta_json = coalesce(?, meta_json)
+  WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt = ? AND state = 'running'`;
 
 /** Closes a `running` attempt; returns 0 when it was not running any more (taken over). */
 export function finishAttempt(
@@ -37,37 +28,17 @@ export function finishAttempt(
   key: { runId: string; nodeId: string; iteration: number; attempt: number },
   patch: Pick<Partial<NewAttemptRow>, "state" | "finishedAtMs" | "errorJson" | "responseText" | "metaJson">,
 ): number {
-  const statement = cachedStatement(d, "finishAttempt", () =>
-    d
-      .update(smithersAttempts)
-      .set({
-        state: sql`${p("state")}`,
-        finishedAtMs: sql`${p("finishedAtMs")}`,
-        errorJson: sql`${p("errorJson")}`,
-        responseText: sql`${p("responseText")}`,
-        metaJson: sql`coalesce(${p("metaJson")}, ${smithersAttempts.metaJson})`,
-      })
-      .where(
-        and(
-          eq(smithersAttempts.runId, p("runId")),
-          eq(smithersAttempts.nodeId, p("nodeId")),
-          eq(smithersAttempts.iteration, p("iteration")),
-          eq(smithersAttempts.attempt, p("attempt")),
-          eq(smithersAttempts.state, "running"),
-        ),
-      )
-      .prepare(),
-  );
-  return changedRows(
-    statement.run({
-      ...key,
-      state: patch.state ?? "finished",
-      finishedAtMs: patch.finishedAtMs ?? null,
-      errorJson: patch.errorJson ?? null,
-      responseText: patch.responseText ?? null,
-      metaJson: patch.metaJson ?? null,
-    }),
-  );
+  return rawStatement(d, FINISH_RUNNING).run(
+    patch.state ?? "finished",
+    patch.finishedAtMs ?? null,
+    patch.errorJson ?? null,
+    patch.responseText ?? null,
+    patch.metaJson ?? null,
+    key.runId,
+    key.nodeId,
+    key.iteration,
+    key.attempt,
+  ).changes;
 }
 
 export function listAttempts(db: SmithersDb, runId: string): Promise<AttemptRow[]> {

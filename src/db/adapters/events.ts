@@ -6,7 +6,7 @@
 import { and, asc, count, eq, gt, gte, inArray, sql, type InferSelectModel, type SQL } from "drizzle-orm";
 import { smithersEvents } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
-import { immediate } from "./shared.ts";
+import { immediate, rawStatement } from "./shared.ts";
 
 export type EventRow = InferSelectModel<typeof smithersEvents>;
 
@@ -26,65 +26,25 @@ export type EventHistoryQuery = {
   sinceTimestampMs?: number;
 };
 
-/** Statements prepared once per connection: the batch path runs them thousands of times. */
-function prepare(d: Drizzle) {
-  const p = (name: string) => sql.placeholder(name);
-  return {
-    duplicate: d
-      .select({ seq: smithersEvents.seq })
-      .from(smithersEvents)
-      .where(
-        and(
-          // Unary + keeps SQLite from walking the run's whole key range: the (time, type) index
-          // finds the few candidates, whatever the statistics say.
-          sql`+${smithersEvents.runId} = ${p("runId")}`,
-          eq(smithersEvents.timestampMs, p("timestampMs")),
-          eq(smithersEvents.type, p("type")),
-          eq(smithersEvents.payloadJson, p("payloadJson")),
-        ),
-      )
-      .prepare(),
-    nextSeq: d
-      .select({ next: sql<number>`coalesce(max(${smithersEvents.seq}), -1) + 1` })
-      .from(smithersEvents)
-      .where(eq(smithersEvents.runId, p("runId")))
-      .prepare(),
-    insert: d
-      .insert(smithersEvents)
-      .values({
-        runId: p("runId"),
-        seq: p("seq"),
-        timestampMs: p("timestampMs"),
-        type: p("type"),
-        payloadJson: p("payloadJson"),
-      })
-      .prepare(),
-  };
-}
-
-const prepared = new WeakMap<Drizzle, ReturnType<typeof prepare>>();
-
-function statements(d: Drizzle): ReturnType<typeof prepare> {
-  let found = prepared.get(d);
-  if (!found) {
-    found = prepare(d);
-    prepared.set(d, found);
-  }
-  return found;
-}
+// Unary + keeps SQLite from walking the run's whole key range: the (time, type) index finds the
+// few candidates, whatever the statistics say.
+const FIND_DUPLICATE = "SELECT seq FROM _smithers_events WHERE +run_id = ? AND timestamp_ms = ? AND type = ? AND payload_json = ?";
+const NEXT_SEQ = "SELECT coalesce(max(seq), -1) + 1 AS next FROM _smithers_events WHERE run_id = ?";
+const INSERT_EVENT = "INSERT INTO _smithers_events (run_id, seq, timestamp_ms, type, payload_json) VALUES (?, ?, ?, ?, ?)";
 
 /**
  * Must run inside BEGIN IMMEDIATE: holding the write lock, the MAX read once per run stays
  * valid for the whole batch, so later events of the same run just count on from it.
  */
 function insertInTransaction(d: Drizzle, events: readonly NewEvent[]): number[] {
-  const s = statements(d);
+  const duplicate = rawStatement(d, FIND_DUPLICATE);
+  const insert = rawStatement(d, INSERT_EVENT);
   const nextByRun = new Map<string, number>();
   return events.map((event) => {
-    const found = s.duplicate.get(event);
+    const found = duplicate.get(event.runId, event.timestampMs, event.type, event.payloadJson) as { seq: number } | null;
     if (found) return found.seq;
-    const seq = nextByRun.get(event.runId) ?? s.nextSeq.get({ runId: event.runId })?.next ?? 0;
-    s.insert.run({ ...event, seq });
+    const seq = nextByRun.get(event.runId) ?? (rawStatement(d, NEXT_SEQ).get(event.runId) as { next: number } | null)?.next ?? 0;
+    insert.run(event.runId, seq, event.timestampMs, event.type, event.payloadJson);
     nextByRun.set(event.runId, seq + 1);
     return seq;
   });
@@ -142,5 +102,5 @@ export function countEventHistory(db: SmithersDb, query: Omit<EventHistoryQuery,
 
 /** The highest seq stored for a run, or -1 when it has none (resume continues at +1). */
 export function lastEventSeq(db: SmithersDb, runId: string): Promise<number> {
-  return db.read("lastEventSeq", (d) => (statements(d).nextSeq.get({ runId })?.next ?? 0) - 1);
+  return db.read("lastEventSeq", (d) => ((rawStatement(d, NEXT_SEQ).get(runId) as { next: number } | null)?.next ?? 0) - 1);
 }

@@ -6,7 +6,7 @@
 import { and, asc, desc, eq, gte, inArray, lte, sql, type InferSelectModel } from "drizzle-orm";
 import { smithersFrames } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
-import { cachedStatement } from "./shared.ts";
+import { rawStatement } from "./shared.ts";
 
 export type FrameRow = InferSelectModel<typeof smithersFrames>;
 export type FrameEncoding = "full" | "keyframe" | "delta";
@@ -15,16 +15,11 @@ export type FrameSummary = { frameNo: number; encoding: string; bytes: number; c
 
 const STARTS_CHAIN: FrameEncoding[] = ["full", "keyframe"];
 
-/** Drizzle-level so it joins the caller's transaction. */
+const INSERT_FRAME = "INSERT INTO _smithers_frames (run_id, frame_no, created_at_ms, xml_json, xml_hash, encoding) VALUES (?, ?, ?, ?, ?, ?)";
+
+/** Takes the Drizzle handle so it joins the caller's transaction. */
 export function insertFrame(d: Drizzle, f: NewFrame): void {
-  const p = (name: string) => sql.placeholder(name);
-  const statement = cachedStatement(d, "insertFrame", () =>
-    d
-      .insert(smithersFrames)
-      .values({ runId: p("runId"), frameNo: p("frameNo"), createdAtMs: p("createdAtMs"), xmlJson: p("body"), xmlHash: p("hash"), encoding: p("encoding") })
-      .prepare(),
-  );
-  statement.run(f);
+  rawStatement(d, INSERT_FRAME).run(f.runId, f.frameNo, f.createdAtMs, f.body, f.hash, f.encoding);
 }
 
 /** Number, encoding and stored size of every frame of the run, in order. */

@@ -1,45 +1,24 @@
 /** `_smithers_nodes`: the current state of each task node (run, node, iteration). */
-import { and, eq, inArray, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
-import { cachedStatement } from "./shared.ts";
+import { and, eq, inArray, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import { rawStatement } from "./shared.ts";
 import { smithersNodes } from "../internal-schema.ts";
 import { changedRows, type Drizzle, type SmithersDb } from "../smithers-db.ts";
 
 export type NodeRow = InferSelectModel<typeof smithersNodes>;
 export type NodeUpsert = InferInsertModel<typeof smithersNodes>;
 
-const p = (name: string) => sql.placeholder(name);
+const UPSERT_NODE = `INSERT INTO _smithers_nodes (run_id, node_id, iteration, state, last_attempt, updated_at_ms, output_table, label)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET state = excluded.state,
+    last_attempt = coalesce(excluded.last_attempt, last_attempt), updated_at_ms = excluded.updated_at_ms,
+    output_table = excluded.output_table, label = excluded.label`;
 
 /**
- * Insert or update one node row (a missing lastAttempt keeps the stored one). Drizzle-level so
- * it can join a caller's transaction.
+ * Insert or update one node row (a missing lastAttempt keeps the stored one). Takes the
+ * Drizzle handle so it joins the caller's transaction.
  */
 export function upsertNode(d: Drizzle, row: NodeUpsert): void {
-  const statement = cachedStatement(d, "upsertNode", () =>
-    d
-      .insert(smithersNodes)
-      .values({
-        runId: p("runId"),
-        nodeId: p("nodeId"),
-        iteration: p("iteration"),
-        state: p("state"),
-        lastAttempt: p("lastAttempt"),
-        updatedAtMs: p("updatedAtMs"),
-        outputTable: p("outputTable"),
-        label: p("label"),
-      })
-      .onConflictDoUpdate({
-        target: [smithersNodes.runId, smithersNodes.nodeId, smithersNodes.iteration],
-        set: {
-          state: sql`excluded.state`,
-          lastAttempt: sql`coalesce(excluded.last_attempt, ${smithersNodes.lastAttempt})`,
-          updatedAtMs: sql`excluded.updated_at_ms`,
-          outputTable: sql`excluded.output_table`,
-          label: sql`excluded.label`,
-        },
-      })
-      .prepare(),
-  );
-  statement.run({ ...row, iteration: row.iteration ?? 0, lastAttempt: row.lastAttempt ?? null, label: row.label ?? null });
+  rawStatement(d, UPSERT_NODE).run(row.runId, row.nodeId, row.iteration ?? 0, row.state, row.lastAttempt ?? null, row.updatedAtMs, row.outputTable, row.label ?? null);
 }
 
 export function listNodes(db: SmithersDb, runId: string): Promise<NodeRow[]> {

@@ -1,17 +1,44 @@
 /** `_smithers_runs`: one row per run; status, ownership and heartbeat. */
-import { and, asc, eq, isNull, lt, or, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, isNull, lt, or, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
 import { STALE_RUN_THRESHOLD_MS } from "../constants.ts";
 import { smithersRuns } from "../internal-schema.ts";
-import { changedRows, type Drizzle, type SmithersDb } from "../smithers-db.ts";
-import { isSame } from "./shared.ts";
+import { type Drizzle, type SmithersDb } from "../smithers-db.ts";
+import { SmithersError } from "../../errors/index.ts";
+import { isSame, rawStatement } from "./shared.ts";
 
 export type RunRow = InferSelectModel<typeof smithersRuns>;
 export type NewRunRow = InferInsertModel<typeof smithersRuns>;
 
 export function insertRun(db: SmithersDb, row: NewRunRow): Promise<void> {
-  return db.write("insertRun", (d) => {
-    d.insert(smithersRuns).values(row).run();
-  });
+  return db.write("insertRun", (d) => insertRunRow(d, row));
+}
+
+/** Every column of `_smithers_runs` holds text or an integer, stored as given: no mapping needed. */
+const RUN_COLUMNS = getTableColumns(smithersRuns);
+
+/** The set fields of `row` (undefined ones left out, as Drizzle does), as SQL column names and values. */
+function runFields(row: Partial<NewRunRow>): { names: string[]; values: (string | number | null)[] } {
+  const names: string[] = [];
+  const values: (string | number | null)[] = [];
+  for (const [field, value] of Object.entries(row)) {
+    if (value === undefined) continue;
+    const column = RUN_COLUMNS[field as keyof typeof RUN_COLUMNS];
+    if (!column) throw new SmithersError("INVALID_INPUT", `_smithers_runs has no field "${field}"`, { field });
+    names.push(column.name);
+    values.push(value as string | number | null);
+  }
+  return { names, values };
+}
+
+/** Inserts a run row inside the caller's transaction. */
+export function insertRunRow(d: Drizzle, row: NewRunRow): void {
+  const { names, values } = runFields(row);
+  rawStatement(d, `INSERT INTO _smithers_runs (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`).run(...values);
+}
+
+/** True when a run with this id is stored (inside the caller's transaction). */
+export function runExists(d: Drizzle, runId: string): boolean {
+  return rawStatement(d, "SELECT 1 FROM _smithers_runs WHERE run_id = ?").get(runId) !== null;
 }
 
 export function getRun(db: SmithersDb, runId: string): Promise<RunRow | undefined> {
@@ -26,7 +53,9 @@ export function updateRun(db: SmithersDb, runId: string, patch: Partial<Omit<New
 
 /** `updateRun` inside the caller's transaction. */
 export function setRunFields(d: Drizzle, runId: string, patch: Partial<Omit<NewRunRow, "runId">>): void {
-  d.update(smithersRuns).set(patch).where(eq(smithersRuns.runId, runId)).run();
+  const { names, values } = runFields(patch);
+  if (names.length === 0) return;
+  rawStatement(d, `UPDATE _smithers_runs SET ${names.map((n) => `${n} = ?`).join(", ")} WHERE run_id = ?`).run(...values, runId);
 }
 
 /** Stamps the heartbeat while `ownerId` still owns the run; false means another process took it over. */
@@ -34,12 +63,7 @@ export function heartbeatRun(db: SmithersDb, runId: string, ownerId: string, now
   return db.write(
     "heartbeatRun",
     (d) =>
-      changedRows(
-        d.update(smithersRuns)
-          .set({ heartbeatAtMs: nowMs })
-          .where(and(eq(smithersRuns.runId, runId), eq(smithersRuns.runtimeOwnerId, ownerId)))
-          .run(),
-      ) > 0,
+      rawStatement(d, "UPDATE _smithers_runs SET heartbeat_at_ms = ? WHERE run_id = ? AND runtime_owner_id = ?").run(nowMs, runId, ownerId).changes > 0,
   );
 }
 
