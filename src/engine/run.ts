@@ -4,7 +4,8 @@
  * attempt and node states), the attempts the scheduler starts next (node running + attempt row),
  * skips, the step's events and its frame. Work starts only after that commit (write before do),
  * and a task's output is committed before any task that depends on it starts. Memory mirrors
- * what the step writes; a crash loses at most the step in flight, which resume repairs.
+ * what the step writes; a crash loses at most the step in flight, which resume repairs. The
+ * step that finds the run over commits with the run's final status.
  */
 import { frames as frameRows, type Drizzle, type SmithersDb } from "../db/index.ts";
 import { setLoopState } from "../db/adapters/ralph.ts";
@@ -84,6 +85,8 @@ export class Run {
   private readonly memo = new DecideMemo();
   /** Frames waiting for the next transaction (see Outbox). */
   private readonly frameBox = new Outbox<frameRows.NewFrame>();
+  /** Writes of the step that decided the run is over, committed with the run's final status. */
+  private readonly carried: ((d: Drizzle) => void)[] = [];
   private failure: SmithersError | undefined;
   /** Aborted by the caller's signal: the run ends `cancelled`. */
   private readonly abort = new AbortController();
@@ -301,6 +304,11 @@ export class Run {
       this.frameBox.push(frame);
       this.emit({ type: "FrameCommitted", frameNo: frame.frameNo, encoding: frame.encoding });
     }
+    // The run ends here: its last outcomes commit with the run's final status, in one transaction.
+    if (next === "done" && starts.length === 0) {
+      this.carried.push(...writes);
+      return next;
+    }
     if (writes.length > 0 || starts.length > 0 || this.frameBox.size > 0 || this.bus.stagedCount > 0) {
       await this.db.withTransaction("step", (d) => {
         for (const write of writes) write(d);
@@ -427,7 +435,7 @@ export class Run {
     const status: RunStatus = this.abort.signal.aborted ? "cancelled" : this.failure ? "failed" : "finished";
     // Attempts stopped by a failure or cancel settle with the run's last transaction, and the
     // states they settled into belong in the last frame.
-    const writes = this.settle(this.ended.splice(0));
+    const writes = [...this.carried.splice(0), ...this.settle(this.ended.splice(0))];
     if (this.plan) {
       const frame = this.frames.next(this.plan, (key) => this.s.states.get(key)?.state, this.now());
       if (frame) this.frameBox.push(frame);
