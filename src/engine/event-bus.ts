@@ -119,7 +119,7 @@ export class EventBus<E extends BusEvent = BusEvent> {
   writeStagedIn(d: Drizzle): void {
     this.staged.writeIn(
       this.db,
-      (items) => events.insertEventsIn(d, items.map(({ event }) => this.toRow(event))),
+      (items) => events.insertEventsIn(d, items.map(({ event }) => this.toRow(event)), { dedupe: false }),
       (items) => {
         for (const { event, seq } of items) this.notify(event, seq);
       },

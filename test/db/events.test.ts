@@ -3,6 +3,7 @@ import {
   countEventHistory,
   insertEvent,
   insertEvents,
+  insertEventsIn,
   lastEventSeq,
   listEventHistory,
   type NewEvent,
@@ -89,6 +90,13 @@ forEachBackend((db) => {
       const seqs = await insertEvents(db(), [event("r1", 1, "A"), event("r1", 2, "B"), event("r1", 2, "B")]);
       expect(seqs).toEqual([0, 1, 1]);
       expect(db().db.select().from(smithersEvents).all()).toHaveLength(2);
+    });
+
+    test("insertEventsIn with dedupe: false stores identical events as separate rows, seqs gap-free", async () => {
+      await insertEvent(db(), event("r1", 1, "A"));
+      const seqs = await db().withTransaction("t", (d) => insertEventsIn(d, [event("r1", 1, "A"), event("r1", 1, "A")], { dedupe: false }));
+      expect(seqs).toEqual([1, 2]);
+      expect(db().db.select().from(smithersEvents).all().map((r) => r.seq)).toEqual([0, 1, 2]);
     });
 
     test("an empty batch writes nothing", async () => {

@@ -36,12 +36,12 @@ const INSERT_EVENT = "INSERT INTO _smithers_events (run_id, seq, timestamp_ms, t
  * Must run inside BEGIN IMMEDIATE: holding the write lock, the MAX read once per run stays
  * valid for the whole batch, so later events of the same run just count on from it.
  */
-function insertInTransaction(d: Drizzle, events: readonly NewEvent[]): number[] {
-  const duplicate = rawStatement(d, FIND_DUPLICATE);
+function insertInTransaction(d: Drizzle, events: readonly NewEvent[], dedupe = true): number[] {
+  const duplicate = dedupe ? rawStatement(d, FIND_DUPLICATE) : undefined;
   const insert = rawStatement(d, INSERT_EVENT);
   const nextByRun = new Map<string, number>();
   return events.map((event) => {
-    const found = duplicate.get(event.runId, event.timestampMs, event.type, event.payloadJson) as { seq: number } | null;
+    const found = duplicate?.get(event.runId, event.timestampMs, event.type, event.payloadJson) as { seq: number } | null;
     if (found) return found.seq;
     const seq = nextByRun.get(event.runId) ?? (rawStatement(d, NEXT_SEQ).get(event.runId) as { next: number } | null)?.next ?? 0;
     insert.run(event.runId, seq, event.timestampMs, event.type, event.payloadJson);
@@ -50,9 +50,14 @@ function insertInTransaction(d: Drizzle, events: readonly NewEvent[]): number[] 
   });
 }
 
-/** Persists events inside the caller's open BEGIN IMMEDIATE transaction; returns their seqs. */
-export function insertEventsIn(d: Drizzle, events: readonly NewEvent[]): number[] {
-  return insertInTransaction(d, events);
+/**
+ * Persists events inside the caller's open BEGIN IMMEDIATE transaction; returns their seqs.
+ * `dedupe: false` skips the look-up for an identical stored event: for a writer that knows each
+ * event is new (the engine's journal writes every event exactly once, in the transaction of the
+ * step that caused it), and where two identical events are two things that happened.
+ */
+export function insertEventsIn(d: Drizzle, events: readonly NewEvent[], options: { dedupe?: boolean } = {}): number[] {
+  return insertInTransaction(d, events, options.dedupe ?? true);
 }
 
 /**
