@@ -15,6 +15,7 @@ import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSy
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { markdownTable } from "../markdown-table.ts";
 import { RESULT_PREFIX, type ChildReport, type RunSpec, type Shape } from "./protocol.ts";
 
 const HERE = import.meta.dir;
@@ -406,10 +407,7 @@ export function renderTable(rows: Row[]): string {
       val(o, (s) => s.rssMb.toFixed(0)), val(p, (s) => s.rssMb.toFixed(0)), ratio((s) => s.rssMb),
     ]);
   }
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? "").length)));
-  const fmt = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join(" | ")} |`;
-  const rule = `|${widths.map((w, i) => (i === 0 ? "-".repeat(w + 2) : `${"-".repeat(w + 1)}:`)).join("|")}|`;
-  return [fmt(header), rule, ...lines.map(fmt)].join("\n");
+  return markdownTable(header, lines);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { events, SmithersDb } from "../../src/db/index.ts";
 import { EventBus } from "../../src/engine/event-bus.ts";
+import { markdownTable } from "../markdown-table.ts";
 
 type Result = { name: string; events: number; ms: number };
 
@@ -103,12 +104,8 @@ export async function runDbBench(N = 20_000): Promise<void> {
     `${((perSecond(r) / ceiling) * 100).toFixed(1)}%`,
   ]);
   const header = ["path", "events", "events/s", "vs raw autocommit", "of raw 1-tx ceiling"];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? "").length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join(" | ")} |`;
   console.log(`\nbench/db: events persisted per second (WAL file, synchronous=NORMAL, Bun ${Bun.version})\n`);
-  console.log(line(header));
-  console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
-  for (const row of rows) console.log(line(row));
+  console.log(markdownTable(header, rows));
 }
 
 if (import.meta.main) await runDbBench(Number(process.argv[2] ?? 20_000));

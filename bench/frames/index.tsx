@@ -18,6 +18,7 @@ import { createSmithers, runWorkflow } from "../../src/index.ts";
 import { frames, openSmithersDb } from "../../src/db/index.ts";
 import { clearFrameCache, FrameChain, readFrame, type KeyframePolicy } from "../../src/engine/index.ts";
 import type { FrameDelta, XmlElement } from "../../src/codec/index.ts";
+import { markdownTable } from "../markdown-table.ts";
 
 const RUN_ID = "bench-frames";
 const READS = 20;
@@ -201,11 +202,7 @@ const kb = (n: number) => (n >= 10 * 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(
 const ms = (n: number) => (n < 0.1 ? n.toFixed(3) : n < 10 ? n.toFixed(2) : n.toFixed(0));
 
 function table(header: string[], rows: string[][]): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? "").length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join(" | ")} |`;
-  console.log(line(header));
-  console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
-  for (const row of rows) console.log(line(row));
+  console.log(markdownTable(header, rows));
 }
 
 export async function runFramesBench(sizes = [1_000, 10_000]): Promise<void> {

@@ -10,6 +10,7 @@
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { markdownTable } from "../markdown-table.ts";
 
 const CHILD = join(import.meta.dir, "child.tsx");
 
@@ -78,11 +79,7 @@ async function measure(tasks: number, runs: number): Promise<ResumeResult> {
 }
 
 function table(header: string[], rows: string[][]): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? "").length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join(" | ")} |`;
-  console.log(line(header));
-  console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
-  for (const row of rows) console.log(line(row));
+  console.log(markdownTable(header, rows));
 }
 
 export async function runResumeBench(sizes = [1_000, 10_000], runs = 3): Promise<void> {
