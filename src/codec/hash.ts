@@ -120,11 +120,6 @@ export const toHex = (a: number, b: number): string =>
 // Elements are values: once hashed, an element object is assumed never to change.
 const cache = new WeakMap<XmlElement, { a: number; b: number }>();
 
-/** Lets a holder that already knows an element's hash (LiveFrame) spare frameHash the work. */
-export function rememberHash(el: XmlElement, a: number, b: number): void {
-  cache.set(el, { a, b });
-}
-
 function hashOf(el: XmlElement): { a: number; b: number } {
   const known = cache.get(el);
   if (known) return known;

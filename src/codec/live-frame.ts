@@ -4,9 +4,10 @@
  * hashes, so a `set` costs O(depth · log fanout) and `hash` is read in O(1).
  */
 import { ChildHashTree } from "./hash-tree.ts";
-import { EMPTY_LIST_A, EMPTY_LIST_B, elementHash, headHash, out, rememberHash, toHex } from "./hash.ts";
+import { EMPTY_LIST_A, EMPTY_LIST_B, elementHash, headHash, out, toHex } from "./hash.ts";
 import { corrupt, parseDelta, type FrameDelta, type FrameOp } from "./ops.ts";
-import { checkTree, frozenCopy, type PropValue, type XmlElement } from "./tree.ts";
+import { SmithersError } from "../errors/index.ts";
+import { checkName, checkTree, checkValue, frozenCopy, type PropValue, type XmlElement } from "./tree.ts";
 import { encodeFrameXml } from "./xml.ts";
 
 type Props = XmlElement["props"];
@@ -104,7 +105,6 @@ function rehash(node: LiveNode): void {
 function snapshot(node: LiveNode): XmlElement {
   if (node.snapshot) return node.snapshot;
   const el: XmlElement = Object.freeze({ tag: node.tag, props: node.props, children: Object.freeze(node.children.map(snapshot)) as XmlElement[] });
-  rememberHash(el, node.a, node.b);
   node.snapshot = el;
   return el;
 }
@@ -128,9 +128,10 @@ export class LiveFrame {
   }
 
   /**
-   * Applies the delta's ops in order; FRAME_CORRUPT (and no change) when one does not fit.
-   * `shapeChecked`: the delta came from encodeDelta or decodeDeltaJson (or the engine's own
-   * ops), so its shape is already known good and only the fit to this tree is checked.
+   * Applies the delta's ops in order; FRAME_CORRUPT (and no change) when one does not fit or
+   * would leave a tree no frame can hold (a bad name or value, too deep). `shapeChecked`: the
+   * delta came from encodeDelta or decodeDeltaJson (or the engine's own ops), so the Zod check
+   * of its shape is skipped; the fit and those limits are checked either way.
    */
   apply(delta: FrameDelta, options: { shapeChecked?: boolean } = {}): void {
     const ops = options.shapeChecked ? delta : parseDelta(delta);
@@ -162,13 +163,19 @@ export class LiveFrame {
 
   /** A frozen snapshot of the element at `path`, or undefined when there is none. */
   elementAt(path: readonly number[]): XmlElement | undefined {
-    let node = this.root;
-    for (const i of path) {
-      const child = node.children[i];
-      if (!child) return undefined;
-      node = child;
-    }
-    return snapshot(node);
+    const node = this.nodeAt(path);
+    return node && snapshot(node);
+  }
+
+  /** Prop `name` of the element at `path` (undefined when either is missing), without a snapshot. */
+  propAt(path: readonly number[], name: string): PropValue | undefined {
+    return this.nodeAt(path)?.props[name];
+  }
+
+  private nodeAt(path: readonly number[]): LiveNode | undefined {
+    let node: LiveNode | undefined = this.root;
+    for (let d = 0; node && d < path.length; d++) node = node.children[path[d]!];
+    return node;
   }
 
   // Marks every element on the path for rehash and drops its snapshot before anything changes.
@@ -188,6 +195,14 @@ export class LiveFrame {
   }
 
   private applyOp(op: FrameOp, at: number, undo: (() => void)[]): void {
+    try {
+      if (op.op === "set") {
+        checkName(op.name, "prop");
+        checkValue(op.value, op.name);
+      } else if (op.op === "insert") checkTree(op.node, op.path.length + 2);
+    } catch (error) {
+      throw SmithersError.is(error, "INVALID_FRAME") ? corrupt(`Frame delta op ${at}: ${error.message}`, error) : error;
+    }
     switch (op.op) {
       case "set": {
         const node = this.walk(op.path, at);

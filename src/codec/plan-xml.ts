@@ -1,5 +1,5 @@
 /** planToXml: a rendered Plan as a frame tree, plus where each task's element sits in it. */
-import { nodeKey, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
+import type { Plan, PlanNode, PlanTask } from "../jsx/index.ts";
 import type { PropValue, XmlElement } from "./tree.ts";
 
 export type PlanXmlOptions = {
@@ -15,10 +15,17 @@ export type PlanXml = {
   taskPaths: Map<string, number[]>;
 };
 
-/** Props worth showing: defined, and not the default `false`. */
+/**
+ * Props worth showing: defined, and not the default `false`. A non-finite number (say
+ * `maxConcurrency={Infinity}`) means "no limit", the same as leaving the prop out, and no JSON
+ * value can hold it: it is left out.
+ */
 function props(entries: Record<string, PropValue | undefined>): Record<string, PropValue> {
   const out: Record<string, PropValue> = {};
-  for (const [name, value] of Object.entries(entries)) if (value !== undefined && value !== false) out[name] = value;
+  for (const [name, value] of Object.entries(entries)) {
+    if (value === undefined || value === false || (typeof value === "number" && !Number.isFinite(value))) continue;
+    out[name] = value;
+  }
   return out;
 }
 
@@ -44,7 +51,7 @@ function taskElement(task: PlanTask, options: PlanXmlOptions): XmlElement {
 
 function nodeElement(node: PlanNode, path: number[], options: PlanXmlOptions, taskPaths: Map<string, number[]>): XmlElement {
   if (node.kind === "task") {
-    taskPaths.set(nodeKey(node.nodeId, node.iteration), path);
+    taskPaths.set(node.key, path);
     return taskElement(node, options);
   }
   const children = node.children.map((child, i) => nodeElement(child, [...path, i], options, taskPaths));

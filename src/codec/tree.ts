@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
+import { FRAME_MAX_DEPTH } from "./constants.ts";
 
 const XML_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 
@@ -69,14 +70,18 @@ export function checkValue(value: unknown, name: string): asserts value is PropV
   if (problem) throw invalid(`Frame prop ${name}: ${problem}`);
 }
 
-/** Throws INVALID_FRAME unless every name and value in the tree can be encoded. */
-export function checkTree(el: XmlElement): void {
+/**
+ * Throws INVALID_FRAME unless every name and value in the tree can be encoded and it is no
+ * deeper than FRAME_MAX_DEPTH; `depth` is the depth `el` sits at (the root is 1).
+ */
+export function checkTree(el: XmlElement, depth = 1): void {
+  if (depth > FRAME_MAX_DEPTH) throw invalid(`Frame is nested deeper than ${FRAME_MAX_DEPTH} elements`);
   checkName(el.tag, "tag");
   for (const [name, value] of Object.entries(el.props)) {
     checkName(name, "prop");
     checkValue(value, name);
   }
-  for (const child of el.children) checkTree(child);
+  for (const child of el.children) checkTree(child, depth + 1);
 }
 
 /** Equality of JSON values as written: key order counts, because it shows in the XML. */

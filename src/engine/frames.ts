@@ -62,7 +62,7 @@ export class FrameChain {
   /** A chain that continues after the run's last stored frame (a fresh keyframe if that chain is damaged). */
   static async open(db: SmithersDb, runId: string, policy = DEFAULT_KEYFRAME_POLICY): Promise<FrameChain> {
     const last = await frames.lastFrameNo(db, runId);
-    if (last < 0) return new FrameChain(runId, policy, 0, undefined, 0, 0);
+    if (last < 0) return FrameChain.start(runId, policy);
     const rows = await frames.frameChain(db, runId, last);
     try {
       const live = rebuild(rows, runId, last);
@@ -97,7 +97,7 @@ export class FrameChain {
     const frameNo = this.nextNo++;
     const base = { runId: this.runId, frameNo, createdAtMs: nowMs, hash: this.live.hash };
     if (fresh || isKeyframe(frameNo, this.sinceKeyframe, this.keyframeBytes, this.policy)) {
-      const body = this.live.toXml();
+      const body = this.live.toXml(); // cannot fail: the tree and every op were checked on the way in
       this.keyframeBytes = body.length;
       this.sinceKeyframe = 0;
       return { ...base, encoding: frameNo === 0 ? "full" : "keyframe", body };
@@ -133,23 +133,27 @@ export class FrameRecorder {
   next(plan: Plan, stateOf: (key: string) => string | undefined, nowMs: number): frames.NewFrame | undefined {
     const live = this.chain.current;
     let next: XmlElement | FrameDelta;
+    let taskPaths = this.taskPaths;
     if (!live || plan !== this.plan) {
-      const built = planToXml(plan, { tableOf: this.tableOf, stateOf: (task) => stateOf(`${task.nodeId}#${task.iteration}`) ?? "pending" });
-      this.taskPaths = built.taskPaths;
+      const built = planToXml(plan, { tableOf: this.tableOf, stateOf: (task) => stateOf(task.key) });
+      taskPaths = built.taskPaths;
       next = built.root;
     } else {
       const delta: FrameDelta = [];
       for (const key of this.dirty) {
-        const path = this.taskPaths.get(key);
+        const path = taskPaths.get(key);
         if (!path) continue;
         const value = stateOf(key) ?? "pending";
-        if (live.elementAt(path)?.props.state !== value) delta.push({ op: "set", path, name: "state", value });
+        if (live.propAt(path, "state") !== value) delta.push({ op: "set", path, name: "state", value });
       }
       next = delta;
     }
+    const row = this.chain.append(next, nowMs);
+    // Only once the chain took the frame: a failed append leaves the recorder where it was.
+    this.taskPaths = taskPaths;
     this.plan = plan;
     this.dirty.clear();
-    return this.chain.append(next, nowMs);
+    return row;
   }
 }
 
@@ -158,6 +162,7 @@ function rebuild(rows: frames.FrameRow[], runId: string, frameNo: number): LiveF
   const first = rows[0];
   if (!first) throw new SmithersError("FRAME_NOT_FOUND", `Run "${runId}" has no frame ${frameNo}`, { runId, frameNo });
   if (first.encoding === "delta") throw corrupt(runId, first.frameNo, "the chain does not start with a full frame or keyframe");
+  if (rows[rows.length - 1]!.frameNo !== frameNo) throw new SmithersError("FRAME_NOT_FOUND", `Run "${runId}" has no frame ${frameNo}`, { runId, frameNo });
   let live: LiveFrame;
   try {
     live = new LiveFrame(decodeFrameXml(first.xmlJson, { hashChecked: true }));
@@ -168,11 +173,11 @@ function rebuild(rows: frames.FrameRow[], runId: string, frameNo: number): LiveF
   for (let i = 1; i < rows.length; i++) {
     const row = rows[i]!;
     if (row.frameNo !== rows[i - 1]!.frameNo + 1) throw corrupt(runId, rows[i - 1]!.frameNo + 1, "the frame is missing from the chain");
-    if (row.encoding === "delta") live.apply(decodeDeltaJson(row.xmlJson), { shapeChecked: true });
-    else live.apply(encodeDelta(live.toTree(), decodeFrameXml(row.xmlJson)));
+    // frameChain starts at the last full frame or keyframe at or before frameNo: only deltas follow.
+    if (row.encoding !== "delta") throw corrupt(runId, row.frameNo, `a ${row.encoding} frame sits inside the chain`);
+    live.apply(decodeDeltaJson(row.xmlJson), { shapeChecked: true });
     if (live.hash !== row.xmlHash) throw corrupt(runId, row.frameNo, "rebuilding it does not give its hash");
   }
-  if (rows[rows.length - 1]!.frameNo !== frameNo) throw new SmithersError("FRAME_NOT_FOUND", `Run "${runId}" has no frame ${frameNo}`, { runId, frameNo });
   return live;
 }
 

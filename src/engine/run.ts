@@ -59,6 +59,11 @@ function failureError(failure: Failure, lastErrors: Map<string, SmithersError>):
   }
 }
 
+/** What a run fails with when a step throws: a SmithersError as is, anything else as a failed write. */
+function asRunError(error: unknown): SmithersError {
+  return SmithersError.is(error) ? error : new SmithersError("DB_WRITE_FAILED", `The run could not record its progress: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+}
+
 type Started = { task: PlanTask; tracked: TrackedNode; input: AttemptInput };
 type Ended = Started & { result: AttemptResult };
 type Event = Omit<SmithersEvent, "runId" | "timestampMs">;
@@ -428,18 +433,22 @@ export class Run {
       }
     } catch (error) {
       if (SmithersError.is(error, "RUN_OWNED")) this.lost = true;
-      this.fail(SmithersError.is(error) ? error : new SmithersError("DB_WRITE_FAILED", `The run could not record its progress: ${(error as Error)?.message ?? String(error)}`, { cause: error }));
+      this.fail(asRunError(error));
     }
     while (this.working.size > 0) await Promise.all(this.working);
     if (this.lost) return { runId, status: "failed", error: this.failure }; // the new owner writes from here on
-    const status: RunStatus = this.abort.signal.aborted ? "cancelled" : this.failure ? "failed" : "finished";
     // Attempts stopped by a failure or cancel settle with the run's last transaction, and the
     // states they settled into belong in the last frame.
     const writes = [...this.carried.splice(0), ...this.settle(this.ended.splice(0))];
     if (this.plan) {
-      const frame = this.frames.next(this.plan, (key) => this.s.states.get(key)?.state, this.now());
-      if (frame) this.frameBox.push(frame);
+      try {
+        const frame = this.frames.next(this.plan, (key) => this.s.states.get(key)?.state, this.now());
+        if (frame) this.frameBox.push(frame);
+      } catch (error) {
+        this.fail(asRunError(error)); // the run still ends, failed, instead of staying `running`
+      }
     }
+    const status: RunStatus = this.abort.signal.aborted ? "cancelled" : this.failure ? "failed" : "finished";
     const error = status === "failed" && this.failure ? errorToJson(this.failure) : undefined;
     const finishedAtMs = this.now();
     try {

@@ -2,9 +2,9 @@
 import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { z } from "zod";
-import { decodeFrameXml, frameHash, type XmlElement } from "../../src/codec/index.ts";
+import { decodeFrameXml, frameHash, type FrameDelta, type XmlElement } from "../../src/codec/index.ts";
 import { openSmithersDb, frames } from "../../src/db/index.ts";
-import { clearFrameCache, createSmithers, isKeyframe, readFrame, readFrameXml, runWorkflow } from "../../src/engine/index.ts";
+import { clearFrameCache, createSmithers, FrameChain, isKeyframe, readFrame, readFrameXml, runWorkflow } from "../../src/engine/index.ts";
 import { rejection, sql, tempDbPath } from "../helpers.ts";
 
 const out = { out: z.object({ n: z.number() }) };
@@ -110,6 +110,41 @@ describe("frames of a run", () => {
       expect(states(tree).filter((s) => s.endsWith("=finished")).length).toBe(f.frameNo);
     }
     db.close();
+  });
+});
+
+describe("frames of unusual plans", () => {
+  test("a prop set to Infinity (no limit) is left out of the frame and the run finishes", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, Parallel, smithers, outputs } = createSmithers(out, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="inf">
+        <Parallel maxConcurrency={Infinity}>
+          <Task id="a" output={outputs.out} timeoutMs={Infinity}>{{ n: 1 }}</Task>
+        </Parallel>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { runId: "r" });
+    expect(result.status).toBe("finished");
+    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
+    const db = openSmithersDb(dbPath);
+    expect(await readFrameXml(db, "r", 0)).toBe('<workflow name="inf"><parallel><task id="a" iteration="=0" state="running" output="out" mode="static"/></parallel></workflow>');
+    db.close();
+  });
+
+  test("FrameChain.append refuses a delta no frame can hold, and the chain goes on unharmed", () => {
+    const chain = FrameChain.start("r");
+    const first = chain.append({ tag: "workflow", props: { name: "w" }, children: [{ tag: "task", props: { id: "a" }, children: [] }] }, 1);
+    expect(first?.frameNo).toBe(0);
+    const bad: unknown[] = [
+      [{ op: "set", path: [0], name: "bad name", value: "x" }],
+      [{ op: "set", path: [0], name: "state", value: undefined }],
+      [{ op: "insert", path: [0], index: 0, node: { tag: "1bad", props: {}, children: [] } }],
+    ];
+    for (const delta of bad) expect(() => chain.append(delta as FrameDelta, 2)).toThrow(expect.objectContaining({ code: "FRAME_CORRUPT" }));
+    const next = chain.append([{ op: "set", path: [0], name: "state", value: "running" }], 3);
+    expect(next).toMatchObject({ frameNo: 1, encoding: "delta", body: '[{"op":"set","path":[0],"name":"state","value":"running"}]' });
+    expect(chain.current?.toXml()).toBe('<workflow name="w"><task id="a" state="running"/></workflow>');
   });
 });
 
