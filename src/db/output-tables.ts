@@ -181,7 +181,11 @@ function keyWhere(info: OutputTableInfo, key: Partial<OutputKey> & { runId: stri
   return and(...parts);
 }
 
-/** The row `writeOutputRow` stores for `values`: every column by field name, absent ones null. */
+/**
+ * The row `writeOutputRow` stores for `values`, by field name. In a generated table every column
+ * is there, absent ones null, so a rewrite leaves nothing of the row before; a custom table gets
+ * only the columns given, so its own defaults apply to the rest.
+ */
 export function outputRowFor(info: OutputTableInfo, key: OutputKey, values: Record<string, unknown>): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   for (const [field, column] of Object.entries(getTableColumns(info.table))) {
@@ -190,6 +194,7 @@ export function outputRowFor(info: OutputTableInfo, key: OutputKey, values: Reco
     else if (column.name === "iteration") row[field] = key.iteration;
     else if (field in values) row[field] = values[field];
     else if (column.name in values) row[field] = values[column.name];
+    else if (!info.custom) row[field] = null;
   }
   return row;
 }

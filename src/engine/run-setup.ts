@@ -27,6 +27,8 @@ export type TrackedNode = NodeStatus & {
 
 export type RunSetup = {
   runId: string;
+  /** The owner id the run is executed under (written on the run row). */
+  ownerId: string;
   input: unknown;
   resumed: boolean;
   /** The run had already finished: nothing is run or written, its result is only read back. */
@@ -122,10 +124,10 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unkno
   // A finished run has nothing left to do: resuming it only reads its result, and changes nothing.
   if (run.status === "finished") return { input: stored, freshBudget: false, finished: true };
   const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
-  const retryFailed = await o.db.withTransaction("resumeRun", (d) => {
+  const outcome = await o.db.withTransaction("resumeRun", (d): "finished" | "retry" | "continue" => {
     // Ownership is judged under the write lock, so two processes resuming at once cannot both win.
     const current = d.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get() ?? run;
-    if (current.status === "finished") return false; // finished meanwhile by its owner: nothing to repair
+    if (current.status === "finished") return "finished"; // finished meanwhile by its owner: only read it back
     // A supervisor that won the claim already wrote its own owner id: that is this caller.
     const claimedByCaller = current.runtimeOwnerId === o.ownerId;
     if (current.status === "running" && !claimedByCaller && ownerAlive(current.runtimeOwnerId, current.heartbeatAtMs, o.nowMs)) {
@@ -138,9 +140,9 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unkno
       .set({ status: "running", runtimeOwnerId: o.ownerId, heartbeatAtMs: o.nowMs, finishedAtMs: null, errorJson: null })
       .where(eq(smithersRuns.runId, runId))
       .run();
-    return retry;
+    return retry ? "retry" : "continue";
   });
-  return { input: stored, freshBudget: retryFailed };
+  return { input: stored, freshBudget: outcome === "retry", finished: outcome === "finished" };
 }
 
 async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
@@ -193,5 +195,5 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     if (a.state === "failed" && !freshBudget) tracked.failures++;
   }
   const loops = new Map(loopRows.map((r) => [r.ralphId, { iteration: r.iteration, done: r.done }]));
-  return { runId, input, resumed, alreadyFinished: Boolean(finished), states, loops, snapshot };
+  return { runId, ownerId: o.ownerId, input, resumed, alreadyFinished: Boolean(finished), states, loops, snapshot };
 }

@@ -51,12 +51,13 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
       ownerId,
       nowMs: now(),
     });
-    // A new run's journals start empty: nothing to look up.
-    const bus = setup.resumed ? await openEventBus({ db, runId: setup.runId }) : new EventBus({ db, runId: setup.runId });
+    // A new run's journals start empty, and a finished run's are only read back: nothing to look up.
+    const continues = setup.resumed && !setup.alreadyFinished;
+    const bus = continues ? await openEventBus({ db, runId: setup.runId }) : new EventBus({ db, runId: setup.runId });
     const onEvent = options.onEvent;
     if (onEvent) bus.on((event) => onEvent(event as unknown as SmithersEvent));
     const policy = { interval: options.keyframes?.interval ?? DEFAULT_KEYFRAME_POLICY.interval, mode: options.keyframes?.mode ?? DEFAULT_KEYFRAME_POLICY.mode };
-    const recorder = new FrameRecorder(setup.resumed ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) => workflow.registry.resolve(task.output, task.outputSchema).tableName);
+    const recorder = new FrameRecorder(continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) => workflow.registry.resolve(task.output, task.outputSchema).tableName);
     const run = new Run(workflow, setup, db, bus, recorder, options, now);
     if (setup.alreadyFinished) return await run.readBack();
     run.emit({ type: setup.resumed ? "RunResumed" : "RunStarted", status: "running" });

@@ -10,7 +10,7 @@
 import { frames as frameRows, type Drizzle, type SmithersDb } from "../db/index.ts";
 import { setLoopState } from "../db/adapters/ralph.ts";
 import { upsertNode } from "../db/adapters/nodes.ts";
-import { setRunFields } from "../db/adapters/runs.ts";
+import { ownsRun, setRunFields } from "../db/adapters/runs.ts";
 import { readOutputRow, readOutputRows, type OutputTableInfo } from "../db/output-tables.ts";
 import { normalizeRow, stripBookkeeping as strip, type OutputRow } from "../db/snapshot.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
@@ -120,6 +120,13 @@ export class Run {
   /** Stages an event inside an open transaction: it commits or rolls back with it. */
   private emitInTransaction(event: Event): void {
     this.bus.stageInTransaction({ ...event, runId: this.s.runId, timestampMs: this.now() });
+  }
+
+  /** First in every transaction of the run: RUN_OWNED (and nothing written) once another process owns it. */
+  private checkOwner(d: Drizzle): void {
+    if (!ownsRun(d, this.s.runId, this.s.ownerId)) {
+      throw new SmithersError("RUN_OWNED", `Run "${this.s.runId}" was taken over by another process`, { runId: this.s.runId });
+    }
   }
 
   /** Inside any transaction of the run: stores the staged frames and events with it. */
@@ -316,6 +323,7 @@ export class Run {
     }
     if (writes.length > 0 || starts.length > 0 || this.frameBox.size > 0 || this.bus.stagedCount > 0) {
       await this.db.withTransaction("step", (d) => {
+        this.checkOwner(d);
         for (const write of writes) write(d);
         for (const st of starts) {
           recordStart(d, st.input);
@@ -335,6 +343,8 @@ export class Run {
       case "finish-run":
         return "done";
       case "fail-run":
+        // A task dropped from the plan while it ran can still finish what others wait on.
+        if (action.failure.kind === "stuck" && this.working.size > 0) return { untilMs: undefined };
         this.fail(failureError(action.failure, this.lastErrors));
         return "done";
       case "wait":
@@ -453,6 +463,7 @@ export class Run {
     const finishedAtMs = this.now();
     try {
       await this.db.withTransaction("finishRun", (d) => {
+        this.checkOwner(d);
         for (const write of writes) write(d);
         setRunFields(d, runId, { status, finishedAtMs, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
         this.emitInTransaction({ type: status === "cancelled" ? "RunCancelled" : status === "failed" ? "RunFailed" : "RunFinished", status, ...(error ? { error } : {}) });

@@ -85,7 +85,10 @@ export async function superviseForever(o: SuperviseOptions & { intervalMs: numbe
     const nowMs = (o.now ?? Date.now)();
     const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
     for (const run of stale) {
-      void takeOver(o, run, nowMs).then((outcome) => o.onOutcome?.(outcome));
+      // A claim or release that fails (the database stayed busy) is reported; the next pass retries.
+      void takeOver(o, run, nowMs)
+        .catch((error: unknown): SuperviseOutcome => ({ runId: run.runId, action: "lost", reason: error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error) }))
+        .then((outcome) => o.onOutcome?.(outcome));
     }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, o.intervalMs);

@@ -303,6 +303,16 @@ describe("writeOutputRow / readOutputRow", () => {
     expect(readOutputRow(d, info, key)).toMatchObject({ flag: false, data: { a: 1 }, when, note: "x" });
   });
 
+  test("a rewrite without an optional field leaves no trace of its earlier value", () => {
+    const noted = z.object({ summary: z.string(), note: z.string().optional() });
+    const { d, sdb, registry } = setup({ noted });
+    const info = registry.resolve(noted);
+    const key = { runId: "r1", nodeId: "a", iteration: 0 };
+    writeOutputRow(d, info, key, { summary: "a", note: "old" });
+    expect(writeOutputRow(d, info, key, { summary: "b" })).toEqual({ runId: "r1", nodeId: "a", iteration: 0, summary: "b", note: null });
+    expect(sdb.sqlite.query("SELECT summary, note FROM noted").all()).toEqual([{ summary: "b", note: null }]);
+  });
+
   test("writing the same key twice replaces the row", () => {
     const { d, sdb, registry } = setup({ analysis });
     const info = registry.resolve(analysis);

@@ -513,3 +513,66 @@ describe("runWorkflow", () => {
     expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "abandoned" }]);
   });
 });
+
+describe("ownership", () => {
+  test("a run taken over by another owner mid-step writes nothing more: RUN_OWNED, the new owner's row untouched", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, Sequence, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="owned">
+        <Sequence>
+          <Task id="a" output={outputs.out}>
+            {() => {
+              // Another process claims the run while task a works (its attempt stays `running`).
+              const other = new Database(dbPath);
+              other.exec("UPDATE _smithers_runs SET runtime_owner_id = 'other:1:x', heartbeat_at_ms = 1");
+              other.close();
+              return { n: 1 };
+            }}
+          </Task>
+          <Task id="b" output={outputs.out}>{{ n: 2 }}</Task>
+        </Sequence>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { runId: "r" });
+    expect(result.status).toBe("failed");
+    expect(result.error?.code).toBe("RUN_OWNED");
+    expect(sql(dbPath, "SELECT status, runtime_owner_id, finished_at_ms FROM _smithers_runs")).toEqual([{ status: "running", runtime_owner_id: "other:1:x", finished_at_ms: null }]);
+    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_attempts")).toEqual([{ node_id: "a", state: "running" }]);
+    expect(sql(dbPath, "SELECT COUNT(*) AS n FROM out")).toEqual([{ n: 0 }]);
+  });
+});
+
+describe("tasks that leave the plan while they run", () => {
+  test("a task unmounted while running still finishes, and what waits on it runs: the run is not stuck", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, Parallel, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    const wf = smithers((ctx) => {
+      const fastDone = ctx.outputMaybe(outputs.out, { nodeId: "fast" }) !== undefined;
+      return (
+        <Workflow name="unmount">
+          <Parallel>
+            <Task id="fast" output={outputs.out}>{{ n: 1 }}</Task>
+            {fastDone ? null : (
+              <Task id="slow" output={outputs.out}>
+                {async () => {
+                  await Bun.sleep(30);
+                  return { n: 2 };
+                }}
+              </Task>
+            )}
+            <Task id="last" output={outputs.out} dependsOn={["slow"]}>{{ n: 3 }}</Task>
+          </Parallel>
+        </Workflow>
+      );
+    });
+    const result = await runWorkflow(wf, { runId: "r" });
+    expect(result.error?.code).toBeUndefined();
+    expect(result.status).toBe("finished");
+    expect(sql(dbPath, "SELECT node_id, n FROM out ORDER BY node_id")).toEqual([
+      { node_id: "fast", n: 1 },
+      { node_id: "last", n: 3 },
+      { node_id: "slow", n: 2 },
+    ]);
+  });
+});

@@ -58,6 +58,14 @@ export function setRunFields(d: Drizzle, runId: string, patch: Partial<Omit<NewR
   rawStatement(d, `UPDATE _smithers_runs SET ${names.map((n) => `${n} = ?`).join(", ")} WHERE run_id = ?`).run(...values, runId);
 }
 
+/**
+ * Whether `ownerId` still owns the run. Inside a step's BEGIN IMMEDIATE transaction the answer
+ * holds until the commit, so a process that lost the run writes nothing more to it.
+ */
+export function ownsRun(d: Drizzle, runId: string, ownerId: string): boolean {
+  return rawStatement(d, "SELECT 1 FROM _smithers_runs WHERE run_id = ? AND runtime_owner_id = ?").get(runId, ownerId) !== null;
+}
+
 /** Stamps the heartbeat while `ownerId` still owns the run; false means another process took it over. */
 export function heartbeatRun(db: SmithersDb, runId: string, ownerId: string, nowMs: number): Promise<boolean> {
   return db.write(
