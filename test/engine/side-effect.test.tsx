@@ -15,12 +15,19 @@ describe("ctx.sideEffect", () => {
     const wf = smithers(() => (
       <Workflow name="pay">
         <Task id="charge" output={outputs.charge}>
-          {async (ctx) => ({ receipt: await ctx.sideEffect("stripe", ({ key }) => `r-${key}`, { input: { amount: 5 } }) })}
+          {async (ctx) => ({
+            receipt: await ctx.sideEffect("stripe", (call) => {
+              calls.push(call);
+              return `r-${call.key}`;
+            }, { input: { amount: 5 } }),
+          })}
         </Task>
       </Workflow>
     ));
+    const calls: { key: string; uncertain: boolean }[] = [];
     const result = await runWorkflow(wf, { runId: "r1" });
     expect(result.output).toEqual({ receipt: "r-r1:charge:0:stripe" });
+    expect(calls).toEqual([{ key: "r1:charge:0:stripe", uncertain: false }]);
     expect(sql(dbPath, "SELECT node_id, attempt, seq, tool_name, status, side_effect, idempotency_key, input_json, output_json FROM _smithers_tool_calls")).toEqual([
       {
         node_id: "charge",
