@@ -207,6 +207,7 @@ export async function generateStructured<S extends z.ZodType>(
   throw new SmithersError(
     lastWasThrow ? "AGENT_FAILED" : "INVALID_OUTPUT",
     `No valid output after ${attempts.length} attempt(s) across ${agents.length} agent(s); last error: ${last.message}`,
-    { attempts, cause: lastError },
+    // The prompt is the caller's and can be large: the error names its length, never repeats it.
+    { attempts: attempts.map(({ prompt, ...rest }) => ({ ...rest, promptChars: prompt.length })), cause: lastError },
   );
 }

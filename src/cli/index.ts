@@ -14,7 +14,7 @@ import { framesCommand } from "./frames.ts";
 
 export { EXIT };
 
-const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--max-concurrency N]
+const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--max-concurrency N] [--grace-ms N]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N]
        smithers frames <run-id> [--frame N] [--db PATH]
 
@@ -24,6 +24,8 @@ up          runs a workflow to completion, printing a line as each task starts a
   --resume              continue run --run-id: finished tasks are kept, failed ones run again
   --db PATH             SQLite file (default: the workflow's dbPath, else ./smithers.db)
   --max-concurrency N   cap on tasks running at once
+  --grace-ms N          on Ctrl-C or a timeout, how long a task body may take to stop before its
+                        attempt is recorded abandoned (default 10000); Ctrl-C twice abandons at once
 supervise   resumes runs whose owner stopped heartbeating (one pass, or --watch to keep looking)
   --stale-after-ms N    heartbeat age that makes a running run stale (default 30000)
   --interval-ms N       pause between passes with --watch (default 5000)
@@ -54,7 +56,10 @@ function parseInput(text: string | undefined): unknown {
   }
 }
 
-async function up(args: string[], io: Io, signal: AbortSignal): Promise<RunResult> {
+/** What stops a run from outside: `cancel` (first Ctrl-C), and `abandon` (second: stop waiting for task bodies). */
+export type StopSignals = { cancel: AbortSignal; abandon?: AbortSignal };
+
+async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResult> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
@@ -64,12 +69,14 @@ async function up(args: string[], io: Io, signal: AbortSignal): Promise<RunResul
       resume: { type: "boolean" },
       db: { type: "string" },
       "max-concurrency": { type: "string" },
+      "grace-ms": { type: "string" },
     },
   });
   const file = positionals[0];
   if (!file || positionals.length > 1) throw usageError("up takes exactly one workflow file");
   if (values.resume && !values["run-id"]) throw usageError("--resume needs --run-id");
   const maxConcurrency = positiveInt(values["max-concurrency"], "--max-concurrency");
+  const graceMs = values["grace-ms"] === "0" ? 0 : positiveInt(values["grace-ms"], "--grace-ms");
   const input = parseInput(values.input);
   if (values.db) process.env.SMITHERS_DB_PATH = values.db;
   const workflow = await loadWorkflowFile(file);
@@ -78,7 +85,9 @@ async function up(args: string[], io: Io, signal: AbortSignal): Promise<RunResul
     runId: values["run-id"],
     resume: values.resume,
     maxConcurrency,
-    signal,
+    graceMs,
+    signal: signals.cancel,
+    abandonSignal: signals.abandon,
     workflowPath: resolve(file),
     onEvent: (event: SmithersEvent) => {
       const line = formatEvent(event);
@@ -87,8 +96,8 @@ async function up(args: string[], io: Io, signal: AbortSignal): Promise<RunResul
   });
 }
 
-async function upCommand(args: string[], io: Io, signal: AbortSignal): Promise<number> {
-  const result = await up(args, io, signal);
+async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<number> {
+  const result = await up(args, io, signals);
   io.out(`run ${result.runId} ${result.status}`);
   if (result.status === "finished") {
     io.out(JSON.stringify(result.output ?? null, null, 2));
@@ -99,14 +108,15 @@ async function upCommand(args: string[], io: Io, signal: AbortSignal): Promise<n
   return EXIT.failed;
 }
 
-const COMMANDS: Record<string, (args: string[], io: Io, signal: AbortSignal) => Promise<number>> = {
+const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) => Promise<number>> = {
   up: upCommand,
-  supervise: superviseCommand,
+  supervise: (args, io, signals) => superviseCommand(args, io, signals.cancel),
   frames: framesCommand,
 };
 
 /** Runs the CLI with `argv` (without the runtime and script) and returns the exit code. */
-export async function main(argv: string[], io: Io = { out: console.log, err: console.error }, signal = new AbortController().signal): Promise<number> {
+export async function main(argv: string[], io: Io = { out: console.log, err: console.error }, signal: AbortSignal | StopSignals = new AbortController().signal): Promise<number> {
+  const signals: StopSignals = signal instanceof AbortSignal ? { cancel: signal } : signal;
   const [command, ...rest] = argv;
   try {
     if (command === undefined || command === "--help" || command === "-h" || command === "help") {
@@ -115,7 +125,7 @@ export async function main(argv: string[], io: Io = { out: console.log, err: con
     }
     const run = COMMANDS[command];
     if (!run) throw usageError(`unknown command "${command}"`);
-    return await run(rest, io, signal);
+    return await run(rest, io, signals);
   } catch (error) {
     if (error instanceof SmithersError) {
       io.err(`smithers: ${error.code}: ${error.message}`);
@@ -132,10 +142,20 @@ export async function main(argv: string[], io: Io = { out: console.log, err: con
 }
 
 if (import.meta.main) {
-  const controller = new AbortController();
-  process.once("SIGINT", () => controller.abort());
-  process.once("SIGTERM", () => controller.abort());
-  const code = await main(process.argv.slice(2), undefined, controller.signal);
+  // First Ctrl-C cancels: running tasks get their grace period to stop. Second: bodies still
+  // running are recorded abandoned at once and the run ends. Third: exit without waiting.
+  const cancel = new AbortController();
+  const abandon = new AbortController();
+  const onStop = () => {
+    if (!cancel.signal.aborted) {
+      console.error("smithers: cancelling; waiting for running tasks to stop (Ctrl-C again to stop waiting)");
+      cancel.abort();
+    } else if (!abandon.signal.aborted) abandon.abort();
+    else process.exit(EXIT.cancelled);
+  };
+  process.on("SIGINT", onStop);
+  process.on("SIGTERM", onStop);
+  const code = await main(process.argv.slice(2), undefined, { cancel: cancel.signal, abandon: abandon.signal });
   // Everything is persisted by now; a task body still sleeping after a cancel must not keep the process alive.
   process.exit(code);
 }

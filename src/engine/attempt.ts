@@ -11,7 +11,7 @@ import type { Drizzle, SmithersDb } from "../db/index.ts";
 import { finishAttempt, insertAttempt } from "../db/adapters/attempts.ts";
 import { upsertNode } from "../db/adapters/nodes.ts";
 import { outputRowFor, writeOutputRow, type OutputTableInfo } from "../db/output-tables.ts";
-import { errorToJson, FatalError, RetryableError, SmithersError } from "../errors/index.ts";
+import { describeThrown, errorJsonText, FatalError, RetryableError, safeStringify, SmithersError } from "../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 
@@ -36,10 +36,17 @@ export type AttemptInput = {
   onToolCall?: SideEffectScope["onRecorded"];
 };
 
-/** What the work produced: validated output, or the error it failed with. */
+/**
+ * What the work produced: validated output, or the error it failed with. `stopped`: the attempt
+ * was ended from outside (timeout, cancel, run failure) while its body still ran; `abandoned`:
+ * that body then did not settle within the grace period and may still be running.
+ */
 export type AttemptResult =
   | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number }
-  | { ok: false; thrown: unknown; error: SmithersError; finishedAtMs: number };
+  | { ok: false; thrown: unknown; error: SmithersError; finishedAtMs: number; stopped?: boolean; abandoned?: boolean };
+
+/** An attempt in flight: its result, and when the task's own body settled (later, if it ignored a stop). */
+export type AttemptWork = { result: Promise<AttemptResult>; bodySettled: Promise<void> };
 
 const ANY_OBJECT = z.record(z.string(), z.unknown());
 
@@ -69,7 +76,7 @@ async function produce(a: AttemptInput, signal: AbortSignal): Promise<{ raw: unk
       idempotencyKey,
       signal,
       input: a.input,
-      sideEffect: createSideEffect({ db: a.db, ...ids, idempotencyKey, now: a.now, onRecorded: a.onToolCall }),
+      sideEffect: createSideEffect({ db: a.db, ...ids, idempotencyKey, now: a.now, onRecorded: a.onToolCall, signal }),
     };
     return { raw: await task.compute!(ctx) };
   }
@@ -82,33 +89,43 @@ async function produce(a: AttemptInput, signal: AbortSignal): Promise<{ raw: unk
   return { raw: result.value, responseText: result.text };
 }
 
+type Guarded<T> = {
+  /** Settles with the work, or rejects with the stop reason as soon as the attempt is stopped. */
+  result: Promise<T>;
+  /** The work itself, which may run on after a stop if it ignores its signal. */
+  body: Promise<T>;
+  /** Whether `thrown` is the reason this guard stopped the attempt with. */
+  isStop(thrown: unknown): boolean;
+};
+
 /** Runs `work` under the task's timeout and the run's cancellation. */
-function guarded<T>(a: AttemptInput, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+function guarded<T>(a: AttemptInput, work: (signal: AbortSignal) => Promise<T>): Guarded<T> {
   const controller = new AbortController();
   const cleanups: (() => void)[] = [];
+  let stopReason: SmithersError | undefined;
   const stopped = new Promise<never>((_, reject) => {
-    const onRunAbort = () => {
-      const reason = new SmithersError("TASK_CANCELLED", `Task "${a.task.nodeId}" was cancelled`, { nodeId: a.task.nodeId });
+    const stop = (reason: SmithersError) => {
+      stopReason ??= reason;
       controller.abort(reason);
       reject(reason);
     };
+    const onRunAbort = () => stop(new SmithersError("TASK_CANCELLED", `Task "${a.task.nodeId}" was cancelled`, { nodeId: a.task.nodeId }));
     if (a.runSignal.aborted) onRunAbort();
     a.runSignal.addEventListener("abort", onRunAbort, { once: true });
     cleanups.push(() => a.runSignal.removeEventListener("abort", onRunAbort));
     if (a.task.timeoutMs !== undefined) {
-      const timer = setTimeout(() => {
-        const reason = new SmithersError("TASK_TIMEOUT", `Task "${a.task.nodeId}" exceeded its timeout of ${a.task.timeoutMs} ms`, {
-          nodeId: a.task.nodeId,
-          timeoutMs: a.task.timeoutMs,
-        });
-        controller.abort(reason);
-        reject(reason);
-      }, a.task.timeoutMs);
+      const timer = setTimeout(
+        () => stop(new SmithersError("TASK_TIMEOUT", `Task "${a.task.nodeId}" exceeded its timeout of ${a.task.timeoutMs} ms`, { nodeId: a.task.nodeId, timeoutMs: a.task.timeoutMs })),
+        a.task.timeoutMs,
+      );
       cleanups.push(() => clearTimeout(timer));
     }
   });
   stopped.catch(() => undefined);
-  return Promise.race([work(controller.signal), stopped]).finally(() => cleanups.forEach((c) => c()));
+  // A body that throws synchronously is a rejected body, not a throw out of the engine.
+  const body = Promise.resolve().then(() => work(controller.signal));
+  const result = Promise.race([body, stopped]).finally(() => cleanups.forEach((c) => c()));
+  return { result, body, isStop: (thrown) => thrown !== undefined && thrown === stopReason };
 }
 
 function asTaskError(a: AttemptInput, error: unknown): SmithersError {
@@ -116,8 +133,7 @@ function asTaskError(a: AttemptInput, error: unknown): SmithersError {
   if (error instanceof SmithersError) {
     return new SmithersError(error.code, error.message, { ...error.details, ...details, cause: error.details.cause });
   }
-  const message = error instanceof Error ? error.message : String(error);
-  return new SmithersError("TASK_FAILED", `Task "${a.task.nodeId}" failed: ${message}`, { ...details, cause: error });
+  return new SmithersError("TASK_FAILED", `Task "${a.task.nodeId}" failed: ${describeThrown(error)}`, { ...details, cause: error });
 }
 
 /**
@@ -134,23 +150,42 @@ function closeAttempt(d: Parameters<typeof finishAttempt>[0], key: Parameters<ty
 export function recordStart(d: Drizzle, a: AttemptInput): void {
   const { task } = a;
   upsertNode(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, state: "running", lastAttempt: a.attempt, updatedAtMs: a.startedAtMs, outputTable: a.info.tableName, label: task.label ?? null });
-  insertAttempt(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt, state: "running", startedAtMs: a.startedAtMs, metaJson: task.meta ? JSON.stringify(task.meta) : null });
+  insertAttempt(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt, state: "running", startedAtMs: a.startedAtMs, metaJson: task.meta ? safeStringify(task.meta) : null });
 }
 
-/** Does the work (after recordStart committed) and validates it; never throws, never writes. */
-export async function performAttempt(a: AttemptInput): Promise<AttemptResult> {
+/** Starts the work (after recordStart committed); its result is validated and never throws; nothing is written. */
+export function performAttempt(a: AttemptInput): AttemptWork {
+  const guard = guarded(a, (signal) => produce(a, signal));
+  const bodySettled = guard.body.then(
+    () => undefined,
+    () => undefined,
+  );
+  return { result: validated(a, guard), bodySettled };
+}
+
+async function validated(a: AttemptInput, guard: Guarded<{ raw: unknown; responseText?: string }>): Promise<AttemptResult> {
   const { task, info } = a;
   try {
-    const { raw, responseText } = await guarded(a, (signal) => produce(a, signal));
+    const { raw, responseText } = await guard.result;
     const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
     if (!parsed.success) {
       throw new SmithersError("INVALID_OUTPUT", `Task "${task.nodeId}" produced output that does not match its schema: ${formatIssues(parsed.error)}`, {
         issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })),
       });
     }
+    assertStorable(task.nodeId, parsed.data);
     return { ok: true, data: parsed.data as Record<string, unknown>, responseText, finishedAtMs: a.now() };
   } catch (thrown) {
-    return { ok: false, thrown, error: asTaskError(a, thrown), finishedAtMs: a.now() };
+    return { ok: false, thrown, error: asTaskError(a, thrown), finishedAtMs: a.now(), ...(guard.isStop(thrown) ? { stopped: true } : {}) };
+  }
+}
+
+/** Output the schema accepts but SQLite cannot hold (a BigInt or a cycle in a JSON field) fails the attempt, not the step that stores it. */
+function assertStorable(nodeId: string, data: unknown): void {
+  try {
+    JSON.stringify(data);
+  } catch (cause) {
+    throw new SmithersError("INVALID_OUTPUT", `Task "${nodeId}" produced output that cannot be stored: ${describeThrown(cause)}`, { cause });
   }
 }
 
@@ -187,6 +222,7 @@ export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult,
     return;
   }
   const state = outcome.kind === "cancelled" ? "cancelled" : outcome.kind === "failed" && outcome.retryable ? "pending" : "failed";
-  closeAttempt(d, key, { state: outcome.kind === "cancelled" ? "cancelled" : "failed", finishedAtMs: result.finishedAtMs, errorJson: JSON.stringify(errorToJson(result.error)) });
+  const attemptState = result.abandoned ? "abandoned" : outcome.kind === "cancelled" ? "cancelled" : "failed";
+  closeAttempt(d, key, { state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error) });
   upsertNode(d, { ...node, state });
 }

@@ -1,6 +1,12 @@
 /** How often a running engine stamps `_smithers_runs.heartbeat_at_ms`. */
 export const HEARTBEAT_INTERVAL_MS = 5_000;
 
+/**
+ * How long a task body stopped from outside (timeout, cancel, the run failing) may take to
+ * settle before its attempt is recorded `abandoned` and the run moves on without it.
+ */
+export const DEFAULT_STOP_GRACE_MS = 10_000;
+
 /** Task retry backoff when a Task gives no `retryPolicy`: 250 ms doubling, capped at 10 s. */
 export const DEFAULT_TASK_RETRY = { initialDelayMs: 250, maxDelayMs: 10_000, factor: 2 } as const;
 

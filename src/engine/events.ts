@@ -13,6 +13,7 @@ export const SmithersEventTypeSchema = z.enum([
   "NodeRetrying",
   "NodeSkipped",
   "NodeCancelled",
+  "NodeAbandoned",
   "LoopAdvanced",
   "LoopFinished",
   "FrameCommitted",
@@ -35,4 +36,6 @@ export type SmithersEvent = {
   frameNo?: number;
   encoding?: string;
   toolName?: string;
+  /** NodeAbandoned: `process-died` (found at resume) or `body-unsettled` (ignored a stop past the grace period). */
+  reason?: string;
 };

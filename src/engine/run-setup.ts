@@ -23,6 +23,8 @@ export type TrackedNode = NodeStatus & {
   lastAttempt: number;
   /** Failed attempts that count against `retries` (reset when a failed run is resumed). */
   failures: number;
+  /** Attempts abandoned because their process died; the task fails at `maxAbandons` (reset like `failures`). */
+  abandons: number;
 };
 
 export type RunSetup = {
@@ -36,6 +38,8 @@ export type RunSetup = {
   states: Map<string, TrackedNode>;
   loops: Map<string, LoopState>;
   snapshot: OutputSnapshot;
+  /** Attempts this resume found left running by a dead process and closed as `abandoned`. */
+  abandoned: { nodeId: string; iteration: number; attempt: number }[];
 };
 
 function stableJson(value: unknown): string {
@@ -114,7 +118,9 @@ export type SetupOptions = {
   nowMs: number;
 };
 
-async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unknown; freshBudget: boolean; finished?: boolean }> {
+type Abandoned = RunSetup["abandoned"];
+
+async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unknown; freshBudget: boolean; finished?: boolean; abandoned: Abandoned }> {
   const run = await getRun(o.db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" to resume in ${o.db.path}`, { runId });
   const stored = await loadInput(o.db, o.registry, runId);
@@ -122,8 +128,9 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unkno
     throw new SmithersError("INPUT_MISMATCH", `Run "${runId}" was started with a different input; resume it without --input or with the same input`, { runId });
   }
   // A finished run has nothing left to do: resuming it only reads its result, and changes nothing.
-  if (run.status === "finished") return { input: stored, freshBudget: false, finished: true };
+  if (run.status === "finished") return { input: stored, freshBudget: false, finished: true, abandoned: [] };
   const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
+  let abandonedNow: Abandoned = [];
   const outcome = await o.db.withTransaction("resumeRun", (d): "finished" | "retry" | "continue" => {
     // Ownership is judged under the write lock, so two processes resuming at once cannot both win.
     const current = d.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get() ?? run;
@@ -134,7 +141,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unkno
       throw new SmithersError("RUN_STILL_RUNNING", `Run "${runId}" is still running in process ${current.runtimeOwnerId}`, { runId, owner: current.runtimeOwnerId });
     }
     const retry = current.status === "failed" || current.status === "cancelled";
-    abandonRunningAttempts(d, runId, o.nowMs, abandoned);
+    abandonedNow = abandonRunningAttempts(d, runId, o.nowMs, abandoned);
     resetNodes(d, runId, retry ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
     d.update(smithersRuns)
       .set({ status: "running", runtimeOwnerId: o.ownerId, heartbeatAtMs: o.nowMs, finishedAtMs: null, errorJson: null })
@@ -142,7 +149,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unkno
       .run();
     return retry ? "retry" : "continue";
   });
-  return { input: stored, freshBudget: outcome === "retry", finished: outcome === "finished" };
+  return { input: stored, freshBudget: outcome === "retry", finished: outcome === "finished", abandoned: abandonedNow };
 }
 
 async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
@@ -174,26 +181,36 @@ function emptySnapshot(registry: OutputRegistry): OutputSnapshot {
   return snapshot;
 }
 
+/** An abandoned attempt's process died under it (not: its body outlived a stop's grace period). */
+function diedUnder(errorJson: string | null): boolean {
+  try {
+    return errorJson !== null && (JSON.parse(errorJson) as { code?: unknown }).code === "TASK_ABANDONED";
+  } catch {
+    return false;
+  }
+}
+
 /** Creates or resumes the run and loads everything the engine keeps in memory. */
 export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const runId = o.runId ?? crypto.randomUUID();
   const resumed = Boolean(o.resume);
   // Resuming a failed/cancelled run gives its failed nodes a fresh retry budget; a crashed run keeps its count.
-  const { input, freshBudget, finished } = resumed ? await resumeRun(o, runId) : { input: await startRun(o, runId), freshBudget: false, finished: false };
+  const { input, freshBudget, finished, abandoned } = resumed ? await resumeRun(o, runId) : { input: await startRun(o, runId), freshBudget: false, finished: false, abandoned: [] };
   // A run created just now has no nodes, attempts, loops or outputs to load.
   const [nodes, attempts, loopRows, snapshot] = resumed
     ? await Promise.all([listNodes(o.db, runId), listAttempts(o.db, runId), listLoopStates(o.db, runId), loadOutputs(o.db, o.registry, runId)])
     : [[], [], [], emptySnapshot(o.registry)];
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) {
-    states.set(nodeKey(n.nodeId, n.iteration), { state: n.state as NodeState, lastAttempt: n.lastAttempt ?? 0, failures: 0 });
+    states.set(nodeKey(n.nodeId, n.iteration), { state: n.state as NodeState, lastAttempt: n.lastAttempt ?? 0, failures: 0, abandons: 0 });
   }
   for (const a of attempts) {
     const tracked = states.get(nodeKey(a.nodeId, a.iteration));
     if (!tracked) continue;
     tracked.lastAttempt = Math.max(tracked.lastAttempt, a.attempt);
     if (a.state === "failed" && !freshBudget) tracked.failures++;
+    if (a.state === "abandoned" && !freshBudget && diedUnder(a.errorJson)) tracked.abandons++;
   }
   const loops = new Map(loopRows.map((r) => [r.ralphId, { iteration: r.iteration, done: r.done }]));
-  return { runId, ownerId: o.ownerId, input, resumed, alreadyFinished: Boolean(finished), states, loops, snapshot };
+  return { runId, ownerId: o.ownerId, input, resumed, alreadyFinished: Boolean(finished), states, loops, snapshot, abandoned };
 }

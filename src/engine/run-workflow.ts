@@ -3,6 +3,7 @@
  * heartbeat while it runs and cancellation from the caller's AbortSignal.
  */
 import { heartbeatRun } from "../db/adapters/runs.ts";
+import { SmithersError } from "../errors/index.ts";
 import { EventBus, openEventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
 import { ACTIVE_OWNERS, newOwnerId, setupRun } from "./run-setup.ts";
@@ -25,6 +26,14 @@ export type RunOptions = {
   workflowPath?: string;
   /** The owner id to run under; a supervisor passes the id it claimed the run with. */
   ownerId?: string;
+  /**
+   * How long a task body stopped by its timeout, a cancel or the run failing may take to settle
+   * before its attempt is recorded `abandoned` (its body may still be running) and the run moves
+   * on; a retry never starts before then. Default 10 s.
+   */
+  graceMs?: number;
+  /** Aborting this ends every grace period in progress at once: stopped bodies still running are abandoned now. */
+  abandonSignal?: AbortSignal;
   /** When frames are stored whole instead of as deltas (default: adaptive, on multiples of 50). */
   keyframes?: Partial<KeyframePolicy>;
 };
@@ -35,6 +44,10 @@ export type RunOptions = {
  * during the run resolve with `status: "failed"` and the error.
  */
 export async function runWorkflow(workflow: SmithersWorkflow, options: RunOptions = {}): Promise<RunResult> {
+  const { graceMs } = options;
+  if (graceMs !== undefined && !(typeof graceMs === "number" && graceMs >= 0)) {
+    throw new SmithersError("USAGE", `graceMs must be a number of milliseconds >= 0 (or Infinity), got ${String(graceMs)}`);
+  }
   const now = () => Date.now();
   const db = workflow.dbFor(options.dbPath);
   const ownerId = options.ownerId ?? newOwnerId();
@@ -61,6 +74,7 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
     const run = new Run(workflow, setup, db, bus, recorder, options, now);
     if (setup.alreadyFinished) return await run.readBack();
     run.emit({ type: setup.resumed ? "RunResumed" : "RunStarted", status: "running" });
+    for (const a of setup.abandoned) run.emit({ type: "NodeAbandoned", ...a, reason: "process-died" });
     const heartbeat = setInterval(() => {
       heartbeatRun(db, setup.runId, ownerId, now()).then(
         (owned) => owned || run.lostOwnership(),

@@ -13,9 +13,10 @@ import { upsertNode } from "../db/adapters/nodes.ts";
 import { ownsRun, setRunFields } from "../db/adapters/runs.ts";
 import { readOutputRow, readOutputRows, type OutputTableInfo } from "../db/output-tables.ts";
 import { normalizeRow, stripBookkeeping as strip, type OutputRow } from "../db/snapshot.ts";
-import { errorToJson, SmithersError } from "../errors/index.ts";
+import { describeThrown, errorJsonText, errorSummaryJson, SmithersError } from "../errors/index.ts";
 import { render, type Plan, type PlanTask } from "../jsx/index.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
+import { failRunningWork } from "../db/adapters/attempts.ts";
 import { buildCtx, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
@@ -24,7 +25,7 @@ import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { decide, DecideMemo, type Action, type Failure } from "./scheduler.ts";
 import type { RunStatus } from "./states.ts";
-import { DEFAULT_TASK_RETRY } from "./constants.ts";
+import { DEFAULT_STOP_GRACE_MS, DEFAULT_TASK_RETRY } from "./constants.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
 export type RunResult = {
@@ -34,7 +35,13 @@ export type RunResult = {
   error?: SmithersError;
 };
 
-export type RunSettings = { maxConcurrency?: number };
+export type RunSettings = {
+  maxConcurrency?: number;
+  /** How long a stopped task body may take to settle before its attempt is recorded `abandoned` (default 10 s). */
+  graceMs?: number;
+  /** Ends the grace periods in progress at once. */
+  abandonSignal?: AbortSignal;
+};
 
 /** Delay before the next attempt after `failures` failures: the error's retryAfterMs, else exponential backoff. */
 export function retryDelay(policy: PlanTask["retryPolicy"], failures: number, retryAfterMs?: number): number {
@@ -59,9 +66,18 @@ function failureError(failure: Failure, lastErrors: Map<string, SmithersError>):
   }
 }
 
-/** What a run fails with when a step throws: a SmithersError as is, anything else as a failed write. */
-function asRunError(error: unknown): SmithersError {
-  return SmithersError.is(error) ? error : new SmithersError("DB_WRITE_FAILED", `The run could not record its progress: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+/**
+ * What a run fails with when a step throws: a SmithersError as is, a SQLite error as a failed
+ * write, anything else as a fault of the engine itself (ENGINE_ERROR), never mistaken for storage.
+ */
+export function asRunError(error: unknown): SmithersError {
+  if (SmithersError.is(error)) return error;
+  const name = (error as { name?: unknown } | null)?.name;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (name === "SQLiteError" || (typeof code === "string" && code.startsWith("SQLITE_"))) {
+    return new SmithersError("DB_WRITE_FAILED", `The run could not record its progress: ${describeThrown(error)}`, { cause: error });
+  }
+  return new SmithersError("ENGINE_ERROR", `The engine failed: ${describeThrown(error)}`, { cause: error });
 }
 
 type Started = { task: PlanTask; tracked: TrackedNode; input: AttemptInput };
@@ -210,7 +226,7 @@ export class Run {
 
   private tracked(task: PlanTask): TrackedNode {
     let t = this.s.states.get(task.key);
-    if (!t) this.s.states.set(task.key, (t = { state: "pending", lastAttempt: 0, failures: 0 }));
+    if (!t) this.s.states.set(task.key, (t = { state: "pending", lastAttempt: 0, failures: 0, abandons: 0 }));
     return t;
   }
 
@@ -236,14 +252,40 @@ export class Run {
     this.stop.abort();
   }
 
-  /** Starts the work of an attempt whose start row has committed. */
+  /**
+   * Starts the work of an attempt whose start row has committed. An attempt stopped from outside
+   * ends only once its body settled, or after the grace period (then `abandoned`: the body may
+   * still be running), so a retry never runs beside the body it replaces.
+   */
   private launch(started: Started): void {
-    const work = performAttempt(started.input).then((result) => {
-      this.ended.push({ ...started, result });
+    const { result, bodySettled } = performAttempt(started.input);
+    const work = result.then(async (ended) => {
+      const final = !ended.ok && ended.stopped ? await this.afterStop(ended, bodySettled) : ended;
+      this.ended.push({ ...started, result: final });
       this.wake?.();
     });
     this.working.add(work);
     void work.finally(() => this.working.delete(work));
+  }
+
+  private async afterStop(ended: Extract<AttemptResult, { ok: false }>, bodySettled: Promise<void>): Promise<AttemptResult> {
+    const graceMs = this.settings.graceMs ?? DEFAULT_STOP_GRACE_MS;
+    const hurry = this.settings.abandonSignal;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let onHurry: (() => void) | undefined;
+    const graceOver = new Promise<boolean>((resolve) => {
+      timer = setTimeout(resolve, graceMs, false);
+      onHurry = () => resolve(false);
+      if (hurry?.aborted) onHurry();
+      hurry?.addEventListener("abort", onHurry, { once: true });
+    });
+    const inTime = await Promise.race([bodySettled.then(() => true), graceOver]);
+    clearTimeout(timer);
+    if (onHurry) hurry?.removeEventListener("abort", onHurry);
+    if (inTime) return { ...ended, finishedAtMs: this.now() };
+    const { error } = ended;
+    const message = `${error.message}; its body did not stop within ${graceMs} ms of the stop and may still be running`;
+    return { ...ended, error: new SmithersError(error.code, message, { ...error.details, graceMs, bodyMayBeRunning: true }), finishedAtMs: this.now(), abandoned: true };
   }
 
   /**
@@ -258,6 +300,9 @@ export class Run {
       const outcome = settleOutcome(e.input, e.result, t.failures < task.retries);
       this.frames.markDirty(task.key);
       const events: Event[] = [];
+      if (e.result.ok === false && e.result.abandoned) {
+        events.push({ type: "NodeAbandoned", ...ids, reason: "body-unsettled", error: errorSummaryJson(e.result.error) });
+      }
       if (outcome.kind === "finished") {
         events.push({ type: "NodeFinished", ...ids, durationMs: outcome.durationMs });
         this.remember(e.input.info, outcome.row);
@@ -267,7 +312,7 @@ export class Run {
         events.push({ type: "NodeCancelled", ...ids, durationMs: outcome.durationMs });
         t.state = "cancelled";
       } else {
-        events.push({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorToJson(outcome.error) });
+        events.push({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorSummaryJson(outcome.error) });
         if (outcome.retryable) events.push({ type: "NodeRetrying", ...ids, attempt: ids.attempt + 1 });
         this.lastErrors.set(task.key, outcome.error);
         t.failures++;
@@ -322,15 +367,27 @@ export class Run {
       return next;
     }
     if (writes.length > 0 || starts.length > 0 || this.frameBox.size > 0 || this.bus.stagedCount > 0) {
-      await this.db.withTransaction("step", (d) => {
-        this.checkOwner(d);
-        for (const write of writes) write(d);
+      try {
+        await this.db.withTransaction("step", (d) => {
+          this.checkOwner(d);
+          for (const write of writes) write(d);
+          for (const st of starts) {
+            recordStart(d, st.input);
+            this.emitInTransaction({ type: "NodeStarted", nodeId: st.task.nodeId, iteration: st.task.iteration, attempt: st.input.attempt });
+          }
+          this.journal(d);
+        });
+      } catch (error) {
+        // Nothing of this step was stored: its outcomes go with the run's last transaction, and
+        // the attempts it would have started never started.
+        this.carried.push(...writes);
         for (const st of starts) {
-          recordStart(d, st.input);
-          this.emitInTransaction({ type: "NodeStarted", nodeId: st.task.nodeId, iteration: st.task.iteration, attempt: st.input.attempt });
+          st.tracked.state = "pending";
+          st.tracked.lastAttempt = st.input.attempt - 1;
+          this.frames.markDirty(st.task.key);
         }
-        this.journal(d);
-      });
+        throw error;
+      }
     }
     await this.readCustomRows();
     for (const st of starts) this.launch(st);
@@ -353,6 +410,10 @@ export class Run {
       case "retry": {
         const { task } = action;
         const tracked = this.tracked(task);
+        if (tracked.abandons >= task.maxAbandons) {
+          this.crashLoop(task, tracked, nowMs, writes);
+          return undefined;
+        }
         const attempt = tracked.lastAttempt + 1;
         const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt };
         const input: AttemptInput = {
@@ -395,6 +456,24 @@ export class Run {
         return undefined;
       }
     }
+  }
+
+  /** A task whose process died under it `maxAbandons` times fails instead of starting again. */
+  private crashLoop(task: PlanTask, t: TrackedNode, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
+    const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt: t.lastAttempt };
+    const error = new SmithersError(
+      "TASK_CRASH_LOOP",
+      `Task "${task.nodeId}" was abandoned ${t.abandons} times because the process running it died each time (maxAbandons ${task.maxAbandons}); it is not started again`,
+      { ...ids, abandons: t.abandons, maxAbandons: task.maxAbandons },
+    );
+    this.lastErrors.set(task.key, error);
+    t.state = "failed";
+    this.frames.markDirty(task.key);
+    const info = this.resolve(task);
+    writes.push((d) => {
+      upsertNode(d, { runId: this.s.runId, ...ids, state: "failed", lastAttempt: ids.attempt, updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null });
+      this.emitInTransaction({ type: "NodeFailed", ...ids, error: errorSummaryJson(error) });
+    });
   }
 
   private sleep(wakeAtMs: number | undefined): Promise<void> {
@@ -459,7 +538,7 @@ export class Run {
       }
     }
     const status: RunStatus = this.abort.signal.aborted ? "cancelled" : this.failure ? "failed" : "finished";
-    const error = status === "failed" && this.failure ? errorToJson(this.failure) : undefined;
+    const error = status === "failed" && this.failure ? errorSummaryJson(this.failure) : undefined;
     const finishedAtMs = this.now();
     try {
       await this.db.withTransaction("finishRun", (d) => {
@@ -471,12 +550,31 @@ export class Run {
       });
     } catch (cause) {
       if (SmithersError.is(cause, "RUN_OWNED")) return { runId, status: "failed", error: cause };
-      throw cause;
+      return this.endFailed(asRunError(cause), finishedAtMs);
     }
     await this.readCustomRows();
     if (status === "cancelled") return { runId, status };
     if (status === "failed") return { runId, status, error: this.failure };
     return { runId, status, output: this.result() };
+  }
+
+  /**
+   * The run's last transaction failed (a write that cannot be stored, a broken database): ends
+   * the run `failed` without that step's writes, closing what was left running, so no attempt
+   * stays `running` inside a finished run.
+   */
+  private async endFailed(cause: SmithersError, finishedAtMs: number): Promise<RunResult> {
+    const { runId } = this.s;
+    this.failure ??= cause;
+    const failure = this.failure;
+    await this.db.withTransaction("failRun", (d) => {
+      this.checkOwner(d);
+      failRunningWork(d, runId, finishedAtMs, errorJsonText(cause));
+      setRunFields(d, runId, { status: "failed", finishedAtMs, errorJson: JSON.stringify(errorSummaryJson(failure)) });
+      this.emitInTransaction({ type: "RunFailed", status: "failed", error: errorSummaryJson(failure) });
+      this.bus.writeStagedIn(d);
+    });
+    return { runId, status: "failed", error: failure };
   }
 
   /** The `output` schema's latest row when the workflow has one, else the last finished task's row. */

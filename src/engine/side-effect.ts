@@ -27,11 +27,25 @@ export type SideEffectScope = {
   now: () => number;
   /** Told when a call is recorded, for the run's event journal. */
   onRecorded?: (event: { type: "ToolCallStarted" | "ToolCallFinished"; toolName: string; status?: string }) => void;
+  /**
+   * The attempt's signal. Once the attempt is stopped (timeout, cancel) a body that ignores it
+   * may still reach sideEffect while a retry runs the same key: a stopped attempt starts none.
+   */
+  signal?: AbortSignal;
 };
+
+function throwIfStopped(scope: SideEffectScope, name: string): void {
+  if (!scope.signal?.aborted) return;
+  const reason = scope.signal.reason;
+  throw SmithersError.is(reason)
+    ? reason
+    : new SmithersError("TASK_CANCELLED", `Side effect "${name}" was not started: its attempt was stopped`, { nodeId: scope.nodeId, attempt: scope.attempt });
+}
 
 export function createSideEffect(scope: SideEffectScope): SideEffectFn {
   return async <T>(name: string, fn: (call: SideEffectCall) => T | Promise<T>, options: { input?: unknown } = {}): Promise<T> => {
     if (!name) throw new SmithersError("INVALID_WORKFLOW", "sideEffect needs a name that is unique within the task");
+    throwIfStopped(scope, name);
     const key = `${scope.idempotencyKey}:${name}`;
     const previous = await tools.findToolCallByIdempotencyKey(scope.db, key);
     if (previous?.status === "succeeded") return (previous.outputJson === null ? undefined : JSON.parse(previous.outputJson)) as T;
@@ -47,6 +61,7 @@ export function createSideEffect(scope: SideEffectScope): SideEffectFn {
     scope.onRecorded?.({ type: "ToolCallStarted", toolName: name });
     let value: T;
     try {
+      throwIfStopped(scope, name); // stopped while the intent was being recorded: the call is not made
       value = await fn({ key, uncertain: previous?.status === "started" });
     } catch (error) {
       await tools.finishToolCall(scope.db, { ...ids, seq, finishedAtMs: scope.now(), error: errorToJson(error) });

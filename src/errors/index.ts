@@ -1,3 +1,7 @@
+import { capString, SAFE_JSON_LIMITS, safeStringify, toSafeJson } from "./safe-json.ts";
+
+export { capString, safeStringify, toSafeJson, SAFE_JSON_LIMITS, type SafeJsonLimits } from "./safe-json.ts";
+
 /**
  * Every failure Smithers reports is a SmithersError with a stable `code` from
  * SMITHERS_ERROR_CODES; callers branch on the code, never on the message.
@@ -22,12 +26,14 @@ export const SMITHERS_ERROR_CODES = [
   "TASK_TIMEOUT",
   "TASK_CANCELLED",
   "TASK_ABANDONED",
+  "TASK_CRASH_LOOP",
   "LOOP_MAX_REACHED",
   "RUN_NOT_FOUND",
   "RUN_NOT_RESUMABLE",
   "RUN_EXISTS",
   "RUN_OWNED",
   "RUN_STILL_RUNNING",
+  "ENGINE_ERROR",
   // storage
   "DB_WRITE_FAILED",
   "DB_NESTED_TRANSACTION",
@@ -90,25 +96,58 @@ export class RetryableError extends Error {
   }
 }
 
-/** A JSON-safe description of any thrown value, for `error_json` columns and events. */
+/** A short text for any thrown value: an Error's message, a string as is, anything else as bounded JSON. */
+export function describeThrown(value: unknown): string {
+  if (value instanceof Error) {
+    try {
+      return capString(String(value.message));
+    } catch {
+      return "[Unreadable message]";
+    }
+  }
+  if (typeof value === "string") return capString(value);
+  if (typeof value === "object" && value !== null) return capString(safeStringify(value, { ...SAFE_JSON_LIMITS, totalChars: SAFE_JSON_LIMITS.stringChars }));
+  return String(value);
+}
+
+/**
+ * A JSON-safe, bounded description of any thrown value, for `error_json` columns and events:
+ * a SmithersError's code, message and details, an Error's fields, anything else as its message.
+ * Bounded by SAFE_JSON_LIMITS; JSON.stringify of it never throws.
+ */
 export function errorToJson(error: unknown): Record<string, unknown> {
+  let source: unknown;
   if (error instanceof SmithersError) {
     const { cause, ...rest } = error.details;
-    return {
-      name: error.name,
-      code: error.code,
-      message: error.message,
-      ...rest,
-      ...(cause === undefined ? {} : { cause: errorToJson(cause) }),
-    };
+    source = { name: error.name, code: error.code, message: error.message, ...rest, ...(cause === undefined ? {} : { cause }) };
+  } else if (error instanceof Error) {
+    source = error; // walked as its fields: name, message, code, own fields, cause
+  } else {
+    source = { message: describeThrown(error) };
   }
-  if (error instanceof Error) {
-    const out: Record<string, unknown> = { name: error.name, message: error.message };
-    const code = (error as { code?: unknown }).code;
-    if (typeof code === "string") out.code = code;
-    if (error.cause !== undefined) out.cause = errorToJson(error.cause);
-    return out;
-  }
-  if (typeof error === "object" && error !== null) return { message: JSON.stringify(error) };
-  return { message: String(error) };
+  const safe = toSafeJson(source);
+  return typeof safe === "object" && safe !== null && !Array.isArray(safe) ? (safe as Record<string, unknown>) : { message: String(safe) };
 }
+
+/**
+ * The error without its bulky details (nested causes, issue lists, agent attempts): name, code,
+ * message and scalar details such as nodeId and attempt. The run row and the journal's events
+ * carry this; the attempt row carries the whole errorToJson.
+ */
+export function errorSummaryJson(error: unknown): Record<string, unknown> {
+  const full = errorToJson(error);
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(full)) {
+    if (typeof value === "number" || typeof value === "boolean") out[key] = value;
+    else if (typeof value === "string") out[key] = key === "message" ? value : capString(value, 200);
+  }
+  return out;
+}
+
+/** errorToJson as stored text: never throws, never longer than SAFE_JSON_LIMITS.totalChars. */
+export function errorJsonText(error: unknown): string {
+  return safeStringify(errorToJson(error), SAFE_JSON_LIMITS, () => errorSummaryJson(error));
+}
+
+/** The bounds every stored error obeys. */
+export const ERROR_JSON_LIMITS = SAFE_JSON_LIMITS;

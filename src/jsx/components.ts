@@ -19,6 +19,11 @@ export type TaskProps<S extends OutputTarget = OutputTarget> = {
   retries?: number;
   retryPolicy?: RetryPolicy;
   timeoutMs?: number;
+  /**
+   * How many times an attempt may be abandoned because its process died (kill -9, OOM, a task
+   * that kills its own process) before the task fails with TASK_CRASH_LOOP (default 3).
+   */
+  maxAbandons?: number;
   skipIf?: boolean;
   continueOnFail?: boolean;
   dependsOn?: readonly string[];

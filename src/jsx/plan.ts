@@ -45,6 +45,8 @@ export type PlanTask = {
   retries: number;
   retryPolicy: RetryPolicy | undefined;
   timeoutMs: number | undefined;
+  /** Process deaths (abandoned attempts) tolerated before the task fails with TASK_CRASH_LOOP. */
+  maxAbandons: number;
   skip: boolean;
   continueOnFail: boolean;
   dependsOn: readonly string[];
@@ -79,5 +81,8 @@ export type Plan = {
 
 /** Persisted loop progress the renderer needs (from `_smithers_ralph`). */
 export type LoopState = { iteration: number; done: boolean };
+
+/** A task whose process died this many times while running it fails instead of being resumed again. */
+export const DEFAULT_MAX_ABANDONS = 3;
 
 export const nodeKey = (nodeId: string, iteration: number) => `${nodeId}#${iteration}`;

@@ -5,7 +5,7 @@
 import { SmithersError } from "../errors/index.ts";
 import { HOST } from "./components.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
-import { nodeKey } from "./plan.ts";
+import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
 import type { LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
 
 export const DEFAULT_MAX_ITERATIONS = 5;
@@ -30,6 +30,14 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
+function maxAbandonsOf(id: string, value: unknown): number {
+  if (value === undefined) return DEFAULT_MAX_ABANDONS;
+  if (typeof value !== "number" || !(value >= 1) || (Number.isFinite(value) && !Number.isInteger(value))) {
+    throw invalid(`<Task id="${id}"> maxAbandons must be a positive integer or Infinity`, { nodeId: id });
+  }
+  return value;
+}
+
 function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
   const id = props.id;
   if (typeof id !== "string" || id.length === 0) throw invalid("Every <Task> needs a non-empty string id");
@@ -49,6 +57,7 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
     retries: typeof props.retries === "number" ? Math.max(0, Math.floor(props.retries)) : 0,
     retryPolicy: props.retryPolicy as PlanTask["retryPolicy"],
     timeoutMs: typeof props.timeoutMs === "number" ? props.timeoutMs : undefined,
+    maxAbandons: maxAbandonsOf(id, props.maxAbandons),
     skip: Boolean(props.skipIf),
     continueOnFail: Boolean(props.continueOnFail),
     dependsOn: (props.dependsOn as string[] | undefined) ?? [],

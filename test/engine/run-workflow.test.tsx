@@ -153,7 +153,10 @@ describe("runWorkflow", () => {
       <Workflow name="w">
         <Task id="slow" output={outputs.out} timeoutMs={30}>
           {async ({ signal }) => {
-            await new Promise((r) => setTimeout(r, 2_000));
+            await new Promise((resolve) => {
+              const timer = setTimeout(resolve, 2_000);
+              signal.addEventListener("abort", () => (clearTimeout(timer), resolve(undefined)), { once: true });
+            });
             return { n: signal.aborted ? 0 : 1 };
           }}
         </Task>
@@ -398,9 +401,12 @@ describe("runWorkflow", () => {
     const wf = smithers(() => (
       <Workflow name="w">
         <Task id="slow" output={outputs.out}>
-          {async () => {
+          {async ({ signal }) => {
             setTimeout(() => controller.abort(), 20);
-            await Bun.sleep(5_000);
+            await new Promise((resolve) => {
+              const timer = setTimeout(resolve, 5_000);
+              signal.addEventListener("abort", () => (clearTimeout(timer), resolve(undefined)), { once: true });
+            });
             return { n: 1 };
           }}
         </Task>
@@ -467,7 +473,7 @@ describe("runWorkflow", () => {
             {async ({ signal }) => {
               await new Promise((resolve) => {
                 const timer = setTimeout(resolve, 5_000);
-                signal.addEventListener("abort", () => clearTimeout(timer));
+                signal.addEventListener("abort", () => (clearTimeout(timer), resolve(undefined)));
               });
               return { n: 1 };
             }}

@@ -1,8 +1,8 @@
 /** `_smithers_attempts`: every execution attempt of every node, kept as history. */
 import { and, eq, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import { rawStatement } from "./shared.ts";
-import { smithersAttempts } from "../internal-schema.ts";
-import { changedRows, type Drizzle, type SmithersDb } from "../smithers-db.ts";
+import { smithersAttempts, smithersNodes } from "../internal-schema.ts";
+import type { Drizzle, SmithersDb } from "../smithers-db.ts";
 
 export type AttemptRow = InferSelectModel<typeof smithersAttempts>;
 export type NewAttemptRow = InferInsertModel<typeof smithersAttempts>;
@@ -47,13 +47,27 @@ export function listAttempts(db: SmithersDb, runId: string): Promise<AttemptRow[
   );
 }
 
-/** Closes attempts a dead process left `running`; returns how many. */
-export function abandonRunningAttempts(d: Drizzle, runId: string, nowMs: number, errorJson: string): number {
-  return changedRows(
-    d
+/**
+ * Ends what a run left `running` as `failed` (attempts and nodes), for a run that must end but
+ * whose last step could not be stored.
+ */
+export function failRunningWork(d: Drizzle, runId: string, nowMs: number, errorJson: string): void {
+  d.update(smithersAttempts)
+    .set({ state: "failed", finishedAtMs: nowMs, errorJson })
+    .where(and(eq(smithersAttempts.runId, runId), eq(smithersAttempts.state, "running")))
+    .run();
+  d.update(smithersNodes)
+    .set({ state: "failed", updatedAtMs: nowMs })
+    .where(and(eq(smithersNodes.runId, runId), eq(smithersNodes.state, "running")))
+    .run();
+}
+
+/** Closes attempts a dead process left `running`; returns which. */
+export function abandonRunningAttempts(d: Drizzle, runId: string, nowMs: number, errorJson: string): { nodeId: string; iteration: number; attempt: number }[] {
+  return d
     .update(smithersAttempts)
     .set({ state: "abandoned", finishedAtMs: nowMs, errorJson })
     .where(and(eq(smithersAttempts.runId, runId), eq(smithersAttempts.state, "running")))
-    .run(),
-  );
+    .returning({ nodeId: smithersAttempts.nodeId, iteration: smithersAttempts.iteration, attempt: smithersAttempts.attempt })
+    .all();
 }
