@@ -51,14 +51,19 @@ async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): P
   } catch (error) {
     reason = error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error);
   }
-  if (!workflow) {
+  // Handing the run back restores its previous owner and heartbeat, so it stays stale and
+  // visible to the next pass (or a person) instead of held by a claim nobody acts on.
+  const release = async (why: string): Promise<SuperviseOutcome> => {
     await runs.releaseRunResumeClaim(o.db, { runId: run.runId, claimOwnerId, restoreOwnerId: run.runtimeOwnerId, restoreHeartbeatAtMs: run.heartbeatAtMs });
-    return { runId: run.runId, action: "released", reason };
+    return { runId: run.runId, action: "released", reason: why };
+  };
+  if (!workflow) return release(reason);
+  try {
+    const result = await runWorkflow(workflow, { runId: run.runId, resume: true, dbPath: o.db.path, ownerId: claimOwnerId, onEvent: o.onEvent });
+    return { runId: run.runId, action: "resumed", result };
+  } catch (error) {
+    return release(error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error));
   }
-  return runWorkflow(workflow, { runId: run.runId, resume: true, dbPath: o.db.path, ownerId: claimOwnerId, onEvent: o.onEvent }).then(
-    (result): SuperviseOutcome => ({ runId: run.runId, action: "resumed", result }),
-    (error: unknown): SuperviseOutcome => ({ runId: run.runId, action: "released", reason: error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error) }),
-  );
 }
 
 /**

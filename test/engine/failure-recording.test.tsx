@@ -1,5 +1,6 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
+import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { createSmithers, runWorkflow, scriptedAgent } from "../../src/index.ts";
 import { ERROR_JSON_LIMITS } from "../../src/errors/index.ts";
@@ -133,5 +134,38 @@ describe("failure recording", () => {
     expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "failed" }]);
     expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
     expect(sql(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
+  });
+
+  test("a step whose writes SQLite refuses ends the run failed with DB_WRITE_FAILED and leaves nothing running", async () => {
+    const dbPath = tempDbPath();
+    const strict = sqliteTable("strict_rows", {
+      runId: text("run_id").notNull(),
+      nodeId: text("node_id").notNull(),
+      iteration: integer("iteration").notNull().default(0),
+      value: integer("value").notNull(),
+    });
+    const { Workflow, Task, Parallel, smithers } = createSmithers({ strict }, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="refused">
+        <Parallel>
+          <Task id="null-into-not-null" output={strict} outputSchema={z.object({ value: z.number().nullable() })}>
+            {{ value: null }}
+          </Task>
+          <Task id="slow" output={strict} outputSchema={z.object({ value: z.number() })}>
+            {async () => {
+              await Bun.sleep(50);
+              return { value: 1 };
+            }}
+          </Task>
+        </Parallel>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {} });
+    expect(result.status).toBe("failed");
+    expect(result.error?.code).toBe("DB_WRITE_FAILED");
+    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_attempts WHERE state = 'running'")).toEqual([{ n: 0 }]);
+    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_nodes WHERE state = 'running'")).toEqual([{ n: 0 }]);
+    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
+    expect(sql(dbPath, "SELECT type FROM _smithers_events WHERE type = 'RunFailed'")).toEqual([{ type: "RunFailed" }]);
   });
 });

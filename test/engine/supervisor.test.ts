@@ -2,7 +2,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { openSmithersDb, runs } from "../../src/db/index.ts";
-import { supervise } from "../../src/engine/index.ts";
+import { loadWorkflowFile, supervise } from "../../src/engine/index.ts";
+import { SmithersError } from "../../src/errors/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
 import { smithersAsync, startUntil } from "../e2e/cli-helpers.ts";
 
@@ -64,6 +65,69 @@ describe("supervise", () => {
     const after = await runs.getRun(db, "run-r");
     expect([after?.runtimeOwnerId, after?.heartbeatAtMs, after?.status]).toEqual([before?.runtimeOwnerId, before?.heartbeatAtMs, "running"]);
     db.close();
+  });
+
+  test("a claimed run whose resume rejects is released to its previous owner, and the outcome says why", async () => {
+    const dbPath = tempDbPath();
+    const callsFile = join(dirname(dbPath), "calls.txt");
+    await crashDuringB(dbPath, "run-j", callsFile);
+    const db = openSmithersDb(dbPath);
+    const before = await runs.getRun(db, "run-j");
+    const workflow = await loadWorkflowFile("test/fixtures/steps.tsx");
+    // A workflow whose database cannot be opened: runWorkflow rejects after the claim was won.
+    const broken = { ...workflow, dbFor: () => { throw new SmithersError("WORKFLOW_LOAD_FAILED", "no database for you"); } };
+    const outcomes = await supervise({ db, now: () => Date.now() + 60_000, resolveWorkflow: () => broken });
+    expect(outcomes).toEqual([{ runId: "run-j", action: "released", reason: "WORKFLOW_LOAD_FAILED: no database for you" }]);
+    const after = await runs.getRun(db, "run-j");
+    expect([after?.runtimeOwnerId, after?.heartbeatAtMs, after?.status]).toEqual([before?.runtimeOwnerId, before?.heartbeatAtMs, "running"]);
+    db.close();
+  });
+
+  test("a task that kills its process is not resumed forever: after maxAbandons (3) process deaths the run fails with TASK_CRASH_LOOP", async () => {
+    const dbPath = tempDbPath();
+    const first = await smithersAsync(["up", "test/fixtures/crash-loop.tsx", "--db", dbPath, "--run-id", "run-loop"]);
+    expect(first.code).not.toBe(0); // killed by its own task
+    const passes: { code: number | null; stdout: string }[] = [];
+    for (let i = 0; i < 3; i++) passes.push(await smithersAsync(["supervise", "--db", dbPath, "--stale-after-ms", "0"]));
+    expect(passes.slice(0, 2).map((p) => p.stdout.includes("resumed"))).toEqual([false, false]); // each died with its task
+    expect(passes[2]!.stdout).toContain("resumed run-loop failed TASK_CRASH_LOOP");
+    expect(passes[2]!.code).toBe(1);
+    expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
+      { node_id: "doomed", attempt: 1, state: "abandoned" },
+      { node_id: "doomed", attempt: 2, state: "abandoned" },
+      { node_id: "doomed", attempt: 3, state: "abandoned" },
+      { node_id: "first", attempt: 1, state: "finished" },
+    ]);
+    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+      { node_id: "doomed", state: "failed" },
+      { node_id: "first", state: "finished" },
+    ]);
+    const run = sql<{ status: string; error_json: string }>(dbPath, "SELECT status, error_json FROM _smithers_runs")[0]!;
+    expect(run.status).toBe("failed");
+    expect(JSON.parse(run.error_json)).toMatchObject({ code: "TASK_CRASH_LOOP", nodeId: "doomed", abandons: 3, maxAbandons: 3 });
+    const events = sql<{ type: string; payload_json: string }>(dbPath, "SELECT type, payload_json FROM _smithers_events WHERE type IN ('NodeAbandoned', 'RunFailed') ORDER BY seq");
+    expect(events.map((e) => [e.type, JSON.parse(e.payload_json).reason ?? JSON.parse(e.payload_json).error.code])).toEqual([
+      ["NodeAbandoned", "process-died"],
+      ["NodeAbandoned", "process-died"],
+      ["NodeAbandoned", "process-died"],
+      ["RunFailed", "TASK_CRASH_LOOP"],
+    ]);
+    // Nothing is stale any more: a further pass leaves the failed run alone.
+    expect((await smithersAsync(["supervise", "--db", dbPath, "--stale-after-ms", "0"])).stdout).toContain("no stale runs");
+  });
+
+  test("maxAbandons={1} fails at the first process death; resuming the failed run gives the task a fresh budget", async () => {
+    const dbPath = tempDbPath();
+    const env = { MAX_ABANDONS: "1" };
+    await smithersAsync(["up", "test/fixtures/crash-loop.tsx", "--db", dbPath, "--run-id", "run-one"], env);
+    const pass = await smithersAsync(["supervise", "--db", dbPath, "--stale-after-ms", "0"], env);
+    expect(pass.stdout).toContain("resumed run-one failed TASK_CRASH_LOOP");
+    const again = await smithersAsync(["up", "test/fixtures/crash-loop.tsx", "--db", dbPath, "--run-id", "run-one", "--resume"], env);
+    expect(again.code).not.toBe(1); // it ran the task again, which killed the process again
+    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts WHERE node_id = 'doomed' ORDER BY attempt")).toEqual([
+      { attempt: 1, state: "abandoned" },
+      { attempt: 2, state: "running" },
+    ]);
   });
 
   test("two `smithers supervise` processes started together: one resumes the run, the other finds nothing to do", async () => {
