@@ -114,6 +114,12 @@ export type GenerateStructuredOptions<S extends z.ZodType> = {
   /** Extra calls per agent after an unparseable or invalid reply. Default 2. */
   validationRetries?: number;
   onAttempt?: (attempt: StructuredAttempt) => void;
+  /**
+   * Told of every agent call as it starts. On abort the result rejects at once, but an agent that
+   * ignores its signal keeps running; a caller that must not start another call beside it (the
+   * engine's retry) waits for these.
+   */
+  onCall?: (call: Promise<unknown>) => void;
 };
 
 export type GenerateStructuredResult<S extends z.ZodType> = {
@@ -163,7 +169,9 @@ export async function generateStructured<S extends z.ZodType>(
 
       let reply: AgentReply;
       try {
-        reply = await raceAbort(callAgent(agent, { prompt, schema, ...(signal ? { signal } : {}) }), signal);
+        const call = callAgent(agent, { prompt, schema, ...(signal ? { signal } : {}) });
+        opts.onCall?.(call);
+        reply = await raceAbort(call, signal);
         if (typeof reply !== "object" || reply === null) {
           throw new SmithersError("AGENT_FAILED", `Agent returned ${reply === null ? "null" : typeof reply} instead of { text }`);
         }

@@ -65,7 +65,7 @@ function formatIssues(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
 }
 
-async function produce(a: AttemptInput, signal: AbortSignal): Promise<{ raw: unknown; responseText?: string }> {
+async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void): Promise<{ raw: unknown; responseText?: string }> {
   const { task } = a;
   if (task.mode === "static") return { raw: task.staticValue };
   if (task.mode === "compute") {
@@ -85,6 +85,7 @@ async function produce(a: AttemptInput, signal: AbortSignal): Promise<{ raw: unk
     prompt: task.prompt!,
     schema: validationSchema(task, a.info),
     signal,
+    onCall: onAgentCall,
   });
   return { raw: result.value, responseText: result.text };
 }
@@ -155,11 +156,16 @@ export function recordStart(d: Drizzle, a: AttemptInput): void {
 
 /** Starts the work (after recordStart committed); its result is validated and never throws; nothing is written. */
 export function performAttempt(a: AttemptInput): AttemptWork {
-  const guard = guarded(a, (signal) => produce(a, signal));
-  const bodySettled = guard.body.then(
-    () => undefined,
-    () => undefined,
-  );
+  // An agent call that ignores its signal outlives generateStructured's own abort: it is part of the body.
+  const agentCalls: Promise<unknown>[] = [];
+  const guard = guarded(a, (signal) => produce(a, signal, (call) => agentCalls.push(call)));
+  const bodySettled = guard.body
+    .then(
+      () => undefined,
+      () => undefined,
+    )
+    .then(() => Promise.allSettled(agentCalls))
+    .then(() => undefined);
   return { result: validated(a, guard), bodySettled };
 }
 

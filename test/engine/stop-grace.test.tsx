@@ -48,6 +48,34 @@ describe("a stopped attempt", () => {
     ]);
   });
 
+  test("an agent call that ignores its abort settles before the retry's call starts", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ v: z.number() }) }, { dbPath });
+    const stats = { running: 0, maxRunning: 0, calls: 0 };
+    const deafAgent = {
+      async generate() {
+        stats.calls++;
+        stats.running++;
+        stats.maxRunning = Math.max(stats.maxRunning, stats.running);
+        await Bun.sleep(100);
+        stats.running--;
+        return { text: '{"v":1}' };
+      },
+    };
+    const wf = smithers(() => (
+      <Workflow name="deaf-agent">
+        <Task id="ask" output={outputs.out} agent={deafAgent} timeoutMs={30} retries={2} retryPolicy={fast}>
+          Give me v
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {} });
+    expect(result.error?.code).toBe("TASK_TIMEOUT");
+    expect(stats.calls).toBe(3);
+    expect(stats.maxRunning).toBe(1);
+    expect(stats.running).toBe(0);
+  });
+
   test("a stopped body that reaches ctx.sideEffect does not make the call: the key is never run twice", async () => {
     const dbPath = tempDbPath();
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ v: z.number() }) }, { dbPath });
