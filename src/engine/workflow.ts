@@ -59,7 +59,7 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
     let db = databases.get(key);
     if (!db) {
       db = openSmithersDb(path);
-      const report = migrateOutputTables(db.sqlite, [registry.input, ...registry.all()]);
+      const report = db.setup((sqlite) => migrateOutputTables(sqlite, [registry.input, ...registry.all()]));
       if (report.typeChanges.length > 0 || report.removed.length > 0) reportDrift(report);
       databases.set(key, db);
     }
