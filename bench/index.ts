@@ -1,18 +1,20 @@
 /**
  * Runs the benchmarks and prints their tables. Numbers are printed, never asserted.
  *
- *   bun run bench                      # db, engine, frames, resume and compare (compare installs the peer into bench/ if missing)
+ *   bun run bench                      # db, durability, engine, frames, resume and compare (compare installs the peer into bench/ if missing)
  *   bun run bench compare --quick      # one bench; the flags after its name go to it
  *   bun run bench --quick              # all benches; flags go to compare
  */
 import { runCompareBench } from "./compare/index.ts";
 import { runDbBench } from "./db/index.ts";
+import { runDurabilityBench } from "./durability/index.tsx";
 import { runEngineBench } from "./engine/index.tsx";
 import { runFramesBench } from "./frames/index.tsx";
 import { runResumeBench } from "./resume/index.tsx";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
   db: () => runDbBench(),
+  durability: () => runDurabilityBench(),
   engine: () => runEngineBench(),
   frames: () => runFramesBench(),
   resume: () => runResumeBench(),

@@ -38,7 +38,7 @@ const perTransaction = (n: number) =>
         }
       });
     } finally {
-      db.close();
+      await db.close();
     }
   });
 
@@ -52,13 +52,13 @@ const queued = (n: number) =>
         await bus.flush();
       });
     } finally {
-      db.close();
+      await db.close();
     }
   });
 
-function rawDatabase(path: string): Database {
+async function rawDatabase(path: string): Promise<Database> {
   // Same pragmas and table as SmithersDb, so only the Smithers layers differ.
-  new SmithersDb(path).close();
+  await new SmithersDb(path).close();
   const sqlite = new Database(path);
   sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA synchronous = NORMAL");
@@ -67,7 +67,7 @@ function rawDatabase(path: string): Database {
 
 const rawLoop = (n: number, oneTransaction: boolean) =>
   withTempDir(async (path) => {
-    const sqlite = rawDatabase(path);
+    const sqlite = await rawDatabase(path);
     const insert = sqlite.prepare(
       "INSERT INTO _smithers_events (run_id, seq, timestamp_ms, type, payload_json) VALUES (?, ?, ?, ?, ?)",
     );

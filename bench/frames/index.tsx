@@ -102,7 +102,7 @@ async function measure(tasks: number, mode: Mode): Promise<FramesResult> {
       await readFrame(db, RUN_ID, f);
       warm.push(performance.now() - t);
     }
-    db.close();
+    await db.close();
     clearFrameCache();
 
     return {
@@ -193,7 +193,7 @@ async function measureChain(tasks: number, mode: Mode): Promise<ChainResult> {
       totalMs,
     };
   } finally {
-    db.close();
+    await db.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

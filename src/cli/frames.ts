@@ -25,6 +25,6 @@ export async function framesCommand(args: string[], io: Io): Promise<number> {
     io.out(`${list.length} frames, ${total} bytes`);
     return EXIT.ok;
   } finally {
-    db.close();
+    await db.close();
   }
 }

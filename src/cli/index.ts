@@ -8,14 +8,14 @@ import { parseArgs } from "node:util";
 import { loadWorkflowFile, runWorkflow, type RunResult, type SmithersEvent } from "../engine/index.ts";
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
 import { formatEvent } from "./progress.ts";
-import { EXIT, type Io, usageError, positiveInt } from "./shared.ts";
+import { EXIT, type Io, usageError, positiveInt, durabilityFlag } from "./shared.ts";
 import { superviseCommand } from "./supervise.ts";
 import { framesCommand } from "./frames.ts";
 
 export { EXIT };
 
-const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--max-concurrency N] [--grace-ms N]
-       smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N]
+const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--max-concurrency N] [--grace-ms N] [--durability process|power]
+       smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power]
        smithers frames <run-id> [--frame N] [--db PATH]
 
 up          runs a workflow to completion, printing a line as each task starts and finishes.
@@ -26,9 +26,12 @@ up          runs a workflow to completion, printing a line as each task starts a
   --max-concurrency N   cap on tasks running at once
   --grace-ms N          on Ctrl-C or a timeout, how long a task body may take to stop before its
                         attempt is recorded abandoned (default 10000); Ctrl-C twice abandons at once
+  --durability MODE     process (default): commits survive a crash or kill -9; power: also a
+                        power cut, each commit waits for an fsync (side-effect intents always do)
 supervise   resumes runs whose owner stopped heartbeating (one pass, or --watch to keep looking)
   --stale-after-ms N    heartbeat age that makes a running run stale (default 30000)
   --interval-ms N       pause between passes with --watch (default 5000)
+  --durability MODE     as for up, for the runs it resumes
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML`;
 
 /** Codes that mean the caller asked for something invalid (exit 2), not that a run failed. */
@@ -70,6 +73,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
       db: { type: "string" },
       "max-concurrency": { type: "string" },
       "grace-ms": { type: "string" },
+      durability: { type: "string" },
     },
   });
   const file = positionals[0];
@@ -77,6 +81,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
   if (values.resume && !values["run-id"]) throw usageError("--resume needs --run-id");
   const maxConcurrency = positiveInt(values["max-concurrency"], "--max-concurrency");
   const graceMs = values["grace-ms"] === "0" ? 0 : positiveInt(values["grace-ms"], "--grace-ms");
+  const durability = durabilityFlag(values.durability);
   const input = parseInput(values.input);
   if (values.db) process.env.SMITHERS_DB_PATH = values.db;
   const workflow = await loadWorkflowFile(file);
@@ -86,6 +91,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
     resume: values.resume,
     maxConcurrency,
     graceMs,
+    durability,
     signal: signals.cancel,
     abandonSignal: signals.abandon,
     workflowPath: resolve(file),

@@ -1,7 +1,7 @@
 /** What every `smithers` command shares: exit codes, output sinks, argument checks. */
 import { existsSync } from "node:fs";
 import { SmithersError } from "../errors/index.ts";
-import { openSmithersDb, type SmithersDb } from "../db/index.ts";
+import { DURABILITY_MODES, openSmithersDb, type Durability, type SmithersDb } from "../db/index.ts";
 import { DEFAULT_DB_PATH } from "../engine/index.ts";
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, cancelled: 130 } as const;
@@ -25,4 +25,11 @@ export function openExistingDb(path: string | undefined): SmithersDb {
     throw new SmithersError("RUN_NOT_FOUND", `No database at ${file} (pass --db PATH)`, { path: file });
   }
   return openSmithersDb(file);
+}
+
+/** `--durability process|power` when given; any other value is a usage error. */
+export function durabilityFlag(text: string | undefined): Durability | undefined {
+  if (text === undefined) return undefined;
+  if (!(DURABILITY_MODES as readonly string[]).includes(text)) throw usageError(`--durability must be ${DURABILITY_MODES.join(" or ")}, got "${text}"`);
+  return text as Durability;
 }

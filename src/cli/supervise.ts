@@ -2,7 +2,7 @@
 import { parseArgs } from "node:util";
 import { supervise, superviseForever, type SuperviseOutcome } from "../engine/index.ts";
 import { formatEvent } from "./progress.ts";
-import { EXIT, openExistingDb, positiveInt, type Io } from "./shared.ts";
+import { durabilityFlag, EXIT, openExistingDb, positiveInt, type Io } from "./shared.ts";
 
 function describe(o: SuperviseOutcome): string {
   if (o.action === "resumed") return `resumed ${o.runId} ${o.result.status}${o.result.error ? ` ${o.result.error.code}` : ""}`;
@@ -17,9 +17,12 @@ export async function superviseCommand(args: string[], io: Io, signal: AbortSign
       "stale-after-ms": { type: "string" },
       watch: { type: "boolean" },
       "interval-ms": { type: "string" },
+      durability: { type: "string" },
     },
   });
+  const durability = durabilityFlag(values.durability);
   const db = openExistingDb(values.db);
+  if (durability) await db.setDurability(durability);
   const staleAfterMs = values["stale-after-ms"] === "0" ? 0 : positiveInt(values["stale-after-ms"], "--stale-after-ms");
   const onEvent = (event: Parameters<typeof formatEvent>[0]) => {
     const line = formatEvent(event);
@@ -27,10 +30,10 @@ export async function superviseCommand(args: string[], io: Io, signal: AbortSign
   };
   if (values.watch) {
     const intervalMs = positiveInt(values["interval-ms"], "--interval-ms") ?? 5_000;
-    await superviseForever({ db, staleAfterMs, intervalMs, signal, onEvent, onOutcome: (o) => io.out(describe(o)) });
+    await superviseForever({ db, staleAfterMs, intervalMs, signal, onEvent, durability, onOutcome: (o) => io.out(describe(o)) });
     return EXIT.ok;
   }
-  const outcomes = await supervise({ db, staleAfterMs, onEvent });
+  const outcomes = await supervise({ db, staleAfterMs, onEvent, durability });
   for (const o of outcomes) io.out(describe(o));
   if (outcomes.length === 0) io.out("no stale runs");
   return outcomes.some((o) => o.action === "resumed" && o.result.status === "failed") ? EXIT.failed : EXIT.ok;

@@ -8,8 +8,32 @@ export const DB_RETRY_POLICY = {
 
 export type DbRetryPolicy = { retries: number; baseDelayMs: number; maxDelayMs: number; jitter: number };
 
-/** How long SQLite's own busy handler waits before reporting SQLITE_BUSY to the retry policy. */
+/**
+ * How long one try waits for another connection's write lock before the retry policy counts it
+ * busy. The wait is asynchronous (see DB_SYNC_BUSY_TIMEOUT_MS), so with the spec's 6 retries a
+ * write tolerates a held lock for about 7 x 1 s + 3.15 s of backoff, roughly 10 s.
+ */
 export const DB_BUSY_TIMEOUT_MS = 1_000;
+
+/**
+ * SQLite's own busy handler sleeps with the event loop stopped (no timers, no heartbeats), so it
+ * gets only this much of the wait per poll; between polls the process is free.
+ */
+export const DB_SYNC_BUSY_TIMEOUT_MS = 10;
+
+/** Pause between polls for a held write lock (jittered ±50 % so waiting processes drift apart). */
+export const DB_LOCK_POLL_MS = 10;
+
+/**
+ * What a committed write survives. "process": a crash or kill -9 of any process (SQLite
+ * `synchronous = NORMAL` in WAL: the last commits can be lost on power loss or an OS crash).
+ * "power": also power loss (`synchronous = FULL`: every commit waits for an fsync of the WAL).
+ */
+export const DURABILITY_MODES = ["process", "power"] as const;
+export type Durability = (typeof DURABILITY_MODES)[number];
+export const DEFAULT_DURABILITY: Durability = "process";
+/** The `PRAGMA synchronous` level of each mode (SQLite reports NORMAL as 1, FULL as 2). */
+export const SYNCHRONOUS_LEVEL = { process: "NORMAL", power: "FULL" } as const satisfies Record<Durability, string>;
 
 /** A `running` run whose heartbeat is older than this is stale and may be claimed. */
 export const STALE_RUN_THRESHOLD_MS = 30_000;

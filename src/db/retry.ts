@@ -5,7 +5,7 @@
  */
 import type * as EffectModule from "effect";
 import { SmithersError } from "../errors/index.ts";
-import { DB_RETRY_METRIC, DB_RETRY_POLICY, type DbRetryPolicy } from "./constants.ts";
+import { DB_LOCK_POLL_MS, DB_RETRY_METRIC, DB_RETRY_POLICY, type DbRetryPolicy } from "./constants.ts";
 
 type Fx = typeof EffectModule;
 let fx: Fx | undefined;
@@ -42,6 +42,43 @@ export function isRetryableSqliteError(error: unknown): boolean {
   return RETRYABLE.test(error.message);
 }
 
+const BUSY = /SQLITE_BUSY|database is locked/i;
+
+/** Another connection holds the lock (as opposed to an I/O error). */
+export function isBusySqliteError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string" && code.startsWith("SQLITE_BUSY")) return true;
+  return BUSY.test(error.message);
+}
+
+/**
+ * Tries `operation` again every ~DB_LOCK_POLL_MS while another connection holds the lock, until
+ * `lockWaitMs` after `startedAt`. This is the busy timeout done asynchronously: SQLite's own busy
+ * handler sleeps with the event loop stopped, so the connection gives it only a few ms per poll.
+ */
+async function waitOutLock<T>(operation: () => Promise<T>, lockWaitMs: number, first?: { startedAt: number; error: unknown }): Promise<T> {
+  const deadline = (first?.startedAt ?? performance.now()) + lockWaitMs;
+  let last: unknown;
+  if (first) last = first.error;
+  else {
+    try {
+      return await operation();
+    } catch (error) {
+      last = error;
+    }
+  }
+  while (isBusySqliteError(last) && performance.now() < deadline) {
+    await Bun.sleep(Math.max(1, Math.min(deadline - performance.now(), DB_LOCK_POLL_MS * (0.5 + Math.random()))));
+    try {
+      return await operation();
+    } catch (error) {
+      last = error;
+    }
+  }
+  throw last;
+}
+
 /** Delay before retry number `n` (0-based): exponential from the base, capped, jittered within the cap. */
 export function retryDelayMs(n: number, policy: DbRetryPolicy, random: () => number = Math.random): number {
   const computed = Math.min(policy.baseDelayMs * 2 ** n, policy.maxDelayMs);
@@ -58,26 +95,38 @@ function retrySchedule({ Schedule, Duration, Effect }: Fx, policy: DbRetryPolicy
 
 /**
  * Runs `operation`, retrying retryable SQLite failures per `policy`; when retries run out the
- * failure becomes a `DB_WRITE_FAILED` SmithersError. Other errors pass through untouched.
+ * failure becomes a `DB_WRITE_FAILED` SmithersError. Other errors pass through untouched. Each
+ * try first waits up to `lockWaitMs` (asynchronously) for a lock another connection holds.
  */
 export async function withSqliteWriteRetry<T>(
   label: string,
   operation: () => Promise<T>,
   policy: DbRetryPolicy = DB_RETRY_POLICY,
+  lockWaitMs = 0,
 ): Promise<T> {
   // The first try runs outside Effect: nearly every write succeeds at once, and this path is hot.
+  const startedAt = performance.now();
   try {
     return await operation();
   } catch (error) {
-    if (!isRetryableSqliteError(error) || policy.retries <= 0) throw giveUp(label, error, policy);
+    let last = error;
+    if (lockWaitMs > 0 && isBusySqliteError(error)) {
+      try {
+        return await waitOutLock(operation, lockWaitMs, { startedAt, error });
+      } catch (waited) {
+        last = waited;
+      }
+    }
+    if (!isRetryableSqliteError(last) || policy.retries <= 0) throw giveUp(label, last, policy);
   }
+  const tryOnce = lockWaitMs > 0 ? () => waitOutLock(operation, lockWaitMs) : operation;
   const effect = await loadEffect();
   const { Duration, Effect, Metric } = effect;
   const firstWait = Effect.sleep(Duration.millis(retryDelayMs(0, policy)));
   const retries = Effect.retry(
     Effect.andThen(
       Metric.update(retryCounter!, 1),
-      Effect.tryPromise({ try: operation, catch: (e) => e }),
+      Effect.tryPromise({ try: tryOnce, catch: (e) => e }),
     ),
     {
       schedule: retrySchedule(effect, policy),

@@ -9,15 +9,30 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { statSync } from "node:fs";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { SmithersError } from "../errors/index.ts";
-import { DB_BUSY_TIMEOUT_MS, DB_RETRY_POLICY, WAL_CHECKPOINT_MIN_BYTES, type DbRetryPolicy } from "./constants.ts";
+import {
+  DB_BUSY_TIMEOUT_MS,
+  DB_RETRY_POLICY,
+  DB_SYNC_BUSY_TIMEOUT_MS,
+  DEFAULT_DURABILITY,
+  DURABILITY_MODES,
+  SYNCHRONOUS_LEVEL,
+  WAL_CHECKPOINT_MIN_BYTES,
+  type DbRetryPolicy,
+  type Durability,
+} from "./constants.ts";
 import { isRetryableSqliteError, withSqliteWriteRetry } from "./retry.ts";
 import { ensureSmithersTables } from "./ensure.ts";
 
 export type Drizzle = BunSQLiteDatabase<Record<string, never>> & { $client: Database };
 
 export type SmithersDbOptions = {
-  /** SQLite busy_timeout in ms (default 1000); retries take over after it. */
+  /**
+   * How long one try waits for another connection's lock, in ms (default 1000), without blocking
+   * the event loop; the retry policy takes over after it.
+   */
   busyTimeoutMs?: number;
+  /** What a commit survives: "process" (default, kill -9) or "power" (also power loss, slower). */
+  durability?: Durability;
   retryPolicy?: DbRetryPolicy;
   /** Create the `_smithers_*` tables on open (default true). */
   ensureTables?: boolean;
@@ -33,23 +48,75 @@ export class SmithersDb {
   readonly db: Drizzle;
   private readonly retryPolicy: DbRetryPolicy;
   private readonly busyTimeoutMs: number;
+  private readonly syncBusyTimeoutMs: number;
+  private mode: Durability;
+  private fullCommits = 0;
   private tail: Promise<unknown> = Promise.resolve();
   private activeTx: TxToken | null = null;
   private closed = false;
+  private closing: Promise<void> | undefined;
 
   constructor(path: string, options: SmithersDbOptions = {}) {
+    this.mode = checkDurability(options.durability ?? DEFAULT_DURABILITY);
     this.path = path;
     this.sqlite = new Database(path, { create: true });
     this.busyTimeoutMs = options.busyTimeoutMs ?? DB_BUSY_TIMEOUT_MS;
+    // SQLite's busy handler sleeps with the event loop stopped: it gets a few ms, the rest is waited asynchronously.
+    this.syncBusyTimeoutMs = Math.min(this.busyTimeoutMs, DB_SYNC_BUSY_TIMEOUT_MS);
     this.sqlite.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`);
     if (path !== ":memory:") useWal(this.sqlite);
     // After a checkpoint the next write cuts the WAL back instead of leaving it at its peak size.
     this.sqlite.exec("PRAGMA journal_size_limit = 0");
-    this.sqlite.exec("PRAGMA synchronous = NORMAL");
+    this.sqlite.exec(`PRAGMA synchronous = ${SYNCHRONOUS_LEVEL[this.mode]}`);
     this.sqlite.exec("PRAGMA foreign_keys = ON");
     this.db = drizzle({ client: this.sqlite }) as Drizzle;
     this.retryPolicy = options.retryPolicy ?? DB_RETRY_POLICY;
-    if (options.ensureTables !== false) ensureSmithersTables(this.sqlite);
+    try {
+      if (options.ensureTables !== false) ensureSmithersTables(this.sqlite);
+    } finally {
+      this.sqlite.exec(`PRAGMA busy_timeout = ${this.syncBusyTimeoutMs}`);
+    }
+  }
+
+  /**
+   * Runs synchronous schema work (creating or migrating tables when a database is opened) with
+   * SQLite's busy handler given the whole busy timeout. Opening is synchronous, so a concurrent
+   * opener can only be waited for synchronously; after open, waits are asynchronous.
+   */
+  setup<T>(fn: (sqlite: Database) => T): T {
+    this.sqlite.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`);
+    try {
+      return fn(this.sqlite);
+    } finally {
+      this.sqlite.exec(`PRAGMA busy_timeout = ${this.syncBusyTimeoutMs}`);
+    }
+  }
+
+  /** What a commit on this connection survives (see DURABILITY_MODES). */
+  get durability(): Durability {
+    return this.mode;
+  }
+
+  /** Transactions committed with `synchronous = FULL` by durableTransaction (in either mode). */
+  get durableCommits(): number {
+    return this.fullCommits;
+  }
+
+  /**
+   * Switches what later commits survive. Takes its turn in the queue: SQLite refuses to change
+   * the level inside a transaction. An unknown mode is INVALID_OPTION, nothing changed.
+   */
+  setDurability(durability: Durability): Promise<void> {
+    let mode: Durability;
+    try {
+      mode = checkDurability(durability);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.enqueue(async () => {
+      this.sqlite.exec(`PRAGMA synchronous = ${SYNCHRONOUS_LEVEL[mode]}`);
+      this.mode = mode;
+    });
   }
 
   /** True when the caller runs inside this database's open transaction. */
@@ -72,13 +139,13 @@ export class SmithersDb {
   /** A read that waits its turn (so it never sees a half-done transaction). */
   read<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
     if (this.inTransaction()) return Promise.resolve().then(() => fn(this.db));
-    return this.enqueue(() => withSqliteWriteRetry(label, async () => fn(this.db), this.retryPolicy));
+    return this.enqueue(() => this.retry(label, async () => fn(this.db)));
   }
 
   /** A single write (one or more statements, autocommit), queued and retried. */
   write<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
     if (this.inTransaction()) return Promise.resolve().then(() => fn(this.db));
-    return this.enqueue(() => withSqliteWriteRetry(label, async () => fn(this.db), this.retryPolicy));
+    return this.enqueue(() => this.retry(label, async () => fn(this.db)));
   }
 
   /**
@@ -87,16 +154,30 @@ export class SmithersDb {
    * transaction is rejected with DB_NESTED_TRANSACTION.
    */
   withTransaction<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
-    if (this.inTransaction()) {
-      return Promise.reject(
-        new SmithersError(
-          "DB_NESTED_TRANSACTION",
-          `Transaction "${label}" was opened inside transaction "${this.activeTx?.label}"; SQLite has no nested transactions here`,
-          { label, outer: this.activeTx?.label },
-        ),
-      );
-    }
-    return this.enqueue(() => withSqliteWriteRetry(label, () => this.runTransaction(label, fn), this.retryPolicy));
+    if (this.inTransaction()) return Promise.reject(this.nestedError(label));
+    return this.enqueue(() => this.retry(label, () => this.runTransaction(label, fn)));
+  }
+
+  /**
+   * Like withTransaction, but the commit waits for an fsync (`synchronous = FULL`) whatever the
+   * connection's durability, so the rows survive a power cut: for records that must exist before
+   * an irreversible act (a side-effect intent). The level is switched for this one transaction
+   * inside its queue turn and restored after; SQLite cannot switch it inside an open transaction,
+   * so a call from inside one is DB_NESTED_TRANSACTION.
+   */
+  durableTransaction<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
+    if (this.inTransaction()) return Promise.reject(this.nestedError(label));
+    return this.enqueue(async () => {
+      const level = SYNCHRONOUS_LEVEL[this.mode];
+      if (level !== "FULL") this.sqlite.exec("PRAGMA synchronous = FULL");
+      try {
+        const result = await this.retry(label, () => this.runTransaction(label, fn));
+        this.fullCommits++;
+        return result;
+      } finally {
+        if (level !== "FULL") this.sqlite.exec(`PRAGMA synchronous = ${level}`);
+      }
+    });
   }
 
   /**
@@ -122,15 +203,33 @@ export class SmithersDb {
       } catch {
         // a busy or failed checkpoint loses nothing: the WAL stays valid and is folded in later
       } finally {
-        this.sqlite.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`);
+        this.sqlite.exec(`PRAGMA busy_timeout = ${this.syncBusyTimeoutMs}`);
       }
     });
   }
 
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.sqlite.close();
+  /**
+   * Refuses new work at once (DB_CLOSED), lets the work already queued finish, then closes the
+   * connection. Resolves when it is closed; calling it again returns the same promise.
+   */
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.closed = true;
+      this.closing = this.tail.then(() => this.sqlite.close());
+    }
+    return this.closing;
+  }
+
+  private retry<T>(label: string, operation: () => Promise<T>): Promise<T> {
+    return withSqliteWriteRetry(label, operation, this.retryPolicy, this.busyTimeoutMs);
+  }
+
+  private nestedError(label: string): SmithersError {
+    return new SmithersError(
+      "DB_NESTED_TRANSACTION",
+      `Transaction "${label}" was opened inside transaction "${this.activeTx?.label}"; SQLite has no nested transactions here`,
+      { label, outer: this.activeTx?.label },
+    );
   }
 
   private async runTransaction<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
@@ -142,12 +241,19 @@ export class SmithersDb {
       result = await txContext.run(token, () => fn(this.db));
       this.sqlite.exec("COMMIT");
     } catch (error) {
-      for (const hook of token.onRollback) hook();
+      // Roll back before the hooks: a hook that throws must not leave the connection in a transaction.
       if (this.sqlite.inTransaction) {
         try {
           this.sqlite.exec("ROLLBACK");
         } catch {
           // the original error matters more than a failed rollback
+        }
+      }
+      for (const hook of token.onRollback) {
+        try {
+          hook();
+        } catch {
+          // the caller sees the error that rolled the transaction back, not a hook's
         }
       }
       throw error;
@@ -185,6 +291,15 @@ function useWal(sqlite: Database): void {
       Bun.sleepSync(5 + attempt * 5);
     }
   }
+}
+
+/** Rejects a durability mode that is not one of DURABILITY_MODES with INVALID_OPTION. */
+export function checkDurability(value: unknown): Durability {
+  if ((DURABILITY_MODES as readonly unknown[]).includes(value)) return value as Durability;
+  throw new SmithersError("INVALID_OPTION", `durability must be one of ${DURABILITY_MODES.map((m) => `"${m}"`).join(", ")}, got ${typeof value === "string" ? `"${value}"` : String(value)}`, {
+    option: "durability",
+    value,
+  });
 }
 
 /** Opens (creating if needed) a Smithers database with WAL, busy timeout and foreign keys. */

@@ -4,6 +4,7 @@
  */
 import { heartbeatRun } from "../db/adapters/runs.ts";
 import { SmithersError } from "../errors/index.ts";
+import { checkDurability, type Durability } from "../db/index.ts";
 import { EventBus, openEventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
 import { ACTIVE_OWNERS, newOwnerId, setupRun } from "./run-setup.ts";
@@ -36,6 +37,11 @@ export type RunOptions = {
   abandonSignal?: AbortSignal;
   /** When frames are stored whole instead of as deltas (default: adaptive, on multiples of 50). */
   keyframes?: Partial<KeyframePolicy>;
+  /**
+   * What this run's commits survive: "process" (kill -9) or "power" (also power loss). Default:
+   * the database's (createSmithers' `durability`, else "process"); an open database is switched.
+   */
+  durability?: Durability;
 };
 
 /**
@@ -46,10 +52,12 @@ export type RunOptions = {
 export async function runWorkflow(workflow: SmithersWorkflow, options: RunOptions = {}): Promise<RunResult> {
   const { graceMs } = options;
   if (graceMs !== undefined && !(typeof graceMs === "number" && graceMs >= 0)) {
-    throw new SmithersError("USAGE", `graceMs must be a number of milliseconds >= 0 (or Infinity), got ${String(graceMs)}`);
+    throw new SmithersError("INVALID_OPTION", `graceMs must be a number of milliseconds >= 0 (or Infinity), got ${String(graceMs)}`);
   }
   const now = () => Date.now();
+  const durability = options.durability === undefined ? undefined : checkDurability(options.durability);
   const db = workflow.dbFor(options.dbPath);
+  if (durability !== undefined && db.durability !== durability) await db.setDurability(durability);
   const ownerId = options.ownerId ?? newOwnerId();
   ACTIVE_OWNERS.add(ownerId); // before the owner id is written, so a same-process resume sees it alive
   try {

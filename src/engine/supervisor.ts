@@ -4,7 +4,7 @@
  * A run it cannot resume (no workflow file, a file that no longer loads) has its claim released,
  * so another supervisor, or a person, can take it.
  */
-import { runs, type SmithersDb } from "../db/index.ts";
+import { runs, type Durability, type SmithersDb } from "../db/index.ts";
 import { STALE_RUN_THRESHOLD_MS } from "../db/constants.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { SmithersEvent } from "./events.ts";
@@ -21,6 +21,8 @@ export type SuperviseOptions = {
   resolveWorkflow?: (run: runs.RunRow) => SmithersWorkflow | undefined | Promise<SmithersWorkflow | undefined>;
   now?: () => number;
   onEvent?: (event: SmithersEvent) => void;
+  /** The durability resumed runs commit with (see RunOptions.durability). */
+  durability?: Durability;
 };
 
 export type SuperviseOutcome =
@@ -59,7 +61,7 @@ async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): P
   };
   if (!workflow) return release(reason);
   try {
-    const result = await runWorkflow(workflow, { runId: run.runId, resume: true, dbPath: o.db.path, ownerId: claimOwnerId, onEvent: o.onEvent });
+    const result = await runWorkflow(workflow, { runId: run.runId, resume: true, dbPath: o.db.path, ownerId: claimOwnerId, onEvent: o.onEvent, durability: o.durability });
     return { runId: run.runId, action: "resumed", result };
   } catch (error) {
     return release(error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error));

@@ -5,7 +5,7 @@
 import { resolve } from "node:path";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { z } from "zod";
-import { openSmithersDb, type Drizzle, type SmithersDb } from "../db/index.ts";
+import { checkDurability, openSmithersDb, type Drizzle, type Durability, type SmithersDb } from "../db/index.ts";
 import { migrateOutputTables, OutputRegistry, type MigrationReport } from "../db/output-tables.ts";
 import * as components from "../jsx/components.ts";
 import type { SmithersNode } from "../jsx/index.ts";
@@ -31,6 +31,8 @@ export type CreateSmithersOptions = {
   dbPath?: string;
   /** Called with the migration report when a table's type changed or a column was dropped from a schema. */
   onSchemaDrift?: (report: MigrationReport) => void;
+  /** What a commit survives: "process" (default: kill -9) or "power" (also power loss, slower commits). */
+  durability?: Durability;
 };
 
 function warnDrift(report: MigrationReport): void {
@@ -51,6 +53,7 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
   const registry = new OutputRegistry(schemas);
   const databases = new Map<string, SmithersDb>();
   const reportDrift = options.onSchemaDrift ?? warnDrift;
+  const durability = options.durability === undefined ? undefined : checkDurability(options.durability);
   // SMITHERS_DB_PATH (set by `smithers up --db`) wins, so a CLI user can point any workflow elsewhere.
   const defaultPath = process.env.SMITHERS_DB_PATH || options.dbPath || DEFAULT_DB_PATH;
 
@@ -58,8 +61,8 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
     const key = path === ":memory:" ? path : resolve(path);
     let db = databases.get(key);
     if (!db) {
-      db = openSmithersDb(path);
-      const report = migrateOutputTables(db.sqlite, [registry.input, ...registry.all()]);
+      db = openSmithersDb(path, { durability });
+      const report = db.setup((sqlite) => migrateOutputTables(sqlite, [registry.input, ...registry.all()]));
       if (report.typeChanges.length > 0 || report.removed.length > 0) reportDrift(report);
       databases.set(key, db);
     }

@@ -35,8 +35,8 @@ export function forEachBackend(body: (db: () => SmithersDb, backend: Backend) =>
       beforeEach(() => {
         current = new SmithersDb(backend.path(), options);
       });
-      afterEach(() => {
-        current?.close();
+      afterEach(async () => {
+        await current?.close();
         current = undefined;
         removeTempDirs();
       });

@@ -11,7 +11,7 @@ import { SmithersError } from "../../src/errors/index.ts";
 import { removeTempDirs, tempDbPath } from "./backends.ts";
 
 const event = { runId: "r1", timestampMs: 1, type: "RunStarted", payloadJson: "{}" };
-const closers: (() => void)[] = [];
+const closers: (() => Promise<void>)[] = [];
 
 function lockedDatabase(): { db: SmithersDb; locker: Database } {
   const path = tempDbPath();
@@ -19,16 +19,16 @@ function lockedDatabase(): { db: SmithersDb; locker: Database } {
   const locker = new Database(path);
   locker.exec("PRAGMA busy_timeout = 0");
   locker.exec("BEGIN IMMEDIATE");
-  closers.push(() => {
+  closers.push(async () => {
     if (locker.inTransaction) locker.exec("ROLLBACK");
     locker.close();
-    db.close();
+    await db.close();
   });
   return { db, locker };
 }
 
-afterEach(() => {
-  for (const close of closers.splice(0)) close();
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
   removeTempDirs();
 });
 

@@ -77,7 +77,7 @@ describe("internalTables", () => {
       );
       expect(scans).toEqual([]);
     } finally {
-      db.close();
+      await db.close();
     }
   });
 });

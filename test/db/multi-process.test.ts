@@ -63,7 +63,7 @@ describe("SmithersDb", () => {
       heartbeatAtMs: 0,
       runtimeOwnerId: "dead-owner",
     });
-    setup.close();
+    await setup.close();
 
     const summaries = await runWorkers(path, EVENTS, SIGNALS);
     expect(summaries.filter((s) => s.claimed)).toHaveLength(1);
@@ -83,7 +83,7 @@ describe("SmithersDb", () => {
       expect(new Set(signals.map((s) => s.payloadJson)).size).toBe(signals.length);
       for (const [runId, seqs] of seqsByRun(signals)) expect({ runId, seqs }).toEqual({ runId, seqs: range(seqs.length) });
     } finally {
-      db.close();
+      await db.close();
     }
   });
 
@@ -97,7 +97,7 @@ describe("SmithersDb", () => {
       expect(events).toHaveLength(WORKERS * 30);
       for (const [runId, seqs] of seqsByRun(events)) expect({ runId, seqs }).toEqual({ runId, seqs: range(40) });
     } finally {
-      db.close();
+      await db.close();
     }
   });
 });

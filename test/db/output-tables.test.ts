@@ -44,8 +44,8 @@ function memoryDb(): SmithersDb {
   opened.push(sdb);
   return sdb;
 }
-afterEach(() => {
-  for (const sdb of opened.splice(0)) sdb.close();
+afterEach(async () => {
+  for (const sdb of opened.splice(0)) await sdb.close();
 });
 
 describe("OutputRegistry", () => {

@@ -148,8 +148,8 @@ forEachBackend((db) => {
 
 describe("claimRunForResume", () => {
   const opened: SmithersDb[] = [];
-  afterEach(() => {
-    for (const db of opened.splice(0)) db.close();
+  afterEach(async () => {
+    for (const db of opened.splice(0)) await db.close();
     removeTempDirs();
   });
 

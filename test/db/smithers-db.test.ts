@@ -103,6 +103,33 @@ forEachBackend((db) => {
       expect(cronIds(db().db)).toEqual(["c"]);
     });
 
+    test("a rollback hook that throws still lets the transaction roll back, the other hooks run, and the caller sees the original error", async () => {
+      const ran: string[] = [];
+      const error = await rejection(
+        db().withTransaction("tx", (d) => {
+          insertCron(d, "a");
+          db().afterTransaction(
+            () => ran.push("commit"),
+            () => {
+              ran.push("throwing hook");
+              throw new Error("hook failed");
+            },
+          );
+          db().afterTransaction(
+            () => ran.push("commit"),
+            () => ran.push("second hook"),
+          );
+          throw new Error("boom");
+        }),
+      );
+      expect((error as Error).message).toBe("boom");
+      expect(ran).toEqual(["throwing hook", "second hook"]);
+      expect(db().sqlite.inTransaction).toBe(false);
+      expect(cronCount(db().db)).toBe(0);
+      await db().withTransaction("next", (d) => insertCron(d, "c"));
+      expect(cronIds(db().db)).toEqual(["c"]);
+    });
+
     test("a nested transaction is rejected with DB_NESTED_TRANSACTION and the outer one still commits", async () => {
       let nested: unknown;
       await db().withTransaction("outer", async (d) => {
@@ -136,8 +163,36 @@ forEachBackend((db) => {
 
   describe("SmithersDb.close", () => {
     test("work issued after close fails with DB_CLOSED", async () => {
-      db().close();
+      await db().close();
       expect(SmithersError.is(await rejection(db().read("r", () => 1)), "DB_CLOSED")).toBe(true);
+    });
+
+    test("work queued before close finishes, close resolves after it, and work issued after close is refused at once", async () => {
+      const gate = deferred();
+      const first = db().write("slow", async (d) => {
+        await gate.promise;
+        insertCron(d, "a");
+      });
+      const tx = db().withTransaction("queued", (d) => insertCron(d, "b"));
+      const seen = db().read("queued read", (d) => cronIds(d));
+      let closed = false;
+      const closing = db()
+        .close()
+        .then(() => {
+          closed = true;
+        });
+      const late = rejection(db().write("late", (d) => insertCron(d, "c")));
+      await Bun.sleep(5);
+      // refused while the queue is still held up by the slow write, which close does not cut short
+      expect(await Promise.race([late, Bun.sleep(0).then(() => "still pending")])).not.toBe("still pending");
+      expect(SmithersError.is(await late, "DB_CLOSED")).toBe(true);
+      expect(closed).toBe(false);
+      gate.resolve();
+      await Promise.all([first, tx]);
+      expect(await seen).toEqual(["a", "b"]);
+      await closing;
+      expect(closed).toBe(true);
+      expect(SmithersError.is(await rejection(db().read("after", () => 1)), "DB_CLOSED")).toBe(true);
     });
   });
 });
@@ -155,8 +210,8 @@ describe("SmithersDb", () => {
       expect(seenInside).toBe(0);
       expect(await reader.read("after", (r) => cronCount(r))).toBe(1);
     } finally {
-      writer.close();
-      reader.close();
+      await writer.close();
+      await reader.close();
       removeTempDirs();
     }
   });

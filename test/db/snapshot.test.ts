@@ -50,6 +50,6 @@ describe("loadInput", () => {
     migrateOutputTables(db.sqlite, [free.input]);
     await db.withTransaction("input", (d) => writeInput(d, free, "r1", { nested: { list: [1, 2] } }));
     expect(await loadInput(db, free, "r1")).toEqual({ nested: { list: [1, 2] } });
-    db.close();
+    await db.close();
   });
 });

@@ -163,7 +163,7 @@ describe("EventBus.flush", () => {
 
   test("rejects with DB_CLOSED when the database closed under queued events", async () => {
     const bus = new EventBus({ db, runId: "r1" });
-    db.close();
+    await db.close();
     bus.emitEventQueued(ev("A"));
     let error: unknown;
     try {

@@ -177,7 +177,7 @@ describe("frame chains through the database", () => {
       ))
         encodings.set(encoding, count);
     } finally {
-      db.close();
+      await db.close();
       clearFrameCache();
     }
     // The histories really did exercise every encoding.

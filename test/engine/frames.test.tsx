@@ -45,7 +45,7 @@ describe("frames of a run", () => {
     expect(frameHash(decodeFrameXml(rows[0]!.xml_json))).toBe(rows[0]!.xml_hash);
     const db = openSmithersDb(dbPath);
     for (const row of rows) expect(frameHash(await readFrame(db, "r", row.frame_no))).toBe(row.xml_hash);
-    db.close();
+    await db.close();
   });
 
   test("task states move through the frames: each task goes running then finished, in order", async () => {
@@ -60,7 +60,7 @@ describe("frames of a run", () => {
       ["t0=finished", "t1=finished", "t2=running"],
       ["t0=finished", "t1=finished", "t2=finished"],
     ]);
-    db.close();
+    await db.close();
   });
 
   test("a delta for one task's state change is a single set op, whatever the size of the tree", async () => {
@@ -96,7 +96,7 @@ describe("frames of a run", () => {
     expect(rows.filter((r) => r.encoding === "keyframe").length).toBeLessThan(2); // the fixed policy would write 2
     const db = openSmithersDb(dbPath);
     expect(states(await readFrame(db, "r", rows.length - 1)).every((s) => s.endsWith("=finished"))).toBe(true);
-    db.close();
+    await db.close();
   });
 
   test("readFrame rebuilds every frame across keyframes exactly as the frames were committed", async () => {
@@ -109,7 +109,7 @@ describe("frames of a run", () => {
       expect(frameHash(tree)).toBe(f.hash);
       expect(states(tree).filter((s) => s.endsWith("=finished")).length).toBe(f.frameNo);
     }
-    db.close();
+    await db.close();
   });
 });
 
@@ -129,7 +129,7 @@ describe("frames of unusual plans", () => {
     expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
     const db = openSmithersDb(dbPath);
     expect(await readFrameXml(db, "r", 0)).toBe('<workflow name="inf"><parallel><task id="a" iteration="=0" state="running" output="out" mode="static"/></parallel></workflow>');
-    db.close();
+    await db.close();
   });
 
   test("FrameChain.append refuses a delta no frame can hold, and the chain goes on unharmed", () => {
@@ -155,7 +155,7 @@ describe("readFrame", () => {
     expect((await rejection(readFrame(db, "r", 99))).code).toBe("FRAME_NOT_FOUND");
     expect((await rejection(readFrame(db, "nope", 0))).code).toBe("FRAME_NOT_FOUND");
     expect((await rejection(readFrame(db, "r", -1))).code).toBe("FRAME_NOT_FOUND");
-    db.close();
+    await db.close();
   });
 
   test("a missing link in the delta chain is FRAME_CORRUPT, not a wrong tree", async () => {
@@ -165,7 +165,7 @@ describe("readFrame", () => {
     const db = openSmithersDb(dbPath);
     expect((await rejection(readFrame(db, "r", 3))).code).toBe("FRAME_CORRUPT");
     expect(states(await readFrame(db, "r", 1))).toEqual(["t0=finished", "t1=running", "t2=pending", "t3=pending"]);
-    db.close();
+    await db.close();
   });
 
   test("a delta that was altered is caught by the hash and reported as FRAME_CORRUPT", async () => {
@@ -175,7 +175,7 @@ describe("readFrame", () => {
     const db = openSmithersDb(dbPath);
     expect((await rejection(readFrame(db, "r", 2))).code).toBe("FRAME_CORRUPT");
     expect((await rejection(readFrame(db, "r", 4))).code).toBe("FRAME_CORRUPT");
-    db.close();
+    await db.close();
   });
 
   test("a delta that is not valid JSON or has a path that does not exist is FRAME_CORRUPT", async () => {
@@ -187,7 +187,7 @@ describe("readFrame", () => {
     const db = openSmithersDb(dbPath);
     expect((await rejection(readFrame(db, "r", 1))).code).toBe("FRAME_CORRUPT");
     expect((await rejection(readFrame(db, "r", 2))).code).toBe("FRAME_CORRUPT");
-    db.close();
+    await db.close();
   });
 
   test("a full frame whose XML was damaged is FRAME_CORRUPT", async () => {
@@ -197,7 +197,7 @@ describe("readFrame", () => {
     const db = openSmithersDb(dbPath);
     expect((await rejection(readFrame(db, "r", 0))).code).toBe("FRAME_CORRUPT");
     expect((await rejection(readFrame(db, "r", 2))).code).toBe("FRAME_CORRUPT");
-    db.close();
+    await db.close();
   });
 
   test("a repeated read is served from the cache without touching the database", async () => {
@@ -208,7 +208,7 @@ describe("readFrame", () => {
     new Database(dbPath).exec("DELETE FROM _smithers_frames");
     expect(await readFrame(db, "r", 2)).toBe(first);
     expect((await rejection(readFrame(db, "r", 1))).code).toBe("FRAME_NOT_FOUND");
-    db.close();
+    await db.close();
   });
 
   test("readFrameXml gives XML that parses back to the same tree", async () => {
@@ -217,7 +217,7 @@ describe("readFrame", () => {
     const xml = await readFrameXml(db, "r", 1);
     expect(xml).toStartWith('<workflow name="seq">');
     expect(decodeFrameXml(xml)).toEqual(await readFrame(db, "r", 1));
-    db.close();
+    await db.close();
   });
 });
 

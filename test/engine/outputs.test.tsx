@@ -24,7 +24,7 @@ describe("createSmithers output tables", () => {
       </v1.Workflow>
     ));
     await runWorkflow(wf1, { input: {} });
-    v1.smithersDb.close();
+    await v1.smithersDb.close();
     const v2 = createSmithers({ report: z.object({ title: z.string(), pages: z.number().int().optional() }) }, { dbPath });
     const wf2 = v2.smithers(() => (
       <v2.Workflow name="w">
@@ -38,12 +38,12 @@ describe("createSmithers output tables", () => {
     ]);
   });
 
-  test("a type change is reported and not applied", () => {
+  test("a type change is reported and not applied", async () => {
     const dbPath = tempDbPath();
-    createSmithers({ report: z.object({ pages: z.number().int() }) }, { dbPath }).smithersDb.close();
+    await createSmithers({ report: z.object({ pages: z.number().int() }) }, { dbPath }).smithersDb.close();
     const reports: unknown[] = [];
     const v2 = createSmithers({ report: z.object({ pages: z.string() }) }, { dbPath, onSchemaDrift: (r) => reports.push(r) });
-    v2.smithersDb.close();
+    await v2.smithersDb.close();
     expect(reports).toEqual([{ created: [], added: [], removed: [], typeChanges: [{ table: "report", column: "pages", expected: "text", actual: "integer" }] }]);
     expect(sql(dbPath, "SELECT lower(type) AS type FROM pragma_table_info('report') WHERE name = 'pages'")).toEqual([{ type: "integer" }]);
   });

@@ -71,7 +71,7 @@ describe("ctx.sideEffect", () => {
     const { Workflow, Task, smithers, outputs } = createSmithers(out, { dbPath });
     const db = openSmithersDb(dbPath);
     await toolCalls.startToolCall(db, { runId: "r1", nodeId: "charge", iteration: 0, attempt: 1, toolName: "stripe", startedAtMs: 1, sideEffect: true, idempotencyKey: "r1:charge:0:stripe" });
-    db.close();
+    await db.close();
     const seen: { key: string; uncertain: boolean }[] = [];
     const wf = smithers(() => (
       <Workflow name="pay">

@@ -173,7 +173,7 @@ describe("a stopped attempt", () => {
     expect(sql(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "cancelled" }]);
   });
 
-  test("a negative or non-numeric graceMs is rejected with USAGE before anything is written", async () => {
+  test("a negative or non-numeric graceMs is rejected with INVALID_OPTION before anything is written", async () => {
     const dbPath = tempDbPath();
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ v: z.number() }) }, { dbPath });
     const wf = smithers(() => (
@@ -186,7 +186,7 @@ describe("a stopped attempt", () => {
         () => undefined,
         (e: unknown) => e as { code?: string },
       );
-      expect(error?.code).toBe("USAGE");
+      expect(error?.code).toBe("INVALID_OPTION");
     }
     expect(existsSync(dbPath)).toBe(false); // rejected before the database was even opened
   });

@@ -40,8 +40,8 @@ describe("supervise", () => {
       { node_id: "c", n: 1 },
     ]);
     expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
-    one.close();
-    two.close();
+    await one.close();
+    await two.close();
   });
 
   test("a run whose owner still heartbeats is left alone", async () => {
@@ -51,7 +51,7 @@ describe("supervise", () => {
     const db = openSmithersDb(dbPath);
     expect(await supervise({ db })).toEqual([]); // heartbeat younger than 30 s
     expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "running" }]);
-    db.close();
+    await db.close();
   });
 
   test("a claimed run whose workflow cannot be loaded is released to its previous owner", async () => {
@@ -64,7 +64,7 @@ describe("supervise", () => {
     expect(outcomes).toEqual([{ runId: "run-r", action: "released", reason: "no workflow file is recorded for this run" }]);
     const after = await runs.getRun(db, "run-r");
     expect([after?.runtimeOwnerId, after?.heartbeatAtMs, after?.status]).toEqual([before?.runtimeOwnerId, before?.heartbeatAtMs, "running"]);
-    db.close();
+    await db.close();
   });
 
   test("a claimed run whose resume rejects is released to its previous owner, and the outcome says why", async () => {

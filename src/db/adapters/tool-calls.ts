@@ -6,7 +6,7 @@
 import { and, asc, desc, eq, sql, type InferSelectModel, type SQL } from "drizzle-orm";
 import type { ToolCallStatus } from "../constants.ts";
 import { smithersToolCalls } from "../internal-schema.ts";
-import type { SmithersDb } from "../smithers-db.ts";
+import type { Drizzle, SmithersDb } from "../smithers-db.ts";
 import { immediate } from "./shared.ts";
 
 export type ToolCallRow = InferSelectModel<typeof smithersToolCalls>;
@@ -35,12 +35,15 @@ const attemptFilter = (key: AttemptKey) => [
 ];
 
 /**
- * Records the intent to call a tool and returns its seq within the attempt (0, 1, 2 …).
+ * Records the intent to call a tool and returns its seq within the attempt (0, 1, 2 …). A
+ * side-effect intent commits with a full fsync in every durability mode: the record must
+ * survive a power cut before the irreversible act it announces (so it cannot join an open
+ * transaction: DB_NESTED_TRANSACTION).
  * @example
  * const seq = await startToolCall(db, { runId, nodeId, attempt: 1, toolName: "bash", input, startedAtMs: Date.now() });
  */
 export function startToolCall(db: SmithersDb, call: ToolCallStart): Promise<number> {
-  return immediate(db, "startToolCall", (d) => {
+  const record = (d: Drizzle) => {
     const seq =
       d
         .select({ next: sql<number>`coalesce(max(${smithersToolCalls.seq}), -1) + 1` })
@@ -63,7 +66,8 @@ export function startToolCall(db: SmithersDb, call: ToolCallStart): Promise<numb
       })
       .run();
     return seq;
-  });
+  };
+  return call.sideEffect ? db.durableTransaction("startToolCall", record) : immediate(db, "startToolCall", record);
 }
 
 /** Stores the result or error of a started call; returns false if it was already finished. */

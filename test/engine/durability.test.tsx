@@ -1,0 +1,99 @@
+/** @jsxImportSource smithers */
+/** `durability` on createSmithers, runWorkflow and supervise, and side-effect intents at FULL in both modes. */
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { z } from "zod";
+import { createSmithers, runWorkflow } from "../../src/index.ts";
+import { openSmithersDb, type Durability, type SmithersDb } from "../../src/db/index.ts";
+import { loadWorkflowFile, supervise, type SmithersWorkflow } from "../../src/engine/index.ts";
+import { SmithersError } from "../../src/errors/index.ts";
+import { errorOf, rejection, sql, tempDbPath } from "../helpers.ts";
+import { startUntil } from "../e2e/cli-helpers.ts";
+
+const level = (db: SmithersDb) => (db.sqlite.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+const out = { charge: z.object({ receipt: z.string(), levelDuringCall: z.number().int() }) };
+
+function payWorkflow(dbPath: string, durability?: Durability) {
+  const kit = createSmithers(out, durability === undefined ? { dbPath } : { dbPath, durability });
+  const wf = kit.smithers(() => (
+    <kit.Workflow name="pay">
+      <kit.Task id="charge" output={kit.outputs.charge}>
+        {async (ctx) => {
+          // runs right after the intent was committed: the connection is back at its own level
+          const levelDuringCall = await ctx.sideEffect("stripe", () => level(kit.smithersDb));
+          return { receipt: "ok", levelDuringCall };
+        }}
+      </kit.Task>
+    </kit.Workflow>
+  ));
+  return { kit, wf };
+}
+
+describe("durability", () => {
+  test("createSmithers({ durability }) opens its database in that mode (default process)", async () => {
+    expect(level(createSmithers(out, { dbPath: tempDbPath() }).smithersDb)).toBe(1);
+    expect(level(createSmithers(out, { dbPath: tempDbPath(), durability: "process" }).smithersDb)).toBe(1);
+    expect(level(createSmithers(out, { dbPath: tempDbPath(), durability: "power" }).smithersDb)).toBe(2);
+  });
+
+  test("createSmithers with an unknown durability is INVALID_OPTION at once", () => {
+    const error = errorOf(() => createSmithers(out, { dbPath: tempDbPath(), durability: "disk" as Durability }));
+    expect(SmithersError.is(error, "INVALID_OPTION")).toBe(true);
+  });
+
+  for (const mode of ["process", "power"] as const) {
+    test(`in ${mode} mode the side-effect intent is committed at FULL and the connection then returns to its mode`, async () => {
+      const dbPath = tempDbPath();
+      const { kit, wf } = payWorkflow(dbPath, mode);
+      const result = await runWorkflow(wf, { runId: "r1" });
+      expect(result.status).toBe("finished");
+      const back = mode === "power" ? 2 : 1;
+      expect(result.output).toEqual({ receipt: "ok", levelDuringCall: back });
+      expect(kit.smithersDb.durableCommits).toBe(1);
+      expect(level(kit.smithersDb)).toBe(back);
+      expect(sql(dbPath, "SELECT status, side_effect FROM _smithers_tool_calls")).toEqual([{ status: "succeeded", side_effect: 1 }]);
+    });
+  }
+
+  test("runWorkflow({ durability }) switches a database already open in another mode", async () => {
+    const dbPath = tempDbPath();
+    const { kit, wf } = payWorkflow(dbPath);
+    expect(level(kit.smithersDb)).toBe(1);
+    const result = await runWorkflow(wf, { runId: "r1", durability: "power" });
+    expect(result.output).toEqual({ receipt: "ok", levelDuringCall: 2 });
+    expect([kit.smithersDb.durability, level(kit.smithersDb)]).toEqual(["power", 2]);
+  });
+
+  test("runWorkflow with an unknown durability rejects with INVALID_OPTION and writes nothing", async () => {
+    const dbPath = tempDbPath();
+    const { wf } = payWorkflow(dbPath);
+    const error = await rejection(runWorkflow(wf, { runId: "r1", durability: "fsync" as Durability }));
+    expect(SmithersError.is(error, "INVALID_OPTION")).toBe(true);
+    expect(existsSync(dbPath)).toBe(false);
+  });
+
+  test("supervise({ durability }) resumes a stale run in that mode", async () => {
+    const dbPath = tempDbPath();
+    const callsFile = join(dirname(dbPath), "calls.txt");
+    const args = ["up", "test/fixtures/steps.tsx", "--input", '{"label":"s"}', "--db", dbPath, "--run-id", "run-d"];
+    const proc = await startUntil(args, { STEP_B: "hang", CALLS_FILE: callsFile }, "start   b");
+    for (let i = 0; i < 500 && !(existsSync(callsFile) && readFileSync(callsFile, "utf8").includes("b\n")); i++) await Bun.sleep(10);
+    proc.kill("SIGKILL");
+    await proc.exited;
+
+    let used: SmithersDb | undefined;
+    const resolveWorkflow = async (run: { workflowPath: string | null }): Promise<SmithersWorkflow> => {
+      const wf = await loadWorkflowFile(run.workflowPath!);
+      return { ...wf, dbFor: (path?: string) => (used = wf.dbFor(path)) };
+    };
+    const db = openSmithersDb(dbPath);
+    try {
+      const outcomes = await supervise({ db, now: () => Date.now() + 60_000, resolveWorkflow, durability: "power" });
+      expect(outcomes.map((o) => [o.runId, o.action, o.action === "resumed" ? o.result.status : undefined])).toEqual([["run-d", "resumed", "finished"]]);
+      expect(level(used!)).toBe(2);
+    } finally {
+      await db.close();
+    }
+  });
+});
