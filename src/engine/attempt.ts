@@ -7,10 +7,7 @@
  */
 import { z } from "zod";
 import { generateStructured } from "../agents/index.ts";
-import type { Drizzle, SmithersDb } from "../db/index.ts";
-import { finishAttempt, insertAttempt } from "../db/adapters/attempts.ts";
-import { upsertNode } from "../db/adapters/nodes.ts";
-import { outputRowFor, writeOutputRow, type OutputTableInfo } from "../db/output-tables.ts";
+import { attempts, nodes, outputRowFor, writeOutputRow, type Drizzle, type OutputTableInfo, type SmithersDb } from "../db/index.ts";
 import { errorToJson, FatalError, RetryableError, SmithersError } from "../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
@@ -124,8 +121,8 @@ function asTaskError(a: AttemptInput, error: unknown): SmithersError {
  * Closes the attempt only while it is still `running`: if another process resumed the run and
  * abandoned this attempt meanwhile, the transaction rolls back so no stale output lands.
  */
-function closeAttempt(d: Parameters<typeof finishAttempt>[0], key: Parameters<typeof finishAttempt>[1], patch: Parameters<typeof finishAttempt>[2]): void {
-  if (finishAttempt(d, key, patch) === 0) {
+function closeAttempt(d: Parameters<typeof attempts.finishAttempt>[0], key: Parameters<typeof attempts.finishAttempt>[1], patch: Parameters<typeof attempts.finishAttempt>[2]): void {
+  if (attempts.finishAttempt(d, key, patch) === 0) {
     throw new SmithersError("RUN_OWNED", `Attempt ${key.attempt} of "${key.nodeId}" was taken over by another process`, { nodeId: key.nodeId, attempt: key.attempt });
   }
 }
@@ -133,8 +130,8 @@ function closeAttempt(d: Parameters<typeof finishAttempt>[0], key: Parameters<ty
 /** Inside the step's transaction, before the work starts: the node is running, the attempt exists. */
 export function recordStart(d: Drizzle, a: AttemptInput): void {
   const { task } = a;
-  upsertNode(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, state: "running", lastAttempt: a.attempt, updatedAtMs: a.startedAtMs, outputTable: a.info.tableName, label: task.label ?? null });
-  insertAttempt(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt, state: "running", startedAtMs: a.startedAtMs, metaJson: task.meta ? JSON.stringify(task.meta) : null });
+  nodes.upsertNode(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, state: "running", lastAttempt: a.attempt, updatedAtMs: a.startedAtMs, outputTable: a.info.tableName, label: task.label ?? null });
+  attempts.insertAttempt(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt, state: "running", startedAtMs: a.startedAtMs, metaJson: task.meta ? JSON.stringify(task.meta) : null });
 }
 
 /** Does the work (after recordStart committed) and validates it; never throws, never writes. */
@@ -183,10 +180,10 @@ export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult,
   if (result.ok) {
     closeAttempt(d, key, { state: "finished", finishedAtMs: result.finishedAtMs, responseText: result.responseText ?? null });
     writeOutputRow(d, info, key, result.data);
-    upsertNode(d, { ...node, state: "finished" });
+    nodes.upsertNode(d, { ...node, state: "finished" });
     return;
   }
   const state = outcome.kind === "cancelled" ? "cancelled" : outcome.kind === "failed" && outcome.retryable ? "pending" : "failed";
   closeAttempt(d, key, { state: outcome.kind === "cancelled" ? "cancelled" : "failed", finishedAtMs: result.finishedAtMs, errorJson: JSON.stringify(errorToJson(result.error)) });
-  upsertNode(d, { ...node, state });
+  nodes.upsertNode(d, { ...node, state });
 }

@@ -2,7 +2,7 @@
  * runWorkflow: sets a run up (or resumes it), then lets a Run execute it step by step, with a
  * heartbeat while it runs and cancellation from the caller's AbortSignal.
  */
-import { heartbeatRun } from "../db/adapters/runs.ts";
+import { runs } from "../db/index.ts";
 import { EventBus, openEventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
 import { ACTIVE_OWNERS, newOwnerId, setupRun } from "./run-setup.ts";
@@ -62,7 +62,7 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
     if (setup.alreadyFinished) return await run.readBack();
     run.emit({ type: setup.resumed ? "RunResumed" : "RunStarted", status: "running" });
     const heartbeat = setInterval(() => {
-      heartbeatRun(db, setup.runId, ownerId, now()).then(
+      runs.heartbeatRun(db, setup.runId, ownerId, now()).then(
         (owned) => owned || run.lostOwnership(),
         () => undefined, // a missed beat is harmless; the next one retries
       );

@@ -3,10 +3,8 @@
  * `tables`, the Drizzle `db`), and `smithers(build)` to wrap a build function as a workflow.
  */
 import { resolve } from "node:path";
-import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { z } from "zod";
-import { openSmithersDb, type Drizzle, type SmithersDb } from "../db/index.ts";
-import { migrateOutputTables, OutputRegistry, type MigrationReport } from "../db/output-tables.ts";
+import { migrateOutputTables, openSmithersDb, OutputRegistry, type Drizzle, type MigrationReport, type SmithersDb, type SQLiteTable } from "../db/index.ts";
 import * as components from "../jsx/components.ts";
 import type { SmithersNode } from "../jsx/index.ts";
 import type { SmithersCtx } from "./ctx.ts";

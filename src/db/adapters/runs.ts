@@ -42,7 +42,12 @@ export function runExists(d: Drizzle, runId: string): boolean {
 }
 
 export function getRun(db: SmithersDb, runId: string): Promise<RunRow | undefined> {
-  return db.read("getRun", (d) => d.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get());
+  return db.read("getRun", (d) => readRun(d, runId));
+}
+
+/** `getRun` inside the caller's transaction (under its write lock). */
+export function readRun(d: Drizzle, runId: string): RunRow | undefined {
+  return d.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get();
 }
 
 export function updateRun(db: SmithersDb, runId: string, patch: Partial<Omit<NewRunRow, "runId">>): Promise<void> {
