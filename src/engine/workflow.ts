@@ -49,8 +49,8 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
   const registry = new OutputRegistry(schemas);
   const databases = new Map<string, SmithersDb>();
   const reportDrift = options.onSchemaDrift ?? warnDrift;
-  // SMITHERS_DB_PATH (set by `smithers up --db`) wins, so a CLI user can point any workflow elsewhere.
-  const defaultPath = process.env.SMITHERS_DB_PATH || options.dbPath || DEFAULT_DB_PATH;
+  // No environment variable is read here: the CLI passes --db (or SMITHERS_DB_PATH) to runWorkflow as dbPath.
+  const defaultPath = options.dbPath || DEFAULT_DB_PATH;
 
   const dbFor = (path: string = defaultPath): SmithersDb => {
     const key = path === ":memory:" ? path : resolve(path);
