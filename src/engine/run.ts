@@ -26,7 +26,7 @@ import { render, type Plan, type PlanTask } from "../jsx/index.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
 import { buildCtx, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
-import type { SmithersEvent } from "./events.ts";
+import { runEndedEvent, type EventBody } from "./events.ts";
 import type { FrameRecorder } from "./frames.ts";
 import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
@@ -74,7 +74,7 @@ function asRunError(error: unknown): SmithersError {
 
 type Started = { task: PlanTask; tracked: TrackedNode; input: AttemptInput };
 type Ended = Started & { result: AttemptResult };
-type Event = Omit<SmithersEvent, "runId" | "timestampMs">;
+type Event = EventBody;
 
 export class Run {
   /** Work in flight (a task body running). */
@@ -474,7 +474,7 @@ export class Run {
         this.checkOwner(d);
         for (const write of writes) write(d);
         runs.setRunFields(d, runId, { status, finishedAtMs, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
-        this.emitInTransaction({ type: status === "cancelled" ? "RunCancelled" : status === "failed" ? "RunFailed" : "RunFinished", status, ...(error ? { error } : {}) });
+        this.emitInTransaction(runEndedEvent(status, error));
         this.journal(d);
       });
     } catch (cause) {
