@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { generateStructured } from "../agents/index.ts";
+import { formatZodIssues } from "../schema/index.ts";
 import { attempts, nodes, outputRowFor, writeOutputRow, type Drizzle, type OutputTableInfo, type SmithersDb } from "../db/index.ts";
 import { errorToJson, FatalError, RetryableError, SmithersError } from "../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
@@ -49,10 +50,6 @@ function shapeForTable(info: OutputTableInfo, raw: unknown): unknown {
   if (!info.payloadOnly) return raw;
   const isWrapped = typeof raw === "object" && raw !== null && !Array.isArray(raw) && Object.keys(raw).length === 1 && "payload" in raw;
   return isWrapped ? raw : { payload: raw };
-}
-
-function formatIssues(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
 }
 
 async function produce(a: AttemptInput, signal: AbortSignal): Promise<{ raw: unknown; responseText?: string }> {
@@ -141,7 +138,7 @@ export async function performAttempt(a: AttemptInput): Promise<AttemptResult> {
     const { raw, responseText } = await guarded(a, (signal) => produce(a, signal));
     const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
     if (!parsed.success) {
-      throw new SmithersError("INVALID_OUTPUT", `Task "${task.nodeId}" produced output that does not match its schema: ${formatIssues(parsed.error)}`, {
+      throw new SmithersError("INVALID_OUTPUT", `Task "${task.nodeId}" produced output that does not match its schema: ${formatZodIssues(parsed.error.issues, "; ")}`, {
         issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })),
       });
     }

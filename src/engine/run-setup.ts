@@ -17,6 +17,7 @@ import {
   type SmithersDb,
 } from "../db/index.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
+import { formatZodIssues } from "../schema/index.ts";
 import type { LoopState } from "../jsx/index.ts";
 import { nodeKey } from "../jsx/index.ts";
 import type { NodeStatus } from "./scheduler.ts";
@@ -99,7 +100,7 @@ export function validateInput(registry: OutputRegistry, input: unknown): unknown
   }
   const parsed = schema.safeParse(input ?? {});
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+    const issues = formatZodIssues(parsed.error.issues, "; ");
     throw new SmithersError("INVALID_INPUT", `Run input does not match the input schema: ${issues}`, { issues: parsed.error.issues });
   }
   return parsed.data;
