@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { checks, def, type Def, enumValues, type Schema, unwrap } from "./schema-walk.ts";
+import { checks, def, type Def, enumValues, optionalInput, type Schema, templatePattern, unwrap } from "../schema/index.ts";
 
 // A backstop only: recursion through z.lazy is caught by the `path` check first.
 const MAX_DEPTH = 24;
@@ -63,7 +63,7 @@ type Path = readonly Schema[];
 function fieldLines(shape: Record<string, Schema>, path: Path): string[] {
   return Object.entries(shape).flatMap(([key, field]) => {
     const info = unwrap(field);
-    const flags = [field._zod.optin === undefined ? "required" : "optional"];
+    const flags = [optionalInput(field) ? "optional" : "required"];
     if (info.nullable) flags.push("nullable");
     if (info.defaultValue) flags.push(`default ${JSON.stringify(info.defaultValue.value)}`);
     const described = describeCore(info.core, path);
@@ -100,7 +100,7 @@ function describeCore(schema: Schema, outer: Path): Described {
     case "enum":
       return { label: choiceLabel(enumValues(d.entries as Record<string, unknown>)), children: [] };
     case "template_literal":
-      return { label: `string matching ${String((schema._zod as { pattern?: unknown }).pattern)}`, children: [] };
+      return { label: `string matching ${String(templatePattern(schema))}`, children: [] };
     case "object": {
       const strict = d.catchall !== undefined && def(d.catchall as Schema).type === "never";
       return {

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
+import { formatIssuePath, formatZodIssues } from "../schema/index.ts";
 import { describeSchema } from "./describe-schema.ts";
 import { extractJson } from "./extract-json.ts";
 import type { Agent, AgentGenerateArgs, AgentReply, StructuredAttempt } from "./types.ts";
@@ -30,36 +31,6 @@ function retrySection(problem: string, previousText: string | undefined): string
   }
   lines.push("Reply again with a corrected JSON value that matches the schema above.");
   return `\n\n${lines.join("\n\n")}`;
-}
-
-function formatPath(path: readonly PropertyKey[]): string {
-  if (path.length === 0) return "(root)";
-  return path
-    .map((key, i) => {
-      if (typeof key === "number") return `[${key}]`;
-      const name = String(key);
-      if (!/^[A-Za-z_$][\w$]*$/.test(name)) return `[${JSON.stringify(name)}]`;
-      return i === 0 ? name : `.${name}`;
-    })
-    .join("");
-}
-
-function formatIssue(issue: z.core.$ZodIssue, prefix: readonly PropertyKey[]): string {
-  const path = [...prefix, ...issue.path];
-  let line = `${formatPath(path)}: ${issue.message}`;
-  // Zod reports a failed union as a bare "Invalid input"; the branches say what was expected.
-  if (issue.code === "invalid_union" && issue.errors.length > 0) {
-    const branches = issue.errors.map(
-      (branch, i) => `option ${i + 1}: ${branch.map((sub) => formatIssue(sub, path)).join(", ")}`,
-    );
-    line += ` (${branches.join("; ")})`;
-  }
-  return line;
-}
-
-/** Zod issues as readable lines, `path: message` each. */
-export function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string {
-  return issues.map((issue) => formatIssue(issue, [])).join("\n");
 }
 
 function jsonText(value: unknown): string {
@@ -202,7 +173,7 @@ export async function generateStructured<S extends z.ZodType>(
       }
       const problems = formatZodIssues(parsed.error.issues);
       const error = new SmithersError("INVALID_OUTPUT", `Reply does not match the schema:\n${problems}`, {
-        issues: parsed.error.issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message })),
+        issues: parsed.error.issues.map((issue) => ({ path: formatIssuePath(issue.path), message: issue.message })),
       });
       record({ ...base, text, error: errorSummary(error) });
       lastError = error;

@@ -8,7 +8,7 @@ import { parseArgs } from "node:util";
 import { loadWorkflowFile, runWorkflow, type RunResult, type SmithersEvent } from "../engine/index.ts";
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
 import { formatEvent } from "./progress.ts";
-import { EXIT, type Io, usageError, positiveInt, durabilityFlag } from "./shared.ts";
+import { dbPathOption, durabilityFlag, EXIT, type Io, usageError, positiveInt } from "./shared.ts";
 import { superviseCommand } from "./supervise.ts";
 import { framesCommand } from "./frames.ts";
 
@@ -22,7 +22,7 @@ up          runs a workflow to completion, printing a line as each task starts a
   --input JSON          run input (validated against the workflow's input schema)
   --run-id ID           id for a new run, or the run to continue with --resume
   --resume              continue run --run-id: finished tasks are kept, failed ones run again
-  --db PATH             SQLite file (default: the workflow's dbPath, else ./smithers.db)
+  --db PATH             SQLite file (default: $SMITHERS_DB_PATH, else the workflow's dbPath, else ./smithers.db)
   --max-concurrency N   cap on tasks running at once
   --grace-ms N          on Ctrl-C or a timeout, how long a task body may take to stop before its
                         attempt is recorded abandoned (default 10000); Ctrl-C twice abandons at once
@@ -32,7 +32,8 @@ supervise   resumes runs whose owner stopped heartbeating (one pass, or --watch 
   --stale-after-ms N    heartbeat age that makes a running run stale (default 30000)
   --interval-ms N       pause between passes with --watch (default 5000)
   --durability MODE     as for up, for the runs it resumes
-frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML`;
+frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
+Every --db defaults to the SMITHERS_DB_PATH environment variable when it is set.`;
 
 /** Codes that mean the caller asked for something invalid (exit 2), not that a run failed. */
 const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
@@ -83,12 +84,12 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
   const graceMs = values["grace-ms"] === "0" ? 0 : positiveInt(values["grace-ms"], "--grace-ms");
   const durability = durabilityFlag(values.durability);
   const input = parseInput(values.input);
-  if (values.db) process.env.SMITHERS_DB_PATH = values.db;
   const workflow = await loadWorkflowFile(file);
   return runWorkflow(workflow, {
     input,
     runId: values["run-id"],
     resume: values.resume,
+    dbPath: dbPathOption(values.db),
     maxConcurrency,
     graceMs,
     durability,

@@ -1,7 +1,9 @@
-import type { SmithersEvent } from "../engine/index.ts";
+import type { EventOf, SmithersEvent } from "../engine/index.ts";
 
-const where = (e: SmithersEvent) => `${e.nodeId} iter=${e.iteration ?? 0}${e.attempt === undefined ? "" : ` attempt=${e.attempt}`}`;
-const took = (e: SmithersEvent) => (e.durationMs === undefined ? "" : ` ${e.durationMs}ms`);
+type NodeEvent = EventOf<"NodeStarted" | "NodeFinished" | "NodeFailed" | "NodeRetrying" | "NodeSkipped" | "NodeCancelled">;
+
+const where = (e: NodeEvent) => `${e.nodeId} iter=${e.iteration}${"attempt" in e ? ` attempt=${e.attempt}` : ""}`;
+const took = (e: NodeEvent) => ("durationMs" in e ? ` ${e.durationMs}ms` : "");
 
 /** One progress line per task start/finish (and the other node outcomes); null for events not shown. */
 export function formatEvent(e: SmithersEvent): string | null {
@@ -11,7 +13,7 @@ export function formatEvent(e: SmithersEvent): string | null {
     case "NodeFinished":
       return `finish  ${where(e)}${took(e)}`;
     case "NodeFailed":
-      return `fail    ${where(e)}${took(e)} ${String(e.error?.code ?? "")}: ${String(e.error?.message ?? "")}`;
+      return `fail    ${where(e)}${took(e)} ${String(e.error.code ?? "")}: ${String(e.error.message ?? "")}`;
     case "NodeRetrying":
       return `retry   ${where(e)}`;
     case "NodeSkipped":

@@ -18,9 +18,14 @@ export function positiveInt(text: string | undefined, flag: string): number | un
   return n;
 }
 
+/** The database a command was pointed at: --db, else SMITHERS_DB_PATH, else undefined (the command's default). */
+export function dbPathOption(flag: string | undefined): string | undefined {
+  return flag ?? (process.env.SMITHERS_DB_PATH || undefined);
+}
+
 /** Opens an existing database for an operator command; a missing file is an error, not a new database. */
 export function openExistingDb(path: string | undefined): SmithersDb {
-  const file = path ?? (process.env.SMITHERS_DB_PATH || DEFAULT_DB_PATH);
+  const file = dbPathOption(path) ?? DEFAULT_DB_PATH;
   if (file !== ":memory:" && !existsSync(file)) {
     throw new SmithersError("RUN_NOT_FOUND", `No database at ${file} (pass --db PATH)`, { path: file });
   }

@@ -4,6 +4,9 @@ export * from "./constants.ts";
 export { ensureSmithersTables } from "./ensure.ts";
 export { dbRetries, dbRetryCount, isRetryableSqliteError, retryDelayMs, withSqliteWriteRetry } from "./retry.ts";
 export * as runs from "./adapters/runs.ts";
+export * as nodes from "./adapters/nodes.ts";
+export * as attempts from "./adapters/attempts.ts";
+export * as ralph from "./adapters/ralph.ts";
 export * as events from "./adapters/events.ts";
 export * as signals from "./adapters/signals.ts";
 export * as humanRequests from "./adapters/human-requests.ts";
@@ -16,5 +19,17 @@ export * as scorers from "./adapters/scorers.ts";
 export * as vectors from "./adapters/vectors.ts";
 export { computeSchemaSignature, hashSchemaSignature, schemaSignatureText } from "./schema-signature.ts";
 export { camelToSnake } from "./output-schema.ts";
-export { loadInput, loadOutputs, type OutputSnapshot } from "./snapshot.ts";
+export { loadInput, loadOutputs, normalizeRow, stripBookkeeping, writeInput, type OutputRow, type OutputSnapshot } from "./snapshot.ts";
+export {
+  migrateOutputTables,
+  OutputRegistry,
+  outputRowFor,
+  readOutputRow,
+  readOutputRows,
+  writeOutputRow,
+  type MigrationReport,
+  type OutputTableInfo,
+  type OutputTarget,
+} from "./output-tables.ts";
+export type { SQLiteTable } from "drizzle-orm/sqlite-core";
 export * as frames from "./adapters/frames.ts";

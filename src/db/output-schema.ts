@@ -5,6 +5,7 @@
 import { integer, primaryKey, real, sqliteTable, text, type SQLiteTable } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
+import { def as defOf, unwrap, type Schema } from "../schema/index.ts";
 
 export type ColumnKind = "text" | "integer" | "real" | "boolean" | "json" | "timestamp";
 
@@ -20,28 +21,16 @@ export function camelToSnake(name: string): string {
     .toLowerCase();
 }
 
-type Def = { type: string; innerType?: z.ZodType; in?: z.ZodType; out?: z.ZodType; values?: unknown[]; options?: z.ZodType[]; getter?: () => z.ZodType };
-
-const defOf = (schema: z.ZodType): Def => (schema as unknown as { _zod: { def: Def } })._zod.def;
-
-/** The column kind for one field, or null when the Zod type has no faithful column. */
-function kindOf(schema: z.ZodType, nullable: boolean): { kind: ColumnKind; nullable: boolean } | null {
-  const def = defOf(schema);
+/**
+ * The column kind for one field, or null when the Zod type has no faithful column. Wrappers are
+ * looked through on the output side: the stored value is what parsing produces.
+ */
+function kindOf(schema: Schema, outerNullable: boolean): { kind: ColumnKind; nullable: boolean } | null {
+  const unwrapped = unwrap(schema, "output");
+  const nullable = outerNullable || unwrapped.nullable || unwrapped.optional;
+  const core = unwrapped.core;
+  const def = defOf(core) as ReturnType<typeof defOf> & { values?: unknown[]; options?: Schema[] };
   switch (def.type) {
-    case "optional":
-    case "nullable":
-      return kindOf(def.innerType!, true);
-    case "default":
-    case "prefault":
-    case "catch":
-    case "readonly":
-    case "nonoptional":
-      return kindOf(def.innerType!, nullable);
-    case "pipe":
-      // The stored value is the pipe's output, unless the output is a bare transform (z.preprocess / .transform).
-      return defOf(def.out!).type === "transform" ? kindOf(def.in!, nullable) : kindOf(def.out!, nullable);
-    case "lazy":
-      return kindOf(def.getter!(), nullable);
     case "string":
     case "enum":
     case "template_literal":
@@ -54,7 +43,7 @@ function kindOf(schema: z.ZodType, nullable: boolean): { kind: ColumnKind; nulla
       return { kind: "json", nullable };
     }
     case "number": {
-      const format = (schema as z.ZodNumber).format;
+      const format = (core as z.ZodNumber).format;
       const isInt = format === "safeint" || format === "int32" || format === "uint32";
       return { kind: isInt ? "integer" : "real", nullable };
     }
@@ -84,13 +73,9 @@ function kindOf(schema: z.ZodType, nullable: boolean): { kind: ColumnKind; nulla
   }
 }
 
-const WRAPPERS = new Set(["optional", "nullable", "default", "prefault", "catch", "readonly", "nonoptional"]);
-
-/** The Zod type name, looking through optional/nullable/default wrappers to what they wrap. */
+/** The Zod type name, looking through wrappers (optional, nullable, default, pipe…) to what they wrap. */
 export function describeZodType(schema: z.ZodType): string {
-  let def = defOf(schema);
-  while (WRAPPERS.has(def.type) && def.innerType) def = defOf(def.innerType);
-  return def.type;
+  return defOf(unwrap(schema, "output").core).type;
 }
 
 const RESERVED_COLUMNS = new Set(["run_id", "node_id", "iteration"]);

@@ -14,6 +14,7 @@ import { camelToSnake, fieldColumns, zodToInputTable, zodToTable, type FieldColu
 import type { Drizzle } from "./smithers-db.ts";
 
 export type OutputSchema = z.ZodObject;
+/** What `output=` (and every ctx lookup) names: a Zod schema by reference, a schema key or table name, or a custom Drizzle table. */
 export type OutputTarget = OutputSchema | string | SQLiteTable;
 
 export type OutputTableInfo = {

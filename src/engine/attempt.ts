@@ -7,10 +7,8 @@
  */
 import { z } from "zod";
 import { generateStructured } from "../agents/index.ts";
-import type { Drizzle, SmithersDb } from "../db/index.ts";
-import { finishAttempt, insertAttempt } from "../db/adapters/attempts.ts";
-import { upsertNode } from "../db/adapters/nodes.ts";
-import { outputRowFor, writeOutputRow, type OutputTableInfo } from "../db/output-tables.ts";
+import { formatZodIssues } from "../schema/index.ts";
+import { attempts, nodes, outputRowFor, writeOutputRow, type Drizzle, type OutputTableInfo, type SmithersDb } from "../db/index.ts";
 import { describeThrown, errorJsonText, FatalError, RetryableError, safeStringify, SmithersError } from "../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
@@ -59,10 +57,6 @@ function shapeForTable(info: OutputTableInfo, raw: unknown): unknown {
   if (!info.payloadOnly) return raw;
   const isWrapped = typeof raw === "object" && raw !== null && !Array.isArray(raw) && Object.keys(raw).length === 1 && "payload" in raw;
   return isWrapped ? raw : { payload: raw };
-}
-
-function formatIssues(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
 }
 
 async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void): Promise<{ raw: unknown; responseText?: string }> {
@@ -123,8 +117,12 @@ function guarded<T>(a: AttemptInput, work: (signal: AbortSignal) => Promise<T>):
     }
   });
   stopped.catch(() => undefined);
-  // A body that throws synchronously is a rejected body, not a throw out of the engine.
-  const body = Promise.resolve().then(() => work(controller.signal));
+  // A body that throws synchronously is a rejected body, not a throw out of the engine; an
+  // attempt stopped before its body began never begins it.
+  const body = Promise.resolve().then(() => {
+    if (controller.signal.aborted) throw controller.signal.reason;
+    return work(controller.signal);
+  });
   const result = Promise.race([body, stopped]).finally(() => cleanups.forEach((c) => c()));
   return { result, body, isStop: (thrown) => thrown !== undefined && thrown === stopReason };
 }
@@ -141,8 +139,8 @@ function asTaskError(a: AttemptInput, error: unknown): SmithersError {
  * Closes the attempt only while it is still `running`: if another process resumed the run and
  * abandoned this attempt meanwhile, the transaction rolls back so no stale output lands.
  */
-function closeAttempt(d: Parameters<typeof finishAttempt>[0], key: Parameters<typeof finishAttempt>[1], patch: Parameters<typeof finishAttempt>[2]): void {
-  if (finishAttempt(d, key, patch) === 0) {
+function closeAttempt(d: Parameters<typeof attempts.finishAttempt>[0], key: Parameters<typeof attempts.finishAttempt>[1], patch: Parameters<typeof attempts.finishAttempt>[2]): void {
+  if (attempts.finishAttempt(d, key, patch) === 0) {
     throw new SmithersError("RUN_OWNED", `Attempt ${key.attempt} of "${key.nodeId}" was taken over by another process`, { nodeId: key.nodeId, attempt: key.attempt });
   }
 }
@@ -150,8 +148,8 @@ function closeAttempt(d: Parameters<typeof finishAttempt>[0], key: Parameters<ty
 /** Inside the step's transaction, before the work starts: the node is running, the attempt exists. */
 export function recordStart(d: Drizzle, a: AttemptInput): void {
   const { task } = a;
-  upsertNode(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, state: "running", lastAttempt: a.attempt, updatedAtMs: a.startedAtMs, outputTable: a.info.tableName, label: task.label ?? null });
-  insertAttempt(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt, state: "running", startedAtMs: a.startedAtMs, metaJson: task.meta ? safeStringify(task.meta) : null });
+  nodes.upsertNode(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, state: "running", lastAttempt: a.attempt, updatedAtMs: a.startedAtMs, outputTable: a.info.tableName, label: task.label ?? null });
+  attempts.insertAttempt(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt, state: "running", startedAtMs: a.startedAtMs, metaJson: task.meta ? safeStringify(task.meta) : null });
 }
 
 /** Starts the work (after recordStart committed); its result is validated and never throws; nothing is written. */
@@ -175,7 +173,7 @@ async function validated(a: AttemptInput, guard: Guarded<{ raw: unknown; respons
     const { raw, responseText } = await guard.result;
     const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
     if (!parsed.success) {
-      throw new SmithersError("INVALID_OUTPUT", `Task "${task.nodeId}" produced output that does not match its schema: ${formatIssues(parsed.error)}`, {
+      throw new SmithersError("INVALID_OUTPUT", `Task "${task.nodeId}" produced output that does not match its schema: ${formatZodIssues(parsed.error.issues, "; ")}`, {
         issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })),
       });
     }
@@ -224,11 +222,11 @@ export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult,
   if (result.ok) {
     closeAttempt(d, key, { state: "finished", finishedAtMs: result.finishedAtMs, responseText: result.responseText ?? null });
     writeOutputRow(d, info, key, result.data);
-    upsertNode(d, { ...node, state: "finished" });
+    nodes.upsertNode(d, { ...node, state: "finished" });
     return;
   }
   const state = outcome.kind === "cancelled" ? "cancelled" : outcome.kind === "failed" && outcome.retryable ? "pending" : "failed";
   const attemptState = result.abandoned ? "abandoned" : outcome.kind === "cancelled" ? "cancelled" : "failed";
   closeAttempt(d, key, { state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error) });
-  upsertNode(d, { ...node, state });
+  nodes.upsertNode(d, { ...node, state });
 }

@@ -3,8 +3,7 @@
  * resumed run renders exactly as the crashed one would have.
  */
 import { SmithersError } from "../errors/index.ts";
-import type { OutputRegistry, OutputTarget } from "../db/output-tables.ts";
-import { stripBookkeeping as strip, type OutputRow, type OutputSnapshot } from "../db/snapshot.ts";
+import { stripBookkeeping as strip, type OutputRegistry, type OutputRow, type OutputSnapshot, type OutputTarget } from "../db/index.ts";
 
 export type OutputLookup = { nodeId: string; iteration?: number };
 

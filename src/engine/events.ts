@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { RunStatus } from "./states.ts";
 
 /** Every event type the engine emits; `_smithers_events.type` holds one of these. */
 export const SmithersEventTypeSchema = z.enum([
@@ -22,20 +23,64 @@ export const SmithersEventTypeSchema = z.enum([
 ]);
 export type SmithersEventType = z.infer<typeof SmithersEventTypeSchema>;
 
-export type SmithersEvent = {
-  type: SmithersEventType;
-  runId: string;
-  timestampMs: number;
-  nodeId?: string;
-  iteration?: number;
-  attempt?: number;
-  durationMs?: number;
-  loopId?: string;
-  status?: string;
-  error?: Record<string, unknown>;
-  frameNo?: number;
-  encoding?: string;
-  toolName?: string;
-  /** NodeAbandoned: `process-died` (found at resume) or `body-unsettled` (ignored a stop past the grace period). */
-  reason?: string;
-};
+const T = SmithersEventTypeSchema.enum;
+
+/** An error as `errorToJson` stores it: code, message and details. */
+const ErrorJsonSchema = z.record(z.string(), z.unknown());
+
+/** `runId` and `timestampMs` are columns of `_smithers_events`; `type` too; the rest is `payload_json`. */
+const base = { runId: z.string(), timestampMs: z.number() };
+const node = { ...base, nodeId: z.string(), iteration: z.number().int() };
+const attempt = { ...node, attempt: z.number().int() };
+const variant = <K extends SmithersEventType, S extends z.ZodRawShape>(type: K, shape: S) => z.strictObject({ type: z.literal(type), ...shape });
+
+/**
+ * One schema per event type, each with exactly the fields that type carries (strict: an extra
+ * field fails), joined as a discriminated union on `type`.
+ */
+export const SmithersEventSchema = z.discriminatedUnion("type", [
+  variant(T.RunStarted, { ...base, status: z.literal("running") }),
+  variant(T.RunResumed, { ...base, status: z.literal("running") }),
+  variant(T.RunFinished, { ...base, status: z.literal("finished") }),
+  variant(T.RunFailed, { ...base, status: z.literal("failed"), error: ErrorJsonSchema }),
+  variant(T.RunCancelled, { ...base, status: z.literal("cancelled") }),
+  variant(T.NodeStarted, attempt),
+  variant(T.NodeFinished, { ...attempt, durationMs: z.number() }),
+  /** No `durationMs` when no attempt ran: a task failed for its crash loop (TASK_CRASH_LOOP) before starting again. */
+  variant(T.NodeFailed, { ...attempt, durationMs: z.number().optional(), error: ErrorJsonSchema }),
+  /** `attempt` is the attempt that will run next. */
+  variant(T.NodeRetrying, attempt),
+  variant(T.NodeSkipped, node),
+  variant(T.NodeCancelled, { ...attempt, durationMs: z.number() }),
+  /**
+   * An attempt closed without its body known to have ended: `process-died` (its process died;
+   * found at resume) or `body-unsettled` (stopped, it did not settle within the grace period and
+   * may still be running; `error` says what stopped it).
+   */
+  variant(T.NodeAbandoned, { ...attempt, reason: z.enum(["process-died", "body-unsettled"]), error: ErrorJsonSchema.optional() }),
+  variant(T.LoopAdvanced, { ...base, loopId: z.string(), iteration: z.number().int() }),
+  variant(T.LoopFinished, { ...base, loopId: z.string(), iteration: z.number().int() }),
+  variant(T.FrameCommitted, { ...base, frameNo: z.number().int(), encoding: z.enum(["full", "keyframe", "delta"]) }),
+  variant(T.ToolCallStarted, { ...attempt, toolName: z.string() }),
+  variant(T.ToolCallFinished, { ...attempt, toolName: z.string(), status: z.enum(["succeeded", "failed"]) }),
+]);
+export type SmithersEvent = z.infer<typeof SmithersEventSchema>;
+
+/** The event of one type. @example const e: EventOf<"NodeFailed"> = ...; e.error */
+export type EventOf<K extends SmithersEventType> = Extract<SmithersEvent, { type: K }>;
+
+/** `Omit` applied to each member of a union (plain `Omit` would merge the variants). */
+export type OmitEach<E, K extends PropertyKey> = E extends unknown ? Omit<E, K> : never;
+
+/** An event before the bus stamps it with the run id and the time. */
+export type EventBody = OmitEach<SmithersEvent, "runId" | "timestampMs">;
+
+/** What a task's side-effect call reports; the engine adds the node, iteration and attempt. */
+export type ToolCallReport = OmitEach<EventOf<"ToolCallStarted" | "ToolCallFinished">, "runId" | "timestampMs" | "nodeId" | "iteration" | "attempt">;
+
+/** The event a run ends with, for its final status. */
+export function runEndedEvent(status: RunStatus, error: Record<string, unknown> | undefined): EventBody {
+  if (status === "cancelled") return { type: "RunCancelled", status };
+  if (status === "failed") return { type: "RunFailed", status, error: error ?? {} };
+  return { type: "RunFinished", status: "finished" };
+}

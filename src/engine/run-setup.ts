@@ -2,18 +2,22 @@
  * Starting or resuming a run: input validation and persistence, the resume checks (input
  * unchanged, previous owner gone), and the repair of what a dead or failed run left behind.
  */
-import { eq } from "drizzle-orm";
 import { hostname } from "node:os";
-import type { SmithersDb } from "../db/index.ts";
-import { abandonRunningAttempts, listAttempts } from "../db/adapters/attempts.ts";
-import { listNodes, resetNodes } from "../db/adapters/nodes.ts";
-import { listLoopStates } from "../db/adapters/ralph.ts";
-import { getRun, insertRunRow, runExists } from "../db/adapters/runs.ts";
-import { STALE_RUN_THRESHOLD_MS } from "../db/constants.ts";
-import type { OutputRegistry } from "../db/output-tables.ts";
-import { loadInput, loadOutputs, writeInput, type OutputSnapshot } from "../db/snapshot.ts";
-import { smithersRuns } from "../db/internal-schema.ts";
+import {
+  attempts as attemptRows,
+  loadInput,
+  loadOutputs,
+  nodes as nodeRows,
+  ralph,
+  runs,
+  STALE_RUN_THRESHOLD_MS,
+  writeInput,
+  type OutputRegistry,
+  type OutputSnapshot,
+  type SmithersDb,
+} from "../db/index.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
+import { formatZodIssues } from "../schema/index.ts";
 import type { LoopState } from "../jsx/index.ts";
 import { nodeKey } from "../jsx/index.ts";
 import type { NodeStatus } from "./scheduler.ts";
@@ -100,7 +104,7 @@ export function validateInput(registry: OutputRegistry, input: unknown): unknown
   }
   const parsed = schema.safeParse(input ?? {});
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+    const issues = formatZodIssues(parsed.error.issues, "; ");
     throw new SmithersError("INVALID_INPUT", `Run input does not match the input schema: ${issues}`, { issues: parsed.error.issues });
   }
   return parsed.data;
@@ -121,7 +125,7 @@ export type SetupOptions = {
 type Abandoned = RunSetup["abandoned"];
 
 async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unknown; freshBudget: boolean; finished?: boolean; abandoned: Abandoned }> {
-  const run = await getRun(o.db, runId);
+  const run = await runs.getRun(o.db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" to resume in ${o.db.path}`, { runId });
   const stored = await loadInput(o.db, o.registry, runId);
   if (o.input !== undefined && hashInput(validateInput(o.registry, o.input)) !== run.inputHash) {
@@ -133,7 +137,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unkno
   let abandonedNow: Abandoned = [];
   const outcome = await o.db.withTransaction("resumeRun", (d): "finished" | "retry" | "continue" => {
     // Ownership is judged under the write lock, so two processes resuming at once cannot both win.
-    const current = d.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get() ?? run;
+    const current = runs.readRun(d, runId) ?? run;
     if (current.status === "finished") return "finished"; // finished meanwhile by its owner: only read it back
     // A supervisor that won the claim already wrote its own owner id: that is this caller.
     const claimedByCaller = current.runtimeOwnerId === o.ownerId;
@@ -141,12 +145,9 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unkno
       throw new SmithersError("RUN_STILL_RUNNING", `Run "${runId}" is still running in process ${current.runtimeOwnerId}`, { runId, owner: current.runtimeOwnerId });
     }
     const retry = current.status === "failed" || current.status === "cancelled";
-    abandonedNow = abandonRunningAttempts(d, runId, o.nowMs, abandoned);
-    resetNodes(d, runId, retry ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
-    d.update(smithersRuns)
-      .set({ status: "running", runtimeOwnerId: o.ownerId, heartbeatAtMs: o.nowMs, finishedAtMs: null, errorJson: null })
-      .where(eq(smithersRuns.runId, runId))
-      .run();
+    abandonedNow = attemptRows.abandonRunningAttempts(d, runId, o.nowMs, abandoned);
+    nodeRows.resetNodes(d, runId, retry ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
+    runs.setRunFields(d, runId, { status: "running", runtimeOwnerId: o.ownerId, heartbeatAtMs: o.nowMs, finishedAtMs: null, errorJson: null });
     return retry ? "retry" : "continue";
   });
   return { input: stored, freshBudget: outcome === "retry", finished: outcome === "finished", abandoned: abandonedNow };
@@ -156,10 +157,10 @@ async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
   const input = validateInput(o.registry, o.input);
   await o.db.withTransaction("startRun", (d) => {
     // Checked under the write lock, so two processes starting the same run id cannot both pass.
-    if (runExists(d, runId)) {
+    if (runs.runExists(d, runId)) {
       throw new SmithersError("RUN_EXISTS", `Run "${runId}" already exists; pass resume to continue it`, { runId });
     }
-    insertRunRow(d, {
+    runs.insertRunRow(d, {
       runId,
       workflowName: o.workflowName,
       workflowPath: o.workflowPath ?? null,
@@ -198,7 +199,7 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const { input, freshBudget, finished, abandoned } = resumed ? await resumeRun(o, runId) : { input: await startRun(o, runId), freshBudget: false, finished: false, abandoned: [] };
   // A run created just now has no nodes, attempts, loops or outputs to load.
   const [nodes, attempts, loopRows, snapshot] = resumed
-    ? await Promise.all([listNodes(o.db, runId), listAttempts(o.db, runId), listLoopStates(o.db, runId), loadOutputs(o.db, o.registry, runId)])
+    ? await Promise.all([nodeRows.listNodes(o.db, runId), attemptRows.listAttempts(o.db, runId), ralph.listLoopStates(o.db, runId), loadOutputs(o.db, o.registry, runId)])
     : [[], [], [], emptySnapshot(o.registry)];
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) {

@@ -2,9 +2,8 @@
  * runWorkflow: sets a run up (or resumes it), then lets a Run execute it step by step, with a
  * heartbeat while it runs and cancellation from the caller's AbortSignal.
  */
-import { heartbeatRun } from "../db/adapters/runs.ts";
+import { checkDurability, runs, type Durability } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
-import { checkDurability, type Durability } from "../db/index.ts";
 import { EventBus, openEventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
 import { ACTIVE_OWNERS, newOwnerId, setupRun } from "./run-setup.ts";
@@ -84,7 +83,7 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
     run.emit({ type: setup.resumed ? "RunResumed" : "RunStarted", status: "running" });
     for (const a of setup.abandoned) run.emit({ type: "NodeAbandoned", ...a, reason: "process-died" });
     const heartbeat = setInterval(() => {
-      heartbeatRun(db, setup.runId, ownerId, now()).then(
+      runs.heartbeatRun(db, setup.runId, ownerId, now()).then(
         (owned) => owned || run.lostOwnership(),
         () => undefined, // a missed beat is harmless; the next one retries
       );

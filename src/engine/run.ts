@@ -7,19 +7,27 @@
  * what the step writes; a crash loses at most the step in flight, which resume repairs. The
  * step that finds the run over commits with the run's final status.
  */
-import { frames as frameRows, type Drizzle, type SmithersDb } from "../db/index.ts";
-import { setLoopState } from "../db/adapters/ralph.ts";
-import { upsertNode } from "../db/adapters/nodes.ts";
-import { ownsRun, setRunFields } from "../db/adapters/runs.ts";
-import { readOutputRow, readOutputRows, type OutputTableInfo } from "../db/output-tables.ts";
-import { normalizeRow, stripBookkeeping as strip, type OutputRow } from "../db/snapshot.ts";
+import {
+  attempts as attemptRows,
+  frames as frameRows,
+  nodes,
+  normalizeRow,
+  ralph,
+  readOutputRow,
+  readOutputRows,
+  runs,
+  stripBookkeeping as strip,
+  type Drizzle,
+  type OutputRow,
+  type OutputTableInfo,
+  type SmithersDb,
+} from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, SmithersError } from "../errors/index.ts";
 import { render, type Plan, type PlanTask } from "../jsx/index.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
-import { failRunningWork } from "../db/adapters/attempts.ts";
 import { buildCtx, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
-import type { SmithersEvent } from "./events.ts";
+import { runEndedEvent, type EventBody } from "./events.ts";
 import type { FrameRecorder } from "./frames.ts";
 import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
@@ -82,7 +90,7 @@ export function asRunError(error: unknown): SmithersError {
 
 type Started = { task: PlanTask; tracked: TrackedNode; input: AttemptInput };
 type Ended = Started & { result: AttemptResult };
-type Event = Omit<SmithersEvent, "runId" | "timestampMs">;
+type Event = EventBody;
 
 export class Run {
   /** Work in flight (a task body running). */
@@ -140,7 +148,7 @@ export class Run {
 
   /** First in every transaction of the run: RUN_OWNED (and nothing written) once another process owns it. */
   private checkOwner(d: Drizzle): void {
-    if (!ownsRun(d, this.s.runId, this.s.ownerId)) {
+    if (!runs.ownsRun(d, this.s.runId, this.s.ownerId)) {
       throw new SmithersError("RUN_OWNED", `Run "${this.s.runId}" was taken over by another process`, { runId: this.s.runId });
     }
   }
@@ -435,7 +443,7 @@ export class Run {
         const { task } = action;
         const info = this.resolve(task);
         writes.push((d) => {
-          upsertNode(d, { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration, state: "skipped", updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null });
+          nodes.upsertNode(d, { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration, state: "skipped", updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null });
           this.emitInTransaction({ type: "NodeSkipped", nodeId: task.nodeId, iteration: task.iteration });
         });
         this.tracked(task).state = "skipped";
@@ -448,7 +456,7 @@ export class Run {
         const state = action.type === "advance-loop" ? { iteration: loop.iteration + 1, done: false } : { iteration: loop.iteration, done: true };
         const type = action.type === "advance-loop" ? "LoopAdvanced" : "LoopFinished";
         writes.push((d) => {
-          setLoopState(d, { runId: this.s.runId, ralphId: loop.loopId, ...state, updatedAtMs: nowMs });
+          ralph.setLoopState(d, { runId: this.s.runId, ralphId: loop.loopId, ...state, updatedAtMs: nowMs });
           this.emitInTransaction({ type, loopId: loop.loopId, iteration: state.iteration });
         });
         this.s.loops.set(loop.loopId, state);
@@ -471,7 +479,7 @@ export class Run {
     this.frames.markDirty(task.key);
     const info = this.resolve(task);
     writes.push((d) => {
-      upsertNode(d, { runId: this.s.runId, ...ids, state: "failed", lastAttempt: ids.attempt, updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null });
+      nodes.upsertNode(d, { runId: this.s.runId, ...ids, state: "failed", lastAttempt: ids.attempt, updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null });
       this.emitInTransaction({ type: "NodeFailed", ...ids, error: errorSummaryJson(error) });
     });
   }
@@ -514,7 +522,7 @@ export class Run {
         const next = await this.step();
         if (!named && this.plan) {
           named = true;
-          if (this.plan.workflowName !== this.wf.name) await this.db.write("nameRun", (d) => setRunFields(d, runId, { workflowName: this.plan!.workflowName }));
+          if (this.plan.workflowName !== this.wf.name) await this.db.write("nameRun", (d) => runs.setRunFields(d, runId, { workflowName: this.plan!.workflowName }));
         }
         if (next === "done") break;
         // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting.
@@ -544,8 +552,8 @@ export class Run {
       await this.db.withTransaction("finishRun", (d) => {
         this.checkOwner(d);
         for (const write of writes) write(d);
-        setRunFields(d, runId, { status, finishedAtMs, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
-        this.emitInTransaction({ type: status === "cancelled" ? "RunCancelled" : status === "failed" ? "RunFailed" : "RunFinished", status, ...(error ? { error } : {}) });
+        runs.setRunFields(d, runId, { status, finishedAtMs, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
+        this.emitInTransaction(runEndedEvent(status, error));
         this.journal(d);
       });
     } catch (cause) {
@@ -569,8 +577,8 @@ export class Run {
     const failure = this.failure;
     await this.db.withTransaction("failRun", (d) => {
       this.checkOwner(d);
-      failRunningWork(d, runId, finishedAtMs, errorJsonText(cause));
-      setRunFields(d, runId, { status: "failed", finishedAtMs, errorJson: JSON.stringify(errorSummaryJson(failure)) });
+      attemptRows.failRunningWork(d, runId, finishedAtMs, errorJsonText(cause));
+      runs.setRunFields(d, runId, { status: "failed", finishedAtMs, errorJson: JSON.stringify(errorSummaryJson(failure)) });
       this.emitInTransaction({ type: "RunFailed", status: "failed", error: errorSummaryJson(failure) });
       this.bus.writeStagedIn(d);
     });

@@ -7,6 +7,7 @@
  */
 import { toolCalls as tools, type SmithersDb } from "../db/index.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
+import type { ToolCallReport } from "./events.ts";
 
 export type SideEffectCall = {
   /** `runId:nodeId:iteration:name`: the same on every attempt and every resume. */
@@ -26,7 +27,7 @@ export type SideEffectScope = {
   idempotencyKey: string;
   now: () => number;
   /** Told when a call is recorded, for the run's event journal. */
-  onRecorded?: (event: { type: "ToolCallStarted" | "ToolCallFinished"; toolName: string; status?: string }) => void;
+  onRecorded?: (event: ToolCallReport) => void;
   /**
    * The attempt's signal. Once the attempt is stopped (timeout, cancel) a body that ignores it
    * may still reach sideEffect while a retry runs the same key: a stopped attempt starts none.

@@ -4,8 +4,7 @@
  * A run it cannot resume (no workflow file, a file that no longer loads) has its claim released,
  * so another supervisor, or a person, can take it.
  */
-import { runs, type Durability, type SmithersDb } from "../db/index.ts";
-import { STALE_RUN_THRESHOLD_MS } from "../db/constants.ts";
+import { runs, STALE_RUN_THRESHOLD_MS, type Durability, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { SmithersEvent } from "./events.ts";
 import { newOwnerId } from "./run-setup.ts";

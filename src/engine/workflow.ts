@@ -3,10 +3,8 @@
  * `tables`, the Drizzle `db`), and `smithers(build)` to wrap a build function as a workflow.
  */
 import { resolve } from "node:path";
-import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { z } from "zod";
-import { checkDurability, openSmithersDb, type Drizzle, type Durability, type SmithersDb } from "../db/index.ts";
-import { migrateOutputTables, OutputRegistry, type MigrationReport } from "../db/output-tables.ts";
+import { checkDurability, migrateOutputTables, openSmithersDb, OutputRegistry, type Drizzle, type Durability, type MigrationReport, type SmithersDb, type SQLiteTable } from "../db/index.ts";
 import * as components from "../jsx/components.ts";
 import type { SmithersNode } from "../jsx/index.ts";
 import type { SmithersCtx } from "./ctx.ts";
@@ -54,8 +52,8 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
   const databases = new Map<string, SmithersDb>();
   const reportDrift = options.onSchemaDrift ?? warnDrift;
   const durability = options.durability === undefined ? undefined : checkDurability(options.durability);
-  // SMITHERS_DB_PATH (set by `smithers up --db`) wins, so a CLI user can point any workflow elsewhere.
-  const defaultPath = process.env.SMITHERS_DB_PATH || options.dbPath || DEFAULT_DB_PATH;
+  // No environment variable is read here: the CLI passes --db (or SMITHERS_DB_PATH) to runWorkflow as dbPath.
+  const defaultPath = options.dbPath || DEFAULT_DB_PATH;
 
   const dbFor = (path: string = defaultPath): SmithersDb => {
     const key = path === ":memory:" ? path : resolve(path);

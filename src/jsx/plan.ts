@@ -1,9 +1,10 @@
 /** The Plan: what render() produces from the element tree and the engine schedules. Plain data. */
-import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { z } from "zod";
 import type { Agent } from "../agents/index.ts";
+import type { OutputTarget } from "../db/index.ts";
 
-export type OutputTarget = z.ZodObject | string | SQLiteTable;
+// One definition, in the registry that resolves it; re-exported for the components' props.
+export type { OutputTarget };
 
 /** What a compute task's function receives. */
 export type TaskRunContext = {

@@ -381,7 +381,7 @@ describe("runWorkflow", () => {
       </Workflow>
     ));
     const seen: string[] = [];
-    const result = await runWorkflow(wf, { input: {}, onEvent: (e) => seen.push(`${e.type}:${e.nodeId ?? ""}`) });
+    const result = await runWorkflow(wf, { input: {}, onEvent: (e) => seen.push(`${e.type}:${"nodeId" in e ? e.nodeId : ""}`) });
     // One FrameCommitted per step: start a; settle a + start b; settle b (committed with the finish).
     expect(seen).toEqual(["RunStarted:", "FrameCommitted:", "NodeStarted:a", "FrameCommitted:", "NodeFinished:a", "NodeStarted:b", "FrameCommitted:", "NodeFinished:b", "RunFinished:"]);
     const rows = sql<{ seq: number; type: string }>(dbPath, "SELECT seq, type FROM _smithers_events WHERE run_id = ? ORDER BY seq", result.runId);

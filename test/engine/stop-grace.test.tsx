@@ -173,6 +173,28 @@ describe("a stopped attempt", () => {
     expect(sql(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "cancelled" }]);
   });
 
+  test("an attempt cancelled before its body began never runs the body", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ v: z.number() }) }, { dbPath });
+    const controller = new AbortController();
+    let bodies = 0;
+    const wf = smithers(() => (
+      <Workflow name="early">
+        <Task id="t" output={outputs.out}>
+          {async () => {
+            bodies++;
+            return { v: 1 };
+          }}
+        </Task>
+      </Workflow>
+    ));
+    // Listeners hear NodeStarted once its transaction committed, before the body is started.
+    const result = await runWorkflow(wf, { input: {}, signal: controller.signal, onEvent: (e) => e.type === "NodeStarted" && controller.abort() });
+    expect(result.status).toBe("cancelled");
+    expect(bodies).toBe(0);
+    expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "cancelled" }]);
+  });
+
   test("a negative or non-numeric graceMs is rejected with INVALID_OPTION before anything is written", async () => {
     const dbPath = tempDbPath();
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ v: z.number() }) }, { dbPath });

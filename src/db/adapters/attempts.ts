@@ -1,14 +1,15 @@
 /** `_smithers_attempts`: every execution attempt of every node, kept as history. */
 import { and, eq, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
-import { rawStatement } from "./shared.ts";
+import { insertSql, rawStatement, sqlNames } from "./shared.ts";
 import { smithersAttempts, smithersNodes } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
 
 export type AttemptRow = InferSelectModel<typeof smithersAttempts>;
 export type NewAttemptRow = InferInsertModel<typeof smithersAttempts>;
 
-const INSERT_RUNNING = `INSERT INTO _smithers_attempts (run_id, node_id, iteration, attempt, state, started_at_ms, meta_json)
-  VALUES (?, ?, ?, ?, ?, ?, ?)`;
+const A = sqlNames(smithersAttempts);
+
+const INSERT_RUNNING = insertSql(smithersAttempts, ["runId", "nodeId", "iteration", "attempt", "state", "startedAtMs", "metaJson"]);
 
 export function insertAttempt(d: Drizzle, row: NewAttemptRow): void {
   if (row.finishedAtMs != null || row.errorJson != null || row.responseText != null) {
@@ -18,9 +19,9 @@ export function insertAttempt(d: Drizzle, row: NewAttemptRow): void {
   rawStatement(d, INSERT_RUNNING).run(row.runId, row.nodeId, row.iteration ?? 0, row.attempt, row.state, row.startedAtMs, row.metaJson ?? null);
 }
 
-const FINISH_RUNNING = `UPDATE _smithers_attempts
-  SET state = ?, finished_at_ms = ?, error_json = ?, response_text = ?, meta_json = coalesce(?, meta_json)
-  WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt = ? AND state = 'running'`;
+const FINISH_RUNNING = `UPDATE ${A.$table}
+  SET ${A.state} = ?, ${A.finishedAtMs} = ?, ${A.errorJson} = ?, ${A.responseText} = ?, ${A.metaJson} = coalesce(?, ${A.metaJson})
+  WHERE ${A.runId} = ? AND ${A.nodeId} = ? AND ${A.iteration} = ? AND ${A.attempt} = ? AND ${A.state} = 'running'`;
 
 /** Closes a `running` attempt; returns 0 when it was not running any more (taken over). */
 export function finishAttempt(

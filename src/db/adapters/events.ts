@@ -6,7 +6,7 @@
 import { and, asc, count, eq, gt, gte, inArray, sql, type InferSelectModel, type SQL } from "drizzle-orm";
 import { smithersEvents } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
-import { immediate, rawStatement } from "./shared.ts";
+import { immediate, insertSql, rawStatement, sqlNames } from "./shared.ts";
 
 export type EventRow = InferSelectModel<typeof smithersEvents>;
 
@@ -28,9 +28,10 @@ export type EventHistoryQuery = {
 
 // Unary + keeps SQLite from walking the run's whole key range: the (time, type) index finds the
 // few candidates, whatever the statistics say.
-const FIND_DUPLICATE = "SELECT seq FROM _smithers_events WHERE +run_id = ? AND timestamp_ms = ? AND type = ? AND payload_json = ?";
-const NEXT_SEQ = "SELECT coalesce(max(seq), -1) + 1 AS next FROM _smithers_events WHERE run_id = ?";
-const INSERT_EVENT = "INSERT INTO _smithers_events (run_id, seq, timestamp_ms, type, payload_json) VALUES (?, ?, ?, ?, ?)";
+const E = sqlNames(smithersEvents);
+const FIND_DUPLICATE = `SELECT ${E.seq} AS seq FROM ${E.$table} WHERE +${E.runId} = ? AND ${E.timestampMs} = ? AND ${E.type} = ? AND ${E.payloadJson} = ?`;
+const NEXT_SEQ = `SELECT coalesce(max(${E.seq}), -1) + 1 AS next FROM ${E.$table} WHERE ${E.runId} = ?`;
+const INSERT_EVENT = insertSql(smithersEvents, ["runId", "seq", "timestampMs", "type", "payloadJson"]);
 
 /**
  * Must run inside BEGIN IMMEDIATE: holding the write lock, the MAX read once per run stays

@@ -6,7 +6,7 @@
 import { and, asc, desc, eq, gte, inArray, lte, sql, type InferSelectModel } from "drizzle-orm";
 import { smithersFrames } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
-import { rawStatement } from "./shared.ts";
+import { insertSql, rawStatement } from "./shared.ts";
 
 export type FrameRow = InferSelectModel<typeof smithersFrames>;
 export type FrameEncoding = "full" | "keyframe" | "delta";
@@ -15,7 +15,7 @@ export type FrameSummary = { frameNo: number; encoding: string; bytes: number; c
 
 const STARTS_CHAIN: FrameEncoding[] = ["full", "keyframe"];
 
-const INSERT_FRAME = "INSERT INTO _smithers_frames (run_id, frame_no, created_at_ms, xml_json, xml_hash, encoding) VALUES (?, ?, ?, ?, ?, ?)";
+const INSERT_FRAME = insertSql(smithersFrames, ["runId", "frameNo", "createdAtMs", "xmlJson", "xmlHash", "encoding"]);
 
 /** Takes the Drizzle handle so it joins the caller's transaction. */
 export function insertFrame(d: Drizzle, f: NewFrame): void {

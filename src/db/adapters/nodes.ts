@@ -1,17 +1,18 @@
 /** `_smithers_nodes`: the current state of each task node (run, node, iteration). */
 import { and, eq, inArray, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
-import { rawStatement } from "./shared.ts";
+import { insertSql, rawStatement, sqlNames } from "./shared.ts";
 import { smithersNodes } from "../internal-schema.ts";
 import { changedRows, type Drizzle, type SmithersDb } from "../smithers-db.ts";
 
 export type NodeRow = InferSelectModel<typeof smithersNodes>;
 export type NodeUpsert = InferInsertModel<typeof smithersNodes>;
 
-const UPSERT_NODE = `INSERT INTO _smithers_nodes (run_id, node_id, iteration, state, last_attempt, updated_at_ms, output_table, label)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-  ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET state = excluded.state,
-    last_attempt = coalesce(excluded.last_attempt, last_attempt), updated_at_ms = excluded.updated_at_ms,
-    output_table = excluded.output_table, label = excluded.label`;
+const N = sqlNames(smithersNodes);
+
+const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label"])}
+  ON CONFLICT (${N.runId}, ${N.nodeId}, ${N.iteration}) DO UPDATE SET ${N.state} = excluded.${N.state},
+    ${N.lastAttempt} = coalesce(excluded.${N.lastAttempt}, ${N.lastAttempt}), ${N.updatedAtMs} = excluded.${N.updatedAtMs},
+    ${N.outputTable} = excluded.${N.outputTable}, ${N.label} = excluded.${N.label}`;
 
 /**
  * Insert or update one node row (a missing lastAttempt keeps the stored one). Takes the

@@ -4,7 +4,7 @@ import { STALE_RUN_THRESHOLD_MS } from "../constants.ts";
 import { smithersRuns } from "../internal-schema.ts";
 import { type Drizzle, type SmithersDb } from "../smithers-db.ts";
 import { SmithersError } from "../../errors/index.ts";
-import { isSame, rawStatement } from "./shared.ts";
+import { isSame, rawStatement, sqlNames } from "./shared.ts";
 
 export type RunRow = InferSelectModel<typeof smithersRuns>;
 export type NewRunRow = InferInsertModel<typeof smithersRuns>;
@@ -15,6 +15,10 @@ export function insertRun(db: SmithersDb, row: NewRunRow): Promise<void> {
 
 /** Every column of `_smithers_runs` holds text or an integer, stored as given: no mapping needed. */
 const RUN_COLUMNS = getTableColumns(smithersRuns);
+const R = sqlNames(smithersRuns);
+const RUN_EXISTS = `SELECT 1 FROM ${R.$table} WHERE ${R.runId} = ?`;
+const OWNS_RUN = `SELECT 1 FROM ${R.$table} WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ?`;
+const HEARTBEAT = `UPDATE ${R.$table} SET ${R.heartbeatAtMs} = ? WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ?`;
 
 /** The set fields of `row` (undefined ones left out, as Drizzle does), as SQL column names and values. */
 function runFields(row: Partial<NewRunRow>): { names: string[]; values: (string | number | null)[] } {
@@ -24,7 +28,7 @@ function runFields(row: Partial<NewRunRow>): { names: string[]; values: (string 
     if (value === undefined) continue;
     const column = RUN_COLUMNS[field as keyof typeof RUN_COLUMNS];
     if (!column) throw new SmithersError("INVALID_INPUT", `_smithers_runs has no field "${field}"`, { field });
-    names.push(column.name);
+    names.push(R[field as keyof typeof RUN_COLUMNS]);
     values.push(value as string | number | null);
   }
   return { names, values };
@@ -33,16 +37,21 @@ function runFields(row: Partial<NewRunRow>): { names: string[]; values: (string 
 /** Inserts a run row inside the caller's transaction. */
 export function insertRunRow(d: Drizzle, row: NewRunRow): void {
   const { names, values } = runFields(row);
-  rawStatement(d, `INSERT INTO _smithers_runs (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`).run(...values);
+  rawStatement(d, `INSERT INTO ${R.$table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`).run(...values);
 }
 
 /** True when a run with this id is stored (inside the caller's transaction). */
 export function runExists(d: Drizzle, runId: string): boolean {
-  return rawStatement(d, "SELECT 1 FROM _smithers_runs WHERE run_id = ?").get(runId) !== null;
+  return rawStatement(d, RUN_EXISTS).get(runId) !== null;
 }
 
 export function getRun(db: SmithersDb, runId: string): Promise<RunRow | undefined> {
-  return db.read("getRun", (d) => d.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get());
+  return db.read("getRun", (d) => readRun(d, runId));
+}
+
+/** `getRun` inside the caller's transaction (under its write lock). */
+export function readRun(d: Drizzle, runId: string): RunRow | undefined {
+  return d.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get();
 }
 
 export function updateRun(db: SmithersDb, runId: string, patch: Partial<Omit<NewRunRow, "runId">>): Promise<void> {
@@ -55,7 +64,7 @@ export function updateRun(db: SmithersDb, runId: string, patch: Partial<Omit<New
 export function setRunFields(d: Drizzle, runId: string, patch: Partial<Omit<NewRunRow, "runId">>): void {
   const { names, values } = runFields(patch);
   if (names.length === 0) return;
-  rawStatement(d, `UPDATE _smithers_runs SET ${names.map((n) => `${n} = ?`).join(", ")} WHERE run_id = ?`).run(...values, runId);
+  rawStatement(d, `UPDATE ${R.$table} SET ${names.map((n) => `${n} = ?`).join(", ")} WHERE ${R.runId} = ?`).run(...values, runId);
 }
 
 /**
@@ -63,7 +72,7 @@ export function setRunFields(d: Drizzle, runId: string, patch: Partial<Omit<NewR
  * holds until the commit, so a process that lost the run writes nothing more to it.
  */
 export function ownsRun(d: Drizzle, runId: string, ownerId: string): boolean {
-  return rawStatement(d, "SELECT 1 FROM _smithers_runs WHERE run_id = ? AND runtime_owner_id = ?").get(runId, ownerId) !== null;
+  return rawStatement(d, OWNS_RUN).get(runId, ownerId) !== null;
 }
 
 /** Stamps the heartbeat while `ownerId` still owns the run; false means another process took it over. */
@@ -71,7 +80,7 @@ export function heartbeatRun(db: SmithersDb, runId: string, ownerId: string, now
   return db.write(
     "heartbeatRun",
     (d) =>
-      rawStatement(d, "UPDATE _smithers_runs SET heartbeat_at_ms = ? WHERE run_id = ? AND runtime_owner_id = ?").run(nowMs, runId, ownerId).changes > 0,
+      rawStatement(d, HEARTBEAT).run(nowMs, runId, ownerId).changes > 0,
   );
 }
 

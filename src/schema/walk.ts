@@ -6,25 +6,40 @@ export type Schema = z.core.$ZodType;
 export type Def = Record<string, unknown> & { type: string; checks?: readonly { _zod: { def: unknown } }[] };
 
 /** What wrappers (optional, nullable, default, pipe, lazy…) said about the schema they wrap. */
-export type Unwrapped = { core: Schema; nullable: boolean; description?: string; defaultValue?: { value: unknown } };
+export type Unwrapped = { core: Schema; nullable: boolean; optional: boolean; description?: string; defaultValue?: { value: unknown } };
+
+/**
+ * Which side of a transformation is wanted: `input` is what a value must look like to parse (an
+ * agent's reply), `output` what parsing produces (a stored column).
+ */
+export type UnwrapSide = "input" | "output";
 
 export const def = (schema: Schema): Def => schema._zod.def as unknown as Def;
 
-export function unwrap(schema: Schema): Unwrapped {
-  const out: Unwrapped = { core: schema, nullable: false };
+/** Looks through wrappers to the schema they wrap, collecting what they said on the way. */
+export function unwrap(schema: Schema, side: UnwrapSide = "input"): Unwrapped {
+  const out: Unwrapped = { core: schema, nullable: false, optional: false };
   let current = schema;
   for (;;) {
     out.description ??= z.globalRegistry.get(current)?.description;
     const d = def(current);
     let next: unknown;
     switch (d.type) {
+      case "success":
+        // z.success parses its inner schema but produces a boolean.
+        if (side === "output") {
+          out.core = current;
+          return out;
+        }
+        next = d.innerType;
+        break;
       case "nullable":
       case "optional":
       case "nonoptional":
       case "readonly":
       case "catch":
-      case "success":
         if (d.type === "nullable") out.nullable = true;
+        if (d.type === "optional") out.optional = true;
         next = d.innerType;
         break;
       case "default":
@@ -37,9 +52,10 @@ export function unwrap(schema: Schema): Unwrapped {
         next = (current._zod as { innerType?: Schema }).innerType ?? (d.getter as () => Schema)();
         break;
       case "pipe": {
-        // The reply must satisfy the input side, unless that side is a preprocess transform.
-        const input = d.in as Schema;
-        next = def(input).type === "transform" ? d.out : input;
+        // Each side is the schema on that side, unless it is a bare transform (z.preprocess on
+        // the input side, .transform() on the output side): then only the other side says anything.
+        const [wanted, other] = side === "input" ? [d.in, d.out] : [d.out, d.in];
+        next = def(wanted as Schema).type === "transform" ? other : wanted;
         break;
       }
       default:
@@ -72,3 +88,9 @@ export function enumValues(entries: Record<string, unknown>): unknown[] {
   const numeric = new Set(Object.values(entries).filter((v) => typeof v === "number").map(String));
   return Object.entries(entries).filter(([key]) => !numeric.has(key)).map(([, value]) => value);
 }
+
+/** Whether an object field may be left out of the input (optional, or with a default). */
+export const optionalInput = (schema: Schema): boolean => schema._zod.optin !== undefined;
+
+/** The regular expression a z.templateLiteral matches. */
+export const templatePattern = (schema: Schema): unknown => (schema._zod as { pattern?: unknown }).pattern;

@@ -1,0 +1,102 @@
+/** @jsxImportSource smithers */
+import { describe, expect, test } from "bun:test";
+import { z } from "zod";
+import { createSmithers, runWorkflow } from "../../src/index.ts";
+import { SmithersEventSchema, SmithersEventTypeSchema } from "../../src/engine/index.ts";
+import { sql, tempDbPath } from "../helpers.ts";
+
+type EventRow = { run_id: string; seq: number; timestamp_ms: number; type: string; payload_json: string };
+
+/** A journal row as the event it records: its columns plus its payload. */
+const asEvent = (r: EventRow) => ({ ...JSON.parse(r.payload_json), runId: r.run_id, timestampMs: r.timestamp_ms, type: r.type });
+
+const fast = { initialDelayMs: 1, maxDelayMs: 2 };
+
+describe("SmithersEventSchema", () => {
+  test("every event the engine journals, of every type, parses with the union of its type's variant", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, Sequence, Loop, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    let flaky = 0;
+    const wf = smithers((ctx) => (
+      <Workflow name="all-events">
+        <Sequence>
+          <Task id="plain" output={outputs.out}>{{ n: 1 }}</Task>
+          <Task id="skipped" output={outputs.out} skipIf>{{ n: 2 }}</Task>
+          <Task id="tools" output={outputs.out}>
+            {async (t) => {
+              await t.sideEffect("ok", () => 1);
+              await t.sideEffect("bad", () => Promise.reject(new Error("no"))).catch(() => undefined);
+              return { n: 3 };
+            }}
+          </Task>
+          <Task id="flaky" output={outputs.out} retries={1} retryPolicy={fast}>
+            {() => {
+              if (flaky++ === 0) throw new Error("first try fails");
+              return { n: 4 };
+            }}
+          </Task>
+          <Loop id="l" until={ctx.iterationCount(outputs.out, "step") >= 2} maxIterations={5}>
+            <Task id="step" output={outputs.out}>{{ n: ctx.iteration }}</Task>
+          </Loop>
+          <Task id="broken" output={outputs.out}>
+            {() => {
+              throw new Error("always");
+            }}
+          </Task>
+        </Sequence>
+      </Workflow>
+    ));
+    const failed = await runWorkflow(wf, { runId: "failing" });
+    expect(failed.status).toBe("failed");
+    expect((await runWorkflow(wf, { runId: "failing", resume: true })).status).toBe("failed");
+
+    const controller = new AbortController();
+    const hang = smithers(() => (
+      <Workflow name="hang">
+        <Task id="wait" output={outputs.out}>
+          {(t) => new Promise((_, reject) => t.signal.addEventListener("abort", () => reject(t.signal.reason)))}
+        </Task>
+      </Workflow>
+    ));
+    const cancelled = runWorkflow(hang, { runId: "cancelled", signal: controller.signal, onEvent: (e) => e.type === "NodeStarted" && controller.abort() });
+    expect((await cancelled).status).toBe("cancelled");
+
+    const deaf = smithers(() => (
+      <Workflow name="deaf">
+        <Task id="ignores" output={outputs.out} timeoutMs={5}>
+          {() => Bun.sleep(200).then(() => ({ n: 0 }))}
+        </Task>
+      </Workflow>
+    ));
+    expect((await runWorkflow(deaf, { runId: "abandoned", graceMs: 10 })).status).toBe("failed");
+
+    const easy = smithers(() => (
+      <Workflow name="easy">
+        <Task id="only" output={outputs.out}>{{ n: 0 }}</Task>
+      </Workflow>
+    ));
+    expect((await runWorkflow(easy, { runId: "finished" })).status).toBe("finished");
+
+    const rows = sql<EventRow>(dbPath, "SELECT run_id, seq, timestamp_ms, type, payload_json FROM _smithers_events ORDER BY run_id, seq");
+    const rejected = rows.flatMap((r) => {
+      const parsed = SmithersEventSchema.safeParse(asEvent(r));
+      return parsed.success ? [] : [`${r.run_id}#${r.seq} ${r.type} ${r.payload_json}: ${parsed.error.message}`];
+    });
+    expect(rejected).toEqual([]);
+    expect(new Set(rows.map((r) => r.type))).toEqual(new Set(SmithersEventTypeSchema.options));
+  });
+
+  test("a variant has exactly its fields: a NodeFailed without its error, or with a stray field, is rejected", () => {
+    const failed = { type: "NodeFailed", runId: "r", timestampMs: 1, nodeId: "a", iteration: 0, attempt: 1, durationMs: 3, error: { code: "TASK_FAILED" } };
+    expect(SmithersEventSchema.safeParse(failed).success).toBe(true);
+    const { error: _omit, ...withoutError } = failed;
+    expect(SmithersEventSchema.safeParse(withoutError).success).toBe(false);
+    expect(SmithersEventSchema.safeParse({ ...failed, loopId: "x" }).success).toBe(false);
+  });
+
+  test("checking the type narrows: a NodeFailed event has an error", () => {
+    const event = SmithersEventSchema.parse({ type: "NodeFailed", runId: "r", timestampMs: 1, nodeId: "a", iteration: 0, attempt: 1, durationMs: 3, error: { code: "X" } });
+    const code = event.type === "NodeFailed" ? event.error.code : undefined;
+    expect(code).toBe("X");
+  });
+});
