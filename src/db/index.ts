@@ -16,5 +16,5 @@ export * as scorers from "./adapters/scorers.ts";
 export * as vectors from "./adapters/vectors.ts";
 export { computeSchemaSignature, hashSchemaSignature, schemaSignatureText } from "./schema-signature.ts";
 export { camelToSnake } from "./output-schema.ts";
-export { loadInput, loadOutputs, type OutputSnapshot } from "./snapshot.ts";
+export { loadInput, loadOutputs, loadOutputKeys, readOutputKeys, readOutputRowNow, normalizeRow, type OutputKeys, type OutputRow, type OutputSnapshot } from "./snapshot.ts";
 export * as frames from "./adapters/frames.ts";

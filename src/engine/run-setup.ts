@@ -11,7 +11,7 @@ import { listLoopStates } from "../db/adapters/ralph.ts";
 import { getRun, insertRunRow, runExists } from "../db/adapters/runs.ts";
 import { STALE_RUN_THRESHOLD_MS } from "../db/constants.ts";
 import type { OutputRegistry } from "../db/output-tables.ts";
-import { loadInput, loadOutputs, writeInput, type OutputSnapshot } from "../db/snapshot.ts";
+import { loadInput, loadOutputKeys, writeInput, type OutputKeys } from "../db/snapshot.ts";
 import { smithersRuns } from "../db/internal-schema.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
 import type { LoopState } from "../jsx/index.ts";
@@ -35,7 +35,8 @@ export type RunSetup = {
   alreadyFinished: boolean;
   states: Map<string, TrackedNode>;
   loops: Map<string, LoopState>;
-  snapshot: OutputSnapshot;
+  /** Which output rows the run has (their values are read when ctx asks for them). */
+  outputKeys: OutputKeys;
 };
 
 function stableJson(value: unknown): string {
@@ -168,12 +169,6 @@ async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
   return input;
 }
 
-function emptySnapshot(registry: OutputRegistry): OutputSnapshot {
-  const snapshot: OutputSnapshot = {};
-  for (const info of registry.all()) snapshot[info.key] = snapshot[info.tableName] = [];
-  return snapshot;
-}
-
 /** Creates or resumes the run and loads everything the engine keeps in memory. */
 export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const runId = o.runId ?? crypto.randomUUID();
@@ -181,9 +176,9 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   // Resuming a failed/cancelled run gives its failed nodes a fresh retry budget; a crashed run keeps its count.
   const { input, freshBudget, finished } = resumed ? await resumeRun(o, runId) : { input: await startRun(o, runId), freshBudget: false, finished: false };
   // A run created just now has no nodes, attempts, loops or outputs to load.
-  const [nodes, attempts, loopRows, snapshot] = resumed
-    ? await Promise.all([listNodes(o.db, runId), listAttempts(o.db, runId), listLoopStates(o.db, runId), loadOutputs(o.db, o.registry, runId)])
-    : [[], [], [], emptySnapshot(o.registry)];
+  const [nodes, attempts, loopRows, outputKeys] = resumed
+    ? await Promise.all([listNodes(o.db, runId), listAttempts(o.db, runId), listLoopStates(o.db, runId), loadOutputKeys(o.db, o.registry, runId)])
+    : [[], [], [], {}];
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) {
     states.set(nodeKey(n.nodeId, n.iteration), { state: n.state as NodeState, lastAttempt: n.lastAttempt ?? 0, failures: 0 });
@@ -195,5 +190,5 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     if (a.state === "failed" && !freshBudget) tracked.failures++;
   }
   const loops = new Map(loopRows.map((r) => [r.ralphId, { iteration: r.iteration, done: r.done }]));
-  return { runId, ownerId: o.ownerId, input, resumed, alreadyFinished: Boolean(finished), states, loops, snapshot };
+  return { runId, ownerId: o.ownerId, input, resumed, alreadyFinished: Boolean(finished), states, loops, outputKeys };
 }
