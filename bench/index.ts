@@ -1,7 +1,7 @@
 /**
  * Runs the benchmarks and prints their tables. Numbers are printed, never asserted.
  *
- *   bun run bench                      # db, durability, engine, frames, resume and compare (compare installs the peer into bench/ if missing)
+ *   bun run bench                      # db, durability, engine, frames, resume, memory and compare (compare installs the peer into bench/ if missing)
  *   bun run bench compare --quick      # one bench; the flags after its name go to it
  *   bun run bench --quick              # all benches; flags go to compare
  */
@@ -10,6 +10,7 @@ import { runDbBench } from "./db/index.ts";
 import { runDurabilityBench } from "./durability/index.tsx";
 import { runEngineBench } from "./engine/index.tsx";
 import { runFramesBench } from "./frames/index.tsx";
+import { runMemoryBench } from "./memory/index.tsx";
 import { runResumeBench } from "./resume/index.tsx";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
@@ -18,6 +19,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   engine: () => runEngineBench(),
   frames: () => runFramesBench(),
   resume: () => runResumeBench(),
+  memory: () => runMemoryBench(),
   compare: (args) => runCompareBench(args),
 };
 

@@ -1,17 +1,19 @@
 /**
- * The run snapshot that rebuilds ctx: the run input and every output row of the run, each
- * table's rows indexed under both its schema key and its SQLite table name.
+ * What rebuilds ctx: the run input and the run's output rows, read whole (each table's rows under
+ * both its schema key and its SQLite table name), as keys only, or one row at a time.
  */
 import type { SQLQueryBindings } from "bun:sqlite";
-import { eq, getTableColumns } from "drizzle-orm";
+import { and, eq, getTableColumns, sql } from "drizzle-orm";
 import { getTableConfig, type SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { rawStatement } from "./adapters/shared.ts";
+import { cachedStatement, rawStatement } from "./adapters/shared.ts";
 import { quoteIdentifier } from "./ddl.ts";
-import { readOutputRows, type OutputRegistry } from "./output-tables.ts";
+import { readOutputRows, type OutputKey, type OutputRegistry, type OutputTableInfo } from "./output-tables.ts";
 import type { Drizzle, SmithersDb } from "./smithers-db.ts";
 
 export type OutputRow = Record<string, unknown> & { nodeId: string; iteration: number };
 export type OutputSnapshot = Record<string, OutputRow[]>;
+/** Which rows a run has, without their values: by table key, each row's node id and iteration. */
+export type OutputKeys = Record<string, { nodeId: string; iteration: number }[]>;
 
 function runIdColumn(registry: OutputRegistry): SQLiteColumn {
   return getTableConfig(registry.input.table).columns.find((c) => c.name === "run_id")!;
@@ -66,4 +68,37 @@ export function readOutputs(d: Drizzle, registry: OutputRegistry, runId: string)
 
 export function loadOutputs(db: SmithersDb, registry: OutputRegistry, runId: string): Promise<OutputSnapshot> {
   return db.read("loadOutputs", (d) => readOutputs(d, registry, runId));
+}
+
+/** The node id and iteration of every row of the run in this table (0 when it has no iteration column). */
+export function readOutputKeys(d: Drizzle, info: OutputTableInfo, runId: string): { nodeId: string; iteration: number }[] {
+  const iteration = info.hasIteration ? "iteration" : "0";
+  const query = `SELECT node_id AS nodeId, ${iteration} AS iteration FROM ${quoteIdentifier(info.tableName)} WHERE run_id = ?`;
+  return (rawStatement(d, query).all(runId) as { nodeId: unknown; iteration: unknown }[]).map((r) => ({
+    nodeId: String(r.nodeId),
+    iteration: typeof r.iteration === "number" ? r.iteration : 0,
+  }));
+}
+
+export function loadOutputKeys(db: SmithersDb, registry: OutputRegistry, runId: string): Promise<OutputKeys> {
+  return db.read("loadOutputKeys", (d) => Object.fromEntries(registry.all().map((info) => [info.key, readOutputKeys(d, info, runId)])));
+}
+
+/**
+ * One stored row, read synchronously (outside the queue): for ctx lookups during a render, which
+ * is synchronous. A run's output rows are written only by that run's own steps, which it awaits
+ * before rendering, so this never sees a half-done write of the row it asks for; a WAL reader
+ * does not wait for another process's writer. Prepared once per connection and table.
+ */
+export function readOutputRowNow(db: SmithersDb, info: OutputTableInfo, key: OutputKey): OutputRow | undefined {
+  const d = db.db;
+  const query = cachedStatement(d, `outputRowByKey:${info.tableName}`, () => {
+    const columns = getTableConfig(info.table).columns;
+    const column = (name: string) => columns.find((c) => c.name === name)!;
+    const parts = [eq(column("run_id"), sql.placeholder("runId")), eq(column("node_id"), sql.placeholder("nodeId"))];
+    if (info.hasIteration) parts.push(eq(column("iteration"), sql.placeholder("iteration")));
+    return d.select().from(info.table).where(and(...parts)).prepare();
+  });
+  const row = query.get({ runId: key.runId, nodeId: key.nodeId, iteration: key.iteration }) as Record<string, unknown> | undefined;
+  return row && normalizeRow(row);
 }

@@ -15,3 +15,12 @@ export const FRAME_KEYFRAME_INTERVAL = 50;
 
 /** Reconstructed frames kept in memory by readFrame. */
 export const FRAME_LRU_SIZE = 512;
+
+/** Estimated bytes of reconstructed frames kept by readFrame (see estimateBytes), whatever their number. */
+export const FRAME_LRU_BYTES = 64 * 2 ** 20;
+
+/** Output rows a run keeps in memory for ctx beyond the index of which rows exist; others are read from SQLite. */
+export const ROW_CACHE_SIZE = 1_024;
+
+/** Estimated bytes of the output rows a run keeps in memory (see estimateBytes). */
+export const ROW_CACHE_BYTES = 16 * 2 ** 20;

@@ -19,7 +19,8 @@ import {
 import { frames, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { Plan, PlanTask } from "../jsx/index.ts";
-import { FRAME_KEYFRAME_INTERVAL, FRAME_LRU_SIZE } from "./constants.ts";
+import { BoundedCache, estimateBytes, type CacheLimits, type CacheStats } from "./bounded-cache.ts";
+import { FRAME_KEYFRAME_INTERVAL, FRAME_LRU_BYTES, FRAME_LRU_SIZE } from "./constants.ts";
 
 export type KeyframePolicy = {
   /** Keyframes only ever fall on multiples of this (default 50). */
@@ -193,14 +194,13 @@ function connectionId(db: SmithersDb): number {
   return id;
 }
 
-/** Reconstructed frames, most recently used last; shared by every reader in the process. */
-const recent = new Map<string, XmlElement>();
-
-function remember(key: string, tree: XmlElement): void {
-  recent.delete(key);
-  recent.set(key, tree);
-  if (recent.size > FRAME_LRU_SIZE) recent.delete(recent.keys().next().value!);
-}
+/**
+ * Reconstructed frames, shared by every reader in the process, capped in entries and in bytes.
+ * A tree's bytes are estimated by estimateBytes: one walk over its elements and props when it
+ * enters the cache, which costs far less than the rebuild that produced it. Subtrees that
+ * successive frames share are counted in each, so the cap errs on the side of holding less.
+ */
+const recent = new BoundedCache<XmlElement>({ maxEntries: FRAME_LRU_SIZE, maxBytes: FRAME_LRU_BYTES }, estimateBytes);
 
 /**
  * Frame `frameNo` of the run as an element tree: the nearest keyframe at or before it with the
@@ -213,12 +213,9 @@ export async function readFrame(db: SmithersDb, runId: string, frameNo: number):
   if (!Number.isInteger(frameNo) || frameNo < 0) throw new SmithersError("FRAME_NOT_FOUND", `Frame numbers are integers from 0, got ${frameNo}`, { runId, frameNo });
   const key = `${connectionId(db)}\u0000${runId}\u0000${frameNo}`;
   const hit = recent.get(key);
-  if (hit) {
-    remember(key, hit);
-    return hit;
-  }
+  if (hit) return hit;
   const tree = rebuild(await frames.frameChain(db, runId, frameNo), runId, frameNo).toTree();
-  remember(key, tree);
+  recent.set(key, tree);
   return tree;
 }
 
@@ -230,4 +227,14 @@ export async function readFrameXml(db: SmithersDb, runId: string, frameNo: numbe
 /** Empties the reconstructed-frame cache (tests, or after pruning frames). */
 export function clearFrameCache(): void {
   recent.clear();
+}
+
+/** The reconstructed-frame cache's caps, what it holds now (entries, estimated bytes) and its hits and misses so far. */
+export function frameCacheStats(): CacheStats {
+  return recent.stats();
+}
+
+/** Sets the reconstructed-frame cache's caps (evicting down to them now); returns the previous caps. */
+export function setFrameCacheLimits(limits: CacheLimits): CacheLimits {
+  return recent.setLimits(limits);
 }

@@ -6,14 +6,14 @@ import { hostname } from "node:os";
 import {
   attempts as attemptRows,
   loadInput,
-  loadOutputs,
+  loadOutputKeys,
   nodes as nodeRows,
   ralph,
   runs,
   STALE_RUN_THRESHOLD_MS,
   writeInput,
+  type OutputKeys,
   type OutputRegistry,
-  type OutputSnapshot,
   type SmithersDb,
 } from "../db/index.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
@@ -41,7 +41,8 @@ export type RunSetup = {
   alreadyFinished: boolean;
   states: Map<string, TrackedNode>;
   loops: Map<string, LoopState>;
-  snapshot: OutputSnapshot;
+  /** Which output rows the run has (their values are read when ctx asks for them). */
+  outputKeys: OutputKeys;
   /** Attempts this resume found left running by a dead process and closed as `abandoned`. */
   abandoned: { nodeId: string; iteration: number; attempt: number }[];
 };
@@ -176,12 +177,6 @@ async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
   return input;
 }
 
-function emptySnapshot(registry: OutputRegistry): OutputSnapshot {
-  const snapshot: OutputSnapshot = {};
-  for (const info of registry.all()) snapshot[info.key] = snapshot[info.tableName] = [];
-  return snapshot;
-}
-
 /** An abandoned attempt's process died under it (not: its body outlived a stop's grace period). */
 function diedUnder(errorJson: string | null): boolean {
   try {
@@ -198,9 +193,9 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   // Resuming a failed/cancelled run gives its failed nodes a fresh retry budget; a crashed run keeps its count.
   const { input, freshBudget, finished, abandoned } = resumed ? await resumeRun(o, runId) : { input: await startRun(o, runId), freshBudget: false, finished: false, abandoned: [] };
   // A run created just now has no nodes, attempts, loops or outputs to load.
-  const [nodes, attempts, loopRows, snapshot] = resumed
-    ? await Promise.all([nodeRows.listNodes(o.db, runId), attemptRows.listAttempts(o.db, runId), ralph.listLoopStates(o.db, runId), loadOutputs(o.db, o.registry, runId)])
-    : [[], [], [], emptySnapshot(o.registry)];
+  const [nodes, attempts, loopRows, outputKeys] = resumed
+    ? await Promise.all([nodeRows.listNodes(o.db, runId), attemptRows.listAttempts(o.db, runId), ralph.listLoopStates(o.db, runId), loadOutputKeys(o.db, o.registry, runId)])
+    : [[], [], [], {}];
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) {
     states.set(nodeKey(n.nodeId, n.iteration), { state: n.state as NodeState, lastAttempt: n.lastAttempt ?? 0, failures: 0, abandons: 0 });
@@ -213,5 +208,5 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     if (a.state === "abandoned" && !freshBudget && diedUnder(a.errorJson)) tracked.abandons++;
   }
   const loops = new Map(loopRows.map((r) => [r.ralphId, { iteration: r.iteration, done: r.done }]));
-  return { runId, ownerId: o.ownerId, input, resumed, alreadyFinished: Boolean(finished), states, loops, snapshot, abandoned };
+  return { runId, ownerId: o.ownerId, input, resumed, alreadyFinished: Boolean(finished), states, loops, outputKeys, abandoned };
 }

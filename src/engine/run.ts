@@ -13,12 +13,12 @@ import {
   nodes,
   normalizeRow,
   ralph,
+  readOutputKeys,
   readOutputRow,
-  readOutputRows,
+  readOutputRowNow,
   runs,
   stripBookkeeping as strip,
   type Drizzle,
-  type OutputRow,
   type OutputTableInfo,
   type SmithersDb,
 } from "../db/index.ts";
@@ -106,9 +106,7 @@ export class Run {
   private renderStale = true;
   /** Ended attempts of custom tables whose stored row must be read back. */
   private readonly customRows: Ended[] = [];
-  /** Position of each output row in the snapshot, by `tableKey\0nodeId#iteration`. */
-  private readonly rowAt = new Map<string, number>();
-  /** The snapshot by node, for ctx lookups that do not scan. */
+  /** What ctx can read: which output rows exist, and the recent ones (others are read from SQLite). */
   private readonly index: OutputIndex;
   /** Carried between decide() calls: states here only move forward (see DecideMemo). */
   private readonly memo = new DecideMemo();
@@ -133,7 +131,11 @@ export class Run {
     private readonly settings: RunSettings,
     private readonly now: () => number,
   ) {
-    this.index = new OutputIndex(s.snapshot);
+    this.index = new OutputIndex((tableKey, nodeId, iteration) => {
+      const info = wf.registry.byKey.get(tableKey);
+      return info && readOutputRowNow(db, info, { runId: s.runId, nodeId, iteration });
+    });
+    for (const [tableKey, keys] of Object.entries(s.outputKeys)) for (const k of keys) this.index.addKey(tableKey, k.nodeId, k.iteration);
   }
 
   /** Stages an event: stored with the run's next transaction, heard by listeners once committed. */
@@ -187,7 +189,6 @@ export class Run {
       const ctx = buildCtx({
         runId: this.s.runId,
         input: this.s.input,
-        snapshot: this.s.snapshot,
         registry: this.wf.registry,
         iteration: this.activeIteration(),
         iterations: Object.fromEntries([...this.s.loops].map(([id, l]) => [id, l.iteration])),
@@ -206,10 +207,8 @@ export class Run {
       for (const task of plan.tasks) this.resolve(task);
       const newTables = this.wf.registry.all().slice(tablesBefore);
       for (const info of newTables) {
-        const rows = await this.db.read("loadOutputs", (d) => readOutputRows(d, info, this.s.runId).map(normalizeRow));
-        this.s.snapshot[info.key] = rows;
-        this.s.snapshot[info.tableName] = rows;
-        for (const row of rows) this.index.add(info.key, row);
+        const keys = await this.db.read("loadOutputKeys", (d) => readOutputKeys(d, info, this.s.runId));
+        for (const k of keys) this.index.addKey(info.key, k.nodeId, k.iteration);
       }
       const stable = newTables.length === 0 && membership.size === this.membership.size && [...membership].every(([k, v]) => this.membership.get(k) === v);
       this.membership = membership;
@@ -238,20 +237,12 @@ export class Run {
     return t;
   }
 
-  private remember(info: OutputTableInfo, row: Record<string, unknown>): void {
-    const rows = (this.s.snapshot[info.key] ??= []);
-    this.s.snapshot[info.tableName] = rows;
+  /** A row settled this step (`stored`: read back after its commit) becomes readable by ctx. */
+  private remember(info: OutputTableInfo, row: Record<string, unknown>, stored = false): void {
     const normalized = normalizeRow(row);
-    this.index.add(info.key, normalized);
+    if (stored) this.index.addStored(info.key, normalized);
+    else this.index.add(info.key, normalized);
     if (this.reads.has(`${info.key}\0${normalized.nodeId}`)) this.renderStale = true;
-    if (this.rowAt.size === 0) for (const [key, list] of Object.entries(this.s.snapshot)) list.forEach((r, i) => this.rowAt.set(`${key}\0${r.nodeId}#${r.iteration}`, i));
-    const at = `${info.key}\0${normalized.nodeId}#${normalized.iteration}`;
-    const index = this.rowAt.get(at);
-    if (index !== undefined && rows[index]?.nodeId === normalized.nodeId) rows[index] = normalized;
-    else {
-      this.rowAt.set(at, rows.length);
-      rows.push(normalized);
-    }
   }
 
   /** Records the run's failure and stops the attempts still in flight (they end cancelled). */
@@ -335,12 +326,16 @@ export class Run {
     return writes;
   }
 
-  /** Rows of custom tables finished in the last step, read back as stored. */
+  /**
+   * Right after a transaction of the run committed: the rows it stored need not be held in
+   * memory any longer, and rows of custom tables are read back as stored.
+   */
   private async readCustomRows(): Promise<void> {
+    this.index.committed();
     for (const e of this.customRows.splice(0)) {
       const key = { runId: this.s.runId, nodeId: e.task.nodeId, iteration: e.task.iteration };
       const row = await this.db.read("readOutput", (d) => readOutputRow(d, e.input.info, key));
-      if (row) this.remember(e.input.info, row);
+      if (row) this.remember(e.input.info, row, true);
     }
   }
 
@@ -588,16 +583,13 @@ export class Run {
   /** The `output` schema's latest row when the workflow has one, else the last finished task's row. */
   private result(): unknown {
     const declared = this.wf.registry.byKey.get("output");
-    if (declared) {
-      const rows = this.s.snapshot[declared.key] ?? [];
-      return strip(rows.reduce<OutputRow | undefined>((best, r) => (!best || r.iteration >= best.iteration ? r : best), undefined));
-    }
+    if (declared) return strip(this.index.latestInTable(declared.key));
     const tasks = this.plan?.tasks ?? [];
     for (let i = tasks.length - 1; i >= 0; i--) {
       const task = tasks[i]!;
       if (this.s.states.get(task.key)?.state !== "finished") continue;
       const info = this.wf.registry.resolve(task.output, task.outputSchema);
-      return strip(this.s.snapshot[info.key]?.find((r) => r.nodeId === task.nodeId && r.iteration === task.iteration));
+      return strip(this.index.row(info.key, task.nodeId, task.iteration));
     }
     return undefined;
   }

@@ -4,7 +4,8 @@ import { Database } from "bun:sqlite";
 import { z } from "zod";
 import { decodeFrameXml, frameHash, type FrameDelta, type XmlElement } from "../../src/codec/index.ts";
 import { openSmithersDb, frames } from "../../src/db/index.ts";
-import { clearFrameCache, createSmithers, FrameChain, isKeyframe, readFrame, readFrameXml, runWorkflow } from "../../src/engine/index.ts";
+import { clearFrameCache, createSmithers, FrameChain, frameCacheStats, isKeyframe, readFrame, readFrameXml, runWorkflow, setFrameCacheLimits } from "../../src/engine/index.ts";
+import { FRAME_LRU_BYTES, FRAME_LRU_SIZE } from "../../src/engine/constants.ts";
 import { rejection, sql, tempDbPath } from "../helpers.ts";
 
 const out = { out: z.object({ n: z.number() }) };
@@ -247,5 +248,56 @@ describe("readFrame cache", () => {
     }
     expect((await readFrame(a, "r", 0)).props.id).toBe("A");
     expect((await readFrame(b, "r", 0)).props.id).toBe("B");
+  });
+});
+
+describe("readFrame's cache", () => {
+  test("large frames never hold more estimated bytes than the byte cap, and an evicted frame is rebuilt the same", async () => {
+    const dbPath = await sequenceRun(300);
+    const db = openSmithersDb(dbPath);
+    clearFrameCache();
+    const before = setFrameCacheLimits({ maxEntries: 512, maxBytes: 200_000 });
+    try {
+      const first = await readFrame(db, "r", 0);
+      const oneFrame = frameCacheStats().bytes;
+      expect(oneFrame).toBeGreaterThanOrEqual((await readFrameXml(db, "r", 0)).length); // the estimate is not below the XML's size
+      for (let n = 1; n <= 40; n++) {
+        await readFrame(db, "r", n * 5);
+        const { bytes, entries } = frameCacheStats();
+        expect(bytes).toBeLessThanOrEqual(200_000);
+        expect(entries).toBeLessThanOrEqual(Math.floor(200_000 / (oneFrame * 0.9)));
+      }
+      const misses = frameCacheStats().misses;
+      const again = await readFrame(db, "r", 0); // evicted long ago: rebuilt from the chain
+      expect(frameCacheStats().misses).toBe(misses + 1);
+      expect(again).not.toBe(first);
+      expect(frameHash(again)).toBe(frameHash(first));
+      const hits = frameCacheStats().hits;
+      await readFrame(db, "r", 0);
+      expect(frameCacheStats().hits).toBe(hits + 1);
+    } finally {
+      setFrameCacheLimits(before);
+      db.close();
+    }
+  });
+
+  test("a frame larger than the byte cap is returned but not kept", async () => {
+    const dbPath = await sequenceRun(50);
+    const db = openSmithersDb(dbPath);
+    clearFrameCache();
+    const before = setFrameCacheLimits({ maxEntries: 512, maxBytes: 1_000 });
+    try {
+      const tree = await readFrame(db, "r", 3);
+      expect(states(tree)).toHaveLength(50);
+      expect(frameHash(tree)).toBe(sql<{ xml_hash: string }>(dbPath, "SELECT xml_hash FROM _smithers_frames WHERE frame_no = 3")[0]!.xml_hash);
+      expect(frameCacheStats()).toMatchObject({ entries: 0, bytes: 0 });
+    } finally {
+      setFrameCacheLimits(before);
+      db.close();
+    }
+  });
+
+  test("is capped at FRAME_LRU_SIZE entries and FRAME_LRU_BYTES estimated bytes by default", () => {
+    expect(frameCacheStats()).toMatchObject({ maxEntries: FRAME_LRU_SIZE, maxBytes: FRAME_LRU_BYTES });
   });
 });
