@@ -91,6 +91,7 @@ describe("render", () => {
   test("flattens nested arrays and fragments", () => {
     const plan = render(
       <Workflow name="w">
+        {/* biome-ignore lint/complexity/noUselessFragments: the fragment inside an array is what this test flattens */}
         {[[<Task key="a" id="a" output={out}>{{ n: 1 }}</Task>], <>{[<Task key="b" id="b" output={out}>{{ n: 2 }}</Task>]}</>]}
       </Workflow>,
     );
