@@ -89,10 +89,10 @@ describe("render", () => {
   });
 
   test("flattens nested arrays and fragments", () => {
+    const fragment = <>{[<Task key="b" id="b" output={out}>{{ n: 2 }}</Task>]}</>;
     const plan = render(
       <Workflow name="w">
-        {/* biome-ignore lint/complexity/noUselessFragments: the fragment inside an array is what this test flattens */}
-        {[[<Task key="a" id="a" output={out}>{{ n: 1 }}</Task>], <>{[<Task key="b" id="b" output={out}>{{ n: 2 }}</Task>]}</>]}
+        {[[<Task key="a" id="a" output={out}>{{ n: 1 }}</Task>], fragment]}
       </Workflow>,
     );
     expect(ids(plan)).toEqual(["a", "b"]);
