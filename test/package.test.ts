@@ -1,5 +1,9 @@
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import pkg from "../package.json";
+
+const root = join(import.meta.dir, "..");
 
 describe("package", () => {
   test("is the ESM package `smithers` with a smithers bin and the root and JSX runtime exports", () => {
@@ -7,7 +11,14 @@ describe("package", () => {
     expect(pkg.type).toBe("module");
     expect(pkg.bin.smithers).toBe("src/cli/index.ts");
     expect(Object.keys(pkg.exports)).toEqual(expect.arrayContaining([".", "./jsx-runtime", "./jsx-dev-runtime"]));
-    expect(pkg.scripts.test).toBe("bun test");
+  });
+
+  test("`npm test` runs the format check, tsc and the linter before the tests, and CI runs exactly the README's command", () => {
+    expect(pkg.scripts.test).toBe("npm run check && bun test");
+    expect(pkg.scripts.check).toBe("biome ci --colors=off --error-on-warnings && tsc --noEmit && eslint .");
+    const ciCommands = readFileSync(join(root, ".ci/run"), "utf8").split("\n").filter((line) => line.trim() && !line.startsWith("#") && !/^(set|cd) /.test(line));
+    expect(ciCommands).toEqual(["npm install && npm test"]);
+    expect(readFileSync(join(root, "README.md"), "utf8")).toContain("npm install && npm test ");
   });
 
   test("the package name resolves to the same modules as the sources, so workflows and the engine share state", async () => {

@@ -85,7 +85,10 @@ async function measure(tasks: number, mode: Mode): Promise<FramesResult> {
     const starts = rows.filter((r) => r.encoding !== "delta");
     // Chain length a cold read of frame f replays: f minus the chain start at or before it.
     let lastStart = 0;
-    const chainLen = rows.map((r) => (r.encoding === "delta" ? r.frameNo - lastStart : ((lastStart = r.frameNo), 0)));
+    const chainLen = rows.map((r) => {
+      if (r.encoding !== "delta") lastStart = r.frameNo;
+      return r.frameNo - lastStart;
+    });
 
     const db = openSmithersDb(dbPath);
     const picks = pickFrames(READS, rows.length);

@@ -98,7 +98,10 @@ export async function superviseForever(o: SuperviseOptions & { intervalMs: numbe
     }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, o.intervalMs);
-      o.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+      o.signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        resolve();
+      }, { once: true });
     });
   }
 }

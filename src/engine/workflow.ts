@@ -15,6 +15,7 @@ type Schemas = Record<string, z.ZodObject | SQLiteTable>;
 
 type InputOf<S extends Schemas> = S extends { input: infer I } ? (I extends z.ZodObject ? z.infer<I> : unknown) : Record<string, unknown>;
 
+// biome-ignore lint/suspicious/noExplicitAny: the default admits a workflow of any input (ctx.input is contravariant in build)
 export type SmithersWorkflow<Input = any> = {
   readonly kind: "smithers.workflow";
   /** Filled from `<Workflow name>` on first render; the file name until then. */

@@ -1,8 +1,10 @@
 /** The element tree the JSX runtime builds: plain data, no React. */
 export const SMITHERS_ELEMENT = Symbol.for("smithers.element");
 
+// biome-ignore lint/suspicious/noExplicitAny: props are contravariant, so only `any` admits every component as Component
 export type Component<P = any> = (props: P) => SmithersNode;
 
+// biome-ignore lint/suspicious/noExplicitAny: the default must admit an element of any component (see Component)
 export type SmithersElement<P = any> = {
   readonly $$typeof: typeof SMITHERS_ELEMENT;
   readonly type: string | Component<P> | typeof Fragment;
@@ -11,6 +13,7 @@ export type SmithersElement<P = any> = {
 };
 
 /** Anything JSX may produce or hold as a child. Tasks also take functions and plain objects as children. */
+// biome-ignore lint/suspicious/noExplicitAny: a child may be an element of any component (see Component)
 export type SmithersNode = SmithersElement<any> | string | number | boolean | null | undefined | readonly SmithersNode[];
 
 export const Fragment: unique symbol = Symbol.for("smithers.fragment") as never;

@@ -67,7 +67,7 @@ describe("generateStructured", () => {
       "AGENT_REPLY_NOT_JSON",
       "INVALID_OUTPUT",
     ]);
-    expect((attempts[2]?.error as { message: string }).message).toContain("score: Too big");
+    expect((attempts[2]!.error as { message: string }).message).toContain("score: Too big");
     expect(JSON.parse(JSON.stringify(attempts))).toEqual(attempts);
     expect(SmithersError.is((error as SmithersError).details.cause, "INVALID_OUTPUT")).toBe(true);
     expect(agent.calls).toHaveLength(3);

@@ -367,7 +367,7 @@ describe("writeOutputRow / readOutputRow", () => {
     const at = new Date(1_700_000_000_123);
     writeOutputRow(d, info, key, { at });
     expect(sdb.sqlite.query("SELECT at FROM stamp").get()).toEqual({ at: 1_700_000_000_123 });
-    expect((readOutputRow(d, info, key)?.at as Date).getTime()).toBe(1_700_000_000_123);
+    expect((readOutputRow(d, info, key)!.at as Date).getTime()).toBe(1_700_000_000_123);
   });
 
   test("values keyed by column name are written too", () => {

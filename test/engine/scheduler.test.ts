@@ -28,6 +28,7 @@ function plan(root: SmithersNode, loops: Record<string, LoopState> = {}) {
 
 /** Actions as short strings: "start a#0", "retry a#0", "skip b#0", "advance-loop l", "wait 1500", "finish-run". */
 function summary(actions: Action[]): string[] {
+  // biome-ignore lint/suspicious/useIterableCallbackReturn: the switch covers every Action type (tsc's noImplicitReturns checks it)
   return actions.map((a) => {
     switch (a.type) {
       case "start":

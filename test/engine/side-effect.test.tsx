@@ -76,7 +76,10 @@ describe("ctx.sideEffect", () => {
     const wf = smithers(() => (
       <Workflow name="pay">
         <Task id="charge" output={outputs.charge}>
-          {async (ctx) => ({ receipt: await ctx.sideEffect("stripe", (call) => (seen.push(call), "ok")) })}
+          {async (ctx) => ({ receipt: await ctx.sideEffect("stripe", (call) => {
+            seen.push(call);
+            return "ok";
+          }) })}
         </Task>
       </Workflow>
     ));

@@ -89,9 +89,10 @@ describe("render", () => {
   });
 
   test("flattens nested arrays and fragments", () => {
+    const fragment = <>{[<Task key="b" id="b" output={out}>{{ n: 2 }}</Task>]}</>;
     const plan = render(
       <Workflow name="w">
-        {[[<Task key="a" id="a" output={out}>{{ n: 1 }}</Task>], <>{[<Task key="b" id="b" output={out}>{{ n: 2 }}</Task>]}</>]}
+        {[[<Task key="a" id="a" output={out}>{{ n: 1 }}</Task>], fragment]}
       </Workflow>,
     );
     expect(ids(plan)).toEqual(["a", "b"]);

@@ -2,7 +2,7 @@
 import { and, asc, eq, getTableColumns, isNull, lt, or, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
 import { STALE_RUN_THRESHOLD_MS } from "../constants.ts";
 import { smithersRuns } from "../internal-schema.ts";
-import { type Drizzle, type SmithersDb } from "../smithers-db.ts";
+import type { Drizzle, SmithersDb } from "../smithers-db.ts";
 import { SmithersError } from "../../errors/index.ts";
 import { isSame, rawStatement, sqlNames } from "./shared.ts";
 
