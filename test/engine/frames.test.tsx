@@ -277,7 +277,7 @@ describe("readFrame's cache", () => {
       expect(frameCacheStats().hits).toBe(hits + 1);
     } finally {
       setFrameCacheLimits(before);
-      db.close();
+      await db.close();
     }
   });
 
@@ -293,7 +293,7 @@ describe("readFrame's cache", () => {
       expect(frameCacheStats()).toMatchObject({ entries: 0, bytes: 0 });
     } finally {
       setFrameCacheLimits(before);
-      db.close();
+      await db.close();
     }
   });
 

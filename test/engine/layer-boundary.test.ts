@@ -30,7 +30,7 @@ function violations(area: string): string[] {
       if (spec === "drizzle-orm" || spec.startsWith("drizzle-orm/") || spec === "bun:sqlite") out.push(name);
       else if (spec.startsWith(".")) {
         const target = resolve(dirname(file), spec);
-        if (target.startsWith(join(SRC, "db") + "/") && target !== DB_INDEX) out.push(name);
+        if (target.startsWith(`${join(SRC, "db")}/`) && target !== DB_INDEX) out.push(name);
       }
     }
   }

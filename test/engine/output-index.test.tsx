@@ -50,7 +50,7 @@ describe("OutputIndex", () => {
     expect(bytes).toBeLessThanOrEqual(1_000_000);
     expect(bytes).toBeGreaterThan(100_000 * (entries - 1)); // the estimate counts each row's text
     expect(entries).toBeLessThan(10);
-    expect((index.row(info.key, "t", 0)?.text as string).length).toBe(100_000);
+    expect(String(index.row(info.key, "t", 0)?.text).length).toBe(100_000);
   });
 
   test("a settled row is held until committed, whatever the caps, since SQLite does not have it yet", () => {

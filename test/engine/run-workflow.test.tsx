@@ -155,7 +155,10 @@ describe("runWorkflow", () => {
           {async ({ signal }) => {
             await new Promise((resolve) => {
               const timer = setTimeout(resolve, 2_000);
-              signal.addEventListener("abort", () => (clearTimeout(timer), resolve(undefined)), { once: true });
+              signal.addEventListener("abort", () => {
+                clearTimeout(timer);
+                resolve(undefined);
+              }, { once: true });
             });
             return { n: signal.aborted ? 0 : 1 };
           }}
@@ -405,7 +408,10 @@ describe("runWorkflow", () => {
             setTimeout(() => controller.abort(), 20);
             await new Promise((resolve) => {
               const timer = setTimeout(resolve, 5_000);
-              signal.addEventListener("abort", () => (clearTimeout(timer), resolve(undefined)), { once: true });
+              signal.addEventListener("abort", () => {
+                clearTimeout(timer);
+                resolve(undefined);
+              }, { once: true });
             });
             return { n: 1 };
           }}
@@ -473,7 +479,10 @@ describe("runWorkflow", () => {
             {async ({ signal }) => {
               await new Promise((resolve) => {
                 const timer = setTimeout(resolve, 5_000);
-                signal.addEventListener("abort", () => (clearTimeout(timer), resolve(undefined)));
+                signal.addEventListener("abort", () => {
+                clearTimeout(timer);
+                resolve(undefined);
+              });
               });
               return { n: 1 };
             }}

@@ -80,7 +80,7 @@ describe("supervise", () => {
     expect(outcomes).toEqual([{ runId: "run-j", action: "released", reason: "WORKFLOW_LOAD_FAILED: no database for you" }]);
     const after = await runs.getRun(db, "run-j");
     expect([after?.runtimeOwnerId, after?.heartbeatAtMs, after?.status]).toEqual([before?.runtimeOwnerId, before?.heartbeatAtMs, "running"]);
-    db.close();
+    await db.close();
   });
 
   test("a task that kills its process is not resumed forever: after maxAbandons (3) process deaths the run fails with TASK_CRASH_LOOP", async () => {
