@@ -16,9 +16,7 @@ const { Workflow, Task, Loop, smithers, outputs } = createSmithers({
 const reviewer = scriptedAgent(
   ({ prompt }) => {
     const revision = Number(/revision (\d+)/.exec(prompt)?.[1] ?? 0);
-    return revision >= 2
-      ? { approved: true, feedback: "Clear and complete." }
-      : { approved: false, feedback: `Revision ${revision}: add a concrete example.` };
+    return revision >= 2 ? { approved: true, feedback: "Clear and complete." } : { approved: false, feedback: `Revision ${revision}: add a concrete example.` };
   },
   { id: "reviewer" },
 );

@@ -12,7 +12,17 @@ export type {
   NodeState,
 } from "./engine/index.ts";
 export { Workflow, Task, Sequence, Parallel, Branch, Loop, Ralph, render, Fragment, createElement } from "./jsx/index.ts";
-export type { TaskProps, WorkflowProps, SequenceProps, ParallelProps, BranchProps, LoopProps, TaskRunContext, SmithersNode, SmithersElement } from "./jsx/index.ts";
+export type {
+  TaskProps,
+  WorkflowProps,
+  SequenceProps,
+  ParallelProps,
+  BranchProps,
+  LoopProps,
+  TaskRunContext,
+  SmithersNode,
+  SmithersElement,
+} from "./jsx/index.ts";
 export { scriptedAgent, generateStructured, extractJson, describeSchema } from "./agents/index.ts";
 export type { Agent, AgentGenerateArgs, AgentReply } from "./agents/index.ts";
 export { SmithersError, FatalError, RetryableError, errorToJson, SMITHERS_ERROR_CODES, type SmithersErrorCode } from "./errors/index.ts";

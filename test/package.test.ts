@@ -16,7 +16,9 @@ describe("package", () => {
   test("`npm test` runs the format check, tsc and the linter before the tests, and CI runs exactly the README's command", () => {
     expect(pkg.scripts.test).toBe("npm run check && bun test");
     expect(pkg.scripts.check).toBe("biome ci --colors=off --error-on-warnings && tsc --noEmit && eslint .");
-    const ciCommands = readFileSync(join(root, ".ci/run"), "utf8").split("\n").filter((line) => line.trim() && !line.startsWith("#") && !/^(set|cd) /.test(line));
+    const ciCommands = readFileSync(join(root, ".ci/run"), "utf8")
+      .split("\n")
+      .filter((line) => line.trim() && !line.startsWith("#") && !/^(set|cd) /.test(line));
     expect(ciCommands).toEqual(["npm install && npm test"]);
     expect(readFileSync(join(root, "README.md"), "utf8")).toContain("npm install && npm test ");
   });

@@ -80,7 +80,11 @@ export function parseCompareArgs(argv: string[]): CompareOptions {
     console.log(readFileSync(import.meta.path, "utf8").split("*/")[0]);
     process.exit(0);
   }
-  const list = (s: string) => s.split(",").map((x) => x.trim()).filter(Boolean);
+  const list = (s: string) =>
+    s
+      .split(",")
+      .map((x) => x.trim())
+      .filter(Boolean);
   const quick = values.quick === true;
   const ns = values.n ? list(values.n).map(Number) : quick ? [10, 100, 1_000] : [10, 100, 1_000, 10_000];
   if (ns.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--n wants positive integers, got ${values.n}`);
@@ -121,7 +125,9 @@ export async function ensurePeer(install: boolean): Promise<boolean> {
   if (peerInstalled()) return true;
   const how = "npm install --prefix bench";
   if (!install) {
-    console.log(`bench/compare: the peer (smithers-orchestrator@${wantedPeerVersion()}) is not installed; run \`${how}\` to compare against it. Measuring ours only.`);
+    console.log(
+      `bench/compare: the peer (smithers-orchestrator@${wantedPeerVersion()}) is not installed; run \`${how}\` to compare against it. Measuring ours only.`,
+    );
     return false;
   }
   console.log(`bench/compare: the peer (smithers-orchestrator@${wantedPeerVersion()}) is not installed; installing it now with \`${how}\` (about a minute)…`);
@@ -190,8 +196,7 @@ async function measure(engine: Engine | "floor", workflow: WorkflowName, n: numb
       cmd = [BUN, "--preload", join(HERE, "rss-probe.ts"), ...cli];
       env = { BENCH_DB: dbPath, BENCH_RSS_FILE: rssFile };
     } else {
-      const worker =
-        engine === "floor" ? join(HERE, "floor.ts") : engine === "ours" ? join(ours.root, "bench/compare/ours.tsx") : join(HERE, "peer.jsx");
+      const worker = engine === "floor" ? join(HERE, "floor.ts") : engine === "ours" ? join(ours.root, "bench/compare/ours.tsx") : join(HERE, "peer.jsx");
       const spec: RunSpec = { shape: (workflow === "floor" ? "seq" : workflow) as Shape, n, dbPath };
       cmd = [BUN, worker, JSON.stringify(spec)];
     }
@@ -383,12 +388,21 @@ const fmtRatio = (a: number, b: number) => {
 
 export function renderTable(rows: Row[]): string {
   const header = [
-    "workflow", "tasks",
-    "wall ms ours", "wall ms peer", "wall ours/peer",
-    "ms/task ours", "ms/task peer",
-    "DB KB ours", "DB KB peer", "DB ours/peer",
-    "frames KB ours", "frames KB peer",
-    "RSS MB ours", "RSS MB peer", "RSS ours/peer",
+    "workflow",
+    "tasks",
+    "wall ms ours",
+    "wall ms peer",
+    "wall ours/peer",
+    "ms/task ours",
+    "ms/task peer",
+    "DB KB ours",
+    "DB KB peer",
+    "DB ours/peer",
+    "frames KB ours",
+    "frames KB peer",
+    "RSS MB ours",
+    "RSS MB peer",
+    "RSS ours/peer",
   ];
   const lines: string[][] = [];
   for (const row of rows) {
@@ -399,12 +413,21 @@ export function renderTable(rows: Row[]): string {
     const ratio = (f: (x: { wallMs: number; rssMb: number; dbBytes: number }) => number) =>
       o && p && o !== "skip" && p !== "skip" && !("failed" in o) && !("failed" in p) ? fmtRatio(f(o), f(p)) : "—";
     lines.push([
-      row.label, fmtInt(row.n),
-      val(o, (s) => fmtMs(s.wallMs)), val(p, (s) => fmtMs(s.wallMs)), ratio((s) => s.wallMs),
-      val(o, (s) => fmtMs(s.wallMs / row.n)), val(p, (s) => fmtMs(s.wallMs / row.n)),
-      val(o, (s) => fmtKb(s.dbBytes)), val(p, (s) => fmtKb(s.dbBytes)), ratio((s) => s.dbBytes),
-      val(o, (s) => (s.framesBytes === null ? "—" : fmtKb(s.framesBytes))), val(p, (s) => (s.framesBytes === null ? "—" : fmtKb(s.framesBytes))),
-      val(o, (s) => s.rssMb.toFixed(0)), val(p, (s) => s.rssMb.toFixed(0)), ratio((s) => s.rssMb),
+      row.label,
+      fmtInt(row.n),
+      val(o, (s) => fmtMs(s.wallMs)),
+      val(p, (s) => fmtMs(s.wallMs)),
+      ratio((s) => s.wallMs),
+      val(o, (s) => fmtMs(s.wallMs / row.n)),
+      val(p, (s) => fmtMs(s.wallMs / row.n)),
+      val(o, (s) => fmtKb(s.dbBytes)),
+      val(p, (s) => fmtKb(s.dbBytes)),
+      ratio((s) => s.dbBytes),
+      val(o, (s) => (s.framesBytes === null ? "—" : fmtKb(s.framesBytes))),
+      val(p, (s) => (s.framesBytes === null ? "—" : fmtKb(s.framesBytes))),
+      val(o, (s) => s.rssMb.toFixed(0)),
+      val(p, (s) => s.rssMb.toFixed(0)),
+      ratio((s) => s.rssMb),
     ]);
   }
   return markdownTable(header, lines);

@@ -17,32 +17,48 @@ const { Workflow, Task, Sequence, Parallel, Loop, smithers, outputs, smithersDb 
 const ids = Array.from({ length: spec.n }, (_, i) => i);
 
 const workflows: Record<Shape, () => ReturnType<typeof smithers>> = {
-  one: () => smithers(() => (
-    <Workflow name="one">
-      <Task id="t0" output={outputs.out}>{{ n: 0 }}</Task>
-    </Workflow>
-  )),
-  seq: () => smithers(() => (
-    <Workflow name="seq">
-      <Sequence>
-        {ids.map((i) => <Task key={i} id={`t${i}`} output={outputs.out}>{{ n: i }}</Task>)}
-      </Sequence>
-    </Workflow>
-  )),
-  par: () => smithers(() => (
-    <Workflow name="par">
-      <Parallel maxConcurrency={8}>
-        {ids.map((i) => <Task key={i} id={`t${i}`} output={outputs.out}>{{ n: i }}</Task>)}
-      </Parallel>
-    </Workflow>
-  )),
-  loop: () => smithers((ctx) => (
-    <Workflow name="loop">
-      <Loop id="l" until={ctx.iterationCount(outputs.out, "t") >= spec.n} maxIterations={spec.n}>
-        <Task id="t" output={outputs.out}>{{ n: ctx.iterationCount(outputs.out, "t") }}</Task>
-      </Loop>
-    </Workflow>
-  )),
+  one: () =>
+    smithers(() => (
+      <Workflow name="one">
+        <Task id="t0" output={outputs.out}>
+          {{ n: 0 }}
+        </Task>
+      </Workflow>
+    )),
+  seq: () =>
+    smithers(() => (
+      <Workflow name="seq">
+        <Sequence>
+          {ids.map((i) => (
+            <Task key={i} id={`t${i}`} output={outputs.out}>
+              {{ n: i }}
+            </Task>
+          ))}
+        </Sequence>
+      </Workflow>
+    )),
+  par: () =>
+    smithers(() => (
+      <Workflow name="par">
+        <Parallel maxConcurrency={8}>
+          {ids.map((i) => (
+            <Task key={i} id={`t${i}`} output={outputs.out}>
+              {{ n: i }}
+            </Task>
+          ))}
+        </Parallel>
+      </Workflow>
+    )),
+  loop: () =>
+    smithers((ctx) => (
+      <Workflow name="loop">
+        <Loop id="l" until={ctx.iterationCount(outputs.out, "t") >= spec.n} maxIterations={spec.n}>
+          <Task id="t" output={outputs.out}>
+            {{ n: ctx.iterationCount(outputs.out, "t") }}
+          </Task>
+        </Loop>
+      </Workflow>
+    )),
 };
 
 const wf = workflows[spec.shape]();

@@ -14,7 +14,15 @@ import { markdownTable } from "../markdown-table.ts";
 
 type Result = { name: string; events: number; ms: number };
 
-const payload = (i: number) => ({ type: "NodeFinished", runId: "bench", timestampMs: 1_700_000_000_000 + i, nodeId: `n${i % 50}`, iteration: 0, attempt: 1, durationMs: 12 });
+const payload = (i: number) => ({
+  type: "NodeFinished",
+  runId: "bench",
+  timestampMs: 1_700_000_000_000 + i,
+  nodeId: `n${i % 50}`,
+  iteration: 0,
+  attempt: 1,
+  durationMs: 12,
+});
 
 function withTempDir<T>(fn: (path: string) => Promise<T>): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), "smithers-bench-"));
@@ -68,9 +76,7 @@ async function rawDatabase(path: string): Promise<Database> {
 const rawLoop = (n: number, oneTransaction: boolean) =>
   withTempDir(async (path) => {
     const sqlite = await rawDatabase(path);
-    const insert = sqlite.prepare(
-      "INSERT INTO _smithers_events (run_id, seq, timestamp_ms, type, payload_json) VALUES (?, ?, ?, ?, ?)",
-    );
+    const insert = sqlite.prepare("INSERT INTO _smithers_events (run_id, seq, timestamp_ms, type, payload_json) VALUES (?, ?, ?, ?, ?)");
     const loop = () => {
       for (let i = 0; i < n; i++) {
         const e = payload(i);
@@ -88,12 +94,7 @@ const rawLoop = (n: number, oneTransaction: boolean) =>
 const perSecond = (r: Result) => (r.events / r.ms) * 1_000;
 
 export async function runDbBench(N = 20_000): Promise<void> {
-  const results = [
-    await perTransaction(Math.min(N, 5_000)),
-    await queued(N),
-    await rawLoop(N, false),
-    await rawLoop(N, true),
-  ];
+  const results = [await perTransaction(Math.min(N, 5_000)), await queued(N), await rawLoop(N, false), await rawLoop(N, true)];
   const ceiling = perSecond(results[results.length - 1] as Result);
   const autocommit = perSecond(results[results.length - 2] as Result);
   const rows = results.map((r) => [

@@ -43,7 +43,9 @@ const sequenceMs = (durability: Durability, n: number) =>
       <Workflow name="bench-durability">
         <Sequence>
           {ids.map((i) => (
-            <Task key={i} id={`t${i}`} output={outputs.step}>{() => ({ n: i })}</Task>
+            <Task key={i} id={`t${i}`} output={outputs.step}>
+              {() => ({ n: i })}
+            </Task>
           ))}
         </Sequence>
       </Workflow>

@@ -22,7 +22,9 @@ async function measure(shape: "sequence" | "parallel", n: number) {
     <Workflow name={`bench-${shape}`}>
       <Group>
         {ids.map((i) => (
-          <Task key={i} id={`t${i}`} output={outputs.step}>{() => ({ n: i })}</Task>
+          <Task key={i} id={`t${i}`} output={outputs.step}>
+            {() => ({ n: i })}
+          </Task>
         ))}
       </Group>
     </Workflow>
@@ -42,7 +44,9 @@ export async function runEngineBench(n = 300): Promise<void> {
   console.log("|------------------------------|-------|----------|---------|---------|");
   for (const r of rows) {
     const label = r.shape === "sequence" ? "Sequence (one at a time)" : "Parallel (maxConcurrency 16)";
-    console.log(`| ${label.padEnd(28)} | ${String(r.tasks).padStart(5)} | ${r.ms.toFixed(0).padStart(8)} | ${r.perSecond.toFixed(0).padStart(7)} | ${(r.ms / r.tasks).toFixed(2).padStart(7)} |`);
+    console.log(
+      `| ${label.padEnd(28)} | ${String(r.tasks).padStart(5)} | ${r.ms.toFixed(0).padStart(8)} | ${r.perSecond.toFixed(0).padStart(7)} | ${(r.ms / r.tasks).toFixed(2).padStart(7)} |`,
+    );
   }
 }
 

@@ -50,7 +50,7 @@ const median = (xs: number[]) => {
 /** Deterministic picks, so both policies read the same frames. */
 function pickFrames(count: number, frames: number, seed = 42): number[] {
   let x = seed >>> 0;
-  const next = () => ((x = (Math.imul(x, 1_664_525) + 1_013_904_223) >>> 0) / 2 ** 32);
+  const next = () => (x = (Math.imul(x, 1_664_525) + 1_013_904_223) >>> 0) / 2 ** 32;
   const picked = new Set<number>();
   while (picked.size < Math.min(count, frames)) picked.add(Math.floor(next() * frames));
   return [...picked];
@@ -66,7 +66,9 @@ async function measure(tasks: number, mode: Mode): Promise<FramesResult> {
       <Workflow name="bench-frames">
         <Sequence>
           {ids.map((i) => (
-            <Task key={i} id={`t${i}`} output={outputs.step}>{() => ({ n: i })}</Task>
+            <Task key={i} id={`t${i}`} output={outputs.step}>
+              {() => ({ n: i })}
+            </Task>
           ))}
         </Sequence>
       </Workflow>
@@ -150,8 +152,16 @@ async function measureChain(tasks: number, mode: Mode): Promise<ChainResult> {
   const dir = mkdtempSync(join(tmpdir(), "smithers-bench-frames-chain-"));
   const db = openSmithersDb(join(dir, "bench.db"));
   try {
-    const task = (i: number): XmlElement => ({ tag: "task", props: { id: `t${i}`, iteration: 0, state: i === 0 ? "running" : "pending", output: "step", mode: "compute" }, children: [] });
-    const tree: XmlElement = { tag: "workflow", props: { name: "bench-frames" }, children: [{ tag: "sequence", props: {}, children: Array.from({ length: tasks }, (_, i) => task(i)) }] };
+    const task = (i: number): XmlElement => ({
+      tag: "task",
+      props: { id: `t${i}`, iteration: 0, state: i === 0 ? "running" : "pending", output: "step", mode: "compute" },
+      children: [],
+    });
+    const tree: XmlElement = {
+      tag: "workflow",
+      props: { name: "bench-frames" },
+      children: [{ tag: "sequence", props: {}, children: Array.from({ length: tasks }, (_, i) => task(i)) }],
+    };
     const chain = await FrameChain.open(db, RUN_ID, { interval: 50, mode });
     const appendUs: Record<string, number[]> = { delta: [], keyframe: [] };
     const insertUs: Record<string, number[]> = { delta: [], keyframe: [] };
@@ -201,7 +211,8 @@ async function measureChain(tasks: number, mode: Mode): Promise<ChainResult> {
   }
 }
 
-const kb = (n: number) => (n >= 10 * 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(0)} MB` : n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MB` : `${(n / 1024).toFixed(1)} KB`);
+const kb = (n: number) =>
+  n >= 10 * 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(0)} MB` : n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MB` : `${(n / 1024).toFixed(1)} KB`;
 const ms = (n: number) => (n < 0.1 ? n.toFixed(3) : n < 10 ? n.toFixed(2) : n.toFixed(0));
 
 function table(header: string[], rows: string[][]): void {
@@ -214,7 +225,22 @@ export async function runFramesBench(sizes = [1_000, 10_000]): Promise<void> {
 
   console.log(`\nbench/frames: a Sequence of N static tasks, one task state change per frame (WAL file, Bun ${Bun.version})\n`);
   table(
-    ["tasks", "policy", "run s", "frames", "keyframes", "full frame", "delta median", "delta max", "total frame bytes", "if every frame full", "longest chain", "cold read median ms", "cold read max ms", "warm read median ms"],
+    [
+      "tasks",
+      "policy",
+      "run s",
+      "frames",
+      "keyframes",
+      "full frame",
+      "delta median",
+      "delta max",
+      "total frame bytes",
+      "if every frame full",
+      "longest chain",
+      "cold read median ms",
+      "cold read max ms",
+      "warm read median ms",
+    ],
     results.map((r) => [
       r.tasks.toLocaleString("en-US"),
       r.mode === "adaptive" ? "adaptive (default)" : "fixed (every 50th)",
@@ -233,13 +259,24 @@ export async function runFramesBench(sizes = [1_000, 10_000]): Promise<void> {
     ]),
   );
   console.log(`\nReads: ${READS} random frames of each run (the same numbers for both policies), cold after clearFrameCache(), then warm from the LRU.`);
-  console.log("\"longest chain\": the most deltas a cold read has to replay after its keyframe.");
+  console.log('"longest chain": the most deltas a cold read has to replay after its keyframe.');
 
   const chained: ChainResult[] = [];
   for (const tasks of sizes) for (const mode of ["adaptive", "fixed"] as const) chained.push(await measureChain(tasks, mode));
   console.log("\nThe same frames through FrameChain.append + frames.insertFrame alone (no engine), one transaction per frame:\n");
   table(
-    ["tasks", "policy", "frames", "keyframes", "total frame bytes", "delta append µs", "keyframe append ms", "delta insert µs", "keyframe insert ms", "all frames ms"],
+    [
+      "tasks",
+      "policy",
+      "frames",
+      "keyframes",
+      "total frame bytes",
+      "delta append µs",
+      "keyframe append ms",
+      "delta insert µs",
+      "keyframe insert ms",
+      "all frames ms",
+    ],
     chained.map((r) => [
       r.tasks.toLocaleString("en-US"),
       r.mode === "adaptive" ? "adaptive (default)" : "fixed (every 50th)",
@@ -253,7 +290,7 @@ export async function runFramesBench(sizes = [1_000, 10_000]): Promise<void> {
       r.totalMs.toFixed(0),
     ]),
   );
-  console.log("\nMedians per frame; keyframe columns leave out frame 0 (the full frame), \"-\" when the run has no other.");
+  console.log('\nMedians per frame; keyframe columns leave out frame 0 (the full frame), "-" when the run has no other.');
 }
 
 if (import.meta.main) await runFramesBench(process.argv[2] ? process.argv[2].split(",").map(Number) : undefined);

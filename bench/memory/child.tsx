@@ -25,8 +25,12 @@ const wf =
         <Workflow name="bench-memory-loop">
           <Loop id="l" until={ctx.iterationCount(outputs.step, "b") >= n} maxIterations={n}>
             <Sequence>
-              <Task id="a" output={outputs.step}>{() => ({ n: ctx.iteration })}</Task>
-              <Task id="b" output={outputs.step}>{() => ({ n: (ctx.outputMaybe<{ n: number }>(outputs.step, { nodeId: "a" })?.n ?? -1) + 1 })}</Task>
+              <Task id="a" output={outputs.step}>
+                {() => ({ n: ctx.iteration })}
+              </Task>
+              <Task id="b" output={outputs.step}>
+                {() => ({ n: (ctx.outputMaybe<{ n: number }>(outputs.step, { nodeId: "a" })?.n ?? -1) + 1 })}
+              </Task>
             </Sequence>
           </Loop>
         </Workflow>
@@ -35,7 +39,9 @@ const wf =
         <Workflow name="bench-memory-seq">
           <Sequence>
             {Array.from({ length: n }, (_, i) => (
-              <Task key={i} id={`t${i}`} output={outputs.step}>{() => ({ n: i })}</Task>
+              <Task key={i} id={`t${i}`} output={outputs.step}>
+                {() => ({ n: i })}
+              </Task>
             ))}
           </Sequence>
         </Workflow>
@@ -66,5 +72,9 @@ const result = await runWorkflow(wf, {
 });
 const wallMs = performance.now() - started;
 if (result.status !== "finished") throw new Error(`bench/memory ${shape}: run ${result.status}: ${result.error?.message}`);
-const hwm = /^VmHWM:\s+(\d+) kB$/m.exec(await Bun.file("/proc/self/status").text().catch(() => ""));
+const hwm = /^VmHWM:\s+(\d+) kB$/m.exec(
+  await Bun.file("/proc/self/status")
+    .text()
+    .catch(() => ""),
+);
 console.log(JSON.stringify({ shape, n, tasks, wallMs, peakRssKb: hwm ? Number(hwm[1]) : process.resourceUsage().maxRSS, samples }));

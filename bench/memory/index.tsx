@@ -21,7 +21,11 @@ type ChildOut = { shape: Shape; n: number; tasks: number; wallMs: number; peakRs
 async function child(shape: Shape, n: number, every: number): Promise<ChildOut> {
   const dir = mkdtempSync(join(tmpdir(), "smithers-bench-memory-"));
   try {
-    const proc = Bun.spawn([process.execPath, "run", CHILD, shape, join(dir, "bench.db"), String(n), String(every)], { cwd: dir, stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn([process.execPath, "run", CHILD, shape, join(dir, "bench.db"), String(n), String(every)], {
+      cwd: dir,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
     if (code !== 0) throw new Error(`bench/memory child ${shape} exited ${code}:\n${stderr}`);
     return JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as ChildOut;

@@ -86,9 +86,21 @@ export async function runResumeBench(sizes = [1_000, 10_000], runs = 3): Promise
   const results: ResumeResult[] = [];
   for (const tasks of sizes) results.push(await measure(tasks, runs));
   const f = (n: number) => n.toFixed(0);
-  console.log(`\nbench/resume: resuming a failed run with N finished tasks and 1 left, fresh process per resume, median of ${runs} (WAL file, Bun ${Bun.version})\n`);
+  console.log(
+    `\nbench/resume: resuming a failed run with N finished tasks and 1 left, fresh process per resume, median of ${runs} (WAL file, Bun ${Bun.version})\n`,
+  );
   table(
-    ["finished tasks", "build run ms", "module load ms", "resume call ms", "call → RunResumed ms", "call → first NodeStarted ms", "after first start ms", "whole process ms", "peak RSS MB"],
+    [
+      "finished tasks",
+      "build run ms",
+      "module load ms",
+      "resume call ms",
+      "call → RunResumed ms",
+      "call → first NodeStarted ms",
+      "after first start ms",
+      "whole process ms",
+      "peak RSS MB",
+    ],
     results.map((r) => [
       r.tasks.toLocaleString("en-US"),
       f(r.buildMs),
@@ -104,7 +116,9 @@ export async function runResumeBench(sizes = [1_000, 10_000], runs = 3): Promise
   if (results.length > 1) {
     const [a, b] = [results[0]!, results[results.length - 1]!];
     const x = b.tasks / a.tasks;
-    console.log(`\n${x}x the tasks: resume call ${(b.callMs / a.callMs).toFixed(1)}x, up to the first new task ${(b.toFirstStartEmittedMs / a.toFirstStartEmittedMs).toFixed(1)}x, peak RSS ${(b.maxRssKb / a.maxRssKb).toFixed(1)}x.`);
+    console.log(
+      `\n${x}x the tasks: resume call ${(b.callMs / a.callMs).toFixed(1)}x, up to the first new task ${(b.toFirstStartEmittedMs / a.toFirstStartEmittedMs).toFixed(1)}x, peak RSS ${(b.maxRssKb / a.maxRssKb).toFixed(1)}x.`,
+    );
   }
 }
 

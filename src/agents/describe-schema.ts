@@ -24,7 +24,10 @@ function lengthNote(d: Def, unit: string): string {
 }
 
 const STRING_FORMATS: Record<string, string> = {
-  datetime: "ISO 8601 date-time", date: "ISO 8601 date, YYYY-MM-DD", time: "ISO 8601 time", duration: "ISO 8601 duration",
+  datetime: "ISO 8601 date-time",
+  date: "ISO 8601 date, YYYY-MM-DD",
+  time: "ISO 8601 time",
+  duration: "ISO 8601 duration",
 };
 
 function stringLabel(d: Def): string {
@@ -53,8 +56,7 @@ function numberLabel(d: Def): string {
 
 const literalList = (values: readonly unknown[]): string => values.map((v) => JSON.stringify(v) ?? String(v)).join(" | ");
 
-const choiceLabel = (values: readonly unknown[]): string =>
-  `${values.length === 1 ? "exactly" : "one of"} ${literalList(values)}`;
+const choiceLabel = (values: readonly unknown[]): string => `${values.length === 1 ? "exactly" : "one of"} ${literalList(values)}`;
 
 const indent = (lines: readonly string[]): string[] => lines.map((line) => `  ${line}`);
 
@@ -112,11 +114,12 @@ function describeCore(schema: Schema, outer: Path): Described {
       const element = unwrap(d.element as Schema);
       const inner = describeCore(element.core, path);
       const nullable = element.nullable ? " or null" : "";
-      const label = def(element.core).type === "object"
-        ? `array of ${inner.label.replace(/^object/, "objects")}${nullable}`
-        : inner.children.length === 0
-          ? `array of ${inner.label}${nullable}`
-          : `array of items, each ${inner.label}${nullable}`;
+      const label =
+        def(element.core).type === "object"
+          ? `array of ${inner.label.replace(/^object/, "objects")}${nullable}`
+          : inner.children.length === 0
+            ? `array of ${inner.label}${nullable}`
+            : `array of items, each ${inner.label}${nullable}`;
       return { label: label + lengthNote(d, "items"), children: inner.children };
     }
     case "tuple": {
@@ -143,8 +146,14 @@ function describeCore(schema: Schema, outer: Path): Described {
 
 // Real values rather than placeholders, so the example shape itself passes validation.
 const FORMAT_EXAMPLES: Record<string, string> = {
-  email: "user@example.com", url: "https://example.com", uuid: "00000000-0000-4000-8000-000000000000",
-  datetime: "2024-01-01T00:00:00Z", date: "2024-01-01", time: "12:00:00", duration: "P1D", ipv4: "192.0.2.1",
+  email: "user@example.com",
+  url: "https://example.com",
+  uuid: "00000000-0000-4000-8000-000000000000",
+  datetime: "2024-01-01T00:00:00Z",
+  date: "2024-01-01",
+  time: "12:00:00",
+  duration: "P1D",
+  ipv4: "192.0.2.1",
 };
 
 /** 0, moved inside the bounds when it lies outside them, so the example itself validates. */
@@ -186,9 +195,7 @@ function exampleOf(schema: Schema, outer: Path): unknown {
     case "enum":
       return enumValues(d.entries as Record<string, unknown>)[0];
     case "object":
-      return Object.fromEntries(
-        Object.entries(d.shape as Record<string, Schema>).map(([key, field]) => [key, exampleOf(field, path)]),
-      );
+      return Object.fromEntries(Object.entries(d.shape as Record<string, Schema>).map(([key, field]) => [key, exampleOf(field, path)]));
     case "array": {
       const item = exampleOf(d.element as Schema, path);
       return item === undefined ? [] : [item];

@@ -99,9 +99,5 @@ export function extractJson(text: string): unknown {
     if (parsed.ok) return parsed.value;
   }
   const preview = text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
-  throw new SmithersError(
-    "AGENT_REPLY_NOT_JSON",
-    `Agent reply contains no parseable JSON: ${JSON.stringify(preview)}`,
-    { preview, length: text.length },
-  );
+  throw new SmithersError("AGENT_REPLY_NOT_JSON", `Agent reply contains no parseable JSON: ${JSON.stringify(preview)}`, { preview, length: text.length });
 }

@@ -37,10 +37,7 @@ function toReply(value: unknown): AgentReply {
  * await agent.generate({ prompt: "Review" }); // { text: "not json" }
  * agent.calls.length; // 1
  */
-export function scriptedAgent(
-  script: ReadonlyArray<ScriptedReply> | ScriptFunction,
-  options: { id?: string; delayMs?: number } = {},
-): ScriptedAgent {
+export function scriptedAgent(script: ReadonlyArray<ScriptedReply> | ScriptFunction, options: { id?: string; delayMs?: number } = {}): ScriptedAgent {
   const id = options.id ?? "scripted";
   const calls: AgentGenerateArgs[] = [];
   return {

@@ -114,9 +114,7 @@ export type GenerateStructuredResult<S extends z.ZodType> = {
  *   schema: z.object({ approved: z.boolean() }),
  * });
  */
-export async function generateStructured<S extends z.ZodType>(
-  opts: GenerateStructuredOptions<S>,
-): Promise<GenerateStructuredResult<S>> {
+export async function generateStructured<S extends z.ZodType>(opts: GenerateStructuredOptions<S>): Promise<GenerateStructuredResult<S>> {
   const { schema, signal, onAttempt } = opts;
   const agents: readonly Agent[] = Array.isArray(opts.agent) ? opts.agent : [opts.agent as Agent];
   if (agents.length === 0) throw new SmithersError("INVALID_WORKFLOW", "generateStructured needs at least one agent");

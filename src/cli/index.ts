@@ -50,7 +50,6 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "CUSTOM_TABLE_INVALID",
 ]);
 
-
 function parseInput(text: string | undefined): unknown {
   if (text === undefined) return undefined;
   try {
@@ -122,7 +121,11 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
 };
 
 /** Runs the CLI with `argv` (without the runtime and script) and returns the exit code. */
-export async function main(argv: string[], io: Io = { out: console.log, err: console.error }, signal: AbortSignal | StopSignals = new AbortController().signal): Promise<number> {
+export async function main(
+  argv: string[],
+  io: Io = { out: console.log, err: console.error },
+  signal: AbortSignal | StopSignals = new AbortController().signal,
+): Promise<number> {
   const signals: StopSignals = signal instanceof AbortSignal ? { cancel: signal } : signal;
   const [command, ...rest] = argv;
   try {

@@ -114,8 +114,7 @@ export function foldList(as: Int32Array, bs: Int32Array): void {
   out.b = bs[0]!;
 }
 
-export const toHex = (a: number, b: number): string =>
-  (a >>> 0).toString(16).padStart(8, "0") + (b >>> 0).toString(16).padStart(8, "0");
+export const toHex = (a: number, b: number): string => (a >>> 0).toString(16).padStart(8, "0") + (b >>> 0).toString(16).padStart(8, "0");
 
 // Elements are values: once hashed, an element object is assumed never to change.
 const cache = new WeakMap<XmlElement, { a: number; b: number }>();

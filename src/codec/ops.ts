@@ -23,8 +23,7 @@ export type FrameOp = z.infer<typeof FrameOpSchema>;
 export type FrameOpKind = FrameOp["op"];
 export type FrameDelta = z.infer<typeof FrameDeltaSchema>;
 
-export const corrupt = (message: string, cause?: unknown) =>
-  new SmithersError("FRAME_CORRUPT", message, cause === undefined ? {} : { cause });
+export const corrupt = (message: string, cause?: unknown) => new SmithersError("FRAME_CORRUPT", message, cause === undefined ? {} : { cause });
 
 /** The delta as validated plain data; FRAME_CORRUPT naming the first bad op otherwise. */
 export function parseDelta(delta: unknown): FrameDelta {

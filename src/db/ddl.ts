@@ -48,9 +48,7 @@ export function createTableStatements(table: SQLiteTable): string[] {
   for (const idx of config.indexes) {
     const cols = idx.config.columns.map((c) => quote((c as SQLiteColumn).name));
     const unique = idx.config.unique ? "UNIQUE " : "";
-    statements.push(
-      `CREATE ${unique}INDEX IF NOT EXISTS ${quote(idx.config.name)} ON ${quote(config.name)} (${cols.join(", ")})`,
-    );
+    statements.push(`CREATE ${unique}INDEX IF NOT EXISTS ${quote(idx.config.name)} ON ${quote(config.name)} (${cols.join(", ")})`);
   }
   return statements;
 }

@@ -19,7 +19,19 @@ export * as scorers from "./adapters/scorers.ts";
 export * as vectors from "./adapters/vectors.ts";
 export { computeSchemaSignature, hashSchemaSignature, schemaSignatureText } from "./schema-signature.ts";
 export { camelToSnake } from "./output-schema.ts";
-export { loadInput, loadOutputs, loadOutputKeys, readOutputKeys, readOutputRowNow, normalizeRow, stripBookkeeping, writeInput, type OutputKeys, type OutputRow, type OutputSnapshot } from "./snapshot.ts";
+export {
+  loadInput,
+  loadOutputs,
+  loadOutputKeys,
+  readOutputKeys,
+  readOutputRowNow,
+  normalizeRow,
+  stripBookkeeping,
+  writeInput,
+  type OutputKeys,
+  type OutputRow,
+  type OutputSnapshot,
+} from "./snapshot.ts";
 export {
   migrateOutputTables,
   OutputRegistry,

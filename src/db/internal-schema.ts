@@ -61,9 +61,7 @@ export const smithersAttempts = sqliteTable(
     metaJson: text("meta_json"),
     responseText: text("response_text"),
   },
-  (t) => [
-    primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt] }),
-  ],
+  (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt] })],
 );
 
 export const smithersFrames = sqliteTable(
@@ -96,10 +94,7 @@ export const smithersApprovals = sqliteTable(
     decisionJson: text("decision_json"),
     autoApproved: integer("auto_approved", { mode: "boolean" }).notNull().default(false),
   },
-  (t) => [
-    primaryKey({ columns: [t.runId, t.nodeId, t.iteration] }),
-    index("_smithers_approvals_status_idx").on(t.status),
-  ],
+  (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration] }), index("_smithers_approvals_status_idx").on(t.status)],
 );
 
 export const smithersHumanRequests = sqliteTable(
@@ -178,10 +173,7 @@ export const smithersToolCalls = sqliteTable(
     sideEffect: integer("side_effect", { mode: "boolean" }).notNull().default(false),
     idempotencyKey: text("idempotency_key"),
   },
-  (t) => [
-    primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt, t.seq] }),
-    index("_smithers_tool_calls_idempotency_idx").on(t.idempotencyKey),
-  ],
+  (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt, t.seq] }), index("_smithers_tool_calls_idempotency_idx").on(t.idempotencyKey)],
 );
 
 export const smithersEvents = sqliteTable(
@@ -275,10 +267,7 @@ export const smithersSignals = sqliteTable(
     receivedAtMs: integer("received_at_ms").notNull(),
     receivedBy: text("received_by"),
   },
-  (t) => [
-    primaryKey({ columns: [t.runId, t.seq] }),
-    index("_smithers_signals_name_idx").on(t.runId, t.signalName, t.receivedAtMs),
-  ],
+  (t) => [primaryKey({ columns: [t.runId, t.seq] }), index("_smithers_signals_name_idx").on(t.runId, t.signalName, t.receivedAtMs)],
 );
 
 /** All internal tables, in creation order. */
@@ -299,4 +288,3 @@ export const internalTables = {
   smithersVectors,
   smithersSignals,
 } as const;
-

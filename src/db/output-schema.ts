@@ -83,20 +83,15 @@ const RESERVED_COLUMNS = new Set(["run_id", "node_id", "iteration"]);
 /** The columns of a Zod object schema; throws UNSUPPORTED_SCHEMA naming the first field that cannot map. */
 export function fieldColumns(tableKey: string, schema: z.ZodType): FieldColumn[] {
   if (!(schema instanceof z.ZodObject)) {
-    throw new SmithersError(
-      "UNSUPPORTED_SCHEMA",
-      `Output schema "${tableKey}" must be a z.object(...), got ${describeZodType(schema)}`,
-      { table: tableKey },
-    );
+    throw new SmithersError("UNSUPPORTED_SCHEMA", `Output schema "${tableKey}" must be a z.object(...), got ${describeZodType(schema)}`, { table: tableKey });
   }
   const columns: FieldColumn[] = [];
   for (const [field, fieldSchema] of Object.entries(schema.shape as Record<string, z.ZodType>)) {
     if ((BOOKKEEPING_FIELDS as readonly string[]).includes(field) || RESERVED_COLUMNS.has(camelToSnake(field))) {
-      throw new SmithersError(
-        "UNSUPPORTED_SCHEMA",
-        `Output schema "${tableKey}" declares "${field}", which Smithers adds itself; remove it from the schema`,
-        { table: tableKey, field },
-      );
+      throw new SmithersError("UNSUPPORTED_SCHEMA", `Output schema "${tableKey}" declares "${field}", which Smithers adds itself; remove it from the schema`, {
+        table: tableKey,
+        field,
+      });
     }
     const mapped = kindOf(fieldSchema, false);
     if (!mapped) {

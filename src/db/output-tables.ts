@@ -124,11 +124,9 @@ export class OutputRegistry {
   private add(info: OutputTableInfo, ref: unknown): void {
     for (const other of this.byKey.values()) {
       if (other.tableName === info.tableName) {
-        throw new SmithersError(
-          "UNSUPPORTED_SCHEMA",
-          `Schema keys "${other.key}" and "${info.key}" both map to table "${info.tableName}"`,
-          { table: info.tableName },
-        );
+        throw new SmithersError("UNSUPPORTED_SCHEMA", `Schema keys "${other.key}" and "${info.key}" both map to table "${info.tableName}"`, {
+          table: info.tableName,
+        });
       }
     }
     this.byKey.set(info.key, info);
@@ -142,9 +140,7 @@ export function migrateOutputTables(sqlite: Database, infos: OutputTableInfo[]):
   const report: MigrationReport = { created: [], added: [], typeChanges: [], removed: [] };
   const run = sqlite.transaction(() => {
     for (const info of infos) {
-      const existing = sqlite
-        .query<{ name: string; type: string }, [string]>("SELECT name, type FROM pragma_table_info(?)")
-        .all(info.tableName);
+      const existing = sqlite.query<{ name: string; type: string }, [string]>("SELECT name, type FROM pragma_table_info(?)").all(info.tableName);
       if (existing.length === 0) {
         for (const sql of createTableStatements(info.table)) sqlite.exec(sql);
         report.created.push(info.tableName);

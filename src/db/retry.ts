@@ -98,12 +98,7 @@ function retrySchedule({ Schedule, Duration, Effect }: Fx, policy: DbRetryPolicy
  * failure becomes a `DB_WRITE_FAILED` SmithersError. Other errors pass through untouched. Each
  * try first waits up to `lockWaitMs` (asynchronously) for a lock another connection holds.
  */
-export async function withSqliteWriteRetry<T>(
-  label: string,
-  operation: () => Promise<T>,
-  policy: DbRetryPolicy = DB_RETRY_POLICY,
-  lockWaitMs = 0,
-): Promise<T> {
+export async function withSqliteWriteRetry<T>(label: string, operation: () => Promise<T>, policy: DbRetryPolicy = DB_RETRY_POLICY, lockWaitMs = 0): Promise<T> {
   // The first try runs outside Effect: nearly every write succeeds at once, and this path is hot.
   const startedAt = performance.now();
   try {
@@ -123,17 +118,11 @@ export async function withSqliteWriteRetry<T>(
   const effect = await loadEffect();
   const { Duration, Effect, Metric } = effect;
   const firstWait = Effect.sleep(Duration.millis(retryDelayMs(0, policy)));
-  const retries = Effect.retry(
-    Effect.andThen(
-      Metric.update(retryCounter!, 1),
-      Effect.tryPromise({ try: tryOnce, catch: (e) => e }),
-    ),
-    {
-      schedule: retrySchedule(effect, policy),
-      times: policy.retries - 1,
-      while: isRetryableSqliteError,
-    },
-  );
+  const retries = Effect.retry(Effect.andThen(Metric.update(retryCounter!, 1), Effect.tryPromise({ try: tryOnce, catch: (e) => e })), {
+    schedule: retrySchedule(effect, policy),
+    times: policy.retries - 1,
+    while: isRetryableSqliteError,
+  });
   return Effect.runPromise(Effect.andThen(firstWait, retries).pipe(Effect.mapError((error: unknown) => giveUp(label, error, policy))));
 }
 

@@ -14,9 +14,7 @@ type TableInfoRow = { name: string; type: string; notnull: number; pk: number };
 /** The text that is hashed; types are lower-cased, flags are 0/1, names sorted by code point. */
 export function schemaSignatureText(tableName: string, columns: readonly SignatureColumn[]): string {
   const sorted = [...columns].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const parts = sorted.map(
-    (c) => `${c.name}:${c.type.toLowerCase()}:${c.notNull ? 1 : 0}:${c.primaryKey ? 1 : 0}`,
-  );
+  const parts = sorted.map((c) => `${c.name}:${c.type.toLowerCase()}:${c.notNull ? 1 : 0}:${c.primaryKey ? 1 : 0}`);
   return [tableName, ...parts].join("|");
 }
 

@@ -296,10 +296,14 @@ function useWal(sqlite: Database): void {
 /** Rejects a durability mode that is not one of DURABILITY_MODES with INVALID_OPTION. */
 export function checkDurability(value: unknown): Durability {
   if ((DURABILITY_MODES as readonly unknown[]).includes(value)) return value as Durability;
-  throw new SmithersError("INVALID_OPTION", `durability must be one of ${DURABILITY_MODES.map((m) => `"${m}"`).join(", ")}, got ${typeof value === "string" ? `"${value}"` : String(value)}`, {
-    option: "durability",
-    value,
-  });
+  throw new SmithersError(
+    "INVALID_OPTION",
+    `durability must be one of ${DURABILITY_MODES.map((m) => `"${m}"`).join(", ")}, got ${typeof value === "string" ? `"${value}"` : String(value)}`,
+    {
+      option: "durability",
+      value,
+    },
+  );
 }
 
 /** Opens (creating if needed) a Smithers database with WAL, busy timeout and foreign keys. */

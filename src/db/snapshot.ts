@@ -25,14 +25,18 @@ export function writeInput(d: Drizzle, registry: OutputRegistry, runId: string, 
   const columns = Object.entries(getTableColumns(registry.input.table)).filter(([field]) => values[field] !== undefined);
   const names = columns.map(([, c]) => quoteIdentifier(c.name));
   const bindings = columns.map(([field, c]) => (values[field] === null ? null : c.mapToDriverValue(values[field])) as SQLQueryBindings);
-  rawStatement(d, `INSERT INTO ${quoteIdentifier(registry.input.tableName)} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`).run(...bindings);
+  rawStatement(d, `INSERT INTO ${quoteIdentifier(registry.input.tableName)} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`).run(
+    ...bindings,
+  );
 }
 
 /** The run input as the author passed it (validated), or undefined when the run has none stored. */
 export function readInput(d: Drizzle, registry: OutputRegistry, runId: string): unknown {
-  const row = d.select().from(registry.input.table).where(eq(runIdColumn(registry), runId)).get() as
-    | Record<string, unknown>
-    | undefined;
+  const row = d
+    .select()
+    .from(registry.input.table)
+    .where(eq(runIdColumn(registry), runId))
+    .get() as Record<string, unknown> | undefined;
   if (!row) return undefined;
   if (registry.input.payloadOnly) return row.payload;
   const { runId: _omit, ...rest } = row;
@@ -97,7 +101,11 @@ export function readOutputRowNow(db: SmithersDb, info: OutputTableInfo, key: Out
     const column = (name: string) => columns.find((c) => c.name === name)!;
     const parts = [eq(column("run_id"), sql.placeholder("runId")), eq(column("node_id"), sql.placeholder("nodeId"))];
     if (info.hasIteration) parts.push(eq(column("iteration"), sql.placeholder("iteration")));
-    return d.select().from(info.table).where(and(...parts)).prepare();
+    return d
+      .select()
+      .from(info.table)
+      .where(and(...parts))
+      .prepare();
   });
   const row = query.get({ runId: key.runId, nodeId: key.nodeId, iteration: key.iteration }) as Record<string, unknown> | undefined;
   return row && normalizeRow(row);

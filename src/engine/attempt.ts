@@ -110,7 +110,13 @@ function guarded<T>(a: AttemptInput, work: (signal: AbortSignal) => Promise<T>):
     cleanups.push(() => a.runSignal.removeEventListener("abort", onRunAbort));
     if (a.task.timeoutMs !== undefined) {
       const timer = setTimeout(
-        () => stop(new SmithersError("TASK_TIMEOUT", `Task "${a.task.nodeId}" exceeded its timeout of ${a.task.timeoutMs} ms`, { nodeId: a.task.nodeId, timeoutMs: a.task.timeoutMs })),
+        () =>
+          stop(
+            new SmithersError("TASK_TIMEOUT", `Task "${a.task.nodeId}" exceeded its timeout of ${a.task.timeoutMs} ms`, {
+              nodeId: a.task.nodeId,
+              timeoutMs: a.task.timeoutMs,
+            }),
+          ),
         a.task.timeoutMs,
       );
       cleanups.push(() => clearTimeout(timer));
@@ -139,17 +145,41 @@ function asTaskError(a: AttemptInput, error: unknown): SmithersError {
  * Closes the attempt only while it is still `running`: if another process resumed the run and
  * abandoned this attempt meanwhile, the transaction rolls back so no stale output lands.
  */
-function closeAttempt(d: Parameters<typeof attempts.finishAttempt>[0], key: Parameters<typeof attempts.finishAttempt>[1], patch: Parameters<typeof attempts.finishAttempt>[2]): void {
+function closeAttempt(
+  d: Parameters<typeof attempts.finishAttempt>[0],
+  key: Parameters<typeof attempts.finishAttempt>[1],
+  patch: Parameters<typeof attempts.finishAttempt>[2],
+): void {
   if (attempts.finishAttempt(d, key, patch) === 0) {
-    throw new SmithersError("RUN_OWNED", `Attempt ${key.attempt} of "${key.nodeId}" was taken over by another process`, { nodeId: key.nodeId, attempt: key.attempt });
+    throw new SmithersError("RUN_OWNED", `Attempt ${key.attempt} of "${key.nodeId}" was taken over by another process`, {
+      nodeId: key.nodeId,
+      attempt: key.attempt,
+    });
   }
 }
 
 /** Inside the step's transaction, before the work starts: the node is running, the attempt exists. */
 export function recordStart(d: Drizzle, a: AttemptInput): void {
   const { task } = a;
-  nodes.upsertNode(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, state: "running", lastAttempt: a.attempt, updatedAtMs: a.startedAtMs, outputTable: a.info.tableName, label: task.label ?? null });
-  attempts.insertAttempt(d, { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt, state: "running", startedAtMs: a.startedAtMs, metaJson: task.meta ? safeStringify(task.meta) : null });
+  nodes.upsertNode(d, {
+    runId: a.runId,
+    nodeId: task.nodeId,
+    iteration: task.iteration,
+    state: "running",
+    lastAttempt: a.attempt,
+    updatedAtMs: a.startedAtMs,
+    outputTable: a.info.tableName,
+    label: task.label ?? null,
+  });
+  attempts.insertAttempt(d, {
+    runId: a.runId,
+    nodeId: task.nodeId,
+    iteration: task.iteration,
+    attempt: a.attempt,
+    state: "running",
+    startedAtMs: a.startedAtMs,
+    metaJson: task.meta ? safeStringify(task.meta) : null,
+  });
 }
 
 /** Starts the work (after recordStart committed); its result is validated and never throws; nothing is written. */
@@ -173,9 +203,13 @@ async function validated(a: AttemptInput, guard: Guarded<{ raw: unknown; respons
     const { raw, responseText } = await guard.result;
     const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
     if (!parsed.success) {
-      throw new SmithersError("INVALID_OUTPUT", `Task "${task.nodeId}" produced output that does not match its schema: ${formatZodIssues(parsed.error.issues, "; ")}`, {
-        issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })),
-      });
+      throw new SmithersError(
+        "INVALID_OUTPUT",
+        `Task "${task.nodeId}" produced output that does not match its schema: ${formatZodIssues(parsed.error.issues, "; ")}`,
+        {
+          issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })),
+        },
+      );
     }
     assertStorable(task.nodeId, parsed.data);
     return { ok: true, data: parsed.data as Record<string, unknown>, responseText, finishedAtMs: a.now() };
@@ -218,7 +252,15 @@ export function settleOutcome(a: AttemptInput, result: AttemptResult, canRetry: 
 export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult, outcome: AttemptOutcome): void {
   const { task, info } = a;
   const key = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
-  const node = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, lastAttempt: a.attempt, updatedAtMs: result.finishedAtMs, outputTable: info.tableName, label: task.label ?? null };
+  const node = {
+    runId: a.runId,
+    nodeId: task.nodeId,
+    iteration: task.iteration,
+    lastAttempt: a.attempt,
+    updatedAtMs: result.finishedAtMs,
+    outputTable: info.tableName,
+    label: task.label ?? null,
+  };
   if (result.ok) {
     closeAttempt(d, key, { state: "finished", finishedAtMs: result.finishedAtMs, responseText: result.responseText ?? null });
     writeOutputRow(d, info, key, result.data);

@@ -119,7 +119,12 @@ export class EventBus<E extends BusEvent = BusEvent> {
   writeStagedIn(d: Drizzle): void {
     this.staged.writeIn(
       this.db,
-      (items) => events.insertEventsIn(d, items.map(({ event }) => this.toRow(event)), { dedupe: false }),
+      (items) =>
+        events.insertEventsIn(
+          d,
+          items.map(({ event }) => this.toRow(event)),
+          { dedupe: false },
+        ),
       (items) => {
         for (const { event, seq } of items) this.notify(event, seq);
       },
@@ -180,9 +185,7 @@ export class EventBus<E extends BusEvent = BusEvent> {
  * @example
  * const bus = await openEventBus({ db, runId }); // on resume
  */
-export async function openEventBus<E extends BusEvent = BusEvent>(
-  options: Omit<EventBusOptions, "startSeq">,
-): Promise<EventBus<E>> {
+export async function openEventBus<E extends BusEvent = BusEvent>(options: Omit<EventBusOptions, "startSeq">): Promise<EventBus<E>> {
   const startSeq = (await events.lastEventSeq(options.db, options.runId)) + 1;
   return new EventBus<E>({ ...options, startSeq });
 }

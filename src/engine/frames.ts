@@ -71,7 +71,8 @@ export class FrameChain {
       return new FrameChain(runId, policy, last + 1, live, rows[0]!.xmlJson.length, sinceKeyframe);
     } catch (error) {
       // A damaged chain must not stop the run: the next frame starts a new chain as a keyframe.
-      if (SmithersError.is(error, "FRAME_CORRUPT") || SmithersError.is(error, "FRAME_NOT_FOUND")) return new FrameChain(runId, policy, last + 1, undefined, 0, 0);
+      if (SmithersError.is(error, "FRAME_CORRUPT") || SmithersError.is(error, "FRAME_NOT_FOUND"))
+        return new FrameChain(runId, policy, last + 1, undefined, 0, 0);
       throw error;
     }
   }
@@ -210,7 +211,8 @@ const recent = new BoundedCache<XmlElement>({ maxEntries: FRAME_LRU_SIZE, maxByt
  * const tree = await readFrame(db, runId, 12);
  */
 export async function readFrame(db: SmithersDb, runId: string, frameNo: number): Promise<XmlElement> {
-  if (!Number.isInteger(frameNo) || frameNo < 0) throw new SmithersError("FRAME_NOT_FOUND", `Frame numbers are integers from 0, got ${frameNo}`, { runId, frameNo });
+  if (!Number.isInteger(frameNo) || frameNo < 0)
+    throw new SmithersError("FRAME_NOT_FOUND", `Frame numbers are integers from 0, got ${frameNo}`, { runId, frameNo });
   const key = `${connectionId(db)}\u0000${runId}\u0000${frameNo}`;
   const hit = recent.get(key);
   if (hit) return hit;

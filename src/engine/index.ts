@@ -8,4 +8,15 @@ export { EventBus } from "./event-bus.ts";
 export { supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
 export { loadWorkflowFile } from "./workflow-file.ts";
 export type { SideEffectCall } from "./side-effect.ts";
-export { readFrame, readFrameXml, clearFrameCache, frameCacheStats, setFrameCacheLimits, FrameChain, FrameRecorder, isKeyframe, DEFAULT_KEYFRAME_POLICY, type KeyframePolicy } from "./frames.ts";
+export {
+  readFrame,
+  readFrameXml,
+  clearFrameCache,
+  frameCacheStats,
+  setFrameCacheLimits,
+  FrameChain,
+  FrameRecorder,
+  isKeyframe,
+  DEFAULT_KEYFRAME_POLICY,
+  type KeyframePolicy,
+} from "./frames.ts";

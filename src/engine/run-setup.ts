@@ -143,7 +143,10 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unkno
     // A supervisor that won the claim already wrote its own owner id: that is this caller.
     const claimedByCaller = current.runtimeOwnerId === o.ownerId;
     if (current.status === "running" && !claimedByCaller && ownerAlive(current.runtimeOwnerId, current.heartbeatAtMs, o.nowMs)) {
-      throw new SmithersError("RUN_STILL_RUNNING", `Run "${runId}" is still running in process ${current.runtimeOwnerId}`, { runId, owner: current.runtimeOwnerId });
+      throw new SmithersError("RUN_STILL_RUNNING", `Run "${runId}" is still running in process ${current.runtimeOwnerId}`, {
+        runId,
+        owner: current.runtimeOwnerId,
+      });
     }
     const retry = current.status === "failed" || current.status === "cancelled";
     abandonedNow = attemptRows.abandonRunningAttempts(d, runId, o.nowMs, abandoned);
@@ -191,10 +194,17 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const runId = o.runId ?? crypto.randomUUID();
   const resumed = Boolean(o.resume);
   // Resuming a failed/cancelled run gives its failed nodes a fresh retry budget; a crashed run keeps its count.
-  const { input, freshBudget, finished, abandoned } = resumed ? await resumeRun(o, runId) : { input: await startRun(o, runId), freshBudget: false, finished: false, abandoned: [] };
+  const { input, freshBudget, finished, abandoned } = resumed
+    ? await resumeRun(o, runId)
+    : { input: await startRun(o, runId), freshBudget: false, finished: false, abandoned: [] };
   // A run created just now has no nodes, attempts, loops or outputs to load.
   const [nodes, attempts, loopRows, outputKeys] = resumed
-    ? await Promise.all([nodeRows.listNodes(o.db, runId), attemptRows.listAttempts(o.db, runId), ralph.listLoopStates(o.db, runId), loadOutputKeys(o.db, o.registry, runId)])
+    ? await Promise.all([
+        nodeRows.listNodes(o.db, runId),
+        attemptRows.listAttempts(o.db, runId),
+        ralph.listLoopStates(o.db, runId),
+        loadOutputKeys(o.db, o.registry, runId),
+      ])
     : [[], [], [], {}];
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) {

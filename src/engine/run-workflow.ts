@@ -14,7 +14,6 @@ import type { SmithersWorkflow } from "./workflow.ts";
 
 export { retryDelay, type RunResult } from "./run.ts";
 
-
 export type RunOptions = {
   input?: unknown;
   runId?: string;
@@ -77,7 +76,10 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
     const onEvent = options.onEvent;
     if (onEvent) bus.on((event) => onEvent(event as unknown as SmithersEvent));
     const policy = { interval: options.keyframes?.interval ?? DEFAULT_KEYFRAME_POLICY.interval, mode: options.keyframes?.mode ?? DEFAULT_KEYFRAME_POLICY.mode };
-    const recorder = new FrameRecorder(continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) => workflow.registry.resolve(task.output, task.outputSchema).tableName);
+    const recorder = new FrameRecorder(
+      continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy),
+      (task) => workflow.registry.resolve(task.output, task.outputSchema).tableName,
+    );
     const run = new Run(workflow, setup, db, bus, recorder, options, now);
     if (setup.alreadyFinished) return await run.readBack();
     run.emit({ type: setup.resumed ? "RunResumed" : "RunStarted", status: "running" });

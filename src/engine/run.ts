@@ -64,9 +64,13 @@ export function retryDelay(policy: PlanTask["retryPolicy"], failures: number, re
 function failureError(failure: Failure, lastErrors: Map<string, SmithersError>): SmithersError {
   switch (failure.kind) {
     case "loop-max":
-      return new SmithersError("LOOP_MAX_REACHED", `Loop "${failure.loop.loopId}" reached maxIterations (${failure.loop.maxIterations}) without meeting its until condition`, {
-        loopId: failure.loop.loopId,
-      });
+      return new SmithersError(
+        "LOOP_MAX_REACHED",
+        `Loop "${failure.loop.loopId}" reached maxIterations (${failure.loop.maxIterations}) without meeting its until condition`,
+        {
+          loopId: failure.loop.loopId,
+        },
+      );
     case "stuck":
       return new SmithersError("INVALID_WORKFLOW", "Nothing can run: every remaining task waits on a dependsOn that can never finish");
     case "task":
@@ -200,7 +204,9 @@ export class Run {
       try {
         plan = render(this.wf.build(ctx), this.s.loops);
       } catch (error) {
-        throw error instanceof SmithersError ? error : new SmithersError("INVALID_WORKFLOW", `Rendering the workflow failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+        throw error instanceof SmithersError
+          ? error
+          : new SmithersError("INVALID_WORKFLOW", `Rendering the workflow failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
       }
       this.reads = reads;
       const membership = new Map(plan.tasks.filter((t) => t.loopId).map((t) => [t.nodeId, t.loopId!]));
@@ -284,7 +290,12 @@ export class Run {
     if (inTime) return { ...ended, finishedAtMs: this.now() };
     const { error } = ended;
     const message = `${error.message}; its body did not stop within ${graceMs} ms of the stop and may still be running`;
-    return { ...ended, error: new SmithersError(error.code, message, { ...error.details, graceMs, bodyMayBeRunning: true }), finishedAtMs: this.now(), abandoned: true };
+    return {
+      ...ended,
+      error: new SmithersError(error.code, message, { ...error.details, graceMs, bodyMayBeRunning: true }),
+      finishedAtMs: this.now(),
+      abandoned: true,
+    };
   }
 
   /**
@@ -438,7 +449,15 @@ export class Run {
         const { task } = action;
         const info = this.resolve(task);
         writes.push((d) => {
-          nodes.upsertNode(d, { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration, state: "skipped", updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null });
+          nodes.upsertNode(d, {
+            runId: this.s.runId,
+            nodeId: task.nodeId,
+            iteration: task.iteration,
+            state: "skipped",
+            updatedAtMs: nowMs,
+            outputTable: info.tableName,
+            label: task.label ?? null,
+          });
           this.emitInTransaction({ type: "NodeSkipped", nodeId: task.nodeId, iteration: task.iteration });
         });
         this.tracked(task).state = "skipped";
@@ -474,7 +493,15 @@ export class Run {
     this.frames.markDirty(task.key);
     const info = this.resolve(task);
     writes.push((d) => {
-      nodes.upsertNode(d, { runId: this.s.runId, ...ids, state: "failed", lastAttempt: ids.attempt, updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null });
+      nodes.upsertNode(d, {
+        runId: this.s.runId,
+        ...ids,
+        state: "failed",
+        lastAttempt: ids.attempt,
+        updatedAtMs: nowMs,
+        outputTable: info.tableName,
+        label: task.label ?? null,
+      });
       this.emitInTransaction({ type: "NodeFailed", ...ids, error: errorSummaryJson(error) });
     });
   }
@@ -517,7 +544,8 @@ export class Run {
         const next = await this.step();
         if (!named && this.plan) {
           named = true;
-          if (this.plan.workflowName !== this.wf.name) await this.db.write("nameRun", (d) => runs.setRunFields(d, runId, { workflowName: this.plan!.workflowName }));
+          if (this.plan.workflowName !== this.wf.name)
+            await this.db.write("nameRun", (d) => runs.setRunFields(d, runId, { workflowName: this.plan!.workflowName }));
         }
         if (next === "done") break;
         // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting.

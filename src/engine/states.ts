@@ -8,13 +8,5 @@ export type NodeState = z.infer<typeof NodeStateSchema>;
 export const AttemptStateSchema = z.enum(["running", "finished", "failed", "cancelled", "abandoned"]);
 export type AttemptState = z.infer<typeof AttemptStateSchema>;
 
-export const RunStatusSchema = z.enum([
-  "running",
-  "finished",
-  "failed",
-  "cancelled",
-  "waiting-approval",
-  "waiting-event",
-  "waiting-timer",
-]);
+export const RunStatusSchema = z.enum(["running", "finished", "failed", "cancelled", "waiting-approval", "waiting-event", "waiting-timer"]);
 export type RunStatus = z.infer<typeof RunStatusSchema>;

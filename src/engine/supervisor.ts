@@ -60,7 +60,14 @@ async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): P
   };
   if (!workflow) return release(reason);
   try {
-    const result = await runWorkflow(workflow, { runId: run.runId, resume: true, dbPath: o.db.path, ownerId: claimOwnerId, onEvent: o.onEvent, durability: o.durability });
+    const result = await runWorkflow(workflow, {
+      runId: run.runId,
+      resume: true,
+      dbPath: o.db.path,
+      ownerId: claimOwnerId,
+      onEvent: o.onEvent,
+      durability: o.durability,
+    });
     return { runId: run.runId, action: "resumed", result };
   } catch (error) {
     return release(error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error));
@@ -86,22 +93,34 @@ export async function supervise(o: SuperviseOptions): Promise<SuperviseOutcome[]
  * later passes look for more. On abort it stops looking and resolves at once: runs it resumed
  * keep running in this process, and if the process exits they go stale and are found again.
  */
-export async function superviseForever(o: SuperviseOptions & { intervalMs: number; signal: AbortSignal; onOutcome?: (o: SuperviseOutcome) => void }): Promise<void> {
+export async function superviseForever(
+  o: SuperviseOptions & { intervalMs: number; signal: AbortSignal; onOutcome?: (o: SuperviseOutcome) => void },
+): Promise<void> {
   while (!o.signal.aborted) {
     const nowMs = (o.now ?? Date.now)();
     const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
     for (const run of stale) {
       // A claim or release that fails (the database stayed busy) is reported; the next pass retries.
       void takeOver(o, run, nowMs)
-        .catch((error: unknown): SuperviseOutcome => ({ runId: run.runId, action: "lost", reason: error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error) }))
+        .catch(
+          (error: unknown): SuperviseOutcome => ({
+            runId: run.runId,
+            action: "lost",
+            reason: error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error),
+          }),
+        )
         .then((outcome) => o.onOutcome?.(outcome));
     }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, o.intervalMs);
-      o.signal.addEventListener("abort", () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
+      o.signal.addEventListener(
+        "abort",
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
     });
   }
 }

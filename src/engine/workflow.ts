@@ -4,7 +4,17 @@
  */
 import { resolve } from "node:path";
 import type { z } from "zod";
-import { checkDurability, migrateOutputTables, openSmithersDb, OutputRegistry, type Drizzle, type Durability, type MigrationReport, type SmithersDb, type SQLiteTable } from "../db/index.ts";
+import {
+  checkDurability,
+  migrateOutputTables,
+  openSmithersDb,
+  OutputRegistry,
+  type Drizzle,
+  type Durability,
+  type MigrationReport,
+  type SmithersDb,
+  type SQLiteTable,
+} from "../db/index.ts";
 import * as components from "../jsx/components.ts";
 import type { SmithersNode } from "../jsx/index.ts";
 import type { SmithersCtx } from "./ctx.ts";

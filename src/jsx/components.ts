@@ -30,12 +30,7 @@ export type TaskProps<S extends OutputTarget = OutputTarget> = {
   label?: string;
   meta?: Record<string, unknown>;
   /** A prompt (with `agent`), a compute function, or a static output value. */
-  children:
-    | string
-    | number
-    | readonly (string | number)[]
-    | TaskValue<S>
-    | ((ctx: TaskRunContext) => TaskValue<S> | Promise<TaskValue<S>>);
+  children: string | number | readonly (string | number)[] | TaskValue<S> | ((ctx: TaskRunContext) => TaskValue<S> | Promise<TaskValue<S>>);
 };
 
 export type WorkflowProps = { name: string; children?: SmithersNode };

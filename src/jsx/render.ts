@@ -21,8 +21,7 @@ type RenderState = {
   workflowName: string | undefined;
 };
 
-const invalid = (message: string, details: Record<string, unknown> = {}) =>
-  new SmithersError("INVALID_WORKFLOW", message, details);
+const invalid = (message: string, details: Record<string, unknown> = {}) => new SmithersError("INVALID_WORKFLOW", message, details);
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value) || isElement(value)) return false;
@@ -73,10 +72,7 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
     return { ...base, mode: "agent", prompt: textParts.join("") };
   }
   if (isPlainObject(children)) return { ...base, mode: "static", staticValue: children };
-  throw invalid(
-    `<Task id="${id}"> children must be a prompt string (with agent), a function, or a plain object`,
-    { nodeId: id },
-  );
+  throw invalid(`<Task id="${id}"> children must be a prompt string (with agent), a function, or a plain object`, { nodeId: id });
 }
 
 function childPath(scope: Scope, index: number): Scope {

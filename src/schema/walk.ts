@@ -85,8 +85,14 @@ export function checks(d: Def): Record<string, unknown>[] {
 
 /** Values of an enum; drops the reverse-mapping keys TypeScript adds to numeric enums. */
 export function enumValues(entries: Record<string, unknown>): unknown[] {
-  const numeric = new Set(Object.values(entries).filter((v) => typeof v === "number").map(String));
-  return Object.entries(entries).filter(([key]) => !numeric.has(key)).map(([, value]) => value);
+  const numeric = new Set(
+    Object.values(entries)
+      .filter((v) => typeof v === "number")
+      .map(String),
+  );
+  return Object.entries(entries)
+    .filter(([key]) => !numeric.has(key))
+    .map(([, value]) => value);
 }
 
 /** Whether an object field may be left out of the input (optional, or with a default). */

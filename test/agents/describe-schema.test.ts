@@ -10,9 +10,7 @@ const review = z.object({
   reviewer: z.email().optional(),
   labels: z.array(z.string()).default([]),
   author: z.object({ login: z.string().describe("GitHub handle"), bot: z.boolean() }),
-  findings: z.array(
-    z.object({ file: z.string(), line: z.int().positive().optional(), severity: z.enum(["low", "high"]) }),
-  ),
+  findings: z.array(z.object({ file: z.string(), line: z.int().positive().optional(), severity: z.enum(["low", "high"]) })),
 });
 
 function lineFor(text: string, key: string): string {
@@ -62,9 +60,7 @@ describe("describeSchema", () => {
   });
 
   test("includes .describe() texts, whether set inside or outside .optional()", () => {
-    const text = describeSchema(
-      z.object({ a: z.string().describe("inner text").optional(), b: z.string().optional().describe("outer text") }),
-    );
+    const text = describeSchema(z.object({ a: z.string().describe("inner text").optional(), b: z.string().optional().describe("outer text") }));
     expect(lineFor(text, "a")).toContain("inner text");
     expect(lineFor(text, "b")).toContain("outer text");
     expect(describeSchema(review)).toContain("Overall decision");

@@ -18,7 +18,7 @@ describe("extractJson", () => {
   });
 
   test("takes the JSON out of a fenced block without a language tag", () => {
-    expect(extractJson('Result:\n```\n[1, 2, 3]\n```')).toEqual([1, 2, 3]);
+    expect(extractJson("Result:\n```\n[1, 2, 3]\n```")).toEqual([1, 2, 3]);
   });
 
   test("prefers the last parseable json block over earlier ones", () => {
@@ -78,7 +78,12 @@ describe("extractJson", () => {
   });
 
   test("throws AGENT_REPLY_NOT_JSON for an empty reply", () => {
-    expect(SmithersError.is(errorOf(() => extractJson("")), "AGENT_REPLY_NOT_JSON")).toBe(true);
+    expect(
+      SmithersError.is(
+        errorOf(() => extractJson("")),
+        "AGENT_REPLY_NOT_JSON",
+      ),
+    ).toBe(true);
   });
 
   test("gives up in reasonable time on thousands of unclosed brackets", () => {

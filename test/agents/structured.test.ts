@@ -1,13 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import {
-  type Agent,
-  type StructuredAttempt,
-  buildPrompt,
-  describeSchema,
-  generateStructured,
-  scriptedAgent,
-} from "../../src/agents/index.ts";
+import { type Agent, type StructuredAttempt, buildPrompt, describeSchema, generateStructured, scriptedAgent } from "../../src/agents/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
 import { rejection } from "../helpers.ts";
 
@@ -35,7 +28,10 @@ describe("generateStructured", () => {
   });
 
   test("retries after an invalid reply, quoting the validation error in the next prompt", async () => {
-    const agent = scriptedAgent([{ approved: true, score: "high" }, { approved: true, score: 3 }]);
+    const agent = scriptedAgent([
+      { approved: true, score: "high" },
+      { approved: true, score: 3 },
+    ]);
     const result = await generateStructured({ agent, prompt: "Review.", schema: verdict });
     expect(result.value).toEqual({ approved: true, score: 3 });
     expect(result.attempts.map((a) => a.try)).toEqual([1, 2]);
@@ -61,12 +57,12 @@ describe("generateStructured", () => {
     expect(SmithersError.is(error, "INVALID_OUTPUT")).toBe(true);
     const attempts = (error as SmithersError).details.attempts as StructuredAttempt[];
     expect(attempts).toHaveLength(3);
-    expect(attempts.map((a) => [a.agentIndex, a.agentId, a.try])).toEqual([[0, "rev", 1], [0, "rev", 2], [0, "rev", 3]]);
-    expect(attempts.map((a) => (a.error as { code: string }).code)).toEqual([
-      "INVALID_OUTPUT",
-      "AGENT_REPLY_NOT_JSON",
-      "INVALID_OUTPUT",
+    expect(attempts.map((a) => [a.agentIndex, a.agentId, a.try])).toEqual([
+      [0, "rev", 1],
+      [0, "rev", 2],
+      [0, "rev", 3],
     ]);
+    expect(attempts.map((a) => (a.error as { code: string }).code)).toEqual(["INVALID_OUTPUT", "AGENT_REPLY_NOT_JSON", "INVALID_OUTPUT"]);
     expect((attempts[2]!.error as { message: string }).message).toContain("score: Too big");
     expect(JSON.parse(JSON.stringify(attempts))).toEqual(attempts);
     expect(SmithersError.is((error as SmithersError).details.cause, "INVALID_OUTPUT")).toBe(true);
@@ -141,7 +137,10 @@ describe("generateStructured", () => {
     const seen: StructuredAttempt[] = [];
     const agent = scriptedAgent(["bad", { approved: true, score: 4 }]);
     await generateStructured({ agent, prompt: "p", schema: verdict, onAttempt: (a) => seen.push(a) });
-    expect(seen.map((a) => [a.try, a.error === undefined])).toEqual([[1, false], [2, true]]);
+    expect(seen.map((a) => [a.try, a.error === undefined])).toEqual([
+      [1, false],
+      [2, true],
+    ]);
   });
 
   test("rejects with the abort reason and calls no further agent when aborted mid-call", async () => {
@@ -154,9 +153,7 @@ describe("generateStructured", () => {
       },
     };
     const fallback = scriptedAgent([{ approved: true, score: 1 }]);
-    const error = await rejection(
-      generateStructured({ agent: [hanging, fallback], prompt: "p", schema: verdict, signal: controller.signal }),
-    );
+    const error = await rejection(generateStructured({ agent: [hanging, fallback], prompt: "p", schema: verdict, signal: controller.signal }));
     expect(error).toBe(reason);
     expect(fallback.calls).toHaveLength(0);
   });

@@ -1,13 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import {
-  applyDelta,
-  decodeDeltaJson,
-  encodeDelta,
-  encodeDeltaJson,
-  type FrameDelta,
-  type PropValue,
-  type XmlElement,
-} from "../../src/codec/index.ts";
+import { applyDelta, decodeDeltaJson, encodeDelta, encodeDeltaJson, type FrameDelta, type PropValue, type XmlElement } from "../../src/codec/index.ts";
 import { errorOf } from "../helpers.ts";
 
 const el = (tag: string, props: Record<string, PropValue> = {}, children: XmlElement[] = []): XmlElement => ({ tag, props, children });
@@ -30,7 +22,15 @@ describe("encodeDelta", () => {
 
   test("a changed prop deep in the tree is a single set", () => {
     const prev = workflow([el("sequence", {}, [el("parallel", {}, tasks(5))])]);
-    const next = workflow([el("sequence", {}, [el("parallel", {}, tasks(5, (i) => (i === 3 ? "running" : "pending")))])]);
+    const next = workflow([
+      el("sequence", {}, [
+        el(
+          "parallel",
+          {},
+          tasks(5, (i) => (i === 3 ? "running" : "pending")),
+        ),
+      ]),
+    ]);
     expect(diff(prev, next)).toEqual([{ op: "set", path: [0, 0, 3], name: "state", value: "running" }]);
   });
 
@@ -140,7 +140,13 @@ describe("encodeDelta", () => {
     const bytes = (n: number) => {
       const index = n / 2;
       const prev = workflow([el("parallel", {}, tasks(n))]);
-      const next = workflow([el("parallel", {}, tasks(n, (i) => (i === index ? "finished" : "pending")))]);
+      const next = workflow([
+        el(
+          "parallel",
+          {},
+          tasks(n, (i) => (i === index ? "finished" : "pending")),
+        ),
+      ]);
       return encodeDeltaJson(encodeDelta(prev, next)).length - String(index).length;
     };
     expect(bytes(1_000)).toBe(bytes(10_000));
@@ -234,7 +240,12 @@ describe("applyDelta", () => {
   });
 
   test("the error names the op that did not fit", () => {
-    const error = errorOf(() => applyDelta(base, [{ op: "set", path: [0], name: "x", value: 1 }, { op: "remove", path: [9] }]));
+    const error = errorOf(() =>
+      applyDelta(base, [
+        { op: "set", path: [0], name: "x", value: 1 },
+        { op: "remove", path: [9] },
+      ]),
+    );
     expect(error.message).toContain("op 1");
   });
 });
@@ -261,7 +272,12 @@ describe("encodeDeltaJson / decodeDeltaJson", () => {
   });
 
   test("JSON that is not a delta is FRAME_CORRUPT", () => {
-    for (const text of ["{}", "[1]", '[{"op":"set","path":[0],"name":"x"}]', '[{"op":"insert","path":[],"index":-1,"node":{"tag":"a","props":{},"children":[]}}]']) {
+    for (const text of [
+      "{}",
+      "[1]",
+      '[{"op":"set","path":[0],"name":"x"}]',
+      '[{"op":"insert","path":[],"index":-1,"node":{"tag":"a","props":{},"children":[]}}]',
+    ]) {
       expect(errorOf(() => decodeDeltaJson(text)).code).toBe("FRAME_CORRUPT");
     }
   });

@@ -39,7 +39,9 @@ describe("frameHash", () => {
   });
 
   test("moving a child one level up or down changes the hash even when the child list hashes could coincide", () => {
-    const a = el("x"), b = el("y"), c = el("z");
+    const a = el("x"),
+      b = el("y"),
+      c = el("z");
     expect(frameHash(el("r", {}, [a, b, c]))).not.toBe(frameHash(el("r", {}, [el("g", {}, [a, b]), c])));
   });
 

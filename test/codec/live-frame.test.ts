@@ -18,7 +18,10 @@ describe("LiveFrame", () => {
 
   test("apply changes the tree and the hash exactly as applying the delta to a plain tree would", () => {
     const live = new LiveFrame(frame());
-    const next = el("workflow", { name: "w" }, [el("parallel", {}, [el("task", { id: "new" }), ...tasks(4).slice(1)]), el("task", { id: "last", state: "done" })]);
+    const next = el("workflow", { name: "w" }, [
+      el("parallel", {}, [el("task", { id: "new" }), ...tasks(4).slice(1)]),
+      el("task", { id: "last", state: "done" }),
+    ]);
     live.apply(encodeDelta(frame(), next));
     expect(live.toTree()).toEqual(next);
     expect(live.hash).toBe(frameHash(next));

@@ -7,13 +7,21 @@ import { Loop, nodeKey, Parallel, render, Task, Workflow } from "../../src/jsx/i
 const out = z.object({ n: z.number() });
 const plan = render(
   <Workflow name={'fix "auth" & <tokens>'}>
-    <Task id="analyze" output={out} retries={2} label="Analyze & triage">{{ n: 1 }}</Task>
+    <Task id="analyze" output={out} retries={2} label="Analyze & triage">
+      {{ n: 1 }}
+    </Task>
     <Parallel maxConcurrency={2}>
-      <Task id="a" output={out} skipIf>{() => ({ n: 2 })}</Task>
-      <Task id="b" output={out} dependsOn={["a"]} continueOnFail>{{ n: 3 }}</Task>
+      <Task id="a" output={out} skipIf>
+        {() => ({ n: 2 })}
+      </Task>
+      <Task id="b" output={out} dependsOn={["a"]} continueOnFail>
+        {{ n: 3 }}
+      </Task>
     </Parallel>
     <Loop id="revise" until={false} maxIterations={3}>
-      <Task id="write" output={out}>{{ n: 4 }}</Task>
+      <Task id="write" output={out}>
+        {{ n: 4 }}
+      </Task>
     </Loop>
   </Workflow>,
   new Map([["revise", { iteration: 1, done: false }]]),
@@ -45,7 +53,10 @@ describe("planToXml", () => {
   });
 
   test("writes each task's state from stateOf, pending when it returns undefined", () => {
-    const states = new Map([["a", "running"], ["write", "finished"]]);
+    const states = new Map([
+      ["a", "running"],
+      ["write", "finished"],
+    ]);
     const { root } = planToXml(plan, { tableOf: () => "out", stateOf: (task) => states.get(task.nodeId) });
     expect(root.children[0]!.props.state).toBe("pending");
     expect(root.children[1]!.children[0]!.props.state).toBe("running");

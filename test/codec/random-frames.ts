@@ -21,7 +21,38 @@ export function createRng(seed: number): Rng {
 
 // Pieces chosen to break naive XML or JSON handling: entities, CDATA ends, whitespace XML parsers
 // normalise, a surrogate pair, lone surrogates, non-characters, controls and the JSON marker.
-const PIECES = ["a", "task", "&", "<", ">", '"', "'", "]]>", "\n", "\t", "\r", " ", "😀", "\ud800", "\udfff", "=", "=x", "é", "中", "\u0000", "\u001f", "\u007f", "\u0085", "\u2028", "\ufffe", "\uffff", "&amp;", "&#10;", "\\", "{}"];
+const PIECES = [
+  "a",
+  "task",
+  "&",
+  "<",
+  ">",
+  '"',
+  "'",
+  "]]>",
+  "\n",
+  "\t",
+  "\r",
+  " ",
+  "😀",
+  "\ud800",
+  "\udfff",
+  "=",
+  "=x",
+  "é",
+  "中",
+  "\u0000",
+  "\u001f",
+  "\u007f",
+  "\u0085",
+  "\u2028",
+  "\ufffe",
+  "\uffff",
+  "&amp;",
+  "&#10;",
+  "\\",
+  "{}",
+];
 const PROP_NAMES = ["id", "name", "state", "a", "b_c", "x.y", "z-1", "_p", "toString", "valueOf", "hasOwnProperty", "Q9"];
 const TAGS = ["task", "group", "loop", "sequence", "parallel", "x-y", "_t", "toString"];
 const SHARED_IDS: PropValue[] = ["a", "b", "=x", "", 1, 2.5, true, null];

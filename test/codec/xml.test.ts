@@ -111,7 +111,7 @@ describe("encodeFrameXml / decodeFrameXml", () => {
   });
 
   test("XML whose names or = values no frame can hold is rejected with INVALID_FRAME", () => {
-    for (const bad of ['<a:b/>', '<a x:y="1"/>', '<a x="=not json"/>']) {
+    for (const bad of ["<a:b/>", '<a x:y="1"/>', '<a x="=not json"/>']) {
       expect(errorOf(() => decodeFrameXml(bad)).code).toBe("INVALID_FRAME");
     }
   });

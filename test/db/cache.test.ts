@@ -18,7 +18,7 @@ const entry = (overrides: Partial<CachePut> = {}): CachePut => ({
 forEachBackend((db) => {
   const createAnalysis = () =>
     db().sqlite.exec(
-      'CREATE TABLE analysis (run_id TEXT NOT NULL, node_id TEXT NOT NULL, summary TEXT NOT NULL, severity TEXT, PRIMARY KEY (run_id, node_id))',
+      "CREATE TABLE analysis (run_id TEXT NOT NULL, node_id TEXT NOT NULL, summary TEXT NOT NULL, severity TEXT, PRIMARY KEY (run_id, node_id))",
     );
 
   describe("computeSchemaSignature", () => {

@@ -9,7 +9,7 @@ import { fieldColumns, zodToTable } from "../../src/db/output-schema.ts";
 type ColumnInfo = { name: string; type: string; notnull: number; dflt_value: string | null; pk: number };
 
 function tableInfo(db: Database, table: string): ColumnInfo[] {
-  return db.query<ColumnInfo, [string]>("SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?)").all(table);
+  return db.query<ColumnInfo, [string]>('SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info(?)').all(table);
 }
 
 function apply(db: Database, statements: string[]): void {
@@ -96,11 +96,10 @@ describe("createTableStatements", () => {
   });
 
   test("emits one CREATE INDEX per index, UNIQUE for unique indexes", () => {
-    const t = sqliteTable(
-      "things",
-      { id: text("id").primaryKey(), a: text("a"), b: integer("b") },
-      (c) => [index("things_a").on(c.a), uniqueIndex("things_ab").on(c.a, c.b)],
-    );
+    const t = sqliteTable("things", { id: text("id").primaryKey(), a: text("a"), b: integer("b") }, (c) => [
+      index("things_a").on(c.a),
+      uniqueIndex("things_ab").on(c.a, c.b),
+    ]);
     const statements = createTableStatements(t);
     expect(statements.slice(1)).toEqual([
       'CREATE INDEX IF NOT EXISTS "things_a" ON "things" ("a")',
@@ -108,7 +107,9 @@ describe("createTableStatements", () => {
     ]);
     const db = new Database(":memory:");
     apply(db, statements);
-    const names = db.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'things' AND name LIKE 'things_%' ORDER BY name").all();
+    const names = db
+      .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'things' AND name LIKE 'things_%' ORDER BY name")
+      .all();
     expect(names.map((n) => n.name)).toEqual(["things_a", "things_ab"]);
   });
 

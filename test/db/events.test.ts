@@ -1,13 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import {
-  countEventHistory,
-  insertEvent,
-  insertEvents,
-  insertEventsIn,
-  lastEventSeq,
-  listEventHistory,
-  type NewEvent,
-} from "../../src/db/adapters/events.ts";
+import { countEventHistory, insertEvent, insertEvents, insertEventsIn, lastEventSeq, listEventHistory, type NewEvent } from "../../src/db/adapters/events.ts";
 import { smithersEvents } from "../../src/db/index.ts";
 import { rejection } from "../helpers.ts";
 import { forEachBackend } from "./backends.ts";
@@ -97,7 +89,13 @@ forEachBackend((db) => {
       await insertEvent(db(), event("r1", 1, "A"));
       const seqs = await db().withTransaction("t", (d) => insertEventsIn(d, [event("r1", 1, "A"), event("r1", 1, "A")], { dedupe: false }));
       expect(seqs).toEqual([1, 2]);
-      expect(db().db.select().from(smithersEvents).all().map((r) => r.seq)).toEqual([0, 1, 2]);
+      expect(
+        db()
+          .db.select()
+          .from(smithersEvents)
+          .all()
+          .map((r) => r.seq),
+      ).toEqual([0, 1, 2]);
     });
 
     test("an empty batch writes nothing", async () => {
@@ -125,10 +123,7 @@ forEachBackend((db) => {
 
     test("nodeId matches $.nodeId in the payload", async () => {
       await seedHistory();
-      expect((await listEventHistory(db(), { runId: "r1", nodeId: "b" })).map((r) => r.type)).toEqual([
-        "NodeStarted",
-        "NodeFailed",
-      ]);
+      expect((await listEventHistory(db(), { runId: "r1", nodeId: "b" })).map((r) => r.type)).toEqual(["NodeStarted", "NodeFailed"]);
     });
 
     test("types keeps only the listed types, and an empty list matches nothing", async () => {

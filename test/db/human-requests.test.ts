@@ -127,12 +127,7 @@ forEachBackend((db) => {
       });
       expect(changed).toBe(true);
       const row = await getHumanRequest(db(), "h1");
-      expect([row?.status, row?.responseJson, row?.answeredAtMs, row?.answeredBy]).toEqual([
-        "answered",
-        '{"choice":"yes"}',
-        2_000,
-        "ana",
-      ]);
+      expect([row?.status, row?.responseJson, row?.answeredAtMs, row?.answeredBy]).toEqual(["answered", '{"choice":"yes"}', 2_000, "ana"]);
     });
 
     test("does not answer twice: the second answer changes nothing", async () => {

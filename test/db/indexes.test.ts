@@ -4,20 +4,7 @@
  * `_smithers_*` tables it touches.
  */
 import { describe, expect, test } from "bun:test";
-import {
-  approvals,
-  cache,
-  cron,
-  events,
-  humanRequests,
-  runs,
-  sandboxes,
-  scorers,
-  signals,
-  SmithersDb,
-  toolCalls,
-  vectors,
-} from "../../src/db/index.ts";
+import { approvals, cache, cron, events, humanRequests, runs, sandboxes, scorers, signals, SmithersDb, toolCalls, vectors } from "../../src/db/index.ts";
 
 type PlanRow = { detail: string };
 

@@ -33,10 +33,7 @@ type WorkerSummary = { workerId: string; claimed: boolean; retries: number };
 async function runWorkers(path: string, events: number, signals: number): Promise<WorkerSummary[]> {
   const barrier = dirname(path);
   const procs = range(WORKERS).map((id) =>
-    Bun.spawn(
-      [process.execPath, WORKER, path, String(id), String(events), String(signals), RUN_IDS.join(","), barrier],
-      { stdout: "pipe", stderr: "pipe" },
-    ),
+    Bun.spawn([process.execPath, WORKER, path, String(id), String(events), String(signals), RUN_IDS.join(","), barrier], { stdout: "pipe", stderr: "pipe" }),
   );
   while (!range(WORKERS).every((id) => existsSync(join(barrier, `ready-${id}`)))) await Bun.sleep(5);
   writeFileSync(join(barrier, "go"), "");

@@ -40,10 +40,7 @@ describe("camelToSnake", () => {
 
 describe("fieldColumns", () => {
   test("maps strings and enums to text, integers to integer and other numbers to real", () => {
-    const cols = fieldColumns(
-      "t",
-      z.object({ s: z.string(), e: z.enum(["low", "high"]), i: z.number().int(), i2: z.int(), r: z.number() }),
-    );
+    const cols = fieldColumns("t", z.object({ s: z.string(), e: z.enum(["low", "high"]), i: z.number().int(), i2: z.int(), r: z.number() }));
     expect(kinds(cols)).toEqual({ s: "text", e: "text", i: "integer", i2: "integer", r: "real" });
   });
 
@@ -68,10 +65,7 @@ describe("fieldColumns", () => {
   });
 
   test("optional, nullable and nullish fields are nullable; plain fields are not", () => {
-    const cols = fieldColumns(
-      "t",
-      z.object({ req: z.string(), opt: z.string().optional(), nul: z.number().nullable(), both: z.boolean().nullish() }),
-    );
+    const cols = fieldColumns("t", z.object({ req: z.string(), opt: z.string().optional(), nul: z.number().nullable(), both: z.boolean().nullish() }));
     expect(nullables(cols)).toEqual({ req: false, opt: true, nul: true, both: true });
     expect(kinds(cols)).toEqual({ req: "text", opt: "text", nul: "real", both: "boolean" });
   });

@@ -3,18 +3,11 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { openSmithersDb, type SmithersDb } from "../../src/db/index.ts";
-import {
-  migrateOutputTables,
-  OutputRegistry,
-  readOutputRow,
-  readOutputRows,
-  writeOutputRow,
-} from "../../src/db/output-tables.ts";
+import { migrateOutputTables, OutputRegistry, readOutputRow, readOutputRows, writeOutputRow } from "../../src/db/output-tables.ts";
 import { errorOf } from "../helpers.ts";
 
 type ColumnInfo = { name: string; type: string; notnull: number; pk: number };
-const tableInfo = (db: Database, table: string) =>
-  db.query<ColumnInfo, [string]>('SELECT name, type, "notnull", pk FROM pragma_table_info(?)').all(table);
+const tableInfo = (db: Database, table: string) => db.query<ColumnInfo, [string]>('SELECT name, type, "notnull", pk FROM pragma_table_info(?)').all(table);
 const tableNames = (db: Database) =>
   db
     .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_smithers%' ESCAPE '\\' ORDER BY name")
@@ -220,7 +213,11 @@ describe("migrateOutputTables", () => {
     const report = migrateOutputTables(db, new OutputRegistry({ analysis: v2 }).all());
     expect(report.typeChanges).toEqual([{ table: "analysis", column: "summary", expected: "real", actual: "text" }]);
     expect(report.added).toEqual([]);
-    expect(tableInfo(db, "analysis").find((c) => c.name === "summary")!.type.toLowerCase()).toBe("text");
+    expect(
+      tableInfo(db, "analysis")
+        .find((c) => c.name === "summary")!
+        .type.toLowerCase(),
+    ).toBe("text");
     expect(db.query("SELECT summary FROM analysis").get()).toEqual({ summary: "kept" });
   });
 
@@ -290,16 +287,21 @@ describe("writeOutputRow / readOutputRow", () => {
   });
 
   test("null and absent values are SQL NULL in every kind of column, and read back as null", () => {
-    const nullable = z.object({ flag: z.boolean().nullable(), data: z.object({ a: z.number() }).nullable(), when: z.date().nullable(), note: z.string().optional() });
+    const nullable = z.object({
+      flag: z.boolean().nullable(),
+      data: z.object({ a: z.number() }).nullable(),
+      when: z.date().nullable(),
+      note: z.string().optional(),
+    });
     const { d, sdb, registry } = setup({ nullable });
     const info = registry.resolve(nullable);
     const key = { runId: "r1", nodeId: "n", iteration: 0 };
     writeOutputRow(d, info, key, { flag: null, data: null, when: null });
-    expect(sdb.sqlite.query("SELECT flag, data, \"when\", note FROM nullable").get()).toEqual({ flag: null, data: null, when: null, note: null });
+    expect(sdb.sqlite.query('SELECT flag, data, "when", note FROM nullable').get()).toEqual({ flag: null, data: null, when: null, note: null });
     expect(readOutputRow(d, info, key)).toMatchObject({ flag: null, data: null, when: null, note: null });
     const when = new Date(1_700_000_000_123);
     writeOutputRow(d, info, key, { flag: false, data: { a: 1 }, when, note: "x" });
-    expect(sdb.sqlite.query("SELECT flag, data, \"when\", note FROM nullable").get()).toEqual({ flag: 0, data: '{"a":1}', when: 1_700_000_000_123, note: "x" });
+    expect(sdb.sqlite.query('SELECT flag, data, "when", note FROM nullable').get()).toEqual({ flag: 0, data: '{"a":1}', when: 1_700_000_000_123, note: "x" });
     expect(readOutputRow(d, info, key)).toMatchObject({ flag: false, data: { a: 1 }, when, note: "x" });
   });
 

@@ -66,9 +66,7 @@ forEachBackend((db) => {
     });
 
     test("concurrent inserts get distinct, gap-free seqs", async () => {
-      const seqs = await Promise.all(
-        Array.from({ length: 30 }, (_, i) => insertSignal(db(), signal({ receivedAtMs: i }))),
-      );
+      const seqs = await Promise.all(Array.from({ length: 30 }, (_, i) => insertSignal(db(), signal({ receivedAtMs: i }))));
       expect([...seqs].sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i));
     });
   });

@@ -7,7 +7,12 @@ import { rejection } from "../helpers.ts";
 
 const cron = (cronId: string) => ({ cronId, pattern: "* * * * *", workflowPath: "wf.tsx", createdAtMs: 1 });
 const insertCron = (d: Drizzle, cronId: string) => d.insert(smithersCron).values(cron(cronId)).run();
-const cronIds = (d: Drizzle) => d.select({ id: smithersCron.cronId }).from(smithersCron).all().map((r) => r.id);
+const cronIds = (d: Drizzle) =>
+  d
+    .select({ id: smithersCron.cronId })
+    .from(smithersCron)
+    .all()
+    .map((r) => r.id);
 const cronCount = (d: Drizzle) => d.select({ n: count() }).from(smithersCron).get()?.n ?? 0;
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {

@@ -1,11 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import {
-  findToolCallByIdempotencyKey,
-  finishToolCall,
-  listToolCalls,
-  startToolCall,
-  type ToolCallStart,
-} from "../../src/db/adapters/tool-calls.ts";
+import { findToolCallByIdempotencyKey, finishToolCall, listToolCalls, startToolCall, type ToolCallStart } from "../../src/db/adapters/tool-calls.ts";
 import { forEachBackend } from "./backends.ts";
 
 const call = (overrides: Partial<ToolCallStart> = {}): ToolCallStart => ({
@@ -109,8 +103,7 @@ forEachBackend((db) => {
       await startToolCall(db(), call({ nodeId: "a", attempt: 1, toolName: "edit" }));
       await startToolCall(db(), call({ nodeId: "a", iteration: 1 }));
       await startToolCall(db(), call({ runId: "r2" }));
-      const key = (r: { nodeId: string; iteration: number; attempt: number; seq: number }) =>
-        `${r.nodeId}:${r.iteration}:${r.attempt}:${r.seq}`;
+      const key = (r: { nodeId: string; iteration: number; attempt: number; seq: number }) => `${r.nodeId}:${r.iteration}:${r.attempt}:${r.seq}`;
       expect((await listToolCalls(db(), { runId: "r1" })).map(key)).toEqual(["a:0:1:0", "a:0:1:1", "a:0:2:0", "a:1:1:0", "b:0:1:0"]);
       expect((await listToolCalls(db(), { runId: "r1", nodeId: "a", iteration: 0 })).map(key)).toEqual(["a:0:1:0", "a:0:1:1", "a:0:2:0"]);
       expect((await listToolCalls(db(), { runId: "r1", nodeId: "a", attempt: 1 })).map(key)).toEqual(["a:0:1:0", "a:0:1:1", "a:1:1:0"]);

@@ -7,7 +7,11 @@ import { smithers } from "./cli-helpers.ts";
 const PROBE = "test/fixtures/durability-probe.tsx";
 
 describe("smithers up --durability", () => {
-  for (const [flag, expected] of [[[], 1], [["--durability", "process"], 1], [["--durability", "power"], 2]] as const) {
+  for (const [flag, expected] of [
+    [[], 1],
+    [["--durability", "process"], 1],
+    [["--durability", "power"], 2],
+  ] as const) {
     test(`${flag.join(" ") || "no flag"}: the run's connection commits with synchronous = ${expected}`, () => {
       const dbPath = tempDbPath();
       const r = smithers(["up", PROBE, "--db", dbPath, ...flag]);

@@ -158,7 +158,10 @@ describe("smithers frames", () => {
     expect(list.code).toBe(0);
     const rows = list.stdout.trim().split("\n");
     expect(rows[0]).toBe("frame  encoding  bytes");
-    const stored = sql<{ frame_no: number; encoding: string; bytes: number }>(dbPath, "SELECT frame_no, encoding, length(CAST(xml_json AS BLOB)) AS bytes FROM _smithers_frames ORDER BY frame_no");
+    const stored = sql<{ frame_no: number; encoding: string; bytes: number }>(
+      dbPath,
+      "SELECT frame_no, encoding, length(CAST(xml_json AS BLOB)) AS bytes FROM _smithers_frames ORDER BY frame_no",
+    );
     expect(rows.slice(1, -1).map((r) => r.trim().split(/\s+/))).toEqual(stored.map((f) => [String(f.frame_no), f.encoding, String(f.bytes)]));
     expect(rows.at(-1)).toBe(`${stored.length} frames, ${stored.reduce((n, f) => n + f.bytes, 0)} bytes`);
     const last = smithers(["frames", "run-fr", "--db", dbPath, "--frame", String(stored.length - 1)]);
@@ -242,7 +245,7 @@ describe("kill -9", () => {
     expect(resumed.stderr).toBe("");
     expect(resumed.code).toBe(0);
     expect(readFileSync(callsFile, "utf8").trim().split("\n")).toEqual(["a", "b", "b", "c"]);
-    expect(sql(dbPath, "SELECT node_id, \"order\" FROM step ORDER BY node_id")).toEqual([
+    expect(sql(dbPath, 'SELECT node_id, "order" FROM step ORDER BY node_id')).toEqual([
       { node_id: "a", order: 1 },
       { node_id: "b", order: 2 },
       { node_id: "c", order: 3 },

@@ -81,7 +81,13 @@ describe("EventBus.emitEventQueued", () => {
     bus.emitEventQueued(ev("NodeStarted", { nodeId: "a", attempt: 1 }));
     await bus.flush();
     expect(stored()).toEqual([[0, "NodeStarted", { nodeId: "a", attempt: 1 }]]);
-    expect(db.db.select().from(smithersEvents).all().map((r) => [r.runId, r.timestampMs])).toEqual([["r1", 100]]);
+    expect(
+      db.db
+        .select()
+        .from(smithersEvents)
+        .all()
+        .map((r) => [r.runId, r.timestampMs]),
+    ).toEqual([["r1", 100]]);
   });
 
   test("a burst of queued events is stored completely and in emit order", async () => {

@@ -20,8 +20,12 @@ describe("SmithersEventSchema", () => {
     const wf = smithers((ctx) => (
       <Workflow name="all-events">
         <Sequence>
-          <Task id="plain" output={outputs.out}>{{ n: 1 }}</Task>
-          <Task id="skipped" output={outputs.out} skipIf>{{ n: 2 }}</Task>
+          <Task id="plain" output={outputs.out}>
+            {{ n: 1 }}
+          </Task>
+          <Task id="skipped" output={outputs.out} skipIf>
+            {{ n: 2 }}
+          </Task>
           <Task id="tools" output={outputs.out}>
             {async (t) => {
               await t.sideEffect("ok", () => 1);
@@ -36,7 +40,9 @@ describe("SmithersEventSchema", () => {
             }}
           </Task>
           <Loop id="l" until={ctx.iterationCount(outputs.out, "step") >= 2} maxIterations={5}>
-            <Task id="step" output={outputs.out}>{{ n: ctx.iteration }}</Task>
+            <Task id="step" output={outputs.out}>
+              {{ n: ctx.iteration }}
+            </Task>
           </Loop>
           <Task id="broken" output={outputs.out}>
             {() => {
@@ -72,7 +78,9 @@ describe("SmithersEventSchema", () => {
 
     const easy = smithers(() => (
       <Workflow name="easy">
-        <Task id="only" output={outputs.out}>{{ n: 0 }}</Task>
+        <Task id="only" output={outputs.out}>
+          {{ n: 0 }}
+        </Task>
       </Workflow>
     ));
     expect((await runWorkflow(easy, { runId: "finished" })).status).toBe("finished");
@@ -95,7 +103,16 @@ describe("SmithersEventSchema", () => {
   });
 
   test("checking the type narrows: a NodeFailed event has an error", () => {
-    const event = SmithersEventSchema.parse({ type: "NodeFailed", runId: "r", timestampMs: 1, nodeId: "a", iteration: 0, attempt: 1, durationMs: 3, error: { code: "X" } });
+    const event = SmithersEventSchema.parse({
+      type: "NodeFailed",
+      runId: "r",
+      timestampMs: 1,
+      nodeId: "a",
+      iteration: 0,
+      attempt: 1,
+      durationMs: 3,
+      error: { code: "X" },
+    });
     const code = event.type === "NodeFailed" ? event.error.code : undefined;
     expect(code).toBe("X");
   });

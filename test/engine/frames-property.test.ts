@@ -101,9 +101,7 @@ async function runSequence(db: SmithersDb, seed: number, trace: Trace): Promise<
 
   // What was stored, read straight from the table.
   const rows = await db.read("frames-property", (d) =>
-    d.$client
-      .query<StoredRow, [string]>("SELECT frame_no, encoding, xml_json, xml_hash FROM _smithers_frames WHERE run_id = ? ORDER BY frame_no")
-      .all(runId),
+    d.$client.query<StoredRow, [string]>("SELECT frame_no, encoding, xml_json, xml_hash FROM _smithers_frames WHERE run_id = ? ORDER BY frame_no").all(runId),
   );
   check(rows.length === expected.length, `stored ${rows.length} rows for ${expected.length} distinct trees`);
   const listed = await frames.listFrames(db, runId);
@@ -119,7 +117,10 @@ async function runSequence(db: SmithersDb, seed: number, trace: Trace): Promise<
 
     // Keyframes exactly where isKeyframe says, given the bytes stored since the last one.
     const want = n === 0 ? "full" : isKeyframe(n, sinceKeyframe, keyframeBytes, policy) ? "keyframe" : "delta";
-    check(row.encoding === want, `frame ${n} is stored as ${row.encoding}, isKeyframe says ${want} (${sinceKeyframe} delta bytes since a ${keyframeBytes}-byte keyframe, ${JSON.stringify(policy)})`);
+    check(
+      row.encoding === want,
+      `frame ${n} is stored as ${row.encoding}, isKeyframe says ${want} (${sinceKeyframe} delta bytes since a ${keyframeBytes}-byte keyframe, ${JSON.stringify(policy)})`,
+    );
     if (row.encoding === "keyframe") check(n % policy.interval === 0, `keyframe ${n} is not on a multiple of ${policy.interval}`);
     if (n > 0 && policy.mode === "fixed" && n % policy.interval === 0) check(row.encoding === "keyframe", `fixed policy: frame ${n} should be a keyframe`);
 

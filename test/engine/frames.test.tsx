@@ -4,7 +4,17 @@ import { Database } from "bun:sqlite";
 import { z } from "zod";
 import { decodeFrameXml, frameHash, type FrameDelta, type XmlElement } from "../../src/codec/index.ts";
 import { openSmithersDb, frames } from "../../src/db/index.ts";
-import { clearFrameCache, createSmithers, FrameChain, frameCacheStats, isKeyframe, readFrame, readFrameXml, runWorkflow, setFrameCacheLimits } from "../../src/engine/index.ts";
+import {
+  clearFrameCache,
+  createSmithers,
+  FrameChain,
+  frameCacheStats,
+  isKeyframe,
+  readFrame,
+  readFrameXml,
+  runWorkflow,
+  setFrameCacheLimits,
+} from "../../src/engine/index.ts";
 import { FRAME_LRU_BYTES, FRAME_LRU_SIZE } from "../../src/engine/constants.ts";
 import { rejection, sql, tempDbPath } from "../helpers.ts";
 
@@ -28,7 +38,9 @@ async function sequenceRun(n: number, keyframes?: { interval?: number; mode?: "a
   const wf = smithers(() => (
     <Workflow name="seq">
       {ids.map((id, i) => (
-        <Task key={id} id={id} output={outputs.out}>{{ n: i }}</Task>
+        <Task key={id} id={id} output={outputs.out}>
+          {{ n: i }}
+        </Task>
       ))}
     </Workflow>
   ));
@@ -40,7 +52,10 @@ async function sequenceRun(n: number, keyframes?: { interval?: number; mode?: "a
 describe("frames of a run", () => {
   test("frame 0 is full XML, later frames are deltas, and every row carries the hash of its frame's XML", async () => {
     const dbPath = await sequenceRun(3);
-    const rows = sql<{ frame_no: number; encoding: string; xml_json: string; xml_hash: string }>(dbPath, "SELECT frame_no, encoding, xml_json, xml_hash FROM _smithers_frames ORDER BY frame_no");
+    const rows = sql<{ frame_no: number; encoding: string; xml_json: string; xml_hash: string }>(
+      dbPath,
+      "SELECT frame_no, encoding, xml_json, xml_hash FROM _smithers_frames ORDER BY frame_no",
+    );
     expect(rows.map((r) => r.frame_no)).toEqual(rows.map((_, i) => i));
     expect(rows.map((r) => r.encoding)).toEqual(["full", ...rows.slice(1).map(() => "delta")]);
     expect(frameHash(decodeFrameXml(rows[0]!.xml_json))).toBe(rows[0]!.xml_hash);
@@ -84,7 +99,10 @@ describe("frames of a run", () => {
 
   test("with the adaptive policy a large tree gets a keyframe only once its deltas outweigh the last one", async () => {
     const dbPath = await sequenceRun(120);
-    const rows = sql<{ frame_no: number; encoding: string; bytes: number }>(dbPath, "SELECT frame_no, encoding, length(xml_json) AS bytes FROM _smithers_frames ORDER BY frame_no");
+    const rows = sql<{ frame_no: number; encoding: string; bytes: number }>(
+      dbPath,
+      "SELECT frame_no, encoding, length(xml_json) AS bytes FROM _smithers_frames ORDER BY frame_no",
+    );
     // At each multiple of 50: a keyframe exactly when the deltas since the last chain start weigh as much as it.
     let start = rows[0]!;
     let since = 0;
@@ -121,7 +139,9 @@ describe("frames of unusual plans", () => {
     const wf = smithers(() => (
       <Workflow name="inf">
         <Parallel maxConcurrency={Infinity}>
-          <Task id="a" output={outputs.out} timeoutMs={Infinity}>{{ n: 1 }}</Task>
+          <Task id="a" output={outputs.out} timeoutMs={Infinity}>
+            {{ n: 1 }}
+          </Task>
         </Parallel>
       </Workflow>
     ));
@@ -129,7 +149,9 @@ describe("frames of unusual plans", () => {
     expect(result.status).toBe("finished");
     expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
     const db = openSmithersDb(dbPath);
-    expect(await readFrameXml(db, "r", 0)).toBe('<workflow name="inf"><parallel><task id="a" iteration="=0" state="running" output="out" mode="static"/></parallel></workflow>');
+    expect(await readFrameXml(db, "r", 0)).toBe(
+      '<workflow name="inf"><parallel><task id="a" iteration="=0" state="running" output="out" mode="static"/></parallel></workflow>',
+    );
     await db.close();
   });
 
@@ -241,7 +263,10 @@ describe("readFrame cache", () => {
     clearFrameCache();
     const a = openSmithersDb(":memory:");
     const b = openSmithersDb(":memory:");
-    for (const [db, id] of [[a, "A"], [b, "B"]] as const) {
+    for (const [db, id] of [
+      [a, "A"],
+      [b, "B"],
+    ] as const) {
       const chain = await FrameChain.open(db, "r");
       const row = chain.append({ tag: "workflow", props: { id }, children: [] }, 0)!;
       await db.withTransaction("t", (d) => frames.insertFrame(d, row));

@@ -85,7 +85,10 @@ describe("runWorkflow memory", () => {
       <Workflow name="long-loop">
         <Loop id="l" until={ctx.iterationCount(outputs.step, "t") >= iterations} maxIterations={iterations}>
           <Task id="t" output={outputs.step}>
-            {() => ({ n: ctx.iteration, old: ctx.iteration < lag ? -1 : ctx.output<{ n: number }>(outputs.step, { nodeId: "t", iteration: ctx.iteration - lag }).n })}
+            {() => ({
+              n: ctx.iteration,
+              old: ctx.iteration < lag ? -1 : ctx.output<{ n: number }>(outputs.step, { nodeId: "t", iteration: ctx.iteration - lag }).n,
+            })}
           </Task>
         </Loop>
       </Workflow>

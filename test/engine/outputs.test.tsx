@@ -20,7 +20,9 @@ describe("createSmithers output tables", () => {
     const v1 = createSmithers({ report: z.object({ title: z.string() }) }, { dbPath });
     const wf1 = v1.smithers(() => (
       <v1.Workflow name="w">
-        <v1.Task id="r" output={v1.outputs.report}>{{ title: "old" }}</v1.Task>
+        <v1.Task id="r" output={v1.outputs.report}>
+          {{ title: "old" }}
+        </v1.Task>
       </v1.Workflow>
     ));
     await runWorkflow(wf1, { input: {} });
@@ -28,7 +30,9 @@ describe("createSmithers output tables", () => {
     const v2 = createSmithers({ report: z.object({ title: z.string(), pages: z.number().int().optional() }) }, { dbPath });
     const wf2 = v2.smithers(() => (
       <v2.Workflow name="w">
-        <v2.Task id="r" output={v2.outputs.report}>{{ title: "new", pages: 3 }}</v2.Task>
+        <v2.Task id="r" output={v2.outputs.report}>
+          {{ title: "new", pages: 3 }}
+        </v2.Task>
       </v2.Workflow>
     ));
     await runWorkflow(wf2, { input: {} });
@@ -44,7 +48,9 @@ describe("createSmithers output tables", () => {
     const reports: unknown[] = [];
     const v2 = createSmithers({ report: z.object({ pages: z.string() }) }, { dbPath, onSchemaDrift: (r) => reports.push(r) });
     await v2.smithersDb.close();
-    expect(reports).toEqual([{ created: [], added: [], removed: [], typeChanges: [{ table: "report", column: "pages", expected: "text", actual: "integer" }] }]);
+    expect(reports).toEqual([
+      { created: [], added: [], removed: [], typeChanges: [{ table: "report", column: "pages", expected: "text", actual: "integer" }] },
+    ]);
     expect(sql(dbPath, "SELECT lower(type) AS type FROM pragma_table_info('report') WHERE name = 'pages'")).toEqual([{ type: "integer" }]);
   });
 
@@ -53,7 +59,9 @@ describe("createSmithers output tables", () => {
     const { Workflow, Task, smithers, outputs } = createSmithers({ blob: z.object({ payload: z.unknown() }) }, { dbPath });
     const wf = smithers(() => (
       <Workflow name="w">
-        <Task id="b" output={outputs.blob}>{() => ({ anything: [1, { deep: true }] }) as never}</Task>
+        <Task id="b" output={outputs.blob}>
+          {() => ({ anything: [1, { deep: true }] }) as never}
+        </Task>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: {} });
@@ -72,7 +80,9 @@ describe("createSmithers output tables", () => {
     const { Workflow, Task, smithers } = createSmithers({ audits }, { dbPath });
     const wf = smithers(() => (
       <Workflow name="w">
-        <Task id="log" output={audits} outputSchema={z.object({ message: z.string() })}>{{ message: "hi" }}</Task>
+        <Task id="log" output={audits} outputSchema={z.object({ message: z.string() })}>
+          {{ message: "hi" }}
+        </Task>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: {} });
@@ -101,7 +111,9 @@ describe("runWorkflow authoring errors", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("MISSING_OUTPUT");
-    expect(sql(dbPath, "SELECT status, json_extract(error_json, '$.code') AS code FROM _smithers_runs")).toEqual([{ status: "failed", code: "MISSING_OUTPUT" }]);
+    expect(sql(dbPath, "SELECT status, json_extract(error_json, '$.code') AS code FROM _smithers_runs")).toEqual([
+      { status: "failed", code: "MISSING_OUTPUT" },
+    ]);
     expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_nodes")).toEqual([{ n: 0 }]);
   });
 
@@ -112,8 +124,12 @@ describe("runWorkflow authoring errors", () => {
     const wf = smithers(() => (
       <Workflow name="w">
         <Parallel>
-          <Task id="same" output={outputs.out}>{() => ({ n: ++ran })}</Task>
-          <Task id="same" output={outputs.out}>{() => ({ n: ++ran })}</Task>
+          <Task id="same" output={outputs.out}>
+            {() => ({ n: ++ran })}
+          </Task>
+          <Task id="same" output={outputs.out}>
+            {() => ({ n: ++ran })}
+          </Task>
         </Parallel>
       </Workflow>
     ));
@@ -129,7 +145,9 @@ describe("runWorkflow authoring errors", () => {
     const stranger = z.object({ n: z.number() });
     const wf = smithers(() => (
       <Workflow name="w">
-        <Task id="t" output={stranger}>{{ n: 1 }}</Task>
+        <Task id="t" output={stranger}>
+          {{ n: 1 }}
+        </Task>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: {} });

@@ -8,10 +8,7 @@ import { createSmithers, runWorkflow, SmithersError } from "../../src/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
 
 function twoStep(dbPath: string, behaviour: { failB: boolean; calls: Record<string, number> }) {
-  const { Workflow, Task, smithers, outputs } = createSmithers(
-    { input: z.object({ topic: z.string() }), out: z.object({ n: z.number() }) },
-    { dbPath },
-  );
+  const { Workflow, Task, smithers, outputs } = createSmithers({ input: z.object({ topic: z.string() }), out: z.object({ n: z.number() }) }, { dbPath });
   return smithers(() => (
     <Workflow name="two-step">
       <Task id="a" output={outputs.out}>
@@ -134,7 +131,10 @@ describe("runWorkflow resume", () => {
       dbPath,
       "SELECT attempt, state, error_json FROM _smithers_attempts WHERE node_id = 'b' ORDER BY attempt",
     );
-    expect(attempts.map((a) => [a.attempt, a.state])).toEqual([[1, "abandoned"], [2, "finished"]]);
+    expect(attempts.map((a) => [a.attempt, a.state])).toEqual([
+      [1, "abandoned"],
+      [2, "finished"],
+    ]);
     expect(JSON.parse(attempts[0]!.error_json!).code).toBe("TASK_ABANDONED");
   });
 
@@ -233,7 +233,9 @@ describe("runWorkflow resume", () => {
       const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
       return smithers((ctx) => (
         <Workflow name="w">
-          <Task id="a" output={notes} outputSchema={z.object({ body: z.string() })}>{{ body: "from a" }}</Task>
+          <Task id="a" output={notes} outputSchema={z.object({ body: z.string() })}>
+            {{ body: "from a" }}
+          </Task>
           {ctx.outputMaybe(notes, { nodeId: "a" }) ? (
             <Task id="b" output={outputs.out}>
               {() => {

@@ -21,9 +21,15 @@ describe("runWorkflow", () => {
     const judge = scriptedAgent([{ approved: true, reason: "fine" }]);
     const wf = smithers(() => (
       <Workflow name="modes">
-        <Task id="static" output={outputs.noteCard}>{{ title: "t", tags: ["a", "b"] }}</Task>
-        <Task id="compute" output={outputs.score}>{async () => ({ value: 7, ok: false })}</Task>
-        <Task id="agent" output={outputs.verdict} agent={judge}>Judge it</Task>
+        <Task id="static" output={outputs.noteCard}>
+          {{ title: "t", tags: ["a", "b"] }}
+        </Task>
+        <Task id="compute" output={outputs.score}>
+          {async () => ({ value: 7, ok: false })}
+        </Task>
+        <Task id="agent" output={outputs.verdict} agent={judge}>
+          Judge it
+        </Task>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: {} });
@@ -53,7 +59,9 @@ describe("runWorkflow", () => {
     );
     const wf = smithers((ctx) => (
       <Workflow name="echo">
-        <Task id="echo" output={outputs.echo}>{{ text: `${ctx.input.who}x${ctx.input.count}` }}</Task>
+        <Task id="echo" output={outputs.echo}>
+          {{ text: `${ctx.input.who}x${ctx.input.count}` }}
+        </Task>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: { who: "ada", count: 2 } });
@@ -63,13 +71,12 @@ describe("runWorkflow", () => {
 
   test("input that fails the input schema rejects with INVALID_INPUT and creates no run", async () => {
     const dbPath = tempDbPath();
-    const { Workflow, Task, smithers, outputs } = createSmithers(
-      { input: z.object({ n: z.number() }), out: z.object({ n: z.number() }) },
-      { dbPath },
-    );
+    const { Workflow, Task, smithers, outputs } = createSmithers({ input: z.object({ n: z.number() }), out: z.object({ n: z.number() }) }, { dbPath });
     const wf = smithers((ctx) => (
       <Workflow name="w">
-        <Task id="t" output={outputs.out}>{{ n: ctx.input.n }}</Task>
+        <Task id="t" output={outputs.out}>
+          {{ n: ctx.input.n }}
+        </Task>
       </Workflow>
     ));
     const error = await runWorkflow(wf, { input: { n: "nope" } }).catch((e) => e);
@@ -99,7 +106,11 @@ describe("runWorkflow", () => {
       dbPath,
       "SELECT attempt, state, error_json FROM _smithers_attempts ORDER BY attempt",
     );
-    expect(attempts.map((a) => [a.attempt, a.state])).toEqual([[1, "failed"], [2, "failed"], [3, "finished"]]);
+    expect(attempts.map((a) => [a.attempt, a.state])).toEqual([
+      [1, "failed"],
+      [2, "failed"],
+      [3, "finished"],
+    ]);
     expect(JSON.parse(attempts[0]!.error_json!)).toMatchObject({ code: "TASK_FAILED", nodeId: "flaky", attempt: 1 });
     expect(JSON.parse(attempts[0]!.error_json!).cause.message).toBe("boom 1");
     expect(events.filter((e) => e.type === "NodeRetrying").length).toBe(2);
@@ -116,7 +127,9 @@ describe("runWorkflow", () => {
             throw new Error("always");
           }}
         </Task>
-        <Task id="never" output={outputs.out}>{{ n: 1 }}</Task>
+        <Task id="never" output={outputs.out}>
+          {{ n: 1 }}
+        </Task>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: {} });
@@ -135,7 +148,9 @@ describe("runWorkflow", () => {
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
     const wf = smithers(() => (
       <Workflow name="w">
-        <Task id="t" output={outputs.out}>{() => ({ n: "not a number" }) as unknown as { n: number }}</Task>
+        <Task id="t" output={outputs.out}>
+          {() => ({ n: "not a number" }) as unknown as { n: number }}
+        </Task>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: {} });
@@ -155,10 +170,14 @@ describe("runWorkflow", () => {
           {async ({ signal }) => {
             await new Promise((resolve) => {
               const timer = setTimeout(resolve, 2_000);
-              signal.addEventListener("abort", () => {
-                clearTimeout(timer);
-                resolve(undefined);
-              }, { once: true });
+              signal.addEventListener(
+                "abort",
+                () => {
+                  clearTimeout(timer);
+                  resolve(undefined);
+                },
+                { once: true },
+              );
             });
             return { n: signal.aborted ? 0 : 1 };
           }}
@@ -178,8 +197,12 @@ describe("runWorkflow", () => {
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
     const wf = smithers(() => (
       <Workflow name="w">
-        <Task id="skipped" output={outputs.out} skipIf>{{ n: 1 }}</Task>
-        <Task id="after" output={outputs.out}>{{ n: 2 }}</Task>
+        <Task id="skipped" output={outputs.out} skipIf>
+          {{ n: 1 }}
+        </Task>
+        <Task id="after" output={outputs.out}>
+          {{ n: 2 }}
+        </Task>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: {} });
@@ -202,7 +225,9 @@ describe("runWorkflow", () => {
             throw new Error("nope");
           }}
         </Task>
-        <Task id="after" output={outputs.out}>{{ n: 2 }}</Task>
+        <Task id="after" output={outputs.out}>
+          {{ n: 2 }}
+        </Task>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: {} });
@@ -214,7 +239,11 @@ describe("runWorkflow", () => {
   });
 
   test("Parallel maxConcurrency and the run's maxConcurrency cap tasks running at once", async () => {
-    for (const [groupCap, runCap, expected] of [[2, undefined, 2], [undefined, 3, 3], [4, 1, 1]] as const) {
+    for (const [groupCap, runCap, expected] of [
+      [2, undefined, 2],
+      [undefined, 3, 3],
+      [4, 1, 1],
+    ] as const) {
       const dbPath = tempDbPath();
       const { Workflow, Task, Parallel, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
       let active = 0;
@@ -254,8 +283,16 @@ describe("runWorkflow", () => {
       <Workflow name="w">
         <Branch
           if={ctx.input.big}
-          then={<Task id="big" output={outputs.out}>{{ size: "big" }}</Task>}
-          else={<Task id="small" output={outputs.out}>{{ size: "small" }}</Task>}
+          then={
+            <Task id="big" output={outputs.out}>
+              {{ size: "big" }}
+            </Task>
+          }
+          else={
+            <Task id="small" output={outputs.out}>
+              {{ size: "small" }}
+            </Task>
+          }
         />
       </Workflow>
     ));
@@ -273,8 +310,14 @@ describe("runWorkflow", () => {
       const check = ctx.outputMaybe<{ ok: boolean; list: number[] }>(outputs.check, { nodeId: "check" });
       return (
         <Workflow name="w">
-          <Task id="check" output={outputs.check}>{{ ok: true, list: [1, 2] }}</Task>
-          {check ? <Task id="after" output={outputs.out}>{{ seen: `${check.ok === true}:${check.list.length}` }}</Task> : null}
+          <Task id="check" output={outputs.check}>
+            {{ ok: true, list: [1, 2] }}
+          </Task>
+          {check ? (
+            <Task id="after" output={outputs.out}>
+              {{ seen: `${check.ok === true}:${check.list.length}` }}
+            </Task>
+          ) : null}
         </Workflow>
       );
     });
@@ -290,7 +333,9 @@ describe("runWorkflow", () => {
       return (
         <Workflow name="w">
           <Loop id="count" until={(last?.n ?? 0) >= 3} maxIterations={10}>
-            <Task id="step" output={outputs.step}>{{ n: ctx.iteration + 1 }}</Task>
+            <Task id="step" output={outputs.step}>
+              {{ n: ctx.iteration + 1 }}
+            </Task>
           </Loop>
         </Workflow>
       );
@@ -311,7 +356,9 @@ describe("runWorkflow", () => {
     const wf = smithers((ctx) => (
       <Workflow name="w">
         <Loop id="never" until={false} maxIterations={2} onMaxReached="fail">
-          <Task id="step" output={outputs.step}>{{ n: ctx.iteration }}</Task>
+          <Task id="step" output={outputs.step}>
+            {{ n: ctx.iteration }}
+          </Task>
         </Loop>
       </Workflow>
     ));
@@ -327,13 +374,18 @@ describe("runWorkflow", () => {
     const agent = scriptedAgent(() => "I refuse to answer in JSON");
     const wf = smithers(() => (
       <Workflow name="w">
-        <Task id="ask" output={outputs.out} agent={agent} retries={1} retryPolicy={fast}>Give me n</Task>
+        <Task id="ask" output={outputs.out} agent={agent} retries={1} retryPolicy={fast}>
+          Give me n
+        </Task>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("INVALID_OUTPUT");
-    const attempts = sql<{ attempt: number; state: string; error_json: string }>(dbPath, "SELECT attempt, state, error_json FROM _smithers_attempts ORDER BY attempt");
+    const attempts = sql<{ attempt: number; state: string; error_json: string }>(
+      dbPath,
+      "SELECT attempt, state, error_json FROM _smithers_attempts ORDER BY attempt",
+    );
     expect(attempts.map((a) => [a.attempt, a.state, JSON.parse(a.error_json).code])).toEqual([
       [1, "failed", "INVALID_OUTPUT"],
       [2, "failed", "INVALID_OUTPUT"],
@@ -345,10 +397,12 @@ describe("runWorkflow", () => {
   test("an invalid agent reply is repaired by the validation retry within one attempt", async () => {
     const dbPath = tempDbPath();
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
-    const agent = scriptedAgent(['{"n": "seven"}', "```json\n{\"n\": 7}\n```"]);
+    const agent = scriptedAgent(['{"n": "seven"}', '```json\n{"n": 7}\n```']);
     const wf = smithers(() => (
       <Workflow name="w">
-        <Task id="ask" output={outputs.out} agent={agent}>Give me n</Task>
+        <Task id="ask" output={outputs.out} agent={agent}>
+          Give me n
+        </Task>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: {} });
@@ -365,7 +419,9 @@ describe("runWorkflow", () => {
     const fallback = scriptedAgent([{ n: 2 }]);
     const wf = smithers(() => (
       <Workflow name="w">
-        <Task id="ask" output={outputs.out} agent={[primary, fallback]}>Give me n</Task>
+        <Task id="ask" output={outputs.out} agent={[primary, fallback]}>
+          Give me n
+        </Task>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: {} });
@@ -379,14 +435,28 @@ describe("runWorkflow", () => {
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
     const wf = smithers(() => (
       <Workflow name="w">
-        <Task id="a" output={outputs.out}>{{ n: 1 }}</Task>
-        <Task id="b" output={outputs.out}>{{ n: 2 }}</Task>
+        <Task id="a" output={outputs.out}>
+          {{ n: 1 }}
+        </Task>
+        <Task id="b" output={outputs.out}>
+          {{ n: 2 }}
+        </Task>
       </Workflow>
     ));
     const seen: string[] = [];
     const result = await runWorkflow(wf, { input: {}, onEvent: (e) => seen.push(`${e.type}:${"nodeId" in e ? e.nodeId : ""}`) });
     // One FrameCommitted per step: start a; settle a + start b; settle b (committed with the finish).
-    expect(seen).toEqual(["RunStarted:", "FrameCommitted:", "NodeStarted:a", "FrameCommitted:", "NodeFinished:a", "NodeStarted:b", "FrameCommitted:", "NodeFinished:b", "RunFinished:"]);
+    expect(seen).toEqual([
+      "RunStarted:",
+      "FrameCommitted:",
+      "NodeStarted:a",
+      "FrameCommitted:",
+      "NodeFinished:a",
+      "NodeStarted:b",
+      "FrameCommitted:",
+      "NodeFinished:b",
+      "RunFinished:",
+    ]);
     const rows = sql<{ seq: number; type: string }>(dbPath, "SELECT seq, type FROM _smithers_events WHERE run_id = ? ORDER BY seq", result.runId);
     expect(rows.map((r) => r.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     expect(rows.map((r) => r.type)).toEqual(seen.map((t) => t.slice(0, t.indexOf(":"))));
@@ -408,10 +478,14 @@ describe("runWorkflow", () => {
             setTimeout(() => controller.abort(), 20);
             await new Promise((resolve) => {
               const timer = setTimeout(resolve, 5_000);
-              signal.addEventListener("abort", () => {
-                clearTimeout(timer);
-                resolve(undefined);
-              }, { once: true });
+              signal.addEventListener(
+                "abort",
+                () => {
+                  clearTimeout(timer);
+                  resolve(undefined);
+                },
+                { once: true },
+              );
             });
             return { n: 1 };
           }}
@@ -480,9 +554,9 @@ describe("runWorkflow", () => {
               await new Promise((resolve) => {
                 const timer = setTimeout(resolve, 5_000);
                 signal.addEventListener("abort", () => {
-                clearTimeout(timer);
-                resolve(undefined);
-              });
+                  clearTimeout(timer);
+                  resolve(undefined);
+                });
               });
               return { n: 1 };
             }}
@@ -547,14 +621,18 @@ describe("ownership", () => {
               return { n: 1 };
             }}
           </Task>
-          <Task id="b" output={outputs.out}>{{ n: 2 }}</Task>
+          <Task id="b" output={outputs.out}>
+            {{ n: 2 }}
+          </Task>
         </Sequence>
       </Workflow>
     ));
     const result = await runWorkflow(wf, { runId: "r" });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("RUN_OWNED");
-    expect(sql(dbPath, "SELECT status, runtime_owner_id, finished_at_ms FROM _smithers_runs")).toEqual([{ status: "running", runtime_owner_id: "other:1:x", finished_at_ms: null }]);
+    expect(sql(dbPath, "SELECT status, runtime_owner_id, finished_at_ms FROM _smithers_runs")).toEqual([
+      { status: "running", runtime_owner_id: "other:1:x", finished_at_ms: null },
+    ]);
     expect(sql(dbPath, "SELECT node_id, state FROM _smithers_attempts")).toEqual([{ node_id: "a", state: "running" }]);
     expect(sql(dbPath, "SELECT COUNT(*) AS n FROM out")).toEqual([{ n: 0 }]);
   });
@@ -569,7 +647,9 @@ describe("tasks that leave the plan while they run", () => {
       return (
         <Workflow name="unmount">
           <Parallel>
-            <Task id="fast" output={outputs.out}>{{ n: 1 }}</Task>
+            <Task id="fast" output={outputs.out}>
+              {{ n: 1 }}
+            </Task>
             {fastDone ? null : (
               <Task id="slow" output={outputs.out}>
                 {async () => {
@@ -578,7 +658,9 @@ describe("tasks that leave the plan while they run", () => {
                 }}
               </Task>
             )}
-            <Task id="last" output={outputs.out} dependsOn={["slow"]}>{{ n: 3 }}</Task>
+            <Task id="last" output={outputs.out} dependsOn={["slow"]}>
+              {{ n: 3 }}
+            </Task>
           </Parallel>
         </Workflow>
       );

@@ -16,10 +16,14 @@ describe("ctx.sideEffect", () => {
       <Workflow name="pay">
         <Task id="charge" output={outputs.charge}>
           {async (ctx) => ({
-            receipt: await ctx.sideEffect("stripe", (call) => {
-              calls.push(call);
-              return `r-${call.key}`;
-            }, { input: { amount: 5 } }),
+            receipt: await ctx.sideEffect(
+              "stripe",
+              (call) => {
+                calls.push(call);
+                return `r-${call.key}`;
+              },
+              { input: { amount: 5 } },
+            ),
           })}
         </Task>
       </Workflow>
@@ -28,7 +32,9 @@ describe("ctx.sideEffect", () => {
     const result = await runWorkflow(wf, { runId: "r1" });
     expect(result.output).toEqual({ receipt: "r-r1:charge:0:stripe" });
     expect(calls).toEqual([{ key: "r1:charge:0:stripe", uncertain: false }]);
-    expect(sql(dbPath, "SELECT node_id, attempt, seq, tool_name, status, side_effect, idempotency_key, input_json, output_json FROM _smithers_tool_calls")).toEqual([
+    expect(
+      sql(dbPath, "SELECT node_id, attempt, seq, tool_name, status, side_effect, idempotency_key, input_json, output_json FROM _smithers_tool_calls"),
+    ).toEqual([
       {
         node_id: "charge",
         attempt: 1,
@@ -41,7 +47,10 @@ describe("ctx.sideEffect", () => {
         output_json: '"r-r1:charge:0:stripe"',
       },
     ]);
-    expect(sql(dbPath, "SELECT type FROM _smithers_events WHERE type LIKE 'ToolCall%' ORDER BY seq")).toEqual([{ type: "ToolCallStarted" }, { type: "ToolCallFinished" }]);
+    expect(sql(dbPath, "SELECT type FROM _smithers_events WHERE type LIKE 'ToolCall%' ORDER BY seq")).toEqual([
+      { type: "ToolCallStarted" },
+      { type: "ToolCallFinished" },
+    ]);
   });
 
   test("a retried attempt gets the recorded result back without calling again", async () => {
@@ -70,16 +79,27 @@ describe("ctx.sideEffect", () => {
     const dbPath = tempDbPath();
     const { Workflow, Task, smithers, outputs } = createSmithers(out, { dbPath });
     const db = openSmithersDb(dbPath);
-    await toolCalls.startToolCall(db, { runId: "r1", nodeId: "charge", iteration: 0, attempt: 1, toolName: "stripe", startedAtMs: 1, sideEffect: true, idempotencyKey: "r1:charge:0:stripe" });
+    await toolCalls.startToolCall(db, {
+      runId: "r1",
+      nodeId: "charge",
+      iteration: 0,
+      attempt: 1,
+      toolName: "stripe",
+      startedAtMs: 1,
+      sideEffect: true,
+      idempotencyKey: "r1:charge:0:stripe",
+    });
     await db.close();
     const seen: { key: string; uncertain: boolean }[] = [];
     const wf = smithers(() => (
       <Workflow name="pay">
         <Task id="charge" output={outputs.charge}>
-          {async (ctx) => ({ receipt: await ctx.sideEffect("stripe", (call) => {
-            seen.push(call);
-            return "ok";
-          }) })}
+          {async (ctx) => ({
+            receipt: await ctx.sideEffect("stripe", (call) => {
+              seen.push(call);
+              return "ok";
+            }),
+          })}
         </Task>
       </Workflow>
     ));
@@ -110,7 +130,10 @@ describe("ctx.sideEffect", () => {
     const result = await runWorkflow(wf, { runId: "r1" });
     expect(result.output).toEqual({ receipt: "paid" });
     expect(calls).toBe(2);
-    const rows = sql<{ attempt: number; status: string; error_json: string | null }>(dbPath, "SELECT attempt, status, error_json FROM _smithers_tool_calls ORDER BY attempt");
+    const rows = sql<{ attempt: number; status: string; error_json: string | null }>(
+      dbPath,
+      "SELECT attempt, status, error_json FROM _smithers_tool_calls ORDER BY attempt",
+    );
     expect(rows.map((r) => [r.attempt, r.status])).toEqual([
       [1, "failed"],
       [2, "succeeded"],

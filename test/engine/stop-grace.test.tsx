@@ -40,7 +40,10 @@ describe("a stopped attempt", () => {
     expect(stats.started).toBe(3);
     expect(stats.maxRunning).toBe(1);
     expect(stats.settled).toBe(3); // the run ended only after its bodies did
-    const attempts = sql<{ attempt: number; state: string; error_json: string }>(dbPath, "SELECT attempt, state, error_json FROM _smithers_attempts ORDER BY attempt");
+    const attempts = sql<{ attempt: number; state: string; error_json: string }>(
+      dbPath,
+      "SELECT attempt, state, error_json FROM _smithers_attempts ORDER BY attempt",
+    );
     expect(attempts.map((a) => [a.attempt, a.state, JSON.parse(a.error_json).code])).toEqual([
       [1, "failed", "TASK_TIMEOUT"],
       [2, "failed", "TASK_TIMEOUT"],
@@ -200,7 +203,9 @@ describe("a stopped attempt", () => {
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ v: z.number() }) }, { dbPath });
     const wf = smithers(() => (
       <Workflow name="g">
-        <Task id="t" output={outputs.out}>{{ v: 1 }}</Task>
+        <Task id="t" output={outputs.out}>
+          {{ v: 1 }}
+        </Task>
       </Workflow>
     ));
     for (const graceMs of [-1, Number.NaN, "10" as unknown as number]) {

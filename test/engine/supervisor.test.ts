@@ -75,7 +75,12 @@ describe("supervise", () => {
     const before = await runs.getRun(db, "run-j");
     const workflow = await loadWorkflowFile("test/fixtures/steps.tsx");
     // A workflow whose database cannot be opened: runWorkflow rejects after the claim was won.
-    const broken = { ...workflow, dbFor: () => { throw new SmithersError("WORKFLOW_LOAD_FAILED", "no database for you"); } };
+    const broken = {
+      ...workflow,
+      dbFor: () => {
+        throw new SmithersError("WORKFLOW_LOAD_FAILED", "no database for you");
+      },
+    };
     const outcomes = await supervise({ db, now: () => Date.now() + 60_000, resolveWorkflow: () => broken });
     expect(outcomes).toEqual([{ runId: "run-j", action: "released", reason: "WORKFLOW_LOAD_FAILED: no database for you" }]);
     const after = await runs.getRun(db, "run-j");
@@ -105,7 +110,10 @@ describe("supervise", () => {
     const run = sql<{ status: string; error_json: string }>(dbPath, "SELECT status, error_json FROM _smithers_runs")[0]!;
     expect(run.status).toBe("failed");
     expect(JSON.parse(run.error_json)).toMatchObject({ code: "TASK_CRASH_LOOP", nodeId: "doomed", abandons: 3, maxAbandons: 3 });
-    const events = sql<{ type: string; payload_json: string }>(dbPath, "SELECT type, payload_json FROM _smithers_events WHERE type IN ('NodeAbandoned', 'RunFailed') ORDER BY seq");
+    const events = sql<{ type: string; payload_json: string }>(
+      dbPath,
+      "SELECT type, payload_json FROM _smithers_events WHERE type IN ('NodeAbandoned', 'RunFailed') ORDER BY seq",
+    );
     expect(events.map((e) => [e.type, JSON.parse(e.payload_json).reason ?? JSON.parse(e.payload_json).error.code])).toEqual([
       ["NodeAbandoned", "process-died"],
       ["NodeAbandoned", "process-died"],

@@ -12,7 +12,12 @@ describe("toSafeJson", () => {
   test("writes BigInt as text, a cycle as [Circular], a throwing getter as [Unreadable]", () => {
     const o: Record<string, unknown> = { n: 7n };
     o.self = o;
-    Object.defineProperty(o, "bad", { enumerable: true, get: () => { throw new Error("no"); } });
+    Object.defineProperty(o, "bad", {
+      enumerable: true,
+      get: () => {
+        throw new Error("no");
+      },
+    });
     expect(toSafeJson(o)).toEqual({ n: "7n", self: "[Circular]", bad: "[Unreadable]" });
   });
 
@@ -46,7 +51,14 @@ describe("toSafeJson", () => {
 describe("errorToJson", () => {
   test("a SmithersError keeps its code, message and details, its cause nested", () => {
     const error = new SmithersError("TASK_FAILED", "t failed", { nodeId: "t", attempt: 2, cause: new Error("inner") });
-    expect(errorToJson(error)).toEqual({ name: "SmithersError", code: "TASK_FAILED", message: "t failed", nodeId: "t", attempt: 2, cause: { name: "Error", message: "inner" } });
+    expect(errorToJson(error)).toEqual({
+      name: "SmithersError",
+      code: "TASK_FAILED",
+      message: "t failed",
+      nodeId: "t",
+      attempt: 2,
+      cause: { name: "Error", message: "inner" },
+    });
   });
 
   test("the summary keeps only scalars: no causes, issue lists or agent attempts", () => {

@@ -33,8 +33,12 @@ describe("Workflow", () => {
   test("its direct children form the root sequence of the plan", () => {
     const plan = render(
       <Workflow name="w">
-        <Task id="a" output={out}>{{ n: 1 }}</Task>
-        <Task id="b" output={out}>{{ n: 2 }}</Task>
+        <Task id="a" output={out}>
+          {{ n: 1 }}
+        </Task>
+        <Task id="b" output={out}>
+          {{ n: 2 }}
+        </Task>
       </Workflow>,
     );
     expect(plan.workflowName).toBe("w");
@@ -76,7 +80,9 @@ describe("Task", () => {
     const fn = () => ({ n: 1 });
     const plan = render(
       <Workflow name="w">
-        <Task id="a" output={out}>{fn}</Task>
+        <Task id="a" output={out}>
+          {fn}
+        </Task>
       </Workflow>,
     );
     expect(plan.tasks[0]!.mode).toBe("compute");
@@ -87,7 +93,9 @@ describe("Task", () => {
   test("a plain object child is a static task holding that value", () => {
     const plan = render(
       <Workflow name="w">
-        <Task id="a" output={out}>{{ n: 42 }}</Task>
+        <Task id="a" output={out}>
+          {{ n: 42 }}
+        </Task>
       </Workflow>,
     );
     expect(plan.tasks[0]!.mode).toBe("static");
@@ -97,18 +105,10 @@ describe("Task", () => {
   test("copies retries, timeoutMs, skipIf, continueOnFail, dependsOn, label and meta into the plan", () => {
     const plan = render(
       <Workflow name="w">
-        <Task id="a" output={out}>{{ n: 1 }}</Task>
-        <Task
-          id="b"
-          output={out}
-          retries={2}
-          timeoutMs={500}
-          skipIf
-          continueOnFail
-          dependsOn={["a"]}
-          label="Bee"
-          meta={{ owner: "me" }}
-        >
+        <Task id="a" output={out}>
+          {{ n: 1 }}
+        </Task>
+        <Task id="b" output={out} retries={2} timeoutMs={500} skipIf continueOnFail dependsOn={["a"]} label="Bee" meta={{ owner: "me" }}>
           {{ n: 2 }}
         </Task>
       </Workflow>,
@@ -132,7 +132,9 @@ describe("Task", () => {
   test("defaults to no retries, no timeout, not skipped, failing the run, and no dependencies", () => {
     const plan = render(
       <Workflow name="w">
-        <Task id="a" output={out}>{{ n: 1 }}</Task>
+        <Task id="a" output={out}>
+          {{ n: 1 }}
+        </Task>
       </Workflow>,
     );
     expect(plan.tasks[0]).toMatchObject({
@@ -149,8 +151,12 @@ describe("Task", () => {
   test("a negative or fractional retries count is clamped to a whole number of at least 0", () => {
     const plan = render(
       <Workflow name="w">
-        <Task id="a" output={out} retries={-3}>{{ n: 1 }}</Task>
-        <Task id="b" output={out} retries={2.7}>{{ n: 1 }}</Task>
+        <Task id="a" output={out} retries={-3}>
+          {{ n: 1 }}
+        </Task>
+        <Task id="b" output={out} retries={2.7}>
+          {{ n: 1 }}
+        </Task>
       </Workflow>,
     );
     expect(plan.tasks.map((t) => t.retries)).toEqual([0, 2]);
@@ -197,7 +203,9 @@ describe("Task", () => {
   test("a Task with an empty id throws INVALID_WORKFLOW", () => {
     const el = (
       <Workflow name="w">
-        <Task id="" output={out}>{{ n: 1 }}</Task>
+        <Task id="" output={out}>
+          {{ n: 1 }}
+        </Task>
       </Workflow>
     );
     expect(() => render(el)).toThrow(expect.objectContaining({ code: "INVALID_WORKFLOW" }));
@@ -206,9 +214,13 @@ describe("Task", () => {
   test("two Tasks with the same id throw DUPLICATE_ID naming the id", () => {
     const el = (
       <Workflow name="w">
-        <Task id="same" output={out}>{{ n: 1 }}</Task>
+        <Task id="same" output={out}>
+          {{ n: 1 }}
+        </Task>
         <Parallel>
-          <Task id="same" output={out}>{{ n: 2 }}</Task>
+          <Task id="same" output={out}>
+            {{ n: 2 }}
+          </Task>
         </Parallel>
       </Workflow>
     );
@@ -221,8 +233,12 @@ describe("Sequence", () => {
     const plan = render(
       <Workflow name="w">
         <Sequence>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
-          <Task id="b" output={out}>{{ n: 2 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
+          <Task id="b" output={out}>
+            {{ n: 2 }}
+          </Task>
         </Sequence>
       </Workflow>,
     );
@@ -236,9 +252,13 @@ describe("Sequence", () => {
     const plan = render(
       <Workflow name="w">
         <Sequence skipIf>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Sequence>
-        <Task id="b" output={out}>{{ n: 2 }}</Task>
+        <Task id="b" output={out}>
+          {{ n: 2 }}
+        </Task>
       </Workflow>,
     );
     expect(ids(plan.tasks)).toEqual(["b"]);
@@ -251,9 +271,15 @@ describe("Parallel", () => {
     const plan = render(
       <Workflow name="w">
         <Parallel maxConcurrency={2}>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
-          <Task id="b" output={out}>{{ n: 2 }}</Task>
-          <Task id="c" output={out}>{{ n: 3 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
+          <Task id="b" output={out}>
+            {{ n: 2 }}
+          </Task>
+          <Task id="c" output={out}>
+            {{ n: 3 }}
+          </Task>
         </Parallel>
       </Workflow>,
     );
@@ -267,7 +293,9 @@ describe("Parallel", () => {
     const plan = render(
       <Workflow name="w">
         <Parallel>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Parallel>
       </Workflow>,
     );
@@ -278,7 +306,9 @@ describe("Parallel", () => {
     const plan = render(
       <Workflow name="w">
         <Parallel maxConcurrency={2.9}>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Parallel>
       </Workflow>,
     );
@@ -290,14 +320,22 @@ describe("Parallel", () => {
       <Workflow name="w">
         <Parallel>
           <Sequence>
-            <Task id="a1" output={out}>{{ n: 1 }}</Task>
-            <Task id="a2" output={out}>{{ n: 2 }}</Task>
+            <Task id="a1" output={out}>
+              {{ n: 1 }}
+            </Task>
+            <Task id="a2" output={out}>
+              {{ n: 2 }}
+            </Task>
           </Sequence>
           <Sequence>
-            <Task id="b1" output={out}>{{ n: 3 }}</Task>
+            <Task id="b1" output={out}>
+              {{ n: 3 }}
+            </Task>
           </Sequence>
         </Parallel>
-        <Task id="join" output={out}>{{ n: 4 }}</Task>
+        <Task id="join" output={out}>
+          {{ n: 4 }}
+        </Task>
       </Workflow>,
     );
     const par = plan.root.children[0] as PlanGroup;
@@ -310,7 +348,9 @@ describe("Parallel", () => {
     const plan = render(
       <Workflow name="w">
         <Parallel skipIf>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Parallel>
       </Workflow>,
     );
@@ -324,8 +364,16 @@ describe("Branch", () => {
     <Workflow name="w">
       <Branch
         if={cond}
-        then={<Task id="yes" output={out}>{{ n: 1 }}</Task>}
-        else={<Task id="no" output={out}>{{ n: 0 }}</Task>}
+        then={
+          <Task id="yes" output={out}>
+            {{ n: 1 }}
+          </Task>
+        }
+        else={
+          <Task id="no" output={out}>
+            {{ n: 0 }}
+          </Task>
+        }
       />
     </Workflow>
   );
@@ -341,7 +389,14 @@ describe("Branch", () => {
   test("without else a falsy condition mounts nothing", () => {
     const plan = render(
       <Workflow name="w">
-        <Branch if={0} then={<Task id="yes" output={out}>{{ n: 1 }}</Task>} />
+        <Branch
+          if={0}
+          then={
+            <Task id="yes" output={out}>
+              {{ n: 1 }}
+            </Task>
+          }
+        />
       </Workflow>,
     );
     expect(plan.tasks).toEqual([]);
@@ -352,8 +407,16 @@ describe("Branch", () => {
       <Workflow name="w">
         <Branch
           if={true}
-          then={<Task id="x" output={out}>{{ n: 1 }}</Task>}
-          else={<Task id="x" output={out}>{{ n: 0 }}</Task>}
+          then={
+            <Task id="x" output={out}>
+              {{ n: 1 }}
+            </Task>
+          }
+          else={
+            <Task id="x" output={out}>
+              {{ n: 0 }}
+            </Task>
+          }
         />
       </Workflow>,
     );
@@ -366,7 +429,9 @@ describe("Loop", () => {
     const plan = render(
       <Workflow name="w">
         <Loop id="l" until={false}>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Loop>
       </Workflow>,
     );
@@ -379,7 +444,9 @@ describe("Loop", () => {
     const plan = render(
       <Workflow name="w">
         <Loop id="l" until={1} maxIterations={3} onMaxReached="fail">
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Loop>
       </Workflow>,
     );
@@ -390,9 +457,13 @@ describe("Loop", () => {
     const plan = render(
       <Workflow name="w">
         <Loop id="revise" until={false}>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Loop>
-        <Task id="after" output={out}>{{ n: 2 }}</Task>
+        <Task id="after" output={out}>
+          {{ n: 2 }}
+        </Task>
       </Workflow>,
     );
     expect(plan.tasks.map((t) => [t.nodeId, t.iteration, t.loopId])).toEqual([
@@ -405,8 +476,12 @@ describe("Loop", () => {
     const el = (
       <Workflow name="w">
         <Loop id="revise" until={false}>
-          <Task id="write" output={out}>{{ n: 1 }}</Task>
-          <Task id="review" output={out}>{{ n: 2 }}</Task>
+          <Task id="write" output={out}>
+            {{ n: 1 }}
+          </Task>
+          <Task id="review" output={out}>
+            {{ n: 2 }}
+          </Task>
         </Loop>
       </Workflow>
     );
@@ -424,8 +499,12 @@ describe("Loop", () => {
       <Workflow name="w">
         <Loop id="l" until={false}>
           <Parallel maxConcurrency={1}>
-            <Task id="a" output={out}>{{ n: 1 }}</Task>
-            <Task id="b" output={out}>{{ n: 2 }}</Task>
+            <Task id="a" output={out}>
+              {{ n: 1 }}
+            </Task>
+            <Task id="b" output={out}>
+              {{ n: 2 }}
+            </Task>
           </Parallel>
         </Loop>
       </Workflow>,
@@ -443,10 +522,14 @@ describe("Loop", () => {
     const el = (
       <Workflow name="w">
         <Loop until={false}>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Loop>
         <Loop until={false}>
-          <Task id="b" output={out}>{{ n: 1 }}</Task>
+          <Task id="b" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Loop>
       </Workflow>
     );
@@ -460,7 +543,9 @@ describe("Loop", () => {
     const plan = render(
       <Workflow name="w">
         <Loop id="l" until={false} maxIterations={0}>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Loop>
       </Workflow>,
     );
@@ -472,7 +557,9 @@ describe("Loop", () => {
       <Workflow name="w">
         <Loop id="outer" until={false}>
           <Loop id="inner" until={false}>
-            <Task id="a" output={out}>{{ n: 1 }}</Task>
+            <Task id="a" output={out}>
+              {{ n: 1 }}
+            </Task>
           </Loop>
         </Loop>
       </Workflow>
@@ -484,10 +571,14 @@ describe("Loop", () => {
     const el = (
       <Workflow name="w">
         <Loop id="l" until={false}>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Loop>
         <Loop id="l" until={false}>
-          <Task id="b" output={out}>{{ n: 1 }}</Task>
+          <Task id="b" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Loop>
       </Workflow>
     );
@@ -498,7 +589,9 @@ describe("Loop", () => {
     const plan = render(
       <Workflow name="w">
         <Loop id="l" until={false} skipIf>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Loop>
       </Workflow>,
     );
@@ -513,7 +606,9 @@ describe("Ralph", () => {
     const plan = render(
       <Workflow name="w">
         <Ralph id="r" until={false} maxIterations={2}>
-          <Task id="a" output={out}>{{ n: 1 }}</Task>
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Ralph>
       </Workflow>,
     );

@@ -42,8 +42,12 @@ describe("Fragment", () => {
   test("JSX fragment syntax produces a Fragment element holding its children", () => {
     const el = (
       <>
-        <Task id="a" output={out}>{{ n: 1 }}</Task>
-        <Task id="b" output={out}>{{ n: 2 }}</Task>
+        <Task id="a" output={out}>
+          {{ n: 1 }}
+        </Task>
+        <Task id="b" output={out}>
+          {{ n: 2 }}
+        </Task>
       </>
     );
     expect(isElement(el)).toBe(true);
@@ -74,7 +78,11 @@ describe("JSX syntax", () => {
   });
 
   test("the key attribute becomes the element key, not a prop", () => {
-    const el = <Task key="k1" id="a" output={out}>{{ n: 1 }}</Task>;
+    const el = (
+      <Task key="k1" id="a" output={out}>
+        {{ n: 1 }}
+      </Task>
+    );
     expect(el.key).toBe("k1");
     expect("key" in el.props).toBe(false);
   });
@@ -82,14 +90,20 @@ describe("JSX syntax", () => {
   test("a single child is stored as is and several children as an array", () => {
     const one = (
       <Workflow name="w">
-        <Task id="a" output={out}>{{ n: 1 }}</Task>
+        <Task id="a" output={out}>
+          {{ n: 1 }}
+        </Task>
       </Workflow>
     );
     expect(isElement(one.props.children)).toBe(true);
     const two = (
       <Workflow name="w">
-        <Task id="a" output={out}>{{ n: 1 }}</Task>
-        <Task id="b" output={out}>{{ n: 2 }}</Task>
+        <Task id="a" output={out}>
+          {{ n: 1 }}
+        </Task>
+        <Task id="b" output={out}>
+          {{ n: 2 }}
+        </Task>
       </Workflow>
     );
     expect(two.props.children).toHaveLength(2);
@@ -98,7 +112,9 @@ describe("JSX syntax", () => {
   test("elements built by JSX render to a plan", () => {
     const node: SmithersNode = (
       <Workflow name="w">
-        <Task id="a" output={out}>{{ n: 1 }}</Task>
+        <Task id="a" output={out}>
+          {{ n: 1 }}
+        </Task>
       </Workflow>
     );
     expect(render(node).tasks.map((t) => t.nodeId)).toEqual(["a"]);

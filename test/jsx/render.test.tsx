@@ -2,19 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { jsx } from "../../src/jsx/jsx-runtime.ts";
-import {
-  Branch,
-  Loop,
-  nodeKey,
-  Parallel,
-  render,
-  Sequence,
-  Task,
-  Workflow,
-  type Plan,
-  type PlanTask,
-  type SmithersNode,
-} from "../../src/jsx/index.ts";
+import { Branch, Loop, nodeKey, Parallel, render, Sequence, Task, Workflow, type Plan, type PlanTask, type SmithersNode } from "../../src/jsx/index.ts";
 import { errorOf } from "../helpers.ts";
 
 const out = z.object({ n: z.number() });
@@ -28,8 +16,12 @@ function withoutFunctions(value: unknown): unknown {
 function Pair(props: { prefix: string }) {
   return (
     <>
-      <Task id={`${props.prefix}-1`} output={out}>{{ n: 1 }}</Task>
-      <Task id={`${props.prefix}-2`} output={out}>{{ n: 2 }}</Task>
+      <Task id={`${props.prefix}-1`} output={out}>
+        {{ n: 1 }}
+      </Task>
+      <Task id={`${props.prefix}-2`} output={out}>
+        {{ n: 2 }}
+      </Task>
     </>
   );
 }
@@ -42,9 +34,13 @@ describe("render", () => {
   test("expands function components in place, passing their props", () => {
     const plan = render(
       <Workflow name="w">
-        <Task id="first" output={out}>{{ n: 0 }}</Task>
+        <Task id="first" output={out}>
+          {{ n: 0 }}
+        </Task>
         <Pair prefix="p" />
-        <Task id="last" output={out}>{{ n: 3 }}</Task>
+        <Task id="last" output={out}>
+          {{ n: 3 }}
+        </Task>
       </Workflow>,
     );
     expect(ids(plan)).toEqual(["first", "p-1", "p-2", "last"]);
@@ -54,7 +50,9 @@ describe("render", () => {
     const plan = render(
       <Workflow name="w">
         <Nothing />
-        <Task id="a" output={out}>{{ n: 1 }}</Task>
+        <Task id="a" output={out}>
+          {{ n: 1 }}
+        </Task>
       </Workflow>,
     );
     expect(ids(plan)).toEqual(["a"]);
@@ -63,7 +61,9 @@ describe("render", () => {
   test("a function component may return the Workflow root", () => {
     const App = () => (
       <Workflow name="from-component">
-        <Task id="a" output={out}>{{ n: 1 }}</Task>
+        <Task id="a" output={out}>
+          {{ n: 1 }}
+        </Task>
       </Workflow>
     );
     const plan = render(<App />);
@@ -89,10 +89,25 @@ describe("render", () => {
   });
 
   test("flattens nested arrays and fragments", () => {
-    const fragment = <>{[<Task key="b" id="b" output={out}>{{ n: 2 }}</Task>]}</>;
+    const fragment = (
+      <>
+        {[
+          <Task key="b" id="b" output={out}>
+            {{ n: 2 }}
+          </Task>,
+        ]}
+      </>
+    );
     const plan = render(
       <Workflow name="w">
-        {[[<Task key="a" id="a" output={out}>{{ n: 1 }}</Task>], fragment]}
+        {[
+          [
+            <Task key="a" id="a" output={out}>
+              {{ n: 1 }}
+            </Task>,
+          ],
+          fragment,
+        ]}
       </Workflow>,
     );
     expect(ids(plan)).toEqual(["a", "b"]);
@@ -101,8 +116,20 @@ describe("render", () => {
   test("conditional children mount only when their condition holds", () => {
     const tree = (flag: boolean) => (
       <Workflow name="w">
-        {flag && <Task id="maybe" output={out}>{{ n: 1 }}</Task>}
-        {flag ? <Task id="then" output={out}>{{ n: 2 }}</Task> : <Task id="else" output={out}>{{ n: 3 }}</Task>}
+        {flag && (
+          <Task id="maybe" output={out}>
+            {{ n: 1 }}
+          </Task>
+        )}
+        {flag ? (
+          <Task id="then" output={out}>
+            {{ n: 2 }}
+          </Task>
+        ) : (
+          <Task id="else" output={out}>
+            {{ n: 3 }}
+          </Task>
+        )}
       </Workflow>
     );
     expect(ids(render(tree(true)))).toEqual(["maybe", "then"]);
@@ -116,7 +143,9 @@ describe("render", () => {
         {undefined}
         {true}
         {false}
-        <Task id="a" output={out}>{{ n: 1 }}</Task>
+        <Task id="a" output={out}>
+          {{ n: 1 }}
+        </Task>
         <Sequence>
           {null}
           {false}
@@ -131,7 +160,13 @@ describe("render", () => {
     const plan = render(
       jsx(Workflow, {
         name: "w",
-        children: ["  ", <Task id="a" output={out}>{{ n: 1 }}</Task>, "\n"],
+        children: [
+          "  ",
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>,
+          "\n",
+        ],
       }),
     );
     expect(ids(plan)).toEqual(["a"]);
@@ -143,7 +178,9 @@ describe("render", () => {
         render(
           <Workflow name="w">
             stray words
-            <Task id="a" output={out}>{{ n: 1 }}</Task>
+            <Task id="a" output={out}>
+              {{ n: 1 }}
+            </Task>
           </Workflow>,
         ),
       ).code,
@@ -151,7 +188,15 @@ describe("render", () => {
   });
 
   test("the root must be a Workflow element", () => {
-    expect(errorOf(() => render(<Task id="a" output={out}>{{ n: 1 }}</Task>)).code).toBe("INVALID_WORKFLOW");
+    expect(
+      errorOf(() =>
+        render(
+          <Task id="a" output={out}>
+            {{ n: 1 }}
+          </Task>,
+        ),
+      ).code,
+    ).toBe("INVALID_WORKFLOW");
     expect(errorOf(() => render(null)).code).toBe("INVALID_WORKFLOW");
     expect(errorOf(() => render(<Sequence />)).code).toBe("INVALID_WORKFLOW");
   });
@@ -198,13 +243,24 @@ describe("render", () => {
   test("is pure: the same tree and loop state give deep-equal plans", () => {
     const build = () => (
       <Workflow name="w">
-        <Task id="a" output={out}>{() => ({ n: 1 })}</Task>
+        <Task id="a" output={out}>
+          {() => ({ n: 1 })}
+        </Task>
         <Parallel maxConcurrency={2}>
           <Pair prefix="p" />
-          <Branch if={true} then={<Task id="b" output={out}>{{ n: 2 }}</Task>} />
+          <Branch
+            if={true}
+            then={
+              <Task id="b" output={out}>
+                {{ n: 2 }}
+              </Task>
+            }
+          />
         </Parallel>
         <Loop id="l" until={false} maxIterations={3}>
-          <Task id="c" output={out}>{() => ({ n: 3 })}</Task>
+          <Task id="c" output={out}>
+            {() => ({ n: 3 })}
+          </Task>
         </Loop>
       </Workflow>
     );
@@ -221,10 +277,14 @@ describe("render", () => {
     render(
       <Workflow name="w">
         <Loop id="l" until={true}>
-          <Task id="c" output={out}>{{ n: 3 }}</Task>
+          <Task id="c" output={out}>
+            {{ n: 3 }}
+          </Task>
         </Loop>
         <Loop id="other" until={false}>
-          <Task id="d" output={out}>{{ n: 3 }}</Task>
+          <Task id="d" output={out}>
+            {{ n: 3 }}
+          </Task>
         </Loop>
       </Workflow>,
       state,
@@ -235,17 +295,27 @@ describe("render", () => {
   test("plan.tasks lists every mounted task in document order across groups and loops", () => {
     const plan = render(
       <Workflow name="w">
-        <Task id="a" output={out}>{{ n: 1 }}</Task>
+        <Task id="a" output={out}>
+          {{ n: 1 }}
+        </Task>
         <Parallel>
           <Sequence>
-            <Task id="b" output={out}>{{ n: 1 }}</Task>
+            <Task id="b" output={out}>
+              {{ n: 1 }}
+            </Task>
           </Sequence>
-          <Task id="c" output={out}>{{ n: 1 }}</Task>
+          <Task id="c" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Parallel>
         <Loop id="l" until={false}>
-          <Task id="d" output={out}>{{ n: 1 }}</Task>
+          <Task id="d" output={out}>
+            {{ n: 1 }}
+          </Task>
         </Loop>
-        <Task id="e" output={out}>{{ n: 1 }}</Task>
+        <Task id="e" output={out}>
+          {{ n: 1 }}
+        </Task>
       </Workflow>,
     );
     expect(ids(plan)).toEqual(["a", "b", "c", "d", "e"]);
@@ -253,8 +323,24 @@ describe("render", () => {
   });
 
   test("the same task id may appear again after a render with different conditions", () => {
-    const a = render(<Workflow name="w">{<Task id="x" output={out}>{{ n: 1 }}</Task>}</Workflow>);
-    const b = render(<Workflow name="w">{<Task id="x" output={out}>{{ n: 2 }}</Task>}</Workflow>);
+    const a = render(
+      <Workflow name="w">
+        {
+          <Task id="x" output={out}>
+            {{ n: 1 }}
+          </Task>
+        }
+      </Workflow>,
+    );
+    const b = render(
+      <Workflow name="w">
+        {
+          <Task id="x" output={out}>
+            {{ n: 2 }}
+          </Task>
+        }
+      </Workflow>,
+    );
     expect((a.tasks[0] as PlanTask).staticValue).toEqual({ n: 1 });
     expect((b.tasks[0] as PlanTask).staticValue).toEqual({ n: 2 });
   });

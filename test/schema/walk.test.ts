@@ -14,8 +14,18 @@ describe("unwrap", () => {
   });
 
   test("a bare transform on one side defers to the other side", () => {
-    expect(typeOf(z.string().transform((s) => s.length), "output")).toBe("string");
-    expect(typeOf(z.preprocess((v) => v, z.number()), "input")).toBe("number");
+    expect(
+      typeOf(
+        z.string().transform((s) => s.length),
+        "output",
+      ),
+    ).toBe("string");
+    expect(
+      typeOf(
+        z.preprocess((v) => v, z.number()),
+        "input",
+      ),
+    ).toBe("number");
   });
 
   test("reports optional and nullable wrappers separately, through defaults and readonly", () => {

@@ -27,11 +27,7 @@ export type ApprovalDecision = ApprovalKey & {
 };
 
 const byKey = (key: ApprovalKey) =>
-  and(
-    eq(smithersApprovals.runId, key.runId),
-    eq(smithersApprovals.nodeId, key.nodeId),
-    eq(smithersApprovals.iteration, key.iteration ?? 0),
-  );
+  and(eq(smithersApprovals.runId, key.runId), eq(smithersApprovals.nodeId, key.nodeId), eq(smithersApprovals.iteration, key.iteration ?? 0));
 
 /**
  * Opens the gate in `requested` state. Requesting again while it is still requested keeps the
@@ -81,10 +77,7 @@ export function decideApproval(db: SmithersDb, decision: ApprovalDecision): Prom
 }
 
 /** Approvals of one run and/or in one state, in (run, node, iteration) order. */
-export function listApprovals(
-  db: SmithersDb,
-  filter: { runId?: string; status?: ApprovalStatus } = {},
-): Promise<ApprovalRow[]> {
+export function listApprovals(db: SmithersDb, filter: { runId?: string; status?: ApprovalStatus } = {}): Promise<ApprovalRow[]> {
   const conditions: SQL[] = [];
   if (filter.runId !== undefined) conditions.push(eq(smithersApprovals.runId, filter.runId));
   if (filter.status !== undefined) conditions.push(eq(smithersApprovals.status, filter.status));

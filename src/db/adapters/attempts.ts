@@ -43,9 +43,7 @@ export function finishAttempt(
 }
 
 export function listAttempts(db: SmithersDb, runId: string): Promise<AttemptRow[]> {
-  return db.read("listAttempts", (d) =>
-    d.select().from(smithersAttempts).where(eq(smithersAttempts.runId, runId)).orderBy(smithersAttempts.startedAtMs).all(),
-  );
+  return db.read("listAttempts", (d) => d.select().from(smithersAttempts).where(eq(smithersAttempts.runId, runId)).orderBy(smithersAttempts.startedAtMs).all());
 }
 
 /**

@@ -22,14 +22,7 @@ export type CacheKeyParts = {
 
 /** SHA-256 over the parts that make two task runs interchangeable. */
 export function computeCacheKey(parts: CacheKeyParts): string {
-  const material = [
-    parts.workflowName,
-    parts.nodeId,
-    parts.by ?? null,
-    parts.version ?? null,
-    parts.schemaSig,
-    parts.agentSig ?? null,
-  ];
+  const material = [parts.workflowName, parts.nodeId, parts.by ?? null, parts.version ?? null, parts.schemaSig, parts.agentSig ?? null];
   return new Bun.CryptoHasher("sha256").update(JSON.stringify(material)).digest("hex");
 }
 

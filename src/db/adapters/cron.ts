@@ -65,8 +65,6 @@ export function updateCronRunTime(
 export function deleteCron(db: SmithersDb, cronId: string): Promise<boolean> {
   return db.write(
     "deleteCron",
-    (d) =>
-      d.delete(smithersCron).where(eq(smithersCron.cronId, cronId)).returning({ cronId: smithersCron.cronId }).all()
-        .length > 0,
+    (d) => d.delete(smithersCron).where(eq(smithersCron.cronId, cronId)).returning({ cronId: smithersCron.cronId }).all().length > 0,
   );
 }

@@ -100,10 +100,7 @@ export function listEventHistory(db: SmithersDb, query: EventHistoryQuery): Prom
 
 /** How many events `listEventHistory` would return without a limit. */
 export function countEventHistory(db: SmithersDb, query: Omit<EventHistoryQuery, "limit">): Promise<number> {
-  return db.read(
-    "countEventHistory",
-    (d) => d.select({ n: count() }).from(smithersEvents).where(historyFilter(query)).get()?.n ?? 0,
-  );
+  return db.read("countEventHistory", (d) => d.select({ n: count() }).from(smithersEvents).where(historyFilter(query)).get()?.n ?? 0);
 }
 
 /** The highest seq stored for a run, or -1 when it has none (resume continues at +1). */

@@ -3,25 +3,13 @@
  * A request is `pending` until it is answered, cancelled or expired; each of those transitions
  * is guarded by `status = 'pending'`, so at most one of them ever wins.
  */
-import {
-  and,
-  asc,
-  eq,
-  getTableColumns,
-  isNotNull,
-  lte,
-  type InferInsertModel,
-  type InferSelectModel,
-} from "drizzle-orm";
+import { and, asc, eq, getTableColumns, isNotNull, lte, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import { smithersHumanRequests, smithersNodes, smithersRuns } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
 import { immediate } from "./shared.ts";
 
 export type HumanRequestRow = InferSelectModel<typeof smithersHumanRequests>;
-export type NewHumanRequest = Omit<
-  InferInsertModel<typeof smithersHumanRequests>,
-  "status" | "responseJson" | "answeredAtMs" | "answeredBy"
->;
+export type NewHumanRequest = Omit<InferInsertModel<typeof smithersHumanRequests>, "status" | "responseJson" | "answeredAtMs" | "answeredBy">;
 
 /** A pending request with the context an inbox shows next to it. */
 export type PendingHumanRequest = HumanRequestRow & {
@@ -42,9 +30,7 @@ export function createHumanRequest(db: SmithersDb, request: NewHumanRequest): Pr
 }
 
 export function getHumanRequest(db: SmithersDb, requestId: string): Promise<HumanRequestRow | undefined> {
-  return db.read("getHumanRequest", (d) =>
-    d.select().from(smithersHumanRequests).where(eq(smithersHumanRequests.requestId, requestId)).get(),
-  );
+  return db.read("getHumanRequest", (d) => d.select().from(smithersHumanRequests).where(eq(smithersHumanRequests.requestId, requestId)).get());
 }
 
 /** Every request of a run (any state), oldest first. */
@@ -63,9 +49,7 @@ function expireOverdue(d: Drizzle, nowMs: number): number {
   return d
     .update(smithersHumanRequests)
     .set({ status: "expired" })
-    .where(
-      and(pending, isNotNull(smithersHumanRequests.timeoutAtMs), lte(smithersHumanRequests.timeoutAtMs, nowMs)),
-    )
+    .where(and(pending, isNotNull(smithersHumanRequests.timeoutAtMs), lte(smithersHumanRequests.timeoutAtMs, nowMs)))
     .returning({ requestId: smithersHumanRequests.requestId })
     .all().length;
 }
@@ -116,29 +100,33 @@ export type HumanAnswer = {
 
 /** Stores the answer if the request is still pending; returns whether it was. */
 export function answerHumanRequest(db: SmithersDb, answer: HumanAnswer): Promise<boolean> {
-  return db.write("answerHumanRequest", (d) =>
-    d
-      .update(smithersHumanRequests)
-      .set({
-        status: "answered",
-        responseJson: JSON.stringify(answer.response ?? null),
-        answeredAtMs: answer.answeredAtMs,
-        answeredBy: answer.answeredBy ?? null,
-      })
-      .where(and(eq(smithersHumanRequests.requestId, answer.requestId), pending))
-      .returning({ requestId: smithersHumanRequests.requestId })
-      .all().length > 0,
+  return db.write(
+    "answerHumanRequest",
+    (d) =>
+      d
+        .update(smithersHumanRequests)
+        .set({
+          status: "answered",
+          responseJson: JSON.stringify(answer.response ?? null),
+          answeredAtMs: answer.answeredAtMs,
+          answeredBy: answer.answeredBy ?? null,
+        })
+        .where(and(eq(smithersHumanRequests.requestId, answer.requestId), pending))
+        .returning({ requestId: smithersHumanRequests.requestId })
+        .all().length > 0,
   );
 }
 
 /** Cancels the request if it is still pending; returns whether it was. */
 export function cancelHumanRequest(db: SmithersDb, requestId: string): Promise<boolean> {
-  return db.write("cancelHumanRequest", (d) =>
-    d
-      .update(smithersHumanRequests)
-      .set({ status: "cancelled" })
-      .where(and(eq(smithersHumanRequests.requestId, requestId), pending))
-      .returning({ requestId: smithersHumanRequests.requestId })
-      .all().length > 0,
+  return db.write(
+    "cancelHumanRequest",
+    (d) =>
+      d
+        .update(smithersHumanRequests)
+        .set({ status: "cancelled" })
+        .where(and(eq(smithersHumanRequests.requestId, requestId), pending))
+        .returning({ requestId: smithersHumanRequests.requestId })
+        .all().length > 0,
   );
 }

@@ -19,7 +19,16 @@ const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration",
  * Drizzle handle so it joins the caller's transaction.
  */
 export function upsertNode(d: Drizzle, row: NodeUpsert): void {
-  rawStatement(d, UPSERT_NODE).run(row.runId, row.nodeId, row.iteration ?? 0, row.state, row.lastAttempt ?? null, row.updatedAtMs, row.outputTable, row.label ?? null);
+  rawStatement(d, UPSERT_NODE).run(
+    row.runId,
+    row.nodeId,
+    row.iteration ?? 0,
+    row.state,
+    row.lastAttempt ?? null,
+    row.updatedAtMs,
+    row.outputTable,
+    row.label ?? null,
+  );
 }
 
 export function listNodes(db: SmithersDb, runId: string): Promise<NodeRow[]> {
@@ -30,9 +39,9 @@ export function listNodes(db: SmithersDb, runId: string): Promise<NodeRow[]> {
 export function resetNodes(d: Drizzle, runId: string, from: string[], to: string, nowMs: number): number {
   return changedRows(
     d
-    .update(smithersNodes)
-    .set({ state: to, updatedAtMs: nowMs })
-    .where(and(eq(smithersNodes.runId, runId), inArray(smithersNodes.state, from)))
-    .run(),
+      .update(smithersNodes)
+      .set({ state: to, updatedAtMs: nowMs })
+      .where(and(eq(smithersNodes.runId, runId), inArray(smithersNodes.state, from)))
+      .run(),
   );
 }

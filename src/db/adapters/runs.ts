@@ -77,26 +77,16 @@ export function ownsRun(d: Drizzle, runId: string, ownerId: string): boolean {
 
 /** Stamps the heartbeat while `ownerId` still owns the run; false means another process took it over. */
 export function heartbeatRun(db: SmithersDb, runId: string, ownerId: string, nowMs: number): Promise<boolean> {
-  return db.write(
-    "heartbeatRun",
-    (d) =>
-      rawStatement(d, HEARTBEAT).run(nowMs, runId, ownerId).changes > 0,
-  );
+  return db.write("heartbeatRun", (d) => rawStatement(d, HEARTBEAT).run(nowMs, runId, ownerId).changes > 0);
 }
 
 /** `running` with no heartbeat, or a heartbeat older than `staleAfterMs` before `nowMs`. */
 function staleCondition(nowMs: number, staleAfterMs: number): SQL | undefined {
-  return and(
-    eq(smithersRuns.status, "running"),
-    or(isNull(smithersRuns.heartbeatAtMs), lt(smithersRuns.heartbeatAtMs, nowMs - staleAfterMs)),
-  );
+  return and(eq(smithersRuns.status, "running"), or(isNull(smithersRuns.heartbeatAtMs), lt(smithersRuns.heartbeatAtMs, nowMs - staleAfterMs)));
 }
 
 /** Runs that claim to be running but whose owner stopped heartbeating, oldest heartbeat first. */
-export function listStaleRuns(
-  db: SmithersDb,
-  options: { nowMs: number; staleAfterMs?: number },
-): Promise<RunRow[]> {
+export function listStaleRuns(db: SmithersDb, options: { nowMs: number; staleAfterMs?: number }): Promise<RunRow[]> {
   return db.read("listStaleRuns", (d) =>
     d
       .select()

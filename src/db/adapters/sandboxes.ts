@@ -36,11 +36,6 @@ export function getSandbox(db: SmithersDb, runId: string, sandboxId: string): Pr
 /** A run's sandboxes by id. */
 export function listSandboxes(db: SmithersDb, runId: string): Promise<SandboxRow[]> {
   return db.read("listSandboxes", (d) =>
-    d
-      .select()
-      .from(smithersSandboxes)
-      .where(eq(smithersSandboxes.runId, runId))
-      .orderBy(asc(smithersSandboxes.sandboxId))
-      .all(),
+    d.select().from(smithersSandboxes).where(eq(smithersSandboxes.runId, runId)).orderBy(asc(smithersSandboxes.sandboxId)).all(),
   );
 }

@@ -22,10 +22,7 @@ export type ToolCallStart = AttemptKey & {
   idempotencyKey?: string | null;
 };
 
-export type ToolCallFinish = ToolCallKey & { finishedAtMs: number } & (
-    | { output: unknown; error?: never }
-    | { error: unknown; output?: never }
-  );
+export type ToolCallFinish = ToolCallKey & { finishedAtMs: number } & ({ output: unknown; error?: never } | { error: unknown; output?: never });
 
 const attemptFilter = (key: AttemptKey) => [
   eq(smithersToolCalls.runId, key.runId),
@@ -85,9 +82,7 @@ export function finishToolCall(db: SmithersDb, finish: ToolCallFinish): Promise<
           outputJson: failed ? null : JSON.stringify(finish.output ?? null),
           errorJson: failed ? JSON.stringify(finish.error) : null,
         })
-        .where(
-          and(...attemptFilter(finish), eq(smithersToolCalls.seq, finish.seq), eq(smithersToolCalls.status, "started")),
-        )
+        .where(and(...attemptFilter(finish), eq(smithersToolCalls.seq, finish.seq), eq(smithersToolCalls.status, "started")))
         .returning({ seq: smithersToolCalls.seq })
         .all().length > 0,
   );
@@ -107,10 +102,7 @@ export function findToolCallByIdempotencyKey(db: SmithersDb, idempotencyKey: str
 }
 
 /** A run's tool calls (optionally of one node / iteration / attempt) in call order. */
-export function listToolCalls(
-  db: SmithersDb,
-  filter: { runId: string; nodeId?: string; iteration?: number; attempt?: number },
-): Promise<ToolCallRow[]> {
+export function listToolCalls(db: SmithersDb, filter: { runId: string; nodeId?: string; iteration?: number; attempt?: number }): Promise<ToolCallRow[]> {
   const conditions: SQL[] = [eq(smithersToolCalls.runId, filter.runId)];
   if (filter.nodeId !== undefined) conditions.push(eq(smithersToolCalls.nodeId, filter.nodeId));
   if (filter.iteration !== undefined) conditions.push(eq(smithersToolCalls.iteration, filter.iteration));
@@ -120,12 +112,7 @@ export function listToolCalls(
       .select()
       .from(smithersToolCalls)
       .where(and(...conditions))
-      .orderBy(
-        asc(smithersToolCalls.nodeId),
-        asc(smithersToolCalls.iteration),
-        asc(smithersToolCalls.attempt),
-        asc(smithersToolCalls.seq),
-      )
+      .orderBy(asc(smithersToolCalls.nodeId), asc(smithersToolCalls.iteration), asc(smithersToolCalls.attempt), asc(smithersToolCalls.seq))
       .all(),
   );
 }

@@ -96,10 +96,7 @@ export function listVectors(db: SmithersDb, filter: NamespaceFilter): Promise<Ve
 
 /** Removes the chunks of a namespace (or of one document in it); returns how many. */
 export function deleteVectors(db: SmithersDb, filter: NamespaceFilter): Promise<number> {
-  return db.write(
-    "deleteVectors",
-    (d) => d.delete(smithersVectors).where(byNamespace(filter)).returning({ id: smithersVectors.id }).all().length,
-  );
+  return db.write("deleteVectors", (d) => d.delete(smithersVectors).where(byNamespace(filter)).returning({ id: smithersVectors.id }).all().length);
 }
 
 function cosine(a: Float32Array, b: Float32Array): number {
