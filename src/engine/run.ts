@@ -112,6 +112,11 @@ export class Run {
   private readonly customRows: Ended[] = [];
   /** What ctx can read: which output rows exist, and the recent ones (others are read from SQLite). */
   private readonly index: OutputIndex;
+  /**
+   * Node ids with a finished or skipped iteration: what a dependsOn on an id that is not mounted
+   * now asks (see decide), kept so the states of finished loop iterations can be dropped.
+   */
+  private readonly finishedIds = new Set<string>();
   /** Carried between decide() calls: states here only move forward (see DecideMemo). */
   private readonly memo = new DecideMemo();
   /** Frames waiting for the next transaction (see Outbox). */
@@ -140,6 +145,7 @@ export class Run {
       return info && readOutputRowNow(db, info, { runId: s.runId, nodeId, iteration });
     });
     for (const [tableKey, keys] of Object.entries(s.outputKeys)) for (const k of keys) this.index.addKey(tableKey, k.nodeId, k.iteration);
+    for (const [key, t] of s.states) if (t.state === "finished" || t.state === "skipped") this.finishedIds.add(key.slice(0, key.lastIndexOf("#")));
   }
 
   /** Stages an event: stored with the run's next transaction, heard by listeners once committed. */
@@ -318,6 +324,7 @@ export class Run {
         this.remember(e.input.info, outcome.row);
         if (e.input.info.custom) this.customRows.push(e); // its own defaults are read back once stored
         t.state = "finished";
+        this.finishedIds.add(task.nodeId);
       } else if (outcome.kind === "cancelled") {
         events.push({ type: "NodeCancelled", ...ids, durationMs: outcome.durationMs });
         t.state = "cancelled";
@@ -360,7 +367,7 @@ export class Run {
     const writes = this.settle(this.ended.splice(0));
     const plan = await this.renderPlan();
     const nowMs = this.now();
-    const actions = decide(plan, this.s.states, nowMs, this.settings.maxConcurrency ?? Infinity, this.memo);
+    const actions = decide(plan, this.s.states, nowMs, this.settings.maxConcurrency ?? Infinity, this.memo, this.finishedIds);
     const starts: Started[] = [];
     let next: "again" | "done" | { untilMs: number | undefined } = "again";
     for (const action of actions) next = this.plan_(action, nowMs, starts, writes) ?? next;
@@ -461,6 +468,7 @@ export class Run {
           this.emitInTransaction({ type: "NodeSkipped", nodeId: task.nodeId, iteration: task.iteration });
         });
         this.tracked(task).state = "skipped";
+        this.finishedIds.add(task.nodeId);
         this.frames.markDirty(task.key);
         return undefined;
       }
@@ -473,10 +481,26 @@ export class Run {
           ralph.setLoopState(d, { runId: this.s.runId, ralphId: loop.loopId, ...state, updatedAtMs: nowMs });
           this.emitInTransaction({ type, loopId: loop.loopId, iteration: state.iteration });
         });
+        if (action.type === "advance-loop") this.forgetIteration(loop.loopId, loop.iteration);
         this.s.loops.set(loop.loopId, state);
         this.renderStale = true;
         return undefined;
       }
+    }
+  }
+
+  /**
+   * Drops what memory holds for a loop iteration that is over (its tasks' states and errors), so
+   * a long loop runs in flat memory: nothing reads them again (the next render mounts the next
+   * iteration; a dependsOn on an unmounted id asks finishedIds; a resume reads the database).
+   */
+  private forgetIteration(loopId: string, iteration: number): void {
+    for (const task of this.plan?.tasks ?? []) {
+      if (task.loopId !== loopId || task.iteration !== iteration) continue;
+      const state = this.s.states.get(task.key)?.state;
+      if (state === "running" || state === "pending") continue; // still in flight (not expected at a boundary)
+      this.s.states.delete(task.key);
+      this.lastErrors.delete(task.key);
     }
   }
 

@@ -46,6 +46,8 @@ type Walk = {
   wakeAtMs?: number;
   running: number;
   memo: DecideMemo | undefined;
+  /** Node ids with a finished or skipped iteration, when the caller keeps them (see decide). */
+  finishedIds: ReadonlySet<string> | undefined;
 };
 
 /**
@@ -92,6 +94,7 @@ function dependencyMet(id: string, w: Walk): boolean {
     const state = stateOf(w, mounted)?.state;
     return state === "finished" || state === "skipped" || (state === "failed" && mounted.continueOnFail);
   }
+  if (w.finishedIds) return w.finishedIds.has(id);
   for (const [key, status] of w.states) {
     if (key.slice(0, key.lastIndexOf("#")) === id && (status.state === "finished" || status.state === "skipped")) return true;
   }
@@ -196,11 +199,20 @@ function visit(node: PlanNode, caps: Cap[], w: Walk): Visit {
 
 /**
  * Decides what to do next. `maxConcurrency` caps running tasks across the whole run.
- * Once a failure is found no new work starts, so in-flight tasks can settle.
+ * Once a failure is found no new work starts, so in-flight tasks can settle. `finishedIds`, when
+ * given, answers "did any iteration of this unmounted node finish or get skipped" instead of a
+ * scan of `states`, so an engine may drop the states of loop iterations that are over.
  */
-export function decide(plan: Plan, states: ReadonlyMap<string, NodeStatus>, nowMs: number, maxConcurrency = Infinity, memo?: DecideMemo): Action[] {
+export function decide(
+  plan: Plan,
+  states: ReadonlyMap<string, NodeStatus>,
+  nowMs: number,
+  maxConcurrency = Infinity,
+  memo?: DecideMemo,
+  finishedIds?: ReadonlySet<string>,
+): Action[] {
   const tasks = memo ? memo.tasksOf(plan) : indexTasks(plan);
-  const w: Walk = { states, tasks, nowMs, actions: [], running: 0, memo };
+  const w: Walk = { states, tasks, nowMs, actions: [], running: 0, memo, finishedIds };
   const global: Cap = { max: maxConcurrency, used: Number.isFinite(maxConcurrency) ? countRunning(plan.root, w) : 0 };
   const r = visit(plan.root, [global], w);
   if (r === "failed") return [{ type: "fail-run", failure: w.failure! }];

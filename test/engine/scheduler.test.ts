@@ -236,6 +236,13 @@ describe("decide", () => {
       expect(summary(progress(decide(p, states({ "a#0": "finished" }), NOW)))).toEqual(["start b#0"]);
     });
 
+    test("given finishedIds, a dependency that is not mounted is met by the set alone, not by scanning states", () => {
+      const p = plan(wf(task("b", { dependsOn: ["gone"] })));
+      expect(summary(progress(decide(p, states(), NOW, Infinity, undefined, new Set(["gone"]))))).toEqual(["start b#0"]);
+      expect(failureOf(decide(p, states({ "gone#0": "finished" }), NOW, Infinity, undefined, new Set()))).toEqual({ kind: "stuck" });
+      expect(summary(progress(decide(p, states({ "gone#0": "finished" }), NOW)))).toEqual(["start b#0"]); // without the set: the scan
+    });
+
     test("a skipped dependency counts as met", () => {
       const p = plan(wf(par(undefined, task("a"), task("b", { dependsOn: ["a"] }))));
       expect(summary(progress(decide(p, states({ "a#0": "skipped" }), NOW)))).toEqual(["start b#0"]);
