@@ -39,3 +39,18 @@ export async function rejection<T = Thrown>(promise: Promise<unknown>): Promise<
   }
   throw new Error("expected a rejection");
 }
+
+/** Resolves after `ms`, or at once when `signal` aborts: a task body that honours its stop. */
+export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

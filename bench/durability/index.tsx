@@ -13,6 +13,7 @@ import { z } from "../zod.ts"; // our engine's zod, not the peer's copy in bench
 import { createSmithers, runWorkflow } from "../../src/index.ts";
 import { openSmithersDb, toolCalls, type Durability } from "../../src/db/index.ts";
 import { markdownTable } from "../markdown-table.ts";
+import { sequenceWorkflow } from "../sequence-workflow.tsx";
 
 const MODES: readonly Durability[] = ["process", "power"];
 
@@ -34,22 +35,9 @@ async function inTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
 /** Wall ms of one run of a Sequence of `n` compute tasks. */
 const sequenceMs = (durability: Durability, n: number) =>
   inTempDir(async (dir) => {
-    const { Workflow, Task, Sequence, smithers, outputs, smithersDb } = createSmithers(
-      { step: z.object({ n: z.number().int() }) },
-      { dbPath: join(dir, "bench.db"), durability },
-    );
-    const ids = Array.from({ length: n }, (_, i) => i);
-    const wf = smithers(() => (
-      <Workflow name="bench-durability">
-        <Sequence>
-          {ids.map((i) => (
-            <Task key={i} id={`t${i}`} output={outputs.step}>
-              {() => ({ n: i })}
-            </Task>
-          ))}
-        </Sequence>
-      </Workflow>
-    ));
+    const kit = createSmithers({ step: z.object({ n: z.number().int() }) }, { dbPath: join(dir, "bench.db"), durability });
+    const { smithersDb } = kit;
+    const wf = sequenceWorkflow(kit, n, "bench-durability");
     const started = performance.now();
     const result = await runWorkflow(wf, { input: {} });
     const ms = performance.now() - started;

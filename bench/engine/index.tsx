@@ -9,26 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "../zod.ts"; // our engine's zod, not the peer's copy in bench/node_modules
 import { createSmithers, runWorkflow } from "../../src/index.ts";
+import { sequenceWorkflow } from "../sequence-workflow.tsx";
 
 async function measure(shape: "sequence" | "parallel", n: number) {
   const dir = mkdtempSync(join(tmpdir(), "smithers-bench-engine-"));
-  const { Workflow, Task, Sequence, Parallel, smithers, outputs } = createSmithers(
-    { step: z.object({ n: z.number().int() }) },
-    { dbPath: join(dir, "bench.db") },
-  );
-  const Group = shape === "sequence" ? Sequence : Parallel;
-  const ids = Array.from({ length: n }, (_, i) => i);
-  const wf = smithers(() => (
-    <Workflow name={`bench-${shape}`}>
-      <Group>
-        {ids.map((i) => (
-          <Task key={i} id={`t${i}`} output={outputs.step}>
-            {() => ({ n: i })}
-          </Task>
-        ))}
-      </Group>
-    </Workflow>
-  ));
+  const wf = sequenceWorkflow(createSmithers({ step: z.object({ n: z.number().int() }) }, { dbPath: join(dir, "bench.db") }), n, `bench-${shape}`, shape);
   const started = performance.now();
   const result = await runWorkflow(wf, { input: {}, maxConcurrency: shape === "parallel" ? 16 : undefined });
   const ms = performance.now() - started;

@@ -19,6 +19,7 @@ import { frames, openSmithersDb } from "../../src/db/index.ts";
 import { clearFrameCache, FrameChain, readFrame, type KeyframePolicy } from "../../src/engine/index.ts";
 import type { FrameDelta, XmlElement } from "../../src/codec/index.ts";
 import { markdownTable } from "../markdown-table.ts";
+import { sequenceWorkflow } from "../sequence-workflow.tsx";
 
 const RUN_ID = "bench-frames";
 const READS = 20;
@@ -60,19 +61,7 @@ async function measure(tasks: number, mode: Mode): Promise<FramesResult> {
   const dir = mkdtempSync(join(tmpdir(), "smithers-bench-frames-"));
   const dbPath = join(dir, "bench.db");
   try {
-    const { Workflow, Task, Sequence, smithers, outputs } = createSmithers({ step: z.object({ n: z.number().int() }) }, { dbPath });
-    const ids = Array.from({ length: tasks }, (_, i) => i);
-    const wf = smithers(() => (
-      <Workflow name="bench-frames">
-        <Sequence>
-          {ids.map((i) => (
-            <Task key={i} id={`t${i}`} output={outputs.step}>
-              {() => ({ n: i })}
-            </Task>
-          ))}
-        </Sequence>
-      </Workflow>
-    ));
+    const wf = sequenceWorkflow(createSmithers({ step: z.object({ n: z.number().int() }) }, { dbPath }), tasks, "bench-frames");
     const started = performance.now();
     const result = await runWorkflow(wf, { runId: RUN_ID, keyframes: { mode } });
     const runMs = performance.now() - started;

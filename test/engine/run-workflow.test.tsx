@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { Database } from "bun:sqlite";
 import { createSmithers, FatalError, RetryableError, runWorkflow, scriptedAgent, SmithersError, type SmithersEvent } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { sleepUnlessAborted, sql, tempDbPath } from "../helpers.ts";
 
 const fast = { initialDelayMs: 1, maxDelayMs: 5 };
 
@@ -168,17 +168,7 @@ describe("runWorkflow", () => {
       <Workflow name="w">
         <Task id="slow" output={outputs.out} timeoutMs={30}>
           {async ({ signal }) => {
-            await new Promise((resolve) => {
-              const timer = setTimeout(resolve, 2_000);
-              signal.addEventListener(
-                "abort",
-                () => {
-                  clearTimeout(timer);
-                  resolve(undefined);
-                },
-                { once: true },
-              );
-            });
+            await sleepUnlessAborted(2_000, signal);
             return { n: signal.aborted ? 0 : 1 };
           }}
         </Task>
@@ -476,17 +466,7 @@ describe("runWorkflow", () => {
         <Task id="slow" output={outputs.out}>
           {async ({ signal }) => {
             setTimeout(() => controller.abort(), 20);
-            await new Promise((resolve) => {
-              const timer = setTimeout(resolve, 5_000);
-              signal.addEventListener(
-                "abort",
-                () => {
-                  clearTimeout(timer);
-                  resolve(undefined);
-                },
-                { once: true },
-              );
-            });
+            await sleepUnlessAborted(5_000, signal);
             return { n: 1 };
           }}
         </Task>
@@ -551,13 +531,7 @@ describe("runWorkflow", () => {
         <Parallel>
           <Task id="slow" output={outputs.out}>
             {async ({ signal }) => {
-              await new Promise((resolve) => {
-                const timer = setTimeout(resolve, 5_000);
-                signal.addEventListener("abort", () => {
-                  clearTimeout(timer);
-                  resolve(undefined);
-                });
-              });
+              await sleepUnlessAborted(5_000, signal);
               return { n: 1 };
             }}
           </Task>
