@@ -4,7 +4,7 @@
  * The analyst's first reply is prose, not JSON: the validation retry tells it what was wrong
  * and its second reply is accepted. Scripted agents keep the example offline; swap in a real
  * agent (anything with `generate({ prompt })`) to use a model.
- *   bunx smithers up examples/bugfix.tsx --input '{"description":"Auth tokens expire silently"}'
+ *   npx smithers up examples/bugfix.tsx --input '{"description":"Auth tokens expire silently"}'
  */
 import { createSmithers, scriptedAgent } from "smithers";
 import { z } from "zod";

@@ -1,7 +1,7 @@
 /** @jsxImportSource smithers */
 /**
  * Fan out one task per repository in parallel (at most 2 at a time), then combine the results.
- *   bunx smithers up examples/fan-out.tsx --input '{"repos":["api","web","cli"]}'
+ *   npx smithers up examples/fan-out.tsx --input '{"repos":["api","web","cli"]}'
  */
 import { createSmithers } from "smithers";
 import { z } from "zod";

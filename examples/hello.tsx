@@ -1,7 +1,7 @@
 /** @jsxImportSource smithers */
 /**
  * The smallest workflow: one task with a static output.
- *   bunx smithers up examples/hello.tsx --input '{"name":"Ada"}'
+ *   npx smithers up examples/hello.tsx --input '{"name":"Ada"}'
  */
 import { createSmithers } from "smithers";
 import { z } from "zod";

@@ -2,7 +2,7 @@
 /**
  * Draft, review, revise: a Loop runs the pair again until the reviewer approves
  * (here on the third pass), each pass writing new rows with its iteration number.
- *   bunx smithers up examples/review-loop.tsx --input '{"topic":"durable workflows"}'
+ *   npx smithers up examples/review-loop.tsx --input '{"topic":"durable workflows"}'
  */
 import { createSmithers, scriptedAgent } from "smithers";
 import { z } from "zod";

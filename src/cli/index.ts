@@ -8,7 +8,7 @@ import { parseArgs } from "node:util";
 import { loadWorkflowFile, runWorkflow, type RunResult, type SmithersEvent } from "../engine/index.ts";
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
 import { formatEvent } from "./progress.ts";
-import { dbPathOption, durabilityFlag, EXIT, type Io, usageError, positiveInt } from "./shared.ts";
+import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, usageError, positiveInt } from "./shared.ts";
 import { superviseCommand } from "./supervise.ts";
 import { framesCommand } from "./frames.ts";
 
@@ -34,6 +34,19 @@ supervise   resumes runs whose owner stopped heartbeating (one pass, or --watch 
   --durability MODE     as for up, for the runs it resumes
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
 Every --db defaults to the SMITHERS_DB_PATH environment variable when it is set.`;
+
+/** The usage line of `command` (the whole synopsis when the command is unknown). */
+function usageLine(command: string | undefined): string {
+  const lines = USAGE.split("\n").filter((l) => /^(Usage:)?\s*smithers /.test(l));
+  return (
+    lines.find((l) =>
+      l
+        .replace(/^Usage:/, "")
+        .trim()
+        .startsWith(`smithers ${command} `),
+    ) ?? lines.join("\n")
+  );
+}
 
 /** Codes that mean the caller asked for something invalid (exit 2), not that a run failed. */
 const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
@@ -80,7 +93,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
   if (!file || positionals.length > 1) throw usageError("up takes exactly one workflow file");
   if (values.resume && !values["run-id"]) throw usageError("--resume needs --run-id");
   const maxConcurrency = positiveInt(values["max-concurrency"], "--max-concurrency");
-  const graceMs = values["grace-ms"] === "0" ? 0 : positiveInt(values["grace-ms"], "--grace-ms");
+  const graceMs = nonNegativeMs(values["grace-ms"], "--grace-ms");
   const durability = durabilityFlag(values.durability);
   const input = parseInput(values.input);
   const workflow = await loadWorkflowFile(file);
@@ -139,7 +152,7 @@ export async function main(
   } catch (error) {
     if (error instanceof SmithersError) {
       io.err(`smithers: ${error.code}: ${error.message}`);
-      if (error.code === "USAGE") io.err(USAGE.split("\n")[0]!);
+      if (error.code === "USAGE") io.err(usageLine(command));
       return BAD_INPUT_CODES.has(error.code) ? EXIT.usage : EXIT.failed;
     }
     if ((error as { code?: string })?.code?.startsWith("ERR_PARSE_ARGS")) {
@@ -160,8 +173,10 @@ if (import.meta.main) {
     if (!cancel.signal.aborted) {
       console.error("smithers: cancelling; waiting for running tasks to stop (Ctrl-C again to stop waiting)");
       cancel.abort();
-    } else if (!abandon.signal.aborted) abandon.abort();
-    else process.exit(EXIT.cancelled);
+    } else if (!abandon.signal.aborted) {
+      console.error("smithers: not waiting any longer: task bodies still running are recorded abandoned (Ctrl-C again to exit at once)");
+      abandon.abort();
+    } else process.exit(EXIT.cancelled);
   };
   process.on("SIGINT", onStop);
   process.on("SIGTERM", onStop);

@@ -1,6 +1,6 @@
 import type { EventOf, SmithersEvent } from "../engine/index.ts";
 
-type NodeEvent = EventOf<"NodeStarted" | "NodeFinished" | "NodeFailed" | "NodeRetrying" | "NodeSkipped" | "NodeCancelled">;
+type NodeEvent = EventOf<"NodeStarted" | "NodeFinished" | "NodeFailed" | "NodeRetrying" | "NodeSkipped" | "NodeCancelled" | "NodeAbandoned">;
 
 const where = (e: NodeEvent) => `${e.nodeId} iter=${e.iteration}${"attempt" in e ? ` attempt=${e.attempt}` : ""}`;
 const took = (e: NodeEvent) => ("durationMs" in e ? ` ${e.durationMs}ms` : "");
@@ -20,6 +20,10 @@ export function formatEvent(e: SmithersEvent): string | null {
       return `skip    ${where(e)}`;
     case "NodeCancelled":
       return `cancel  ${where(e)}${took(e)}`;
+    case "NodeAbandoned":
+      return e.reason === "process-died"
+        ? `abandon ${where(e)}: its process died while it ran`
+        : `abandon ${where(e)}: its body did not stop in time and may still be running`;
     case "LoopAdvanced":
       return `loop    ${e.loopId} iter=${e.iteration}`;
     default:

@@ -10,6 +10,14 @@ export type Io = { out: (line: string) => void; err: (line: string) => void };
 
 export const usageError = (message: string) => new SmithersError("USAGE", message);
 
+/** A flag that must be a whole number of milliseconds, 0 or more, when given. */
+export function nonNegativeMs(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!(text.trim() !== "" && Number.isInteger(n) && n >= 0)) throw usageError(`${flag} must be a whole number of milliseconds, 0 or more`);
+  return n;
+}
+
 /** A flag that must be a positive integer when given. */
 export function positiveInt(text: string | undefined, flag: string): number | undefined {
   if (text === undefined) return undefined;

@@ -2,7 +2,7 @@
 import { parseArgs } from "node:util";
 import { supervise, superviseForever, type SuperviseOutcome } from "../engine/index.ts";
 import { formatEvent } from "./progress.ts";
-import { durabilityFlag, EXIT, openExistingDb, positiveInt, type Io } from "./shared.ts";
+import { durabilityFlag, EXIT, nonNegativeMs, openExistingDb, positiveInt, type Io } from "./shared.ts";
 
 function describe(o: SuperviseOutcome): string {
   if (o.action === "resumed") return `resumed ${o.runId} ${o.result.status}${o.result.error ? ` ${o.result.error.code}` : ""}`;
@@ -23,7 +23,7 @@ export async function superviseCommand(args: string[], io: Io, signal: AbortSign
   const durability = durabilityFlag(values.durability);
   const db = openExistingDb(values.db);
   if (durability) await db.setDurability(durability);
-  const staleAfterMs = values["stale-after-ms"] === "0" ? 0 : positiveInt(values["stale-after-ms"], "--stale-after-ms");
+  const staleAfterMs = nonNegativeMs(values["stale-after-ms"], "--stale-after-ms");
   const onEvent = (event: Parameters<typeof formatEvent>[0]) => {
     const line = formatEvent(event);
     if (line) io.out(`${event.runId.slice(0, 8)} ${line}`);

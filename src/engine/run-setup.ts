@@ -2,6 +2,7 @@
  * Starting or resuming a run: input validation and persistence, the resume checks (input
  * unchanged, previous owner gone), and the repair of what a dead or failed run left behind.
  */
+import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import {
   attempts as attemptRows,
@@ -78,18 +79,50 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** When process `pid` started (ms since the epoch, to about a second), where /proc tells; else undefined. */
+function processStartedAtMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Field 22 (starttime, in clock ticks since boot) counts from after the parenthesised command name.
+    const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1]);
+    if (!Number.isFinite(ticks) || !Number.isFinite(bootSeconds)) return undefined;
+    return bootSeconds * 1000 + (ticks / CLOCK_TICKS_PER_SECOND) * 1000;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Linux's USER_HZ: /proc counts process start times in these. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
 /**
- * The previous owner is provably gone when its heartbeat is stale, or (same host) its process
- * is dead, or (same process) it is not among the runs this process is executing.
+ * What this host can tell about a run's owner without its heartbeat: `true` when the owner is a
+ * live process here (this process and executing the run, or another process here that started
+ * before the run's last heartbeat, so not a later process that reused the pid), `false` when it
+ * is provably gone, `undefined` when it runs on another host (or /proc cannot say).
  */
-export function ownerAlive(ownerId: string | null, heartbeatAtMs: number | null, nowMs: number): boolean {
+export function ownerProcessAlive(ownerId: string | null, heartbeatAtMs: number | null): boolean | undefined {
   if (!ownerId) return false;
-  const fresh = heartbeatAtMs !== null && nowMs - heartbeatAtMs < STALE_RUN_THRESHOLD_MS;
   const [host, pidText] = ownerId.split(":");
   const pid = Number(pidText);
-  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return fresh;
+  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return undefined;
   if (pid === process.pid) return ACTIVE_OWNERS.has(ownerId);
-  return fresh && pidAlive(pid);
+  if (!pidAlive(pid)) return false;
+  const startedAtMs = processStartedAtMs(pid);
+  if (startedAtMs === undefined) return undefined;
+  return heartbeatAtMs === null || startedAtMs <= heartbeatAtMs + 1_000; // /proc's boot time is in whole seconds
+}
+
+/**
+ * Whether a run's owner may still be executing it: decided by the process where this host can
+ * tell (a live owner whose heartbeat is late, e.g. a task blocking its event loop, still owns
+ * the run), else by the heartbeat's age.
+ */
+export function ownerAlive(ownerId: string | null, heartbeatAtMs: number | null, nowMs: number): boolean {
+  const local = ownerProcessAlive(ownerId, heartbeatAtMs);
+  if (local !== undefined) return local;
+  return heartbeatAtMs !== null && nowMs - heartbeatAtMs < STALE_RUN_THRESHOLD_MS;
 }
 
 export function validateInput(registry: OutputRegistry, input: unknown): unknown {
@@ -162,7 +195,7 @@ async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
   await o.db.withTransaction("startRun", (d) => {
     // Checked under the write lock, so two processes starting the same run id cannot both pass.
     if (runs.runExists(d, runId)) {
-      throw new SmithersError("RUN_EXISTS", `Run "${runId}" already exists; pass resume to continue it`, { runId });
+      throw new SmithersError("RUN_EXISTS", `Run "${runId}" already exists; resume it instead (resume: true, or --resume on the CLI)`, { runId });
     }
     runs.insertRunRow(d, {
       runId,

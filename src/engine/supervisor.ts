@@ -7,7 +7,7 @@
 import { runs, STALE_RUN_THRESHOLD_MS, type Durability, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { SmithersEvent } from "./events.ts";
-import { newOwnerId } from "./run-setup.ts";
+import { newOwnerId, ownerProcessAlive } from "./run-setup.ts";
 import { runWorkflow, type RunResult } from "./run-workflow.ts";
 import { loadWorkflowFile } from "./workflow-file.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
@@ -27,13 +27,20 @@ export type SuperviseOptions = {
 export type SuperviseOutcome =
   | { runId: string; action: "resumed"; result: RunResult }
   | { runId: string; action: "released"; reason: string }
-  | { runId: string; action: "lost"; reason: string };
+  | { runId: string; action: "lost"; reason: string }
+  /** Its heartbeat is late but its owner is a live process on this host (e.g. a task blocking the event loop): left alone. */
+  | { runId: string; action: "skipped"; reason: string };
 
 function defaultResolver(run: runs.RunRow): Promise<SmithersWorkflow | undefined> | undefined {
   return run.workflowPath ? loadWorkflowFile(run.workflowPath) : undefined;
 }
 
 async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): Promise<SuperviseOutcome> {
+  // A late heartbeat is not a dead owner: resuming beside a live one would run its task twice.
+  if (ownerProcessAlive(run.runtimeOwnerId, run.heartbeatAtMs) === true) {
+    const reason = `its owner ${run.runtimeOwnerId} is still running on this host; its heartbeat is late (a task may be blocking its event loop)`;
+    return { runId: run.runId, action: "skipped", reason };
+  }
   const claimOwnerId = newOwnerId();
   const staleAfterMs = o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS;
   const won = await runs.claimRunForResume(o.db, {

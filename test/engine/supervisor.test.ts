@@ -67,6 +67,23 @@ describe("supervise", () => {
     await db.close();
   });
 
+  test("a run whose heartbeat is late but whose owner process is alive here is skipped, not resumed beside it", async () => {
+    const dbPath = tempDbPath();
+    const callsFile = join(dirname(dbPath), "calls.txt");
+    const args = ["up", "test/fixtures/steps.tsx", "--input", '{"label":"s"}', "--db", dbPath, "--run-id", "run-busy"];
+    const owner = await startUntil(args, { STEP_B: "block", BLOCK_MS: "2500", CALLS_FILE: callsFile }, "start   b");
+    const pass = await smithersAsync(["supervise", "--db", dbPath, "--stale-after-ms", "0"], { CALLS_FILE: callsFile });
+    expect(pass.stdout).toContain("skipped run-busy: its owner");
+    const resume = await smithersAsync([...args, "--resume"], { CALLS_FILE: callsFile });
+    expect(resume.code).toBe(2);
+    expect(resume.stderr).toContain("RUN_STILL_RUNNING");
+    expect(await owner.exited).toBe(0);
+    expect(lines(callsFile)).toEqual(["a", "b", "c"]); // b ran once
+    expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts WHERE node_id = 'b'")).toEqual([
+      { node_id: "b", attempt: 1, state: "finished" },
+    ]);
+  });
+
   test("a claimed run whose resume rejects is released to its previous owner, and the outcome says why", async () => {
     const dbPath = tempDbPath();
     const callsFile = join(dirname(dbPath), "calls.txt");
