@@ -113,6 +113,7 @@ export class SmithersDb {
     } catch (error) {
       return Promise.reject(error);
     }
+    if (this.inTransaction()) return Promise.reject(this.waitsOnItself("setDurability"));
     return this.enqueue(async () => {
       this.sqlite.exec(`PRAGMA synchronous = ${SYNCHRONOUS_LEVEL[mode]}`);
       this.mode = mode;
@@ -189,6 +190,7 @@ export class SmithersDb {
    */
   checkpoint(minWalBytes = WAL_CHECKPOINT_MIN_BYTES): Promise<void> {
     if (this.path === ":memory:") return Promise.resolve();
+    if (this.inTransaction()) return Promise.reject(this.waitsOnItself("checkpoint"));
     let walBytes = 0;
     try {
       walBytes = statSync(`${this.path}-wal`).size;
@@ -213,11 +215,20 @@ export class SmithersDb {
    * connection. Resolves when it is closed; calling it again returns the same promise.
    */
   close(): Promise<void> {
+    if (this.inTransaction()) return Promise.reject(this.waitsOnItself("close"));
     if (!this.closing) {
       this.closed = true;
       this.closing = this.tail.then(() => this.sqlite.close());
     }
     return this.closing;
+  }
+
+  /** Work that waits for the queue, asked for by the transaction holding it, would wait for ever. */
+  private waitsOnItself(what: string): SmithersError {
+    return new SmithersError("DB_NESTED_TRANSACTION", `${what} was called inside transaction "${this.activeTx?.label}", which it would wait for`, {
+      label: what,
+      outer: this.activeTx?.label,
+    });
   }
 
   private retry<T>(label: string, operation: () => Promise<T>): Promise<T> {

@@ -9,8 +9,9 @@ import { z } from "zod";
 import { generateStructured } from "../agents/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
 import { attempts, nodes, outputRowFor, writeOutputRow, type Drizzle, type OutputTableInfo, type SmithersDb } from "../db/index.ts";
-import { describeThrown, errorJsonText, FatalError, RetryableError, safeStringify, SmithersError } from "../errors/index.ts";
+import { describeThrown, errorJsonText, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
+import { MAX_TIMER_MS } from "./constants.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 
 export type AttemptOutcome =
@@ -108,7 +109,8 @@ function guarded<T>(a: AttemptInput, work: (signal: AbortSignal) => Promise<T>):
     if (a.runSignal.aborted) onRunAbort();
     a.runSignal.addEventListener("abort", onRunAbort, { once: true });
     cleanups.push(() => a.runSignal.removeEventListener("abort", onRunAbort));
-    if (a.task.timeoutMs !== undefined) {
+    // timeoutMs={Infinity} sets no timer; one past MAX_TIMER_MS is clamped (a longer delay would fire at once).
+    if (a.task.timeoutMs !== undefined && Number.isFinite(a.task.timeoutMs)) {
       const timer = setTimeout(
         () =>
           stop(
@@ -117,7 +119,7 @@ function guarded<T>(a: AttemptInput, work: (signal: AbortSignal) => Promise<T>):
               timeoutMs: a.task.timeoutMs,
             }),
           ),
-        a.task.timeoutMs,
+        Math.min(a.task.timeoutMs, MAX_TIMER_MS),
       );
       cleanups.push(() => clearTimeout(timer));
     }
@@ -135,10 +137,15 @@ function guarded<T>(a: AttemptInput, work: (signal: AbortSignal) => Promise<T>):
 
 function asTaskError(a: AttemptInput, error: unknown): SmithersError {
   const details = { nodeId: a.task.nodeId, iteration: a.task.iteration, attempt: a.attempt };
-  if (error instanceof SmithersError) {
-    return new SmithersError(error.code, error.message, { ...error.details, ...details, cause: error.details.cause });
+  try {
+    if (SmithersError.is(error)) {
+      return new SmithersError(error.code, error.message, { ...error.details, ...details, cause: error.details.cause });
+    }
+    return new SmithersError("TASK_FAILED", `Task "${a.task.nodeId}" failed: ${describeThrown(error)}`, { ...details, cause: error });
+  } catch {
+    // A thrown value whose every property access throws (a hostile Proxy) still fails the task.
+    return new SmithersError("TASK_FAILED", `Task "${a.task.nodeId}" failed with a value that cannot be read`, details);
   }
-  return new SmithersError("TASK_FAILED", `Task "${a.task.nodeId}" failed: ${describeThrown(error)}`, { ...details, cause: error });
 }
 
 /**
@@ -240,8 +247,8 @@ export function settleOutcome(a: AttemptInput, result: AttemptResult, canRetry: 
   }
   const { error, thrown } = result;
   if (error.code === "TASK_CANCELLED") return { kind: "cancelled", durationMs };
-  const retryable = !(thrown instanceof FatalError) && canRetry;
-  const retryAfterMs = thrown instanceof RetryableError ? thrown.retryAfterMs : undefined;
+  const retryable = !isInstance(thrown, FatalError) && canRetry;
+  const retryAfterMs = isInstance(thrown, RetryableError) ? thrown.retryAfterMs : undefined;
   return { kind: "failed", error, retryable, retryAfterMs, durationMs };
 }
 

@@ -7,6 +7,9 @@ export const HEARTBEAT_INTERVAL_MS = 5_000;
  */
 export const DEFAULT_STOP_GRACE_MS = 10_000;
 
+/** The longest delay a timer takes (2^31 - 1 ms, about 24.8 days); a longer one would fire at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Task retry backoff when a Task gives no `retryPolicy`: 250 ms doubling, capped at 10 s. */
 export const DEFAULT_TASK_RETRY = { initialDelayMs: 250, maxDelayMs: 10_000, factor: 2 } as const;
 

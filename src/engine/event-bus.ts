@@ -111,6 +111,11 @@ export class EventBus<E extends BusEvent = BusEvent> {
     return seq;
   }
 
+  /** Gives up the staged events (outside any transaction), when SQLite refused to store them. */
+  dropStaged(): void {
+    this.staged.clear();
+  }
+
   get stagedCount(): number {
     return this.staged.size;
   }

@@ -14,6 +14,12 @@ export class Outbox<T> {
     return this.items.length;
   }
 
+  /** Forgets every item (outside any transaction): what could not be stored is given up. */
+  clear(): void {
+    this.items = [];
+    this.reserved = 0;
+  }
+
   push(item: T): void {
     this.items.push(item);
   }

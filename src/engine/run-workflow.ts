@@ -37,7 +37,8 @@ export type RunOptions = {
   keyframes?: Partial<KeyframePolicy>;
   /**
    * What this run's commits survive: "process" (kill -9) or "power" (also power loss). Default:
-   * the database's (createSmithers' `durability`, else "process"); an open database is switched.
+   * the database's (createSmithers' `durability`, else "process"). The connection is switched for
+   * this run and switched back when it ends; runs sharing the connection at that moment share it.
    */
   durability?: Durability;
 };
@@ -55,7 +56,8 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
   const now = () => Date.now();
   const durability = options.durability === undefined ? undefined : checkDurability(options.durability);
   const db = workflow.dbFor(options.dbPath);
-  if (durability !== undefined && db.durability !== durability) await db.setDurability(durability);
+  const previousDurability = db.durability;
+  if (durability !== undefined && previousDurability !== durability) await db.setDurability(durability);
   const ownerId = options.ownerId ?? newOwnerId();
   ACTIVE_OWNERS.add(ownerId); // before the owner id is written, so a same-process resume sees it alive
   try {
@@ -103,5 +105,6 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
     }
   } finally {
     ACTIVE_OWNERS.delete(ownerId);
+    if (db.durability !== previousDurability) await db.setDurability(previousDurability);
   }
 }

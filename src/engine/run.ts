@@ -33,7 +33,7 @@ import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { decide, DecideMemo, type Action, type Failure } from "./scheduler.ts";
 import type { RunStatus } from "./states.ts";
-import { DEFAULT_STOP_GRACE_MS, DEFAULT_TASK_RETRY } from "./constants.ts";
+import { DEFAULT_STOP_GRACE_MS, DEFAULT_TASK_RETRY, MAX_TIMER_MS } from "./constants.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
 export type RunResult = {
@@ -270,11 +270,20 @@ export class Run {
    */
   private launch(started: Started): void {
     const { result, bodySettled } = performAttempt(started.input);
-    const work = result.then(async (ended) => {
-      const final = !ended.ok && ended.stopped ? await this.afterStop(ended, bodySettled) : ended;
-      this.ended.push({ ...started, result: final });
-      this.wake?.();
-    });
+    const work = result
+      .then(async (ended) => {
+        const final = !ended.ok && ended.stopped ? await this.afterStop(ended, bodySettled) : ended;
+        this.ended.push({ ...started, result: final });
+      })
+      .catch((thrown: unknown) => {
+        // performAttempt never rejects; if that promise ever breaks, the attempt still ends
+        // (failed, ENGINE_ERROR) instead of leaving the run asleep with it `running`.
+        const error = new SmithersError("ENGINE_ERROR", `The engine lost the outcome of task "${started.task.nodeId}": ${describeThrown(thrown)}`, {
+          nodeId: started.task.nodeId,
+        });
+        this.ended.push({ ...started, result: { ok: false, thrown, error, finishedAtMs: this.now() } });
+      })
+      .finally(() => this.wake?.());
     this.working.add(work);
     void work.finally(() => this.working.delete(work));
   }
@@ -285,7 +294,7 @@ export class Run {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let onHurry: (() => void) | undefined;
     const graceOver = new Promise<boolean>((resolve) => {
-      timer = setTimeout(resolve, graceMs, false);
+      if (Number.isFinite(graceMs)) timer = setTimeout(resolve, Math.min(graceMs, MAX_TIMER_MS), false); // Infinity: wait for the body
       onHurry = () => resolve(false);
       if (hurry?.aborted) onHurry();
       hurry?.addEventListener("abort", onHurry, { once: true });
@@ -308,12 +317,13 @@ export class Run {
    * Settles ended attempts in memory (states, snapshot, retry timers) and returns the writes
    * that record them, with their events, for the step's transaction.
    */
-  private settle(ended: Ended[]): ((d: Drizzle) => void)[] {
+  private settle(ended: Ended[], runEnding = false): ((d: Drizzle) => void)[] {
     const writes: ((d: Drizzle) => void)[] = [];
     for (const e of ended) {
       const { task, tracked: t } = e;
       const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt: e.input.attempt };
-      const outcome = settleOutcome(e.input, e.result, t.failures < task.retries);
+      // Attempts that end with the run (stopped by its cancel or failure) are not retried.
+      const outcome = settleOutcome(e.input, e.result, !runEnding && t.failures < task.retries);
       this.frames.markDirty(task.key);
       const events: Event[] = [];
       if (e.result.ok === false && e.result.abandoned) {
@@ -365,30 +375,33 @@ export class Run {
    */
   private async step(): Promise<"again" | "done" | { untilMs: number | undefined }> {
     const writes = this.settle(this.ended.splice(0));
-    const plan = await this.renderPlan();
-    const nowMs = this.now();
-    const actions = decide(plan, this.s.states, nowMs, this.settings.maxConcurrency ?? Infinity, this.memo, this.finishedIds);
     const starts: Started[] = [];
     let next: "again" | "done" | { untilMs: number | undefined } = "again";
-    for (const action of actions) next = this.plan_(action, nowMs, starts, writes) ?? next;
-    for (const st of starts) {
-      st.tracked.state = "running";
-      st.tracked.lastAttempt = st.input.attempt;
-      st.tracked.retryAtMs = undefined;
-      this.frames.markDirty(st.task.key);
-    }
-    const frame = this.frames.next(plan, (key) => this.s.states.get(key)?.state, nowMs);
-    if (frame) {
-      this.frameBox.push(frame);
-      this.emit({ type: "FrameCommitted", frameNo: frame.frameNo, encoding: frame.encoding });
-    }
-    // The run ends here: its last outcomes commit with the run's final status, in one transaction.
-    if (next === "done" && starts.length === 0) {
-      this.carried.push(...writes);
-      return next;
-    }
-    if (writes.length > 0 || starts.length > 0 || this.frameBox.size > 0 || this.bus.stagedCount > 0) {
-      try {
+    try {
+      const plan = await this.renderPlan();
+      const nowMs = this.now();
+      const actions = decide(plan, this.s.states, nowMs, this.settings.maxConcurrency ?? Infinity, this.memo, this.finishedIds);
+      const finishedIterations: [loopId: string, iteration: number][] = [];
+      for (const action of actions) next = this.plan_(action, nowMs, starts, writes, finishedIterations) ?? next;
+      for (const st of starts) {
+        st.tracked.state = "running";
+        st.tracked.lastAttempt = st.input.attempt;
+        st.tracked.retryAtMs = undefined;
+        this.frames.markDirty(st.task.key);
+      }
+      const frame = this.frames.next(plan, (key) => this.s.states.get(key)?.state, nowMs);
+      if (frame) {
+        this.frameBox.push(frame);
+        this.emit({ type: "FrameCommitted", frameNo: frame.frameNo, encoding: frame.encoding });
+      }
+      // Only once the frame shows how the iteration ended.
+      for (const [loopId, iteration] of finishedIterations) this.forgetIteration(loopId, iteration);
+      // The run ends here: its last outcomes commit with the run's final status, in one transaction.
+      if (next === "done" && starts.length === 0) {
+        this.carried.push(...writes.splice(0));
+        return next;
+      }
+      if (writes.length > 0 || starts.length > 0 || this.frameBox.size > 0 || this.bus.stagedCount > 0) {
         await this.db.withTransaction("step", (d) => {
           this.checkOwner(d);
           for (const write of writes) write(d);
@@ -398,25 +411,33 @@ export class Run {
           }
           this.journal(d);
         });
-      } catch (error) {
-        // Nothing of this step was stored: its outcomes go with the run's last transaction, and
-        // the attempts it would have started never started.
-        this.carried.push(...writes);
-        for (const st of starts) {
-          st.tracked.state = "pending";
-          st.tracked.lastAttempt = st.input.attempt - 1;
-          this.frames.markDirty(st.task.key);
-        }
-        throw error;
       }
+    } catch (error) {
+      // Nothing of this step was stored (a render, a frame or the transaction failed): its
+      // outcomes go with the run's last transaction, and the attempts it would have started
+      // never started.
+      this.carried.push(...writes);
+      for (const st of starts) {
+        st.tracked.state = "pending";
+        st.tracked.lastAttempt = st.input.attempt - 1;
+        this.frames.markDirty(st.task.key);
+      }
+      throw error;
     }
-    await this.readCustomRows();
+    // Committed: the attempts it started run now, whatever happens next.
     for (const st of starts) this.launch(st);
+    await this.readCustomRows();
     return next;
   }
 
   /** Turns one scheduler action into memory changes, writes for the step, and what to do next. */
-  private plan_(action: Action, nowMs: number, starts: Started[], writes: ((d: Drizzle) => void)[]): "done" | { untilMs: number | undefined } | undefined {
+  private plan_(
+    action: Action,
+    nowMs: number,
+    starts: Started[],
+    writes: ((d: Drizzle) => void)[],
+    finishedIterations: [loopId: string, iteration: number][],
+  ): "done" | { untilMs: number | undefined } | undefined {
     switch (action.type) {
       case "finish-run":
         return "done";
@@ -481,7 +502,7 @@ export class Run {
           ralph.setLoopState(d, { runId: this.s.runId, ralphId: loop.loopId, ...state, updatedAtMs: nowMs });
           this.emitInTransaction({ type, loopId: loop.loopId, iteration: state.iteration });
         });
-        if (action.type === "advance-loop") this.forgetIteration(loop.loopId, loop.iteration);
+        if (action.type === "advance-loop") finishedIterations.push([loop.loopId, loop.iteration]);
         this.s.loops.set(loop.loopId, state);
         this.renderStale = true;
         return undefined;
@@ -532,7 +553,8 @@ export class Run {
 
   private sleep(wakeAtMs: number | undefined): Promise<void> {
     return new Promise((resolve) => {
-      const timer = wakeAtMs === undefined ? undefined : setTimeout(resolve, Math.max(0, wakeAtMs - this.now()));
+      // Waking early is harmless (the next step decides again); a delay past MAX_TIMER_MS would fire at once.
+      const timer = wakeAtMs === undefined ? undefined : setTimeout(resolve, Math.min(MAX_TIMER_MS, Math.max(0, wakeAtMs - this.now())));
       this.wake = () => {
         clearTimeout(timer);
         this.wake = undefined;
@@ -583,7 +605,7 @@ export class Run {
     if (this.lost) return { runId, status: "failed", error: this.failure }; // the new owner writes from here on
     // Attempts stopped by a failure or cancel settle with the run's last transaction, and the
     // states they settled into belong in the last frame.
-    const writes = [...this.carried.splice(0), ...this.settle(this.ended.splice(0))];
+    const writes = [...this.carried.splice(0), ...this.settle(this.ended.splice(0), true)];
     if (this.plan) {
       try {
         const frame = this.frames.next(this.plan, (key) => this.s.states.get(key)?.state, this.now());
@@ -599,6 +621,9 @@ export class Run {
       await this.db.withTransaction("finishRun", (d) => {
         this.checkOwner(d);
         for (const write of writes) write(d);
+        // Nothing is in flight any more: an attempt still `running` here is one the engine lost
+        // track of (a bug), closed so a finished run never holds a running attempt.
+        this.closeLeftRunning(d, finishedAtMs, new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
         runs.setRunFields(d, runId, { status, finishedAtMs, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
         this.emitInTransaction(runEndedEvent(status, error));
         this.journal(d);
@@ -622,14 +647,31 @@ export class Run {
     const { runId } = this.s;
     this.failure ??= cause;
     const failure = this.failure;
-    await this.db.withTransaction("failRun", (d) => {
-      this.checkOwner(d);
-      attemptRows.failRunningWork(d, runId, finishedAtMs, errorJsonText(cause));
-      runs.setRunFields(d, runId, { status: "failed", finishedAtMs, errorJson: JSON.stringify(errorSummaryJson(failure)) });
-      this.emitInTransaction({ type: "RunFailed", status: "failed", error: errorSummaryJson(failure) });
-      this.bus.writeStagedIn(d);
-    });
+    const end = (withJournal: boolean) =>
+      this.db.withTransaction("failRun", (d) => {
+        this.checkOwner(d);
+        this.closeLeftRunning(d, finishedAtMs, cause);
+        runs.setRunFields(d, runId, { status: "failed", finishedAtMs, errorJson: JSON.stringify(errorSummaryJson(failure)) });
+        this.emitInTransaction({ type: "RunFailed", status: "failed", error: errorSummaryJson(failure) });
+        if (withJournal)
+          this.journal(d); // frames with the events that announce them
+        else this.bus.writeStagedIn(d);
+      });
+    try {
+      await end(true);
+    } catch (error) {
+      if (SmithersError.is(error, "RUN_OWNED")) throw error;
+      // The staged frames or events were what SQLite refused: the run still ends, without them.
+      this.bus.dropStaged();
+      await end(false);
+    }
     return { runId, status: "failed", error: failure };
+  }
+
+  /** Inside a run-ending transaction: fails what is still recorded running, each with its NodeFailed. */
+  private closeLeftRunning(d: Drizzle, nowMs: number, cause: SmithersError): void {
+    const closed = attemptRows.failRunningWork(d, this.s.runId, nowMs, errorJsonText(cause));
+    for (const a of closed) this.emitInTransaction({ type: "NodeFailed", ...a, error: errorSummaryJson(cause) });
   }
 
   /** The `output` schema's latest row when the workflow has one, else the last finished task's row. */

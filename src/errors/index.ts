@@ -75,7 +75,7 @@ export class SmithersError extends Error {
   }
 
   static is(value: unknown, code?: SmithersErrorCode): value is SmithersError {
-    return value instanceof SmithersError && (code === undefined || value.code === code);
+    return isInstance(value, SmithersError) && (code === undefined || value.code === code);
   }
 }
 
@@ -97,18 +97,28 @@ export class RetryableError extends Error {
   }
 }
 
+/**
+ * `value instanceof type`, false instead of a throw for values that cannot be asked (a revoked
+ * Proxy, a Proxy whose getPrototypeOf trap throws): thrown values come from user code.
+ */
+export function isInstance<T>(value: unknown, type: abstract new (...args: never[]) => T): value is T {
+  try {
+    return value instanceof type;
+  } catch {
+    return false;
+  }
+}
+
 /** A short text for any thrown value: an Error's message, a string as is, anything else as bounded JSON. */
 export function describeThrown(value: unknown): string {
-  if (value instanceof Error) {
-    try {
-      return capString(String(value.message));
-    } catch {
-      return "[Unreadable message]";
-    }
+  try {
+    if (isInstance(value, Error)) return capString(String(value.message));
+    if (typeof value === "string") return capString(value);
+    if (typeof value === "object" && value !== null) return capString(safeStringify(value, { ...SAFE_JSON_LIMITS, totalChars: SAFE_JSON_LIMITS.stringChars }));
+    return capString(String(value));
+  } catch {
+    return "[a thrown value that cannot be described]";
   }
-  if (typeof value === "string") return capString(value);
-  if (typeof value === "object" && value !== null) return capString(safeStringify(value, { ...SAFE_JSON_LIMITS, totalChars: SAFE_JSON_LIMITS.stringChars }));
-  return String(value);
 }
 
 /**
@@ -118,10 +128,10 @@ export function describeThrown(value: unknown): string {
  */
 export function errorToJson(error: unknown): Record<string, unknown> {
   let source: unknown;
-  if (error instanceof SmithersError) {
+  if (SmithersError.is(error)) {
     const { cause, ...rest } = error.details;
     source = { name: error.name, code: error.code, message: error.message, ...rest, ...(cause === undefined ? {} : { cause }) };
-  } else if (error instanceof Error) {
+  } else if (isInstance(error, Error)) {
     source = error; // walked as its fields: name, message, code, own fields, cause
   } else {
     source = { message: describeThrown(error) };
@@ -147,7 +157,11 @@ export function errorSummaryJson(error: unknown): Record<string, unknown> {
 
 /** errorToJson as stored text: never throws, never longer than SAFE_JSON_LIMITS.totalChars. */
 export function errorJsonText(error: unknown): string {
-  return safeStringify(errorToJson(error), SAFE_JSON_LIMITS, () => errorSummaryJson(error));
+  const text = safeStringify(errorToJson(error), SAFE_JSON_LIMITS, () => errorSummaryJson(error));
+  if (!text.startsWith('{"truncated":true')) return text;
+  // Even the summary was too large once escaped: keep what identifies the error.
+  const { name, code, message } = errorSummaryJson(error);
+  return JSON.stringify({ name, code, message: capString(String(message ?? ""), 256), truncated: true });
 }
 
 /** The bounds every stored error obeys. */

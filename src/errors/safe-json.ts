@@ -85,9 +85,9 @@ function walk(value: unknown, depth: number, w: Walk): unknown {
   const object = value as object;
   if (w.seen.has(object)) return "[Circular]";
   if (depth >= w.limits.depth) return "[Depth limit]";
-  if (object instanceof Date) return Number.isNaN(object.getTime()) ? "Invalid Date" : object.toISOString();
   w.seen.add(object);
   try {
+    if (object instanceof Date) return Number.isNaN(object.getTime()) ? "Invalid Date" : object.toISOString();
     if (Array.isArray(object)) {
       const out: unknown[] = [];
       const length = Number(read(object, "length")) || 0;
@@ -109,6 +109,9 @@ function walk(value: unknown, depth: number, w: Walk): unknown {
     }
     if (keys.length > kept && w.budget > 0) out["…"] = `${keys.length - kept} more keys`;
     return out;
+  } catch {
+    // A revoked Proxy, or a Proxy whose traps throw: even asking what it is fails.
+    return "[Uninspectable]";
   } finally {
     w.seen.delete(object);
   }
@@ -126,6 +129,9 @@ export function toSafeJson(value: unknown, limits: SafeJsonLimits = SAFE_JSON_LI
 export function safeStringify(value: unknown, limits: SafeJsonLimits = SAFE_JSON_LIMITS, fallback: () => unknown = () => "[Unserializable]"): string {
   const text = JSON.stringify(toSafeJson(value, limits)) ?? "null";
   if (text.length <= limits.totalChars) return text;
-  // Escaping can grow a string up to six times; the fallback is small by construction.
-  return JSON.stringify(toSafeJson(fallback(), { ...limits, stringChars: Math.floor(limits.totalChars / 8) }));
+  // Escaping can grow a string up to six times, so the budget can be overrun: try the fallback,
+  // then keep the head of the text (re-escaping at most doubles it).
+  const second = JSON.stringify(toSafeJson(fallback(), { ...limits, stringChars: Math.floor(limits.totalChars / 8) })) ?? "null";
+  if (second.length <= limits.totalChars) return second;
+  return JSON.stringify({ truncated: true, head: text.slice(0, Math.floor(limits.totalChars / 4)) });
 }

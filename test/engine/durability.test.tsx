@@ -56,13 +56,13 @@ describe("durability", () => {
     });
   }
 
-  test("runWorkflow({ durability }) switches a database already open in another mode", async () => {
+  test("runWorkflow({ durability }) switches a database already open in another mode for the run, and back after it", async () => {
     const dbPath = tempDbPath();
     const { kit, wf } = payWorkflow(dbPath);
     expect(level(kit.smithersDb)).toBe(1);
     const result = await runWorkflow(wf, { runId: "r1", durability: "power" });
     expect(result.output).toEqual({ receipt: "ok", levelDuringCall: 2 });
-    expect([kit.smithersDb.durability, level(kit.smithersDb)]).toEqual(["power", 2]);
+    expect([kit.smithersDb.durability, level(kit.smithersDb)]).toEqual(["process", 1]);
   });
 
   test("runWorkflow with an unknown durability rejects with INVALID_OPTION and writes nothing", async () => {
@@ -89,9 +89,12 @@ describe("durability", () => {
     };
     const db = openSmithersDb(dbPath);
     try {
-      const outcomes = await supervise({ db, now: () => Date.now() + 60_000, resolveWorkflow, durability: "power" });
+      const levels: number[] = [];
+      const onEvent = (e: { type: string }) => e.type === "NodeFinished" && levels.push(level(used!));
+      const outcomes = await supervise({ db, now: () => Date.now() + 60_000, resolveWorkflow, durability: "power", onEvent });
       expect(outcomes.map((o) => [o.runId, o.action, o.action === "resumed" ? o.result.status : undefined])).toEqual([["run-d", "resumed", "finished"]]);
-      expect(level(used!)).toBe(2);
+      expect(levels).toEqual([2, 2]); // b and c committed at FULL
+      expect(level(used!)).toBe(1); // and the workflow's connection is back to its own mode
     } finally {
       await db.close();
     }

@@ -50,15 +50,18 @@ export function listAttempts(db: SmithersDb, runId: string): Promise<AttemptRow[
  * Ends what a run left `running` as `failed` (attempts and nodes), for a run that must end but
  * whose last step could not be stored.
  */
-export function failRunningWork(d: Drizzle, runId: string, nowMs: number, errorJson: string): void {
-  d.update(smithersAttempts)
+export function failRunningWork(d: Drizzle, runId: string, nowMs: number, errorJson: string): { nodeId: string; iteration: number; attempt: number }[] {
+  const closed = d
+    .update(smithersAttempts)
     .set({ state: "failed", finishedAtMs: nowMs, errorJson })
     .where(and(eq(smithersAttempts.runId, runId), eq(smithersAttempts.state, "running")))
-    .run();
+    .returning({ nodeId: smithersAttempts.nodeId, iteration: smithersAttempts.iteration, attempt: smithersAttempts.attempt })
+    .all();
   d.update(smithersNodes)
     .set({ state: "failed", updatedAtMs: nowMs })
     .where(and(eq(smithersNodes.runId, runId), eq(smithersNodes.state, "running")))
     .run();
+  return closed;
 }
 
 /** Closes attempts a dead process left `running`; returns which. */
