@@ -44,6 +44,8 @@ export type RunSetup = {
   loops: Map<string, LoopState>;
   /** Which output rows the run has (their values are read when ctx asks for them). */
   outputKeys: OutputKeys;
+  /** Node ids with a finished or skipped iteration (see decide's finishedIds). */
+  finishedIds: Set<string>;
   /** Attempts this resume found left running by a dead process and closed as `abandoned`. */
   abandoned: { nodeId: string; iteration: number; attempt: number }[];
 };
@@ -222,6 +224,25 @@ function diedUnder(errorJson: string | null): boolean {
   }
 }
 
+/**
+ * Keeps, of each node's states, its latest iteration and any not yet over: the earlier
+ * iterations of a loop are done and never read again (a dependsOn on an id no longer mounted asks
+ * finishedIds), so a resumed long loop does not hold its whole history in memory.
+ */
+function keepCurrentIterations(states: Map<string, TrackedNode>): void {
+  const latest = new Map<string, number>();
+  for (const key of states.keys()) {
+    const at = key.lastIndexOf("#");
+    const id = key.slice(0, at);
+    latest.set(id, Math.max(latest.get(id) ?? 0, Number(key.slice(at + 1))));
+  }
+  for (const [key, t] of states) {
+    const at = key.lastIndexOf("#");
+    const over = t.state === "finished" || t.state === "skipped" || t.state === "failed";
+    if (over && Number(key.slice(at + 1)) < latest.get(key.slice(0, at))!) states.delete(key);
+  }
+}
+
 /** Creates or resumes the run and loads everything the engine keeps in memory. */
 export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const runId = o.runId ?? crypto.randomUUID();
@@ -251,5 +272,7 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     if (a.state === "abandoned" && !freshBudget && diedUnder(a.errorJson)) tracked.abandons++;
   }
   const loops = new Map(loopRows.map((r) => [r.ralphId, { iteration: r.iteration, done: r.done }]));
-  return { runId, ownerId: o.ownerId, input, resumed, alreadyFinished: Boolean(finished), states, loops, outputKeys, abandoned };
+  const finishedIds = new Set(nodes.filter((n) => n.state === "finished" || n.state === "skipped").map((n) => n.nodeId));
+  keepCurrentIterations(states);
+  return { runId, ownerId: o.ownerId, input, resumed, alreadyFinished: Boolean(finished), states, loops, outputKeys, abandoned, finishedIds };
 }

@@ -145,7 +145,7 @@ export class Run {
       return info && readOutputRowNow(db, info, { runId: s.runId, nodeId, iteration });
     });
     for (const [tableKey, keys] of Object.entries(s.outputKeys)) for (const k of keys) this.index.addKey(tableKey, k.nodeId, k.iteration);
-    for (const [key, t] of s.states) if (t.state === "finished" || t.state === "skipped") this.finishedIds.add(key.slice(0, key.lastIndexOf("#")));
+    for (const id of s.finishedIds) this.finishedIds.add(id);
   }
 
   /** Stages an event: stored with the run's next transaction, heard by listeners once committed. */

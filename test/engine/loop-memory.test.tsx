@@ -48,4 +48,33 @@ describe("a long loop", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result).toMatchObject({ status: "finished", output: { n: 98 } });
   });
+
+  test("resumed after a failure in a later iteration, the loop still finds the id mounted only in its first iteration", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, Loop, smithers, outputs } = createSmithers({ step: z.object({ n: z.number() }) }, { dbPath });
+    let failAtTwo = true;
+    const wf = smithers((ctx) => (
+      <Workflow name="first-only-resumed">
+        <Loop id="l" until={ctx.iterationCount(outputs.step, "every") >= 4} maxIterations={10}>
+          {ctx.iteration === 0 ? (
+            <Task id="seed" output={outputs.step}>
+              {{ n: 0 }}
+            </Task>
+          ) : null}
+          <Task id="every" output={outputs.step} dependsOn={ctx.iteration === 0 ? [] : ["seed"]}>
+            {() => {
+              if (ctx.iteration === 2 && failAtTwo) throw new Error("not this time");
+              return { n: ctx.iteration };
+            }}
+          </Task>
+        </Loop>
+      </Workflow>
+    ));
+    const first = await runWorkflow(wf, { input: {}, runId: "loop-r" });
+    expect(first.status).toBe("failed");
+    failAtTwo = false;
+    const resumed = await runWorkflow(wf, { runId: "loop-r", resume: true });
+    expect(resumed.status).toBe("finished");
+    expect(sql(dbPath, "SELECT count(*) AS n FROM step WHERE node_id = 'every'")).toEqual([{ n: 4 }]);
+  });
 });
