@@ -1,5 +1,5 @@
 /** The public API of Smithers: re-exports only. */
-export { createSmithers, runWorkflow, isSmithersWorkflow, EventBus } from "./engine/index.ts";
+export { createSmithers, runWorkflow, isSmithersWorkflow, EventBus, approve, deny, pendingApprovals } from "./engine/index.ts";
 export type {
   SmithersWorkflow,
   CreateSmithersOptions,
@@ -11,7 +11,7 @@ export type {
   RunStatus,
   NodeState,
 } from "./engine/index.ts";
-export { Workflow, Task, Sequence, Parallel, Branch, Loop, Ralph, render, Fragment, createElement } from "./jsx/index.ts";
+export { Workflow, Task, Sequence, Parallel, Branch, Loop, Ralph, Approval, approvalDecisionSchema, render, Fragment, createElement } from "./jsx/index.ts";
 export type {
   TaskProps,
   WorkflowProps,

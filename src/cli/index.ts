@@ -11,14 +11,18 @@ import { formatEvent } from "./progress.ts";
 import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, usageError, positiveInt } from "./shared.ts";
 import { superviseCommand } from "./supervise.ts";
 import { framesCommand } from "./frames.ts";
+import { decideCommand } from "./approve.ts";
 
 export { EXIT };
 
 const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--max-concurrency N] [--grace-ms N] [--durability process|power]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power]
        smithers frames <run-id> [--frame N] [--db PATH]
+       smithers approve <run-id> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes] [--db PATH]
+       smithers deny <run-id> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes] [--db PATH]
 
-up          runs a workflow to completion, printing a line as each task starts and finishes.
+up          runs a workflow to completion, printing a line as each task starts and finishes;
+            exit 3 when it stops to wait for an approval (resume it with --resume once decided).
   --input JSON          run input (validated against the workflow's input schema)
   --run-id ID           id for a new run, or the run to continue with --resume
   --resume              continue run --run-id: finished tasks are kept, failed ones run again
@@ -33,6 +37,8 @@ supervise   resumes runs whose owner stopped heartbeating (one pass, or --watch 
   --interval-ms N       pause between passes with --watch (default 5000)
   --durability MODE     as for up, for the runs it resumes
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
+approve     decides a run's waiting <Approval> (deny: the same, denied); shows the request and asks
+            on a terminal (--yes to skip); --node may be left out when one approval waits
 Every --db defaults to the SMITHERS_DB_PATH environment variable when it is set.`;
 
 /** The usage line of `command` (the whole synopsis when the command is unknown). */
@@ -51,6 +57,9 @@ function usageLine(command: string | undefined): string {
 /** Codes that mean the caller asked for something invalid (exit 2), not that a run failed. */
 const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "USAGE",
+  "APPROVAL_NOT_FOUND",
+  "APPROVAL_DECIDED",
+  "APPROVAL_AMBIGUOUS",
   "INVALID_INPUT",
   "INPUT_MISMATCH",
   "RUN_NOT_FOUND",
@@ -123,6 +132,10 @@ async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<
     return EXIT.ok;
   }
   if (result.status === "cancelled") return EXIT.cancelled;
+  if (result.status === "waiting-approval") {
+    io.out(`the run waits for an approval: smithers approve ${result.runId} (or deny), then run this command again with --resume`);
+    return EXIT.waiting;
+  }
   if (result.error) io.err(`smithers: ${result.error.code}: ${result.error.message}`);
   return EXIT.failed;
 }
@@ -131,6 +144,8 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
   up: upCommand,
   supervise: (args, io, signals) => superviseCommand(args, io, signals.cancel),
   frames: framesCommand,
+  approve: (args, io) => decideCommand("approve", args, io),
+  deny: (args, io) => decideCommand("deny", args, io),
 };
 
 /** Runs the CLI with `argv` (without the runtime and script) and returns the exit code. */

@@ -4,7 +4,7 @@ import { SmithersError } from "../errors/index.ts";
 import { DURABILITY_MODES, openSmithersDb, type Durability, type SmithersDb } from "../db/index.ts";
 import { DEFAULT_DB_PATH } from "../engine/index.ts";
 
-export const EXIT = { ok: 0, failed: 1, usage: 2, cancelled: 130 } as const;
+export const EXIT = { ok: 0, failed: 1, usage: 2, waiting: 3, cancelled: 130 } as const;
 
 export type Io = { out: (line: string) => void; err: (line: string) => void };
 

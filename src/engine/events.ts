@@ -20,6 +20,9 @@ export const SmithersEventTypeSchema = z.enum([
   "FrameCommitted",
   "ToolCallStarted",
   "ToolCallFinished",
+  "RunWaiting",
+  "ApprovalRequested",
+  "ApprovalDecided",
 ]);
 export type SmithersEventType = z.infer<typeof SmithersEventTypeSchema>;
 
@@ -63,6 +66,10 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
   variant(T.FrameCommitted, { ...base, frameNo: z.number().int(), encoding: z.enum(["full", "keyframe", "delta"]) }),
   variant(T.ToolCallStarted, { ...attempt, toolName: z.string() }),
   variant(T.ToolCallFinished, { ...attempt, toolName: z.string(), status: z.enum(["succeeded", "failed"]) }),
+  /** The run stopped with nothing left to do but wait; its process may exit, a resume continues it. */
+  variant(T.RunWaiting, { ...base, status: z.literal("waiting-approval") }),
+  variant(T.ApprovalRequested, { ...node, title: z.string() }),
+  variant(T.ApprovalDecided, { ...node, approved: z.boolean(), decidedBy: z.string().nullable() }),
 ]);
 export type SmithersEvent = z.infer<typeof SmithersEventSchema>;
 
@@ -82,5 +89,6 @@ export type ToolCallReport = OmitEach<EventOf<"ToolCallStarted" | "ToolCallFinis
 export function runEndedEvent(status: RunStatus, error: Record<string, unknown> | undefined): EventBody {
   if (status === "cancelled") return { type: "RunCancelled", status };
   if (status === "failed") return { type: "RunFailed", status, error: error ?? {} };
+  if (status === "waiting-approval") return { type: "RunWaiting", status };
   return { type: "RunFinished", status: "finished" };
 }

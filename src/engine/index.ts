@@ -7,6 +7,7 @@ export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, t
 export { EventBus } from "./event-bus.ts";
 export { supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
 export { loadWorkflowFile } from "./workflow-file.ts";
+export { approve, deny, findPendingApproval, pendingApprovals, type DecideOptions, type Decision, type PendingApproval } from "./approvals.ts";
 export type { SideEffectCall } from "./side-effect.ts";
 export {
   readFrame,

@@ -8,6 +8,7 @@
  * step that finds the run over commits with the run's final status.
  */
 import {
+  approvals,
   attempts as attemptRows,
   frames as frameRows,
   nodes,
@@ -16,14 +17,17 @@ import {
   readOutputKeys,
   readOutputRow,
   readOutputRowNow,
+  outputRowFor,
   runs,
+  writeOutputRow,
   stripBookkeeping as strip,
   type Drizzle,
   type OutputTableInfo,
   type SmithersDb,
 } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, SmithersError } from "../errors/index.ts";
-import { render, type Plan, type PlanTask } from "../jsx/index.ts";
+import { nodeKey, render, type Plan, type PlanTask } from "../jsx/index.ts";
+import { formatZodIssues } from "../schema/index.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
 import { buildCtx, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
@@ -117,6 +121,10 @@ export class Run {
    * now asks (see decide), kept so the states of finished loop iterations can be dropped.
    */
   private readonly finishedIds = new Set<string>();
+  /** Keys of the nodes waiting for an approval decision (see resolveApprovals). */
+  private readonly waiting = new Set<string>();
+  /** Set when the scheduler found nothing to do but wait: the run ends with this status. */
+  private suspended: "waiting-approval" | undefined;
   /** Carried between decide() calls: states here only move forward (see DecideMemo). */
   private readonly memo = new DecideMemo();
   /** Frames waiting for the next transaction (see Outbox). */
@@ -146,6 +154,7 @@ export class Run {
     });
     for (const [tableKey, keys] of Object.entries(s.outputKeys)) for (const k of keys) this.index.addKey(tableKey, k.nodeId, k.iteration);
     for (const id of s.finishedIds) this.finishedIds.add(id);
+    for (const [key, t] of s.states) if (t.state === "waiting-approval") this.waiting.add(key);
   }
 
   /** Stages an event: stored with the run's next transaction, heard by listeners once committed. */
@@ -380,6 +389,7 @@ export class Run {
     try {
       const plan = await this.renderPlan();
       const nowMs = this.now();
+      if (this.waiting.size > 0) await this.resolveApprovals(plan, nowMs, writes);
       const actions = decide(plan, this.s.states, nowMs, this.settings.maxConcurrency ?? Infinity, this.memo, this.finishedIds);
       const finishedIterations: [loopId: string, iteration: number][] = [];
       for (const action of actions) next = this.plan_(action, nowMs, starts, writes, finishedIterations) ?? next;
@@ -441,6 +451,9 @@ export class Run {
     switch (action.type) {
       case "finish-run":
         return "done";
+      case "suspend":
+        this.suspended = action.status;
+        return "done";
       case "fail-run":
         // A task dropped from the plan while it ran can still finish what others wait on.
         if (action.failure.kind === "stuck" && this.working.size > 0) return { untilMs: undefined };
@@ -452,6 +465,10 @@ export class Run {
       case "retry": {
         const { task } = action;
         const tracked = this.tracked(task);
+        if (task.mode === "approval") {
+          this.requestApproval(task, tracked, nowMs, writes);
+          return undefined;
+        }
         if (tracked.abandons >= task.maxAbandons) {
           this.crashLoop(task, tracked, nowMs, writes);
           return undefined;
@@ -519,10 +536,109 @@ export class Run {
     for (const task of this.plan?.tasks ?? []) {
       if (task.loopId !== loopId || task.iteration !== iteration) continue;
       const state = this.s.states.get(task.key)?.state;
-      if (state === "running" || state === "pending") continue; // still in flight (not expected at a boundary)
+      if (state !== "finished" && state !== "skipped" && state !== "failed") continue; // not over (not expected at a boundary)
       this.s.states.delete(task.key);
       this.lastErrors.delete(task.key);
     }
+  }
+
+  /** Opens an `<Approval>` gate: the node waits (`waiting-approval`) and the request is stored with the step. */
+  private requestApproval(task: PlanTask, t: TrackedNode, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
+    const info = this.resolve(task);
+    const spec = task.approval!;
+    t.state = "waiting-approval";
+    this.waiting.add(task.key);
+    this.frames.markDirty(task.key);
+    const key = { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration };
+    writes.push((d) => {
+      nodes.upsertNode(d, {
+        ...key,
+        state: "waiting-approval",
+        lastAttempt: t.lastAttempt,
+        updatedAtMs: nowMs,
+        outputTable: info.tableName,
+        label: task.label ?? null,
+      });
+      approvals.requestApprovalIn(d, { ...key, requestedAtMs: nowMs, request: spec.request });
+      this.emitInTransaction({ type: "ApprovalRequested", nodeId: task.nodeId, iteration: task.iteration, title: spec.request.title });
+    });
+  }
+
+  /** Gates of the plan that were decided since they were opened: each ends as its decision and onDeny say. */
+  private async resolveApprovals(plan: Plan, nowMs: number, writes: ((d: Drizzle) => void)[]): Promise<void> {
+    const rows = await this.db.read("readApprovals", (d) => approvals.readApprovals(d, this.s.runId));
+    const decided = new Map(rows.filter((r) => r.status !== "requested").map((r) => [nodeKey(r.nodeId, r.iteration), r]));
+    for (const task of plan.tasks) {
+      const row = decided.get(task.key);
+      if (!row || task.mode !== "approval" || !this.waiting.has(task.key)) continue;
+      this.waiting.delete(task.key);
+      this.settleApproval(task, row, nowMs, writes);
+    }
+  }
+
+  private settleApproval(task: PlanTask, row: approvals.ApprovalRow, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
+    const t = this.tracked(task);
+    const info = this.resolve(task);
+    const key = { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration };
+    const approved = row.status === "approved";
+    const node = { ...key, lastAttempt: t.lastAttempt, updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null };
+    const ids = { nodeId: task.nodeId, iteration: task.iteration };
+    const events: Event[] = [{ type: "ApprovalDecided", ...ids, approved, decidedBy: row.decidedBy ?? null }];
+    this.frames.markDirty(task.key);
+    const onDeny = task.approval?.onDeny ?? "fail";
+    let state: "finished" | "skipped" | "failed";
+    let data: Record<string, unknown> | undefined;
+    if (approved || onDeny === "continue") {
+      const decision = {
+        approved,
+        note: row.note ?? null,
+        decidedBy: row.decidedBy ?? null,
+        decidedAt: row.decidedAtMs == null ? null : new Date(row.decidedAtMs).toISOString(),
+      };
+      const parsed = (info.schema ?? task.outputSchema)?.safeParse(decision);
+      if (parsed && !parsed.success) {
+        const error = new SmithersError(
+          "INVALID_OUTPUT",
+          `Approval "${task.nodeId}": its output schema does not accept the decision row (use approvalDecisionSchema): ${formatZodIssues(parsed.error.issues)}`,
+          ids,
+        );
+        this.lastErrors.set(task.key, error);
+        events.push({ type: "NodeFailed", ...ids, attempt: t.lastAttempt, error: errorSummaryJson(error) });
+        state = "failed";
+      } else {
+        data = (parsed?.data ?? decision) as Record<string, unknown>;
+        const stored = outputRowFor(info, key, data);
+        for (const field of Object.keys(stored)) stored[field] ??= null;
+        this.remember(info, stored);
+        events.push({
+          type: "NodeFinished",
+          ...ids,
+          attempt: t.lastAttempt,
+          durationMs: Math.max(0, (row.decidedAtMs ?? nowMs) - (row.requestedAtMs ?? nowMs)),
+        });
+        state = "finished";
+      }
+    } else if (onDeny === "skip") {
+      events.push({ type: "NodeSkipped", ...ids });
+      state = "skipped";
+    } else {
+      const by = row.decidedBy ? ` by ${row.decidedBy}` : "";
+      const error = new SmithersError("APPROVAL_DENIED", `Approval "${task.nodeId}" was denied${by}${row.note ? `: ${row.note}` : ""}`, {
+        ...ids,
+        decidedBy: row.decidedBy,
+        note: row.note,
+      });
+      this.lastErrors.set(task.key, error);
+      events.push({ type: "NodeFailed", ...ids, attempt: t.lastAttempt, error: errorSummaryJson(error) });
+      state = "failed";
+    }
+    t.state = state;
+    if (state !== "failed") this.finishedIds.add(task.nodeId);
+    writes.push((d) => {
+      if (data) writeOutputRow(d, info, key, data);
+      nodes.upsertNode(d, { ...node, state });
+      for (const event of events) this.emitInTransaction(event);
+    });
   }
 
   /** A task whose process died under it `maxAbandons` times fails instead of starting again. */
@@ -614,7 +730,7 @@ export class Run {
         this.fail(asRunError(error)); // the run still ends, failed, instead of staying `running`
       }
     }
-    const status: RunStatus = this.abort.signal.aborted ? "cancelled" : this.failure ? "failed" : "finished";
+    const status: RunStatus = this.abort.signal.aborted ? "cancelled" : this.failure ? "failed" : (this.suspended ?? "finished");
     const error = status === "failed" && this.failure ? errorSummaryJson(this.failure) : undefined;
     const finishedAtMs = this.now();
     try {
@@ -633,7 +749,7 @@ export class Run {
       return this.endFailed(asRunError(cause), finishedAtMs);
     }
     await this.readCustomRows();
-    if (status === "cancelled") return { runId, status };
+    if (status === "cancelled" || status === "waiting-approval") return { runId, status };
     if (status === "failed") return { runId, status, error: this.failure };
     return { runId, status, output: this.result() };
   }

@@ -31,6 +31,8 @@ export type Action =
   | { type: "finish-loop"; loop: PlanLoop }
   | { type: "wait"; untilMs?: number }
   | { type: "finish-run" }
+  /** Nothing can run or is running, and a node waits for the world (an approval): the run stops, waiting. */
+  | { type: "suspend"; status: "waiting-approval" }
   | { type: "fail-run"; failure: Failure };
 
 type Visit = "done" | "busy" | "failed";
@@ -45,6 +47,8 @@ type Walk = {
   failure?: Failure;
   wakeAtMs?: number;
   running: number;
+  /** A node waits for something outside the run (an approval decision). */
+  waiting: boolean;
   memo: DecideMemo | undefined;
   /** Node ids with a finished or skipped iteration, when the caller keeps them (see decide). */
   finishedIds: ReadonlySet<string> | undefined;
@@ -113,6 +117,9 @@ function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
       return "failed";
     case "running":
       w.running++;
+      return "busy";
+    case "waiting-approval":
+      w.waiting = true;
       return "busy";
   }
   if (task.dependsOn.some((id) => !dependencyMet(id, w))) return "busy";
@@ -212,12 +219,13 @@ export function decide(
   finishedIds?: ReadonlySet<string>,
 ): Action[] {
   const tasks = memo ? memo.tasksOf(plan) : indexTasks(plan);
-  const w: Walk = { states, tasks, nowMs, actions: [], running: 0, memo, finishedIds };
+  const w: Walk = { states, tasks, nowMs, actions: [], running: 0, waiting: false, memo, finishedIds };
   const global: Cap = { max: maxConcurrency, used: Number.isFinite(maxConcurrency) ? countRunning(plan.root, w) : 0 };
   const r = visit(plan.root, [global], w);
   if (r === "failed") return [{ type: "fail-run", failure: w.failure! }];
   if (r === "done") return [{ type: "finish-run" }];
   if (w.actions.length > 0) return w.actions;
-  if (w.running === 0 && w.wakeAtMs === undefined) return [{ type: "fail-run", failure: { kind: "stuck" } }];
+  if (w.running === 0 && w.wakeAtMs === undefined)
+    return [w.waiting ? { type: "suspend", status: "waiting-approval" } : { type: "fail-run", failure: { kind: "stuck" } }];
   return [w.wakeAtMs === undefined ? { type: "wait" } : { type: "wait", untilMs: w.wakeAtMs }];
 }

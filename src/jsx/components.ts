@@ -2,10 +2,11 @@
  * The JSX surface. Each component returns a host element (`smithers:*`) that render() turns
  * into Plan nodes; Branch resolves on the spot, so the branch not taken is absent from the plan.
  */
-import type { z } from "zod";
+import { z } from "zod";
+import { SmithersError } from "../errors/index.ts";
 import type { Agent } from "../agents/index.ts";
 import { makeElement, type SmithersElement, type SmithersNode } from "./element.ts";
-import type { OutputTarget, RetryPolicy, TaskRunContext } from "./plan.ts";
+import type { ApprovalSpec, OutputTarget, RetryPolicy, TaskRunContext } from "./plan.ts";
 
 type TaskValue<S> = S extends z.ZodType ? z.input<S> : Record<string, unknown>;
 
@@ -82,6 +83,66 @@ export function Branch(props: BranchProps): SmithersNode {
 /** Re-runs its children with iteration 0, 1, 2… until `until` is truthy or `maxIterations` is reached. */
 export function Loop(props: LoopProps): SmithersNode {
   return props.skipIf ? null : makeElement(HOST.loop, props);
+}
+
+/** The row an approve-mode `<Approval>` writes; use it (or a schema with these fields) as its output. */
+export const approvalDecisionSchema = z.object({
+  approved: z.boolean(),
+  note: z.string().nullable(),
+  decidedBy: z.string().nullable(),
+  /** ISO 8601 time of the decision. */
+  decidedAt: z.string().nullable(),
+});
+
+export type ApprovalProps = {
+  id: string;
+  output: OutputTarget;
+  outputSchema?: z.ZodObject;
+  request: ApprovalSpec["request"];
+  onDeny?: ApprovalSpec["onDeny"];
+  mode?: "approve";
+  skipIf?: boolean;
+  dependsOn?: readonly string[];
+  label?: string;
+  meta?: Record<string, unknown>;
+};
+
+/** Marks the task element an `<Approval>` renders to (a prop name no author writes). */
+export const APPROVAL_GATE = "smithers:approval";
+
+/** Props of the peer's `<Approval>` this version does not support yet: refused, never ignored. */
+const UNSUPPORTED_APPROVAL_PROPS = [
+  "options",
+  "async",
+  "allowedScopes",
+  "allowedUsers",
+  "autoApprove",
+  "bind",
+  "needs",
+  "retries",
+  "retryPolicy",
+  "timeoutMs",
+  "cache",
+  "continueOnFail",
+];
+
+/**
+ * A durable human decision: the run waits (status `waiting-approval`, its process may exit) until
+ * someone runs `smithers approve|deny` or calls approve()/deny(), then continues once resumed; the
+ * decision is the node's output row (approvalDecisionSchema).
+ * @example
+ * <Approval id="ship-it" output={outputs.approval} request={{ title: "Deploy to production?" }} />
+ */
+export function Approval(props: ApprovalProps): SmithersElement {
+  const invalid = (message: string) => new SmithersError("INVALID_WORKFLOW", `<Approval id="${props.id}"> ${message}`, { nodeId: props.id });
+  if (props.mode !== undefined && props.mode !== "approve") throw invalid(`mode "${String(props.mode)}" is not supported yet (only "approve")`);
+  for (const name of UNSUPPORTED_APPROVAL_PROPS) if ((props as Record<string, unknown>)[name] !== undefined) throw invalid(`prop ${name} is not supported yet`);
+  if (!props.request || typeof props.request.title !== "string" || props.request.title === "") throw invalid("needs request={{ title }}");
+  const onDeny = props.onDeny ?? "fail";
+  if (!["fail", "continue", "skip"].includes(onDeny)) throw invalid(`onDeny must be "fail", "continue" or "skip", got "${String(onDeny)}"`);
+  const spec: ApprovalSpec = { request: props.request, onDeny };
+  const { request: _r, onDeny: _o, mode: _m, ...rest } = props;
+  return makeElement(HOST.task, { ...rest, outputSchema: props.outputSchema ?? approvalDecisionSchema, children: null, [APPROVAL_GATE]: spec });
 }
 
 /** Alias of Loop, the name the Ralph-loop pattern is known by. */

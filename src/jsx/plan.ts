@@ -27,6 +27,13 @@ export type TaskRunContext = {
   sideEffect: <T>(name: string, fn: (call: { key: string; uncertain: boolean }) => T | Promise<T>, options?: { input?: unknown }) => Promise<T>;
 };
 
+/** An `<Approval>` gate: the run waits for a person's decision, recorded as the node's output row. */
+export type ApprovalSpec = {
+  request: { title: string; summary?: string; metadata?: Record<string, unknown> };
+  /** A denial fails the node (default), writes the decision row and goes on (`continue`), or skips the node. */
+  onDeny: "fail" | "continue" | "skip";
+};
+
 export type RetryPolicy = { initialDelayMs?: number; maxDelayMs?: number; factor?: number };
 
 export type PlanTask = {
@@ -38,7 +45,9 @@ export type PlanTask = {
   loopId: string | undefined;
   output: OutputTarget;
   outputSchema: z.ZodObject | undefined;
-  mode: "static" | "compute" | "agent";
+  mode: "static" | "compute" | "agent" | "approval";
+  /** mode "approval": what the approver is shown, and what a denial does. */
+  approval?: ApprovalSpec;
   staticValue?: unknown;
   compute?: (ctx: TaskRunContext) => unknown;
   prompt?: string;

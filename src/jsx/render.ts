@@ -3,10 +3,10 @@
  * plan, so re-rendering after a crash places the run exactly where it was.
  */
 import { SmithersError } from "../errors/index.ts";
-import { HOST } from "./components.ts";
+import { APPROVAL_GATE, HOST } from "./components.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
-import type { LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
+import type { ApprovalSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
 
 export const DEFAULT_MAX_ITERATIONS = 5;
 
@@ -63,6 +63,7 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
     label: props.label as string | undefined,
     meta: props.meta as Record<string, unknown> | undefined,
   };
+  if (props[APPROVAL_GATE] !== undefined) return { ...base, mode: "approval", approval: props[APPROVAL_GATE] as ApprovalSpec };
   if (typeof children === "function") return { ...base, mode: "compute", compute: children as PlanTask["compute"] };
   const textParts = Array.isArray(children) ? children : [children];
   if (textParts.length > 0 && textParts.every((c) => typeof c === "string" || typeof c === "number")) {

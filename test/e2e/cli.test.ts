@@ -258,3 +258,40 @@ describe("kill -9", () => {
     ]);
   });
 });
+
+describe("smithers approve / deny", () => {
+  test("up exits 3 at the gate; approve shows the request and needs --yes without a terminal; the resumed run finishes", () => {
+    const dbPath = tempDbPath();
+    const callsFile = `${dbPath}.calls`;
+    const up = ["up", "test/fixtures/approval.tsx", "--db", dbPath, "--run-id", "gate-1"];
+    const first = smithers(up, { CALLS_FILE: callsFile });
+    expect(first.code).toBe(3);
+    expect(first.stdout).toContain("run gate-1 waiting-approval");
+    const unconfirmed = smithers(["approve", "gate-1", "--db", dbPath]);
+    expect(unconfirmed.code).toBe(2);
+    expect(unconfirmed.stdout).toContain("title      Deploy app-1.2.3 to production?");
+    expect(unconfirmed.stderr).toContain("--yes");
+    expect(sql(dbPath, "SELECT status FROM _smithers_approvals")).toEqual([{ status: "requested" }]);
+    const approved = smithers(["approve", "gate-1", "--node", "ship-it", "--by", "ada", "--note", "ship it", "--yes", "--db", dbPath]);
+    expect(approved.code).toBe(0);
+    expect(sql(dbPath, "SELECT status, decided_by, note FROM _smithers_approvals")).toEqual([{ status: "approved", decided_by: "ada", note: "ship it" }]);
+    const resumed = smithers([...up, "--resume"], { CALLS_FILE: callsFile });
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toContain('"url": "https://prod.example"');
+    expect(readFileSync(callsFile, "utf8").trim().split("\n")).toEqual(["build", "deploy"]);
+    const again = smithers(["deny", "gate-1", "--node", "ship-it", "--yes", "--db", dbPath]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain("APPROVAL_DECIDED");
+  });
+
+  test("deny fails the run at the gate (onDeny fail): the resumed run exits 1 with APPROVAL_DENIED", () => {
+    const dbPath = tempDbPath();
+    const up = ["up", "test/fixtures/approval.tsx", "--db", dbPath, "--run-id", "gate-2"];
+    expect(smithers(up).code).toBe(3);
+    expect(smithers(["deny", "gate-2", "--yes", "--note", "freeze", "--db", dbPath]).code).toBe(0);
+    const resumed = smithers([...up, "--resume"]);
+    expect(resumed.code).toBe(1);
+    expect(resumed.stderr).toContain("APPROVAL_DENIED");
+    expect(smithers(["approve", "no-such-run", "--yes", "--db", dbPath]).code).toBe(2);
+  });
+});

@@ -1,7 +1,7 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { createSmithers, runWorkflow } from "../../src/index.ts";
+import { approvalDecisionSchema, approve, createSmithers, runWorkflow } from "../../src/index.ts";
 import { SmithersEventSchema, SmithersEventTypeSchema } from "../../src/engine/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
 
@@ -75,6 +75,16 @@ describe("SmithersEventSchema", () => {
       </Workflow>
     ));
     expect((await runWorkflow(deaf, { runId: "abandoned", graceMs: 10 })).status).toBe("failed");
+
+    const gate = createSmithers({ approval: approvalDecisionSchema }, { dbPath });
+    const gated = gate.smithers(() => (
+      <gate.Workflow name="gated">
+        <gate.Approval id="ok" output={gate.outputs.approval} request={{ title: "ok?" }} />
+      </gate.Workflow>
+    ));
+    expect((await runWorkflow(gated, { runId: "waiting" })).status).toBe("waiting-approval");
+    await approve(gate.smithersDb, { runId: "waiting" });
+    expect((await runWorkflow(gated, { runId: "waiting", resume: true })).status).toBe("finished");
 
     const easy = smithers(() => (
       <Workflow name="easy">

@@ -38,6 +38,8 @@ function summary(actions: Action[]): string[] {
       case "advance-loop":
       case "finish-loop":
         return `${a.type} ${a.loop.loopId}`;
+      case "suspend":
+        return `suspend ${a.status}`;
       case "wait":
         return a.untilMs === undefined ? "wait" : `wait ${a.untilMs}`;
       case "finish-run":

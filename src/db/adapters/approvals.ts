@@ -5,7 +5,7 @@
 import { and, asc, eq, type InferSelectModel, type SQL } from "drizzle-orm";
 import type { ApprovalStatus } from "../constants.ts";
 import { smithersApprovals } from "../internal-schema.ts";
-import type { SmithersDb } from "../smithers-db.ts";
+import type { Drizzle, SmithersDb } from "../smithers-db.ts";
 
 export type ApprovalRow = InferSelectModel<typeof smithersApprovals>;
 export type ApprovalKey = { runId: string; nodeId: string; iteration?: number };
@@ -48,6 +48,26 @@ export function requestApproval(db: SmithersDb, request: ApprovalRequest): Promi
       .run();
     return d.select().from(smithersApprovals).where(byKey(request)).get() as ApprovalRow;
   });
+}
+
+/** requestApproval inside the caller's transaction (the engine's step). */
+export function requestApprovalIn(d: Drizzle, request: ApprovalRequest): void {
+  d.insert(smithersApprovals)
+    .values({
+      runId: request.runId,
+      nodeId: request.nodeId,
+      iteration: request.iteration ?? 0,
+      status: "requested",
+      requestedAtMs: request.requestedAtMs,
+      requestJson: request.request === undefined ? null : JSON.stringify(request.request),
+    })
+    .onConflictDoNothing()
+    .run();
+}
+
+/** The gates of one run still waiting for a decision whose node waits for it, or decided ones (what a resume resolves). */
+export function readApprovals(d: Drizzle, runId: string): ApprovalRow[] {
+  return d.select().from(smithersApprovals).where(eq(smithersApprovals.runId, runId)).all();
 }
 
 export function getApproval(db: SmithersDb, key: ApprovalKey): Promise<ApprovalRow | undefined> {

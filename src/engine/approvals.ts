@@ -1,0 +1,123 @@
+/**
+ * Deciding `<Approval>` gates from outside a run: approve() and deny() record the decision once
+ * (a gate is decided at most once, by compare-and-swap on its `requested` state); the waiting run
+ * picks it up when it is resumed.
+ */
+import { approvals, runs, type SmithersDb } from "../db/index.ts";
+import { SmithersError } from "../errors/index.ts";
+
+export type PendingApproval = {
+  runId: string;
+  workflowName: string;
+  nodeId: string;
+  iteration: number;
+  requestedAtMs: number | null;
+  request: { title?: string; summary?: string; metadata?: Record<string, unknown> };
+};
+
+export type DecideOptions = {
+  runId: string;
+  /** The gate's node id; may be left out when the run has exactly one pending gate. */
+  nodeId?: string;
+  /** The gate's loop iteration; may be left out when the node has one pending gate. */
+  iteration?: number;
+  /** Who decided (stored as decided_by). */
+  by?: string;
+  note?: string;
+  now?: () => number;
+};
+
+export type Decision = { runId: string; nodeId: string; iteration: number; approved: boolean };
+
+function requestOf(row: approvals.ApprovalRow): PendingApproval["request"] {
+  try {
+    return row.requestJson ? (JSON.parse(row.requestJson) as PendingApproval["request"]) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** The run's gates still waiting for a decision, in (node, iteration) order. RUN_NOT_FOUND for an unknown run. */
+export async function pendingApprovals(db: SmithersDb, runId: string): Promise<PendingApproval[]> {
+  const run = await runs.getRun(db, runId);
+  if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
+  const rows = await approvals.listApprovals(db, { runId, status: "requested" });
+  return rows.map((r) => ({
+    runId,
+    workflowName: run.workflowName,
+    nodeId: r.nodeId,
+    iteration: r.iteration,
+    requestedAtMs: r.requestedAtMs,
+    request: requestOf(r),
+  }));
+}
+
+const describeGate = (p: PendingApproval) => `${p.nodeId}${p.iteration > 0 ? ` (iteration ${p.iteration})` : ""}: ${p.request.title ?? ""}`;
+
+/** The pending gate `o` points at: by node (and iteration), or the only one. */
+export async function findPendingApproval(db: SmithersDb, o: Pick<DecideOptions, "runId" | "nodeId" | "iteration">): Promise<PendingApproval> {
+  const pending = await pendingApprovals(db, o.runId);
+  if (o.nodeId === undefined) {
+    if (pending.length === 1) return pending[0]!;
+    if (pending.length === 0) throw new SmithersError("APPROVAL_NOT_FOUND", `Run "${o.runId}" has no approval waiting for a decision`, { runId: o.runId });
+    throw new SmithersError(
+      "APPROVAL_AMBIGUOUS",
+      `Run "${o.runId}" has ${pending.length} approvals waiting; name one with --node:\n${pending.map(describeGate).join("\n")}`,
+      {
+        runId: o.runId,
+        pending: pending.map((p) => ({ nodeId: p.nodeId, iteration: p.iteration })),
+      },
+    );
+  }
+  const matches = pending.filter((p) => p.nodeId === o.nodeId && (o.iteration === undefined || p.iteration === o.iteration));
+  if (matches.length === 1) return matches[0]!;
+  if (matches.length > 1) {
+    throw new SmithersError("APPROVAL_AMBIGUOUS", `Node "${o.nodeId}" waits in ${matches.length} iterations; name one with --iteration`, {
+      runId: o.runId,
+      nodeId: o.nodeId,
+    });
+  }
+  const decided = await approvals.getApproval(db, { runId: o.runId, nodeId: o.nodeId, iteration: o.iteration ?? 0 });
+  if (decided && decided.status !== "requested") {
+    throw new SmithersError(
+      "APPROVAL_DECIDED",
+      `Approval "${o.nodeId}" of run "${o.runId}" was already ${decided.status}${decided.decidedBy ? ` by ${decided.decidedBy}` : ""}`,
+      {
+        runId: o.runId,
+        nodeId: o.nodeId,
+        status: decided.status,
+      },
+    );
+  }
+  throw new SmithersError("APPROVAL_NOT_FOUND", `Run "${o.runId}" has no approval "${o.nodeId}" waiting for a decision`, { runId: o.runId, nodeId: o.nodeId });
+}
+
+async function decide(db: SmithersDb, o: DecideOptions, approved: boolean): Promise<Decision> {
+  const gate = await findPendingApproval(db, o);
+  const won = await approvals.decideApproval(db, {
+    runId: o.runId,
+    nodeId: gate.nodeId,
+    iteration: gate.iteration,
+    approved,
+    decidedAtMs: (o.now ?? Date.now)(),
+    decidedBy: o.by ?? null,
+    note: o.note ?? null,
+  });
+  if (!won)
+    throw new SmithersError("APPROVAL_DECIDED", `Approval "${gate.nodeId}" of run "${o.runId}" was decided meanwhile`, { runId: o.runId, nodeId: gate.nodeId });
+  return { runId: o.runId, nodeId: gate.nodeId, iteration: gate.iteration, approved };
+}
+
+/**
+ * Approves a waiting gate; resume the run (`smithers up … --resume`) to continue it.
+ * @example
+ * await approve(db, { runId, nodeId: "ship-it", by: "ada", note: "looks good" });
+ */
+export function approve(db: SmithersDb, o: DecideOptions): Promise<Decision> {
+  return decide(db, o, true);
+}
+
+/** Denies a waiting gate; the node then fails, continues or is skipped as its `onDeny` says. */
+export function deny(db: SmithersDb, o: DecideOptions): Promise<Decision> {
+  return decide(db, o, false);
+}
