@@ -43,6 +43,9 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
   if (props.output === undefined || props.output === null) {
     throw new SmithersError("MISSING_OUTPUT", `<Task id="${id}"> has no output; pass output={outputs.<key>}`, { nodeId: id });
   }
+  if (props.needsApproval !== undefined) {
+    throw invalid(`<Task id="${id}"> needsApproval is not supported yet; put an <Approval> before the task instead`, { nodeId: id });
+  }
   const children = props.children;
   const base = {
     kind: "task" as const,

@@ -158,4 +158,19 @@ describe("<Approval>", () => {
       expect(result.error?.code).toBe("INVALID_WORKFLOW");
     }
   });
+
+  test("needsApproval on a Task is refused (not yet supported), not silently ignored", async () => {
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: tempDbPath() });
+    const props = { needsApproval: true } as object;
+    const wf = smithers(() => (
+      <Workflow name="x">
+        <Task id="t" output={outputs.out} {...props}>
+          {{ n: 1 }}
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {} });
+    expect(result.error?.code).toBe("INVALID_WORKFLOW");
+    expect(result.error?.message).toContain("needsApproval");
+  });
 });
