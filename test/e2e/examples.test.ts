@@ -13,6 +13,17 @@ function up(example: string, input: unknown, dbPath: string) {
 }
 
 describe("examples", () => {
+  test("gated-deploy.tsx waits for an approval (exit 3), then deploys once approved and resumed", () => {
+    const dbPath = tempDbPath();
+    const cli = (args: string[]) =>
+      Bun.spawnSync([process.execPath, join(root, "src/cli/index.ts"), ...args, "--db", dbPath], { cwd: root, stdout: "pipe", stderr: "pipe" }).exitCode;
+    const file = join(root, "examples", "gated-deploy.tsx");
+    expect(cli(["up", file, "--run-id", "d1", "--input", '{"version":"1.2.3"}'])).toBe(3);
+    expect(cli(["approve", "d1", "--by", "ada", "--yes"])).toBe(0);
+    expect(cli(["up", file, "--run-id", "d1", "--resume"])).toBe(0);
+    expect(sql(dbPath, "SELECT url, approved_by FROM deploy")).toEqual([{ url: "https://prod.example.com", approved_by: "ada" }]);
+  });
+
   test("hello.tsx greets with the input name", () => {
     const dbPath = tempDbPath();
     expect(up("hello.tsx", { name: "Ada" }, dbPath).code).toBe(0);
