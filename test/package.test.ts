@@ -35,7 +35,7 @@ describe("package", () => {
   });
 
   test("depends on drizzle-orm, zod 4, effect and fast-xml-parser, and not on React", () => {
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(["drizzle-orm", "effect", "fast-xml-parser", "zod"]);
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(["croner", "drizzle-orm", "effect", "fast-xml-parser", "zod"]);
     expect(pkg.dependencies.zod).toMatch(/^\^4/);
     expect(JSON.stringify(pkg)).not.toContain("react");
   });

@@ -11,12 +11,16 @@ import { formatEvent } from "./progress.ts";
 import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, usageError, positiveInt } from "./shared.ts";
 import { superviseCommand } from "./supervise.ts";
 import { framesCommand } from "./frames.ts";
+import { cronCommand } from "./cron.ts";
 
 export { EXIT };
 
 const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--max-concurrency N] [--grace-ms N] [--durability process|power]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power]
        smithers frames <run-id> [--frame N] [--db PATH]
+       smithers cron add <workflow.tsx> --schedule "<expr>" [--input JSON] [--tz ZONE] [--id ID] [--db PATH]
+       smithers cron list [--json] [--db PATH]
+       smithers cron rm <id> [--db PATH]
 
 up          runs a workflow to completion, printing a line as each task starts and finishes.
   --input JSON          run input (validated against the workflow's input schema)
@@ -28,11 +32,13 @@ up          runs a workflow to completion, printing a line as each task starts a
                         attempt is recorded abandoned (default 10000); Ctrl-C twice abandons at once
   --durability MODE     process (default): commits survive a crash or kill -9; power: also a
                         power cut, each commit waits for an fsync (side-effect intents always do)
-supervise   resumes runs whose owner stopped heartbeating (one pass, or --watch to keep looking)
+supervise   resumes runs whose owner stopped heartbeating and starts due cron slots (one pass, or --watch to keep looking)
   --stale-after-ms N    heartbeat age that makes a running run stale (default 30000)
   --interval-ms N       pause between passes with --watch (default 5000)
   --durability MODE     as for up, for the runs it resumes
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
+cron        schedules a workflow file on a cron pattern (5 or 6 fields, read in --tz, default UTC);
+            supervise starts its due slots, each once; after downtime only the latest missed slot runs
 Every --db defaults to the SMITHERS_DB_PATH environment variable when it is set.`;
 
 /** The usage line of `command` (the whole synopsis when the command is unknown). */
@@ -61,6 +67,9 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "WORKFLOW_LOAD_FAILED",
   "UNSUPPORTED_SCHEMA",
   "CUSTOM_TABLE_INVALID",
+  "INVALID_CRON",
+  "CRON_EXISTS",
+  "CRON_NOT_FOUND",
 ]);
 
 function parseInput(text: string | undefined): unknown {
@@ -131,6 +140,7 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
   up: upCommand,
   supervise: (args, io, signals) => superviseCommand(args, io, signals.cancel),
   frames: framesCommand,
+  cron: (args, io) => cronCommand(args, io),
 };
 
 /** Runs the CLI with `argv` (without the runtime and script) and returns the exit code. */

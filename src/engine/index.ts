@@ -7,6 +7,8 @@ export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, t
 export { EventBus } from "./event-bus.ts";
 export { supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
 export { loadWorkflowFile } from "./workflow-file.ts";
+export { addCron, listCrons, removeCron, parseCron, type AddCronOptions, type CronSchedule } from "./cron.ts";
+export { fireDueCrons, cronRunId, type CronFire, type CronOutcome, type FireDueCronsOptions } from "./cron-fire.ts";
 export type { SideEffectCall } from "./side-effect.ts";
 export {
   readFrame,

@@ -18,6 +18,9 @@ forEachBackend((db) => {
         lastRunAtMs: null,
         nextRunAtMs: 500,
         errorJson: null,
+        timezone: null,
+        lastRunId: null,
+        skippedSlots: 0,
       });
     });
 
