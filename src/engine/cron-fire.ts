@@ -5,7 +5,7 @@
  * the others are counted in the row's skipped_slots. A slot is claimed before its run is
  * created, so a daemon killed between the two loses that slot (at most once, never twice).
  */
-import { Cron } from "croner";
+import type { Cron } from "croner";
 import { cron as cronRows, type Durability, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { CRON_FIRE_BATCH, CRON_SKIP_COUNT_LIMIT } from "./constants.ts";

@@ -4,7 +4,7 @@ import { copyFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { openSmithersDb } from "../../src/db/index.ts";
 import { addCron, fireDueCrons, listCrons, removeCron, supervise } from "../../src/engine/index.ts";
-import { SmithersError } from "../../src/errors/index.ts";
+import type { SmithersError } from "../../src/errors/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
 
 const steps = resolve(import.meta.dir, "../fixtures/steps.tsx");
