@@ -1,5 +1,7 @@
 /** The public API of Smithers: re-exports only. */
 export { createSmithers, runWorkflow, isSmithersWorkflow, EventBus, approve, deny, pendingApprovals } from "./engine/index.ts";
+export { addCron, listCrons, removeCron, fireDueCrons, cronRunId } from "./engine/index.ts";
+export type { AddCronOptions, CronSchedule, CronFire, FireDueCronsOptions } from "./engine/index.ts";
 export type {
   SmithersWorkflow,
   CreateSmithersOptions,

@@ -12,6 +12,7 @@ import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, usageError,
 import { superviseCommand } from "./supervise.ts";
 import { framesCommand } from "./frames.ts";
 import { decideCommand } from "./approve.ts";
+import { cronCommand } from "./cron.ts";
 
 export { EXIT };
 
@@ -20,6 +21,9 @@ const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID
        smithers frames <run-id> [--frame N] [--db PATH]
        smithers approve <run-id> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes] [--db PATH]
        smithers deny <run-id> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes] [--db PATH]
+       smithers cron add <workflow.tsx> --schedule "<expr>" [--input JSON] [--tz ZONE] [--id ID] [--db PATH]
+       smithers cron list [--json] [--db PATH]
+       smithers cron rm <id> [--db PATH]
 
 up          runs a workflow to completion, printing a line as each task starts and finishes;
             exit 3 when it stops to wait for an approval (resume it with --resume once decided).
@@ -32,13 +36,15 @@ up          runs a workflow to completion, printing a line as each task starts a
                         attempt is recorded abandoned (default 10000); Ctrl-C twice abandons at once
   --durability MODE     process (default): commits survive a crash or kill -9; power: also a
                         power cut, each commit waits for an fsync (side-effect intents always do)
-supervise   resumes runs whose owner stopped heartbeating (one pass, or --watch to keep looking)
+supervise   resumes runs whose owner stopped heartbeating and starts due cron slots (one pass, or --watch to keep looking)
   --stale-after-ms N    heartbeat age that makes a running run stale (default 30000)
   --interval-ms N       pause between passes with --watch (default 5000)
   --durability MODE     as for up, for the runs it resumes
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
 approve     decides a run's waiting <Approval> (deny: the same, denied); shows the request and asks
             on a terminal (--yes to skip); --node may be left out when one approval waits
+cron        schedules a workflow file on a cron pattern (5 or 6 fields, read in --tz, default UTC);
+            supervise starts its due slots, each once; after downtime only the latest missed slot runs
 Every --db defaults to the SMITHERS_DB_PATH environment variable when it is set.`;
 
 /** The usage line of `command` (the whole synopsis when the command is unknown). */
@@ -70,6 +76,9 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "WORKFLOW_LOAD_FAILED",
   "UNSUPPORTED_SCHEMA",
   "CUSTOM_TABLE_INVALID",
+  "INVALID_CRON",
+  "CRON_EXISTS",
+  "CRON_NOT_FOUND",
 ]);
 
 function parseInput(text: string | undefined): unknown {
@@ -146,6 +155,7 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
   frames: framesCommand,
   approve: (args, io) => decideCommand("approve", args, io),
   deny: (args, io) => decideCommand("deny", args, io),
+  cron: (args, io) => cronCommand(args, io),
 };
 
 /** Runs the CLI with `argv` (without the runtime and script) and returns the exit code. */

@@ -1,10 +1,15 @@
-/** `smithers supervise`: resume runs whose owner died (stale heartbeat), one pass or --watch. */
+/** `smithers supervise`: resume runs whose owner died (stale heartbeat) and start due cron slots, one pass or --watch. */
 import { parseArgs } from "node:util";
 import { supervise, superviseForever, type SuperviseOutcome } from "../engine/index.ts";
 import { formatEvent } from "./progress.ts";
 import { durabilityFlag, EXIT, nonNegativeMs, openExistingDb, positiveInt, type Io } from "./shared.ts";
 
 function describe(o: SuperviseOutcome): string {
+  if (o.action === "cron-started")
+    return `cron ${o.cronId} started ${o.runId}${o.result ? ` ${o.result.status}${o.result.error ? ` ${o.result.error.code}` : ""}` : ""}`;
+  if (o.action === "cron-skipped") return `cron ${o.cronId} skipped ${o.count} missed slot${o.count === 1 ? "" : "s"}`;
+  if (o.action === "cron-failed") return `cron ${o.cronId} failed: ${o.reason}`;
+  if (o.action === "cron-lost") return `cron ${o.cronId} lost ${o.runId}: another supervisor claimed this slot`;
   if (o.action === "resumed") return `resumed ${o.runId} ${o.result.status}${o.result.error ? ` ${o.result.error.code}` : ""}`;
   return `${o.action} ${o.runId}: ${o.reason}`;
 }
@@ -36,5 +41,7 @@ export async function superviseCommand(args: string[], io: Io, signal: AbortSign
   const outcomes = await supervise({ db, staleAfterMs, onEvent, durability });
   for (const o of outcomes) io.out(describe(o));
   if (outcomes.length === 0) io.out("no stale runs");
-  return outcomes.some((o) => o.action === "resumed" && o.result.status === "failed") ? EXIT.failed : EXIT.ok;
+  const failed = (o: SuperviseOutcome) =>
+    o.action === "cron-failed" || ((o.action === "resumed" || o.action === "cron-started") && o.result?.status === "failed");
+  return outcomes.some(failed) ? EXIT.failed : EXIT.ok;
 }

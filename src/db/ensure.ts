@@ -1,20 +1,38 @@
 import type { Database } from "bun:sqlite";
-import { createTableStatements } from "./ddl.ts";
+import { getTableConfig, type SQLiteTable } from "drizzle-orm/sqlite-core";
+import { addColumnStatement, createTableStatements } from "./ddl.ts";
 import { internalTables } from "./internal-schema.ts";
 
 /** Indexes earlier versions created and this one no longer uses: each write would still pay for them. */
 const RETIRED_INDEXES = ["_smithers_events_dedup_idx", "_smithers_attempts_run_state_idx"];
 
-/** CREATE TABLE IF NOT EXISTS for every `_smithers_*` table and its indexes, dropping retired ones. Idempotent. */
+/** ADD COLUMN for each column a table created by an earlier version lacks (must run before its indexes). */
+function addMissingColumns(sqlite: Database, table: SQLiteTable): void {
+  const { name, columns } = getTableConfig(table);
+  const present = new Set(
+    sqlite
+      .query<{ name: string }, []>(`PRAGMA table_info("${name}")`)
+      .all()
+      .map((c) => c.name),
+  );
+  for (const column of columns) if (!present.has(column.name)) sqlite.exec(addColumnStatement(name, column));
+}
+
+/**
+ * CREATE TABLE IF NOT EXISTS for every `_smithers_*` table, the columns an older database lacks,
+ * then its indexes, dropping retired ones. Idempotent.
+ */
 export function ensureSmithersTables(sqlite: Database): void {
-  const statements = [
-    ...Object.values(internalTables).flatMap((table) => createTableStatements(table)),
-    ...RETIRED_INDEXES.map((name) => `DROP INDEX IF EXISTS "${name}"`),
-  ];
   // IMMEDIATE so a concurrent opener waits on the busy handler instead of failing to upgrade a read lock.
   sqlite
     .transaction(() => {
-      for (const sql of statements) sqlite.exec(sql);
+      for (const table of Object.values(internalTables)) {
+        const [create, ...indexes] = createTableStatements(table);
+        sqlite.exec(create!);
+        addMissingColumns(sqlite, table);
+        for (const sql of indexes) sqlite.exec(sql);
+      }
+      for (const name of RETIRED_INDEXES) sqlite.exec(`DROP INDEX IF EXISTS "${name}"`);
     })
     .immediate();
 }

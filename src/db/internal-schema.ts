@@ -216,8 +216,14 @@ export const smithersCron = sqliteTable(
     lastRunAtMs: integer("last_run_at_ms"),
     nextRunAtMs: integer("next_run_at_ms"),
     errorJson: text("error_json"),
+    /** IANA time zone the pattern is read in; null is UTC. */
+    timezone: text("timezone"),
+    /** The run the latest fire started (`cron:<id>:<slotMs>`). */
+    lastRunId: text("last_run_id"),
+    /** Missed slots passed over without a run (the policy runs only the latest missed one). */
+    skippedSlots: integer("skipped_slots").notNull().default(0),
   },
-  (t) => [index("_smithers_cron_enabled_idx").on(t.enabled, t.cronId)],
+  (t) => [index("_smithers_cron_enabled_idx").on(t.enabled, t.cronId), index("_smithers_cron_due_idx").on(t.enabled, t.nextRunAtMs)],
 );
 
 export const smithersScorers = sqliteTable(

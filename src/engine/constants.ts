@@ -27,3 +27,9 @@ export const ROW_CACHE_SIZE = 1_024;
 
 /** Estimated bytes of the output rows a run keeps in memory (see estimateBytes). */
 export const ROW_CACHE_BYTES = 16 * 2 ** 20;
+
+/** Due cron schedules one daemon pass fires at most; the rest are due on the next pass. */
+export const CRON_FIRE_BATCH = 100;
+
+/** Missed cron slots counted one by one after downtime; past this the count stops (a `* * * * * *` pattern down for a week). */
+export const CRON_SKIP_COUNT_LIMIT = 10_000;

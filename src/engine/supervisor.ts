@@ -6,6 +6,7 @@
  */
 import { runs, STALE_RUN_THRESHOLD_MS, type Durability, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
+import { cronOutcomes, fireDueCrons, type CronOutcome } from "./cron-fire.ts";
 import type { SmithersEvent } from "./events.ts";
 import { newOwnerId, ownerProcessAlive } from "./run-setup.ts";
 import { runWorkflow, type RunResult } from "./run-workflow.ts";
@@ -29,7 +30,9 @@ export type SuperviseOutcome =
   | { runId: string; action: "released"; reason: string }
   | { runId: string; action: "lost"; reason: string }
   /** Its heartbeat is late but its owner is a live process on this host (e.g. a task blocking the event loop): left alone. */
-  | { runId: string; action: "skipped"; reason: string };
+  | { runId: string; action: "skipped"; reason: string }
+  /** Due cron slots fired by the pass (see fireDueCrons). */
+  | CronOutcome;
 
 function defaultResolver(run: runs.RunRow): Promise<SmithersWorkflow | undefined> | undefined {
   return run.workflowPath ? loadWorkflowFile(run.workflowPath) : undefined;
@@ -82,7 +85,8 @@ async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): P
 }
 
 /**
- * One pass: claims every stale run it can and resumes each; resolves once those runs settled.
+ * One pass: claims every stale run it can and resumes each, and starts due cron slots;
+ * resolves once those runs settled.
  * @example
  * const outcomes = await supervise({ db: openSmithersDb("smithers.db") });
  */
@@ -92,7 +96,9 @@ export async function supervise(o: SuperviseOptions): Promise<SuperviseOutcome[]
   const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
   const started: Promise<SuperviseOutcome>[] = [];
   for (const run of stale) started.push(takeOver(o, run, nowMs));
-  return Promise.all(started);
+  const fires = await fireDueCrons({ db: o.db, now: () => nowMs, onEvent: o.onEvent, durability: o.durability });
+  const cron = Promise.all(fires.map(async (f) => cronOutcomes(f, f.action === "started" ? await f.result : undefined)));
+  return [...(await Promise.all(started)), ...(await cron).flat()];
 }
 
 /**
@@ -118,6 +124,17 @@ export async function superviseForever(
         )
         .then((outcome) => o.onOutcome?.(outcome));
     }
+    // Cron runs are reported as they start and go on in this process, like resumed ones.
+    void fireDueCrons({ db: o.db, now: () => nowMs, onEvent: o.onEvent, durability: o.durability }).then(
+      (fires) => fires.flatMap((f) => cronOutcomes(f)).forEach((outcome) => o.onOutcome?.(outcome)),
+      (error: unknown) =>
+        o.onOutcome?.({
+          runId: "",
+          cronId: "*",
+          action: "cron-failed",
+          reason: error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error),
+        }),
+    );
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, o.intervalMs);
       o.signal.addEventListener(

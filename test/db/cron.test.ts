@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { deleteCron, getCron, listCrons, updateCronRunTime, upsertCron } from "../../src/db/adapters/cron.ts";
+import { claimCronSlot, deleteCron, getCron, listCrons, listDueCrons, updateCronRunTime, upsertCron } from "../../src/db/adapters/cron.ts";
 import { forEachBackend } from "./backends.ts";
 
 const nightly = { cronId: "nightly", pattern: "0 3 * * *", workflowPath: "wf.tsx", createdAtMs: 100 };
@@ -18,6 +18,9 @@ forEachBackend((db) => {
         lastRunAtMs: null,
         nextRunAtMs: 500,
         errorJson: null,
+        timezone: null,
+        lastRunId: null,
+        skippedSlots: 0,
       });
     });
 
@@ -67,6 +70,26 @@ forEachBackend((db) => {
       expect(await deleteCron(db(), "nightly")).toBe(true);
       expect(await getCron(db(), "nightly")).toBeUndefined();
       expect(await deleteCron(db(), "nightly")).toBe(false);
+    });
+  });
+
+  describe("listDueCrons / claimCronSlot", () => {
+    test("lists enabled schedules due at now, soonest first", async () => {
+      await upsertCron(db(), { ...nightly, cronId: "later", nextRunAtMs: 300 });
+      await upsertCron(db(), { ...nightly, cronId: "sooner", nextRunAtMs: 200 });
+      await upsertCron(db(), { ...nightly, cronId: "off", nextRunAtMs: 100, enabled: false });
+      await upsertCron(db(), { ...nightly, cronId: "future", nextRunAtMs: 999 });
+      expect((await listDueCrons(db(), 300, 10)).map((c) => c.cronId)).toEqual(["sooner", "later"]);
+      expect((await listDueCrons(db(), 300, 1)).map((c) => c.cronId)).toEqual(["sooner"]);
+    });
+
+    test("a claim wins only against the next_run_at_ms it read, and adds the skipped slots", async () => {
+      await upsertCron(db(), { ...nightly, nextRunAtMs: 500, errorJson: '{"code":"X"}' });
+      const claim = { cronId: "nightly", expectedNextRunAtMs: 500, slotMs: 700, runId: "cron:nightly:700", nextRunAtMs: 900, skipped: 2 };
+      expect(await claimCronSlot(db(), claim)).toBe(true);
+      expect(await claimCronSlot(db(), claim)).toBe(false); // the row moved on: a second claimer loses
+      const row = await getCron(db(), "nightly");
+      expect([row?.nextRunAtMs, row?.lastRunAtMs, row?.lastRunId, row?.skippedSlots, row?.errorJson]).toEqual([900, 700, "cron:nightly:700", 2, null]);
     });
   });
 });

@@ -29,6 +29,9 @@ async function exerciseAdapters(db: SmithersDb): Promise<void> {
   await approvals.listApprovals(db, { runId });
   await cron.listCrons(db, true);
   await cron.updateCronRunTime(db, "c", 1, 2);
+  await cron.listDueCrons(db, 1, 10);
+  await cron.claimCronSlot(db, { cronId: "c", expectedNextRunAtMs: 1, slotMs: 1, runId: "cron:c:1", nextRunAtMs: 2, skipped: 0 });
+  await cron.setCronError(db, "c", "{}");
   await cron.deleteCron(db, "c");
   await sandboxes.upsertSandbox(db, { runId, sandboxId: "sb", configJson: "{}" });
   await sandboxes.listSandboxes(db, runId);

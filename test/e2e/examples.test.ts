@@ -1,3 +1,4 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { join, resolve } from "node:path";
 import { sql, tempDbPath } from "../helpers.ts";
@@ -56,5 +57,20 @@ describe("examples", () => {
     const total = scans.reduce((n, s) => n + s.open_issues, 0);
     const busiest = scans.reduce((a, b) => (b.open_issues > a.open_issues ? b : a)).repo;
     expect(sql(dbPath, "SELECT total, busiest FROM summary")).toEqual([{ total, busiest }]);
+  });
+
+  test("cron-report.tsx: scheduled with `smithers cron add`, a due slot is started once by `smithers supervise`", async () => {
+    const dbPath = tempDbPath();
+    const cli = (args: string[]) => Bun.spawnSync([process.execPath, join(root, "src/cli/index.ts"), ...args, "--db", dbPath], { cwd: root, stdout: "pipe" });
+    const added = cli(["cron", "add", join(root, "examples/cron-report.tsx"), "--schedule", "*/5 * * * *", "--input", '{"queue":"support"}']);
+    expect(added.exitCode).toBe(0);
+    // Pretend the daemon was down over the first slot: make it due now.
+    const db = new Database(dbPath);
+    db.run("UPDATE _smithers_cron SET next_run_at_ms = ?", [Date.now() - 1_000]);
+    db.close();
+    const passes = [cli(["supervise"]), cli(["supervise"])].map((p) => p.stdout.toString());
+    expect(passes[0]).toMatch(/^cron cron-report started cron:cron-report:\d+ finished$/m);
+    expect(passes[1]).toBe("no stale runs\n");
+    expect(sql(dbPath, "SELECT queue, open FROM report")).toEqual([{ queue: "support", open: 3 }]);
   });
 });

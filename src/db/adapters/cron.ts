@@ -2,7 +2,7 @@
  * `_smithers_cron`: schedule definitions. The scheduler reads `next_run_at_ms` instead of
  * re-evaluating every pattern on each poll, and a failed fire leaves its error on the row.
  */
-import { asc, eq, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import { and, asc, eq, lte, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import { smithersCron } from "../internal-schema.ts";
 import type { SmithersDb } from "../smithers-db.ts";
 
@@ -67,4 +67,63 @@ export function deleteCron(db: SmithersDb, cronId: string): Promise<boolean> {
     "deleteCron",
     (d) => d.delete(smithersCron).where(eq(smithersCron.cronId, cronId)).returning({ cronId: smithersCron.cronId }).all().length > 0,
   );
+}
+
+/** Creates the schedule; returns false (nothing written) when `cronId` is taken. */
+export function insertCron(db: SmithersDb, row: NewCronRow): Promise<boolean> {
+  return db.write("insertCron", (d) => d.insert(smithersCron).values(row).onConflictDoNothing().returning({ cronId: smithersCron.cronId }).all().length > 0);
+}
+
+/** Enabled schedules whose next fire time is at or before `nowMs`, soonest first (through the due index). */
+export function listDueCrons(db: SmithersDb, nowMs: number, limit: number): Promise<CronRow[]> {
+  return db.read("listDueCrons", (d) =>
+    d
+      .select()
+      .from(smithersCron)
+      .where(and(eq(smithersCron.enabled, true), lte(smithersCron.nextRunAtMs, nowMs)))
+      .orderBy(asc(smithersCron.nextRunAtMs))
+      .limit(limit)
+      .all(),
+  );
+}
+
+export type CronSlotClaim = {
+  cronId: string;
+  /** The next_run_at_ms the claimer read: the compare of the compare-and-swap. */
+  expectedNextRunAtMs: number;
+  slotMs: number;
+  runId: string;
+  nextRunAtMs: number | null;
+  skipped: number;
+};
+
+/**
+ * Claims a due slot by compare-and-swap on next_run_at_ms: of several schedulers that read the
+ * same row exactly one moves it on. Records the slot, its run id and the skipped slots, and
+ * clears the previous error. Returns whether this caller won.
+ */
+export function claimCronSlot(db: SmithersDb, c: CronSlotClaim): Promise<boolean> {
+  return db.write(
+    "claimCronSlot",
+    (d) =>
+      d
+        .update(smithersCron)
+        .set({
+          nextRunAtMs: c.nextRunAtMs,
+          lastRunAtMs: c.slotMs,
+          lastRunId: c.runId,
+          skippedSlots: sql`${smithersCron.skippedSlots} + ${c.skipped}`,
+          errorJson: null,
+        })
+        .where(and(eq(smithersCron.cronId, c.cronId), eq(smithersCron.enabled, true), eq(smithersCron.nextRunAtMs, c.expectedNextRunAtMs)))
+        .returning({ cronId: smithersCron.cronId })
+        .all().length > 0,
+  );
+}
+
+/** Stores the error of a fire that could not start its run. */
+export function setCronError(db: SmithersDb, cronId: string, errorJson: string): Promise<void> {
+  return db.write("setCronError", (d) => {
+    d.update(smithersCron).set({ errorJson }).where(eq(smithersCron.cronId, cronId)).run();
+  });
 }
