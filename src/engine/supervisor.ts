@@ -55,6 +55,22 @@ async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): P
     staleAfterMs,
   });
   if (!won) return { runId: run.runId, action: "lost", reason: "another process claimed or heartbeated the run first" };
+  // Handing the run back restores its previous owner and heartbeat, so it stays stale and
+  // visible to the next pass (or a person) instead of held by a claim nobody acts on.
+  const release = async (why: string): Promise<SuperviseOutcome> => {
+    await runs.releaseRunResumeClaim(o.db, { runId: run.runId, claimOwnerId, restoreOwnerId: run.runtimeOwnerId, restoreHeartbeatAtMs: run.heartbeatAtMs });
+    return { runId: run.runId, action: "released", reason: why };
+  };
+  return resumeClaimed(o, run, claimOwnerId, release);
+}
+
+/** Resumes a run this process has claimed; hands it back with `release` when it cannot. */
+async function resumeClaimed(
+  o: SuperviseOptions,
+  run: runs.RunRow,
+  claimOwnerId: string,
+  release: (why: string) => Promise<SuperviseOutcome>,
+): Promise<SuperviseOutcome> {
   let workflow: SmithersWorkflow | undefined;
   let reason = "no workflow file is recorded for this run";
   try {
@@ -62,12 +78,6 @@ async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): P
   } catch (error) {
     reason = error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error);
   }
-  // Handing the run back restores its previous owner and heartbeat, so it stays stale and
-  // visible to the next pass (or a person) instead of held by a claim nobody acts on.
-  const release = async (why: string): Promise<SuperviseOutcome> => {
-    await runs.releaseRunResumeClaim(o.db, { runId: run.runId, claimOwnerId, restoreOwnerId: run.runtimeOwnerId, restoreHeartbeatAtMs: run.heartbeatAtMs });
-    return { runId: run.runId, action: "released", reason: why };
-  };
   if (!workflow) return release(reason);
   try {
     const result = await runWorkflow(workflow, {
@@ -84,6 +94,18 @@ async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): P
   }
 }
 
+/** Wakes a run that waited for an approval now decided: claims it by compare-and-swap, then resumes it. */
+async function wake(o: SuperviseOptions, run: runs.RunRow, nowMs: number): Promise<SuperviseOutcome> {
+  const claimOwnerId = newOwnerId();
+  const won = await runs.claimWaitingRun(o.db, { runId: run.runId, fromStatus: run.status, claimOwnerId, nowMs });
+  if (!won) return { runId: run.runId, action: "lost", reason: "another process woke the run first" };
+  const release = async (why: string): Promise<SuperviseOutcome> => {
+    await runs.releaseWaitingClaim(o.db, { runId: run.runId, claimOwnerId, status: run.status });
+    return { runId: run.runId, action: "released", reason: why };
+  };
+  return resumeClaimed(o, run, claimOwnerId, release);
+}
+
 /**
  * One pass: claims every stale run it can and resumes each, and starts due cron slots;
  * resolves once those runs settled.
@@ -96,6 +118,7 @@ export async function supervise(o: SuperviseOptions): Promise<SuperviseOutcome[]
   const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
   const started: Promise<SuperviseOutcome>[] = [];
   for (const run of stale) started.push(takeOver(o, run, nowMs));
+  for (const run of await runs.listWakeableRuns(o.db)) started.push(wake(o, run, nowMs));
   const fires = await fireDueCrons({ db: o.db, now: () => nowMs, onEvent: o.onEvent, durability: o.durability });
   const cron = Promise.all(fires.map(async (f) => cronOutcomes(f, f.action === "started" ? await f.result : undefined)));
   return [...(await Promise.all(started)), ...(await cron).flat()];
@@ -115,6 +138,17 @@ export async function superviseForever(
     for (const run of stale) {
       // A claim or release that fails (the database stayed busy) is reported; the next pass retries.
       void takeOver(o, run, nowMs)
+        .catch(
+          (error: unknown): SuperviseOutcome => ({
+            runId: run.runId,
+            action: "lost",
+            reason: error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error),
+          }),
+        )
+        .then((outcome) => o.onOutcome?.(outcome));
+    }
+    for (const run of await runs.listWakeableRuns(o.db)) {
+      void wake(o, run, nowMs)
         .catch(
           (error: unknown): SuperviseOutcome => ({
             runId: run.runId,

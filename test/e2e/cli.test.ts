@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { sql, tempDbPath } from "../helpers.ts";
-import { smithers, startUntil } from "./cli-helpers.ts";
+import { smithers, smithersAsync, startUntil } from "./cli-helpers.ts";
 
 describe("smithers up", () => {
   test("runs examples/bugfix.tsx end to end: progress lines, exit 0, rows queryable with SQL", () => {
@@ -282,6 +282,21 @@ describe("smithers approve / deny", () => {
     const again = smithers(["deny", "gate-1", "--node", "ship-it", "--yes", "--db", dbPath]);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain("APPROVAL_DECIDED");
+  });
+
+  test("the daemon wakes a run whose approval was decided: two supervise processes, exactly one resumes it, each task once", async () => {
+    const dbPath = tempDbPath();
+    const callsFile = `${dbPath}.calls`;
+    expect(smithers(["up", "test/fixtures/approval.tsx", "--db", dbPath, "--run-id", "gate-w"], { CALLS_FILE: callsFile }).code).toBe(3);
+    // Undecided, a waiting run is not the daemon's to resume.
+    expect(smithers(["supervise", "--db", dbPath]).stdout).toContain("no stale runs");
+    expect(smithers(["approve", "gate-w", "--yes", "--db", dbPath]).code).toBe(0);
+    const args = ["supervise", "--db", dbPath];
+    const [one, two] = await Promise.all([smithersAsync(args, { CALLS_FILE: callsFile }), smithersAsync(args, { CALLS_FILE: callsFile })]);
+    const resumed = [one, two].filter((r) => r.stdout.includes("resumed gate-w finished"));
+    expect(resumed).toHaveLength(1);
+    expect(readFileSync(callsFile, "utf8").trim().split("\n")).toEqual(["build", "deploy"]);
+    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
   });
 
   test("deny fails the run at the gate (onDeny fail): the resumed run exits 1 with APPROVAL_DENIED", () => {

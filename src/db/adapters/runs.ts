@@ -1,7 +1,7 @@
 /** `_smithers_runs`: one row per run; status, ownership and heartbeat. */
-import { and, asc, eq, getTableColumns, isNull, lt, or, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
+import { and, asc, eq, exists, getTableColumns, isNull, lt, ne, or, sql, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
 import { STALE_RUN_THRESHOLD_MS } from "../constants.ts";
-import { smithersRuns } from "../internal-schema.ts";
+import { smithersApprovals, smithersNodes, smithersRuns } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
 import { SmithersError } from "../../errors/index.ts";
 import { isSame, rawStatement, sqlNames } from "./shared.ts";
@@ -153,6 +153,62 @@ export function releaseRunResumeClaim(db: SmithersDb, release: ResumeClaimReleas
         .update(smithersRuns)
         .set({ runtimeOwnerId: release.restoreOwnerId, heartbeatAtMs: release.restoreHeartbeatAtMs })
         .where(and(eq(smithersRuns.runId, release.runId), eq(smithersRuns.runtimeOwnerId, release.claimOwnerId)))
+        .returning({ runId: smithersRuns.runId })
+        .all().length > 0,
+  );
+}
+
+/**
+ * Runs waiting for an approval whose gate has been decided since: what a daemon wakes. Found from
+ * the runs' status index, each checked through its nodes' and gates' primary keys.
+ */
+export function listWakeableRuns(db: SmithersDb, limit = 500): Promise<RunRow[]> {
+  return db.read("listWakeableRuns", (d) => {
+    const decidedGate = d
+      .select({ one: sql`1` })
+      .from(smithersNodes)
+      .innerJoin(
+        smithersApprovals,
+        and(
+          eq(smithersApprovals.runId, smithersNodes.runId),
+          eq(smithersApprovals.nodeId, smithersNodes.nodeId),
+          eq(smithersApprovals.iteration, smithersNodes.iteration),
+        ),
+      )
+      .where(and(eq(smithersNodes.runId, smithersRuns.runId), eq(smithersNodes.state, "waiting-approval"), ne(smithersApprovals.status, "requested")));
+    return d
+      .select()
+      .from(smithersRuns)
+      .where(and(eq(smithersRuns.status, "waiting-approval"), exists(decidedGate)))
+      .orderBy(asc(smithersRuns.createdAtMs))
+      .limit(limit)
+      .all();
+  });
+}
+
+/** Takes a waiting run for resuming by compare-and-swap on its status: of several daemons exactly one wins. */
+export function claimWaitingRun(db: SmithersDb, claim: { runId: string; fromStatus: string; claimOwnerId: string; nowMs: number }): Promise<boolean> {
+  return db.write(
+    "claimWaitingRun",
+    (d) =>
+      d
+        .update(smithersRuns)
+        .set({ status: "running", runtimeOwnerId: claim.claimOwnerId, heartbeatAtMs: claim.nowMs })
+        .where(and(eq(smithersRuns.runId, claim.runId), eq(smithersRuns.status, claim.fromStatus)))
+        .returning({ runId: smithersRuns.runId })
+        .all().length > 0,
+  );
+}
+
+/** Hands a claimed waiting run back (its workflow could not be loaded): waiting again, for the next pass or a person. */
+export function releaseWaitingClaim(db: SmithersDb, release: { runId: string; claimOwnerId: string; status: string }): Promise<boolean> {
+  return db.write(
+    "releaseWaitingClaim",
+    (d) =>
+      d
+        .update(smithersRuns)
+        .set({ status: release.status })
+        .where(and(eq(smithersRuns.runId, release.runId), eq(smithersRuns.runtimeOwnerId, release.claimOwnerId), eq(smithersRuns.status, "running")))
         .returning({ runId: smithersRuns.runId })
         .all().length > 0,
   );
