@@ -11,7 +11,7 @@ export type {
   RunStatus,
   NodeState,
 } from "./engine/index.ts";
-export { Workflow, Task, Sequence, Parallel, Branch, Loop, Ralph, render, Fragment, createElement } from "./jsx/index.ts";
+export { Workflow, Task, Sequence, Parallel, Branch, Loop, Ralph, Subflow, render, Fragment, createElement } from "./jsx/index.ts";
 export type {
   TaskProps,
   WorkflowProps,
@@ -19,6 +19,7 @@ export type {
   ParallelProps,
   BranchProps,
   LoopProps,
+  SubflowProps,
   TaskRunContext,
   SmithersNode,
   SmithersElement,

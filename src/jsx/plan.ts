@@ -38,10 +38,12 @@ export type PlanTask = {
   loopId: string | undefined;
   output: OutputTarget;
   outputSchema: z.ZodObject | undefined;
-  mode: "static" | "compute" | "agent";
+  mode: "static" | "compute" | "agent" | "subflow";
   staticValue?: unknown;
   compute?: (ctx: TaskRunContext) => unknown;
   prompt?: string;
+  /** mode "subflow": the child workflow (a SmithersWorkflow, checked at render) and its input. */
+  subflow?: { workflow: unknown; input: unknown };
   agent?: Agent | readonly Agent[];
   retries: number;
   retryPolicy: RetryPolicy | undefined;
