@@ -4,7 +4,7 @@
  * resume of the parent after a crash resumes that same child (its finished tasks are kept)
  * instead of starting a second one; a child that already finished is only read back.
  */
-import { migrateOutputTables, runs, type SmithersDb } from "../db/index.ts";
+import { migrateOutputTables, normalizeRow, readOutputRows, runs, stripBookkeeping, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { PlanTask } from "../jsx/index.ts";
 import { runWorkflow } from "./run-workflow.ts";
@@ -30,6 +30,18 @@ async function onParentDb(db: SmithersDb, child: SmithersWorkflow): Promise<Smit
   return { ...child, dbFor: () => db };
 }
 
+/**
+ * The rows the child wrote to its declared result output (`smithers(build, { output })`), without
+ * their keys: none is null, one is that object, several are an array in (iteration, node id) order.
+ */
+async function declaredResult(db: SmithersDb, child: SmithersWorkflow, runId: string): Promise<unknown> {
+  const info = child.registry.resolve(child.output!);
+  const rows = (await db.read("subflowResult", (d) => readOutputRows(d, info, runId))).map(normalizeRow);
+  rows.sort((a, b) => a.iteration - b.iteration || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
+  const values = rows.map(stripBookkeeping);
+  return values.length === 0 ? null : values.length === 1 ? values[0] : values;
+}
+
 /** Runs (or resumes, or reads back) the child run and returns its result, the parent node's output. */
 export async function runSubflow(w: SubflowWork): Promise<unknown> {
   const { task } = w;
@@ -44,7 +56,7 @@ export async function runSubflow(w: SubflowWork): Promise<unknown> {
     parentRunId: w.parentRunId,
     signal: w.signal,
   });
-  if (result.status === "finished") return result.output ?? null;
+  if (result.status === "finished") return child.output === undefined ? (result.output ?? null) : await declaredResult(w.db, child, runId);
   if (result.status === "cancelled") {
     throw new SmithersError("TASK_CANCELLED", `Subflow "${task.nodeId}" was cancelled (child run ${runId})`, { childRunId: runId });
   }

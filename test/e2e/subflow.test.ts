@@ -71,3 +71,16 @@ test("after kill -9, `smithers supervise` resumes the parent only, and the paren
     { run_id: "p3/child#0", status: "finished" },
   ]);
 }, 60_000);
+
+test("examples/subflow.tsx: the child's declared result is the parent's row, and the child run is linked", () => {
+  const dbPath = tempDbPath();
+  const r = smithers(["up", "examples/subflow.tsx", "--input", '{"text":"durable runs wait for the world"}', "--db", dbPath, "--run-id", "ex"]);
+  expect(r.stderr).toBe("");
+  expect(r.code).toBe(0);
+  expect(sql(dbPath, "SELECT run_id, parent_run_id FROM _smithers_runs ORDER BY run_id")).toEqual([
+    { run_id: "ex", parent_run_id: null },
+    { run_id: "ex/count-words#0", parent_run_id: "ex" },
+  ]);
+  expect(sql(dbPath, "SELECT run_id, words FROM counted")).toEqual([{ run_id: "ex", words: 6 }]);
+  expect(sql(dbPath, "SELECT line FROM report")).toEqual([{ line: "The text has 6 words" }]);
+});

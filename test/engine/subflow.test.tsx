@@ -36,7 +36,7 @@ function childWorkflow(b: Behaviour) {
   ));
 }
 
-function parentWorkflow(dbPath: string, b: Behaviour, props: { retries?: number } = {}) {
+function parentWorkflow(dbPath: string, b: Behaviour, props: { retries?: number; timeoutMs?: number } = {}) {
   const scan = childWorkflow(b);
   const parent = createSmithers(
     { input: z.object({ repo: z.string() }), childSummary: z.object({ summary: z.string() }), done: z.object({ message: z.string() }) },
@@ -118,11 +118,47 @@ describe("<Subflow>", () => {
     ]);
   });
 
+  test("the node's timeoutMs stops the child: the node fails with TASK_TIMEOUT and the child run is cancelled", async () => {
+    const dbPath = tempDbPath();
+    const b: Behaviour = { calls: [], waitInScan: true };
+    const result = await runWorkflow(parentWorkflow(dbPath, b, { timeoutMs: 100 }), { input: { repo: "r" } });
+    expect(result.status).toBe("failed");
+    expect(result.error?.code).toBe("TASK_TIMEOUT");
+    expect(sql(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = ?", `${result.runId}/run-scan#0`)).toEqual([{ status: "cancelled" }]);
+  });
+
   test("works on an in-memory database: the child shares the parent's connection", async () => {
     const b: Behaviour = { calls: [] };
     const result = await runWorkflow(parentWorkflow(":memory:", b), { input: { repo: "m" } });
     expect(result.status).toBe("finished");
     expect(result.output).toEqual({ message: "Child said: Scanned m" });
+  });
+
+  test("smithers(build, { output }) names the child's result: that output's row, not the last task's", async () => {
+    const child = createSmithers({ fetched: z.object({ files: z.number() }), scanResult: z.object({ summary: z.string() }) });
+    const declared = child.smithers(
+      () => (
+        <child.Workflow name="declared-child">
+          <child.Task id="fetch" output={child.outputs.fetched}>
+            {{ files: 7 }}
+          </child.Task>
+          <child.Task id="scan" output={child.outputs.scanResult}>
+            {{ summary: "last" }}
+          </child.Task>
+        </child.Workflow>
+      ),
+      { output: child.outputs.fetched },
+    );
+    const parent = createSmithers({ count: z.object({ files: z.number() }) }, { dbPath: tempDbPath() });
+    const wf = parent.smithers(() => (
+      <parent.Workflow name="p">
+        <Subflow id="sub" workflow={declared} output={parent.outputs.count} />
+      </parent.Workflow>
+    ));
+    const result = await runWorkflow(wf);
+    expect(result.status).toBe("finished");
+    expect(result.output).toEqual({ files: 7 });
+    expect(errorOf(() => child.smithers(() => null, { output: "nope" })).code).toBe("OUTPUT_NOT_FOUND");
   });
 
   test("props it cannot honour fail at render with INVALID_WORKFLOW naming the prop", () => {
