@@ -13,7 +13,21 @@ export type {
   RunStatus,
   NodeState,
 } from "./engine/index.ts";
-export { Workflow, Task, Sequence, Parallel, Branch, Loop, Ralph, Approval, approvalDecisionSchema, render, Fragment, createElement } from "./jsx/index.ts";
+export {
+  Workflow,
+  Task,
+  Sequence,
+  Parallel,
+  Branch,
+  Loop,
+  Ralph,
+  Approval,
+  approvalDecisionSchema,
+  Subflow,
+  render,
+  Fragment,
+  createElement,
+} from "./jsx/index.ts";
 export type {
   TaskProps,
   WorkflowProps,
@@ -21,6 +35,7 @@ export type {
   ParallelProps,
   BranchProps,
   LoopProps,
+  SubflowProps,
   TaskRunContext,
   SmithersNode,
   SmithersElement,

@@ -13,6 +13,7 @@ import { describeThrown, errorJsonText, FatalError, isInstance, RetryableError, 
 import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
 import { MAX_TIMER_MS } from "./constants.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
+import { runSubflow } from "./subflow.ts";
 
 export type AttemptOutcome =
   /** `row`: the output row as written (a custom table may add defaults on disk), for the snapshot. */
@@ -63,6 +64,7 @@ function shapeForTable(info: OutputTableInfo, raw: unknown): unknown {
 async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void): Promise<{ raw: unknown; responseText?: string }> {
   const { task } = a;
   if (task.mode === "static") return { raw: task.staticValue };
+  if (task.mode === "subflow") return { raw: await runSubflow({ db: a.db, parentRunId: a.runId, task, signal }) };
   if (task.mode === "compute") {
     const idempotencyKey = `${a.runId}:${task.nodeId}:${task.iteration}`;
     const ids = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };

@@ -154,6 +154,8 @@ export type SetupOptions = {
   runId?: string;
   input?: unknown;
   resume?: boolean;
+  /** A child run's parent (a `<Subflow>`), recorded in `parent_run_id` when the run is created. */
+  parentRunId?: string;
   ownerId: string;
   nowMs: number;
 };
@@ -201,6 +203,7 @@ async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
     }
     runs.insertRunRow(d, {
       runId,
+      parentRunId: o.parentRunId ?? null,
       workflowName: o.workflowName,
       workflowPath: o.workflowPath ?? null,
       status: "running",

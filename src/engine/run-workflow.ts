@@ -23,6 +23,8 @@ export type RunOptions = {
   signal?: AbortSignal;
   onEvent?: (event: SmithersEvent) => void;
   workflowPath?: string;
+  /** The run this one is a child of (set by `<Subflow>`); stored in `_smithers_runs.parent_run_id`. */
+  parentRunId?: string;
   /** The owner id to run under; a supervisor passes the id it claimed the run with. */
   ownerId?: string;
   /**
@@ -69,6 +71,7 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
       runId: options.runId,
       input: options.input,
       resume: options.resume,
+      parentRunId: options.parentRunId,
       ownerId,
       nowMs: now(),
     });

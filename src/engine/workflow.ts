@@ -12,6 +12,7 @@ import {
   type Drizzle,
   type Durability,
   type MigrationReport,
+  type OutputTarget,
   type SmithersDb,
   type SQLiteTable,
 } from "../db/index.ts";
@@ -32,6 +33,11 @@ export type SmithersWorkflow<Input = any> = {
   name: string;
   readonly build: (ctx: SmithersCtx<Input>) => SmithersNode;
   readonly registry: OutputRegistry;
+  /**
+   * Which output's rows are this workflow's result when it runs as a `<Subflow>` child
+   * (`smithers(build, { output })`); without it, the child's RunResult.output.
+   */
+  readonly output?: OutputTarget;
   /** The database at `path` (default: the one from createSmithers), tables created and migrated. */
   dbFor(path?: string): SmithersDb;
 };
@@ -80,8 +86,9 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
   const outputs = Object.fromEntries(Object.entries(schemas).filter(([k]) => k !== "input")) as Omit<S, "input">;
   const tables = Object.fromEntries(registry.all().map((i) => [i.key, i.table])) as Record<Exclude<keyof S, "input">, SQLiteTable>;
 
-  function smithers(build: (ctx: SmithersCtx<InputOf<S>>) => SmithersNode, opts: { name?: string } = {}): SmithersWorkflow<InputOf<S>> {
-    return { kind: "smithers.workflow", name: opts.name ?? "workflow", build, registry, dbFor };
+  function smithers(build: (ctx: SmithersCtx<InputOf<S>>) => SmithersNode, opts: { name?: string; output?: OutputTarget } = {}): SmithersWorkflow<InputOf<S>> {
+    if (opts.output !== undefined) registry.resolve(opts.output); // an unknown target fails here, not in the parent's run
+    return { kind: "smithers.workflow", name: opts.name ?? "workflow", build, registry, dbFor, ...(opts.output !== undefined ? { output: opts.output } : {}) };
   }
 
   return {

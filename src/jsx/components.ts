@@ -47,12 +47,36 @@ export type LoopProps = {
   children?: SmithersNode;
 };
 
+/**
+ * A child run of another workflow, linked to this run, whose result becomes this node's output
+ * row. Only `mode="childRun"` with a SmithersWorkflow value is supported; the other props the
+ * peer documents (`cache`, `needs`, heartbeats, `mode="inline"`, a WorkflowFileRef) fail at render.
+ */
+export type SubflowProps<S extends OutputTarget = OutputTarget> = {
+  id: string;
+  /** A workflow file's default export (the value `smithers(build)` returns). */
+  workflow: unknown;
+  output: S;
+  /** The child's `ctx.input`. */
+  input?: unknown;
+  mode?: "childRun";
+  retries?: number;
+  retryPolicy?: RetryPolicy;
+  timeoutMs?: number;
+  skipIf?: boolean;
+  continueOnFail?: boolean;
+  dependsOn?: readonly string[];
+  label?: string;
+  meta?: Record<string, unknown>;
+};
+
 export const HOST = {
   workflow: "smithers:workflow",
   task: "smithers:task",
   sequence: "smithers:sequence",
   parallel: "smithers:parallel",
   loop: "smithers:loop",
+  subflow: "smithers:subflow",
 } as const;
 
 /** Root of a workflow: its direct children run in sequence. */
@@ -63,6 +87,11 @@ export function Workflow(props: WorkflowProps): SmithersElement {
 /** One durable step writing one validated row to its output table. */
 export function Task<S extends OutputTarget>(props: TaskProps<S>): SmithersElement {
   return makeElement(HOST.task, props as Record<string, unknown>);
+}
+
+/** Runs another workflow as a child run; its result is written as this node's output row. */
+export function Subflow<S extends OutputTarget>(props: SubflowProps<S>): SmithersElement {
+  return makeElement(HOST.subflow, props as Record<string, unknown>);
 }
 
 /** Children in order: each starts once the one before finished or was skipped. */

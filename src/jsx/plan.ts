@@ -45,12 +45,14 @@ export type PlanTask = {
   loopId: string | undefined;
   output: OutputTarget;
   outputSchema: z.ZodObject | undefined;
-  mode: "static" | "compute" | "agent" | "approval";
+  mode: "static" | "compute" | "agent" | "approval" | "subflow";
   /** mode "approval": what the approver is shown, and what a denial does. */
   approval?: ApprovalSpec;
   staticValue?: unknown;
   compute?: (ctx: TaskRunContext) => unknown;
   prompt?: string;
+  /** mode "subflow": the child workflow (a SmithersWorkflow, checked at render) and its input. */
+  subflow?: { workflow: unknown; input: unknown };
   agent?: Agent | readonly Agent[];
   retries: number;
   retryPolicy: RetryPolicy | undefined;

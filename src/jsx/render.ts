@@ -37,17 +37,8 @@ function maxAbandonsOf(id: string, value: unknown): number {
   return value;
 }
 
-function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
-  const id = props.id;
-  if (typeof id !== "string" || id.length === 0) throw invalid("Every <Task> needs a non-empty string id");
-  if (props.output === undefined || props.output === null) {
-    throw new SmithersError("MISSING_OUTPUT", `<Task id="${id}"> has no output; pass output={outputs.<key>}`, { nodeId: id });
-  }
-  if (props.needsApproval !== undefined) {
-    throw invalid(`<Task id="${id}"> needsApproval is not supported yet; put an <Approval> before the task instead`, { nodeId: id });
-  }
-  const children = props.children;
-  const base = {
+function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
+  return {
     kind: "task" as const,
     nodeId: id,
     iteration: scope.loop?.iteration ?? 0,
@@ -66,6 +57,19 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
     label: props.label as string | undefined,
     meta: props.meta as Record<string, unknown> | undefined,
   };
+}
+
+function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
+  const id = props.id;
+  if (typeof id !== "string" || id.length === 0) throw invalid("Every <Task> needs a non-empty string id");
+  if (props.output === undefined || props.output === null) {
+    throw new SmithersError("MISSING_OUTPUT", `<Task id="${id}"> has no output; pass output={outputs.<key>}`, { nodeId: id });
+  }
+  if (props.needsApproval !== undefined) {
+    throw invalid(`<Task id="${id}"> needsApproval is not supported yet; put an <Approval> before the task instead`, { nodeId: id });
+  }
+  const children = props.children;
+  const base = taskBase(id, props, scope);
   if (props[APPROVAL_GATE] !== undefined) return { ...base, mode: "approval", approval: props[APPROVAL_GATE] as ApprovalSpec };
   if (typeof children === "function") return { ...base, mode: "compute", compute: children as PlanTask["compute"] };
   const textParts = Array.isArray(children) ? children : [children];
@@ -77,6 +81,50 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
   }
   if (isPlainObject(children)) return { ...base, mode: "static", staticValue: children };
   throw invalid(`<Task id="${id}"> children must be a prompt string (with agent), a function, or a plain object`, { nodeId: id });
+}
+
+/** The props `<Subflow>` accepts; the peer's others (cache, needs, heartbeats…) are refused, not ignored. */
+const SUBFLOW_PROPS = new Set([
+  "id",
+  "workflow",
+  "output",
+  "input",
+  "mode",
+  "retries",
+  "retryPolicy",
+  "timeoutMs",
+  "skipIf",
+  "continueOnFail",
+  "dependsOn",
+  "label",
+  "meta",
+  "children",
+]);
+
+function subflowFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
+  const id = props.id;
+  if (typeof id !== "string" || id.length === 0) throw invalid("Every <Subflow> needs a non-empty string id");
+  for (const [name, value] of Object.entries(props)) {
+    if (value === undefined || SUBFLOW_PROPS.has(name)) continue;
+    throw invalid(`<Subflow id="${id}"> does not support the prop "${name}" yet`, { nodeId: id, prop: name });
+  }
+  if (props.children !== undefined && props.children !== null) {
+    throw invalid(`<Subflow id="${id}"> takes no children`, { nodeId: id, prop: "children" });
+  }
+  if (props.mode !== undefined && props.mode !== "childRun") {
+    throw invalid(`<Subflow id="${id}"> mode "${String(props.mode)}" is not supported; only "childRun"`, { nodeId: id, prop: "mode" });
+  }
+  const workflow = props.workflow as { kind?: unknown } | null | undefined;
+  if (typeof workflow !== "object" || workflow === null || workflow.kind !== "smithers.workflow") {
+    throw invalid(`<Subflow id="${id}"> workflow must be a workflow (the value smithers(build) returns); file references are not supported`, {
+      nodeId: id,
+      prop: "workflow",
+    });
+  }
+  if (props.output === undefined || props.output === null) {
+    throw new SmithersError("MISSING_OUTPUT", `<Subflow id="${id}"> has no output; pass output={outputs.<key>}`, { nodeId: id });
+  }
+  return { ...taskBase(id, props, scope), outputSchema: undefined, mode: "subflow", subflow: { workflow, input: props.input } };
 }
 
 function childPath(scope: Scope, index: number): Scope {
@@ -116,8 +164,9 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
   const props = element.props as Record<string, unknown>;
   const children = props.children as SmithersNode;
   switch (element.type) {
-    case HOST.task: {
-      const task = taskFromProps(props, scope);
+    case HOST.task:
+    case HOST.subflow: {
+      const task = element.type === HOST.task ? taskFromProps(props, scope) : subflowFromProps(props, scope);
       if (state.taskIds.has(task.nodeId)) {
         throw new SmithersError("DUPLICATE_ID", `Two tasks share the id "${task.nodeId}" in one render; task ids must be unique`, {
           nodeId: task.nodeId,

@@ -85,13 +85,16 @@ function staleCondition(nowMs: number, staleAfterMs: number): SQL | undefined {
   return and(eq(smithersRuns.status, "running"), or(isNull(smithersRuns.heartbeatAtMs), lt(smithersRuns.heartbeatAtMs, nowMs - staleAfterMs)));
 }
 
-/** Runs that claim to be running but whose owner stopped heartbeating, oldest heartbeat first. */
+/**
+ * Runs that claim to be running but whose owner stopped heartbeating, oldest heartbeat first.
+ * A child run (a Subflow's, linked to its parent run) is left out: resuming its parent resumes it.
+ */
 export function listStaleRuns(db: SmithersDb, options: { nowMs: number; staleAfterMs?: number }): Promise<RunRow[]> {
   return db.read("listStaleRuns", (d) =>
     d
       .select()
       .from(smithersRuns)
-      .where(staleCondition(options.nowMs, options.staleAfterMs ?? STALE_RUN_THRESHOLD_MS))
+      .where(and(staleCondition(options.nowMs, options.staleAfterMs ?? STALE_RUN_THRESHOLD_MS), isNull(smithersRuns.parentRunId)))
       .orderBy(asc(smithersRuns.heartbeatAtMs), asc(smithersRuns.runId))
       .all(),
   );

@@ -1,0 +1,70 @@
+/**
+ * `<Subflow>`'s work: a child run of another workflow in the parent's database, linked by
+ * `parent_run_id`. The child's id is derived from the parent node, so a retry of the node or a
+ * resume of the parent after a crash resumes that same child (its finished tasks are kept)
+ * instead of starting a second one; a child that already finished is only read back.
+ */
+import { migrateOutputTables, normalizeRow, readOutputRows, runs, stripBookkeeping, type SmithersDb } from "../db/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import type { PlanTask } from "../jsx/index.ts";
+import { runWorkflow } from "./run-workflow.ts";
+import type { SmithersWorkflow } from "./workflow.ts";
+
+/** The child run's id: one per parent node and iteration, the same across attempts and resumes. */
+export const subflowRunId = (parentRunId: string, nodeId: string, iteration: number) => `${parentRunId}/${nodeId}#${iteration}`;
+
+export type SubflowWork = { db: SmithersDb; parentRunId: string; task: PlanTask; signal: AbortSignal };
+
+/** Databases whose tables already hold a given child workflow's outputs. */
+const migrated = new WeakMap<SmithersDb, WeakSet<SmithersWorkflow>>();
+
+/** The child runs on the parent's connection (also a `:memory:` one), its output tables created there first. */
+async function onParentDb(db: SmithersDb, child: SmithersWorkflow): Promise<SmithersWorkflow> {
+  let done = migrated.get(db);
+  if (!done) migrated.set(db, (done = new WeakSet()));
+  if (!done.has(child)) {
+    // In a queue turn: DDL must not land inside another run's open transaction on this connection.
+    await db.write("subflowTables", (d) => migrateOutputTables(d.$client, [child.registry.input, ...child.registry.all()]));
+    done.add(child);
+  }
+  return { ...child, dbFor: () => db };
+}
+
+/**
+ * The rows the child wrote to its declared result output (`smithers(build, { output })`), without
+ * their keys: none is null, one is that object, several are an array in (iteration, node id) order.
+ */
+async function declaredResult(db: SmithersDb, child: SmithersWorkflow, runId: string): Promise<unknown> {
+  const info = child.registry.resolve(child.output!);
+  const rows = (await db.read("subflowResult", (d) => readOutputRows(d, info, runId))).map(normalizeRow);
+  rows.sort((a, b) => a.iteration - b.iteration || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
+  const values = rows.map(stripBookkeeping);
+  return values.length === 0 ? null : values.length === 1 ? values[0] : values;
+}
+
+/** Runs (or resumes, or reads back) the child run and returns its result, the parent node's output. */
+export async function runSubflow(w: SubflowWork): Promise<unknown> {
+  const { task } = w;
+  const child = task.subflow!.workflow as SmithersWorkflow;
+  const runId = subflowRunId(w.parentRunId, task.nodeId, task.iteration);
+  const workflow = await onParentDb(w.db, child);
+  const existing = await runs.getRun(w.db, runId);
+  const result = await runWorkflow(workflow, {
+    runId,
+    resume: existing !== undefined,
+    input: task.subflow!.input,
+    parentRunId: w.parentRunId,
+    signal: w.signal,
+  });
+  if (result.status === "finished") return child.output === undefined ? (result.output ?? null) : await declaredResult(w.db, child, runId);
+  if (result.status === "cancelled") {
+    throw new SmithersError("TASK_CANCELLED", `Subflow "${task.nodeId}" was cancelled (child run ${runId})`, { childRunId: runId });
+  }
+  const cause = result.error;
+  throw new SmithersError("SUBFLOW_FAILED", `Subflow "${task.nodeId}": child run ${runId} ${result.status}${cause ? `: ${cause.message}` : ""}`, {
+    childRunId: runId,
+    childStatus: result.status,
+    childError: cause ? { code: cause.code, message: cause.message } : undefined,
+    cause,
+  });
+}
