@@ -1,7 +1,7 @@
 /**
  * Runs the benchmarks and prints their tables. Numbers are printed, never asserted.
  *
- *   bun run bench                      # db, durability, engine, frames, resume, memory and compare (compare installs the peer into bench/ if missing)
+ *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon and compare (compare installs the peer into bench/ if missing)
  *   bun run bench compare --quick      # one bench; the flags after its name go to it
  *   bun run bench --quick              # all benches; flags go to compare
  */
@@ -11,6 +11,7 @@ import { runDurabilityBench } from "./durability/index.tsx";
 import { runEngineBench } from "./engine/index.tsx";
 import { runFramesBench } from "./frames/index.tsx";
 import { runMemoryBench } from "./memory/index.tsx";
+import { runDaemonBench } from "./daemon/index.ts";
 import { runResumeBench } from "./resume/index.tsx";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
@@ -20,6 +21,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   frames: () => runFramesBench(),
   resume: () => runResumeBench(),
   memory: () => runMemoryBench(),
+  daemon: () => runDaemonBench(),
   compare: (args) => runCompareBench(args),
 };
 
