@@ -24,6 +24,7 @@ export {
   Approval,
   approvalDecisionSchema,
   Subflow,
+  Timer,
   render,
   Fragment,
   createElement,

@@ -145,6 +145,10 @@ async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<
     io.out(`the run waits for an approval: smithers approve ${result.runId} (or deny), then run this command again with --resume`);
     return EXIT.waiting;
   }
+  if (result.status === "waiting-timer") {
+    io.out(`the run waits for a timer: smithers supervise --watch resumes it when due (or run this command again with --resume then)`);
+    return EXIT.waiting;
+  }
   if (result.error) io.err(`smithers: ${result.error.code}: ${result.error.message}`);
   return EXIT.failed;
 }

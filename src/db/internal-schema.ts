@@ -26,8 +26,10 @@ export const smithersRuns = sqliteTable(
     inputHash: text("input_hash"),
     errorJson: text("error_json"),
     configJson: text("config_json"),
+    /** A run waiting for a timer: when it is due (what the daemon looks up). */
+    wakeAtMs: integer("wake_at_ms"),
   },
-  (t) => [index("_smithers_runs_status_heartbeat_idx").on(t.status, t.heartbeatAtMs)],
+  (t) => [index("_smithers_runs_status_heartbeat_idx").on(t.status, t.heartbeatAtMs), index("_smithers_runs_status_wake_idx").on(t.status, t.wakeAtMs)],
 );
 
 export const smithersNodes = sqliteTable(
@@ -38,6 +40,8 @@ export const smithersNodes = sqliteTable(
     iteration: integer("iteration").notNull().default(0),
     state: text("state").notNull(),
     lastAttempt: integer("last_attempt"),
+    /** A node waiting for a timer: when it fires (persisted once, so a restart never moves it). */
+    wakeAtMs: integer("wake_at_ms"),
     updatedAtMs: integer("updated_at_ms").notNull(),
     outputTable: text("output_table").notNull(),
     label: text("label"),

@@ -10,6 +10,12 @@ export const DEFAULT_STOP_GRACE_MS = 10_000;
 /** The longest delay a timer takes (2^31 - 1 ms, about 24.8 days); a longer one would fire at once. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/**
+ * A run whose only remaining wait is a timer due within this many ms waits for it in its process;
+ * a later one ends the run `waiting-timer` and the daemon resumes it when due.
+ */
+export const TIMER_WAIT_IN_PLACE_MS = 5_000;
+
 /** Task retry backoff when a Task gives no `retryPolicy`: 250 ms doubling, capped at 10 s. */
 export const DEFAULT_TASK_RETRY = { initialDelayMs: 250, maxDelayMs: 10_000, factor: 2 } as const;
 

@@ -23,6 +23,8 @@ export const SmithersEventTypeSchema = z.enum([
   "RunWaiting",
   "ApprovalRequested",
   "ApprovalDecided",
+  "TimerScheduled",
+  "TimerFired",
 ]);
 export type SmithersEventType = z.infer<typeof SmithersEventTypeSchema>;
 
@@ -67,9 +69,12 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
   variant(T.ToolCallStarted, { ...attempt, toolName: z.string() }),
   variant(T.ToolCallFinished, { ...attempt, toolName: z.string(), status: z.enum(["succeeded", "failed"]) }),
   /** The run stopped with nothing left to do but wait; its process may exit, a resume continues it. */
-  variant(T.RunWaiting, { ...base, status: z.literal("waiting-approval") }),
+  variant(T.RunWaiting, { ...base, status: z.enum(["waiting-approval", "waiting-timer"]) }),
   variant(T.ApprovalRequested, { ...node, title: z.string() }),
   variant(T.ApprovalDecided, { ...node, approved: z.boolean(), decidedBy: z.string().nullable() }),
+  variant(T.TimerScheduled, { ...node, fireAtMs: z.number() }),
+  /** `firedLateMs`: how long after its time it fired (a process that was down at the time). */
+  variant(T.TimerFired, { ...node, firedLateMs: z.number() }),
 ]);
 export type SmithersEvent = z.infer<typeof SmithersEventSchema>;
 
@@ -89,6 +94,6 @@ export type ToolCallReport = OmitEach<EventOf<"ToolCallStarted" | "ToolCallFinis
 export function runEndedEvent(status: RunStatus, error: Record<string, unknown> | undefined): EventBody {
   if (status === "cancelled") return { type: "RunCancelled", status };
   if (status === "failed") return { type: "RunFailed", status, error: error ?? {} };
-  if (status === "waiting-approval") return { type: "RunWaiting", status };
+  if (status === "waiting-approval" || status === "waiting-timer") return { type: "RunWaiting", status };
   return { type: "RunFinished", status: "finished" };
 }

@@ -188,7 +188,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unkno
     const retry = current.status === "failed" || current.status === "cancelled";
     abandonedNow = attemptRows.abandonRunningAttempts(d, runId, o.nowMs, abandoned);
     nodeRows.resetNodes(d, runId, retry ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
-    runs.setRunFields(d, runId, { status: "running", runtimeOwnerId: o.ownerId, heartbeatAtMs: o.nowMs, finishedAtMs: null, errorJson: null });
+    runs.setRunFields(d, runId, { status: "running", runtimeOwnerId: o.ownerId, heartbeatAtMs: o.nowMs, finishedAtMs: null, errorJson: null, wakeAtMs: null });
     return retry ? "retry" : "continue";
   });
   return { input: stored, freshBudget: outcome === "retry", finished: outcome === "finished", abandoned: abandonedNow };
@@ -265,7 +265,13 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     : [[], [], [], {}];
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) {
-    states.set(nodeKey(n.nodeId, n.iteration), { state: n.state as NodeState, lastAttempt: n.lastAttempt ?? 0, failures: 0, abandons: 0 });
+    states.set(nodeKey(n.nodeId, n.iteration), {
+      state: n.state as NodeState,
+      lastAttempt: n.lastAttempt ?? 0,
+      failures: 0,
+      abandons: 0,
+      wakeAtMs: n.wakeAtMs ?? undefined,
+    });
   }
   for (const a of attempts) {
     const tracked = states.get(nodeKey(a.nodeId, a.iteration));

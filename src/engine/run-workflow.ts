@@ -33,6 +33,8 @@ export type RunOptions = {
    * on; a retry never starts before then. Default 10 s.
    */
   graceMs?: number;
+  /** A `<Timer>` due within this many ms is waited for in this process; a later one ends the run `waiting-timer` (default 5 s). */
+  waitInPlaceMs?: number;
   /** Aborting this ends every grace period in progress at once: stopped bodies still running are abandoned now. */
   abandonSignal?: AbortSignal;
   /** When frames are stored whole instead of as deltas (default: adaptive, on multiples of 50). */
@@ -81,9 +83,8 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
     const onEvent = options.onEvent;
     if (onEvent) bus.on((event) => onEvent(event as unknown as SmithersEvent));
     const policy = { interval: options.keyframes?.interval ?? DEFAULT_KEYFRAME_POLICY.interval, mode: options.keyframes?.mode ?? DEFAULT_KEYFRAME_POLICY.mode };
-    const recorder = new FrameRecorder(
-      continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy),
-      (task) => workflow.registry.resolve(task.output, task.outputSchema).tableName,
+    const recorder = new FrameRecorder(continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) =>
+      task.mode === "timer" ? "" : workflow.registry.resolve(task.output, task.outputSchema).tableName,
     );
     const run = new Run(workflow, setup, db, bus, recorder, options, now);
     if (setup.alreadyFinished) return await run.readBack();

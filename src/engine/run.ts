@@ -37,7 +37,7 @@ import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { decide, DecideMemo, type Action, type Failure } from "./scheduler.ts";
 import type { RunStatus } from "./states.ts";
-import { DEFAULT_STOP_GRACE_MS, DEFAULT_TASK_RETRY, MAX_TIMER_MS } from "./constants.ts";
+import { DEFAULT_STOP_GRACE_MS, DEFAULT_TASK_RETRY, MAX_TIMER_MS, TIMER_WAIT_IN_PLACE_MS } from "./constants.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
 export type RunResult = {
@@ -53,6 +53,8 @@ export type RunSettings = {
   graceMs?: number;
   /** Ends the grace periods in progress at once. */
   abandonSignal?: AbortSignal;
+  /** A timer due within this many ms is waited for in the process (default TIMER_WAIT_IN_PLACE_MS, 5 s). */
+  waitInPlaceMs?: number;
 };
 
 /** Delay before the next attempt after `failures` failures: the error's retryAfterMs, else exponential backoff. */
@@ -124,7 +126,9 @@ export class Run {
   /** Keys of the nodes waiting for an approval decision (see resolveApprovals). */
   private readonly waiting = new Set<string>();
   /** Set when the scheduler found nothing to do but wait: the run ends with this status. */
-  private suspended: "waiting-approval" | undefined;
+  private suspended: "waiting-approval" | "waiting-timer" | undefined;
+  /** With `waiting-timer`: when the earliest timer fires (stored on the run for the daemon). */
+  private suspendedUntilMs: number | undefined;
   /** Carried between decide() calls: states here only move forward (see DecideMemo). */
   private readonly memo = new DecideMemo();
   /** Frames waiting for the next transaction (see Outbox). */
@@ -225,7 +229,7 @@ export class Run {
       }
       this.reads = reads;
       const membership = new Map(plan.tasks.filter((t) => t.loopId).map((t) => [t.nodeId, t.loopId!]));
-      for (const task of plan.tasks) this.resolve(task);
+      for (const task of plan.tasks) if (task.mode !== "timer") this.resolve(task);
       const newTables = this.wf.registry.all().slice(tablesBefore);
       for (const info of newTables) {
         const keys = await this.db.read("loadOutputKeys", (d) => readOutputKeys(d, info, this.s.runId));
@@ -452,8 +456,15 @@ export class Run {
       case "finish-run":
         return "done";
       case "suspend":
+        // A timer due soon is waited for in place rather than by ending the process.
+        if (action.untilMs !== undefined && action.untilMs - nowMs <= (this.settings.waitInPlaceMs ?? TIMER_WAIT_IN_PLACE_MS))
+          return { untilMs: action.untilMs };
         this.suspended = action.status;
+        this.suspendedUntilMs = action.untilMs;
         return "done";
+      case "fire-timer":
+        this.fireTimer(action.task, nowMs, writes);
+        return undefined;
       case "fail-run":
         // A task dropped from the plan while it ran can still finish what others wait on.
         if (action.failure.kind === "stuck" && this.working.size > 0) return { untilMs: undefined };
@@ -465,6 +476,10 @@ export class Run {
       case "retry": {
         const { task } = action;
         const tracked = this.tracked(task);
+        if (task.mode === "timer") {
+          this.startTimer(task, tracked, nowMs, writes);
+          return undefined;
+        }
         if (task.mode === "approval") {
           this.requestApproval(task, tracked, nowMs, writes);
           return undefined;
@@ -492,7 +507,7 @@ export class Run {
       }
       case "skip": {
         const { task } = action;
-        const info = this.resolve(task);
+        const info = { tableName: this.tableNameOf(task) };
         writes.push((d) => {
           nodes.upsertNode(d, {
             runId: this.s.runId,
@@ -540,6 +555,56 @@ export class Run {
       this.s.states.delete(task.key);
       this.lastErrors.delete(task.key);
     }
+  }
+
+  /** A task's output table name, for its node row ("" for a timer, which writes no row). */
+  private tableNameOf(task: PlanTask): string {
+    return task.mode === "timer" ? "" : this.resolve(task).tableName;
+  }
+
+  /** Starts a `<Timer>`: its fire time is fixed now and stored with the step, so a restart never moves it. */
+  private startTimer(task: PlanTask, t: TrackedNode, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
+    const spec = task.timer!;
+    const fireAtMs = spec.untilMs ?? nowMs + spec.durationMs!;
+    t.state = "waiting-timer";
+    t.wakeAtMs = fireAtMs;
+    this.frames.markDirty(task.key);
+    const key = { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration };
+    writes.push((d) => {
+      nodes.upsertNode(d, {
+        ...key,
+        state: "waiting-timer",
+        wakeAtMs: fireAtMs,
+        lastAttempt: t.lastAttempt,
+        updatedAtMs: nowMs,
+        outputTable: "",
+        label: task.label ?? null,
+      });
+      this.emitInTransaction({ type: "TimerScheduled", nodeId: task.nodeId, iteration: task.iteration, fireAtMs });
+    });
+  }
+
+  /** A timer whose time has come: its node finishes (no row). */
+  private fireTimer(task: PlanTask, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
+    const t = this.tracked(task);
+    const firedLateMs = Math.max(0, nowMs - (t.wakeAtMs ?? nowMs));
+    t.state = "finished";
+    t.wakeAtMs = undefined;
+    this.finishedIds.add(task.nodeId);
+    this.frames.markDirty(task.key);
+    const key = { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration };
+    writes.push((d) => {
+      nodes.upsertNode(d, {
+        ...key,
+        state: "finished",
+        wakeAtMs: null,
+        lastAttempt: t.lastAttempt,
+        updatedAtMs: nowMs,
+        outputTable: "",
+        label: task.label ?? null,
+      });
+      this.emitInTransaction({ type: "TimerFired", nodeId: task.nodeId, iteration: task.iteration, firedLateMs });
+    });
   }
 
   /** Opens an `<Approval>` gate: the node waits (`waiting-approval`) and the request is stored with the step. */
@@ -740,7 +805,7 @@ export class Run {
         // Nothing is in flight any more: an attempt still `running` here is one the engine lost
         // track of (a bug), closed so a finished run never holds a running attempt.
         this.closeLeftRunning(d, finishedAtMs, new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
-        runs.setRunFields(d, runId, { status, finishedAtMs, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
+        runs.setRunFields(d, runId, { status, finishedAtMs, wakeAtMs: this.suspendedUntilMs ?? null, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
         this.emitInTransaction(runEndedEvent(status, error));
         this.journal(d);
       });
@@ -749,7 +814,7 @@ export class Run {
       return this.endFailed(asRunError(cause), finishedAtMs);
     }
     await this.readCustomRows();
-    if (status === "cancelled" || status === "waiting-approval") return { runId, status };
+    if (status === "cancelled" || status === "waiting-approval" || status === "waiting-timer") return { runId, status };
     if (status === "failed") return { runId, status, error: this.failure };
     return { runId, status, output: this.result() };
   }
@@ -797,7 +862,7 @@ export class Run {
     const tasks = this.plan?.tasks ?? [];
     for (let i = tasks.length - 1; i >= 0; i--) {
       const task = tasks[i]!;
-      if (this.s.states.get(task.key)?.state !== "finished") continue;
+      if (this.s.states.get(task.key)?.state !== "finished" || task.mode === "timer") continue;
       const info = this.wf.registry.resolve(task.output, task.outputSchema);
       return strip(this.index.row(info.key, task.nodeId, task.iteration));
     }

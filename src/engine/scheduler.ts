@@ -9,6 +9,8 @@ export type NodeStatus = {
   state: NodeState;
   /** Earliest time the next attempt may start (retry backoff). */
   retryAtMs?: number;
+  /** A `waiting-timer` node: when its timer fires. */
+  wakeAtMs?: number;
 };
 
 export type Failure =
@@ -31,8 +33,13 @@ export type Action =
   | { type: "finish-loop"; loop: PlanLoop }
   | { type: "wait"; untilMs?: number }
   | { type: "finish-run" }
-  /** Nothing can run or is running, and a node waits for the world (an approval): the run stops, waiting. */
-  | { type: "suspend"; status: "waiting-approval" }
+  /**
+   * Nothing can run or is running, and a node waits for the world: the run stops, waiting for an
+   * approval or (with `untilMs`, the earliest fire time) a timer.
+   */
+  | { type: "suspend"; status: "waiting-approval" | "waiting-timer"; untilMs?: number }
+  /** A timer's time has come: its node finishes. */
+  | { type: "fire-timer"; task: PlanTask }
   | { type: "fail-run"; failure: Failure };
 
 type Visit = "done" | "busy" | "failed";
@@ -49,6 +56,8 @@ type Walk = {
   running: number;
   /** A node waits for something outside the run (an approval decision). */
   waiting: boolean;
+  /** The earliest fire time of a timer not yet due. */
+  timerAtMs?: number;
   memo: DecideMemo | undefined;
   /** Node ids with a finished or skipped iteration, when the caller keeps them (see decide). */
   finishedIds: ReadonlySet<string> | undefined;
@@ -120,6 +129,10 @@ function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
       return "busy";
     case "waiting-approval":
       w.waiting = true;
+      return "busy";
+    case "waiting-timer":
+      if ((status.wakeAtMs ?? 0) <= w.nowMs) w.actions.push({ type: "fire-timer", task });
+      else w.timerAtMs = Math.min(w.timerAtMs ?? Infinity, status.wakeAtMs!);
       return "busy";
   }
   if (task.dependsOn.some((id) => !dependencyMet(id, w))) return "busy";
@@ -225,7 +238,10 @@ export function decide(
   if (r === "failed") return [{ type: "fail-run", failure: w.failure! }];
   if (r === "done") return [{ type: "finish-run" }];
   if (w.actions.length > 0) return w.actions;
-  if (w.running === 0 && w.wakeAtMs === undefined)
+  if (w.running === 0 && w.wakeAtMs === undefined) {
+    if (w.timerAtMs !== undefined) return [{ type: "suspend", status: "waiting-timer", untilMs: w.timerAtMs }];
     return [w.waiting ? { type: "suspend", status: "waiting-approval" } : { type: "fail-run", failure: { kind: "stuck" } }];
-  return [w.wakeAtMs === undefined ? { type: "wait" } : { type: "wait", untilMs: w.wakeAtMs }];
+  }
+  const untilMs = Math.min(w.wakeAtMs ?? Infinity, w.timerAtMs ?? Infinity);
+  return [untilMs === Infinity ? { type: "wait" } : { type: "wait", untilMs }];
 }

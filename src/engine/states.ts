@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /** States of a node in `_smithers_nodes`. */
-export const NodeStateSchema = z.enum(["pending", "running", "finished", "failed", "skipped", "cancelled", "waiting-approval"]);
+export const NodeStateSchema = z.enum(["pending", "running", "finished", "failed", "skipped", "cancelled", "waiting-approval", "waiting-timer"]);
 export type NodeState = z.infer<typeof NodeStateSchema>;
 
 /** States of an attempt in `_smithers_attempts`; `abandoned` = left running by a process that died. */

@@ -94,6 +94,11 @@ async function resumeClaimed(
   }
 }
 
+/** Waiting runs whose wait is over: a decided approval, a due timer. */
+async function wakeable(db: SmithersDb, nowMs: number): Promise<runs.RunRow[]> {
+  return [...(await runs.listWakeableRuns(db)), ...(await runs.listDueTimerRuns(db, nowMs))];
+}
+
 /** Wakes a run that waited for an approval now decided: claims it by compare-and-swap, then resumes it. */
 async function wake(o: SuperviseOptions, run: runs.RunRow, nowMs: number): Promise<SuperviseOutcome> {
   const claimOwnerId = newOwnerId();
@@ -118,7 +123,7 @@ export async function supervise(o: SuperviseOptions): Promise<SuperviseOutcome[]
   const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
   const started: Promise<SuperviseOutcome>[] = [];
   for (const run of stale) started.push(takeOver(o, run, nowMs));
-  for (const run of await runs.listWakeableRuns(o.db)) started.push(wake(o, run, nowMs));
+  for (const run of await wakeable(o.db, nowMs)) started.push(wake(o, run, nowMs));
   const fires = await fireDueCrons({ db: o.db, now: () => nowMs, onEvent: o.onEvent, durability: o.durability });
   const cron = Promise.all(fires.map(async (f) => cronOutcomes(f, f.action === "started" ? await f.result : undefined)));
   return [...(await Promise.all(started)), ...(await cron).flat()];
@@ -147,7 +152,7 @@ export async function superviseForever(
         )
         .then((outcome) => o.onOutcome?.(outcome));
     }
-    for (const run of await runs.listWakeableRuns(o.db)) {
+    for (const run of await wakeable(o.db, nowMs)) {
       void wake(o, run, nowMs)
         .catch(
           (error: unknown): SuperviseOutcome => ({

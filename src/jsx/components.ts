@@ -6,7 +6,7 @@ import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import type { Agent } from "../agents/index.ts";
 import { makeElement, type SmithersElement, type SmithersNode } from "./element.ts";
-import type { ApprovalSpec, OutputTarget, RetryPolicy, TaskRunContext } from "./plan.ts";
+import type { ApprovalSpec, OutputTarget, RetryPolicy, TaskRunContext, TimerSpec } from "./plan.ts";
 
 type TaskValue<S> = S extends z.ZodType ? z.input<S> : Record<string, unknown>;
 
@@ -172,6 +172,54 @@ export function Approval(props: ApprovalProps): SmithersElement {
   const spec: ApprovalSpec = { request: props.request, onDeny };
   const { request: _r, onDeny: _o, mode: _m, ...rest } = props;
   return makeElement(HOST.task, { ...rest, outputSchema: props.outputSchema ?? approvalDecisionSchema, children: null, [APPROVAL_GATE]: spec });
+}
+
+export type TimerProps = {
+  id: string;
+  /** How long after the timer starts it fires: a number and a unit, "500ms", "30s", "5m", "2h", "7d". */
+  duration?: string;
+  /** When it fires: an ISO 8601 time or a Date (one in the past fires at once). */
+  until?: string | Date;
+  skipIf?: boolean;
+  dependsOn?: readonly string[];
+  label?: string;
+  meta?: Record<string, unknown>;
+};
+
+/** Marks the task element a `<Timer>` renders to. */
+export const TIMER_SPEC = "smithers:timer";
+
+const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "30s" -> 30000; undefined for anything else than a non-negative number followed by ms, s, m, h or d. */
+export function parseDuration(text: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(text.trim());
+  return match ? Math.round(Number(match[1]) * DURATION_UNITS_MS[match[2]!]!) : undefined;
+}
+
+/**
+ * A durable sleep: the fire time is persisted when the timer starts; the run waits
+ * (`waiting-timer`, its process may exit when the wait is long) and continues once, also when
+ * the process was down at that time. It writes no output row.
+ * @example
+ * <Timer id="cool-down" duration="30m" />
+ */
+export function Timer(props: TimerProps): SmithersElement {
+  const invalid = (message: string) => new SmithersError("INVALID_TIMER", `<Timer id="${props.id}"> ${message}`, { nodeId: props.id });
+  if ((props as Record<string, unknown>).every !== undefined) throw invalid("every (recurring timers) is not supported yet");
+  if ((props.duration === undefined) === (props.until === undefined)) throw invalid("needs exactly one of duration and until");
+  let spec: TimerSpec;
+  if (props.duration !== undefined) {
+    const durationMs = typeof props.duration === "string" ? parseDuration(props.duration) : undefined;
+    if (durationMs === undefined) throw invalid(`duration "${String(props.duration)}" is not a number with a unit (ms, s, m, h, d), like "30s"`);
+    spec = { durationMs };
+  } else {
+    const untilMs = props.until instanceof Date ? props.until.getTime() : typeof props.until === "string" ? Date.parse(props.until) : Number.NaN;
+    if (!Number.isFinite(untilMs)) throw invalid(`until "${String(props.until)}" is not an ISO 8601 time or a Date`);
+    spec = { untilMs };
+  }
+  const { duration: _d, until: _u, ...rest } = props;
+  return makeElement(HOST.task, { ...rest, children: null, [TIMER_SPEC]: spec });
 }
 
 /** Alias of Loop, the name the Ralph-loop pattern is known by. */

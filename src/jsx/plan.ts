@@ -27,6 +27,9 @@ export type TaskRunContext = {
   sideEffect: <T>(name: string, fn: (call: { key: string; uncertain: boolean }) => T | Promise<T>, options?: { input?: unknown }) => Promise<T>;
 };
 
+/** A `<Timer>`: exactly one of a duration from when it starts, or an absolute time. */
+export type TimerSpec = { durationMs: number; untilMs?: undefined } | { untilMs: number; durationMs?: undefined };
+
 /** An `<Approval>` gate: the run waits for a person's decision, recorded as the node's output row. */
 export type ApprovalSpec = {
   request: { title: string; summary?: string; metadata?: Record<string, unknown> };
@@ -45,7 +48,9 @@ export type PlanTask = {
   loopId: string | undefined;
   output: OutputTarget;
   outputSchema: z.ZodObject | undefined;
-  mode: "static" | "compute" | "agent" | "approval" | "subflow";
+  mode: "static" | "compute" | "agent" | "approval" | "subflow" | "timer";
+  /** mode "timer": when it fires, relative to its start or absolute. It writes no output row. */
+  timer?: TimerSpec;
   /** mode "approval": what the approver is shown, and what a denial does. */
   approval?: ApprovalSpec;
   staticValue?: unknown;

@@ -3,10 +3,10 @@
  * plan, so re-rendering after a crash places the run exactly where it was.
  */
 import { SmithersError } from "../errors/index.ts";
-import { APPROVAL_GATE, HOST } from "./components.ts";
+import { APPROVAL_GATE, HOST, TIMER_SPEC } from "./components.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
-import type { ApprovalSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
+import type { ApprovalSpec, TimerSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
 
 export const DEFAULT_MAX_ITERATIONS = 5;
 
@@ -62,6 +62,8 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
 function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
   const id = props.id;
   if (typeof id !== "string" || id.length === 0) throw invalid("Every <Task> needs a non-empty string id");
+  // A timer writes no row, so it has no output table.
+  if (props[TIMER_SPEC] !== undefined) return { ...taskBase(id, props, scope), output: "", mode: "timer", timer: props[TIMER_SPEC] as TimerSpec };
   if (props.output === undefined || props.output === null) {
     throw new SmithersError("MISSING_OUTPUT", `<Task id="${id}"> has no output; pass output={outputs.<key>}`, { nodeId: id });
   }

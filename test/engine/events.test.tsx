@@ -79,6 +79,7 @@ describe("SmithersEventSchema", () => {
     const gate = createSmithers({ approval: approvalDecisionSchema }, { dbPath });
     const gated = gate.smithers(() => (
       <gate.Workflow name="gated">
+        <gate.Timer id="tick" duration="1ms" />
         <gate.Approval id="ok" output={gate.outputs.approval} request={{ title: "ok?" }} />
       </gate.Workflow>
     ));

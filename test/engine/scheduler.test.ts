@@ -40,6 +40,8 @@ function summary(actions: Action[]): string[] {
         return `${a.type} ${a.loop.loopId}`;
       case "suspend":
         return `suspend ${a.status}`;
+      case "fire-timer":
+        return `fire-timer ${nodeKey(a.task.nodeId, a.task.iteration)}`;
       case "wait":
         return a.untilMs === undefined ? "wait" : `wait ${a.untilMs}`;
       case "finish-run":

@@ -9,10 +9,10 @@ export type NodeUpsert = InferInsertModel<typeof smithersNodes>;
 
 const N = sqlNames(smithersNodes);
 
-const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label"])}
+const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label", "wakeAtMs"])}
   ON CONFLICT (${N.runId}, ${N.nodeId}, ${N.iteration}) DO UPDATE SET ${N.state} = excluded.${N.state},
     ${N.lastAttempt} = coalesce(excluded.${N.lastAttempt}, ${N.lastAttempt}), ${N.updatedAtMs} = excluded.${N.updatedAtMs},
-    ${N.outputTable} = excluded.${N.outputTable}, ${N.label} = excluded.${N.label}`;
+    ${N.outputTable} = excluded.${N.outputTable}, ${N.label} = excluded.${N.label}, ${N.wakeAtMs} = excluded.${N.wakeAtMs}`;
 
 /**
  * Insert or update one node row (a missing lastAttempt keeps the stored one). Takes the
@@ -28,6 +28,7 @@ export function upsertNode(d: Drizzle, row: NodeUpsert): void {
     row.updatedAtMs,
     row.outputTable,
     row.label ?? null,
+    row.wakeAtMs ?? null,
   );
 }
 

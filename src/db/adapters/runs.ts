@@ -1,5 +1,5 @@
 /** `_smithers_runs`: one row per run; status, ownership and heartbeat. */
-import { and, asc, eq, exists, getTableColumns, isNull, lt, ne, or, sql, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
+import { and, asc, eq, exists, getTableColumns, isNull, lt, lte, ne, or, sql, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
 import { STALE_RUN_THRESHOLD_MS } from "../constants.ts";
 import { smithersApprovals, smithersNodes, smithersRuns } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
@@ -214,5 +214,18 @@ export function releaseWaitingClaim(db: SmithersDb, release: { runId: string; cl
         .where(and(eq(smithersRuns.runId, release.runId), eq(smithersRuns.runtimeOwnerId, release.claimOwnerId), eq(smithersRuns.status, "running")))
         .returning({ runId: smithersRuns.runId })
         .all().length > 0,
+  );
+}
+
+/** Runs waiting for a timer that is due: found by the (status, wake_at_ms) index. */
+export function listDueTimerRuns(db: SmithersDb, nowMs: number, limit = 500): Promise<RunRow[]> {
+  return db.read("listDueTimerRuns", (d) =>
+    d
+      .select()
+      .from(smithersRuns)
+      .where(and(eq(smithersRuns.status, "waiting-timer"), lte(smithersRuns.wakeAtMs, nowMs)))
+      .orderBy(asc(smithersRuns.wakeAtMs))
+      .limit(limit)
+      .all(),
   );
 }
