@@ -140,9 +140,9 @@ export async function superviseForever(
   while (!o.signal.aborted) {
     const nowMs = (o.now ?? Date.now)();
     const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
-    for (const run of stale) {
-      // A claim or release that fails (the database stayed busy) is reported; the next pass retries.
-      void takeOver(o, run, nowMs)
+    // A claim or release that fails (the database stayed busy) is reported; the next pass retries.
+    const report = (run: runs.RunRow, outcome: Promise<SuperviseOutcome>) =>
+      void outcome
         .catch(
           (error: unknown): SuperviseOutcome => ({
             runId: run.runId,
@@ -150,19 +150,9 @@ export async function superviseForever(
             reason: error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error),
           }),
         )
-        .then((outcome) => o.onOutcome?.(outcome));
-    }
-    for (const run of await wakeable(o.db, nowMs)) {
-      void wake(o, run, nowMs)
-        .catch(
-          (error: unknown): SuperviseOutcome => ({
-            runId: run.runId,
-            action: "lost",
-            reason: error instanceof SmithersError ? `${error.code}: ${error.message}` : String(error),
-          }),
-        )
-        .then((outcome) => o.onOutcome?.(outcome));
-    }
+        .then((result) => o.onOutcome?.(result));
+    for (const run of stale) report(run, takeOver(o, run, nowMs));
+    for (const run of await wakeable(o.db, nowMs)) report(run, wake(o, run, nowMs));
     // Cron runs are reported as they start and go on in this process, like resumed ones.
     void fireDueCrons({ db: o.db, now: () => nowMs, onEvent: o.onEvent, durability: o.durability }).then(
       (fires) => fires.flatMap((f) => cronOutcomes(f)).forEach((outcome) => o.onOutcome?.(outcome)),

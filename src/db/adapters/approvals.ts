@@ -35,17 +35,7 @@ const byKey = (key: ApprovalKey) =>
  */
 export function requestApproval(db: SmithersDb, request: ApprovalRequest): Promise<ApprovalRow> {
   return db.write("requestApproval", (d) => {
-    d.insert(smithersApprovals)
-      .values({
-        runId: request.runId,
-        nodeId: request.nodeId,
-        iteration: request.iteration ?? 0,
-        status: "requested",
-        requestedAtMs: request.requestedAtMs,
-        requestJson: request.request === undefined ? null : JSON.stringify(request.request),
-      })
-      .onConflictDoNothing()
-      .run();
+    requestApprovalIn(d, request);
     return d.select().from(smithersApprovals).where(byKey(request)).get() as ApprovalRow;
   });
 }
