@@ -55,7 +55,7 @@ export async function decideCommand(verb: "approve" | "deny", args: string[], io
       note: values.note,
     });
     io.out(
-      `${decision.approved ? "approved" : "denied"} ${runId} ${decision.nodeId}; resume the run to continue: smithers up <workflow> --run-id ${runId} --resume`,
+      `${decision.approved ? "approved" : "denied"} ${runId} ${decision.nodeId}; a running "smithers supervise --watch" resumes the run, or: smithers up <workflow> --run-id ${runId} --resume`,
     );
     return EXIT.ok;
   } finally {

@@ -24,6 +24,14 @@ export function formatEvent(e: SmithersEvent): string | null {
       return e.reason === "process-died"
         ? `abandon ${where(e)}: its process died while it ran`
         : `abandon ${where(e)}: its body did not stop in time and may still be running`;
+    case "ApprovalRequested":
+      return `approve ${e.nodeId} iter=${e.iteration}: waiting for a decision: ${e.title}`;
+    case "ApprovalDecided":
+      return `decided ${e.nodeId} iter=${e.iteration}: ${e.approved ? "approved" : "denied"}${e.decidedBy ? ` by ${e.decidedBy}` : ""}`;
+    case "TimerScheduled":
+      return `timer   ${e.nodeId} iter=${e.iteration}: fires at ${new Date(e.fireAtMs).toISOString()}`;
+    case "TimerFired":
+      return `timer   ${e.nodeId} iter=${e.iteration}: fired${e.firedLateMs > 1_000 ? ` ${Math.round(e.firedLateMs / 1000)} s late` : ""}`;
     case "LoopAdvanced":
       return `loop    ${e.loopId} iter=${e.iteration}`;
     default:

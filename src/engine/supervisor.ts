@@ -94,9 +94,15 @@ async function resumeClaimed(
   }
 }
 
-/** Waiting runs whose wait is over: a decided approval, a due timer. */
-async function wakeable(db: SmithersDb, nowMs: number): Promise<runs.RunRow[]> {
-  return [...(await runs.listWakeableRuns(db)), ...(await runs.listDueTimerRuns(db, nowMs))];
+/**
+ * Waiting runs whose wait is over: a decided approval, a due timer (each run once). Without a
+ * custom resolver, runs with no workflow file are left out: they could only be claimed and handed
+ * back on every pass, crowding out the rest.
+ */
+async function wakeable(o: SuperviseOptions, nowMs: number): Promise<runs.RunRow[]> {
+  const pathOnly = o.resolveWorkflow === undefined;
+  const found = [...(await runs.listWakeableRuns(o.db, 500, pathOnly)), ...(await runs.listDueTimerRuns(o.db, nowMs, 500, pathOnly))];
+  return [...new Map(found.map((r) => [r.runId, r])).values()];
 }
 
 /** Wakes a run that waited for an approval now decided: claims it by compare-and-swap, then resumes it. */
@@ -123,7 +129,7 @@ export async function supervise(o: SuperviseOptions): Promise<SuperviseOutcome[]
   const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
   const started: Promise<SuperviseOutcome>[] = [];
   for (const run of stale) started.push(takeOver(o, run, nowMs));
-  for (const run of await wakeable(o.db, nowMs)) started.push(wake(o, run, nowMs));
+  for (const run of await wakeable(o, nowMs)) started.push(wake(o, run, nowMs));
   const fires = await fireDueCrons({ db: o.db, now: () => nowMs, onEvent: o.onEvent, durability: o.durability });
   const cron = Promise.all(fires.map(async (f) => cronOutcomes(f, f.action === "started" ? await f.result : undefined)));
   return [...(await Promise.all(started)), ...(await cron).flat()];
@@ -152,7 +158,7 @@ export async function superviseForever(
         )
         .then((result) => o.onOutcome?.(result));
     for (const run of stale) report(run, takeOver(o, run, nowMs));
-    for (const run of await wakeable(o.db, nowMs)) report(run, wake(o, run, nowMs));
+    for (const run of await wakeable(o, nowMs)) report(run, wake(o, run, nowMs));
     // Cron runs are reported as they start and go on in this process, like resumed ones.
     void fireDueCrons({ db: o.db, now: () => nowMs, onEvent: o.onEvent, durability: o.durability }).then(
       (fires) => fires.flatMap((f) => cronOutcomes(f)).forEach((outcome) => o.onOutcome?.(outcome)),

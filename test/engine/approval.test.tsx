@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { approvalDecisionSchema, approve, createSmithers, deny, runWorkflow, type SmithersEvent } from "../../src/index.ts";
-import { pendingApprovals } from "../../src/engine/index.ts";
+import { pendingApprovals, supervise } from "../../src/engine/index.ts";
 import { rejection, sql, tempDbPath } from "../helpers.ts";
 
 function gated(dbPath: string, onDeny?: "fail" | "continue" | "skip") {
@@ -172,5 +172,44 @@ describe("<Approval>", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.error?.code).toBe("INVALID_WORKFLOW");
     expect(result.error?.message).toContain("needsApproval");
+  });
+
+  test("a gate decided while its run waits for a long timer elsewhere is woken by the daemon; child runs are left to their parent", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, Approval, Timer, Parallel, Sequence, smithers, outputs, smithersDb } = createSmithers(
+      { approval: approvalDecisionSchema, done: z.object({ n: z.number() }) },
+      { dbPath },
+    );
+    const wf = smithers(() => (
+      <Workflow name="both">
+        <Parallel>
+          <Sequence>
+            <Approval id="gate" output={outputs.approval} request={{ title: "go?" }} />
+            <Task id="after-gate" output={outputs.done}>
+              {{ n: 1 }}
+            </Task>
+          </Sequence>
+          <Sequence>
+            <Timer id="hour" duration="1h" />
+            <Task id="after-hour" output={outputs.done}>
+              {{ n: 2 }}
+            </Task>
+          </Sequence>
+        </Parallel>
+      </Workflow>
+    ));
+    expect((await runWorkflow(wf, { input: {}, runId: "both" })).status).toBe("waiting-timer");
+    await approve(smithersDb, { runId: "both" });
+    // A child run (parent_run_id set) with a decided gate is not the daemon's to wake.
+    smithersDb.sqlite.exec(
+      "INSERT INTO _smithers_runs (run_id, parent_run_id, workflow_name, status, created_at_ms) VALUES ('both/sub#0', 'both', 'child', 'waiting-approval', 0)",
+    );
+    smithersDb.sqlite.exec(
+      "INSERT INTO _smithers_nodes (run_id, node_id, iteration, state, updated_at_ms, output_table) VALUES ('both/sub#0', 'g', 0, 'waiting-approval', 0, 'approval')",
+    );
+    smithersDb.sqlite.exec("INSERT INTO _smithers_approvals (run_id, node_id, iteration, status) VALUES ('both/sub#0', 'g', 0, 'approved')");
+    const outcomes = await supervise({ db: smithersDb, resolveWorkflow: () => wf });
+    expect(outcomes.map((o) => [o.runId, o.action, o.action === "resumed" ? o.result.status : undefined])).toEqual([["both", "resumed", "waiting-timer"]]);
+    expect(sql(dbPath, "SELECT node_id FROM done")).toEqual([{ node_id: "after-gate" }]);
   });
 });

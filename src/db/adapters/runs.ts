@@ -1,5 +1,22 @@
 /** `_smithers_runs`: one row per run; status, ownership and heartbeat. */
-import { and, asc, eq, exists, getTableColumns, isNull, lt, lte, ne, or, sql, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
+import {
+  and,
+  asc,
+  eq,
+  exists,
+  getTableColumns,
+  inArray,
+  isNotNull,
+  isNull,
+  lt,
+  lte,
+  ne,
+  or,
+  sql,
+  type InferInsertModel,
+  type InferSelectModel,
+  type SQL,
+} from "drizzle-orm";
 import { STALE_RUN_THRESHOLD_MS } from "../constants.ts";
 import { smithersApprovals, smithersNodes, smithersRuns } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
@@ -165,7 +182,7 @@ export function releaseRunResumeClaim(db: SmithersDb, release: ResumeClaimReleas
  * Runs waiting for an approval whose gate has been decided since: what a daemon wakes. Found from
  * the runs' status index, each checked through its nodes' and gates' primary keys.
  */
-export function listWakeableRuns(db: SmithersDb, limit = 500): Promise<RunRow[]> {
+export function listWakeableRuns(db: SmithersDb, limit = 500, withWorkflowPathOnly = false): Promise<RunRow[]> {
   return db.read("listWakeableRuns", (d) => {
     const decidedGate = d
       .select({ one: sql`1` })
@@ -179,13 +196,24 @@ export function listWakeableRuns(db: SmithersDb, limit = 500): Promise<RunRow[]>
         ),
       )
       .where(and(eq(smithersNodes.runId, smithersRuns.runId), eq(smithersNodes.state, "waiting-approval"), ne(smithersApprovals.status, "requested")));
-    return d
-      .select()
-      .from(smithersRuns)
-      .where(and(eq(smithersRuns.status, "waiting-approval"), exists(decidedGate)))
-      .orderBy(asc(smithersRuns.createdAtMs))
-      .limit(limit)
-      .all();
+    return (
+      d
+        .select()
+        .from(smithersRuns)
+        // A run waiting for a timer may hold a decided gate too (a Parallel): it is woken for that.
+        // Child runs are their parent's to resume.
+        .where(
+          and(
+            inArray(smithersRuns.status, ["waiting-approval", "waiting-timer"]),
+            isNull(smithersRuns.parentRunId),
+            withWorkflowPathOnly ? isNotNull(smithersRuns.workflowPath) : undefined,
+            exists(decidedGate),
+          ),
+        )
+        .orderBy(asc(smithersRuns.createdAtMs))
+        .limit(limit)
+        .all()
+    );
   });
 }
 
@@ -218,12 +246,19 @@ export function releaseWaitingClaim(db: SmithersDb, release: { runId: string; cl
 }
 
 /** Runs waiting for a timer that is due: found by the (status, wake_at_ms) index. */
-export function listDueTimerRuns(db: SmithersDb, nowMs: number, limit = 500): Promise<RunRow[]> {
+export function listDueTimerRuns(db: SmithersDb, nowMs: number, limit = 500, withWorkflowPathOnly = false): Promise<RunRow[]> {
   return db.read("listDueTimerRuns", (d) =>
     d
       .select()
       .from(smithersRuns)
-      .where(and(eq(smithersRuns.status, "waiting-timer"), lte(smithersRuns.wakeAtMs, nowMs)))
+      .where(
+        and(
+          eq(smithersRuns.status, "waiting-timer"),
+          lte(smithersRuns.wakeAtMs, nowMs),
+          isNull(smithersRuns.parentRunId),
+          withWorkflowPathOnly ? isNotNull(smithersRuns.workflowPath) : undefined,
+        ),
+      )
       .orderBy(asc(smithersRuns.wakeAtMs))
       .limit(limit)
       .all(),
