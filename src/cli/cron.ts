@@ -2,19 +2,9 @@
 import { parseArgs } from "node:util";
 import { openSmithersDb } from "../db/index.ts";
 import { addCron, DEFAULT_DB_PATH, listCrons, loadWorkflowFile, parseCron, removeCron, type CronSchedule } from "../engine/index.ts";
-import { SmithersError } from "../errors/index.ts";
-import { dbPathOption, EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
+import { dbPathOption, EXIT, openExistingDb, usageError, type Io, parseInput } from "./shared.ts";
 
 const iso = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());
-
-function parseInput(text: string | undefined): unknown {
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text);
-  } catch (cause) {
-    throw new SmithersError("INVALID_INPUT", `--input is not valid JSON: ${(cause as Error).message}`, { cause });
-  }
-}
 
 async function add(args: string[], io: Io): Promise<number> {
   const { values, positionals } = parseArgs({

@@ -8,7 +8,7 @@ import { parseArgs } from "node:util";
 import { loadWorkflowFile, runWorkflow, type RunResult, type SmithersEvent } from "../engine/index.ts";
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
 import { formatEvent } from "./progress.ts";
-import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, usageError, positiveInt } from "./shared.ts";
+import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, usageError, positiveInt, parseInput } from "./shared.ts";
 import { superviseCommand } from "./supervise.ts";
 import { framesCommand } from "./frames.ts";
 import { decideCommand } from "./approve.ts";
@@ -80,15 +80,6 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "CRON_EXISTS",
   "CRON_NOT_FOUND",
 ]);
-
-function parseInput(text: string | undefined): unknown {
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text);
-  } catch (cause) {
-    throw new SmithersError("INVALID_INPUT", `--input is not valid JSON: ${(cause as Error).message}`, { cause });
-  }
-}
 
 /** What stops a run from outside: `cancel` (first Ctrl-C), and `abandon` (second: stop waiting for task bodies). */
 export type StopSignals = { cancel: AbortSignal; abandon?: AbortSignal };

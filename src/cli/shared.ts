@@ -46,3 +46,13 @@ export function durabilityFlag(text: string | undefined): Durability | undefined
   if (!(DURABILITY_MODES as readonly string[]).includes(text)) throw usageError(`--durability must be ${DURABILITY_MODES.join(" or ")}, got "${text}"`);
   return text as Durability;
 }
+
+/** `--input`'s JSON; INVALID_INPUT (exit 2) when it does not parse. */
+export function parseInput(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    throw new SmithersError("INVALID_INPUT", `--input is not valid JSON: ${(cause as Error).message}`, { cause });
+  }
+}

@@ -133,7 +133,6 @@ export type ApprovalProps = {
   skipIf?: boolean;
   dependsOn?: readonly string[];
   label?: string;
-  meta?: Record<string, unknown>;
 };
 
 /** Marks the task element an `<Approval>` renders to (a prop name no author writes). */
@@ -153,6 +152,7 @@ const UNSUPPORTED_APPROVAL_PROPS = [
   "timeoutMs",
   "cache",
   "continueOnFail",
+  "meta", // stored with an attempt, and a gate runs none
 ];
 
 /**
@@ -183,7 +183,6 @@ export type TimerProps = {
   skipIf?: boolean;
   dependsOn?: readonly string[];
   label?: string;
-  meta?: Record<string, unknown>;
 };
 
 /** Marks the task element a `<Timer>` renders to. */
@@ -207,6 +206,8 @@ export function parseDuration(text: string): number | undefined {
 export function Timer(props: TimerProps): SmithersElement {
   const invalid = (message: string) => new SmithersError("INVALID_TIMER", `<Timer id="${props.id}"> ${message}`, { nodeId: props.id });
   if ((props as Record<string, unknown>).every !== undefined) throw invalid("every (recurring timers) is not supported yet");
+  // meta is stored with an attempt, and a timer runs none: refused rather than dropped.
+  if ((props as Record<string, unknown>).meta !== undefined) throw invalid("meta is not supported on a Timer yet");
   if ((props.duration === undefined) === (props.until === undefined)) throw invalid("needs exactly one of duration and until");
   let spec: TimerSpec;
   if (props.duration !== undefined) {

@@ -147,7 +147,7 @@ describe("<Approval>", () => {
 
   test("props this version does not support yet are refused, not ignored", async () => {
     const { Workflow, Approval, smithers, outputs } = createSmithers({ approval: approvalDecisionSchema }, { dbPath: tempDbPath() });
-    for (const extra of [{ mode: "select" }, { async: true }, { options: [] }, { autoApprove: {} }]) {
+    for (const extra of [{ mode: "select" }, { async: true }, { options: [] }, { autoApprove: {} }, { meta: { team: "ops" } }]) {
       const wf = smithers(() => (
         <Workflow name="x">
           <Approval id="g" output={outputs.approval} request={{ title: "t" }} {...(extra as object)} />

@@ -107,6 +107,7 @@ describe("<Timer>", () => {
       { duration: "10" },
       { until: "not a date" },
       { duration: "1s", every: "1h" },
+      { duration: "1s", meta: { why: "cool-down" } },
     ];
     for (const props of bad) {
       const wf = smithers(() => (
