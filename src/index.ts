@@ -1,5 +1,7 @@
 /** The public API of Smithers: re-exports only. */
 export { createSmithers, runWorkflow, isSmithersWorkflow, EventBus, approve, deny, pendingApprovals } from "./engine/index.ts";
+export { sendSignal, humanInbox, answerHuman, cancelHuman } from "./engine/index.ts";
+export type { SendSignalOptions, SentSignal, InboxItem, AnswerOptions } from "./engine/index.ts";
 export { addCron, listCrons, removeCron, fireDueCrons, cronRunId } from "./engine/index.ts";
 export type { AddCronOptions, CronSchedule, CronFire, FireDueCronsOptions } from "./engine/index.ts";
 export type {
@@ -25,6 +27,9 @@ export {
   approvalDecisionSchema,
   Subflow,
   Timer,
+  WaitForEvent,
+  Signal,
+  HumanTask,
   render,
   Fragment,
   createElement,
@@ -37,6 +42,9 @@ export type {
   BranchProps,
   LoopProps,
   SubflowProps,
+  WaitForEventProps,
+  SignalProps,
+  HumanTaskProps,
   TaskRunContext,
   SmithersNode,
   SmithersElement,

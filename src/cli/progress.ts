@@ -32,6 +32,18 @@ export function formatEvent(e: SmithersEvent): string | null {
       return `timer   ${e.nodeId} iter=${e.iteration}: fires at ${new Date(e.fireAtMs).toISOString()}`;
     case "TimerFired":
       return `timer   ${e.nodeId} iter=${e.iteration}: fired${e.firedLateMs > 1_000 ? ` ${Math.round(e.firedLateMs / 1000)} s late` : ""}`;
+    case "SignalWaiting":
+      return `signal  ${e.nodeId} iter=${e.iteration}: waiting for "${e.signalName}"${e.correlationId === null ? "" : ` (correlation id ${e.correlationId})`}`;
+    case "SignalReceived":
+      return `signal  ${e.nodeId} iter=${e.iteration}: took "${e.signalName}" (seq ${e.seq})`;
+    case "SignalRejected":
+      return `signal  ${e.nodeId} iter=${e.iteration}: refused "${e.signalName}" (seq ${e.seq}): ${String(e.error.message ?? "")}`;
+    case "WaitTimedOut":
+      return `timeout ${e.nodeId} iter=${e.iteration}: stopped waiting (${e.outcome})`;
+    case "HumanRequested":
+      return `human   ${e.nodeId} iter=${e.iteration}: waiting for an answer to ${e.requestId}`;
+    case "HumanAnswered":
+      return `human   ${e.nodeId} iter=${e.iteration}: ${e.accepted ? "answered" : "answer refused, asking again"}${e.answeredBy ? ` by ${e.answeredBy}` : ""}`;
     case "LoopAdvanced":
       return `loop    ${e.loopId} iter=${e.iteration}`;
     default:

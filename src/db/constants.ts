@@ -60,3 +60,6 @@ export const EVENT_BATCH_MAX = 500;
 
 /** A WAL at least this large is checkpointed and truncated when a run ends. */
 export const WAL_CHECKPOINT_MIN_BYTES = 256 * 1024;
+
+/** Statuses of a run that waits for the world (a person, a signal, a time); what the daemon looks at. */
+export const WAITING_STATUSES = ["waiting-approval", "waiting-event", "waiting-timer"] as const;

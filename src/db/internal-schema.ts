@@ -26,7 +26,10 @@ export const smithersRuns = sqliteTable(
     inputHash: text("input_hash"),
     errorJson: text("error_json"),
     configJson: text("config_json"),
-    /** A run waiting for a timer: when it is due (what the daemon looks up). */
+    /**
+     * A waiting run: when the daemon should look at it again (its earliest timer or timeout, or
+     * "now" once a decision, answer or signal it waits for arrived).
+     */
     wakeAtMs: integer("wake_at_ms"),
   },
   (t) => [index("_smithers_runs_status_heartbeat_idx").on(t.status, t.heartbeatAtMs), index("_smithers_runs_status_wake_idx").on(t.status, t.wakeAtMs)],
@@ -40,8 +43,13 @@ export const smithersNodes = sqliteTable(
     iteration: integer("iteration").notNull().default(0),
     state: text("state").notNull(),
     lastAttempt: integer("last_attempt"),
-    /** A node waiting for a timer: when it fires (persisted once, so a restart never moves it). */
+    /**
+     * A waiting node's deadline: when its timer fires, or when its signal or human task times out
+     * (persisted once, so a restart never moves it).
+     */
     wakeAtMs: integer("wake_at_ms"),
+    /** A node waiting for a signal: `{ event, correlationId, schema }` (the payload's JSON Schema), what a sender checks against. */
+    waitJson: text("wait_json"),
     updatedAtMs: integer("updated_at_ms").notNull(),
     outputTable: text("output_table").notNull(),
     label: text("label"),
@@ -276,6 +284,12 @@ export const smithersSignals = sqliteTable(
     payloadJson: text("payload_json").notNull(),
     receivedAtMs: integer("received_at_ms").notNull(),
     receivedBy: text("received_by"),
+    /** The node (and iteration) that took the signal, and when; null while it waits for one. */
+    consumedByNodeId: text("consumed_by_node_id"),
+    consumedByIteration: integer("consumed_by_iteration"),
+    consumedAtMs: integer("consumed_at_ms"),
+    /** Set instead when the node it was offered to refused its payload (the validation error). */
+    rejectedJson: text("rejected_json"),
   },
   (t) => [primaryKey({ columns: [t.runId, t.seq] }), index("_smithers_signals_name_idx").on(t.runId, t.signalName, t.receivedAtMs)],
 );

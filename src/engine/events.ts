@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { RunStatus } from "./states.ts";
+import { isWaiting, WAITING_STATUSES, type RunStatus } from "./states.ts";
 
 /** Every event type the engine emits; `_smithers_events.type` holds one of these. */
 export const SmithersEventTypeSchema = z.enum([
@@ -25,6 +25,12 @@ export const SmithersEventTypeSchema = z.enum([
   "ApprovalDecided",
   "TimerScheduled",
   "TimerFired",
+  "SignalWaiting",
+  "SignalReceived",
+  "SignalRejected",
+  "WaitTimedOut",
+  "HumanRequested",
+  "HumanAnswered",
 ]);
 export type SmithersEventType = z.infer<typeof SmithersEventTypeSchema>;
 
@@ -69,12 +75,23 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
   variant(T.ToolCallStarted, { ...attempt, toolName: z.string() }),
   variant(T.ToolCallFinished, { ...attempt, toolName: z.string(), status: z.enum(["succeeded", "failed"]) }),
   /** The run stopped with nothing left to do but wait; its process may exit, a resume continues it. */
-  variant(T.RunWaiting, { ...base, status: z.enum(["waiting-approval", "waiting-timer"]) }),
+  variant(T.RunWaiting, { ...base, status: z.enum(WAITING_STATUSES) }),
   variant(T.ApprovalRequested, { ...node, title: z.string() }),
   variant(T.ApprovalDecided, { ...node, approved: z.boolean(), decidedBy: z.string().nullable() }),
   variant(T.TimerScheduled, { ...node, fireAtMs: z.number() }),
   /** `firedLateMs`: how long after its time it fired (a process that was down at the time). */
   variant(T.TimerFired, { ...node, firedLateMs: z.number() }),
+  /** A node started waiting for a signal of this name (and correlation id). */
+  variant(T.SignalWaiting, { ...node, signalName: z.string(), correlationId: z.string().nullable() }),
+  /** A waiting node took the signal with this seq. */
+  variant(T.SignalReceived, { ...node, signalName: z.string(), seq: z.number().int(), correlationId: z.string().nullable() }),
+  /** A signal sent before its node started failed that node's schema when offered to it: it is not offered again. */
+  variant(T.SignalRejected, { ...node, signalName: z.string(), seq: z.number().int(), error: ErrorJsonSchema }),
+  /** A signal wait or human task reached its timeoutMs; `outcome` is what it did (fail, skip, continue). */
+  variant(T.WaitTimedOut, { ...node, outcome: z.enum(["fail", "skip", "continue"]) }),
+  variant(T.HumanRequested, { ...node, requestId: z.string(), prompt: z.string() }),
+  /** `accepted: false`: the answer failed the output schema at the engine and the person is asked again (or the node fails). */
+  variant(T.HumanAnswered, { ...node, requestId: z.string(), accepted: z.boolean(), answeredBy: z.string().nullable() }),
 ]);
 export type SmithersEvent = z.infer<typeof SmithersEventSchema>;
 
@@ -94,6 +111,6 @@ export type ToolCallReport = OmitEach<EventOf<"ToolCallStarted" | "ToolCallFinis
 export function runEndedEvent(status: RunStatus, error: Record<string, unknown> | undefined): EventBody {
   if (status === "cancelled") return { type: "RunCancelled", status };
   if (status === "failed") return { type: "RunFailed", status, error: error ?? {} };
-  if (status === "waiting-approval" || status === "waiting-timer") return { type: "RunWaiting", status };
+  if (isWaiting(status)) return { type: "RunWaiting", status };
   return { type: "RunFinished", status: "finished" };
 }

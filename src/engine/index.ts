@@ -8,6 +8,8 @@ export { EventBus } from "./event-bus.ts";
 export { supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
 export { loadWorkflowFile } from "./workflow-file.ts";
 export { approve, deny, findPendingApproval, pendingApprovals, type DecideOptions, type Decision, type PendingApproval } from "./approvals.ts";
+export { sendSignal, type SendSignalOptions, type SentSignal } from "./signals.ts";
+export { humanInbox, answerHuman, cancelHuman, humanRequestId, type InboxItem, type AnswerOptions } from "./human.ts";
 export { addCron, listCrons, removeCron, parseCron, type AddCronOptions, type CronSchedule } from "./cron.ts";
 export { fireDueCrons, cronRunId, type CronFire, type CronOutcome, type FireDueCronsOptions } from "./cron-fire.ts";
 export type { SideEffectCall } from "./side-effect.ts";

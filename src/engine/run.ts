@@ -11,6 +11,8 @@ import {
   approvals,
   attempts as attemptRows,
   frames as frameRows,
+  humanRequests,
+  signals,
   nodes,
   normalizeRow,
   ralph,
@@ -27,7 +29,10 @@ import {
 } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, SmithersError } from "../errors/index.ts";
 import { nodeKey, render, type Plan, type PlanTask } from "../jsx/index.ts";
-import { formatZodIssues } from "../schema/index.ts";
+import { formatZodIssues, jsonSchemaOf } from "../schema/index.ts";
+import { withRenderContext } from "../jsx/render-context.ts";
+import type { z } from "zod";
+import { humanRequestId } from "./human.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
 import { buildCtx, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
@@ -36,7 +41,7 @@ import type { FrameRecorder } from "./frames.ts";
 import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { decide, DecideMemo, type Action, type Failure } from "./scheduler.ts";
-import type { RunStatus } from "./states.ts";
+import { isWaiting, type RunStatus, type WaitingStatus } from "./states.ts";
 import { DEFAULT_STOP_GRACE_MS, DEFAULT_TASK_RETRY, MAX_TIMER_MS, TIMER_WAIT_IN_PLACE_MS } from "./constants.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
@@ -123,11 +128,11 @@ export class Run {
    * now asks (see decide), kept so the states of finished loop iterations can be dropped.
    */
   private readonly finishedIds = new Set<string>();
-  /** Keys of the nodes waiting for an approval decision (see resolveApprovals). */
+  /** Keys of the nodes waiting for the world: a decision, an answer or a signal (see resolveWaits). */
   private readonly waiting = new Set<string>();
   /** Set when the scheduler found nothing to do but wait: the run ends with this status. */
-  private suspended: "waiting-approval" | "waiting-timer" | undefined;
-  /** With `waiting-timer`: when the earliest timer fires (stored on the run for the daemon). */
+  private suspended: WaitingStatus | undefined;
+  /** When the suspended run must be looked at again: its earliest timer or timeout (stored on the run for the daemon). */
   private suspendedUntilMs: number | undefined;
   /** Carried between decide() calls: states here only move forward (see DecideMemo). */
   private readonly memo = new DecideMemo();
@@ -158,7 +163,7 @@ export class Run {
     });
     for (const [tableKey, keys] of Object.entries(s.outputKeys)) for (const k of keys) this.index.addKey(tableKey, k.nodeId, k.iteration);
     for (const id of s.finishedIds) this.finishedIds.add(id);
-    for (const [key, t] of s.states) if (t.state === "waiting-approval") this.waiting.add(key);
+    for (const [key, t] of s.states) if (t.state === "waiting-approval" || t.state === "waiting-event") this.waiting.add(key);
   }
 
   /** Stages an event: stored with the run's next transaction, heard by listeners once committed. */
@@ -221,7 +226,7 @@ export class Run {
       });
       let plan: Plan;
       try {
-        plan = render(this.wf.build(ctx), this.s.loops);
+        plan = withRenderContext(ctx, () => render(this.wf.build(ctx), this.s.loops));
       } catch (error) {
         throw error instanceof SmithersError
           ? error
@@ -391,9 +396,10 @@ export class Run {
     const starts: Started[] = [];
     let next: "again" | "done" | { untilMs: number | undefined } = "again";
     try {
-      const plan = await this.renderPlan();
       const nowMs = this.now();
-      if (this.waiting.size > 0) await this.resolveApprovals(plan, nowMs, writes);
+      // Answers first, then the render that may depend on them (a <Signal>'s children, a ctx read).
+      if (this.waiting.size > 0) await this.resolveWaits(await this.renderPlan(), nowMs, writes);
+      const plan = await this.renderPlan();
       const actions = decide(plan, this.s.states, nowMs, this.settings.maxConcurrency ?? Infinity, this.memo, this.finishedIds);
       const finishedIterations: [loopId: string, iteration: number][] = [];
       for (const action of actions) next = this.plan_(action, nowMs, starts, writes, finishedIterations) ?? next;
@@ -465,6 +471,9 @@ export class Run {
       case "fire-timer":
         this.fireTimer(action.task, nowMs, writes);
         return undefined;
+      case "expire-wait":
+        this.expireWait(action.task, nowMs, writes);
+        return undefined;
       case "fail-run":
         // A task dropped from the plan while it ran can still finish what others wait on.
         if (action.failure.kind === "stuck" && this.working.size > 0) return { untilMs: undefined };
@@ -482,6 +491,14 @@ export class Run {
         }
         if (task.mode === "approval") {
           this.requestApproval(task, tracked, nowMs, writes);
+          return undefined;
+        }
+        if (task.mode === "event") {
+          this.startEventWait(task, nowMs, writes);
+          return undefined;
+        }
+        if (task.mode === "human") {
+          this.askHuman(task, nowMs, 1, writes);
           return undefined;
         }
         if (tracked.abandons >= task.maxAbandons) {
@@ -629,15 +646,315 @@ export class Run {
     });
   }
 
-  /** Gates of the plan that were decided since they were opened: each ends as its decision and onDeny say. */
-  private async resolveApprovals(plan: Plan, nowMs: number, writes: ((d: Drizzle) => void)[]): Promise<void> {
-    const rows = await this.db.read("readApprovals", (d) => approvals.readApprovals(d, this.s.runId));
-    const decided = new Map(rows.filter((r) => r.status !== "requested").map((r) => [nodeKey(r.nodeId, r.iteration), r]));
-    for (const task of plan.tasks) {
-      const row = decided.get(task.key);
-      if (!row || task.mode !== "approval" || !this.waiting.has(task.key)) continue;
-      this.waiting.delete(task.key);
-      this.settleApproval(task, row, nowMs, writes);
+  /**
+   * Nodes of the plan that wait for the world and whose answer arrived: decided gates, answered
+   * (or cancelled) human requests, matching signals. Each kind is read only while a node waits for it.
+   */
+  private async resolveWaits(plan: Plan, nowMs: number, writes: ((d: Drizzle) => void)[]): Promise<void> {
+    const waiting = plan.tasks.filter((t) => this.waiting.has(t.key));
+    const kinds = new Set(waiting.map((t) => t.mode));
+    const runId = this.s.runId;
+    const found = await this.db.read("readWaits", (d) => ({
+      approvals: kinds.has("approval") ? approvals.readApprovals(d, runId) : [],
+      human: kinds.has("human") ? humanRequests.readHumanRequests(d, runId) : [],
+      signals: kinds.has("event") ? signals.readOpenSignals(d, runId) : [],
+    }));
+    const decided = new Map(found.approvals.filter((r) => r.status !== "requested").map((r) => [nodeKey(r.nodeId, r.iteration), r]));
+    for (const task of waiting) {
+      if (task.mode === "approval") {
+        const row = decided.get(task.key);
+        if (!row) continue;
+        this.waiting.delete(task.key);
+        this.settleApproval(task, row, nowMs, writes);
+      } else if (task.mode === "human") {
+        this.resolveHuman(task, found.human, nowMs, writes);
+      } else if (task.mode === "event") {
+        this.offerSignals(task, found.signals, nowMs, writes);
+      }
+    }
+  }
+
+  /**
+   * Inside the transaction that suspends the run: whether a waiting node's decision, answer or
+   * signal is already stored. Senders mark only runs already waiting (runs.markRunDue), so one
+   * that arrived between this run's last look and its suspension is caught here instead.
+   */
+  private arrivedMeanwhile(d: Drizzle): boolean {
+    const waiting = (this.plan?.tasks ?? []).filter((t) => this.waiting.has(t.key));
+    if (waiting.length === 0) return false;
+    const runId = this.s.runId;
+    const kinds = new Set(waiting.map((t) => t.mode));
+    if (kinds.has("approval")) {
+      const decided = new Set(
+        approvals
+          .readApprovals(d, runId)
+          .filter((r) => r.status !== "requested")
+          .map((r) => nodeKey(r.nodeId, r.iteration)),
+      );
+      if (waiting.some((t) => t.mode === "approval" && decided.has(t.key))) return true;
+    }
+    if (kinds.has("human")) {
+      const latest = new Map(humanRequests.readHumanRequests(d, runId).map((r) => [nodeKey(r.nodeId, r.iteration), r.status]));
+      if (waiting.some((t) => t.mode === "human" && latest.has(t.key) && latest.get(t.key) !== "pending")) return true;
+    }
+    if (kinds.has("event")) {
+      const open = signals.readOpenSignals(d, runId);
+      const matches = (t: PlanTask) =>
+        open.some((sg) => sg.signalName === t.event!.event && (t.event!.correlationId === undefined || sg.correlationId === t.event!.correlationId));
+      if (waiting.some((t) => t.mode === "event" && matches(t))) return true;
+    }
+    return false;
+  }
+
+  /** The row a waiting node ends with, checked against its output schema (and a narrower payload schema first). */
+  private checkRow(task: PlanTask, value: unknown, payloadSchema?: z.ZodType): { ok: true; data: Record<string, unknown> } | { ok: false; issues: string } {
+    const info = this.resolve(task);
+    for (const schema of [payloadSchema, info.schema ?? task.outputSchema]) {
+      if (!schema) continue;
+      const parsed = schema.safeParse(value);
+      if (!parsed.success) return { ok: false, issues: formatZodIssues(parsed.error.issues, "; ") };
+      value = parsed.data;
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, issues: "(root): expected an object" };
+    return { ok: true, data: value as Record<string, unknown> };
+  }
+
+  /**
+   * Ends a node that waited for the world: finished with its row, skipped, or failed. `before`
+   * are events that go first (what ended the wait); `also` joins the same transaction.
+   */
+  private endWait(
+    task: PlanTask,
+    end: { state: "finished"; data: Record<string, unknown>; sinceMs: number } | { state: "skipped" } | { state: "failed"; error: SmithersError },
+    nowMs: number,
+    writes: ((d: Drizzle) => void)[],
+    before: Event[],
+    also?: (d: Drizzle) => void,
+  ): void {
+    const t = this.tracked(task);
+    const info = this.resolve(task);
+    const key = { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration };
+    const ids = { nodeId: task.nodeId, iteration: task.iteration };
+    const events = [...before];
+    this.waiting.delete(task.key);
+    this.frames.markDirty(task.key);
+    t.state = end.state;
+    t.wakeAtMs = undefined;
+    if (end.state === "finished") {
+      const stored = outputRowFor(info, key, end.data);
+      for (const field of Object.keys(stored)) stored[field] ??= null;
+      this.remember(info, stored);
+      events.push({ type: "NodeFinished", ...ids, attempt: t.lastAttempt, durationMs: Math.max(0, nowMs - end.sinceMs) });
+    } else if (end.state === "skipped") {
+      events.push({ type: "NodeSkipped", ...ids });
+    } else {
+      this.lastErrors.set(task.key, end.error);
+      events.push({ type: "NodeFailed", ...ids, attempt: t.lastAttempt, error: errorSummaryJson(end.error) });
+    }
+    if (end.state !== "failed") this.finishedIds.add(task.nodeId);
+    writes.push((d) => {
+      also?.(d);
+      if (end.state === "finished") writeOutputRow(d, info, key, end.data);
+      nodes.upsertNode(d, {
+        ...key,
+        state: end.state,
+        wakeAtMs: null,
+        lastAttempt: t.lastAttempt,
+        updatedAtMs: nowMs,
+        outputTable: info.tableName,
+        label: task.label ?? null,
+      });
+      for (const event of events) this.emitInTransaction(event);
+    });
+  }
+
+  /** Puts a node in a waiting state with its deadline (and what a sender checks against), stored with the step. */
+  private beginWait(
+    task: PlanTask,
+    state: "waiting-approval" | "waiting-event",
+    deadlineMs: number | undefined,
+    nowMs: number,
+    writes: ((d: Drizzle) => void)[],
+    also: (d: Drizzle) => void,
+    waitJson?: string,
+  ): void {
+    const t = this.tracked(task);
+    const info = this.resolve(task);
+    t.state = state;
+    t.wakeAtMs = deadlineMs;
+    this.waiting.add(task.key);
+    this.frames.markDirty(task.key);
+    const key = { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration };
+    writes.push((d) => {
+      nodes.upsertNode(d, {
+        ...key,
+        state,
+        wakeAtMs: deadlineMs ?? null,
+        waitJson: waitJson ?? null,
+        lastAttempt: t.lastAttempt,
+        updatedAtMs: nowMs,
+        outputTable: info.tableName,
+        label: task.label ?? null,
+      });
+      also(d);
+    });
+  }
+
+  /** Starts a `<WaitForEvent>` / `<Signal>`: waits for a matching signal (one sent earlier is taken on the next step). */
+  private startEventWait(task: PlanTask, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
+    const spec = task.event!;
+    const info = this.resolve(task);
+    const payloadSchema = spec.tagged ? spec.payloadSchema : (spec.payloadSchema ?? info.schema ?? task.outputSchema);
+    const waitJson = JSON.stringify({
+      event: spec.event,
+      correlationId: spec.correlationId ?? null,
+      schema: payloadSchema ? (jsonSchemaOf(payloadSchema) ?? null) : null,
+    });
+    const deadline = spec.timeoutMs === undefined ? undefined : nowMs + spec.timeoutMs;
+    const ids = { nodeId: task.nodeId, iteration: task.iteration };
+    this.beginWait(
+      task,
+      "waiting-event",
+      deadline,
+      nowMs,
+      writes,
+      () => this.emitInTransaction({ type: "SignalWaiting", ...ids, signalName: spec.event, correlationId: spec.correlationId ?? null }),
+      waitJson,
+    );
+  }
+
+  /** Offers a waiting signal node the open signals in seq order: it takes the first that matches and passes its schema. */
+  private offerSignals(task: PlanTask, open: signals.SignalRow[], nowMs: number, writes: ((d: Drizzle) => void)[]): void {
+    const spec = task.event!;
+    const ids = { nodeId: task.nodeId, iteration: task.iteration };
+    const runId = this.s.runId;
+    for (let i = 0; i < open.length; i++) {
+      const signal = open[i]!;
+      if (signal.signalName !== spec.event || (spec.correlationId !== undefined && signal.correlationId !== spec.correlationId)) continue;
+      open.splice(i--, 1); // offered once: taken or refused, no other node sees it this step
+      let payload: unknown;
+      try {
+        payload = JSON.parse(signal.payloadJson);
+      } catch {
+        payload = undefined;
+      }
+      const checked = spec.tagged
+        ? (() => {
+            const inner = spec.payloadSchema ? spec.payloadSchema.safeParse(payload) : { success: true as const, data: payload };
+            return inner.success
+              ? this.checkRow(task, { kind: "signal", payload: inner.data })
+              : { ok: false as const, issues: formatZodIssues(inner.error.issues, "; ") };
+          })()
+        : this.checkRow(task, payload, spec.payloadSchema);
+      const seq = signal.seq;
+      if (!checked.ok) {
+        const error = new SmithersError(
+          "SIGNAL_INVALID",
+          `Signal "${spec.event}" (seq ${seq}) does not match the schema of "${task.nodeId}": ${checked.issues}`,
+          { ...ids, seq },
+        );
+        const errorJson = JSON.stringify(errorSummaryJson(error));
+        writes.push((d) => {
+          signals.rejectSignal(d, { runId, seq, errorJson });
+          this.emitInTransaction({ type: "SignalRejected", ...ids, signalName: spec.event, seq, error: errorSummaryJson(error) });
+        });
+        continue;
+      }
+      const received: Event = { type: "SignalReceived", ...ids, signalName: spec.event, seq, correlationId: signal.correlationId ?? null };
+      // durationMs 0: the node did no work of its own; how long it waited is in its events.
+      this.endWait(task, { state: "finished", data: checked.data, sinceMs: nowMs }, nowMs, writes, [received], (d) =>
+        signals.consumeSignal(d, { runId, seq, ...ids, atMs: nowMs }),
+      );
+      return;
+    }
+  }
+
+  /** Opens ask number `ask` of a `<HumanTask>`: a pending request in `_smithers_human_requests`, and the node waits. */
+  private askHuman(task: PlanTask, nowMs: number, ask: number, writes: ((d: Drizzle) => void)[], note?: string): void {
+    const spec = task.human!;
+    const info = this.resolve(task);
+    const schema = info.schema ?? task.outputSchema;
+    const requestId = humanRequestId(this.s.runId, task.nodeId, task.iteration, ask);
+    const deadline = spec.timeoutMs === undefined ? undefined : nowMs + spec.timeoutMs;
+    const prompt = note ? `${spec.prompt}\n\n(asked again: ${note})` : spec.prompt;
+    const ids = { nodeId: task.nodeId, iteration: task.iteration };
+    this.beginWait(task, "waiting-approval", deadline, nowMs, writes, (d) => {
+      humanRequests.createHumanRequestIn(d, {
+        requestId,
+        runId: this.s.runId,
+        ...ids,
+        kind: "json",
+        prompt,
+        schemaJson: schema ? JSON.stringify(jsonSchemaOf(schema) ?? null) : null,
+        requestedAtMs: nowMs,
+        timeoutAtMs: deadline ?? null,
+      });
+      this.emitInTransaction({ type: "HumanRequested", ...ids, requestId, prompt: spec.prompt });
+    });
+  }
+
+  /** A waiting human task whose latest request was answered, cancelled or expired. */
+  private resolveHuman(task: PlanTask, rows: humanRequests.HumanRequestRow[], nowMs: number, writes: ((d: Drizzle) => void)[]): void {
+    const asks = rows.filter((r) => r.nodeId === task.nodeId && r.iteration === task.iteration);
+    const latest = asks.at(-1);
+    if (!latest || latest.status === "pending") return;
+    const ids = { nodeId: task.nodeId, iteration: task.iteration };
+    const requestId = latest.requestId;
+    if (latest.status === "cancelled" || latest.status === "expired") {
+      const code = latest.status === "cancelled" ? "HUMAN_TASK_CANCELLED" : "HUMAN_TASK_TIMEOUT";
+      const error = new SmithersError(code, `Human task "${task.nodeId}": request ${requestId} was ${latest.status}`, { ...ids, requestId });
+      this.endWait(task, { state: "failed", error }, nowMs, writes, []);
+      return;
+    }
+    let answer: unknown;
+    try {
+      answer = JSON.parse(latest.responseJson ?? "null");
+    } catch {
+      answer = undefined;
+    }
+    const checked = this.checkRow(task, answer);
+    const answered = { type: "HumanAnswered" as const, ...ids, requestId, accepted: checked.ok, answeredBy: latest.answeredBy ?? null };
+    if (checked.ok) {
+      this.endWait(task, { state: "finished", data: checked.data, sinceMs: latest.requestedAtMs }, nowMs, writes, [answered]);
+      return;
+    }
+    writes.push(() => this.emitInTransaction(answered));
+    if (asks.length < task.human!.maxAttempts) {
+      this.askHuman(task, nowMs, asks.length + 1, writes, checked.issues);
+      return;
+    }
+    const error = new SmithersError(
+      "HUMAN_ANSWER_INVALID",
+      `Human task "${task.nodeId}": ${asks.length} answers did not match the output schema (maxAttempts ${task.human!.maxAttempts}); the last: ${checked.issues}`,
+      { ...ids, requestId },
+    );
+    this.endWait(task, { state: "failed", error }, nowMs, writes, []);
+  }
+
+  /** A signal wait or human task whose timeout passed: ends as its onTimeout says (a human task fails). */
+  private expireWait(task: PlanTask, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
+    const ids = { nodeId: task.nodeId, iteration: task.iteration };
+    if (task.mode === "human") {
+      const error = new SmithersError("HUMAN_TASK_TIMEOUT", `Human task "${task.nodeId}" was not answered within ${task.human!.timeoutMs} ms`, ids);
+      this.endWait(task, { state: "failed", error }, nowMs, writes, [{ type: "WaitTimedOut", ...ids, outcome: "fail" }], (d) =>
+        humanRequests.expireNodeRequestsIn(d, { runId: this.s.runId, ...ids }),
+      );
+      return;
+    }
+    const spec = task.event!;
+    const timedOut: Event = { type: "WaitTimedOut", ...ids, outcome: spec.onTimeout };
+    const checked = spec.onTimeout === "continue" ? this.checkRow(task, { kind: "timeout" }) : undefined;
+    if (spec.onTimeout === "skip") {
+      this.endWait(task, { state: "skipped" }, nowMs, writes, [timedOut]);
+    } else if (checked?.ok) {
+      this.endWait(task, { state: "finished", data: checked.data, sinceMs: nowMs }, nowMs, writes, [timedOut]);
+    } else {
+      const why = checked ? ` (its output schema refuses the timeout row { kind: "timeout" }: ${checked.issues})` : "";
+      const error = new SmithersError("SIGNAL_TIMEOUT", `No signal "${spec.event}" reached "${task.nodeId}" within ${spec.timeoutMs} ms${why}`, {
+        ...ids,
+        signalName: spec.event,
+      });
+      this.endWait(task, { state: "failed", error }, nowMs, writes, [timedOut]);
     }
   }
 
@@ -805,7 +1122,9 @@ export class Run {
         // Nothing is in flight any more: an attempt still `running` here is one the engine lost
         // track of (a bug), closed so a finished run never holds a running attempt.
         this.closeLeftRunning(d, finishedAtMs, new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
-        runs.setRunFields(d, runId, { status, finishedAtMs, wakeAtMs: this.suspendedUntilMs ?? null, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
+        // What a waiting node waits for may have arrived after this run last looked: then it is due at once.
+        const wakeAtMs = isWaiting(status) && this.arrivedMeanwhile(d) ? finishedAtMs : (this.suspendedUntilMs ?? null);
+        runs.setRunFields(d, runId, { status, finishedAtMs, wakeAtMs, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
         this.emitInTransaction(runEndedEvent(status, error));
         this.journal(d);
       });
@@ -814,7 +1133,7 @@ export class Run {
       return this.endFailed(asRunError(cause), finishedAtMs);
     }
     await this.readCustomRows();
-    if (status === "cancelled" || status === "waiting-approval" || status === "waiting-timer") return { runId, status };
+    if (status === "cancelled" || isWaiting(status)) return { runId, status };
     if (status === "failed") return { runId, status, error: this.failure };
     return { runId, status, output: this.result() };
   }

@@ -3,13 +3,13 @@
  * the database; the actuator performs what it decides. Tested without SQLite.
  */
 import type { Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "../jsx/index.ts";
-import type { NodeState } from "./states.ts";
+import type { NodeState, WaitingStatus } from "./states.ts";
 
 export type NodeStatus = {
   state: NodeState;
   /** Earliest time the next attempt may start (retry backoff). */
   retryAtMs?: number;
-  /** A `waiting-timer` node: when its timer fires. */
+  /** A waiting node's deadline: when its timer fires, or when its signal wait or human task times out. */
   wakeAtMs?: number;
 };
 
@@ -34,12 +34,15 @@ export type Action =
   | { type: "wait"; untilMs?: number }
   | { type: "finish-run" }
   /**
-   * Nothing can run or is running, and a node waits for the world: the run stops, waiting for an
-   * approval or (with `untilMs`, the earliest fire time) a timer.
+   * Nothing can run or is running, and a node waits for the world: the run stops, waiting for a
+   * person (an approval or human task), a signal, or a timer; `untilMs` is the earliest deadline
+   * (a timer's fire time or a wait's timeout), when it must be looked at again.
    */
-  | { type: "suspend"; status: "waiting-approval" | "waiting-timer"; untilMs?: number }
+  | { type: "suspend"; status: WaitingStatus; untilMs?: number }
   /** A timer's time has come: its node finishes. */
   | { type: "fire-timer"; task: PlanTask }
+  /** A signal wait or human task reached its timeout. */
+  | { type: "expire-wait"; task: PlanTask }
   | { type: "fail-run"; failure: Failure };
 
 type Visit = "done" | "busy" | "failed";
@@ -54,9 +57,13 @@ type Walk = {
   failure?: Failure;
   wakeAtMs?: number;
   running: number;
-  /** A node waits for something outside the run (an approval decision). */
-  waiting: boolean;
-  /** The earliest fire time of a timer not yet due. */
+  /** A node waits for a person (approval, human task). */
+  waitingPerson: boolean;
+  /** A node waits for a signal. */
+  waitingEvent: boolean;
+  /** A waiting node without `async`: no new task starts anywhere while it waits. */
+  barrier: boolean;
+  /** The earliest deadline not yet reached: a timer's fire time or a wait's timeout. */
   timerAtMs?: number;
   memo: DecideMemo | undefined;
   /** Node ids with a finished or skipped iteration, when the caller keeps them (see decide). */
@@ -127,12 +134,20 @@ function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
     case "running":
       w.running++;
       return "busy";
-    case "waiting-approval":
-      w.waiting = true;
-      return "busy";
     case "waiting-timer":
       if ((status.wakeAtMs ?? 0) <= w.nowMs) w.actions.push({ type: "fire-timer", task });
       else w.timerAtMs = Math.min(w.timerAtMs ?? Infinity, status.wakeAtMs!);
+      return "busy";
+    case "waiting-approval":
+    case "waiting-event":
+      if (status.wakeAtMs !== undefined && status.wakeAtMs <= w.nowMs) {
+        w.actions.push({ type: "expire-wait", task });
+        return "busy";
+      }
+      if (status.wakeAtMs !== undefined) w.timerAtMs = Math.min(w.timerAtMs ?? Infinity, status.wakeAtMs);
+      if (status.state === "waiting-event") w.waitingEvent = true;
+      else w.waitingPerson = true;
+      if (!task.async) w.barrier = true;
       return "busy";
   }
   if (task.dependsOn.some((id) => !dependencyMet(id, w))) return "busy";
@@ -232,15 +247,26 @@ export function decide(
   finishedIds?: ReadonlySet<string>,
 ): Action[] {
   const tasks = memo ? memo.tasksOf(plan) : indexTasks(plan);
-  const w: Walk = { states, tasks, nowMs, actions: [], running: 0, waiting: false, memo, finishedIds };
+  const w: Walk = { states, tasks, nowMs, actions: [], running: 0, waitingPerson: false, waitingEvent: false, barrier: false, memo, finishedIds };
   const global: Cap = { max: maxConcurrency, used: Number.isFinite(maxConcurrency) ? countRunning(plan.root, w) : 0 };
   const r = visit(plan.root, [global], w);
   if (r === "failed") return [{ type: "fail-run", failure: w.failure! }];
   if (r === "done") return [{ type: "finish-run" }];
+  // A node that waits without `async` holds up the whole run: nothing new starts until it is answered.
+  // (A backoff in progress does not matter then either.)
+  if (w.barrier) w.actions = w.actions.filter((a) => a.type !== "start" && a.type !== "retry");
   if (w.actions.length > 0) return w.actions;
-  if (w.running === 0 && w.wakeAtMs === undefined) {
-    if (w.timerAtMs !== undefined) return [{ type: "suspend", status: "waiting-timer", untilMs: w.timerAtMs }];
-    return [w.waiting ? { type: "suspend", status: "waiting-approval" } : { type: "fail-run", failure: { kind: "stuck" } }];
+  if (w.running === 0 && (w.wakeAtMs === undefined || w.barrier)) {
+    // What the run waits on, the most specific first: a person, then a signal, then a time.
+    const status: WaitingStatus | undefined = w.waitingPerson
+      ? "waiting-approval"
+      : w.waitingEvent
+        ? "waiting-event"
+        : w.timerAtMs !== undefined
+          ? "waiting-timer"
+          : undefined;
+    if (status) return [w.timerAtMs === undefined ? { type: "suspend", status } : { type: "suspend", status, untilMs: w.timerAtMs }];
+    return [{ type: "fail-run", failure: { kind: "stuck" } }];
   }
   const untilMs = Math.min(w.wakeAtMs ?? Infinity, w.timerAtMs ?? Infinity);
   return [untilMs === Infinity ? { type: "wait" } : { type: "wait", untilMs }];

@@ -1,7 +1,18 @@
 import { z } from "zod";
+import { WAITING_STATUSES } from "../db/index.ts";
 
 /** States of a node in `_smithers_nodes`. */
-export const NodeStateSchema = z.enum(["pending", "running", "finished", "failed", "skipped", "cancelled", "waiting-approval", "waiting-timer"]);
+export const NodeStateSchema = z.enum([
+  "pending",
+  "running",
+  "finished",
+  "failed",
+  "skipped",
+  "cancelled",
+  "waiting-approval",
+  "waiting-event",
+  "waiting-timer",
+]);
 export type NodeState = z.infer<typeof NodeStateSchema>;
 
 /** States of an attempt in `_smithers_attempts`; `abandoned` = left running by a process that died. */
@@ -10,3 +21,9 @@ export type AttemptState = z.infer<typeof AttemptStateSchema>;
 
 export const RunStatusSchema = z.enum(["running", "finished", "failed", "cancelled", "waiting-approval", "waiting-event", "waiting-timer"]);
 export type RunStatus = z.infer<typeof RunStatusSchema>;
+
+/** The statuses of a run (and states of a node) that wait for the world: a person, a signal, a time. */
+export { WAITING_STATUSES };
+export type WaitingStatus = (typeof WAITING_STATUSES)[number];
+
+export const isWaiting = (status: string): status is WaitingStatus => (WAITING_STATUSES as readonly string[]).includes(status);

@@ -37,6 +37,31 @@ export type ApprovalSpec = {
   onDeny: "fail" | "continue" | "skip";
 };
 
+/** A `<WaitForEvent>` or `<Signal>`: the node waits for a signal of that name, then stores its payload. */
+export type EventWaitSpec = {
+  /** The signal name it takes. */
+  event: string;
+  /** When set, only signals sent with this correlation id match; when not, any signal of the name does. */
+  correlationId: string | undefined;
+  /** What the payload must satisfy (the output schema unless `outputSchema` narrows it). */
+  payloadSchema: z.ZodType | undefined;
+  /** How long it waits from when it starts; no deadline when undefined. */
+  timeoutMs: number | undefined;
+  /** What a timeout does: fail the node (default), skip it, or (with `tagged`) store `{ kind: "timeout" }`. */
+  onTimeout: "fail" | "skip" | "continue";
+  /** The row is `{ kind: "signal", payload }` or `{ kind: "timeout" }` instead of the payload itself. */
+  tagged: boolean;
+};
+
+/** A `<HumanTask>`: a person answers with JSON matching the output schema. */
+export type HumanTaskSpec = {
+  prompt: string;
+  /** Answers that fail the schema are asked again, at most this many asks in all (default 10). */
+  maxAttempts: number;
+  /** How long each ask stays open; no deadline when undefined. */
+  timeoutMs: number | undefined;
+};
+
 export type RetryPolicy = { initialDelayMs?: number; maxDelayMs?: number; factor?: number };
 
 export type PlanTask = {
@@ -48,11 +73,20 @@ export type PlanTask = {
   loopId: string | undefined;
   output: OutputTarget;
   outputSchema: z.ZodObject | undefined;
-  mode: "static" | "compute" | "agent" | "approval" | "subflow" | "timer";
+  mode: "static" | "compute" | "agent" | "approval" | "subflow" | "timer" | "event" | "human";
   /** mode "timer": when it fires, relative to its start or absolute. It writes no output row. */
   timer?: TimerSpec;
   /** mode "approval": what the approver is shown, and what a denial does. */
   approval?: ApprovalSpec;
+  /** mode "event": the signal it waits for. */
+  event?: EventWaitSpec;
+  /** mode "human": what the person is asked. */
+  human?: HumanTaskSpec;
+  /**
+   * For a node that waits for the world (approval, human task, signal): only what depends on it
+   * waits. Without it, no new task starts anywhere in the run while it waits.
+   */
+  async: boolean;
   staticValue?: unknown;
   compute?: (ctx: TaskRunContext) => unknown;
   prompt?: string;

@@ -3,10 +3,10 @@
  * plan, so re-rendering after a crash places the run exactly where it was.
  */
 import { SmithersError } from "../errors/index.ts";
-import { APPROVAL_GATE, HOST, TIMER_SPEC } from "./components.ts";
+import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./components.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
-import type { ApprovalSpec, TimerSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
+import type { ApprovalSpec, EventWaitSpec, HumanTaskSpec, TimerSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
 
 export const DEFAULT_MAX_ITERATIONS = 5;
 
@@ -56,6 +56,7 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
     dependsOn: (props.dependsOn as string[] | undefined) ?? [],
     label: props.label as string | undefined,
     meta: props.meta as Record<string, unknown> | undefined,
+    async: Boolean(props.async),
   };
 }
 
@@ -73,6 +74,11 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
   const children = props.children;
   const base = taskBase(id, props, scope);
   if (props[APPROVAL_GATE] !== undefined) return { ...base, mode: "approval", approval: props[APPROVAL_GATE] as ApprovalSpec };
+  if (props[EVENT_WAIT] !== undefined) return { ...base, mode: "event", event: props[EVENT_WAIT] as EventWaitSpec };
+  if (props[HUMAN_TASK] !== undefined) return { ...base, mode: "human", human: props[HUMAN_TASK] as HumanTaskSpec };
+  if (props.async !== undefined) {
+    throw invalid(`<Task id="${id}"> async only applies to nodes that wait (an Approval, HumanTask, Signal or WaitForEvent)`, { nodeId: id });
+  }
   if (typeof children === "function") return { ...base, mode: "compute", compute: children as PlanTask["compute"] };
   const textParts = Array.isArray(children) ? children : [children];
   if (textParts.length > 0 && textParts.every((c) => typeof c === "string" || typeof c === "number")) {

@@ -37,6 +37,10 @@ forEachBackend((db) => {
         payloadJson: '{"ok":true}',
         receivedAtMs: 1,
         receivedBy: null,
+        consumedByNodeId: null,
+        consumedByIteration: null,
+        consumedAtMs: null,
+        rejectedJson: null,
       });
     });
 

@@ -198,7 +198,9 @@ describe("<Approval>", () => {
         </Parallel>
       </Workflow>
     ));
-    expect((await runWorkflow(wf, { input: {}, runId: "both" })).status).toBe("waiting-timer");
+    // A person is the more specific wait; the timer's time is still stored for the daemon.
+    expect((await runWorkflow(wf, { input: {}, runId: "both" })).status).toBe("waiting-approval");
+    expect(sql(dbPath, "SELECT wake_at_ms > 0 AS timed FROM _smithers_runs WHERE run_id = 'both'")).toEqual([{ timed: 1 }]);
     await approve(smithersDb, { runId: "both" });
     // A child run (parent_run_id set) with a decided gate is not the daemon's to wake.
     smithersDb.sqlite.exec(

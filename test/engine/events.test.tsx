@@ -1,7 +1,7 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { approvalDecisionSchema, approve, createSmithers, runWorkflow } from "../../src/index.ts";
+import { answerHuman, approvalDecisionSchema, approve, createSmithers, runWorkflow, sendSignal } from "../../src/index.ts";
 import { SmithersEventSchema, SmithersEventTypeSchema } from "../../src/engine/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
 
@@ -86,6 +86,21 @@ describe("SmithersEventSchema", () => {
     expect((await runWorkflow(gated, { runId: "waiting" })).status).toBe("waiting-approval");
     await approve(gate.smithersDb, { runId: "waiting" });
     expect((await runWorkflow(gated, { runId: "waiting", resume: true })).status).toBe("finished");
+
+    // Signals (waiting, refused, taken, timed out) and a human task (asked, answered).
+    const w = createSmithers({ fb: z.object({ rating: z.number() }), hr: z.object({ ok: z.boolean() }) }, { dbPath });
+    const waits = w.smithers(() => (
+      <w.Workflow name="waits">
+        <w.WaitForEvent id="late" event="never" output={w.outputs.fb} timeoutMs={1} onTimeout="skip" />
+        <w.HumanTask id="ask" output={w.outputs.hr} prompt="ok?" />
+        <w.Signal id="fb" schema={w.outputs.fb} />
+      </w.Workflow>
+    ));
+    expect((await runWorkflow(waits, { runId: "waits" })).status).toBe("waiting-approval");
+    await sendSignal(w.smithersDb, { runId: "waits", name: "fb", data: { rating: "bad" } }); // stored: nothing waits for it yet
+    await sendSignal(w.smithersDb, { runId: "waits", name: "fb", data: { rating: 5 } });
+    await answerHuman(w.smithersDb, { requestId: "waits:ask:0:1", data: { ok: true } });
+    expect((await runWorkflow(waits, { runId: "waits", resume: true })).status).toBe("finished");
 
     const easy = smithers(() => (
       <Workflow name="easy">

@@ -41,7 +41,8 @@ function summary(actions: Action[]): string[] {
       case "suspend":
         return `suspend ${a.status}`;
       case "fire-timer":
-        return `fire-timer ${nodeKey(a.task.nodeId, a.task.iteration)}`;
+      case "expire-wait":
+        return `${a.type} ${nodeKey(a.task.nodeId, a.task.iteration)}`;
       case "wait":
         return a.untilMs === undefined ? "wait" : `wait ${a.untilMs}`;
       case "finish-run":

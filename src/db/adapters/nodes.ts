@@ -9,10 +9,11 @@ export type NodeUpsert = InferInsertModel<typeof smithersNodes>;
 
 const N = sqlNames(smithersNodes);
 
-const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label", "wakeAtMs"])}
+const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label", "wakeAtMs", "waitJson"])}
   ON CONFLICT (${N.runId}, ${N.nodeId}, ${N.iteration}) DO UPDATE SET ${N.state} = excluded.${N.state},
     ${N.lastAttempt} = coalesce(excluded.${N.lastAttempt}, ${N.lastAttempt}), ${N.updatedAtMs} = excluded.${N.updatedAtMs},
-    ${N.outputTable} = excluded.${N.outputTable}, ${N.label} = excluded.${N.label}, ${N.wakeAtMs} = excluded.${N.wakeAtMs}`;
+    ${N.outputTable} = excluded.${N.outputTable}, ${N.label} = excluded.${N.label}, ${N.wakeAtMs} = excluded.${N.wakeAtMs},
+    ${N.waitJson} = excluded.${N.waitJson}`;
 
 /**
  * Insert or update one node row (a missing lastAttempt keeps the stored one). Takes the
@@ -29,6 +30,7 @@ export function upsertNode(d: Drizzle, row: NodeUpsert): void {
     row.outputTable,
     row.label ?? null,
     row.wakeAtMs ?? null,
+    row.waitJson ?? null,
   );
 }
 
@@ -45,4 +47,13 @@ export function resetNodes(d: Drizzle, runId: string, from: string[], to: string
       .where(and(eq(smithersNodes.runId, runId), inArray(smithersNodes.state, from)))
       .run(),
   );
+}
+
+/** A run's nodes in one state (inside the caller's transaction), by the primary key's run prefix. */
+export function readNodesInState(d: Drizzle, runId: string, state: string): NodeRow[] {
+  return d
+    .select()
+    .from(smithersNodes)
+    .where(and(eq(smithersNodes.runId, runId), eq(smithersNodes.state, state)))
+    .all();
 }

@@ -17,7 +17,7 @@ import {
   type InferSelectModel,
   type SQL,
 } from "drizzle-orm";
-import { STALE_RUN_THRESHOLD_MS } from "../constants.ts";
+import { STALE_RUN_THRESHOLD_MS, WAITING_STATUSES } from "../constants.ts";
 import { smithersApprovals, smithersNodes, smithersRuns } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
 import { SmithersError } from "../../errors/index.ts";
@@ -204,7 +204,7 @@ export function listWakeableRuns(db: SmithersDb, limit = 500, withWorkflowPathOn
         // Child runs are their parent's to resume.
         .where(
           and(
-            inArray(smithersRuns.status, ["waiting-approval", "waiting-timer"]),
+            inArray(smithersRuns.status, [...WAITING_STATUSES]),
             isNull(smithersRuns.parentRunId),
             withWorkflowPathOnly ? isNotNull(smithersRuns.workflowPath) : undefined,
             exists(decidedGate),
@@ -245,7 +245,10 @@ export function releaseWaitingClaim(db: SmithersDb, release: { runId: string; cl
   );
 }
 
-/** Runs waiting for a timer that is due: found by the (status, wake_at_ms) index. */
+/**
+ * Waiting runs that are due: a timer fired or a wait timed out, or a signal or answer they wait
+ * for arrived (markRunDue). Found by the (status, wake_at_ms) index, one range per waiting status.
+ */
 export function listDueTimerRuns(db: SmithersDb, nowMs: number, limit = 500, withWorkflowPathOnly = false): Promise<RunRow[]> {
   return db.read("listDueTimerRuns", (d) =>
     d
@@ -253,7 +256,7 @@ export function listDueTimerRuns(db: SmithersDb, nowMs: number, limit = 500, wit
       .from(smithersRuns)
       .where(
         and(
-          eq(smithersRuns.status, "waiting-timer"),
+          inArray(smithersRuns.status, [...WAITING_STATUSES]),
           lte(smithersRuns.wakeAtMs, nowMs),
           isNull(smithersRuns.parentRunId),
           withWorkflowPathOnly ? isNotNull(smithersRuns.workflowPath) : undefined,
@@ -263,4 +266,16 @@ export function listDueTimerRuns(db: SmithersDb, nowMs: number, limit = 500, wit
       .limit(limit)
       .all(),
   );
+}
+
+/**
+ * Inside the transaction that stored what a waiting run waits for (a signal, an answer): makes the
+ * run due now, so the daemon's next pass wakes it. A run not waiting is left alone (a running one
+ * reads it on its next step).
+ */
+export function markRunDue(d: Drizzle, runId: string, nowMs: number): void {
+  d.update(smithersRuns)
+    .set({ wakeAtMs: sql`min(coalesce(${smithersRuns.wakeAtMs}, ${nowMs}), ${nowMs})` })
+    .where(and(eq(smithersRuns.runId, runId), inArray(smithersRuns.status, [...WAITING_STATUSES])))
+    .run();
 }

@@ -3,7 +3,7 @@
  * BEGIN IMMEDIATE, and a signal identical in all six fields is stored once (replays and client
  * retries return the seq it already has).
  */
-import { and, asc, eq, gte, isNull, sql, type InferSelectModel, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, gte, isNull, sql, type InferSelectModel, type SQL } from "drizzle-orm";
 import { SIGNAL_QUERY_LIMIT } from "../constants.ts";
 import { smithersSignals } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
@@ -32,7 +32,8 @@ export type SignalQuery = {
   limit?: number;
 };
 
-function insertInTransaction(d: Drizzle, signal: NewSignal): number {
+/** insertSignal inside the caller's transaction (sendSignal checks and stores in one). */
+export function insertSignalIn(d: Drizzle, signal: NewSignal): number {
   const row = { ...signal, correlationId: signal.correlationId ?? null, receivedBy: signal.receivedBy ?? null };
   const existing = d
     .select({ seq: smithersSignals.seq })
@@ -67,7 +68,7 @@ function insertInTransaction(d: Drizzle, signal: NewSignal): number {
  * const seq = await insertSignal(db, { runId, signalName: "approved", payloadJson: "{}", receivedAtMs: Date.now() });
  */
 export function insertSignal(db: SmithersDb, signal: NewSignal): Promise<number> {
-  return immediate(db, "insertSignal", (d) => insertInTransaction(d, signal));
+  return immediate(db, "insertSignal", (d) => insertSignalIn(d, signal));
 }
 
 /** A run's signals in seq (arrival) order. */
@@ -86,4 +87,31 @@ export function querySignals(db: SmithersDb, query: SignalQuery): Promise<Signal
       .limit(query.limit ?? SIGNAL_QUERY_LIMIT)
       .all(),
   );
+}
+
+/** A run's signals no node took or refused yet, in seq order, after `afterSeq` (what waiting nodes are offered). */
+export function readOpenSignals(d: Drizzle, runId: string, afterSeq = -1): SignalRow[] {
+  return d
+    .select()
+    .from(smithersSignals)
+    .where(and(eq(smithersSignals.runId, runId), gt(smithersSignals.seq, afterSeq), isNull(smithersSignals.consumedAtMs), isNull(smithersSignals.rejectedJson)))
+    .orderBy(asc(smithersSignals.seq))
+    .limit(SIGNAL_QUERY_LIMIT)
+    .all();
+}
+
+/** Records that a node took the signal (inside the step that stores the node's row). */
+export function consumeSignal(d: Drizzle, key: { runId: string; seq: number; nodeId: string; iteration: number; atMs: number }): void {
+  d.update(smithersSignals)
+    .set({ consumedByNodeId: key.nodeId, consumedByIteration: key.iteration, consumedAtMs: key.atMs })
+    .where(and(eq(smithersSignals.runId, key.runId), eq(smithersSignals.seq, key.seq)))
+    .run();
+}
+
+/** Records that the node it was offered to refused the signal's payload; it is not offered again. */
+export function rejectSignal(d: Drizzle, key: { runId: string; seq: number; errorJson: string }): void {
+  d.update(smithersSignals)
+    .set({ rejectedJson: key.errorJson })
+    .where(and(eq(smithersSignals.runId, key.runId), eq(smithersSignals.seq, key.seq)))
+    .run();
 }

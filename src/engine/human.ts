@@ -1,0 +1,104 @@
+/**
+ * `<HumanTask>` requests from outside the run: the inbox (`smithers human list`), answering
+ * (`smithers human answer`, checked against the stored schema before anything is written) and
+ * cancelling. An answer makes the waiting run due, so the daemon resumes it.
+ */
+import { humanRequests, runs, type SmithersDb } from "../db/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import { checkAgainstJsonSchema } from "../schema/index.ts";
+
+/** The request id of ask number `ask` (1, 2, … when answers failed the schema) of a human task. */
+export const humanRequestId = (runId: string, nodeId: string, iteration: number, ask: number) => `${runId}:${nodeId}:${iteration}:${ask}`;
+
+export type InboxItem = {
+  requestId: string;
+  runId: string;
+  workflowName: string | null;
+  runStatus: string | null;
+  nodeId: string;
+  iteration: number;
+  prompt: string;
+  requestedAtMs: number;
+  ageMs: number;
+  timeoutAtMs: number | null;
+  /** Its timeout passed; the run fails the node when it next runs, and an answer is refused. */
+  expired: boolean;
+  /** The JSON Schema the answer must satisfy. */
+  schema: unknown;
+};
+
+/**
+ * Every request still open, oldest first, with its run's workflow and status; one whose timeout
+ * passed is listed `expired` (and can no longer be answered).
+ * @example
+ * for (const item of await humanInbox(db)) console.log(item.requestId, item.prompt);
+ */
+export async function humanInbox(db: SmithersDb, now: () => number = Date.now): Promise<InboxItem[]> {
+  const nowMs = now();
+  const rows = await db.read("humanInbox", (d) => humanRequests.readPendingWithRuns(d));
+  return rows.map((r) => ({
+    requestId: r.requestId,
+    runId: r.runId,
+    workflowName: r.workflowName,
+    runStatus: r.runStatus,
+    nodeId: r.nodeId,
+    iteration: r.iteration,
+    prompt: r.prompt,
+    requestedAtMs: r.requestedAtMs,
+    ageMs: Math.max(0, nowMs - r.requestedAtMs),
+    timeoutAtMs: r.timeoutAtMs,
+    expired: r.timeoutAtMs !== null && r.timeoutAtMs <= nowMs,
+    schema: r.schemaJson ? (JSON.parse(r.schemaJson) as unknown) : null,
+  }));
+}
+
+export type AnswerOptions = { requestId: string; data: unknown; by?: string; now?: () => number };
+
+/** The request `requestId` if it can still be answered or cancelled; the error that says why not otherwise. */
+function openRequest(row: humanRequests.HumanRequestRow | undefined, requestId: string, nowMs: number): humanRequests.HumanRequestRow {
+  if (!row) throw new SmithersError("HUMAN_REQUEST_NOT_FOUND", `No human request "${requestId}"`, { requestId });
+  if (row.status !== "pending") {
+    throw new SmithersError("HUMAN_REQUEST_CLOSED", `Human request "${requestId}" was already ${row.status}`, { requestId, status: row.status });
+  }
+  if (row.timeoutAtMs !== null && row.timeoutAtMs <= nowMs) {
+    throw new SmithersError("HUMAN_REQUEST_CLOSED", `Human request "${requestId}" expired at ${new Date(row.timeoutAtMs).toISOString()}`, {
+      requestId,
+      status: "expired",
+    });
+  }
+  return row;
+}
+
+/**
+ * Answers a pending request once. HUMAN_REQUEST_NOT_FOUND, HUMAN_REQUEST_CLOSED (answered,
+ * cancelled or expired), or HUMAN_ANSWER_INVALID with each field's problem; nothing is written then.
+ * @example
+ * await answerHuman(db, { requestId, data: { approved: true, comments: "ship it" }, by: "ada" });
+ */
+export function answerHuman(db: SmithersDb, o: AnswerOptions): Promise<{ requestId: string; runId: string }> {
+  const nowMs = (o.now ?? Date.now)();
+  return db.withTransaction("answerHuman", (d) => {
+    const row = openRequest(humanRequests.readHumanRequest(d, o.requestId), o.requestId, nowMs);
+    const problems = row.schemaJson ? checkAgainstJsonSchema(JSON.parse(row.schemaJson), o.data) : undefined;
+    if (problems) {
+      throw new SmithersError("HUMAN_ANSWER_INVALID", `The answer does not match what "${row.nodeId}" asks for:\n${problems}`, {
+        requestId: o.requestId,
+        issues: problems,
+      });
+    }
+    humanRequests.answerHumanRequestIn(d, { requestId: o.requestId, response: o.data, answeredAtMs: nowMs, answeredBy: o.by ?? null });
+    runs.markRunDue(d, row.runId, nowMs);
+    return { requestId: o.requestId, runId: row.runId };
+  });
+}
+
+/** Cancels a pending request: its node fails with HUMAN_TASK_CANCELLED when the run continues. */
+export function cancelHuman(db: SmithersDb, o: { requestId: string; now?: () => number }): Promise<{ requestId: string; runId: string }> {
+  const nowMs = (o.now ?? Date.now)();
+  return db.withTransaction("cancelHuman", (d) => {
+    const row = openRequest(humanRequests.readHumanRequest(d, o.requestId), o.requestId, nowMs);
+    humanRequests.cancelHumanRequestIn(d, o.requestId);
+    runs.markRunDue(d, row.runId, nowMs);
+    return { requestId: o.requestId, runId: row.runId };
+  });
+}

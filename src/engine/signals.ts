@@ -1,0 +1,86 @@
+/**
+ * Sending a signal to a run from outside it (`smithers signal`, sendSignal()). The signal is
+ * stored with the next seq of the run; a node waiting for it takes it on the run's next step, or
+ * when it mounts if it is not waiting yet. A run that already waits is made due, so the daemon
+ * wakes it.
+ */
+import { nodes as nodeRows, runs, signals, type SmithersDb } from "../db/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import { checkAgainstJsonSchema } from "../schema/index.ts";
+
+export type SendSignalOptions = {
+  runId: string;
+  /** The signal name: a `<WaitForEvent event>`, or a `<Signal>`'s id. */
+  name: string;
+  /** The payload, checked against the schema of a node waiting for it now. */
+  data?: unknown;
+  /** Only nodes waiting with this correlation id (or with none) take it. */
+  correlationId?: string;
+  /** Who sent it (stored as received_by). */
+  by?: string;
+  now?: () => number;
+};
+
+export type SentSignal = {
+  runId: string;
+  name: string;
+  seq: number;
+  /** Nodes waiting now that it matches (their schemas accepted it); empty when none waits yet. */
+  waitingNodes: { nodeId: string; iteration: number }[];
+};
+
+type WaitJson = { event: string; correlationId: string | null; schema: unknown };
+
+function waitOf(text: string | null): WaitJson | undefined {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as WaitJson;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Stores a signal for a run. RUN_NOT_FOUND for an unknown run, RUN_ENDED for one that finished,
+ * failed or was cancelled, SIGNAL_INVALID (field by field) when the payload fails the schema of
+ * a node waiting for it; in each case nothing is stored.
+ * @example
+ * await sendSignal(db, { runId, name: "deploy.completed", data: { version: "1.2.3" }, correlationId: "d-42" });
+ */
+export function sendSignal(db: SmithersDb, o: SendSignalOptions): Promise<SentSignal> {
+  if (typeof o.name !== "string" || o.name === "") throw new SmithersError("USAGE", "A signal needs a name");
+  const data = o.data === undefined ? null : o.data;
+  const payloadJson = JSON.stringify(data);
+  const nowMs = (o.now ?? Date.now)();
+  return db.withTransaction("sendSignal", (d) => {
+    const run = runs.readRun(d, o.runId);
+    if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${o.runId}" in ${db.path}`, { runId: o.runId });
+    if (run.status === "finished" || run.status === "failed" || run.status === "cancelled") {
+      throw new SmithersError("RUN_ENDED", `Run "${o.runId}" is ${run.status}; a signal can no longer reach it`, { runId: o.runId, status: run.status });
+    }
+    const waitingNodes: SentSignal["waitingNodes"] = [];
+    for (const node of nodeRows.readNodesInState(d, o.runId, "waiting-event")) {
+      const wait = waitOf(node.waitJson);
+      if (!wait || wait.event !== o.name || (wait.correlationId !== null && wait.correlationId !== (o.correlationId ?? null))) continue;
+      const problems = wait.schema ? checkAgainstJsonSchema(wait.schema, data) : undefined;
+      if (problems) {
+        throw new SmithersError("SIGNAL_INVALID", `The payload of signal "${o.name}" does not match what "${node.nodeId}" waits for:\n${problems}`, {
+          runId: o.runId,
+          nodeId: node.nodeId,
+          issues: problems,
+        });
+      }
+      waitingNodes.push({ nodeId: node.nodeId, iteration: node.iteration });
+    }
+    const seq = signals.insertSignalIn(d, {
+      runId: o.runId,
+      signalName: o.name,
+      correlationId: o.correlationId ?? null,
+      payloadJson,
+      receivedAtMs: nowMs,
+      receivedBy: o.by ?? null,
+    });
+    if (waitingNodes.length > 0) runs.markRunDue(d, o.runId, nowMs);
+    return { runId: o.runId, name: o.name, seq, waitingNodes };
+  });
+}
