@@ -13,6 +13,8 @@ import { superviseCommand } from "./supervise.ts";
 import { framesCommand } from "./frames.ts";
 import { decideCommand } from "./approve.ts";
 import { cronCommand } from "./cron.ts";
+import { signalCommand } from "./signal.ts";
+import { humanCommand } from "./human.ts";
 
 export { EXIT };
 
@@ -21,12 +23,17 @@ const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID
        smithers frames <run-id> [--frame N] [--db PATH]
        smithers approve <run-id> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes] [--db PATH]
        smithers deny <run-id> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes] [--db PATH]
+       smithers signal <run-id> <name> [--data JSON] [--correlation-id ID] [--by NAME] [--db PATH]
+       smithers human list [--json] [--db PATH]
+       smithers human answer <request-id> --data JSON [--by NAME] [--db PATH]
+       smithers human cancel <request-id> [--db PATH]
        smithers cron add <workflow.tsx> --schedule "<expr>" [--input JSON] [--tz ZONE] [--id ID] [--db PATH]
        smithers cron list [--json] [--db PATH]
        smithers cron rm <id> [--db PATH]
 
 up          runs a workflow to completion, printing a line as each task starts and finishes;
-            exit 3 when it stops to wait for an approval (resume it with --resume once decided).
+            exit 3 when it stops to wait for an approval, a human answer, a signal or a timer
+            (smithers supervise --watch resumes it once answered or due; or run it again with --resume).
   --input JSON          run input (validated against the workflow's input schema)
   --run-id ID           id for a new run, or the run to continue with --resume
   --resume              continue run --run-id: finished tasks are kept, failed ones run again
@@ -36,13 +43,18 @@ up          runs a workflow to completion, printing a line as each task starts a
                         attempt is recorded abandoned (default 10000); Ctrl-C twice abandons at once
   --durability MODE     process (default): commits survive a crash or kill -9; power: also a
                         power cut, each commit waits for an fsync (side-effect intents always do)
-supervise   resumes runs whose owner stopped heartbeating and starts due cron slots (one pass, or --watch to keep looking)
+supervise   resumes runs whose owner stopped heartbeating, wakes waiting runs that were answered or are due,
+            and starts due cron slots (one pass, or --watch to keep looking)
   --stale-after-ms N    heartbeat age that makes a running run stale (default 30000)
-  --interval-ms N       pause between passes with --watch (default 5000)
+  --interval-ms N       pause between passes with --watch (default 1000)
   --durability MODE     as for up, for the runs it resumes
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
 approve     decides a run's waiting <Approval> (deny: the same, denied); shows the request and asks
             on a terminal (--yes to skip); --node may be left out when one approval waits
+signal      sends a signal to a run (checked against the schema of a node waiting for it); a node
+            that waits for it later takes it then
+human       list: the open <HumanTask> requests (inbox); answer: checked against the task's schema;
+            cancel: the task fails with HUMAN_TASK_CANCELLED
 cron        schedules a workflow file on a cron pattern (5 or 6 fields, read in --tz, default UTC);
             supervise starts its due slots, each once; after downtime only the latest missed slot runs
 Every --db defaults to the SMITHERS_DB_PATH environment variable when it is set.`;
@@ -66,6 +78,11 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "APPROVAL_NOT_FOUND",
   "APPROVAL_DECIDED",
   "APPROVAL_AMBIGUOUS",
+  "SIGNAL_INVALID",
+  "RUN_ENDED",
+  "HUMAN_REQUEST_NOT_FOUND",
+  "HUMAN_REQUEST_CLOSED",
+  "HUMAN_ANSWER_INVALID",
   "INVALID_INPUT",
   "INPUT_MISMATCH",
   "RUN_NOT_FOUND",
@@ -133,7 +150,13 @@ async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<
   }
   if (result.status === "cancelled") return EXIT.cancelled;
   if (result.status === "waiting-approval") {
-    io.out(`the run waits for an approval: smithers approve ${result.runId} (or deny), then run this command again with --resume`);
+    io.out(
+      `the run waits for a person: smithers approve ${result.runId} (or deny) for an approval, smithers human list / answer for a human task; then run this command again with --resume (or let smithers supervise --watch resume it)`,
+    );
+    return EXIT.waiting;
+  }
+  if (result.status === "waiting-event") {
+    io.out(`the run waits for a signal: smithers signal ${result.runId} <name> --data JSON; smithers supervise --watch then resumes it`);
     return EXIT.waiting;
   }
   if (result.status === "waiting-timer") {
@@ -151,6 +174,8 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
   approve: (args, io) => decideCommand("approve", args, io),
   deny: (args, io) => decideCommand("deny", args, io),
   cron: (args, io) => cronCommand(args, io),
+  signal: (args, io) => signalCommand(args, io),
+  human: (args, io) => humanCommand(args, io),
 };
 
 /** Runs the CLI with `argv` (without the runtime and script) and returns the exit code. */

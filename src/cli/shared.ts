@@ -47,12 +47,15 @@ export function durabilityFlag(text: string | undefined): Durability | undefined
   return text as Durability;
 }
 
-/** `--input`'s JSON; INVALID_INPUT (exit 2) when it does not parse. */
-export function parseInput(text: string | undefined): unknown {
+/** A JSON-valued flag (`--input`, `--data`); INVALID_INPUT (exit 2) when it does not parse. */
+export function parseJsonFlag(text: string | undefined, flag: string): unknown {
   if (text === undefined) return undefined;
   try {
     return JSON.parse(text);
   } catch (cause) {
-    throw new SmithersError("INVALID_INPUT", `--input is not valid JSON: ${(cause as Error).message}`, { cause });
+    throw new SmithersError("INVALID_INPUT", `${flag} is not valid JSON: ${(cause as Error).message}`, { cause });
   }
 }
+
+/** `--input`'s JSON; INVALID_INPUT (exit 2) when it does not parse. */
+export const parseInput = (text: string | undefined): unknown => parseJsonFlag(text, "--input");
