@@ -6,6 +6,7 @@ import { SmithersError } from "../errors/index.ts";
 import { stripBookkeeping as strip, type OutputRegistry, type OutputRow, type OutputSnapshot, type OutputTarget } from "../db/index.ts";
 import { BoundedCache, estimateBytes, type CacheLimits, type CacheStats } from "./bounded-cache.ts";
 import { ROW_CACHE_BYTES, ROW_CACHE_SIZE } from "./constants.ts";
+import type { NodeState } from "./states.ts";
 
 export type OutputLookup = { nodeId: string; iteration?: number };
 
@@ -23,6 +24,12 @@ export type SmithersCtx<Input = unknown> = {
   latest<T = Record<string, unknown>>(target: OutputTarget, nodeId: string): T | undefined;
   /** How many iterations of `nodeId` wrote a row. */
   iterationCount(target: OutputTarget, nodeId: string): number;
+  /**
+   * The state of a node (at `iteration`, default as for `output`): `pending`, `running`,
+   * `finished`, `waiting-approval`, `waiting-event`, `waiting-timer` …; undefined before it started.
+   * @example ctx.nodeState("ship-it") === "waiting-approval" ? <Task id="notify" …/> : null
+   */
+  nodeState(nodeId: string, iteration?: number): NodeState | undefined;
 };
 
 export type CtxSources = {
@@ -39,6 +46,8 @@ export type CtxSources = {
   onRead?: (tableKey: string, nodeId: string) => void;
   /** What ctx can read (kept by the engine as rows arrive); without it, an index of `snapshot`. */
   index?: OutputIndex;
+  /** Node states by (node id, iteration); the engine is told a render read one, since states change every step. */
+  nodeState?: (nodeId: string, iteration: number) => NodeState | undefined;
 };
 
 /** Reads one stored row when it is not held in memory (the engine: SQLite, synchronously). */
@@ -249,6 +258,9 @@ export function buildCtx<Input>(src: CtxSources): SmithersCtx<Input> {
     },
     iterationCount(target: OutputTarget, nodeId: string): number {
       return index.count(tableFor(target, nodeId), nodeId);
+    },
+    nodeState(nodeId: string, iteration?: number): NodeState | undefined {
+      return src.nodeState?.(nodeId, iteration ?? src.iterationOf(nodeId));
     },
   };
 }

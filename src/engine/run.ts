@@ -119,6 +119,8 @@ export class Run {
   private reads = new Set<string>();
   /** Something the last render could have seen changed (a row it read, a loop): render again. */
   private renderStale = true;
+  /** The last render read a node state (ctx.nodeState): states change every step, so each step renders again. */
+  private readsStates = false;
   /** Ended attempts of custom tables whose stored row must be read back. */
   private readonly customRows: Ended[] = [];
   /** What ctx can read: which output rows exist, and the recent ones (others are read from SQLite). */
@@ -214,6 +216,7 @@ export class Run {
     for (let pass = 0; ; pass++) {
       const tablesBefore = this.wf.registry.all().length;
       const reads = new Set<string>();
+      let readsStates = false;
       const ctx = buildCtx({
         runId: this.s.runId,
         input: this.s.input,
@@ -223,6 +226,10 @@ export class Run {
         iterationOf: this.iterationOf,
         onRead: (tableKey, nodeId) => reads.add(`${tableKey}\0${nodeId}`),
         index: this.index,
+        nodeState: (nodeId, iteration) => {
+          readsStates = true;
+          return this.s.states.get(nodeKey(nodeId, iteration))?.state;
+        },
       });
       let plan: Plan;
       try {
@@ -233,6 +240,7 @@ export class Run {
           : new SmithersError("INVALID_WORKFLOW", `Rendering the workflow failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
       }
       this.reads = reads;
+      this.readsStates = readsStates;
       const membership = new Map(plan.tasks.filter((t) => t.loopId).map((t) => [t.nodeId, t.loopId!]));
       for (const task of plan.tasks) if (task.mode !== "timer") this.resolve(task);
       const newTables = this.wf.registry.all().slice(tablesBefore);
@@ -397,8 +405,12 @@ export class Run {
     let next: "again" | "done" | { untilMs: number | undefined } = "again";
     try {
       const nowMs = this.now();
+      if (this.readsStates) this.renderStale = true;
       // Answers first, then the render that may depend on them (a <Signal>'s children, a ctx read).
-      if (this.waiting.size > 0) await this.resolveWaits(await this.renderPlan(), nowMs, writes);
+      if (this.waiting.size > 0) {
+        await this.resolveWaits(await this.renderPlan(), nowMs, writes);
+        if (this.readsStates) this.renderStale = true;
+      }
       const plan = await this.renderPlan();
       const actions = decide(plan, this.s.states, nowMs, this.settings.maxConcurrency ?? Infinity, this.memo, this.finishedIds);
       const finishedIterations: [loopId: string, iteration: number][] = [];

@@ -25,6 +25,20 @@ describe("examples", () => {
     expect(sql(dbPath, "SELECT url, approved_by FROM deploy")).toEqual([{ url: "https://prod.example.com", approved_by: "ada" }]);
   });
 
+  test("signal-deploy.tsx waits for its signal, then for a person, each woken by the daemon", () => {
+    const dbPath = tempDbPath();
+    const cli = (args: string[]) =>
+      Bun.spawnSync([process.execPath, join(root, "src/cli/index.ts"), ...args, "--db", dbPath], { cwd: root, stdout: "pipe", stderr: "pipe" }).exitCode;
+    const file = join(root, "examples", "signal-deploy.tsx");
+    expect(cli(["up", file, "--run-id", "rel-7", "--input", '{"deployId":"d-7"}'])).toBe(3);
+    expect(cli(["signal", "rel-7", "deploy.completed", "--correlation-id", "d-7", "--data", '{"status":"ok","url":"https://prod.example.com"}'])).toBe(0);
+    expect(cli(["supervise"])).toBe(0);
+    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "waiting-approval" }]);
+    expect(cli(["human", "answer", "rel-7:smoke-test:0:1", "--data", '{"passed":true,"notes":"login works"}'])).toBe(0);
+    expect(cli(["supervise"])).toBe(0);
+    expect(sql(dbPath, "SELECT summary FROM report")).toEqual([{ summary: "d-7 ok at https://prod.example.com; smoke test passed: login works" }]);
+  });
+
   test("hello.tsx greets with the input name", () => {
     const dbPath = tempDbPath();
     expect(up("hello.tsx", { name: "Ada" }, dbPath).code).toBe(0);

@@ -271,3 +271,28 @@ describe("async", () => {
     expect(sql(dbPath, "SELECT node_id FROM summary ORDER BY node_id")).toEqual([{ node_id: "a" }, { node_id: "b" }]);
   });
 });
+
+describe("waiting nodes are visible", () => {
+  test("ctx.nodeState shows a node waiting-event, and the run's frames record the state", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, WaitForEvent, Task, Parallel, smithers, outputs, smithersDb } = kit(dbPath);
+    const wf = smithers((ctx) => (
+      <Workflow name="visible">
+        <Parallel>
+          <WaitForEvent id="gate" event="go" output={outputs.deployed} async />
+          {ctx.nodeState("gate") === "waiting-event" ? (
+            <Task id="notify" output={outputs.summary}>
+              {{ text: `gate is ${ctx.nodeState("gate")}` }}
+            </Task>
+          ) : null}
+        </Parallel>
+      </Workflow>
+    ));
+    expect((await runWorkflow(wf, { input: {}, runId: "r" })).status).toBe("waiting-event");
+    expect(sql(dbPath, "SELECT text FROM summary")).toEqual([{ text: "gate is waiting-event" }]);
+    const { readFrameXml } = await import("../../src/engine/index.ts");
+    const frames = sql<{ n: number }>(dbPath, "SELECT frame_no AS n FROM _smithers_frames ORDER BY frame_no");
+    const last = await readFrameXml(smithersDb, "r", frames.at(-1)!.n);
+    expect(last).toMatch(/id="gate"[^>]*state="waiting-event"|state="waiting-event"[^>]*id="gate"/);
+  });
+});
