@@ -27,7 +27,11 @@ export default smithers((ctx) => (
       {{ deployId: ctx.input.deployId }}
     </Task>
     <WaitForEvent id="deploy-done" event="deploy.completed" correlationId={ctx.input.deployId} output={outputs.deployed} timeoutMs={3_600_000} />
-    <HumanTask id="smoke-test" output={outputs.smoke} prompt="Open the deployed URL and try to log in. Did it work? Answer passed (boolean) and notes (string)." />
+    <HumanTask
+      id="smoke-test"
+      output={outputs.smoke}
+      prompt="Open the deployed URL and try to log in. Did it work? Answer passed (boolean) and notes (string)."
+    />
     <Task id="report" output={outputs.report}>
       {() => {
         const deployed = ctx.output<{ status: string; url: string }>(outputs.deployed, { nodeId: "deploy-done" });
