@@ -1,7 +1,7 @@
 /**
  * Runs the benchmarks and prints their tables. Numbers are printed, never asserted.
  *
- *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon and compare (compare installs the peer into bench/ if missing)
+ *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon, signal-latency and compare (compare installs the peer into bench/ if missing)
  *   bun run bench compare --quick      # one bench; the flags after its name go to it
  *   bun run bench --quick              # all benches; flags go to compare
  */
@@ -12,6 +12,7 @@ import { runEngineBench } from "./engine/index.tsx";
 import { runFramesBench } from "./frames/index.tsx";
 import { runMemoryBench } from "./memory/index.tsx";
 import { runDaemonBench } from "./daemon/index.ts";
+import { runSignalLatencyBench } from "./signal-latency/index.ts";
 import { runResumeBench } from "./resume/index.tsx";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
@@ -22,6 +23,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   resume: () => runResumeBench(),
   memory: () => runMemoryBench(),
   daemon: () => runDaemonBench(),
+  "signal-latency": () => runSignalLatencyBench(),
   compare: (args) => runCompareBench(args),
 };
 
