@@ -10,6 +10,9 @@ import { checkAgainstJsonSchema } from "../schema/index.ts";
 /** The request id of ask number `ask` (1, 2, … when answers failed the schema) of a human task. */
 export const humanRequestId = (runId: string, nodeId: string, iteration: number, ask: number) => `${runId}:${nodeId}:${iteration}:${ask}`;
 
+/** The ask number at the end of a request id made by humanRequestId (0 for any other id). */
+export const humanAsk = (requestId: string): number => Number(requestId.slice(requestId.lastIndexOf(":") + 1)) || 0;
+
 export type InboxItem = {
   requestId: string;
   runId: string;

@@ -32,7 +32,7 @@ import { nodeKey, render, type Plan, type PlanTask } from "../jsx/index.ts";
 import { formatZodIssues, jsonSchemaOf } from "../schema/index.ts";
 import { withRenderContext } from "../jsx/render-context.ts";
 import type { z } from "zod";
-import { humanRequestId } from "./human.ts";
+import { humanAsk, humanRequestId } from "./human.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
 import { buildCtx, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
@@ -102,6 +102,9 @@ export function asRunError(error: unknown): SmithersError {
   }
   return new SmithersError("ENGINE_ERROR", `The engine failed: ${describeThrown(error)}`, { cause: error });
 }
+
+/** Human requests in ask order (1, 2, … 10: by number, not as text). */
+const byAsk = <R extends { requestId: string }>(rows: R[]): R[] => [...rows].sort((a, b) => humanAsk(a.requestId) - humanAsk(b.requestId));
 
 type Started = { task: PlanTask; tracked: TrackedNode; input: AttemptInput };
 type Ended = Started & { result: AttemptResult };
@@ -706,7 +709,7 @@ export class Run {
       if (waiting.some((t) => t.mode === "approval" && decided.has(t.key))) return true;
     }
     if (kinds.has("human")) {
-      const latest = new Map(humanRequests.readHumanRequests(d, runId).map((r) => [nodeKey(r.nodeId, r.iteration), r.status]));
+      const latest = new Map(byAsk(humanRequests.readHumanRequests(d, runId)).map((r) => [nodeKey(r.nodeId, r.iteration), r.status]));
       if (waiting.some((t) => t.mode === "human" && latest.has(t.key) && latest.get(t.key) !== "pending")) return true;
     }
     if (kinds.has("event")) {
@@ -907,7 +910,7 @@ export class Run {
 
   /** A waiting human task whose latest request was answered, cancelled or expired. */
   private resolveHuman(task: PlanTask, rows: humanRequests.HumanRequestRow[], nowMs: number, writes: ((d: Drizzle) => void)[]): void {
-    const asks = rows.filter((r) => r.nodeId === task.nodeId && r.iteration === task.iteration);
+    const asks = byAsk(rows.filter((r) => r.nodeId === task.nodeId && r.iteration === task.iteration));
     const latest = asks.at(-1);
     if (!latest || latest.status === "pending") return;
     const ids = { nodeId: task.nodeId, iteration: task.iteration };
