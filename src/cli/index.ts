@@ -23,7 +23,7 @@ const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID
        smithers frames <run-id> [--frame N] [--db PATH]
        smithers approve <run-id> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes] [--db PATH]
        smithers deny <run-id> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes] [--db PATH]
-       smithers signal <run-id> <name> [--data JSON] [--correlation-id ID] [--by NAME] [--db PATH]
+       smithers signal <run-id> <name> [--data JSON] [--correlation-id ID] [--dedupe-key KEY] [--by NAME] [--db PATH]
        smithers human list [--json] [--db PATH]
        smithers human answer <request-id> --data JSON [--by NAME] [--db PATH]
        smithers human cancel <request-id> [--db PATH]

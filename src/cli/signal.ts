@@ -1,4 +1,4 @@
-/** `smithers signal <run> <name> [--data JSON] [--correlation-id ID] [--by NAME]`. */
+/** `smithers signal <run> <name> [--data JSON] [--correlation-id ID] [--dedupe-key KEY] [--by NAME]`. */
 import { parseArgs } from "node:util";
 import { sendSignal } from "../engine/index.ts";
 import { EXIT, openExistingDb, parseJsonFlag, usageError, type Io } from "./shared.ts";
@@ -7,14 +7,24 @@ export async function signalCommand(args: string[], io: Io): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { data: { type: "string" }, "correlation-id": { type: "string" }, by: { type: "string" }, db: { type: "string" } },
+    options: {
+      data: { type: "string" },
+      "correlation-id": { type: "string" },
+      "dedupe-key": { type: "string" },
+      by: { type: "string" },
+      db: { type: "string" },
+    },
   });
   const [runId, name] = positionals;
   if (!runId || !name || positionals.length > 2) throw usageError("signal takes a run id and a signal name");
   const data = parseJsonFlag(values.data, "--data");
   const db = openExistingDb(values.db);
   try {
-    const sent = await sendSignal(db, { runId, name, data, correlationId: values["correlation-id"], by: values.by });
+    const sent = await sendSignal(db, { runId, name, data, correlationId: values["correlation-id"], dedupeKey: values["dedupe-key"], by: values.by });
+    if (sent.duplicate) {
+      io.out(`signal ${name} was already stored for run ${runId} (seq ${sent.seq}); nothing changed`);
+      return EXIT.ok;
+    }
     const taker = sent.waitingNodes.map((n) => `${n.nodeId}${n.iteration > 0 ? ` (iteration ${n.iteration})` : ""}`).join(", ");
     io.out(
       sent.waitingNodes.length > 0

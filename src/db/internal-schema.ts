@@ -3,7 +3,7 @@
  * Column names follow the open-source Smithers layout so existing SQL keeps working.
  * Indexes exist for every lookup an adapter makes (see the adapter modules).
  */
-import { blob, index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { blob, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const smithersRuns = sqliteTable(
   "_smithers_runs",
@@ -290,8 +290,14 @@ export const smithersSignals = sqliteTable(
     consumedAtMs: integer("consumed_at_ms"),
     /** Set instead when the node it was offered to refused its payload (the validation error). */
     rejectedJson: text("rejected_json"),
+    /** The sender's idempotency key: a second signal with the same key for the run is the first one again. */
+    dedupeKey: text("dedupe_key"),
   },
-  (t) => [primaryKey({ columns: [t.runId, t.seq] }), index("_smithers_signals_name_idx").on(t.runId, t.signalName, t.receivedAtMs)],
+  (t) => [
+    primaryKey({ columns: [t.runId, t.seq] }),
+    index("_smithers_signals_name_idx").on(t.runId, t.signalName, t.receivedAtMs),
+    uniqueIndex("_smithers_signals_dedupe_idx").on(t.runId, t.dedupeKey),
+  ],
 );
 
 /** All internal tables, in creation order. */

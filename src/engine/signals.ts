@@ -18,6 +18,8 @@ export type SendSignalOptions = {
   correlationId?: string;
   /** Who sent it (stored as received_by). */
   by?: string;
+  /** An idempotency key: sending again with the same key (a retry) stores nothing and returns the first signal's seq. */
+  dedupeKey?: string;
   now?: () => number;
 };
 
@@ -25,6 +27,8 @@ export type SentSignal = {
   runId: string;
   name: string;
   seq: number;
+  /** The signal was stored before (same dedupeKey, or identical): this send changed nothing. */
+  duplicate: boolean;
   /** Nodes waiting now that it matches (their schemas accepted it); empty when none waits yet. */
   waitingNodes: { nodeId: string; iteration: number }[];
 };
@@ -72,15 +76,16 @@ export function sendSignal(db: SmithersDb, o: SendSignalOptions): Promise<SentSi
       }
       waitingNodes.push({ nodeId: node.nodeId, iteration: node.iteration });
     }
-    const seq = signals.insertSignalIn(d, {
+    const { seq, duplicate } = signals.insertOrFindIn(d, {
       runId: o.runId,
       signalName: o.name,
       correlationId: o.correlationId ?? null,
       payloadJson,
       receivedAtMs: nowMs,
       receivedBy: o.by ?? null,
+      dedupeKey: o.dedupeKey ?? null,
     });
-    if (waitingNodes.length > 0) runs.markRunDue(d, o.runId, nowMs);
-    return { runId: o.runId, name: o.name, seq, waitingNodes };
+    if (waitingNodes.length > 0 && !duplicate) runs.markRunDue(d, o.runId, nowMs);
+    return { runId: o.runId, name: o.name, seq, duplicate, waitingNodes: duplicate ? [] : waitingNodes };
   });
 }

@@ -41,6 +41,7 @@ forEachBackend((db) => {
         consumedByIteration: null,
         consumedAtMs: null,
         rejectedJson: null,
+        dedupeKey: null,
       });
     });
 

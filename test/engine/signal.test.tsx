@@ -296,3 +296,26 @@ describe("waiting nodes are visible", () => {
     expect(last).toMatch(/id="gate"[^>]*state="waiting-event"|state="waiting-event"[^>]*id="gate"/);
   });
 });
+
+describe("de-duplication", () => {
+  test("a retry with the same dedupeKey stores nothing and returns the first seq; another key is a new signal", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, WaitForEvent, smithers, outputs, smithersDb } = kit(dbPath);
+    const wf = smithers(() => (
+      <Workflow name="dedupe">
+        <WaitForEvent id="w" event="deployed" output={outputs.deployed} />
+      </Workflow>
+    ));
+    await runWorkflow(wf, { input: {}, runId: "r" });
+    const first = await sendSignal(smithersDb, { runId: "r", name: "deployed", data: { version: "1" }, dedupeKey: "evt-1" });
+    const retry = await sendSignal(smithersDb, { runId: "r", name: "deployed", data: { version: "1" }, dedupeKey: "evt-1" });
+    const other = await sendSignal(smithersDb, { runId: "r", name: "deployed", data: { version: "2" }, dedupeKey: "evt-2" });
+    expect([first.seq, first.duplicate, retry.seq, retry.duplicate, other.seq, other.duplicate]).toEqual([0, false, 0, true, 1, false]);
+    expect(sql(dbPath, "SELECT seq, dedupe_key FROM _smithers_signals ORDER BY seq")).toEqual([
+      { seq: 0, dedupe_key: "evt-1" },
+      { seq: 1, dedupe_key: "evt-2" },
+    ]);
+    expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
+    expect(sql(dbPath, "SELECT version FROM deployed")).toEqual([{ version: "1" }]);
+  });
+});

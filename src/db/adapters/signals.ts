@@ -19,6 +19,8 @@ export type NewSignal = {
   payloadJson: string;
   receivedAtMs: number;
   receivedBy?: string | null;
+  /** An idempotency key: a signal stored earlier with this key for the run is returned instead of a new one. */
+  dedupeKey?: string | null;
 };
 
 export type SignalQuery = {
@@ -34,7 +36,20 @@ export type SignalQuery = {
 
 /** insertSignal inside the caller's transaction (sendSignal checks and stores in one). */
 export function insertSignalIn(d: Drizzle, signal: NewSignal): number {
-  const row = { ...signal, correlationId: signal.correlationId ?? null, receivedBy: signal.receivedBy ?? null };
+  return insertOrFindIn(d, signal).seq;
+}
+
+/** insertSignalIn that also says whether the signal was already stored (same key, or identical in every field). */
+export function insertOrFindIn(d: Drizzle, signal: NewSignal): { seq: number; duplicate: boolean } {
+  const row = { ...signal, correlationId: signal.correlationId ?? null, receivedBy: signal.receivedBy ?? null, dedupeKey: signal.dedupeKey ?? null };
+  if (row.dedupeKey !== null) {
+    const keyed = d
+      .select({ seq: smithersSignals.seq })
+      .from(smithersSignals)
+      .where(and(eq(smithersSignals.runId, row.runId), eq(smithersSignals.dedupeKey, row.dedupeKey)))
+      .get();
+    if (keyed) return { seq: keyed.seq, duplicate: true };
+  }
   const existing = d
     .select({ seq: smithersSignals.seq })
     .from(smithersSignals)
@@ -49,7 +64,7 @@ export function insertSignalIn(d: Drizzle, signal: NewSignal): number {
       ),
     )
     .get();
-  if (existing) return existing.seq;
+  if (existing) return { seq: existing.seq, duplicate: true };
   const seq =
     d
       .select({ next: sql<number>`coalesce(max(${smithersSignals.seq}), -1) + 1` })
@@ -59,7 +74,7 @@ export function insertSignalIn(d: Drizzle, signal: NewSignal): number {
   d.insert(smithersSignals)
     .values({ ...row, seq })
     .run();
-  return seq;
+  return { seq, duplicate: false };
 }
 
 /**
