@@ -94,14 +94,20 @@ export async function findPendingApproval(db: SmithersDb, o: Pick<DecideOptions,
 
 async function decide(db: SmithersDb, o: DecideOptions, approved: boolean): Promise<Decision> {
   const gate = await findPendingApproval(db, o);
-  const won = await approvals.decideApproval(db, {
-    runId: o.runId,
-    nodeId: gate.nodeId,
-    iteration: gate.iteration,
-    approved,
-    decidedAtMs: (o.now ?? Date.now)(),
-    decidedBy: o.by ?? null,
-    note: o.note ?? null,
+  const decidedAtMs = (o.now ?? Date.now)();
+  // The decision and the run's wake time commit together: the daemon finds the run by its due time.
+  const won = await db.withTransaction("decideApproval", (d) => {
+    const changed = approvals.decideApprovalIn(d, {
+      runId: o.runId,
+      nodeId: gate.nodeId,
+      iteration: gate.iteration,
+      approved,
+      decidedAtMs,
+      decidedBy: o.by ?? null,
+      note: o.note ?? null,
+    });
+    if (changed) runs.markRunDue(d, o.runId, decidedAtMs);
+    return changed;
   });
   if (!won)
     throw new SmithersError("APPROVAL_DECIDED", `Approval "${gate.nodeId}" of run "${o.runId}" was decided meanwhile`, { runId: o.runId, nodeId: gate.nodeId });

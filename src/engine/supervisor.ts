@@ -95,17 +95,16 @@ async function resumeClaimed(
 }
 
 /**
- * Waiting runs whose wait is over: a decided approval, a due timer (each run once). Without a
+ * Waiting runs whose wait is over: a decision, an answer or a signal arrived (each marks its run
+ * due when stored), or a timer or timeout is due. One indexed range per waiting status. Without a
  * custom resolver, runs with no workflow file are left out: they could only be claimed and handed
  * back on every pass, crowding out the rest.
  */
-async function wakeable(o: SuperviseOptions, nowMs: number): Promise<runs.RunRow[]> {
-  const pathOnly = o.resolveWorkflow === undefined;
-  const found = [...(await runs.listWakeableRuns(o.db, 500, pathOnly)), ...(await runs.listDueTimerRuns(o.db, nowMs, 500, pathOnly))];
-  return [...new Map(found.map((r) => [r.runId, r])).values()];
+function wakeable(o: SuperviseOptions, nowMs: number): Promise<runs.RunRow[]> {
+  return runs.listDueRuns(o.db, nowMs, 500, o.resolveWorkflow === undefined);
 }
 
-/** Wakes a run that waited for an approval now decided: claims it by compare-and-swap, then resumes it. */
+/** Wakes a waiting run that is due: claims it by compare-and-swap on its status, then resumes it. */
 async function wake(o: SuperviseOptions, run: runs.RunRow, nowMs: number): Promise<SuperviseOutcome> {
   const claimOwnerId = newOwnerId();
   const won = await runs.claimWaitingRun(o.db, { runId: run.runId, fromStatus: run.status, claimOwnerId, nowMs });

@@ -36,7 +36,7 @@ describe("<Approval>", () => {
     const events: SmithersEvent[] = [];
     const first = await runWorkflow(wf, { input: {}, runId: "r", onEvent: (e) => events.push(e) });
     expect(first).toEqual({ runId: "r", status: "waiting-approval" });
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "waiting-approval" }]);
+    expect(sql(dbPath, "SELECT status, wake_at_ms FROM _smithers_runs")).toEqual([{ status: "waiting-approval", wake_at_ms: null }]);
     expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
       { node_id: "build", state: "finished" },
       { node_id: "ship-it", state: "waiting-approval" },
@@ -53,6 +53,8 @@ describe("<Approval>", () => {
       iteration: 0,
       approved: true,
     });
+    // The decision makes the run due in the same transaction: the daemon finds it by wake_at_ms alone.
+    expect(sql(dbPath, "SELECT wake_at_ms FROM _smithers_runs")).toEqual([{ wake_at_ms: Date.parse("2026-11-23T10:00:00Z") }]);
     const resumed = await runWorkflow(wf, { runId: "r", resume: true });
     expect(resumed).toMatchObject({ status: "finished", output: { approved: true } });
     expect(calls).toEqual(["build", "deploy"]);

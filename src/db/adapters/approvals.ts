@@ -66,23 +66,26 @@ export function getApproval(db: SmithersDb, key: ApprovalKey): Promise<ApprovalR
 
 /** Records the decision if the gate is still `requested`; returns whether it was. */
 export function decideApproval(db: SmithersDb, decision: ApprovalDecision): Promise<boolean> {
+  return db.write("decideApproval", (d) => decideApprovalIn(d, decision));
+}
+
+/** decideApproval inside the caller's transaction (which also makes the run due). */
+export function decideApprovalIn(d: Drizzle, decision: ApprovalDecision): boolean {
   const status: ApprovalStatus = decision.approved ? "approved" : "denied";
-  return db.write(
-    "decideApproval",
-    (d) =>
-      d
-        .update(smithersApprovals)
-        .set({
-          status,
-          decidedAtMs: decision.decidedAtMs,
-          decidedBy: decision.decidedBy ?? null,
-          note: decision.note ?? null,
-          decisionJson: decision.decision === undefined ? null : JSON.stringify(decision.decision),
-          autoApproved: decision.autoApproved ?? false,
-        })
-        .where(and(byKey(decision), eq(smithersApprovals.status, "requested")))
-        .returning({ runId: smithersApprovals.runId })
-        .all().length > 0,
+  return (
+    d
+      .update(smithersApprovals)
+      .set({
+        status,
+        decidedAtMs: decision.decidedAtMs,
+        decidedBy: decision.decidedBy ?? null,
+        note: decision.note ?? null,
+        decisionJson: decision.decision === undefined ? null : JSON.stringify(decision.decision),
+        autoApproved: decision.autoApproved ?? false,
+      })
+      .where(and(byKey(decision), eq(smithersApprovals.status, "requested")))
+      .returning({ runId: smithersApprovals.runId })
+      .all().length > 0
   );
 }
 

@@ -3,14 +3,12 @@ import {
   and,
   asc,
   eq,
-  exists,
   getTableColumns,
   inArray,
   isNotNull,
   isNull,
   lt,
   lte,
-  ne,
   or,
   sql,
   type InferInsertModel,
@@ -18,7 +16,7 @@ import {
   type SQL,
 } from "drizzle-orm";
 import { STALE_RUN_THRESHOLD_MS, WAITING_STATUSES } from "../constants.ts";
-import { smithersApprovals, smithersNodes, smithersRuns } from "../internal-schema.ts";
+import { smithersRuns } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
 import { SmithersError } from "../../errors/index.ts";
 import { isSame, rawStatement, sqlNames } from "./shared.ts";
@@ -178,45 +176,6 @@ export function releaseRunResumeClaim(db: SmithersDb, release: ResumeClaimReleas
   );
 }
 
-/**
- * Runs waiting for an approval whose gate has been decided since: what a daemon wakes. Found from
- * the runs' status index, each checked through its nodes' and gates' primary keys.
- */
-export function listWakeableRuns(db: SmithersDb, limit = 500, withWorkflowPathOnly = false): Promise<RunRow[]> {
-  return db.read("listWakeableRuns", (d) => {
-    const decidedGate = d
-      .select({ one: sql`1` })
-      .from(smithersNodes)
-      .innerJoin(
-        smithersApprovals,
-        and(
-          eq(smithersApprovals.runId, smithersNodes.runId),
-          eq(smithersApprovals.nodeId, smithersNodes.nodeId),
-          eq(smithersApprovals.iteration, smithersNodes.iteration),
-        ),
-      )
-      .where(and(eq(smithersNodes.runId, smithersRuns.runId), eq(smithersNodes.state, "waiting-approval"), ne(smithersApprovals.status, "requested")));
-    return (
-      d
-        .select()
-        .from(smithersRuns)
-        // A run waiting for a timer may hold a decided gate too (a Parallel): it is woken for that.
-        // Child runs are their parent's to resume.
-        .where(
-          and(
-            inArray(smithersRuns.status, [...WAITING_STATUSES]),
-            isNull(smithersRuns.parentRunId),
-            withWorkflowPathOnly ? isNotNull(smithersRuns.workflowPath) : undefined,
-            exists(decidedGate),
-          ),
-        )
-        .orderBy(asc(smithersRuns.createdAtMs))
-        .limit(limit)
-        .all()
-    );
-  });
-}
-
 /** Takes a waiting run for resuming by compare-and-swap on its status: of several daemons exactly one wins. */
 export function claimWaitingRun(db: SmithersDb, claim: { runId: string; fromStatus: string; claimOwnerId: string; nowMs: number }): Promise<boolean> {
   return db.write(
@@ -246,11 +205,12 @@ export function releaseWaitingClaim(db: SmithersDb, release: { runId: string; cl
 }
 
 /**
- * Waiting runs that are due: a timer fired or a wait timed out, or a signal or answer they wait
- * for arrived (markRunDue). Found by the (status, wake_at_ms) index, one range per waiting status.
+ * Waiting runs that are due: a timer fired or a wait timed out, or a decision, answer or signal
+ * they wait for arrived (markRunDue). Found by the (status, wake_at_ms) index, one range per
+ * waiting status. Child runs are their parent's to resume.
  */
-export function listDueTimerRuns(db: SmithersDb, nowMs: number, limit = 500, withWorkflowPathOnly = false): Promise<RunRow[]> {
-  return db.read("listDueTimerRuns", (d) =>
+export function listDueRuns(db: SmithersDb, nowMs: number, limit = 500, withWorkflowPathOnly = false): Promise<RunRow[]> {
+  return db.read("listDueRuns", (d) =>
     d
       .select()
       .from(smithersRuns)
@@ -269,7 +229,7 @@ export function listDueTimerRuns(db: SmithersDb, nowMs: number, limit = 500, wit
 }
 
 /**
- * Inside the transaction that stored what a waiting run waits for (a signal, an answer): makes the
+ * Inside the transaction that stored what a waiting run waits for (a decision, an answer, a signal): makes the
  * run due now, so the daemon's next pass wakes it. A run not waiting is left alone (a running one
  * reads it on its next step).
  */
