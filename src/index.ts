@@ -25,6 +25,8 @@ export {
   Ralph,
   Approval,
   approvalDecisionSchema,
+  approvalSelectionSchema,
+  approvalRankingSchema,
   Subflow,
   Timer,
   WaitForEvent,
@@ -35,6 +37,8 @@ export {
   createElement,
 } from "./jsx/index.ts";
 export type {
+  ApprovalProps,
+  ApprovalOption,
   TaskProps,
   WorkflowProps,
   SequenceProps,

@@ -1,6 +1,6 @@
-/** `smithers approve|deny <run> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes]`. */
+/** `smithers approve|deny <run> [--node ID] [--iteration N] [--select KEY | --rank K1,K2,…] [--by NAME] [--note TEXT] [--yes]`. */
 import { parseArgs } from "node:util";
-import { approve, deny, findPendingApproval, type PendingApproval } from "../engine/index.ts";
+import { approve, checkChoice, deny, findPendingApproval, type PendingApproval } from "../engine/index.ts";
 import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 
 /** Asks on the terminal; resolves true for y/yes. */
@@ -16,6 +16,11 @@ function show(p: PendingApproval, io: Io): void {
   io.out(`title      ${p.request.title ?? ""}`);
   if (p.request.summary) io.out(`summary    ${p.request.summary}`);
   if (p.request.metadata) io.out(`metadata   ${JSON.stringify(p.request.metadata)}`);
+  if (p.request.mode === "gate") io.out("approving lets the task start; denying fails it");
+  if (p.request.mode === "select" || p.request.mode === "rank") {
+    io.out(`choose     ${p.request.mode === "select" ? "one option (--select KEY)" : "an order of every option, best first (--rank KEY,KEY,…)"}`);
+    for (const o of p.request.options ?? []) io.out(`  ${o.key}  ${o.label}${o.summary ? ` (${o.summary})` : ""}`);
+  }
 }
 
 export async function decideCommand(verb: "approve" | "deny", args: string[], io: Io, isTty = Boolean(process.stdin.isTTY)): Promise<number> {
@@ -27,6 +32,8 @@ export async function decideCommand(verb: "approve" | "deny", args: string[], io
       iteration: { type: "string" },
       by: { type: "string" },
       note: { type: "string" },
+      select: { type: "string" },
+      rank: { type: "string" },
       yes: { type: "boolean" },
       db: { type: "string" },
     },
@@ -35,11 +42,15 @@ export async function decideCommand(verb: "approve" | "deny", args: string[], io
   if (!runId || positionals.length > 1) throw usageError(`${verb} takes exactly one run id`);
   const iteration = values.iteration === undefined ? undefined : Number(values.iteration);
   if (iteration !== undefined && !(Number.isInteger(iteration) && iteration >= 0)) throw usageError("--iteration must be a loop iteration (0, 1, 2 …)");
+  if (verb === "deny" && (values.select !== undefined || values.rank !== undefined)) throw usageError("--select and --rank go with approve, not deny");
+  if (values.select !== undefined && values.rank !== undefined) throw usageError("pass --select or --rank, not both");
+  const ranked = values.rank?.split(",").map((k) => k.trim());
   const db = openExistingDb(values.db);
   try {
     const target = { runId, nodeId: values.node, iteration };
     const gate = await findPendingApproval(db, target);
     show(gate, io);
+    checkChoice(gate, { selected: values.select, ranked }, verb === "approve"); // a bad choice is refused before asking
     if (!values.yes) {
       if (!isTty) throw usageError(`${verb} asks for confirmation on a terminal; pass --yes to ${verb} without asking`);
       if (!(await confirm(`${verb === "approve" ? "Approve" : "Deny"} this?`))) {
@@ -53,6 +64,8 @@ export async function decideCommand(verb: "approve" | "deny", args: string[], io
       iteration: gate.iteration,
       by: values.by,
       note: values.note,
+      selected: values.select,
+      ranked,
     });
     io.out(
       `${decision.approved ? "approved" : "denied"} ${runId} ${decision.nodeId}; a running "smithers supervise --watch" resumes the run, or: smithers up <workflow> --run-id ${runId} --resume`,

@@ -21,7 +21,7 @@ export { EXIT };
 const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--max-concurrency N] [--grace-ms N] [--durability process|power]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power]
        smithers frames <run-id> [--frame N] [--db PATH]
-       smithers approve <run-id> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes] [--db PATH]
+       smithers approve <run-id> [--node ID] [--iteration N] [--select KEY | --rank K1,K2,…] [--by NAME] [--note TEXT] [--yes] [--db PATH]
        smithers deny <run-id> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes] [--db PATH]
        smithers signal <run-id> <name> [--data JSON] [--correlation-id ID] [--dedupe-key KEY] [--by NAME] [--db PATH]
        smithers human list [--json] [--db PATH]
@@ -49,8 +49,9 @@ supervise   resumes runs whose owner stopped heartbeating, wakes waiting runs th
   --interval-ms N       pause between passes with --watch (default 1000)
   --durability MODE     as for up, for the runs it resumes
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
-approve     decides a run's waiting <Approval> (deny: the same, denied); shows the request and asks
-            on a terminal (--yes to skip); --node may be left out when one approval waits
+approve     decides a run's waiting <Approval> or <Task needsApproval> (deny: the same, denied);
+            shows the request and asks on a terminal (--yes to skip); --node may be left out when
+            one approval waits; a select gate takes --select KEY, a rank gate --rank K1,K2,…
 signal      sends a signal to a run (checked against the schema of a node waiting for it); a node
             that waits for it later takes it then
 human       list: the open <HumanTask> requests (inbox); answer: checked against the task's schema;
@@ -78,6 +79,7 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "APPROVAL_NOT_FOUND",
   "APPROVAL_DECIDED",
   "APPROVAL_AMBIGUOUS",
+  "APPROVAL_INVALID",
   "SIGNAL_INVALID",
   "RUN_ENDED",
   "HUMAN_REQUEST_NOT_FOUND",

@@ -5,6 +5,7 @@
  */
 import { approvals, runs, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
+import type { ApprovalOption } from "../jsx/index.ts";
 
 export type PendingApproval = {
   runId: string;
@@ -12,7 +13,14 @@ export type PendingApproval = {
   nodeId: string;
   iteration: number;
   requestedAtMs: number | null;
-  request: { title?: string; summary?: string; metadata?: Record<string, unknown> };
+  request: {
+    title?: string;
+    summary?: string;
+    metadata?: Record<string, unknown>;
+    /** Absent for an approve-mode `<Approval>`; "gate" for a `<Task needsApproval>`. */
+    mode?: "select" | "rank" | "gate";
+    options?: ApprovalOption[];
+  };
 };
 
 export type DecideOptions = {
@@ -24,6 +32,10 @@ export type DecideOptions = {
   /** Who decided (stored as decided_by). */
   by?: string;
   note?: string;
+  /** Approving a `mode="select"` gate: the chosen option's key. */
+  selected?: string;
+  /** Approving a `mode="rank"` gate: every option's key once, best first. */
+  ranked?: readonly string[];
   now?: () => number;
 };
 
@@ -92,8 +104,41 @@ export async function findPendingApproval(db: SmithersDb, o: Pick<DecideOptions,
   throw new SmithersError("APPROVAL_NOT_FOUND", `Run "${o.runId}" has no approval "${o.nodeId}" waiting for a decision`, { runId: o.runId, nodeId: o.nodeId });
 }
 
+/**
+ * What a select/rank decision stores (decision_json), checked against the gate's options;
+ * APPROVAL_INVALID when the choice is missing, unknown, or given to a gate that takes none.
+ */
+export function checkChoice(
+  gate: PendingApproval,
+  o: Pick<DecideOptions, "selected" | "ranked">,
+  approved: boolean,
+): { selected: string } | { ranked: string[] } | undefined {
+  const where = { runId: gate.runId, nodeId: gate.nodeId, iteration: gate.iteration };
+  const bad = (message: string) => new SmithersError("APPROVAL_INVALID", `Approval "${gate.nodeId}" of run "${gate.runId}": ${message}`, where);
+  const mode = gate.request.mode;
+  const keys = (gate.request.options ?? []).map((option) => option.key);
+  const listed = `the options are: ${keys.join(", ")}`;
+  if (o.selected !== undefined && (mode !== "select" || !approved)) throw bad(`a selection only goes with approving a mode "select" gate`);
+  if (o.ranked !== undefined && (mode !== "rank" || !approved)) throw bad(`a ranking only goes with approving a mode "rank" gate`);
+  if (!approved || (mode !== "select" && mode !== "rank")) return undefined;
+  if (mode === "select") {
+    if (o.selected === undefined) throw bad(`choose one option (--select KEY); ${listed}`);
+    if (!keys.includes(o.selected)) throw bad(`"${o.selected}" is not one of the options; ${listed}`);
+    return { selected: o.selected };
+  }
+  const ranked = [...(o.ranked ?? [])];
+  if (ranked.length === 0) throw bad(`rank every option, best first (--rank KEY,KEY,…); ${listed}`);
+  const unknown = ranked.filter((k) => !keys.includes(k));
+  if (unknown.length > 0) throw bad(`${unknown.map((k) => `"${k}"`).join(", ")} ${unknown.length === 1 ? "is" : "are"} not an option; ${listed}`);
+  if (new Set(ranked).size !== ranked.length) throw bad("a ranking names each option once");
+  const missing = keys.filter((k) => !ranked.includes(k));
+  if (missing.length > 0) throw bad(`the ranking leaves out ${missing.join(", ")}; rank every option`);
+  return { ranked };
+}
+
 async function decide(db: SmithersDb, o: DecideOptions, approved: boolean): Promise<Decision> {
   const gate = await findPendingApproval(db, o);
+  const choice = checkChoice(gate, o, approved);
   const decidedAtMs = (o.now ?? Date.now)();
   // The decision and the run's wake time commit together: the daemon finds the run by its due time.
   const won = await db.withTransaction("decideApproval", (d) => {
@@ -105,6 +150,7 @@ async function decide(db: SmithersDb, o: DecideOptions, approved: boolean): Prom
       decidedAtMs,
       decidedBy: o.by ?? null,
       note: o.note ?? null,
+      decision: choice,
     });
     if (changed) runs.markRunDue(d, o.runId, decidedAtMs);
     return changed;
@@ -115,9 +161,11 @@ async function decide(db: SmithersDb, o: DecideOptions, approved: boolean): Prom
 }
 
 /**
- * Approves a waiting gate; resume the run (`smithers up … --resume`) to continue it.
+ * Approves a waiting gate (with `selected` or `ranked` for a select or rank gate); the daemon
+ * (`smithers supervise`) or a resume (`smithers up … --resume`) continues the run.
  * @example
  * await approve(db, { runId, nodeId: "ship-it", by: "ada", note: "looks good" });
+ * await approve(db, { runId, nodeId: "pick-plan", selected: "canary" });
  */
 export function approve(db: SmithersDb, o: DecideOptions): Promise<Decision> {
   return decide(db, o, true);

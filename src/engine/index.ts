@@ -7,7 +7,7 @@ export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, t
 export { EventBus } from "./event-bus.ts";
 export { supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
 export { loadWorkflowFile } from "./workflow-file.ts";
-export { approve, deny, findPendingApproval, pendingApprovals, type DecideOptions, type Decision, type PendingApproval } from "./approvals.ts";
+export { approve, checkChoice, deny, findPendingApproval, pendingApprovals, type DecideOptions, type Decision, type PendingApproval } from "./approvals.ts";
 export { sendSignal, type SendSignalOptions, type SentSignal } from "./signals.ts";
 export { humanInbox, answerHuman, cancelHuman, humanRequestId, type InboxItem, type AnswerOptions } from "./human.ts";
 export { addCron, listCrons, removeCron, parseCron, type AddCronOptions, type CronSchedule } from "./cron.ts";

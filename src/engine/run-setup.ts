@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import {
+  approvals,
   attempts as attemptRows,
   loadInput,
   loadOutputKeys,
@@ -30,6 +31,8 @@ export type TrackedNode = NodeStatus & {
   failures: number;
   /** Attempts abandoned because their process died; the task fails at `maxAbandons` (reset like `failures`). */
   abandons: number;
+  /** A `<Task needsApproval>` whose approval was granted: it starts like any task. */
+  gatePassed?: boolean;
 };
 
 export type RunSetup = {
@@ -255,14 +258,15 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     ? await resumeRun(o, runId)
     : { input: await startRun(o, runId), freshBudget: false, finished: false, abandoned: [] };
   // A run created just now has no nodes, attempts, loops or outputs to load.
-  const [nodes, attempts, loopRows, outputKeys] = resumed
+  const [nodes, attempts, loopRows, outputKeys, approved] = resumed
     ? await Promise.all([
         nodeRows.listNodes(o.db, runId),
         attemptRows.listAttempts(o.db, runId),
         ralph.listLoopStates(o.db, runId),
         loadOutputKeys(o.db, o.registry, runId),
+        approvals.listApprovals(o.db, { runId, status: "approved" }),
       ])
-    : [[], [], [], {}];
+    : [[], [], [], {}, []];
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) {
     states.set(nodeKey(n.nodeId, n.iteration), {
@@ -272,6 +276,11 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
       abandons: 0,
       wakeAtMs: n.wakeAtMs ?? undefined,
     });
+  }
+  // A gate is decided once: a `<Task needsApproval>` approved before this resume is not asked again.
+  for (const g of approved) {
+    const tracked = states.get(nodeKey(g.nodeId, g.iteration));
+    if (tracked && tracked.state !== "waiting-approval") tracked.gatePassed = true;
   }
   for (const a of attempts) {
     const tracked = states.get(nodeKey(a.nodeId, a.iteration));

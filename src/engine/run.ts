@@ -28,7 +28,7 @@ import {
   type SmithersDb,
 } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, SmithersError } from "../errors/index.ts";
-import { nodeKey, render, type Plan, type PlanTask } from "../jsx/index.ts";
+import { nodeKey, render, type ApprovalSpec, type Plan, type PlanTask } from "../jsx/index.ts";
 import { formatZodIssues, jsonSchemaOf } from "../schema/index.ts";
 import { withRenderContext } from "../jsx/render-context.ts";
 import type { z } from "zod";
@@ -105,6 +105,38 @@ export function asRunError(error: unknown): SmithersError {
 
 /** Human requests in ask order (1, 2, … 10: by number, not as text). */
 const byAsk = <R extends { requestId: string }>(rows: R[]): R[] => [...rows].sort((a, b) => humanAsk(a.requestId) - humanAsk(b.requestId));
+
+/** What a waiting node waits for: a `<Task needsApproval>` waits for an approval like an `<Approval>`. */
+const waitKind = (t: PlanTask): PlanTask["mode"] => (t.approval ? "approval" : t.mode);
+
+/** What `_smithers_approvals.request_json` holds: what the approver is shown, and for select/rank the options. */
+function storedRequest(spec: ApprovalSpec): Record<string, unknown> {
+  return { ...spec.request, ...(spec.mode === "approve" ? {} : { mode: spec.mode }), ...(spec.options ? { options: spec.options } : {}) };
+}
+
+const DECISION_SCHEMA_NAME = {
+  approve: "approvalDecisionSchema",
+  select: "approvalSelectionSchema",
+  rank: "approvalRankingSchema",
+  gate: "approvalDecisionSchema",
+} as const;
+
+/** The row a decided `<Approval>` writes, by mode (approve() checked a select/rank choice against the options). */
+function decisionRow(spec: ApprovalSpec, row: approvals.ApprovalRow, approved: boolean): Record<string, unknown> {
+  const decidedAt = row.decidedAtMs == null ? null : new Date(row.decidedAtMs).toISOString();
+  const decidedBy = row.decidedBy ?? null;
+  if (spec.mode === "select" || spec.mode === "rank") {
+    let choice: { selected?: unknown; ranked?: unknown } = {};
+    try {
+      choice = row.decisionJson ? (JSON.parse(row.decisionJson) as typeof choice) : {};
+    } catch {
+      // left empty: the output schema refuses the row, and the node fails with INVALID_OUTPUT
+    }
+    const picked = spec.mode === "select" ? { selected: choice.selected } : { ranked: choice.ranked };
+    return { ...picked, notes: row.note ?? null, decidedBy, decidedAt };
+  }
+  return { approved, note: row.note ?? null, decidedBy, decidedAt };
+}
 
 type Started = { task: PlanTask; tracked: TrackedNode; input: AttemptInput };
 type Ended = Started & { result: AttemptResult };
@@ -516,6 +548,11 @@ export class Run {
           this.askHuman(task, nowMs, 1, writes);
           return undefined;
         }
+        // <Task needsApproval>: the first start asks a person instead; once approved the task runs.
+        if (task.approval?.mode === "gate" && !tracked.gatePassed) {
+          this.requestApproval(task, tracked, nowMs, writes);
+          return undefined;
+        }
         if (tracked.abandons >= task.maxAbandons) {
           this.crashLoop(task, tracked, nowMs, writes);
           return undefined;
@@ -656,7 +693,7 @@ export class Run {
         outputTable: info.tableName,
         label: task.label ?? null,
       });
-      approvals.requestApprovalIn(d, { ...key, requestedAtMs: nowMs, request: spec.request });
+      approvals.requestApprovalIn(d, { ...key, requestedAtMs: nowMs, request: storedRequest(spec) });
       this.emitInTransaction({ type: "ApprovalRequested", nodeId: task.nodeId, iteration: task.iteration, title: spec.request.title });
     });
   }
@@ -667,7 +704,7 @@ export class Run {
    */
   private async resolveWaits(plan: Plan, nowMs: number, writes: ((d: Drizzle) => void)[]): Promise<void> {
     const waiting = plan.tasks.filter((t) => this.waiting.has(t.key));
-    const kinds = new Set(waiting.map((t) => t.mode));
+    const kinds = new Set(waiting.map(waitKind));
     const runId = this.s.runId;
     const found = await this.db.read("readWaits", (d) => ({
       approvals: kinds.has("approval") ? approvals.readApprovals(d, runId) : [],
@@ -676,7 +713,7 @@ export class Run {
     }));
     const decided = new Map(found.approvals.filter((r) => r.status !== "requested").map((r) => [nodeKey(r.nodeId, r.iteration), r]));
     for (const task of waiting) {
-      if (task.mode === "approval") {
+      if (waitKind(task) === "approval") {
         const row = decided.get(task.key);
         if (!row) continue;
         this.waiting.delete(task.key);
@@ -698,7 +735,7 @@ export class Run {
     const waiting = (this.plan?.tasks ?? []).filter((t) => this.waiting.has(t.key));
     if (waiting.length === 0) return false;
     const runId = this.s.runId;
-    const kinds = new Set(waiting.map((t) => t.mode));
+    const kinds = new Set(waiting.map(waitKind));
     if (kinds.has("approval")) {
       const decided = new Set(
         approvals
@@ -706,7 +743,7 @@ export class Run {
           .filter((r) => r.status !== "requested")
           .map((r) => nodeKey(r.nodeId, r.iteration)),
       );
-      if (waiting.some((t) => t.mode === "approval" && decided.has(t.key))) return true;
+      if (waiting.some((t) => waitKind(t) === "approval" && decided.has(t.key))) return true;
     }
     if (kinds.has("human")) {
       const latest = new Map(byAsk(humanRequests.readHumanRequests(d, runId)).map((r) => [nodeKey(r.nodeId, r.iteration), r.status]));
@@ -973,6 +1010,11 @@ export class Run {
     }
   }
 
+  /**
+   * A decided approval. An `<Approval>` ends with its decision row (approve: the decision; select:
+   * the chosen key; rank: the keys in order), or as its onDeny says; a `<Task needsApproval>` that
+   * was approved becomes startable (nothing written to its table), and fails when denied.
+   */
   private settleApproval(task: PlanTask, row: approvals.ApprovalRow, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
     const t = this.tracked(task);
     const info = this.resolve(task);
@@ -982,21 +1024,19 @@ export class Run {
     const ids = { nodeId: task.nodeId, iteration: task.iteration };
     const events: Event[] = [{ type: "ApprovalDecided", ...ids, approved, decidedBy: row.decidedBy ?? null }];
     this.frames.markDirty(task.key);
-    const onDeny = task.approval?.onDeny ?? "fail";
-    let state: "finished" | "skipped" | "failed";
+    const spec = task.approval!;
+    let state: "finished" | "skipped" | "failed" | "pending";
     let data: Record<string, unknown> | undefined;
-    if (approved || onDeny === "continue") {
-      const decision = {
-        approved,
-        note: row.note ?? null,
-        decidedBy: row.decidedBy ?? null,
-        decidedAt: row.decidedAtMs == null ? null : new Date(row.decidedAtMs).toISOString(),
-      };
+    if (approved && spec.mode === "gate") {
+      t.gatePassed = true;
+      state = "pending";
+    } else if (approved || spec.onDeny === "continue") {
+      const decision = decisionRow(spec, row, approved);
       const parsed = (info.schema ?? task.outputSchema)?.safeParse(decision);
       if (parsed && !parsed.success) {
         const error = new SmithersError(
           "INVALID_OUTPUT",
-          `Approval "${task.nodeId}": its output schema does not accept the decision row (use approvalDecisionSchema): ${formatZodIssues(parsed.error.issues)}`,
+          `Approval "${task.nodeId}": its output schema does not accept the decision row (use ${DECISION_SCHEMA_NAME[spec.mode]}): ${formatZodIssues(parsed.error.issues)}`,
           ids,
         );
         this.lastErrors.set(task.key, error);
@@ -1015,7 +1055,7 @@ export class Run {
         });
         state = "finished";
       }
-    } else if (onDeny === "skip") {
+    } else if (spec.onDeny === "skip") {
       events.push({ type: "NodeSkipped", ...ids });
       state = "skipped";
     } else {
@@ -1030,7 +1070,7 @@ export class Run {
       state = "failed";
     }
     t.state = state;
-    if (state !== "failed") this.finishedIds.add(task.nodeId);
+    if (state === "finished" || state === "skipped") this.finishedIds.add(task.nodeId);
     writes.push((d) => {
       if (data) writeOutputRow(d, info, key, data);
       nodes.upsertNode(d, { ...node, state });

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import type { Agent } from "../agents/index.ts";
 import { Fragment, makeElement, type SmithersElement, type SmithersNode } from "./element.ts";
-import type { ApprovalSpec, EventWaitSpec, HumanTaskSpec, OutputTarget, RetryPolicy, TaskRunContext, TimerSpec } from "./plan.ts";
+import type { ApprovalOption, ApprovalSpec, EventWaitSpec, HumanTaskSpec, OutputTarget, RetryPolicy, TaskRunContext, TimerSpec } from "./plan.ts";
 import { renderContext } from "./render-context.ts";
 
 type TaskValue<S> = S extends z.ZodType ? z.input<S> : Record<string, unknown>;
@@ -31,6 +31,13 @@ export type TaskProps<S extends OutputTarget = OutputTarget> = {
   dependsOn?: readonly string[];
   label?: string;
   meta?: Record<string, unknown>;
+  /**
+   * The task starts only once a person approved it (`smithers approve`, approve()); the run waits
+   * `waiting-approval` until then. A denial fails the task with APPROVAL_DENIED.
+   */
+  needsApproval?: boolean;
+  /** With needsApproval: only what depends on this task waits for the approval; other branches run on. */
+  async?: boolean;
   /** A prompt (with `agent`), a compute function, or a static output value. */
   children: string | number | readonly (string | number)[] | TaskValue<S> | ((ctx: TaskRunContext) => TaskValue<S> | Promise<TaskValue<S>>);
 };
@@ -124,13 +131,30 @@ export const approvalDecisionSchema = z.object({
   decidedAt: z.string().nullable(),
 });
 
+/** The row a `mode="select"` `<Approval>` writes: the key of the chosen option. */
+export const approvalSelectionSchema = z.object({
+  selected: z.string(),
+  notes: z.string().nullable(),
+});
+
+/** The row a `mode="rank"` `<Approval>` writes: every option's key, best first. */
+export const approvalRankingSchema = z.object({
+  ranked: z.array(z.string()),
+  notes: z.string().nullable(),
+});
+
 export type ApprovalProps = {
   id: string;
   output: OutputTarget;
   outputSchema?: z.ZodObject;
   request: ApprovalSpec["request"];
   onDeny?: ApprovalSpec["onDeny"];
-  mode?: "approve";
+  /** `approve` (default) writes approvalDecisionSchema; `select` and `rank` choose among `options`. */
+  mode?: "approve" | "select" | "rank";
+  /** Required for `select` and `rank`: what the person chooses among (unique keys). */
+  options?: readonly ApprovalOption[];
+  /** Only what depends on the approval waits (later in its Sequence, dependsOn); other branches run on. */
+  async?: boolean;
   skipIf?: boolean;
   dependsOn?: readonly string[];
   label?: string;
@@ -141,8 +165,6 @@ export const APPROVAL_GATE = "smithers:approval";
 
 /** Props of the peer's `<Approval>` this version does not support yet: refused, never ignored. */
 const UNSUPPORTED_APPROVAL_PROPS = [
-  "options",
-  "async",
   "allowedScopes",
   "allowedUsers",
   "autoApprove",
@@ -156,23 +178,51 @@ const UNSUPPORTED_APPROVAL_PROPS = [
   "meta", // stored with an attempt, and a gate runs none
 ];
 
+const DEFAULT_APPROVAL_SCHEMA = { approve: approvalDecisionSchema, select: approvalSelectionSchema, rank: approvalRankingSchema } as const;
+
+/** The options of a select/rank approval, checked: a non-empty array of `{ key, label }` with unique keys. */
+function checkOptions(options: unknown, invalid: (message: string) => SmithersError): readonly ApprovalOption[] {
+  if (!Array.isArray(options) || options.length === 0) throw invalid("needs options={[{ key, label }, …]} (at least one) for this mode");
+  const keys = new Set<string>();
+  for (const option of options as unknown[]) {
+    const o = option as Partial<ApprovalOption> | null;
+    if (typeof o !== "object" || o === null || typeof o.key !== "string" || o.key === "" || typeof o.label !== "string") {
+      throw invalid(`each option needs a non-empty string key and a string label, got ${JSON.stringify(option)}`);
+    }
+    if (keys.has(o.key)) throw invalid(`option key "${o.key}" appears twice`);
+    keys.add(o.key);
+  }
+  return options as ApprovalOption[];
+}
+
 /**
  * A durable human decision: the run waits (status `waiting-approval`, its process may exit) until
  * someone runs `smithers approve|deny` or calls approve()/deny(), then continues once resumed; the
- * decision is the node's output row (approvalDecisionSchema).
+ * decision is the node's output row (approvalDecisionSchema; with `mode="select"` the chosen
+ * option's key, approvalSelectionSchema; with `mode="rank"` every key in order, approvalRankingSchema).
  * @example
  * <Approval id="ship-it" output={outputs.approval} request={{ title: "Deploy to production?" }} />
  */
 export function Approval(props: ApprovalProps): SmithersElement {
   const invalid = (message: string) => new SmithersError("INVALID_WORKFLOW", `<Approval id="${props.id}"> ${message}`, { nodeId: props.id });
-  if (props.mode !== undefined && props.mode !== "approve") throw invalid(`mode "${String(props.mode)}" is not supported yet (only "approve")`);
+  const mode = props.mode ?? "approve";
+  if (mode !== "approve" && mode !== "select" && mode !== "rank") throw invalid(`mode must be "approve", "select" or "rank", got "${String(mode)}"`);
   for (const name of UNSUPPORTED_APPROVAL_PROPS) if ((props as Record<string, unknown>)[name] !== undefined) throw invalid(`prop ${name} is not supported yet`);
   if (!props.request || typeof props.request.title !== "string" || props.request.title === "") throw invalid("needs request={{ title }}");
   const onDeny = props.onDeny ?? "fail";
   if (!["fail", "continue", "skip"].includes(onDeny)) throw invalid(`onDeny must be "fail", "continue" or "skip", got "${String(onDeny)}"`);
-  const spec: ApprovalSpec = { request: props.request, onDeny };
-  const { request: _r, onDeny: _o, mode: _m, ...rest } = props;
-  return makeElement(HOST.task, { ...rest, outputSchema: props.outputSchema ?? approvalDecisionSchema, children: null, [APPROVAL_GATE]: spec });
+  let options: readonly ApprovalOption[] | undefined;
+  if (mode === "approve") {
+    if (props.options !== undefined) throw invalid('options only apply to mode "select" or "rank"');
+  } else {
+    options = checkOptions(props.options, invalid);
+    // A denied choice has no selection or ranking to write.
+    if (onDeny === "continue") throw invalid(`onDeny "continue" does not apply to mode "${mode}" (a denial chooses nothing); use "fail" or "skip"`);
+  }
+  if (props.async !== undefined && typeof props.async !== "boolean") throw invalid("async must be true or false");
+  const spec: ApprovalSpec = { mode, request: props.request, onDeny, ...(options ? { options } : {}) };
+  const { request: _r, onDeny: _o, mode: _m, options: _p, ...rest } = props;
+  return makeElement(HOST.task, { ...rest, outputSchema: props.outputSchema ?? DEFAULT_APPROVAL_SCHEMA[mode], children: null, [APPROVAL_GATE]: spec });
 }
 
 export type TimerProps = {

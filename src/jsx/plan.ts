@@ -30,9 +30,19 @@ export type TaskRunContext = {
 /** A `<Timer>`: exactly one of a duration from when it starts, or an absolute time. */
 export type TimerSpec = { durationMs: number; untilMs?: undefined } | { untilMs: number; durationMs?: undefined };
 
-/** An `<Approval>` gate: the run waits for a person's decision, recorded as the node's output row. */
+/** A choice offered by a `select` or `rank` approval. */
+export type ApprovalOption = { key: string; label: string; summary?: string; metadata?: Record<string, unknown> };
+
+/**
+ * A person's decision before the node goes on. `approve`, `select` and `rank` are `<Approval>`
+ * nodes whose decision is their output row; `gate` is a `<Task needsApproval>`: once approved
+ * the task itself runs, and nothing of the decision is written to its table.
+ */
 export type ApprovalSpec = {
+  mode: "approve" | "select" | "rank" | "gate";
   request: { title: string; summary?: string; metadata?: Record<string, unknown> };
+  /** The choices of a `select` or `rank` approval (keys unique, at least one). */
+  options?: readonly ApprovalOption[];
   /** A denial fails the node (default), writes the decision row and goes on (`continue`), or skips the node. */
   onDeny: "fail" | "continue" | "skip";
 };
@@ -76,7 +86,10 @@ export type PlanTask = {
   mode: "static" | "compute" | "agent" | "approval" | "subflow" | "timer" | "event" | "human";
   /** mode "timer": when it fires, relative to its start or absolute. It writes no output row. */
   timer?: TimerSpec;
-  /** mode "approval": what the approver is shown, and what a denial does. */
+  /**
+   * mode "approval": what the approver is shown, and what a denial does. On a compute, agent or
+   * static task (`needsApproval`, mode "gate"): the task starts only once a person approved it.
+   */
   approval?: ApprovalSpec;
   /** mode "event": the signal it waits for. */
   event?: EventWaitSpec;

@@ -68,17 +68,25 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
   if (props.output === undefined || props.output === null) {
     throw new SmithersError("MISSING_OUTPUT", `<Task id="${id}"> has no output; pass output={outputs.<key>}`, { nodeId: id });
   }
-  if (props.needsApproval !== undefined) {
-    throw invalid(`<Task id="${id}"> needsApproval is not supported yet; put an <Approval> before the task instead`, { nodeId: id });
-  }
   const children = props.children;
   const base = taskBase(id, props, scope);
   if (props[APPROVAL_GATE] !== undefined) return { ...base, mode: "approval", approval: props[APPROVAL_GATE] as ApprovalSpec };
   if (props[EVENT_WAIT] !== undefined) return { ...base, mode: "event", event: props[EVENT_WAIT] as EventWaitSpec };
   if (props[HUMAN_TASK] !== undefined) return { ...base, mode: "human", human: props[HUMAN_TASK] as HumanTaskSpec };
-  if (props.async !== undefined) {
-    throw invalid(`<Task id="${id}"> async only applies to nodes that wait (an Approval, HumanTask, Signal or WaitForEvent)`, { nodeId: id });
+  if (props.needsApproval !== undefined && typeof props.needsApproval !== "boolean") {
+    throw invalid(`<Task id="${id}"> needsApproval must be true or false`, { nodeId: id });
   }
+  if (props.async !== undefined && props.needsApproval !== true) {
+    throw invalid(`<Task id="${id}"> async only applies to nodes that wait (needsApproval, an Approval, HumanTask, Signal or WaitForEvent)`, {
+      nodeId: id,
+    });
+  }
+  const task = workTask(id, children, base);
+  return props.needsApproval === true ? { ...task, approval: gateSpec(task) } : task;
+}
+
+/** A compute, agent or static task from its children. */
+function workTask(id: string, children: unknown, base: ReturnType<typeof taskBase>): PlanTask {
   if (typeof children === "function") return { ...base, mode: "compute", compute: children as PlanTask["compute"] };
   const textParts = Array.isArray(children) ? children : [children];
   if (textParts.length > 0 && textParts.every((c) => typeof c === "string" || typeof c === "number")) {
@@ -89,6 +97,20 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
   }
   if (isPlainObject(children)) return { ...base, mode: "static", staticValue: children };
   throw invalid(`<Task id="${id}"> children must be a prompt string (with agent), a function, or a plain object`, { nodeId: id });
+}
+
+/** What the approver of a `<Task needsApproval>` is shown: the task, and its prompt when it has one. */
+function gateSpec(task: PlanTask): ApprovalSpec {
+  const summary = task.prompt === undefined ? undefined : task.prompt.length > 2000 ? `${task.prompt.slice(0, 2000)}…` : task.prompt;
+  return {
+    mode: "gate",
+    request: {
+      title: `Start task "${task.label ?? task.nodeId}"?`,
+      ...(summary === undefined ? {} : { summary }),
+      ...(task.meta ? { metadata: task.meta } : {}),
+    },
+    onDeny: "fail",
+  };
 }
 
 /** The props `<Subflow>` accepts; the peer's others (cache, needs, heartbeats…) are refused, not ignored. */

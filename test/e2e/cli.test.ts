@@ -299,6 +299,30 @@ describe("smithers approve / deny", () => {
     expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
   });
 
+  test("a select gate shows its options and takes --select (a bad choice exits 2, nothing decided); a needsApproval task is approved like a gate", () => {
+    const dbPath = tempDbPath();
+    const up = ["up", "test/fixtures/choose.tsx", "--db", dbPath, "--run-id", "pick-1"];
+    expect(smithers(up).code).toBe(3);
+    const missing = smithers(["approve", "pick-1", "--yes", "--db", dbPath]);
+    expect(missing.code).toBe(2);
+    expect(missing.stdout).toContain("choose     one option (--select KEY)");
+    expect(missing.stdout).toContain("  canary  Canary, 5% first (an hour per step)");
+    expect(missing.stderr).toContain("APPROVAL_INVALID");
+    const unknown = smithers(["approve", "pick-1", "--select", "half", "--yes", "--db", dbPath]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('"half" is not one of the options; the options are: canary, full');
+    expect(smithers(["deny", "pick-1", "--select", "full", "--yes", "--db", dbPath]).code).toBe(2);
+    expect(sql(dbPath, "SELECT status FROM _smithers_approvals")).toEqual([{ status: "requested" }]);
+    expect(smithers(["approve", "pick-1", "--select", "full", "--yes", "--db", dbPath]).code).toBe(0);
+    expect(smithers([...up, "--resume"]).code).toBe(3); // now the task's own gate waits
+    const gate = smithers(["approve", "pick-1", "--yes", "--db", dbPath]);
+    expect(gate.code).toBe(0);
+    expect(gate.stdout).toContain('title      Start task "Ship 1.4"?');
+    expect(gate.stdout).toContain("approving lets the task start");
+    expect(smithers([...up, "--resume"]).code).toBe(0);
+    expect(sql(dbPath, "SELECT plan FROM ship")).toEqual([{ plan: "full" }]);
+  });
+
   test("deny fails the run at the gate (onDeny fail): the resumed run exits 1 with APPROVAL_DENIED", () => {
     const dbPath = tempDbPath();
     const up = ["up", "test/fixtures/approval.tsx", "--db", dbPath, "--run-id", "gate-2"];

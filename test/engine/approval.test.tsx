@@ -147,33 +147,30 @@ describe("<Approval>", () => {
     ]);
   });
 
-  test("props this version does not support yet are refused, not ignored", async () => {
+  test("props this version does not support yet, and contradictory ones, are refused with INVALID_WORKFLOW, not ignored", async () => {
     const { Workflow, Approval, smithers, outputs } = createSmithers({ approval: approvalDecisionSchema }, { dbPath: tempDbPath() });
-    for (const extra of [{ mode: "select" }, { async: true }, { options: [] }, { autoApprove: {} }, { meta: { team: "ops" } }]) {
+    const option = { key: "a", label: "A" };
+    for (const extra of [
+      { autoApprove: {} },
+      { allowedUsers: ["ada"] },
+      { meta: { team: "ops" } },
+      { mode: "vote" },
+      { mode: "select" }, // no options
+      { mode: "rank", options: [] },
+      { mode: "select", options: [option, option] }, // a key twice
+      { mode: "select", options: [{ key: "a" }] }, // no label
+      { options: [option] }, // options in approve mode
+      { mode: "select", options: [option], onDeny: "continue" }, // a denial chooses nothing
+      { async: "yes" },
+    ]) {
       const wf = smithers(() => (
         <Workflow name="x">
           <Approval id="g" output={outputs.approval} request={{ title: "t" }} {...(extra as object)} />
         </Workflow>
       ));
       const result = await runWorkflow(wf, { input: {} });
-      expect(result.status).toBe("failed");
-      expect(result.error?.code).toBe("INVALID_WORKFLOW");
+      expect([JSON.stringify(extra), result.status, result.error?.code]).toEqual([JSON.stringify(extra), "failed", "INVALID_WORKFLOW"]);
     }
-  });
-
-  test("needsApproval on a Task is refused (not yet supported), not silently ignored", async () => {
-    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: tempDbPath() });
-    const props = { needsApproval: true } as object;
-    const wf = smithers(() => (
-      <Workflow name="x">
-        <Task id="t" output={outputs.out} {...props}>
-          {{ n: 1 }}
-        </Task>
-      </Workflow>
-    ));
-    const result = await runWorkflow(wf, { input: {} });
-    expect(result.error?.code).toBe("INVALID_WORKFLOW");
-    expect(result.error?.message).toContain("needsApproval");
   });
 
   test("a gate decided while its run waits for a long timer elsewhere is woken by the daemon; child runs are left to their parent", async () => {
