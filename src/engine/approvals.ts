@@ -6,6 +6,7 @@
 import { approvals, runs, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { ApprovalOption } from "../jsx/index.ts";
+import { isWaiting } from "./states.ts";
 
 export type PendingApproval = {
   runId: string;
@@ -49,22 +50,32 @@ function requestOf(row: approvals.ApprovalRow): PendingApproval["request"] {
   }
 }
 
-/** The run's gates still waiting for a decision, in (node, iteration) order. RUN_NOT_FOUND for an unknown run. */
+/**
+ * The run's gates still waiting for a decision, in (node, iteration) order, then those of its
+ * waiting child runs (`<Subflow>`; `runId` says whose gate it is). RUN_NOT_FOUND for an unknown run.
+ */
 export async function pendingApprovals(db: SmithersDb, runId: string): Promise<PendingApproval[]> {
   const run = await runs.getRun(db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
-  const rows = await approvals.listApprovals(db, { runId, status: "requested" });
-  return rows.map((r) => ({
-    runId,
-    workflowName: run.workflowName,
-    nodeId: r.nodeId,
-    iteration: r.iteration,
-    requestedAtMs: r.requestedAtMs,
-    request: requestOf(r),
-  }));
+  const children = isWaiting(run.status) ? (await runs.listDescendantRuns(db, runId)).filter((c) => isWaiting(c.status)) : [];
+  const pending: PendingApproval[] = [];
+  for (const r of [run, ...children.sort((a, b) => (a.runId < b.runId ? -1 : 1))]) {
+    for (const row of await approvals.listApprovals(db, { runId: r.runId, status: "requested" })) {
+      pending.push({
+        runId: r.runId,
+        workflowName: r.workflowName,
+        nodeId: row.nodeId,
+        iteration: row.iteration,
+        requestedAtMs: row.requestedAtMs,
+        request: requestOf(row),
+      });
+    }
+  }
+  return pending;
 }
 
-const describeGate = (p: PendingApproval) => `${p.nodeId}${p.iteration > 0 ? ` (iteration ${p.iteration})` : ""}: ${p.request.title ?? ""}`;
+const describeGate = (rootRunId: string) => (p: PendingApproval) =>
+  `${p.nodeId}${p.iteration > 0 ? ` (iteration ${p.iteration})` : ""}${p.runId === rootRunId ? "" : ` in child run ${p.runId}`}: ${p.request.title ?? ""}`;
 
 /** The pending gate `o` points at: by node (and iteration), or the only one. */
 export async function findPendingApproval(db: SmithersDb, o: Pick<DecideOptions, "runId" | "nodeId" | "iteration">): Promise<PendingApproval> {
@@ -74,7 +85,7 @@ export async function findPendingApproval(db: SmithersDb, o: Pick<DecideOptions,
     if (pending.length === 0) throw new SmithersError("APPROVAL_NOT_FOUND", `Run "${o.runId}" has no approval waiting for a decision`, { runId: o.runId });
     throw new SmithersError(
       "APPROVAL_AMBIGUOUS",
-      `Run "${o.runId}" has ${pending.length} approvals waiting; name one with --node:\n${pending.map(describeGate).join("\n")}`,
+      `Run "${o.runId}" has ${pending.length} approvals waiting; name one with --node:\n${pending.map(describeGate(o.runId)).join("\n")}`,
       {
         runId: o.runId,
         pending: pending.map((p) => ({ nodeId: p.nodeId, iteration: p.iteration })),
@@ -89,7 +100,10 @@ export async function findPendingApproval(db: SmithersDb, o: Pick<DecideOptions,
       nodeId: o.nodeId,
     });
   }
-  const decided = await approvals.getApproval(db, { runId: o.runId, nodeId: o.nodeId, iteration: o.iteration ?? 0 });
+  // Without --iteration, the node's latest gate (a loop's earlier ones were decided before it).
+  const decided = (await approvals.listApprovals(db, { runId: o.runId }))
+    .filter((r) => r.nodeId === o.nodeId && (o.iteration === undefined || r.iteration === o.iteration))
+    .at(-1);
   if (decided && decided.status !== "requested") {
     throw new SmithersError(
       "APPROVAL_DECIDED",
@@ -143,7 +157,7 @@ async function decide(db: SmithersDb, o: DecideOptions, approved: boolean): Prom
   // The decision and the run's wake time commit together: the daemon finds the run by its due time.
   const won = await db.withTransaction("decideApproval", (d) => {
     const changed = approvals.decideApprovalIn(d, {
-      runId: o.runId,
+      runId: gate.runId,
       nodeId: gate.nodeId,
       iteration: gate.iteration,
       approved,
@@ -152,12 +166,15 @@ async function decide(db: SmithersDb, o: DecideOptions, approved: boolean): Prom
       note: o.note ?? null,
       decision: choice,
     });
-    if (changed) runs.markRunDue(d, o.runId, decidedAtMs);
+    if (changed) runs.markRunDue(d, gate.runId, decidedAtMs);
     return changed;
   });
   if (!won)
-    throw new SmithersError("APPROVAL_DECIDED", `Approval "${gate.nodeId}" of run "${o.runId}" was decided meanwhile`, { runId: o.runId, nodeId: gate.nodeId });
-  return { runId: o.runId, nodeId: gate.nodeId, iteration: gate.iteration, approved };
+    throw new SmithersError("APPROVAL_DECIDED", `Approval "${gate.nodeId}" of run "${gate.runId}" was decided meanwhile`, {
+      runId: gate.runId,
+      nodeId: gate.nodeId,
+    });
+  return { runId: gate.runId, nodeId: gate.nodeId, iteration: gate.iteration, approved };
 }
 
 /**

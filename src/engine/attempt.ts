@@ -12,6 +12,7 @@ import { attempts, nodes, outputRowFor, writeOutputRow, type Drizzle, type Outpu
 import { describeThrown, errorJsonText, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
 import { MAX_TIMER_MS } from "./constants.ts";
+import type { WaitingStatus } from "./states.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 import { runSubflow } from "./subflow.ts";
 
@@ -19,7 +20,9 @@ export type AttemptOutcome =
   /** `row`: the output row as written (a custom table may add defaults on disk), for the snapshot. */
   | { kind: "finished"; durationMs: number; row: Record<string, unknown> }
   | { kind: "failed"; error: SmithersError; retryable: boolean; retryAfterMs?: number; durationMs: number }
-  | { kind: "cancelled"; durationMs: number };
+  | { kind: "cancelled"; durationMs: number }
+  /** A `<Subflow>`'s child run stopped to wait: the node waits in the same state until the child is due (`wakeAtMs`, when it has a time). */
+  | { kind: "suspended"; status: WaitingStatus; wakeAtMs: number | undefined; childRunId: string; durationMs: number };
 
 export type AttemptInput = {
   db: SmithersDb;
@@ -34,6 +37,8 @@ export type AttemptInput = {
   startedAtMs: number;
   /** Told about side-effect calls the task records. */
   onToolCall?: SideEffectScope["onRecorded"];
+  /** The run's waitInPlaceMs, passed on to a `<Subflow>`'s child run. */
+  waitInPlaceMs?: number;
 };
 
 /**
@@ -64,7 +69,7 @@ function shapeForTable(info: OutputTableInfo, raw: unknown): unknown {
 async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void): Promise<{ raw: unknown; responseText?: string }> {
   const { task } = a;
   if (task.mode === "static") return { raw: task.staticValue };
-  if (task.mode === "subflow") return { raw: await runSubflow({ db: a.db, parentRunId: a.runId, task, signal }) };
+  if (task.mode === "subflow") return { raw: await runSubflow({ db: a.db, parentRunId: a.runId, task, signal, waitInPlaceMs: a.waitInPlaceMs }) };
   if (task.mode === "compute") {
     const idempotencyKey = `${a.runId}:${task.nodeId}:${task.iteration}`;
     const ids = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
@@ -249,6 +254,10 @@ export function settleOutcome(a: AttemptInput, result: AttemptResult, canRetry: 
   }
   const { error, thrown } = result;
   if (error.code === "TASK_CANCELLED") return { kind: "cancelled", durationMs };
+  if (error.code === "SUBFLOW_WAITING" && a.task.mode === "subflow" && !result.stopped) {
+    const { childStatus, childRunId, wakeAtMs } = error.details as { childStatus: WaitingStatus; childRunId: string; wakeAtMs: number | null };
+    return { kind: "suspended", status: childStatus, wakeAtMs: wakeAtMs ?? undefined, childRunId, durationMs };
+  }
   const retryable = !isInstance(thrown, FatalError) && canRetry;
   const retryAfterMs = isInstance(thrown, RetryableError) ? thrown.retryAfterMs : undefined;
   return { kind: "failed", error, retryable, retryAfterMs, durationMs };
@@ -274,6 +283,11 @@ export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult,
     closeAttempt(d, key, { state: "finished", finishedAtMs: result.finishedAtMs, responseText: result.responseText ?? null });
     writeOutputRow(d, info, key, result.data);
     nodes.upsertNode(d, { ...node, state: "finished" });
+    return;
+  }
+  if (outcome.kind === "suspended") {
+    closeAttempt(d, key, { state: "waiting", finishedAtMs: result.finishedAtMs });
+    nodes.upsertNode(d, { ...node, state: outcome.status, wakeAtMs: outcome.wakeAtMs ?? null });
     return;
   }
   const state = outcome.kind === "cancelled" ? "cancelled" : outcome.kind === "failed" && outcome.retryable ? "pending" : "failed";

@@ -31,6 +31,7 @@ export const SmithersEventTypeSchema = z.enum([
   "WaitTimedOut",
   "HumanRequested",
   "HumanAnswered",
+  "SubflowWaiting",
 ]);
 export type SmithersEventType = z.infer<typeof SmithersEventTypeSchema>;
 
@@ -92,6 +93,8 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
   variant(T.HumanRequested, { ...node, requestId: z.string(), prompt: z.string() }),
   /** `accepted: false`: the answer failed the output schema at the engine and the person is asked again (or the node fails). */
   variant(T.HumanAnswered, { ...node, requestId: z.string(), accepted: z.boolean(), answeredBy: z.string().nullable() }),
+  /** A `<Subflow>`'s child run stopped waiting (`childStatus`): the node waits with it; the next attempt resumes the child. */
+  variant(T.SubflowWaiting, { ...attempt, childRunId: z.string(), childStatus: z.enum(WAITING_STATUSES) }),
 ]);
 export type SmithersEvent = z.infer<typeof SmithersEventSchema>;
 

@@ -33,6 +33,7 @@ import { formatZodIssues, jsonSchemaOf } from "../schema/index.ts";
 import { withRenderContext } from "../jsx/render-context.ts";
 import type { z } from "zod";
 import { humanAsk, humanRequestId } from "./human.ts";
+import { subflowRunId } from "./subflow.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
 import { buildCtx, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
@@ -200,7 +201,8 @@ export class Run {
     });
     for (const [tableKey, keys] of Object.entries(s.outputKeys)) for (const k of keys) this.index.addKey(tableKey, k.nodeId, k.iteration);
     for (const id of s.finishedIds) this.finishedIds.add(id);
-    for (const [key, t] of s.states) if (t.state === "waiting-approval" || t.state === "waiting-event") this.waiting.add(key);
+    // Timers are left to the scheduler (see resolveWaits); a subflow may wait in any of these states.
+    for (const [key, t] of s.states) if (isWaiting(t.state)) this.waiting.add(key);
   }
 
   /** Stages an event: stored with the run's next transaction, heard by listeners once committed. */
@@ -399,6 +401,12 @@ export class Run {
       } else if (outcome.kind === "cancelled") {
         events.push({ type: "NodeCancelled", ...ids, durationMs: outcome.durationMs });
         t.state = "cancelled";
+      } else if (outcome.kind === "suspended") {
+        // The child run waits: so does the node, until the child is due (see resolveWaits).
+        events.push({ type: "SubflowWaiting", ...ids, childRunId: outcome.childRunId, childStatus: outcome.status });
+        t.state = outcome.status;
+        t.wakeAtMs = outcome.wakeAtMs;
+        this.waiting.add(task.key);
       } else {
         events.push({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorSummaryJson(outcome.error) });
         if (outcome.retryable) events.push({ type: "NodeRetrying", ...ids, attempt: ids.attempt + 1 });
@@ -454,6 +462,7 @@ export class Run {
         st.tracked.state = "running";
         st.tracked.lastAttempt = st.input.attempt;
         st.tracked.retryAtMs = undefined;
+        st.tracked.wakeAtMs = undefined;
         this.frames.markDirty(st.task.key);
       }
       const frame = this.frames.next(plan, (key) => this.s.states.get(key)?.state, nowMs);
@@ -570,6 +579,7 @@ export class Run {
           now: this.now,
           startedAtMs: nowMs,
           onToolCall: (e) => this.emit({ ...e, ...ids }),
+          waitInPlaceMs: this.settings.waitInPlaceMs,
         };
         starts.push({ task, tracked, input });
         return undefined;
@@ -704,12 +714,14 @@ export class Run {
    */
   private async resolveWaits(plan: Plan, nowMs: number, writes: ((d: Drizzle) => void)[]): Promise<void> {
     const waiting = plan.tasks.filter((t) => this.waiting.has(t.key));
+    for (const t of waiting) if (t.mode === "timer") this.waiting.delete(t.key); // the scheduler fires timers
     const kinds = new Set(waiting.map(waitKind));
     const runId = this.s.runId;
     const found = await this.db.read("readWaits", (d) => ({
       approvals: kinds.has("approval") ? approvals.readApprovals(d, runId) : [],
       human: kinds.has("human") ? humanRequests.readHumanRequests(d, runId) : [],
       signals: kinds.has("event") ? signals.readOpenSignals(d, runId) : [],
+      children: kinds.has("subflow") ? this.dueChildren(d, waiting, nowMs) : new Set<string>(),
     }));
     const decided = new Map(found.approvals.filter((r) => r.status !== "requested").map((r) => [nodeKey(r.nodeId, r.iteration), r]));
     for (const task of waiting) {
@@ -722,8 +734,23 @@ export class Run {
         this.resolveHuman(task, found.human, nowMs, writes);
       } else if (task.mode === "event") {
         this.offerSignals(task, found.signals, nowMs, writes);
+      } else if (task.mode === "subflow" && found.children.has(task.key)) {
+        // Its child is due: the scheduler starts the node again, which resumes the child.
+        this.waiting.delete(task.key);
+        this.tracked(task).wakeAtMs = nowMs;
       }
     }
+  }
+
+  /** Keys of the waiting `<Subflow>` nodes whose child run is due (or no longer waits). */
+  private dueChildren(d: Drizzle, waiting: PlanTask[], nowMs: number): Set<string> {
+    const due = new Set<string>();
+    for (const task of waiting) {
+      if (task.mode !== "subflow") continue;
+      const child = runs.readRun(d, subflowRunId(this.s.runId, task.nodeId, task.iteration));
+      if (!child || !isWaiting(child.status) || (child.wakeAtMs !== null && child.wakeAtMs <= nowMs)) due.add(task.key);
+    }
+    return due;
   }
 
   /**
@@ -749,6 +776,7 @@ export class Run {
       const latest = new Map(byAsk(humanRequests.readHumanRequests(d, runId)).map((r) => [nodeKey(r.nodeId, r.iteration), r.status]));
       if (waiting.some((t) => t.mode === "human" && latest.has(t.key) && latest.get(t.key) !== "pending")) return true;
     }
+    if (kinds.has("subflow") && this.dueChildren(d, waiting, this.now()).size > 0) return true;
     if (kinds.has("event")) {
       const open = signals.readOpenSignals(d, runId);
       const matches = (t: PlanTask) =>

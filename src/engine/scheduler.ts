@@ -121,8 +121,30 @@ function dependencyMet(id: string, w: Walk): boolean {
   return false;
 }
 
+/**
+ * A `<Subflow>` whose child run waits: the node holds up only what depends on it (the wait itself
+ * is the child's), and once the child is due (`wakeAtMs`: its timer, or now when what it waits for
+ * arrived) the node starts again, which resumes the child.
+ */
+function visitWaitingSubflow(task: PlanTask, status: NodeStatus, caps: Cap[], w: Walk): Visit {
+  if (status.wakeAtMs !== undefined && status.wakeAtMs <= w.nowMs) {
+    if (caps.every((c) => c.used < c.max)) {
+      for (const c of caps) c.used++;
+      w.actions.push({ type: "start", task });
+    }
+    return "busy";
+  }
+  if (status.wakeAtMs !== undefined) w.timerAtMs = Math.min(w.timerAtMs ?? Infinity, status.wakeAtMs);
+  if (status.state === "waiting-approval") w.waitingPerson = true;
+  else if (status.state === "waiting-event") w.waitingEvent = true;
+  return "busy";
+}
+
+const WAITING_NODE_STATES: ReadonlySet<string> = new Set(["waiting-approval", "waiting-event", "waiting-timer"]);
+
 function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
   const status = stateOf(w, task);
+  if (task.mode === "subflow" && status && WAITING_NODE_STATES.has(status.state)) return visitWaitingSubflow(task, status, caps, w);
   switch (status?.state) {
     case "finished":
     case "skipped":

@@ -15,8 +15,11 @@ export const NodeStateSchema = z.enum([
 ]);
 export type NodeState = z.infer<typeof NodeStateSchema>;
 
-/** States of an attempt in `_smithers_attempts`; `abandoned` = left running by a process that died. */
-export const AttemptStateSchema = z.enum(["running", "finished", "failed", "cancelled", "abandoned"]);
+/**
+ * States of an attempt in `_smithers_attempts`; `abandoned` = left running by a process that
+ * died; `waiting` = a `<Subflow>` attempt whose child run stopped to wait (the next attempt resumes it).
+ */
+export const AttemptStateSchema = z.enum(["running", "finished", "failed", "cancelled", "abandoned", "waiting"]);
 export type AttemptState = z.infer<typeof AttemptStateSchema>;
 
 export const RunStatusSchema = z.enum(["running", "finished", "failed", "cancelled", "waiting-approval", "waiting-event", "waiting-timer"]);

@@ -2,18 +2,27 @@
  * `<Subflow>`'s work: a child run of another workflow in the parent's database, linked by
  * `parent_run_id`. The child's id is derived from the parent node, so a retry of the node or a
  * resume of the parent after a crash resumes that same child (its finished tasks are kept)
- * instead of starting a second one; a child that already finished is only read back.
+ * instead of starting a second one; a child that already finished is only read back. A child that
+ * stops to wait (an approval, a signal, a timer) makes the node wait in the same state.
  */
 import { migrateOutputTables, normalizeRow, readOutputRows, runs, stripBookkeeping, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { PlanTask } from "../jsx/index.ts";
 import { runWorkflow } from "./run-workflow.ts";
+import { isWaiting } from "./states.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
 /** The child run's id: one per parent node and iteration, the same across attempts and resumes. */
 export const subflowRunId = (parentRunId: string, nodeId: string, iteration: number) => `${parentRunId}/${nodeId}#${iteration}`;
 
-export type SubflowWork = { db: SmithersDb; parentRunId: string; task: PlanTask; signal: AbortSignal };
+export type SubflowWork = {
+  db: SmithersDb;
+  parentRunId: string;
+  task: PlanTask;
+  signal: AbortSignal;
+  /** The parent's setting, passed on: a child timer due within it is waited for in place. */
+  waitInPlaceMs?: number;
+};
 
 /** Databases whose tables already hold a given child workflow's outputs. */
 const migrated = new WeakMap<SmithersDb, WeakSet<SmithersWorkflow>>();
@@ -55,8 +64,18 @@ export async function runSubflow(w: SubflowWork): Promise<unknown> {
     input: task.subflow!.input,
     parentRunId: w.parentRunId,
     signal: w.signal,
+    waitInPlaceMs: w.waitInPlaceMs,
   });
   if (result.status === "finished") return child.output === undefined ? (result.output ?? null) : await declaredResult(w.db, child, runId);
+  if (isWaiting(result.status)) {
+    // Not a failure: the node waits with its child, until the child is due (runs.markRunDue marks the parent too).
+    const wakeAtMs = (await runs.getRun(w.db, runId))?.wakeAtMs ?? null;
+    throw new SmithersError("SUBFLOW_WAITING", `Subflow "${task.nodeId}": child run ${runId} is ${result.status}`, {
+      childRunId: runId,
+      childStatus: result.status,
+      wakeAtMs,
+    });
+  }
   if (result.status === "cancelled") {
     throw new SmithersError("TASK_CANCELLED", `Subflow "${task.nodeId}" was cancelled (child run ${runId})`, { childRunId: runId });
   }

@@ -1,7 +1,7 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { answerHuman, approvalDecisionSchema, approve, createSmithers, runWorkflow, sendSignal } from "../../src/index.ts";
+import { answerHuman, approvalDecisionSchema, approve, createSmithers, runWorkflow, sendSignal, Subflow } from "../../src/index.ts";
 import { SmithersEventSchema, SmithersEventTypeSchema } from "../../src/engine/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
 
@@ -101,6 +101,23 @@ describe("SmithersEventSchema", () => {
     await sendSignal(w.smithersDb, { runId: "waits", name: "fb", data: { rating: 5 } });
     await answerHuman(w.smithersDb, { requestId: "waits:ask:0:1", data: { ok: true } });
     expect((await runWorkflow(waits, { runId: "waits", resume: true })).status).toBe("finished");
+
+    // A child run that waits (SubflowWaiting), decided through its parent's id.
+    const childKit = createSmithers({ approval: approvalDecisionSchema });
+    const waitingChild = childKit.smithers(() => (
+      <childKit.Workflow name="child">
+        <childKit.Approval id="ok" output={childKit.outputs.approval} request={{ title: "child ok?" }} />
+      </childKit.Workflow>
+    ));
+    const parentKit = createSmithers({ sub: approvalDecisionSchema }, { dbPath });
+    const parent = parentKit.smithers(() => (
+      <parentKit.Workflow name="parent">
+        <Subflow id="sub" workflow={waitingChild} output={parentKit.outputs.sub} />
+      </parentKit.Workflow>
+    ));
+    expect((await runWorkflow(parent, { runId: "parent" })).status).toBe("waiting-approval");
+    await approve(parentKit.smithersDb, { runId: "parent" });
+    expect((await runWorkflow(parent, { runId: "parent", resume: true })).status).toBe("finished");
 
     const easy = smithers(() => (
       <Workflow name="easy">

@@ -64,6 +64,20 @@ export function getRun(db: SmithersDb, runId: string): Promise<RunRow | undefine
   return db.read("getRun", (d) => readRun(d, runId));
 }
 
+/** The run's child runs (`<Subflow>`), their children, and so on, in no particular order. */
+export function listDescendantRuns(db: SmithersDb, runId: string): Promise<RunRow[]> {
+  return db.read("listDescendantRuns", (d) => {
+    const found: RunRow[] = [];
+    let parents = [runId];
+    for (let depth = 0; parents.length > 0 && depth < MAX_SUBFLOW_DEPTH; depth++) {
+      const children: RunRow[] = d.select().from(smithersRuns).where(inArray(smithersRuns.parentRunId, parents)).all();
+      found.push(...children);
+      parents = children.map((c) => c.runId);
+    }
+    return found;
+  });
+}
+
 /** `getRun` inside the caller's transaction (under its write lock). */
 export function readRun(d: Drizzle, runId: string): RunRow | undefined {
   return d.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get();
@@ -234,8 +248,18 @@ export function listDueRuns(db: SmithersDb, nowMs: number, limit = 500, withWork
  * reads it on its next step).
  */
 export function markRunDue(d: Drizzle, runId: string, nowMs: number): void {
-  d.update(smithersRuns)
-    .set({ wakeAtMs: sql`min(coalesce(${smithersRuns.wakeAtMs}, ${nowMs}), ${nowMs})` })
-    .where(and(eq(smithersRuns.runId, runId), inArray(smithersRuns.status, [...WAITING_STATUSES])))
-    .run();
+  // A waiting child run (a <Subflow>) is resumed by its parent: every waiting ancestor becomes due too.
+  let id: string | null = runId;
+  for (let depth = 0; id !== null && depth < MAX_SUBFLOW_DEPTH; depth++) {
+    const marked: { parentRunId: string | null }[] = d
+      .update(smithersRuns)
+      .set({ wakeAtMs: sql`min(coalesce(${smithersRuns.wakeAtMs}, ${nowMs}), ${nowMs})` })
+      .where(and(eq(smithersRuns.runId, id), inArray(smithersRuns.status, [...WAITING_STATUSES])))
+      .returning({ parentRunId: smithersRuns.parentRunId })
+      .all();
+    id = marked[0]?.parentRunId ?? null;
+  }
 }
+
+/** How far markRunDue follows parent_run_id (a guard against a cycle written by hand). */
+const MAX_SUBFLOW_DEPTH = 64;
