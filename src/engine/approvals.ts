@@ -5,7 +5,7 @@
  */
 import { approvals, runs, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
-import type { ApprovalOption } from "../jsx/index.ts";
+import type { ApprovalOption, ApprovalSpec } from "../jsx/index.ts";
 import { isWaiting } from "./states.ts";
 
 export type PendingApproval = {
@@ -191,4 +191,33 @@ export function approve(db: SmithersDb, o: DecideOptions): Promise<Decision> {
 /** Denies a waiting gate; the node then fails, continues or is skipped as its `onDeny` says. */
 export function deny(db: SmithersDb, o: DecideOptions): Promise<Decision> {
   return decide(db, o, false);
+}
+
+/** What `_smithers_approvals.request_json` holds: what the approver is shown, and for select/rank the options. */
+export function storedRequest(spec: ApprovalSpec): Record<string, unknown> {
+  return { ...spec.request, ...(spec.mode === "approve" ? {} : { mode: spec.mode }), ...(spec.options ? { options: spec.options } : {}) };
+}
+
+export const DECISION_SCHEMA_NAME = {
+  approve: "approvalDecisionSchema",
+  select: "approvalSelectionSchema",
+  rank: "approvalRankingSchema",
+  gate: "approvalDecisionSchema",
+} as const;
+
+/** The row a decided `<Approval>` writes, by mode (approve() checked a select/rank choice against the options). */
+export function decisionRow(spec: ApprovalSpec, row: approvals.ApprovalRow, approved: boolean): Record<string, unknown> {
+  const decidedAt = row.decidedAtMs == null ? null : new Date(row.decidedAtMs).toISOString();
+  const decidedBy = row.decidedBy ?? null;
+  if (spec.mode === "select" || spec.mode === "rank") {
+    let choice: { selected?: unknown; ranked?: unknown } = {};
+    try {
+      choice = row.decisionJson ? (JSON.parse(row.decisionJson) as typeof choice) : {};
+    } catch {
+      // left empty: the output schema refuses the row, and the node fails with INVALID_OUTPUT
+    }
+    const picked = spec.mode === "select" ? { selected: choice.selected } : { ranked: choice.ranked };
+    return { ...picked, notes: row.note ?? null, decidedBy, decidedAt };
+  }
+  return { approved, note: row.note ?? null, decidedBy, decidedAt };
 }

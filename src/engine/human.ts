@@ -13,6 +13,9 @@ export const humanRequestId = (runId: string, nodeId: string, iteration: number,
 /** The ask number at the end of a request id made by humanRequestId (0 for any other id). */
 export const humanAsk = (requestId: string): number => Number(requestId.slice(requestId.lastIndexOf(":") + 1)) || 0;
 
+/** Human requests in ask order (1, 2, … 10: by number, not as text). */
+export const byAsk = <R extends { requestId: string }>(rows: R[]): R[] => [...rows].sort((a, b) => humanAsk(a.requestId) - humanAsk(b.requestId));
+
 export type InboxItem = {
   requestId: string;
   runId: string;

@@ -8,32 +8,24 @@
  * step that finds the run over commits with the run's final status.
  */
 import {
-  approvals,
   attempts as attemptRows,
   frames as frameRows,
-  humanRequests,
-  signals,
   nodes,
   normalizeRow,
   ralph,
   readOutputKeys,
   readOutputRow,
   readOutputRowNow,
-  outputRowFor,
   runs,
-  writeOutputRow,
   stripBookkeeping as strip,
   type Drizzle,
   type OutputTableInfo,
   type SmithersDb,
 } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, SmithersError } from "../errors/index.ts";
-import { nodeKey, render, type ApprovalSpec, type Plan, type PlanTask } from "../jsx/index.ts";
-import { formatZodIssues, jsonSchemaOf } from "../schema/index.ts";
+import { nodeKey, render, type Plan, type PlanTask } from "../jsx/index.ts";
 import { withRenderContext } from "../jsx/render-context.ts";
-import type { z } from "zod";
-import { humanAsk, humanRequestId } from "./human.ts";
-import { subflowRunId } from "./subflow.ts";
+import { Waits } from "./waits.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
 import { buildCtx, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
@@ -104,41 +96,6 @@ export function asRunError(error: unknown): SmithersError {
   return new SmithersError("ENGINE_ERROR", `The engine failed: ${describeThrown(error)}`, { cause: error });
 }
 
-/** Human requests in ask order (1, 2, … 10: by number, not as text). */
-const byAsk = <R extends { requestId: string }>(rows: R[]): R[] => [...rows].sort((a, b) => humanAsk(a.requestId) - humanAsk(b.requestId));
-
-/** What a waiting node waits for: a `<Task needsApproval>` waits for an approval like an `<Approval>`. */
-const waitKind = (t: PlanTask): PlanTask["mode"] => (t.approval ? "approval" : t.mode);
-
-/** What `_smithers_approvals.request_json` holds: what the approver is shown, and for select/rank the options. */
-function storedRequest(spec: ApprovalSpec): Record<string, unknown> {
-  return { ...spec.request, ...(spec.mode === "approve" ? {} : { mode: spec.mode }), ...(spec.options ? { options: spec.options } : {}) };
-}
-
-const DECISION_SCHEMA_NAME = {
-  approve: "approvalDecisionSchema",
-  select: "approvalSelectionSchema",
-  rank: "approvalRankingSchema",
-  gate: "approvalDecisionSchema",
-} as const;
-
-/** The row a decided `<Approval>` writes, by mode (approve() checked a select/rank choice against the options). */
-function decisionRow(spec: ApprovalSpec, row: approvals.ApprovalRow, approved: boolean): Record<string, unknown> {
-  const decidedAt = row.decidedAtMs == null ? null : new Date(row.decidedAtMs).toISOString();
-  const decidedBy = row.decidedBy ?? null;
-  if (spec.mode === "select" || spec.mode === "rank") {
-    let choice: { selected?: unknown; ranked?: unknown } = {};
-    try {
-      choice = row.decisionJson ? (JSON.parse(row.decisionJson) as typeof choice) : {};
-    } catch {
-      // left empty: the output schema refuses the row, and the node fails with INVALID_OUTPUT
-    }
-    const picked = spec.mode === "select" ? { selected: choice.selected } : { ranked: choice.ranked };
-    return { ...picked, notes: row.note ?? null, decidedBy, decidedAt };
-  }
-  return { approved, note: row.note ?? null, decidedBy, decidedAt };
-}
-
 type Started = { task: PlanTask; tracked: TrackedNode; input: AttemptInput };
 type Ended = Started & { result: AttemptResult };
 type Event = EventBody;
@@ -166,8 +123,8 @@ export class Run {
    * now asks (see decide), kept so the states of finished loop iterations can be dropped.
    */
   private readonly finishedIds = new Set<string>();
-  /** Keys of the nodes waiting for the world: a decision, an answer or a signal (see resolveWaits). */
-  private readonly waiting = new Set<string>();
+  /** The nodes waiting for the world: timers, decisions, answers, signals, child runs. */
+  private readonly waits: Waits;
   /** Set when the scheduler found nothing to do but wait: the run ends with this status. */
   private suspended: WaitingStatus | undefined;
   /** When the suspended run must be looked at again: its earliest timer or timeout (stored on the run for the daemon). */
@@ -201,8 +158,20 @@ export class Run {
     });
     for (const [tableKey, keys] of Object.entries(s.outputKeys)) for (const k of keys) this.index.addKey(tableKey, k.nodeId, k.iteration);
     for (const id of s.finishedIds) this.finishedIds.add(id);
+    this.waits = new Waits({
+      runId: s.runId,
+      db,
+      now,
+      tracked: (task) => this.tracked(task),
+      resolve: (task) => this.resolve(task),
+      markDirty: (key) => this.frames.markDirty(key),
+      remember: (info, row) => this.remember(info, row),
+      emitInTransaction: (event) => this.emitInTransaction(event),
+      failed: (key, error) => this.lastErrors.set(key, error),
+      done: (nodeId) => this.finishedIds.add(nodeId),
+    });
     // Timers are left to the scheduler (see resolveWaits); a subflow may wait in any of these states.
-    for (const [key, t] of s.states) if (isWaiting(t.state)) this.waiting.add(key);
+    for (const [key, t] of s.states) if (isWaiting(t.state)) this.waits.waiting.add(key);
   }
 
   /** Stages an event: stored with the run's next transaction, heard by listeners once committed. */
@@ -406,7 +375,7 @@ export class Run {
         events.push({ type: "SubflowWaiting", ...ids, childRunId: outcome.childRunId, childStatus: outcome.status });
         t.state = outcome.status;
         t.wakeAtMs = outcome.wakeAtMs;
-        this.waiting.add(task.key);
+        this.waits.waiting.add(task.key);
       } else {
         events.push({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorSummaryJson(outcome.error) });
         if (outcome.retryable) events.push({ type: "NodeRetrying", ...ids, attempt: ids.attempt + 1 });
@@ -450,8 +419,8 @@ export class Run {
       const nowMs = this.now();
       if (this.readsStates) this.renderStale = true;
       // Answers first, then the render that may depend on them (a <Signal>'s children, a ctx read).
-      if (this.waiting.size > 0) {
-        await this.resolveWaits(await this.renderPlan(), nowMs, writes);
+      if (this.waits.waiting.size > 0) {
+        await this.waits.resolveWaits(await this.renderPlan(), nowMs, writes);
         if (this.readsStates) this.renderStale = true;
       }
       const plan = await this.renderPlan();
@@ -525,10 +494,10 @@ export class Run {
         this.suspendedUntilMs = action.untilMs;
         return "done";
       case "fire-timer":
-        this.fireTimer(action.task, nowMs, writes);
+        this.waits.fireTimer(action.task, nowMs, writes);
         return undefined;
       case "expire-wait":
-        this.expireWait(action.task, nowMs, writes);
+        this.waits.expireWait(action.task, nowMs, writes);
         return undefined;
       case "fail-run":
         // A task dropped from the plan while it ran can still finish what others wait on.
@@ -542,24 +511,24 @@ export class Run {
         const { task } = action;
         const tracked = this.tracked(task);
         if (task.mode === "timer") {
-          this.startTimer(task, tracked, nowMs, writes);
+          this.waits.startTimer(task, tracked, nowMs, writes);
           return undefined;
         }
         if (task.mode === "approval") {
-          this.requestApproval(task, tracked, nowMs, writes);
+          this.waits.requestApproval(task, tracked, nowMs, writes);
           return undefined;
         }
         if (task.mode === "event") {
-          this.startEventWait(task, nowMs, writes);
+          this.waits.startEventWait(task, nowMs, writes);
           return undefined;
         }
         if (task.mode === "human") {
-          this.askHuman(task, nowMs, 1, writes);
+          this.waits.askHuman(task, nowMs, 1, writes);
           return undefined;
         }
         // <Task needsApproval>: the first start asks a person instead; once approved the task runs.
         if (task.approval?.mode === "gate" && !tracked.gatePassed) {
-          this.requestApproval(task, tracked, nowMs, writes);
+          this.waits.requestApproval(task, tracked, nowMs, writes);
           return undefined;
         }
         if (tracked.abandons >= task.maxAbandons) {
@@ -639,471 +608,6 @@ export class Run {
   /** A task's output table name, for its node row ("" for a timer, which writes no row). */
   private tableNameOf(task: PlanTask): string {
     return task.mode === "timer" ? "" : this.resolve(task).tableName;
-  }
-
-  /** Starts a `<Timer>`: its fire time is fixed now and stored with the step, so a restart never moves it. */
-  private startTimer(task: PlanTask, t: TrackedNode, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
-    const spec = task.timer!;
-    const fireAtMs = spec.untilMs ?? nowMs + spec.durationMs!;
-    t.state = "waiting-timer";
-    t.wakeAtMs = fireAtMs;
-    this.frames.markDirty(task.key);
-    const key = { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration };
-    writes.push((d) => {
-      nodes.upsertNode(d, {
-        ...key,
-        state: "waiting-timer",
-        wakeAtMs: fireAtMs,
-        lastAttempt: t.lastAttempt,
-        updatedAtMs: nowMs,
-        outputTable: "",
-        label: task.label ?? null,
-      });
-      this.emitInTransaction({ type: "TimerScheduled", nodeId: task.nodeId, iteration: task.iteration, fireAtMs });
-    });
-  }
-
-  /** A timer whose time has come: its node finishes (no row). */
-  private fireTimer(task: PlanTask, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
-    const t = this.tracked(task);
-    const firedLateMs = Math.max(0, nowMs - (t.wakeAtMs ?? nowMs));
-    t.state = "finished";
-    t.wakeAtMs = undefined;
-    this.finishedIds.add(task.nodeId);
-    this.frames.markDirty(task.key);
-    const key = { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration };
-    writes.push((d) => {
-      nodes.upsertNode(d, {
-        ...key,
-        state: "finished",
-        wakeAtMs: null,
-        lastAttempt: t.lastAttempt,
-        updatedAtMs: nowMs,
-        outputTable: "",
-        label: task.label ?? null,
-      });
-      this.emitInTransaction({ type: "TimerFired", nodeId: task.nodeId, iteration: task.iteration, firedLateMs });
-    });
-  }
-
-  /** Opens an `<Approval>` gate: the node waits (`waiting-approval`) and the request is stored with the step. */
-  private requestApproval(task: PlanTask, t: TrackedNode, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
-    const info = this.resolve(task);
-    const spec = task.approval!;
-    t.state = "waiting-approval";
-    this.waiting.add(task.key);
-    this.frames.markDirty(task.key);
-    const key = { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration };
-    writes.push((d) => {
-      nodes.upsertNode(d, {
-        ...key,
-        state: "waiting-approval",
-        lastAttempt: t.lastAttempt,
-        updatedAtMs: nowMs,
-        outputTable: info.tableName,
-        label: task.label ?? null,
-      });
-      approvals.requestApprovalIn(d, { ...key, requestedAtMs: nowMs, request: storedRequest(spec) });
-      this.emitInTransaction({ type: "ApprovalRequested", nodeId: task.nodeId, iteration: task.iteration, title: spec.request.title });
-    });
-  }
-
-  /**
-   * Nodes of the plan that wait for the world and whose answer arrived: decided gates, answered
-   * (or cancelled) human requests, matching signals. Each kind is read only while a node waits for it.
-   */
-  private async resolveWaits(plan: Plan, nowMs: number, writes: ((d: Drizzle) => void)[]): Promise<void> {
-    const waiting = plan.tasks.filter((t) => this.waiting.has(t.key));
-    for (const t of waiting) if (t.mode === "timer") this.waiting.delete(t.key); // the scheduler fires timers
-    const kinds = new Set(waiting.map(waitKind));
-    const runId = this.s.runId;
-    const found = await this.db.read("readWaits", (d) => ({
-      approvals: kinds.has("approval") ? approvals.readApprovals(d, runId) : [],
-      human: kinds.has("human") ? humanRequests.readHumanRequests(d, runId) : [],
-      signals: kinds.has("event") ? signals.readOpenSignals(d, runId) : [],
-      children: kinds.has("subflow") ? this.dueChildren(d, waiting, nowMs) : new Set<string>(),
-    }));
-    const decided = new Map(found.approvals.filter((r) => r.status !== "requested").map((r) => [nodeKey(r.nodeId, r.iteration), r]));
-    for (const task of waiting) {
-      if (waitKind(task) === "approval") {
-        const row = decided.get(task.key);
-        if (!row) continue;
-        this.waiting.delete(task.key);
-        this.settleApproval(task, row, nowMs, writes);
-      } else if (task.mode === "human") {
-        this.resolveHuman(task, found.human, nowMs, writes);
-      } else if (task.mode === "event") {
-        this.offerSignals(task, found.signals, nowMs, writes);
-      } else if (task.mode === "subflow" && found.children.has(task.key)) {
-        // Its child is due: the scheduler starts the node again, which resumes the child.
-        this.waiting.delete(task.key);
-        this.tracked(task).wakeAtMs = nowMs;
-      }
-    }
-  }
-
-  /** Keys of the waiting `<Subflow>` nodes whose child run is due (or no longer waits). */
-  private dueChildren(d: Drizzle, waiting: PlanTask[], nowMs: number): Set<string> {
-    const due = new Set<string>();
-    for (const task of waiting) {
-      if (task.mode !== "subflow") continue;
-      const child = runs.readRun(d, subflowRunId(this.s.runId, task.nodeId, task.iteration));
-      if (!child || !isWaiting(child.status) || (child.wakeAtMs !== null && child.wakeAtMs <= nowMs)) due.add(task.key);
-    }
-    return due;
-  }
-
-  /**
-   * Inside the transaction that suspends the run: whether a waiting node's decision, answer or
-   * signal is already stored. Senders mark only runs already waiting (runs.markRunDue), so one
-   * that arrived between this run's last look and its suspension is caught here instead.
-   */
-  private arrivedMeanwhile(d: Drizzle): boolean {
-    const waiting = (this.plan?.tasks ?? []).filter((t) => this.waiting.has(t.key));
-    if (waiting.length === 0) return false;
-    const runId = this.s.runId;
-    const kinds = new Set(waiting.map(waitKind));
-    if (kinds.has("approval")) {
-      const decided = new Set(
-        approvals
-          .readApprovals(d, runId)
-          .filter((r) => r.status !== "requested")
-          .map((r) => nodeKey(r.nodeId, r.iteration)),
-      );
-      if (waiting.some((t) => waitKind(t) === "approval" && decided.has(t.key))) return true;
-    }
-    if (kinds.has("human")) {
-      const latest = new Map(byAsk(humanRequests.readHumanRequests(d, runId)).map((r) => [nodeKey(r.nodeId, r.iteration), r.status]));
-      if (waiting.some((t) => t.mode === "human" && latest.has(t.key) && latest.get(t.key) !== "pending")) return true;
-    }
-    if (kinds.has("subflow") && this.dueChildren(d, waiting, this.now()).size > 0) return true;
-    if (kinds.has("event")) {
-      const open = signals.readOpenSignals(d, runId);
-      const matches = (t: PlanTask) =>
-        open.some((sg) => sg.signalName === t.event!.event && (t.event!.correlationId === undefined || sg.correlationId === t.event!.correlationId));
-      if (waiting.some((t) => t.mode === "event" && matches(t))) return true;
-    }
-    return false;
-  }
-
-  /** The row a waiting node ends with, checked against its output schema (and a narrower payload schema first). */
-  private checkRow(task: PlanTask, value: unknown, payloadSchema?: z.ZodType): { ok: true; data: Record<string, unknown> } | { ok: false; issues: string } {
-    const info = this.resolve(task);
-    for (const schema of [payloadSchema, info.schema ?? task.outputSchema]) {
-      if (!schema) continue;
-      const parsed = schema.safeParse(value);
-      if (!parsed.success) return { ok: false, issues: formatZodIssues(parsed.error.issues, "; ") };
-      value = parsed.data;
-    }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, issues: "(root): expected an object" };
-    return { ok: true, data: value as Record<string, unknown> };
-  }
-
-  /**
-   * Ends a node that waited for the world: finished with its row, skipped, or failed. `before`
-   * are events that go first (what ended the wait); `also` joins the same transaction.
-   */
-  private endWait(
-    task: PlanTask,
-    end: { state: "finished"; data: Record<string, unknown>; sinceMs: number } | { state: "skipped" } | { state: "failed"; error: SmithersError },
-    nowMs: number,
-    writes: ((d: Drizzle) => void)[],
-    before: Event[],
-    also?: (d: Drizzle) => void,
-  ): void {
-    const t = this.tracked(task);
-    const info = this.resolve(task);
-    const key = { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration };
-    const ids = { nodeId: task.nodeId, iteration: task.iteration };
-    const events = [...before];
-    this.waiting.delete(task.key);
-    this.frames.markDirty(task.key);
-    t.state = end.state;
-    t.wakeAtMs = undefined;
-    if (end.state === "finished") {
-      const stored = outputRowFor(info, key, end.data);
-      for (const field of Object.keys(stored)) stored[field] ??= null;
-      this.remember(info, stored);
-      events.push({ type: "NodeFinished", ...ids, attempt: t.lastAttempt, durationMs: Math.max(0, nowMs - end.sinceMs) });
-    } else if (end.state === "skipped") {
-      events.push({ type: "NodeSkipped", ...ids });
-    } else {
-      this.lastErrors.set(task.key, end.error);
-      events.push({ type: "NodeFailed", ...ids, attempt: t.lastAttempt, error: errorSummaryJson(end.error) });
-    }
-    if (end.state !== "failed") this.finishedIds.add(task.nodeId);
-    writes.push((d) => {
-      also?.(d);
-      if (end.state === "finished") writeOutputRow(d, info, key, end.data);
-      nodes.upsertNode(d, {
-        ...key,
-        state: end.state,
-        wakeAtMs: null,
-        lastAttempt: t.lastAttempt,
-        updatedAtMs: nowMs,
-        outputTable: info.tableName,
-        label: task.label ?? null,
-      });
-      for (const event of events) this.emitInTransaction(event);
-    });
-  }
-
-  /** Puts a node in a waiting state with its deadline (and what a sender checks against), stored with the step. */
-  private beginWait(
-    task: PlanTask,
-    state: "waiting-approval" | "waiting-event",
-    deadlineMs: number | undefined,
-    nowMs: number,
-    writes: ((d: Drizzle) => void)[],
-    also: (d: Drizzle) => void,
-    waitJson?: string,
-  ): void {
-    const t = this.tracked(task);
-    const info = this.resolve(task);
-    t.state = state;
-    t.wakeAtMs = deadlineMs;
-    this.waiting.add(task.key);
-    this.frames.markDirty(task.key);
-    const key = { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration };
-    writes.push((d) => {
-      nodes.upsertNode(d, {
-        ...key,
-        state,
-        wakeAtMs: deadlineMs ?? null,
-        waitJson: waitJson ?? null,
-        lastAttempt: t.lastAttempt,
-        updatedAtMs: nowMs,
-        outputTable: info.tableName,
-        label: task.label ?? null,
-      });
-      also(d);
-    });
-  }
-
-  /** Starts a `<WaitForEvent>` / `<Signal>`: waits for a matching signal (one sent earlier is taken on the next step). */
-  private startEventWait(task: PlanTask, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
-    const spec = task.event!;
-    const info = this.resolve(task);
-    const payloadSchema = spec.tagged ? spec.payloadSchema : (spec.payloadSchema ?? info.schema ?? task.outputSchema);
-    const waitJson = JSON.stringify({
-      event: spec.event,
-      correlationId: spec.correlationId ?? null,
-      schema: payloadSchema ? (jsonSchemaOf(payloadSchema) ?? null) : null,
-    });
-    const deadline = spec.timeoutMs === undefined ? undefined : nowMs + spec.timeoutMs;
-    const ids = { nodeId: task.nodeId, iteration: task.iteration };
-    this.beginWait(
-      task,
-      "waiting-event",
-      deadline,
-      nowMs,
-      writes,
-      () => this.emitInTransaction({ type: "SignalWaiting", ...ids, signalName: spec.event, correlationId: spec.correlationId ?? null }),
-      waitJson,
-    );
-  }
-
-  /** Offers a waiting signal node the open signals in seq order: it takes the first that matches and passes its schema. */
-  private offerSignals(task: PlanTask, open: signals.SignalRow[], nowMs: number, writes: ((d: Drizzle) => void)[]): void {
-    const spec = task.event!;
-    const ids = { nodeId: task.nodeId, iteration: task.iteration };
-    const runId = this.s.runId;
-    for (let i = 0; i < open.length; i++) {
-      const signal = open[i]!;
-      if (signal.signalName !== spec.event || (spec.correlationId !== undefined && signal.correlationId !== spec.correlationId)) continue;
-      open.splice(i--, 1); // offered once: taken or refused, no other node sees it this step
-      let payload: unknown;
-      try {
-        payload = JSON.parse(signal.payloadJson);
-      } catch {
-        payload = undefined;
-      }
-      const checked = spec.tagged
-        ? (() => {
-            const inner = spec.payloadSchema ? spec.payloadSchema.safeParse(payload) : { success: true as const, data: payload };
-            return inner.success
-              ? this.checkRow(task, { kind: "signal", payload: inner.data })
-              : { ok: false as const, issues: formatZodIssues(inner.error.issues, "; ") };
-          })()
-        : this.checkRow(task, payload, spec.payloadSchema);
-      const seq = signal.seq;
-      if (!checked.ok) {
-        const error = new SmithersError(
-          "SIGNAL_INVALID",
-          `Signal "${spec.event}" (seq ${seq}) does not match the schema of "${task.nodeId}": ${checked.issues}`,
-          { ...ids, seq },
-        );
-        const errorJson = JSON.stringify(errorSummaryJson(error));
-        writes.push((d) => {
-          signals.rejectSignal(d, { runId, seq, errorJson });
-          this.emitInTransaction({ type: "SignalRejected", ...ids, signalName: spec.event, seq, error: errorSummaryJson(error) });
-        });
-        continue;
-      }
-      const received: Event = { type: "SignalReceived", ...ids, signalName: spec.event, seq, correlationId: signal.correlationId ?? null };
-      // durationMs 0: the node did no work of its own; how long it waited is in its events.
-      this.endWait(task, { state: "finished", data: checked.data, sinceMs: nowMs }, nowMs, writes, [received], (d) =>
-        signals.consumeSignal(d, { runId, seq, ...ids, atMs: nowMs }),
-      );
-      return;
-    }
-  }
-
-  /** Opens ask number `ask` of a `<HumanTask>`: a pending request in `_smithers_human_requests`, and the node waits. */
-  private askHuman(task: PlanTask, nowMs: number, ask: number, writes: ((d: Drizzle) => void)[], note?: string): void {
-    const spec = task.human!;
-    const info = this.resolve(task);
-    const schema = info.schema ?? task.outputSchema;
-    const requestId = humanRequestId(this.s.runId, task.nodeId, task.iteration, ask);
-    const deadline = spec.timeoutMs === undefined ? undefined : nowMs + spec.timeoutMs;
-    const prompt = note ? `${spec.prompt}\n\n(asked again: ${note})` : spec.prompt;
-    const ids = { nodeId: task.nodeId, iteration: task.iteration };
-    this.beginWait(task, "waiting-approval", deadline, nowMs, writes, (d) => {
-      humanRequests.createHumanRequestIn(d, {
-        requestId,
-        runId: this.s.runId,
-        ...ids,
-        kind: "json",
-        prompt,
-        schemaJson: schema ? JSON.stringify(jsonSchemaOf(schema) ?? null) : null,
-        requestedAtMs: nowMs,
-        timeoutAtMs: deadline ?? null,
-      });
-      this.emitInTransaction({ type: "HumanRequested", ...ids, requestId, prompt: spec.prompt });
-    });
-  }
-
-  /** A waiting human task whose latest request was answered, cancelled or expired. */
-  private resolveHuman(task: PlanTask, rows: humanRequests.HumanRequestRow[], nowMs: number, writes: ((d: Drizzle) => void)[]): void {
-    const asks = byAsk(rows.filter((r) => r.nodeId === task.nodeId && r.iteration === task.iteration));
-    const latest = asks.at(-1);
-    if (!latest || latest.status === "pending") return;
-    const ids = { nodeId: task.nodeId, iteration: task.iteration };
-    const requestId = latest.requestId;
-    if (latest.status === "cancelled" || latest.status === "expired") {
-      const code = latest.status === "cancelled" ? "HUMAN_TASK_CANCELLED" : "HUMAN_TASK_TIMEOUT";
-      const error = new SmithersError(code, `Human task "${task.nodeId}": request ${requestId} was ${latest.status}`, { ...ids, requestId });
-      this.endWait(task, { state: "failed", error }, nowMs, writes, []);
-      return;
-    }
-    let answer: unknown;
-    try {
-      answer = JSON.parse(latest.responseJson ?? "null");
-    } catch {
-      answer = undefined;
-    }
-    const checked = this.checkRow(task, answer);
-    const answered = { type: "HumanAnswered" as const, ...ids, requestId, accepted: checked.ok, answeredBy: latest.answeredBy ?? null };
-    if (checked.ok) {
-      this.endWait(task, { state: "finished", data: checked.data, sinceMs: latest.requestedAtMs }, nowMs, writes, [answered]);
-      return;
-    }
-    writes.push(() => this.emitInTransaction(answered));
-    if (asks.length < task.human!.maxAttempts) {
-      this.askHuman(task, nowMs, asks.length + 1, writes, checked.issues);
-      return;
-    }
-    const error = new SmithersError(
-      "HUMAN_ANSWER_INVALID",
-      `Human task "${task.nodeId}": ${asks.length} answers did not match the output schema (maxAttempts ${task.human!.maxAttempts}); the last: ${checked.issues}`,
-      { ...ids, requestId },
-    );
-    this.endWait(task, { state: "failed", error }, nowMs, writes, []);
-  }
-
-  /** A signal wait or human task whose timeout passed: ends as its onTimeout says (a human task fails). */
-  private expireWait(task: PlanTask, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
-    const ids = { nodeId: task.nodeId, iteration: task.iteration };
-    if (task.mode === "human") {
-      const error = new SmithersError("HUMAN_TASK_TIMEOUT", `Human task "${task.nodeId}" was not answered within ${task.human!.timeoutMs} ms`, ids);
-      this.endWait(task, { state: "failed", error }, nowMs, writes, [{ type: "WaitTimedOut", ...ids, outcome: "fail" }], (d) =>
-        humanRequests.expireNodeRequestsIn(d, { runId: this.s.runId, ...ids }),
-      );
-      return;
-    }
-    const spec = task.event!;
-    const timedOut: Event = { type: "WaitTimedOut", ...ids, outcome: spec.onTimeout };
-    const checked = spec.onTimeout === "continue" ? this.checkRow(task, { kind: "timeout" }) : undefined;
-    if (spec.onTimeout === "skip") {
-      this.endWait(task, { state: "skipped" }, nowMs, writes, [timedOut]);
-    } else if (checked?.ok) {
-      this.endWait(task, { state: "finished", data: checked.data, sinceMs: nowMs }, nowMs, writes, [timedOut]);
-    } else {
-      const why = checked ? ` (its output schema refuses the timeout row { kind: "timeout" }: ${checked.issues})` : "";
-      const error = new SmithersError("SIGNAL_TIMEOUT", `No signal "${spec.event}" reached "${task.nodeId}" within ${spec.timeoutMs} ms${why}`, {
-        ...ids,
-        signalName: spec.event,
-      });
-      this.endWait(task, { state: "failed", error }, nowMs, writes, [timedOut]);
-    }
-  }
-
-  /**
-   * A decided approval. An `<Approval>` ends with its decision row (approve: the decision; select:
-   * the chosen key; rank: the keys in order), or as its onDeny says; a `<Task needsApproval>` that
-   * was approved becomes startable (nothing written to its table), and fails when denied.
-   */
-  private settleApproval(task: PlanTask, row: approvals.ApprovalRow, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
-    const t = this.tracked(task);
-    const info = this.resolve(task);
-    const key = { runId: this.s.runId, nodeId: task.nodeId, iteration: task.iteration };
-    const approved = row.status === "approved";
-    const node = { ...key, lastAttempt: t.lastAttempt, updatedAtMs: nowMs, outputTable: info.tableName, label: task.label ?? null };
-    const ids = { nodeId: task.nodeId, iteration: task.iteration };
-    const events: Event[] = [{ type: "ApprovalDecided", ...ids, approved, decidedBy: row.decidedBy ?? null }];
-    this.frames.markDirty(task.key);
-    const spec = task.approval!;
-    let state: "finished" | "skipped" | "failed" | "pending";
-    let data: Record<string, unknown> | undefined;
-    if (approved && spec.mode === "gate") {
-      t.gatePassed = true;
-      state = "pending";
-    } else if (approved || spec.onDeny === "continue") {
-      const decision = decisionRow(spec, row, approved);
-      const parsed = (info.schema ?? task.outputSchema)?.safeParse(decision);
-      if (parsed && !parsed.success) {
-        const error = new SmithersError(
-          "INVALID_OUTPUT",
-          `Approval "${task.nodeId}": its output schema does not accept the decision row (use ${DECISION_SCHEMA_NAME[spec.mode]}): ${formatZodIssues(parsed.error.issues)}`,
-          ids,
-        );
-        this.lastErrors.set(task.key, error);
-        events.push({ type: "NodeFailed", ...ids, attempt: t.lastAttempt, error: errorSummaryJson(error) });
-        state = "failed";
-      } else {
-        data = (parsed?.data ?? decision) as Record<string, unknown>;
-        const stored = outputRowFor(info, key, data);
-        for (const field of Object.keys(stored)) stored[field] ??= null;
-        this.remember(info, stored);
-        events.push({
-          type: "NodeFinished",
-          ...ids,
-          attempt: t.lastAttempt,
-          durationMs: Math.max(0, (row.decidedAtMs ?? nowMs) - (row.requestedAtMs ?? nowMs)),
-        });
-        state = "finished";
-      }
-    } else if (spec.onDeny === "skip") {
-      events.push({ type: "NodeSkipped", ...ids });
-      state = "skipped";
-    } else {
-      const by = row.decidedBy ? ` by ${row.decidedBy}` : "";
-      const error = new SmithersError("APPROVAL_DENIED", `Approval "${task.nodeId}" was denied${by}${row.note ? `: ${row.note}` : ""}`, {
-        ...ids,
-        decidedBy: row.decidedBy,
-        note: row.note,
-      });
-      this.lastErrors.set(task.key, error);
-      events.push({ type: "NodeFailed", ...ids, attempt: t.lastAttempt, error: errorSummaryJson(error) });
-      state = "failed";
-    }
-    t.state = state;
-    if (state === "finished" || state === "skipped") this.finishedIds.add(task.nodeId);
-    writes.push((d) => {
-      if (data) writeOutputRow(d, info, key, data);
-      nodes.upsertNode(d, { ...node, state });
-      for (const event of events) this.emitInTransaction(event);
-    });
   }
 
   /** A task whose process died under it `maxAbandons` times fails instead of starting again. */
@@ -1206,7 +710,7 @@ export class Run {
         // track of (a bug), closed so a finished run never holds a running attempt.
         this.closeLeftRunning(d, finishedAtMs, new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
         // What a waiting node waits for may have arrived after this run last looked: then it is due at once.
-        const wakeAtMs = isWaiting(status) && this.arrivedMeanwhile(d) ? finishedAtMs : (this.suspendedUntilMs ?? null);
+        const wakeAtMs = isWaiting(status) && this.waits.arrivedMeanwhile(d, this.plan) ? finishedAtMs : (this.suspendedUntilMs ?? null);
         runs.setRunFields(d, runId, { status, finishedAtMs, wakeAtMs, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
         this.emitInTransaction(runEndedEvent(status, error));
         this.journal(d);
