@@ -7,6 +7,7 @@ import { SmithersError } from "../errors/index.ts";
 import type { Agent } from "../agents/index.ts";
 import { Fragment, makeElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import type { ApprovalOption, ApprovalSpec, EventWaitSpec, HumanTaskSpec, OutputTarget, RetryPolicy, TaskRunContext, TimerSpec } from "./plan.ts";
+import { ACCEPTED_PROPS, checkProps } from "./props.ts";
 import { renderContext } from "./render-context.ts";
 
 type TaskValue<S> = S extends z.ZodType ? z.input<S> : Record<string, unknown>;
@@ -45,7 +46,7 @@ export type TaskProps<S extends OutputTarget = OutputTarget> = {
 export type WorkflowProps = { name: string; children?: SmithersNode };
 export type SequenceProps = { skipIf?: boolean; children?: SmithersNode };
 export type ParallelProps = { maxConcurrency?: number; skipIf?: boolean; children?: SmithersNode };
-export type BranchProps = { if: unknown; then: SmithersNode; else?: SmithersNode };
+export type BranchProps = { if: unknown; then: SmithersNode; else?: SmithersNode; skipIf?: boolean };
 export type LoopProps = {
   id?: string;
   until: unknown;
@@ -112,8 +113,10 @@ export function Parallel(props: ParallelProps): SmithersNode {
   return props.skipIf ? null : makeElement(HOST.parallel, props);
 }
 
-/** Mounts `then` when `if` is truthy, else `else`. */
+/** Mounts `then` when `if` is truthy, else `else`; nothing with `skipIf`. */
 export function Branch(props: BranchProps): SmithersNode {
+  checkProps("Branch", props, ACCEPTED_PROPS.Branch);
+  if (props.skipIf) return null;
   return props.if ? props.then : (props.else ?? null);
 }
 
@@ -163,21 +166,6 @@ export type ApprovalProps = {
 /** Marks the task element an `<Approval>` renders to (a prop name no author writes). */
 export const APPROVAL_GATE = "smithers:approval";
 
-/** Props of the peer's `<Approval>` this version does not support yet: refused, never ignored. */
-const UNSUPPORTED_APPROVAL_PROPS = [
-  "allowedScopes",
-  "allowedUsers",
-  "autoApprove",
-  "bind",
-  "needs",
-  "retries",
-  "retryPolicy",
-  "timeoutMs",
-  "cache",
-  "continueOnFail",
-  "meta", // stored with an attempt, and a gate runs none
-];
-
 const DEFAULT_APPROVAL_SCHEMA = { approve: approvalDecisionSchema, select: approvalSelectionSchema, rank: approvalRankingSchema } as const;
 
 /** The options of a select/rank approval, checked: a non-empty array of `{ key, label }` with unique keys. */
@@ -205,9 +193,9 @@ function checkOptions(options: unknown, invalid: (message: string) => SmithersEr
  */
 export function Approval(props: ApprovalProps): SmithersElement {
   const invalid = (message: string) => new SmithersError("INVALID_WORKFLOW", `<Approval id="${props.id}"> ${message}`, { nodeId: props.id });
+  checkProps("Approval", props, ACCEPTED_PROPS.Approval);
   const mode = props.mode ?? "approve";
   if (mode !== "approve" && mode !== "select" && mode !== "rank") throw invalid(`mode must be "approve", "select" or "rank", got "${String(mode)}"`);
-  for (const name of UNSUPPORTED_APPROVAL_PROPS) if ((props as Record<string, unknown>)[name] !== undefined) throw invalid(`prop ${name} is not supported yet`);
   if (!props.request || typeof props.request.title !== "string" || props.request.title === "") throw invalid("needs request={{ title }}");
   const onDeny = props.onDeny ?? "fail";
   if (!["fail", "continue", "skip"].includes(onDeny)) throw invalid(`onDeny must be "fail", "continue" or "skip", got "${String(onDeny)}"`);
@@ -256,11 +244,8 @@ export function parseDuration(text: string): number | undefined {
  */
 export function Timer(props: TimerProps): SmithersElement {
   const invalid = (message: string) => new SmithersError("INVALID_TIMER", `<Timer id="${props.id}"> ${message}`, { nodeId: props.id });
-  if ((props as Record<string, unknown>).every !== undefined) throw invalid("every (recurring timers) is not supported yet");
-  // meta is stored with an attempt, and a timer runs none: refused rather than dropped.
-  if ((props as Record<string, unknown>).meta !== undefined) throw invalid("meta is not supported on a Timer yet");
-  // A timer only ever holds up what comes after it, so `async` would change nothing: refused, not ignored.
-  if ((props as Record<string, unknown>).async !== undefined) throw invalid("async does not apply: a timer never holds up other branches");
+  // Not taken: every (recurring timers), meta (stored with an attempt; a timer runs none), async (a timer never holds up other branches).
+  checkProps("Timer", props, ACCEPTED_PROPS.Timer);
   if ((props.duration === undefined) === (props.until === undefined)) throw invalid("needs exactly one of duration and until");
   let spec: TimerSpec;
   if (props.duration !== undefined) {
@@ -274,15 +259,6 @@ export function Timer(props: TimerProps): SmithersElement {
   }
   const { duration: _d, until: _u, ...rest } = props;
   return makeElement(HOST.task, { ...rest, children: null, [TIMER_SPEC]: spec });
-}
-
-/** Refuses, with INVALID_WORKFLOW naming the component, props it does not take (never ignored). */
-function refuseProps(component: string, props: object, allowed: ReadonlySet<string>): void {
-  const id = String((props as { id?: unknown }).id);
-  for (const [name, value] of Object.entries(props)) {
-    if (value === undefined || allowed.has(name)) continue;
-    throw new SmithersError("INVALID_WORKFLOW", `<${component} id="${id}"> does not support the prop "${name}" yet`, { nodeId: id, prop: name });
-  }
 }
 
 function timeoutOf(component: string, id: string, value: unknown): number | undefined {
@@ -318,21 +294,6 @@ export type WaitForEventProps = {
 /** Marks the task element a `<WaitForEvent>` renders to. */
 export const EVENT_WAIT = "smithers:event";
 
-const WAIT_FOR_EVENT_PROPS = new Set([
-  "id",
-  "event",
-  "output",
-  "outputSchema",
-  "correlationId",
-  "timeoutMs",
-  "onTimeout",
-  "tagged",
-  "async",
-  "skipIf",
-  "dependsOn",
-  "label",
-]);
-
 /**
  * Waits durably for a signal (`smithers signal`, sendSignal()): the run may end its process
  * (`waiting-event`) and continues once one arrives; the payload, validated, is the node's row. A
@@ -342,7 +303,7 @@ const WAIT_FOR_EVENT_PROPS = new Set([
  * <WaitForEvent id="wait-deploy" event="deploy.completed" correlationId={ctx.input.deployId} output={outputs.deployed} timeoutMs={600_000} />
  */
 export function WaitForEvent(props: WaitForEventProps): SmithersElement {
-  refuseProps("WaitForEvent", props, WAIT_FOR_EVENT_PROPS);
+  checkProps("WaitForEvent", props, ACCEPTED_PROPS.WaitForEvent);
   const invalid = (message: string) => new SmithersError("INVALID_WORKFLOW", `<WaitForEvent id="${props.id}"> ${message}`, { nodeId: props.id });
   if (typeof props.event !== "string" || props.event === "") throw invalid("needs event: the signal name to wait for");
   if (props.correlationId !== undefined && props.correlationId !== null && typeof props.correlationId !== "string") {
@@ -380,6 +341,7 @@ export type SignalProps<S extends z.ZodObject = z.ZodObject> = Omit<WaitForEvent
  * <Signal id="user-feedback" schema={outputs.feedback}>{(f) => <Task id="thank" output={outputs.note}>{{ text: f.comment }}</Task>}</Signal>
  */
 export function Signal<S extends z.ZodObject>(props: SignalProps<S>): SmithersNode {
+  checkProps("Signal", props, ACCEPTED_PROPS.Signal);
   const { schema, children, ...rest } = props;
   if (children !== undefined && children !== null && typeof children !== "function") {
     throw new SmithersError("INVALID_WORKFLOW", `<Signal id="${props.id}"> children must be a function of the payload`, { nodeId: props.id });
@@ -411,20 +373,6 @@ export type HumanTaskProps = {
 /** Marks the task element a `<HumanTask>` renders to. */
 export const HUMAN_TASK = "smithers:human";
 
-const HUMAN_TASK_PROPS = new Set([
-  "id",
-  "output",
-  "outputSchema",
-  "prompt",
-  "maxAttempts",
-  "timeoutMs",
-  "async",
-  "skipIf",
-  "continueOnFail",
-  "dependsOn",
-  "label",
-]);
-
 /** Default asks of a `<HumanTask>` whose answers fail its schema. */
 export const DEFAULT_HUMAN_MAX_ATTEMPTS = 10;
 
@@ -436,7 +384,7 @@ export const DEFAULT_HUMAN_MAX_ATTEMPTS = 10;
  * <HumanTask id="review" output={outputs.review} prompt="Review the PR: approved (boolean) and comments (string)" />
  */
 export function HumanTask(props: HumanTaskProps): SmithersElement {
-  refuseProps("HumanTask", props, HUMAN_TASK_PROPS);
+  checkProps("HumanTask", props, ACCEPTED_PROPS.HumanTask);
   const invalid = (message: string) => new SmithersError("INVALID_WORKFLOW", `<HumanTask id="${props.id}"> ${message}`, { nodeId: props.id });
   if (typeof props.prompt !== "string" || props.prompt.trim() === "") throw invalid("needs prompt: the text the person is asked");
   const maxAttempts = props.maxAttempts ?? DEFAULT_HUMAN_MAX_ATTEMPTS;

@@ -6,6 +6,7 @@ import { SmithersError } from "../errors/index.ts";
 import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./components.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
+import { ACCEPTED_PROPS, checkProps } from "./props.ts";
 import type { ApprovalSpec, EventWaitSpec, HumanTaskSpec, TimerSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
 
 export const DEFAULT_MAX_ITERATIONS = 5;
@@ -60,9 +61,13 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
   };
 }
 
+/** The marker props of the components that render to a Task host element (each checks its own props). */
+const WRAPPED = [APPROVAL_GATE, EVENT_WAIT, HUMAN_TASK, TIMER_SPEC];
+
 function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
   const id = props.id;
   if (typeof id !== "string" || id.length === 0) throw invalid("Every <Task> needs a non-empty string id");
+  if (WRAPPED.every((marker) => props[marker] === undefined)) checkProps("Task", props, ACCEPTED_PROPS.Task);
   // A timer writes no row, so it has no output table.
   if (props[TIMER_SPEC] !== undefined) return { ...taskBase(id, props, scope), output: "", mode: "timer", timer: props[TIMER_SPEC] as TimerSpec };
   if (props.output === undefined || props.output === null) {
@@ -113,31 +118,10 @@ function gateSpec(task: PlanTask): ApprovalSpec {
   };
 }
 
-/** The props `<Subflow>` accepts; the peer's others (cache, needs, heartbeats…) are refused, not ignored. */
-const SUBFLOW_PROPS = new Set([
-  "id",
-  "workflow",
-  "output",
-  "input",
-  "mode",
-  "retries",
-  "retryPolicy",
-  "timeoutMs",
-  "skipIf",
-  "continueOnFail",
-  "dependsOn",
-  "label",
-  "meta",
-  "children",
-]);
-
 function subflowFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
   const id = props.id;
   if (typeof id !== "string" || id.length === 0) throw invalid("Every <Subflow> needs a non-empty string id");
-  for (const [name, value] of Object.entries(props)) {
-    if (value === undefined || SUBFLOW_PROPS.has(name)) continue;
-    throw invalid(`<Subflow id="${id}"> does not support the prop "${name}" yet`, { nodeId: id, prop: name });
-  }
+  checkProps("Subflow", props, ACCEPTED_PROPS.Subflow);
   if (props.children !== undefined && props.children !== null) {
     throw invalid(`<Subflow id="${id}"> takes no children`, { nodeId: id, prop: "children" });
   }
@@ -207,8 +191,10 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
       return task;
     }
     case HOST.sequence:
+      checkProps("Sequence", props, ACCEPTED_PROPS.Sequence);
       return { kind: "sequence", maxConcurrency: undefined, children: renderChildren(children, scope, state) };
     case HOST.parallel: {
+      checkProps("Parallel", props, ACCEPTED_PROPS.Parallel);
       const max = props.maxConcurrency;
       return {
         kind: "parallel",
@@ -217,6 +203,7 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
       };
     }
     case HOST.loop: {
+      checkProps("Loop", props, ACCEPTED_PROPS.Loop);
       if (scope.loop) throw invalid(`A <Loop> inside <Loop id="${scope.loop.id}"> is not supported; flatten the loops`);
       const loopId = typeof props.id === "string" && props.id ? props.id : `loop${scope.path}`;
       if (state.loopIds.has(loopId)) {
@@ -256,6 +243,7 @@ export function render(root: SmithersNode, loops: ReadonlyMap<string, LoopState>
     throw invalid("A workflow must render exactly one <Workflow name=...> at the root");
   }
   const props = top.element.props as { name?: unknown; children?: SmithersNode };
+  checkProps("Workflow", props, ACCEPTED_PROPS.Workflow);
   if (typeof props.name !== "string" || props.name === "") throw invalid("<Workflow> needs a name");
   const root_: PlanGroup = { kind: "sequence", maxConcurrency: undefined, children: renderChildren(props.children, top.scope, state) };
   return { workflowName: props.name, root: root_, tasks: state.tasks, loops: state.planLoops };

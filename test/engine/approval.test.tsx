@@ -147,29 +147,30 @@ describe("<Approval>", () => {
     ]);
   });
 
-  test("props this version does not support yet, and contradictory ones, are refused with INVALID_WORKFLOW, not ignored", async () => {
+  test("props this version does not support yet are UNSUPPORTED_PROP, contradictory ones INVALID_WORKFLOW: refused, not ignored", async () => {
     const { Workflow, Approval, smithers, outputs } = createSmithers({ approval: approvalDecisionSchema }, { dbPath: tempDbPath() });
     const option = { key: "a", label: "A" };
-    for (const extra of [
-      { autoApprove: {} },
-      { allowedUsers: ["ada"] },
-      { meta: { team: "ops" } },
-      { mode: "vote" },
-      { mode: "select" }, // no options
-      { mode: "rank", options: [] },
-      { mode: "select", options: [option, option] }, // a key twice
-      { mode: "select", options: [{ key: "a" }] }, // no label
-      { options: [option] }, // options in approve mode
-      { mode: "select", options: [option], onDeny: "continue" }, // a denial chooses nothing
-      { async: "yes" },
-    ]) {
+    const cases: [object, string][] = [
+      [{ autoApprove: {} }, "UNSUPPORTED_PROP"],
+      [{ allowedUsers: ["ada"] }, "UNSUPPORTED_PROP"],
+      [{ meta: { team: "ops" } }, "UNSUPPORTED_PROP"],
+      [{ mode: "vote" }, "INVALID_WORKFLOW"],
+      [{ mode: "select" }, "INVALID_WORKFLOW"], // no options
+      [{ mode: "rank", options: [] }, "INVALID_WORKFLOW"],
+      [{ mode: "select", options: [option, option] }, "INVALID_WORKFLOW"], // a key twice
+      [{ mode: "select", options: [{ key: "a" }] }, "INVALID_WORKFLOW"], // no label
+      [{ options: [option] }, "INVALID_WORKFLOW"], // options in approve mode
+      [{ mode: "select", options: [option], onDeny: "continue" }, "INVALID_WORKFLOW"], // a denial chooses nothing
+      [{ async: "yes" }, "INVALID_WORKFLOW"],
+    ];
+    for (const [extra, code] of cases) {
       const wf = smithers(() => (
         <Workflow name="x">
           <Approval id="g" output={outputs.approval} request={{ title: "t" }} {...(extra as object)} />
         </Workflow>
       ));
       const result = await runWorkflow(wf, { input: {} });
-      expect([JSON.stringify(extra), result.status, result.error?.code]).toEqual([JSON.stringify(extra), "failed", "INVALID_WORKFLOW"]);
+      expect([JSON.stringify(extra), result.status, result.error?.code]).toEqual([JSON.stringify(extra), "failed", code]);
     }
   });
 

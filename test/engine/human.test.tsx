@@ -1,7 +1,7 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { answerHuman, cancelHuman, createSmithers, humanInbox, runWorkflow } from "../../src/index.ts";
+import { answerHuman, cancelHuman, createSmithers, humanInbox, runWorkflow, type SmithersErrorCode } from "../../src/index.ts";
 import { supervise } from "../../src/engine/index.ts";
 import { rejection, sql, tempDbPath } from "../helpers.ts";
 
@@ -126,13 +126,19 @@ describe("<HumanTask>", () => {
 
   test("props it does not take are refused; a prompt is required", async () => {
     const { Workflow, HumanTask, smithers, outputs } = kit(tempDbPath());
-    for (const extra of [{ meta: { a: 1 } }, { retries: 2 }, { prompt: "" }, { maxAttempts: 0 }]) {
+    const cases: [object, SmithersErrorCode][] = [
+      [{ meta: { a: 1 } }, "UNSUPPORTED_PROP"],
+      [{ retries: 2 }, "UNSUPPORTED_PROP"],
+      [{ prompt: "" }, "INVALID_WORKFLOW"],
+      [{ maxAttempts: 0 }, "INVALID_WORKFLOW"],
+    ];
+    for (const [extra, code] of cases) {
       const wf = smithers(() => (
         <Workflow name="x">
           <HumanTask id="h" output={outputs.review} prompt="p" {...(extra as object)} />
         </Workflow>
       ));
-      expect((await runWorkflow(wf, { input: {} })).error?.code).toBe("INVALID_WORKFLOW");
+      expect((await runWorkflow(wf, { input: {} })).error?.code).toBe(code);
     }
   });
 });

@@ -161,19 +161,19 @@ describe("<Subflow>", () => {
     expect(errorOf(() => child.smithers(() => null, { output: "nope" })).code).toBe("OUTPUT_NOT_FOUND");
   });
 
-  test("props it cannot honour fail at render with INVALID_WORKFLOW naming the prop", () => {
+  test("props it cannot honour fail at render naming the prop: UNSUPPORTED_PROP, or INVALID_WORKFLOW for a value it cannot take", () => {
     const { Workflow, outputs, smithers } = createSmithers({ out: z.object({ summary: z.string() }) });
     const child = smithers(() => <Workflow name="c" />);
-    const cases: [Record<string, unknown>, string][] = [
-      [{ cache: { by: () => "k" } }, "cache"],
-      [{ needs: { a: "b" } }, "needs"],
-      [{ heartbeatTimeoutMs: 1000 }, "heartbeatTimeoutMs"],
-      [{ mode: "inline" }, "mode"],
-      [{ workflow: { path: "child.tsx" } }, "workflow"],
+    const cases: [Record<string, unknown>, string, string][] = [
+      [{ cache: { by: () => "k" } }, "cache", "UNSUPPORTED_PROP"],
+      [{ needs: { a: "b" } }, "needs", "UNSUPPORTED_PROP"],
+      [{ heartbeatTimeoutMs: 1000 }, "heartbeatTimeoutMs", "UNSUPPORTED_PROP"],
+      [{ mode: "inline" }, "mode", "INVALID_WORKFLOW"],
+      [{ workflow: { path: "child.tsx" } }, "workflow", "INVALID_WORKFLOW"],
     ];
-    for (const [extra, prop] of cases) {
+    for (const [extra, prop, code] of cases) {
       const error = errorOf(() => render(<Workflow name="p">{<Subflow id="s" workflow={child} output={outputs.out} {...extra} />}</Workflow>));
-      expect(error.code).toBe("INVALID_WORKFLOW");
+      expect(error.code).toBe(code);
       expect(error.details?.prop).toBe(prop);
       expect(error.message).toContain(prop);
     }

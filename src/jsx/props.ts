@@ -1,0 +1,123 @@
+/**
+ * Which props each component takes. A prop outside its list fails the render with
+ * UNSUPPORTED_PROP naming it: a workflow never runs with a prop silently ignored (a gated deploy
+ * running ungated). Props that smithers-orchestrator documents and this version does not support
+ * yet say so, pointing at the README's list of differences.
+ */
+import { SmithersError } from "../errors/index.ts";
+
+/** Where the README lists what differs from smithers-orchestrator. */
+export const DIFFERENCES = 'README "Coming from smithers-orchestrator"';
+
+/** Props the peer's components take that no component here supports yet (the peer's meaning is known). */
+export const PEER_ONLY_PROPS: ReadonlySet<string> = new Set([
+  "cache",
+  "continueAsNewEvery",
+  "deps",
+  "depsOptional",
+  "fallbackAgent",
+  "id",
+  "label",
+  "maxSchemaRetries",
+  "needs",
+  "noRetry",
+  "subtreeConcurrency",
+  "allowedScopes",
+  "allowedUsers",
+  "allowTools",
+  "autoApprove",
+  "bind",
+  "context",
+  "failurePolicy",
+  "fork",
+  "groundTruth",
+  "heartbeatTimeout",
+  "heartbeatTimeoutMs",
+  "hijack",
+  "memory",
+  "onHijackExit",
+  "priority",
+  "scorers",
+  "sideEffect",
+]);
+
+/**
+ * Props of each host element, as the render reads them. Components that wrap a Task (Approval,
+ * Timer, WaitForEvent, Signal, HumanTask) check their own props before they build the element.
+ */
+export const ACCEPTED_PROPS = {
+  Workflow: new Set(["name", "children"]),
+  Task: new Set([
+    "id",
+    "output",
+    "outputSchema",
+    "agent",
+    "retries",
+    "retryPolicy",
+    "timeoutMs",
+    "maxAbandons",
+    "skipIf",
+    "continueOnFail",
+    "dependsOn",
+    "needsApproval",
+    "async",
+    "label",
+    "meta",
+    "children",
+  ]),
+  Sequence: new Set(["skipIf", "children"]),
+  Parallel: new Set(["maxConcurrency", "skipIf", "children"]),
+  Loop: new Set(["id", "until", "maxIterations", "onMaxReached", "skipIf", "children"]),
+  Branch: new Set(["if", "then", "else", "skipIf"]),
+  Approval: new Set(["id", "output", "outputSchema", "request", "onDeny", "mode", "options", "async", "skipIf", "dependsOn", "label"]),
+  Timer: new Set(["id", "duration", "until", "skipIf", "dependsOn", "label"]),
+  WaitForEvent: new Set([
+    "id",
+    "event",
+    "output",
+    "outputSchema",
+    "correlationId",
+    "timeoutMs",
+    "onTimeout",
+    "tagged",
+    "async",
+    "skipIf",
+    "dependsOn",
+    "label",
+  ]),
+  Signal: new Set(["id", "schema", "correlationId", "timeoutMs", "onTimeout", "tagged", "async", "skipIf", "dependsOn", "label", "children"]),
+  HumanTask: new Set(["id", "output", "outputSchema", "prompt", "maxAttempts", "timeoutMs", "async", "skipIf", "continueOnFail", "dependsOn", "label"]),
+  Subflow: new Set([
+    "id",
+    "workflow",
+    "output",
+    "input",
+    "mode",
+    "retries",
+    "retryPolicy",
+    "timeoutMs",
+    "skipIf",
+    "continueOnFail",
+    "dependsOn",
+    "label",
+    "meta",
+    "children",
+  ]),
+} satisfies Record<string, ReadonlySet<string>>;
+
+/**
+ * Throws UNSUPPORTED_PROP for the first prop of `props` outside `accepted` (props set to
+ * undefined count as absent; the engine's own `smithers:` markers are always accepted).
+ */
+export function checkProps(component: string, props: object, accepted: ReadonlySet<string>): void {
+  for (const [name, value] of Object.entries(props)) {
+    if (value === undefined || accepted.has(name) || name.startsWith("smithers:")) continue;
+    const id = (props as { id?: unknown }).id;
+    const where = `<${component}${typeof id === "string" ? ` id="${id}"` : ""}>`;
+    const peer = PEER_ONLY_PROPS.has(name);
+    const message = peer
+      ? `${where}: the prop "${name}" of smithers-orchestrator is not supported by this version yet (see ${DIFFERENCES})`
+      : `${where} has no prop "${name}"; it takes ${[...accepted].filter((p) => p !== "children").join(", ")}`;
+    throw new SmithersError("UNSUPPORTED_PROP", message, { component, prop: name, peerOnly: peer, ...(typeof id === "string" ? { nodeId: id } : {}) });
+  }
+}
