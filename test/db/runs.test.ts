@@ -1,9 +1,11 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import {
   claimRunForResume,
+  claimWaitingRun,
   getRun,
   heartbeatRun,
   insertRun,
+  listDueRuns,
   listStaleRuns,
   releaseRunResumeClaim,
   updateRun,
@@ -142,6 +144,34 @@ forEachBackend((db) => {
       await insertRun(db(), run("r1", { runtimeOwnerId: "sup-2" }));
       expect(await releaseRunResumeClaim(db(), release)).toBe(false);
       expect((await getRun(db(), "r1"))?.runtimeOwnerId).toBe("sup-2");
+    });
+  });
+
+  describe("claimWaitingRun", () => {
+    const waiting = (wakeAtMs: number | null) => run("w1", { status: "waiting-approval", runtimeOwnerId: null, heartbeatAtMs: null, wakeAtMs });
+
+    test("takes a due waiting run: running, owned and heartbeated by the claimer", async () => {
+      await insertRun(db(), waiting(NOW - 10));
+      expect(await claimWaitingRun(db(), { runId: "w1", fromStatus: "waiting-approval", claimOwnerId: "sup-1", nowMs: NOW })).toBe(true);
+      const row = await getRun(db(), "w1");
+      expect([row?.status, row?.runtimeOwnerId, row?.heartbeatAtMs]).toEqual(["running", "sup-1", NOW]);
+    });
+
+    test("of two claims on one due run exactly one wins", async () => {
+      await insertRun(db(), waiting(NOW - 10));
+      const claim = (claimOwnerId: string) => claimWaitingRun(db(), { runId: "w1", fromStatus: "waiting-approval", claimOwnerId, nowMs: NOW });
+      expect((await Promise.all([claim("sup-1"), claim("sup-2")])).filter(Boolean)).toHaveLength(1);
+    });
+
+    test("fails when the run was woken by another daemon and is waiting again, not due, in the same status", async () => {
+      await insertRun(db(), waiting(NOW - 10));
+      const [seen] = await listDueRuns(db(), NOW);
+      // Another daemon wakes it first; the run goes on to a second gate and waits there, not due.
+      expect(await claimWaitingRun(db(), { runId: "w1", fromStatus: "waiting-approval", claimOwnerId: "sup-1", nowMs: NOW })).toBe(true);
+      await updateRun(db(), "w1", { status: "waiting-approval", wakeAtMs: null, runtimeOwnerId: "sup-1" });
+      expect(await claimWaitingRun(db(), { runId: "w1", fromStatus: seen!.status, claimOwnerId: "sup-2", nowMs: NOW })).toBe(false);
+      const row = await getRun(db(), "w1");
+      expect([row?.status, row?.runtimeOwnerId]).toEqual(["waiting-approval", "sup-1"]);
     });
   });
 });

@@ -190,7 +190,11 @@ export function releaseRunResumeClaim(db: SmithersDb, release: ResumeClaimReleas
   );
 }
 
-/** Takes a waiting run for resuming by compare-and-swap on its status: of several daemons exactly one wins. */
+/**
+ * Takes a waiting run for resuming by compare-and-swap on its status, while it is still due at
+ * `nowMs`: of several daemons exactly one wins. The status alone is not enough: a run another
+ * daemon woke meanwhile may be waiting again in the same status, but not due.
+ */
 export function claimWaitingRun(db: SmithersDb, claim: { runId: string; fromStatus: string; claimOwnerId: string; nowMs: number }): Promise<boolean> {
   return db.write(
     "claimWaitingRun",
@@ -198,7 +202,7 @@ export function claimWaitingRun(db: SmithersDb, claim: { runId: string; fromStat
       d
         .update(smithersRuns)
         .set({ status: "running", runtimeOwnerId: claim.claimOwnerId, heartbeatAtMs: claim.nowMs })
-        .where(and(eq(smithersRuns.runId, claim.runId), eq(smithersRuns.status, claim.fromStatus)))
+        .where(and(eq(smithersRuns.runId, claim.runId), eq(smithersRuns.status, claim.fromStatus), lte(smithersRuns.wakeAtMs, claim.nowMs)))
         .returning({ runId: smithersRuns.runId })
         .all().length > 0,
   );
