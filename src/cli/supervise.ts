@@ -48,7 +48,7 @@ export async function superviseCommand(args: string[], io: Io, signal: AbortSign
   }
   const outcomes = await supervise({ db, staleAfterMs, onEvent, durability });
   for (const o of outcomes) io.out(describe(o));
-  if (outcomes.length === 0) io.out("no stale runs");
+  if (outcomes.length === 0) io.out("no stale runs, no due waits, no due cron slots");
   const failed = (o: SuperviseOutcome) =>
     o.action === "cron-failed" || ((o.action === "resumed" || o.action === "cron-started") && o.result?.status === "failed");
   return outcomes.some(failed) ? EXIT.failed : EXIT.ok;

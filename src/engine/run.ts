@@ -675,8 +675,10 @@ export class Run {
         const next = await this.step();
         if (!named && this.plan) {
           named = true;
-          if (this.plan.workflowName !== this.wf.name)
+          if (this.plan.workflowName !== this.wf.name) {
             await this.db.write("nameRun", (d) => runs.setRunFields(d, runId, { workflowName: this.plan!.workflowName }));
+            this.wf.name = this.plan.workflowName; // later runs of this workflow are created with it
+          }
         }
         if (next === "done") break;
         // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting.

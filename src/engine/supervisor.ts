@@ -110,7 +110,7 @@ async function wake(o: SuperviseOptions, run: runs.RunRow, nowMs: number): Promi
   const won = await runs.claimWaitingRun(o.db, { runId: run.runId, fromStatus: run.status, claimOwnerId, nowMs });
   if (!won) return { runId: run.runId, action: "lost", reason: "another process woke the run first" };
   const release = async (why: string): Promise<SuperviseOutcome> => {
-    await runs.releaseWaitingClaim(o.db, { runId: run.runId, claimOwnerId, status: run.status });
+    await runs.releaseWaitingClaim(o.db, { runId: run.runId, claimOwnerId, status: run.status, wakeAtMs: run.wakeAtMs });
     return { runId: run.runId, action: "released", reason: why };
   };
   return resumeClaimed(o, run, claimOwnerId, release);

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import {
   claimRunForResume,
   claimWaitingRun,
+  releaseWaitingClaim,
   getRun,
   heartbeatRun,
   insertRun,
@@ -172,6 +173,17 @@ forEachBackend((db) => {
       expect(await claimWaitingRun(db(), { runId: "w1", fromStatus: seen!.status, claimOwnerId: "sup-2", nowMs: NOW })).toBe(false);
       const row = await getRun(db(), "w1");
       expect([row?.status, row?.runtimeOwnerId]).toEqual(["waiting-approval", "sup-1"]);
+    });
+  });
+
+  describe("releaseWaitingClaim", () => {
+    test("hands a claimed run back waiting, with the wake time it was found with, so the next pass finds it due again", async () => {
+      await insertRun(db(), run("w1", { status: "waiting-approval", runtimeOwnerId: null, heartbeatAtMs: null, wakeAtMs: NOW - 10 }));
+      const [seen] = await listDueRuns(db(), NOW);
+      expect(await claimWaitingRun(db(), { runId: "w1", fromStatus: "waiting-approval", claimOwnerId: "sup-1", nowMs: NOW })).toBe(true);
+      await updateRun(db(), "w1", { wakeAtMs: null }); // what a resume that then failed leaves behind
+      expect(await releaseWaitingClaim(db(), { runId: "w1", claimOwnerId: "sup-1", status: seen!.status, wakeAtMs: seen!.wakeAtMs })).toBe(true);
+      expect((await listDueRuns(db(), NOW)).map((r) => [r.runId, r.status, r.wakeAtMs])).toEqual([["w1", "waiting-approval", NOW - 10]]);
     });
   });
 });

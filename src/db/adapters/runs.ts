@@ -209,13 +209,17 @@ export function claimWaitingRun(db: SmithersDb, claim: { runId: string; fromStat
 }
 
 /** Hands a claimed waiting run back (its workflow could not be loaded): waiting again, for the next pass or a person. */
-export function releaseWaitingClaim(db: SmithersDb, release: { runId: string; claimOwnerId: string; status: string }): Promise<boolean> {
+export function releaseWaitingClaim(
+  db: SmithersDb,
+  release: { runId: string; claimOwnerId: string; status: string; wakeAtMs: number | null },
+): Promise<boolean> {
+  // The wake time goes back too (a failed resume may have cleared it): the run stays due for the next pass.
   return db.write(
     "releaseWaitingClaim",
     (d) =>
       d
         .update(smithersRuns)
-        .set({ status: release.status })
+        .set({ status: release.status, wakeAtMs: release.wakeAtMs })
         .where(and(eq(smithersRuns.runId, release.runId), eq(smithersRuns.runtimeOwnerId, release.claimOwnerId), eq(smithersRuns.status, "running")))
         .returning({ runId: smithersRuns.runId })
         .all().length > 0,
