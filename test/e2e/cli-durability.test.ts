@@ -39,7 +39,7 @@ describe("smithers supervise --durability", () => {
     expect(smithers(["up", PROBE, "--db", dbPath]).code).toBe(0);
     for (const mode of ["process", "power"]) {
       const r = smithers(["supervise", "--db", dbPath, "--durability", mode]);
-      expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 0, stdout: "no stale runs\n", stderr: "" });
+      expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 0, stdout: "no stale runs, no due waits, no due cron slots\n", stderr: "" });
     }
     const bad = smithers(["supervise", "--db", dbPath, "--durability", "FULL"]);
     expect(bad.code).toBe(2);

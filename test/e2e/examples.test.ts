@@ -84,7 +84,7 @@ describe("examples", () => {
     db.close();
     const passes = [cli(["supervise"]), cli(["supervise"])].map((p) => p.stdout.toString());
     expect(passes[0]).toMatch(/^cron cron-report started cron:cron-report:\d+ finished$/m);
-    expect(passes[1]).toBe("no stale runs\n");
+    expect(passes[1]).toBe("no stale runs, no due waits, no due cron slots\n");
     expect(sql(dbPath, "SELECT queue, open FROM report")).toEqual([{ queue: "support", open: 3 }]);
   });
 });

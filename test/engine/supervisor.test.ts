@@ -164,7 +164,10 @@ describe("supervise", () => {
     const results = await Promise.all([smithersAsync(args, { CALLS_FILE: callsFile }), smithersAsync(args, { CALLS_FILE: callsFile })]);
     // The loser either found the run already claimed (not stale any more) or lost the CAS; never "released".
     const outcomes = results.flatMap((r) => r.stdout.split("\n").filter((l) => /^(resumed|released|lost|no stale runs)/.test(l)));
-    expect(outcomes.map((l) => (l.startsWith("lost run-p") ? "no stale runs" : l)).sort()).toEqual(["no stale runs", "resumed run-p finished"]);
+    expect(outcomes.map((l) => (l.startsWith("lost run-p") ? "no stale runs, no due waits, no due cron slots" : l)).sort()).toEqual([
+      "no stale runs, no due waits, no due cron slots",
+      "resumed run-p finished",
+    ]);
     expect(results.map((r) => r.code)).toEqual([0, 0]);
     expect(lines(callsFile)).toEqual(["a", "b", "b", "c"]);
     expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
