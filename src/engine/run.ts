@@ -76,7 +76,16 @@ function failureError(failure: Failure, lastErrors: Map<string, SmithersError>):
         },
       );
     case "stuck":
-      return new SmithersError("INVALID_WORKFLOW", "Nothing can run: every remaining task waits on a dependsOn that can never finish");
+      return new SmithersError(
+        "DEPENDENCY_DEADLOCK",
+        "Nothing can run: every remaining task waits on a dependsOn, needs or deps naming a task that is not in the workflow or can never finish",
+      );
+    case "deps":
+      return new SmithersError(
+        "DEPENDENCY_DEADLOCK",
+        `Task "${failure.task.nodeId}" reads the output of ${failure.missing.map((id) => `"${id}"`).join(", ")} through deps, which ended without one (skipped, or failed under continueOnFail); pass depsOptional to run without it`,
+        { nodeId: failure.task.nodeId, missing: [...failure.missing] },
+      );
     case "task":
       return lastErrors.get(failure.task.key) ?? new SmithersError("TASK_FAILED", `Task "${failure.task.nodeId}" failed`, { nodeId: failure.task.nodeId });
   }
@@ -141,6 +150,8 @@ export class Run {
   /** Aborted on cancel or failure: stops the attempts in flight. */
   private readonly stop = new AbortController();
   private wake: (() => void) | undefined;
+  /** A wake-up that came while the run was not asleep: the next sleep returns at once (no lost wake-up). */
+  private wokenEarly = false;
   private lost = false;
 
   constructor(
@@ -302,7 +313,7 @@ export class Run {
    */
   private launch(started: Started): void {
     const { result, bodySettled } = performAttempt(started.input);
-    const work = result
+    const work: Promise<void> = result
       .then(async (ended) => {
         const final = !ended.ok && ended.stopped ? await this.afterStop(ended, bodySettled) : ended;
         this.ended.push({ ...started, result: final });
@@ -315,9 +326,13 @@ export class Run {
         });
         this.ended.push({ ...started, result: { ok: false, thrown, error, finishedAtMs: this.now() } });
       })
-      .finally(() => this.wake?.());
+      .finally(() => {
+        // Out of `working` before the run wakes: a step that finds nothing else to do must not
+        // wait for work that already ended (it would sleep with nothing left to wake it).
+        this.working.delete(work);
+        this.wakeUp();
+      });
     this.working.add(work);
-    void work.finally(() => this.working.delete(work));
   }
 
   private async afterStop(ended: Extract<AttemptResult, { ok: false }>, bodySettled: Promise<void>): Promise<AttemptResult> {
@@ -636,7 +651,16 @@ export class Run {
     });
   }
 
+  private wakeUp(): void {
+    if (this.wake) this.wake();
+    else this.wokenEarly = true;
+  }
+
   private sleep(wakeAtMs: number | undefined): Promise<void> {
+    if (this.wokenEarly) {
+      this.wokenEarly = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       // Waking early is harmless (the next step decides again); a delay past MAX_TIMER_MS would fire at once.
       const timer = wakeAtMs === undefined ? undefined : setTimeout(resolve, Math.min(MAX_TIMER_MS, Math.max(0, wakeAtMs - this.now())));
@@ -652,13 +676,13 @@ export class Run {
   lostOwnership(): void {
     this.lost = true;
     this.fail(new SmithersError("RUN_OWNED", `Run "${this.s.runId}" was taken over by another process`, { runId: this.s.runId }));
-    this.wake?.();
+    this.wakeUp();
   }
 
   cancel(): void {
     this.abort.abort();
     this.stop.abort();
-    this.wake?.();
+    this.wakeUp();
   }
 
   /** The result of a run that had already finished, read back without running or writing anything. */

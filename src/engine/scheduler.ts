@@ -17,7 +17,9 @@ export type Failure =
   | { kind: "task"; task: PlanTask }
   | { kind: "loop-max"; loop: PlanLoop }
   /** Nothing runs, nothing waits on a backoff, yet tasks remain: a dependsOn that can never be met. */
-  | { kind: "stuck" };
+  | { kind: "stuck" }
+  /** A task's `deps` ended without the rows it reads (skipped, or failed under continueOnFail). */
+  | { kind: "deps"; task: PlanTask; missing: readonly string[] };
 
 /**
  * What the actuator must do. `start` is a task's first attempt, `retry` a later one whose
@@ -173,6 +175,10 @@ function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
       return "busy";
   }
   if (task.dependsOn.some((id) => !dependencyMet(id, w))) return "busy";
+  if (task.unresolvedDeps && task.unresolvedDeps.length > 0 && !task.skip) {
+    w.failure ??= { kind: "deps", task, missing: task.unresolvedDeps };
+    return "failed";
+  }
   if (task.skip) {
     w.actions.push({ type: "skip", task });
     return "busy";

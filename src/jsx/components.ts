@@ -12,7 +12,22 @@ import { renderContext } from "./render-context.ts";
 
 type TaskValue<S> = S extends z.ZodType ? z.input<S> : Record<string, unknown>;
 
-export type TaskProps<S extends OutputTarget = OutputTarget> = {
+/** The row type of an output target: the schema's output for a Zod schema, else a plain record. */
+export type RowOf<T> = T extends z.ZodType ? z.output<T> : Record<string, unknown>;
+
+/** Upstream outputs a task reads through `deps`, by the name it gives each. */
+export type DepsSpec = Record<string, OutputTarget>;
+
+type WorkChildren<S> =
+  | string
+  | number
+  | readonly (string | number)[]
+  | TaskValue<S>
+  | SmithersElement
+  | ((ctx: TaskRunContext) => TaskValue<S> | Promise<TaskValue<S>>);
+type DepsChildren<S, D extends DepsSpec> = (deps: { [K in keyof D]: RowOf<D[K]> }) => string | TaskValue<S> | SmithersElement | Promise<TaskValue<S>>;
+
+type TaskCommonProps<S extends OutputTarget> = {
   id: string;
   output: S;
   /** Validation schema for a custom Drizzle table output. */
@@ -39,8 +54,27 @@ export type TaskProps<S extends OutputTarget = OutputTarget> = {
   needsApproval?: boolean;
   /** With needsApproval: only what depends on this task waits for the approval; other branches run on. */
   async?: boolean;
-  /** A prompt (with `agent`), a compute function, or a static output value. */
-  children: string | number | readonly (string | number)[] | TaskValue<S> | ((ctx: TaskRunContext) => TaskValue<S> | Promise<TaskValue<S>>);
+  /** Named upstream node ids: the task waits for them (like dependsOn); with `deps`, a key's node id. */
+  needs?: Record<string, string>;
+};
+
+export type TaskProps<S extends OutputTarget = OutputTarget> = TaskCommonProps<S> & {
+  deps?: undefined;
+  depsOptional?: undefined;
+  /** A prompt (with `agent`: a string or JSX), a compute function, or a static output value. */
+  children: WorkChildren<S>;
+};
+
+/** A `<Task deps>`: its children are a function of the upstream rows. */
+export type TaskWithDepsProps<S extends OutputTarget = OutputTarget, D extends DepsSpec = DepsSpec> = TaskCommonProps<S> & {
+  /**
+   * Upstream outputs, by task id (or the id `needs` maps the key to): the task waits until each has
+   * its row, then its children function gets them (`{(deps) => …}`): a prompt, a row, or JSX.
+   */
+  deps: D;
+  /** Run once the deps that will have rows have them, leaving the others out. */
+  depsOptional?: boolean;
+  children: DepsChildren<S, D>;
 };
 
 export type WorkflowProps = { name: string; children?: SmithersNode };
@@ -94,7 +128,9 @@ export function Workflow(props: WorkflowProps): SmithersElement {
 }
 
 /** One durable step writing one validated row to its output table. */
-export function Task<S extends OutputTarget>(props: TaskProps<S>): SmithersElement {
+export function Task<S extends OutputTarget>(props: TaskProps<S>): SmithersElement;
+export function Task<S extends OutputTarget, D extends DepsSpec>(props: TaskWithDepsProps<S, D>): SmithersElement;
+export function Task(props: TaskProps | TaskWithDepsProps): SmithersElement {
   return makeElement(HOST.task, props as Record<string, unknown>);
 }
 

@@ -113,7 +113,14 @@ export type PlanTask = {
   maxAbandons: number;
   skip: boolean;
   continueOnFail: boolean;
+  /** Node ids to wait for: `dependsOn`, plus those `needs` and `deps` name. */
   dependsOn: readonly string[];
+  /**
+   * A task with `deps` whose upstream rows are not all there yet: it waits for these node ids, and
+   * if they end without a row (skipped, or failed under continueOnFail) the run fails with
+   * DEPENDENCY_DEADLOCK. It never runs as rendered: once the rows exist the next render builds it.
+   */
+  unresolvedDeps?: readonly string[];
   label: string | undefined;
   meta: Record<string, unknown> | undefined;
 };

@@ -13,8 +13,6 @@ export const DIFFERENCES = 'README "Coming from smithers-orchestrator"';
 export const PEER_ONLY_PROPS: ReadonlySet<string> = new Set([
   "cache",
   "continueAsNewEvery",
-  "deps",
-  "depsOptional",
   "fallbackAgent",
   "id",
   "label",
@@ -59,6 +57,9 @@ export const ACCEPTED_PROPS = {
     "skipIf",
     "continueOnFail",
     "dependsOn",
+    "needs",
+    "deps",
+    "depsOptional",
     "needsApproval",
     "async",
     "label",
@@ -69,7 +70,7 @@ export const ACCEPTED_PROPS = {
   Parallel: new Set(["maxConcurrency", "skipIf", "children"]),
   Loop: new Set(["id", "until", "maxIterations", "onMaxReached", "skipIf", "children"]),
   Branch: new Set(["if", "then", "else", "skipIf"]),
-  Approval: new Set(["id", "output", "outputSchema", "request", "onDeny", "mode", "options", "async", "skipIf", "dependsOn", "label"]),
+  Approval: new Set(["id", "output", "outputSchema", "request", "onDeny", "mode", "options", "async", "skipIf", "dependsOn", "needs", "label"]),
   Timer: new Set(["id", "duration", "until", "skipIf", "dependsOn", "label"]),
   WaitForEvent: new Set([
     "id",

@@ -2,11 +2,15 @@
  * render(): element tree + persisted loop state -> Plan. Pure: the same inputs give the same
  * plan, so re-rendering after a crash places the run exactly where it was.
  */
+import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./components.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
+import { isPromptElement, promptText } from "./prompt-text.ts";
+import { renderContext } from "./render-context.ts";
+import { describeSchema } from "../agents/index.ts";
 import type { ApprovalSpec, EventWaitSpec, HumanTaskSpec, TimerSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
 
 export const DEFAULT_MAX_ITERATIONS = 5;
@@ -23,6 +27,8 @@ type RenderState = {
 };
 
 const invalid = (message: string, details: Record<string, unknown> = {}) => new SmithersError("INVALID_WORKFLOW", message, details);
+
+const isZodObject = (value: unknown): value is z.ZodObject => value instanceof z.ZodObject;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value) || isElement(value)) return false;
@@ -54,11 +60,56 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
     maxAbandons: maxAbandonsOf(id, props.maxAbandons),
     skip: Boolean(props.skipIf),
     continueOnFail: Boolean(props.continueOnFail),
-    dependsOn: (props.dependsOn as string[] | undefined) ?? [],
+    dependsOn: dependsOnOf(id, props),
     label: props.label as string | undefined,
     meta: props.meta as Record<string, unknown> | undefined,
     async: Boolean(props.async),
   };
+}
+
+/** dependsOn, plus the node ids `needs` and `deps` name (they order execution the same way). */
+function dependsOnOf(id: string, props: Record<string, unknown>): readonly string[] {
+  const listed = (props.dependsOn as string[] | undefined) ?? [];
+  const { needs, deps } = props;
+  if (needs === undefined && deps === undefined) return listed;
+  if (needs !== undefined && (!isPlainObject(needs) || Object.values(needs).some((v) => typeof v !== "string" || v === ""))) {
+    throw invalid(`<Task id="${id}"> needs must map names to node ids, like needs={{ config: "load-config" }}`, { nodeId: id, prop: "needs" });
+  }
+  if (deps !== undefined && (!isPlainObject(deps) || Object.keys(deps).length === 0)) {
+    throw invalid(`<Task id="${id}"> deps must map upstream task ids to their outputs, like deps={{ analyze: outputs.analysis }}`, {
+      nodeId: id,
+      prop: "deps",
+    });
+  }
+  const named = needs as Record<string, string> | undefined;
+  const ids = [...Object.values(named ?? {}), ...Object.keys(deps ?? {}).map((key) => named?.[key] ?? key)];
+  return [...new Set([...listed, ...ids])];
+}
+
+/**
+ * A task with `deps`: each dep (`key`, or the node id `needs[key]` names) is read from ctx as its
+ * row (the current iteration's when it is in the same loop, else its latest). With every row
+ * there (or with `depsOptional`, those there), a function child is called with them; until then
+ * the task waits on them like dependsOn, and `unresolvedDeps` says which are missing.
+ */
+function resolveDeps(id: string, props: Record<string, unknown>): { children: unknown; unresolved: string[] } {
+  const deps = props.deps as Record<string, unknown>;
+  const named = props.needs as Record<string, string> | undefined;
+  const ctx = renderContext();
+  const rows: Record<string, unknown> = {};
+  const unresolved: string[] = [];
+  for (const [key, target] of Object.entries(deps)) {
+    const nodeId = named?.[key] ?? key;
+    const row = ctx?.outputMaybe(target, { nodeId });
+    if (row === undefined) unresolved.push(nodeId);
+    else rows[key] = row;
+  }
+  if (unresolved.length > 0 && !props.depsOptional) return { children: undefined, unresolved };
+  const children = props.children;
+  if (typeof children !== "function") return { children, unresolved: [] };
+  // A declared async callback runs in the attempt, with the rows; a plain one now, at render.
+  if (children.constructor.name === "AsyncFunction") return { children: () => (children as (d: unknown) => unknown)(rows), unresolved: [] };
+  return { children: (children as (d: unknown) => unknown)(rows), unresolved: [] };
 }
 
 /** The marker props of the components that render to a Task host element (each checks its own props). */
@@ -86,13 +137,32 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
       nodeId: id,
     });
   }
-  const task = workTask(id, children, base);
+  if (props.depsOptional !== undefined && props.deps === undefined) {
+    throw invalid(`<Task id="${id}"> depsOptional only applies with deps`, { nodeId: id, prop: "depsOptional" });
+  }
+  let work = children;
+  if (props.deps !== undefined) {
+    const resolved = resolveDeps(id, props);
+    // Until its deps have rows the task cannot know its prompt or value: it waits (see the scheduler), and never runs as is.
+    if (resolved.unresolved.length > 0) return { ...base, mode: "compute", compute: depsNeverResolved(id), unresolvedDeps: resolved.unresolved };
+    work = resolved.children;
+  }
+  const task = workTask(id, work, base, props.outputSchema ?? props.output);
   return props.needsApproval === true ? { ...task, approval: gateSpec(task) } : task;
 }
 
+const depsNeverResolved = (id: string) => () => {
+  throw new SmithersError("DEPENDENCY_DEADLOCK", `Task "${id}" started before its deps had rows`, { nodeId: id });
+};
+
 /** A compute, agent or static task from its children. */
-function workTask(id: string, children: unknown, base: ReturnType<typeof taskBase>): PlanTask {
+function workTask(id: string, children: unknown, base: ReturnType<typeof taskBase>, schema: unknown): PlanTask {
   if (typeof children === "function") return { ...base, mode: "compute", compute: children as PlanTask["compute"] };
+  if (isPromptElement(children)) {
+    if (!base.agent) throw invalid(`<Task id="${id}"> has a JSX prompt but no agent; pass agent={...}`, { nodeId: id });
+    const described = isZodObject(schema) ? { schema: describeSchema(schema) } : {};
+    return { ...base, mode: "agent", prompt: promptText(children, id, described) };
+  }
   const textParts = Array.isArray(children) ? children : [children];
   if (textParts.length > 0 && textParts.every((c) => typeof c === "string" || typeof c === "number")) {
     if (!base.agent) {

@@ -649,3 +649,21 @@ describe("tasks that leave the plan while they run", () => {
     ]);
   });
 });
+
+describe("a dependsOn that can never be met", () => {
+  test("fails the run with DEPENDENCY_DEADLOCK right after the last task ends (the ending task's wake-up is not lost)", async () => {
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: ":memory:" });
+    const wf = smithers(() => (
+      <Workflow name="never">
+        <Task id="first" output={outputs.out}>
+          {{ n: 1 }}
+        </Task>
+        <Task id="second" output={outputs.out} dependsOn={["frist"]}>
+          {{ n: 2 }}
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {} });
+    expect([result.status, result.error?.code]).toEqual(["failed", "DEPENDENCY_DEADLOCK"]);
+  });
+});
