@@ -27,7 +27,7 @@ import { nodeKey, render, type Plan, type PlanTask } from "../jsx/index.ts";
 import { withRenderContext } from "../jsx/render-context.ts";
 import { Waits } from "./waits.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
-import { buildCtx, OutputIndex } from "./ctx.ts";
+import { ALL_NODES, buildCtx, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
 import { runEndedEvent, type EventBody } from "./events.ts";
 import type { FrameRecorder } from "./frames.ts";
@@ -297,7 +297,7 @@ export class Run {
     const normalized = normalizeRow(row);
     if (stored) this.index.addStored(info.key, normalized);
     else this.index.add(info.key, normalized);
-    if (this.reads.has(`${info.key}\0${normalized.nodeId}`)) this.renderStale = true;
+    if (this.reads.has(`${info.key}\0${normalized.nodeId}`) || this.reads.has(`${info.key}\0${ALL_NODES}`)) this.renderStale = true;
   }
 
   /** Records the run's failure and stops the attempts still in flight (they end cancelled). */

@@ -18,7 +18,7 @@ import {
 } from "../db/index.ts";
 import * as components from "../jsx/components.ts";
 import type { SmithersNode } from "../jsx/index.ts";
-import type { SmithersCtx } from "./ctx.ts";
+import { useCtx, type SmithersCtx } from "./ctx.ts";
 
 export const DEFAULT_DB_PATH = "smithers.db";
 
@@ -93,6 +93,8 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
 
   return {
     ...components,
+    /** The ctx of the render in progress, typed with this workflow's input (see useCtx). */
+    useCtx: (): SmithersCtx<InputOf<S>> => useCtx<InputOf<S>>(),
     smithers,
     outputs,
     tables,
