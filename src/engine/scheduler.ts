@@ -210,14 +210,37 @@ function visitParallel(group: PlanGroup, caps: Cap[], w: Walk): Visit {
   const inner = group.maxConcurrency === undefined ? caps : [...caps, { max: group.maxConcurrency, used: countRunning(group, w) }];
   let result: Visit = "done";
   let prefix = w.memo?.start(group.children) ?? 0;
+  // subtreeConcurrency: children already begun are in flight until done; untouched ones are
+  // admitted in document order while there is room (deterministic, so a resume decides the same).
+  const cap = group.subtreeConcurrency;
+  let inFlight = 0;
+  if (cap !== undefined) {
+    for (let i = prefix; i < group.children.length; i++) if (!untouched(group.children[i]!, w) && !settled(group.children[i]!, w)) inFlight++;
+  }
   for (let i = prefix; i < group.children.length; i++) {
-    const r = visit(group.children[i]!, inner, w);
+    const child = group.children[i]!;
+    if (cap !== undefined && untouched(child, w)) {
+      if (inFlight >= cap) {
+        if (result === "done") result = "busy";
+        continue;
+      }
+      inFlight++;
+    }
+    const r = visit(child, inner, w);
     if (r === "done" && prefix === i) prefix = i + 1;
     if (r === "failed") result = "failed";
     else if (r === "busy" && result === "done") result = "busy";
   }
   w.memo?.setStart(group.children, prefix);
   return result;
+}
+
+/** Every task under `node` is over for good (finished, skipped, or failed under continueOnFail). */
+function settled(node: PlanNode, w: Walk): boolean {
+  if (node.kind === "loop") return node.done;
+  if (node.kind !== "task") return node.children.every((c) => settled(c, w));
+  const state = stateOf(w, node)?.state;
+  return state === "finished" || state === "skipped" || (state === "failed" && node.continueOnFail);
 }
 
 function untouched(node: PlanNode, w: Walk): boolean {

@@ -79,7 +79,14 @@ export type TaskWithDepsProps<S extends OutputTarget = OutputTarget, D extends D
 
 export type WorkflowProps = { name: string; children?: SmithersNode };
 export type SequenceProps = { skipIf?: boolean; children?: SmithersNode };
-export type ParallelProps = { maxConcurrency?: number; skipIf?: boolean; children?: SmithersNode };
+export type ParallelProps = {
+  /** At most this many tasks of this Parallel run at once. */
+  maxConcurrency?: number;
+  /** At most this many direct children (whole subtrees) in flight at once, admitted in document order. */
+  subtreeConcurrency?: number;
+  skipIf?: boolean;
+  children?: SmithersNode;
+};
 export type BranchProps = { if: unknown; then: SmithersNode; else?: SmithersNode; skipIf?: boolean };
 export type LoopProps = {
   id?: string;

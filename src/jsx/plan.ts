@@ -125,7 +125,13 @@ export type PlanTask = {
   meta: Record<string, unknown> | undefined;
 };
 
-export type PlanGroup = { kind: "sequence" | "parallel"; maxConcurrency: number | undefined; children: PlanNode[] };
+export type PlanGroup = {
+  kind: "sequence" | "parallel";
+  maxConcurrency: number | undefined;
+  /** A Parallel's cap on direct children in flight (from their first task started until all are done). */
+  subtreeConcurrency?: number;
+  children: PlanNode[];
+};
 
 export type PlanLoop = {
   kind: "loop";

@@ -266,9 +266,14 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
     case HOST.parallel: {
       checkProps("Parallel", props, ACCEPTED_PROPS.Parallel);
       const max = props.maxConcurrency;
+      const subtree = props.subtreeConcurrency;
+      if (subtree !== undefined && !(typeof subtree === "number" && Number.isInteger(subtree) && subtree >= 1)) {
+        throw invalid(`<Parallel> subtreeConcurrency must be an integer of 1 or more, got ${JSON.stringify(subtree)}`, { prop: "subtreeConcurrency" });
+      }
       return {
         kind: "parallel",
         maxConcurrency: typeof max === "number" && max > 0 ? Math.floor(max) : undefined,
+        ...(subtree === undefined ? {} : { subtreeConcurrency: subtree }),
         children: renderChildren(children, scope, state),
       };
     }
