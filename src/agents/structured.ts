@@ -15,11 +15,13 @@ const PREVIOUS_REPLY_CHARS = 2000;
  * buildPrompt("Review this diff.", z.object({ approved: z.boolean() }));
  */
 export function buildPrompt(prompt: string, schema: z.ZodType): string {
+  const described = describeSchema(schema);
+  // A prompt that already holds the description (an .mdx prompt's {props.schema}) does not get it twice.
   return [
     prompt,
     "## Output format",
     "Reply with JSON only, no prose before or after it (a single ```json fenced block is also accepted).",
-    describeSchema(schema),
+    ...(prompt.includes(described) ? [] : [described]),
   ].join("\n\n");
 }
 

@@ -42,11 +42,11 @@ function text(node: unknown, nodeId: string, inject: Record<string, unknown>, bl
   if (node.type.startsWith("smithers:")) {
     throw new SmithersError("INVALID_WORKFLOW", `<Task id="${nodeId}">: workflow components cannot appear inside a prompt`, { nodeId });
   }
-  return markdown(node.type, props, inner, block);
+  return markdown(node.type, props, inner, block, nodeId);
 }
 
 /** An element Markdown compiles to, written back as Markdown; any other lowercase element keeps only its text. */
-function markdown(tag: string, props: Props, inner: (b?: Block) => string, block: Block): string {
+function markdown(tag: string, props: Props, inner: (b?: Block) => string, block: Block, nodeId: string): string {
   const heading = /^h([1-6])$/.exec(tag);
   if (heading) return `\n\n${"#".repeat(Number(heading[1]))} ${inner().trim()}\n\n`;
   switch (tag) {
@@ -79,8 +79,12 @@ function markdown(tag: string, props: Props, inner: (b?: Block) => string, block
     case "a":
       return typeof props.href === "string" ? `[${inner()}](${props.href})` : inner();
     case "ul":
-    case "ol":
-      return `\n${inner({ listDepth: block.listDepth + 1, ordered: tag === "ol" ? { n: 0 } : undefined })}\n`;
+    case "ol": {
+      // The line breaks between items (as MDX keeps them) are not content: each item starts its own line.
+      const items = ([] as unknown[]).concat(props.children ?? []).filter((c) => !(typeof c === "string" && c.trim() === ""));
+      const list = { listDepth: block.listDepth + 1, ordered: tag === "ol" ? { n: 0 } : undefined };
+      return `\n${items.map((item) => text(item, nodeId, {}, list)).join("")}\n`;
+    }
     case "li": {
       const marker = block.ordered ? `${++block.ordered.n}.` : "-";
       const indent = "  ".repeat(Math.max(0, block.listDepth - 1));
