@@ -33,6 +33,8 @@ type TaskCommonProps<S extends OutputTarget> = {
   /** Validation schema for a custom Drizzle table output. */
   outputSchema?: z.ZodObject;
   agent?: Agent | readonly Agent[];
+  /** Tried when `agent` (or every agent of its list) failed, as the last of the list. */
+  fallbackAgent?: Agent;
   /** Extra attempts after the first failure (default 0). */
   retries?: number;
   retryPolicy?: RetryPolicy;

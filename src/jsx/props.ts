@@ -13,7 +13,6 @@ export const DIFFERENCES = 'README "Coming from smithers-orchestrator"';
 export const PEER_ONLY_PROPS: ReadonlySet<string> = new Set([
   "cache",
   "continueAsNewEvery",
-  "fallbackAgent",
   "id",
   "label",
   "maxSchemaRetries",
@@ -49,6 +48,7 @@ export const ACCEPTED_PROPS = {
     "output",
     "outputSchema",
     "agent",
+    "fallbackAgent",
     "retries",
     "retryPolicy",
     "timeoutMs",

@@ -53,7 +53,7 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
     loopId: scope.loop?.id,
     output: props.output as PlanTask["output"],
     outputSchema: props.outputSchema as PlanTask["outputSchema"],
-    agent: props.agent as PlanTask["agent"],
+    agent: agentsOf(props),
     retries: typeof props.retries === "number" ? Math.max(0, Math.floor(props.retries)) : 0,
     retryPolicy: props.retryPolicy as PlanTask["retryPolicy"],
     timeoutMs: typeof props.timeoutMs === "number" ? props.timeoutMs : undefined,
@@ -65,6 +65,14 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
     meta: props.meta as Record<string, unknown> | undefined,
     async: Boolean(props.async),
   };
+}
+
+/** `agent`, with `fallbackAgent` (the peer's prop) tried after it. */
+function agentsOf(props: Record<string, unknown>): PlanTask["agent"] {
+  const agent = props.agent as PlanTask["agent"];
+  if (props.fallbackAgent === undefined) return agent;
+  const primary = agent === undefined ? [] : Array.isArray(agent) ? agent : [agent];
+  return [...primary, props.fallbackAgent as NonNullable<PlanTask["agent"]> extends readonly (infer A)[] ? A : never];
 }
 
 /** dependsOn, plus the node ids `needs` and `deps` name (they order execution the same way). */

@@ -169,3 +169,20 @@ describe("runWorkflow onProgress", () => {
     expect(events.map((e) => e.type).filter((t) => t !== "FrameCommitted")).toEqual(["RunStarted", "NodeStarted", "NodeFinished", "RunFinished"]);
   });
 });
+
+describe("fallbackAgent", () => {
+  test("is tried after the agent fails, as the last agent of the list", async () => {
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: tempDbPath() });
+    const primary = scriptedAgent([new Error("rate limited")]);
+    const fallback = scriptedAgent([{ n: 7 }]);
+    const wf = smithers(() => (
+      <Workflow name="fallback">
+        <Task id="t" output={outputs.out} agent={primary} fallbackAgent={fallback}>
+          Give me a number.
+        </Task>
+      </Workflow>
+    ));
+    expect(await runWorkflow(wf, { input: {} })).toMatchObject({ status: "finished", output: { n: 7 } });
+    expect([primary.calls.length, fallback.calls.length]).toEqual([1, 1]);
+  });
+});
