@@ -7,6 +7,7 @@ import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./compo
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
+import { retryPropsOf } from "./retry-props.ts";
 import type { ApprovalSpec, EventWaitSpec, HumanTaskSpec, TimerSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
 
 export const DEFAULT_MAX_ITERATIONS = 5;
@@ -38,7 +39,7 @@ function maxAbandonsOf(id: string, value: unknown): number {
   return value;
 }
 
-function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
+function taskBase(id: string, props: Record<string, unknown>, scope: Scope, component: "Task" | "Subflow" = "Task") {
   return {
     kind: "task" as const,
     nodeId: id,
@@ -48,8 +49,7 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
     output: props.output as PlanTask["output"],
     outputSchema: props.outputSchema as PlanTask["outputSchema"],
     agent: props.agent as PlanTask["agent"],
-    retries: typeof props.retries === "number" ? Math.max(0, Math.floor(props.retries)) : 0,
-    retryPolicy: props.retryPolicy as PlanTask["retryPolicy"],
+    ...retryPropsOf(component, id, props),
     timeoutMs: typeof props.timeoutMs === "number" ? props.timeoutMs : undefined,
     maxAbandons: maxAbandonsOf(id, props.maxAbandons),
     skip: Boolean(props.skipIf),
@@ -138,7 +138,7 @@ function subflowFromProps(props: Record<string, unknown>, scope: Scope): PlanTas
   if (props.output === undefined || props.output === null) {
     throw new SmithersError("MISSING_OUTPUT", `<Subflow id="${id}"> has no output; pass output={outputs.<key>}`, { nodeId: id });
   }
-  return { ...taskBase(id, props, scope), outputSchema: undefined, mode: "subflow", subflow: { workflow, input: props.input } };
+  return { ...taskBase(id, props, scope, "Subflow"), outputSchema: undefined, mode: "subflow", subflow: { workflow, input: props.input } };
 }
 
 function childPath(scope: Scope, index: number): Scope {
