@@ -676,8 +676,9 @@ export class Run {
           }
         }
         if (next === "done") break;
-        // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting.
-        if (next !== "again" && this.ended.length === 0) await this.sleep(next.untilMs);
+        // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting,
+        // or the run was cancelled or failed during the step (its wake-up came before this sleep).
+        if (next !== "again" && this.ended.length === 0 && !this.abort.signal.aborted && !this.failure) await this.sleep(next.untilMs);
       }
     } catch (error) {
       if (SmithersError.is(error, "RUN_OWNED")) this.lost = true;

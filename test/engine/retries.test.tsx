@@ -88,6 +88,23 @@ describe("task retries", () => {
     expect(attemptsOf(dbPath)).toHaveLength(1);
   });
 
+  test("a cancel that arrives as a retry is scheduled ends the run at once, not after the wait", async () => {
+    const { dbPath, Workflow, Task, smithers, outputs } = kit();
+    const controller = new AbortController();
+    const wf = smithers(() => (
+      <Workflow name="w">
+        <Task id="t" output={outputs.out} retryPolicy={{ initialDelayMs: 600_000 }}>
+          {() => {
+            throw new Error("down");
+          }}
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {}, signal: controller.signal, onEvent: (e) => e.type === "NodeRetrying" && controller.abort() });
+    expect(result.status).toBe("cancelled");
+    expect(attemptsOf(dbPath).map((a) => a.state)).toEqual(["failed"]);
+  });
+
   test("a static output that fails its schema is not retried by default: it would fail the same way", async () => {
     const { dbPath, Workflow, Task, smithers, outputs } = kit();
     const wf = smithers(() => (
