@@ -3,7 +3,7 @@
  * attempt. Pure; the props are checked at render (src/jsx/retry-props.ts).
  */
 import type { PlanTask, RetryPolicy } from "../jsx/index.ts";
-import { DEFAULT_RETRY_FACTOR, DEFAULT_RETRY_POLICY, DEFAULT_TASK_RETRIES, MAX_RETRY_DELAY_MS } from "./constants.ts";
+import { DEFAULT_RETRY_FACTOR, DEFAULT_RETRY_POLICY, DEFAULT_TASK_RETRIES, MAX_RETRY_DELAY_MS, MAX_TIMER_MS } from "./constants.ts";
 
 /**
  * Retries a task gets after failed attempts: its `retries` (0 with `noRetry`), else 0 for a
@@ -17,14 +17,15 @@ export function retryBudget(task: Pick<PlanTask, "retries" | "mode">): number {
 
 /**
  * The wait in ms before the next attempt after `failures` failed ones (1 before the first
- * retry): the error's `retryAfterMs` when it gave one, else the task's backoff, at most its
+ * retry): the error's `retryAfterMs` when it gave one (uncapped by the policy), else the task's backoff, at most its
  * `maxDelayMs` (default MAX_RETRY_DELAY_MS). Without a policy: exponential from 1 s.
  *
  * @example
  * retryDelay({ backoff: "linear", initialDelayMs: 100 }, 3); // 300
  */
 export function retryDelay(policy: RetryPolicy | undefined, failures: number, retryAfterMs?: number): number {
-  if (retryAfterMs !== undefined) return Math.max(0, retryAfterMs);
+  // A wait it cannot mean (NaN) is ignored; one past the longest timer is that timer (about 24.8 days).
+  if (retryAfterMs !== undefined && !Number.isNaN(retryAfterMs)) return Math.min(Math.max(0, retryAfterMs), MAX_TIMER_MS);
   const p: RetryPolicy = policy ?? DEFAULT_RETRY_POLICY;
   const initial = p.initialDelayMs ?? 0;
   const n = Math.max(1, failures);

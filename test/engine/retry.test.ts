@@ -55,6 +55,8 @@ describe("retryDelay", () => {
     expect(retryDelay({ initialDelayMs: 10 }, 5, 1_234)).toBe(1_234);
     expect(retryDelay(undefined, 1, 600_000)).toBe(600_000);
     expect(retryDelay(undefined, 1, -5)).toBe(0);
+    expect(retryDelay(undefined, 1, Infinity)).toBe(2 ** 31 - 1);
+    expect(retryDelay({ backoff: "fixed", initialDelayMs: 7 }, 1, Number.NaN)).toBe(7);
   });
 });
 
