@@ -12,7 +12,7 @@ import { HEARTBEAT_INTERVAL_MS } from "./constants.ts";
 import { Run, type RunResult } from "./run.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
-export { retryDelay, type RunResult } from "./run.ts";
+export type { RunResult } from "./run.ts";
 
 export type RunOptions = {
   input?: unknown;

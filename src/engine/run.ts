@@ -35,7 +35,8 @@ import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { decide, DecideMemo, type Action, type Failure } from "./scheduler.ts";
 import { isWaiting, type RunStatus, type WaitingStatus } from "./states.ts";
-import { DEFAULT_STOP_GRACE_MS, DEFAULT_TASK_RETRY, MAX_TIMER_MS, TIMER_WAIT_IN_PLACE_MS } from "./constants.ts";
+import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS, TIMER_WAIT_IN_PLACE_MS } from "./constants.ts";
+import { retryBudget, retryDelay } from "./retry.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
 export type RunResult = {
@@ -54,16 +55,6 @@ export type RunSettings = {
   /** A timer due within this many ms is waited for in the process (default TIMER_WAIT_IN_PLACE_MS, 5 s). */
   waitInPlaceMs?: number;
 };
-
-/** Delay before the next attempt after `failures` failures: the error's retryAfterMs, else exponential backoff. */
-export function retryDelay(policy: PlanTask["retryPolicy"], failures: number, retryAfterMs?: number): number {
-  if (retryAfterMs !== undefined) return Math.max(0, retryAfterMs);
-  const pick = (v: number | undefined, fallback: number) => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
-  const initial = pick(policy?.initialDelayMs, DEFAULT_TASK_RETRY.initialDelayMs);
-  const max = pick(policy?.maxDelayMs, DEFAULT_TASK_RETRY.maxDelayMs);
-  const factor = pick(policy?.factor, DEFAULT_TASK_RETRY.factor);
-  return Math.max(0, Math.min(initial * factor ** Math.max(0, failures - 1), max));
-}
 
 function failureError(failure: Failure, lastErrors: Map<string, SmithersError>): SmithersError {
   switch (failure.kind) {
@@ -370,7 +361,7 @@ export class Run {
       const { task, tracked: t } = e;
       const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt: e.input.attempt };
       // Attempts that end with the run (stopped by its cancel or failure) are not retried.
-      const outcome = settleOutcome(e.input, e.result, !runEnding && t.failures < task.retries);
+      const outcome = settleOutcome(e.input, e.result, !runEnding && t.failures < retryBudget(task));
       this.frames.markDirty(task.key);
       const events: Event[] = [];
       if (e.result.ok === false && e.result.abandoned) {
@@ -393,11 +384,15 @@ export class Run {
         this.waits.waiting.add(task.key);
       } else {
         events.push({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorSummaryJson(outcome.error) });
-        if (outcome.retryable) events.push({ type: "NodeRetrying", ...ids, attempt: ids.attempt + 1 });
         this.lastErrors.set(task.key, outcome.error);
         t.failures++;
         t.state = outcome.retryable ? "pending" : "failed";
-        if (outcome.retryable) t.retryAtMs = this.now() + retryDelay(task.retryPolicy, t.failures, outcome.retryAfterMs);
+        if (outcome.retryable) {
+          // Stored on the node (wake_at_ms) too, so a resume after a crash keeps the backoff.
+          const delayMs = retryDelay(task.retryPolicy, t.failures, outcome.retryAfterMs);
+          t.retryAtMs = outcome.retryAtMs = this.now() + delayMs;
+          events.push({ type: "NodeRetrying", ...ids, attempt: ids.attempt + 1, delayMs, retryAtMs: t.retryAtMs });
+        }
       }
       writes.push((d) => {
         recordSettle(d, e.input, e.result, outcome);
@@ -705,8 +700,9 @@ export class Run {
           }
         }
         if (next === "done") break;
-        // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting.
-        if (next !== "again" && this.ended.length === 0) await this.sleep(next.untilMs);
+        // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting,
+        // or the run was cancelled or failed during the step (its wake-up came before this sleep).
+        if (next !== "again" && this.ended.length === 0 && !this.abort.signal.aborted && !this.failure) await this.sleep(next.untilMs);
       }
     } catch (error) {
       if (SmithersError.is(error, "RUN_OWNED")) this.lost = true;

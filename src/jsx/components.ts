@@ -35,9 +35,30 @@ type TaskCommonProps<S extends OutputTarget> = {
   agent?: Agent | readonly Agent[];
   /** Tried when `agent` (or every agent of its list) failed, as the last of the list. */
   fallbackAgent?: Agent;
-  /** Extra attempts after the first failure (default 0). */
+  /**
+   * Attempts after the first failed one: a whole number >= 0, or Infinity to retry until it
+   * succeeds (or throws a FatalError). Default 3 (a task with a static object as its output: 0,
+   * since it would fail the same way again). A FatalError is never retried.
+   * @example <Task id="fetch" output={outputs.page} retries={Infinity}>{fetchPage}</Task>
+   */
   retries?: number;
+  /**
+   * The wait before each retry: `fixed` waits `initialDelayMs` every time, `linear`
+   * `initialDelayMs * n` before the n-th retry, `exponential` `initialDelayMs * factor^(n-1)`
+   * (factor 2 unless given); every wait is capped at `maxDelayMs` (default 5 min). Without it: exponential from 1 s.
+   * Inside a policy, an absent `backoff` is "fixed" and an absent `initialDelayMs` is 0. A
+   * RetryableError's `retryAfterMs` replaces the computed wait.
+   * @example retryPolicy={{ backoff: "exponential", initialDelayMs: 1_000 }}
+   */
   retryPolicy?: RetryPolicy;
+  /** Never retry this task, whatever `retries` says (noRetry wins when both are given). */
+  noRetry?: boolean;
+  /**
+   * Correction calls to an agent whose reply does not match the output schema, each quoting the
+   * validation error, before the attempt fails (default 3; 0: no correction call). Made within
+   * one attempt, per agent of a fallback list; they do not count against `retries`.
+   */
+  maxSchemaRetries?: number;
   timeoutMs?: number;
   /**
    * How many times an attempt may be abandoned because its process died (kill -9, OOM, a task
@@ -112,8 +133,14 @@ export type SubflowProps<S extends OutputTarget = OutputTarget> = {
   /** The child's `ctx.input`. */
   input?: unknown;
   mode?: "childRun";
+  /**
+   * Times the child run is resumed after it failed (each gives its failed tasks a fresh budget of
+   * their own retries): a whole number >= 0 or Infinity, default 0 since the child's tasks retry
+   * by themselves. See TaskProps for `retryPolicy` and `noRetry`.
+   */
   retries?: number;
   retryPolicy?: RetryPolicy;
+  noRetry?: boolean;
   timeoutMs?: number;
   skipIf?: boolean;
   continueOnFail?: boolean;

@@ -11,6 +11,7 @@ import { ACCEPTED_PROPS, checkProps } from "./props.ts";
 import { isPromptElement, promptText } from "./prompt-text.ts";
 import { renderContext } from "./render-context.ts";
 import { describeSchema } from "../agents/index.ts";
+import { retryPropsOf } from "./retry-props.ts";
 import type { ApprovalSpec, EventWaitSpec, HumanTaskSpec, TimerSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
 
 export const DEFAULT_MAX_ITERATIONS = 5;
@@ -44,7 +45,7 @@ function maxAbandonsOf(id: string, value: unknown): number {
   return value;
 }
 
-function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
+function taskBase(id: string, props: Record<string, unknown>, scope: Scope, component: "Task" | "Subflow" = "Task") {
   return {
     kind: "task" as const,
     nodeId: id,
@@ -54,8 +55,7 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
     output: props.output as PlanTask["output"],
     outputSchema: props.outputSchema as PlanTask["outputSchema"],
     agent: agentsOf(props),
-    retries: typeof props.retries === "number" ? Math.max(0, Math.floor(props.retries)) : 0,
-    retryPolicy: props.retryPolicy as PlanTask["retryPolicy"],
+    ...retryPropsOf(component, id, props),
     timeoutMs: typeof props.timeoutMs === "number" ? props.timeoutMs : undefined,
     maxAbandons: maxAbandonsOf(id, props.maxAbandons),
     skip: Boolean(props.skipIf),
@@ -216,7 +216,7 @@ function subflowFromProps(props: Record<string, unknown>, scope: Scope): PlanTas
   if (props.output === undefined || props.output === null) {
     throw new SmithersError("MISSING_OUTPUT", `<Subflow id="${id}"> has no output; pass output={outputs.<key>}`, { nodeId: id });
   }
-  return { ...taskBase(id, props, scope), outputSchema: undefined, mode: "subflow", subflow: { workflow, input: props.input } };
+  return { ...taskBase(id, props, scope, "Subflow"), outputSchema: undefined, mode: "subflow", subflow: { workflow, input: props.input } };
 }
 
 function childPath(scope: Scope, index: number): Scope {

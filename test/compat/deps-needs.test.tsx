@@ -117,7 +117,7 @@ describe("deps", () => {
       const { Workflow, Task, smithers, outputs } = createSmithers(schemas, { dbPath });
       const wf = smithers(() => (
         <Workflow name="optional">
-          <Task id="analyze" output={outputs.analysis} continueOnFail>
+          <Task id="analyze" output={outputs.analysis} continueOnFail noRetry>
             {() => {
               throw new Error("analyzer crashed");
             }}
