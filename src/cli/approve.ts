@@ -60,6 +60,7 @@ export async function decideCommand(verb: "approve" | "deny", args: string[], io
     }
     const decision = await (verb === "approve" ? approve : deny)(db, {
       ...target,
+      runId: gate.runId, // a child run's gate is decided in that run
       nodeId: gate.nodeId,
       iteration: gate.iteration,
       by: values.by,

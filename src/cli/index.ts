@@ -181,7 +181,9 @@ async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<
     return EXIT.waiting;
   }
   if (result.status === "waiting-event") {
-    io.out(`the run waits for a signal: smithers signal ${result.runId} <name> --data JSON; smithers supervise --watch then resumes it`);
+    io.out(
+      `the run waits for a signal: smithers signal ${result.runId} <name> --data JSON (for a <Subflow>'s child, its run id shown above); smithers supervise --watch then resumes it`,
+    );
     return EXIT.waiting;
   }
   if (result.status === "waiting-timer") {

@@ -44,6 +44,9 @@ export function formatEvent(e: SmithersEvent): string | null {
       return `human   ${e.nodeId} iter=${e.iteration}: waiting for an answer to ${e.requestId}`;
     case "HumanAnswered":
       return `human   ${e.nodeId} iter=${e.iteration}: ${e.accepted ? "answered" : "answer refused, asking again"}${e.answeredBy ? ` by ${e.answeredBy}` : ""}`;
+    case "SubflowWaiting":
+      // The child's own waits are addressed by its run id (a signal, for one): say which it is.
+      return `subflow ${e.nodeId} iter=${e.iteration}: child run ${e.childRunId} is ${e.childStatus}`;
     case "LoopAdvanced":
       return `loop    ${e.loopId} iter=${e.iteration}`;
     default:

@@ -1,10 +1,24 @@
 import type { Database } from "bun:sqlite";
 import { getTableConfig, type SQLiteTable } from "drizzle-orm/sqlite-core";
 import { addColumnStatement, createTableStatements } from "./ddl.ts";
-import { internalTables } from "./internal-schema.ts";
+import { sqlNames } from "./adapters/shared.ts";
+import { WAITING_STATUSES } from "./constants.ts";
+import { internalTables, smithersApprovals, smithersNodes, smithersRuns } from "./internal-schema.ts";
 
 /** Indexes earlier versions created and this one no longer uses: each write would still pay for them. */
 const RETIRED_INDEXES = ["_smithers_events_dedup_idx", "_smithers_attempts_run_state_idx"];
+
+/** UPDATE making waiting runs with a decided gate due (see ensureSmithersTables); names from the Drizzle tables. */
+function decidedGateBackfill(): string {
+  const r = sqlNames(smithersRuns);
+  const n = sqlNames(smithersNodes);
+  const a = sqlNames(smithersApprovals);
+  const gates = `FROM ${n.$table} n JOIN ${a.$table} a ON a.${a.runId} = n.${n.runId} AND a.${a.nodeId} = n.${n.nodeId} AND a.${a.iteration} = n.${n.iteration}
+    WHERE n.${n.runId} = ${r.$table}.${r.runId} AND n.${n.state} = 'waiting-approval' AND a.${a.status} <> 'requested'`;
+  const waiting = WAITING_STATUSES.map((status) => `'${status}'`).join(", ");
+  return `UPDATE ${r.$table} SET ${r.wakeAtMs} = coalesce((SELECT max(a.${a.decidedAtMs}) ${gates}), 0)
+    WHERE ${r.status} IN (${waiting}) AND ${r.wakeAtMs} IS NULL AND EXISTS (SELECT 1 ${gates})`;
+}
 
 /** ADD COLUMN for each column a table created by an earlier version lacks (must run before its indexes). */
 function addMissingColumns(sqlite: Database, table: SQLiteTable): void {
@@ -33,6 +47,9 @@ export function ensureSmithersTables(sqlite: Database): void {
         for (const sql of indexes) sqlite.exec(sql);
       }
       for (const name of RETIRED_INDEXES) sqlite.exec(`DROP INDEX IF EXISTS "${name}"`);
+      // Runs waiting on a gate decided before deciding made a run due (wake_at_ms): due now, so the
+      // daemon, which finds runs by their wake time alone, still wakes them. Later opens find none.
+      sqlite.exec(decidedGateBackfill());
     })
     .immediate();
 }

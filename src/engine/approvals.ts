@@ -92,7 +92,10 @@ export async function findPendingApproval(db: SmithersDb, o: Pick<DecideOptions,
       },
     );
   }
-  const matches = pending.filter((p) => p.nodeId === o.nodeId && (o.iteration === undefined || p.iteration === o.iteration));
+  const named = pending.filter((p) => p.nodeId === o.nodeId && (o.iteration === undefined || p.iteration === o.iteration));
+  // A child run's gate of the same id does not hide the run's own (decide the child's by its run id).
+  const own = named.filter((p) => p.runId === o.runId);
+  const matches = own.length > 0 ? own : named;
   if (matches.length === 1) return matches[0]!;
   if (matches.length > 1) {
     throw new SmithersError("APPROVAL_AMBIGUOUS", `Node "${o.nodeId}" waits in ${matches.length} iterations; name one with --iteration`, {

@@ -17,6 +17,12 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 export const TIMER_WAIT_IN_PLACE_MS = 5_000;
 
 /**
+ * A running run with a node waiting for the world (an async approval, a signal, a child run)
+ * looks for its answer at least this often while other work goes on.
+ */
+export const WAIT_POLL_MS = 500;
+
+/**
  * Retries of a compute or agent task that gives no `retries`. Bounded (smithers-orchestrator
  * retries forever): a task that fails for good (a bug, a bad prompt, a revoked key) fails its run
  * within seconds and says why, instead of keeping the run `running` for ever. `retries={Infinity}`

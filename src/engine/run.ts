@@ -35,7 +35,7 @@ import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { decide, DecideMemo, type Action, type Failure } from "./scheduler.ts";
 import { isWaiting, type RunStatus, type WaitingStatus } from "./states.ts";
-import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS, TIMER_WAIT_IN_PLACE_MS } from "./constants.ts";
+import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS, TIMER_WAIT_IN_PLACE_MS, WAIT_POLL_MS } from "./constants.ts";
 import { retryBudget, retryDelay } from "./retry.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
@@ -646,6 +646,16 @@ export class Run {
     });
   }
 
+  /**
+   * While a node waits for a decision, an answer, a signal or a child run and other work runs on
+   * (async), the run looks for the answer at least every WAIT_POLL_MS: senders only mark runs
+   * that are suspended, so a running one must look itself.
+   */
+  private pollWhileWaiting(untilMs: number | undefined): number | undefined {
+    if (this.waits.waiting.size === 0) return untilMs;
+    return Math.min(untilMs ?? Infinity, this.now() + WAIT_POLL_MS);
+  }
+
   private wakeUp(): void {
     if (this.wake) this.wake();
     else this.wokenEarly = true;
@@ -702,7 +712,7 @@ export class Run {
         if (next === "done") break;
         // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting,
         // or the run was cancelled or failed during the step (its wake-up came before this sleep).
-        if (next !== "again" && this.ended.length === 0 && !this.abort.signal.aborted && !this.failure) await this.sleep(next.untilMs);
+        if (next !== "again" && this.ended.length === 0 && !this.abort.signal.aborted && !this.failure) await this.sleep(this.pollWhileWaiting(next.untilMs));
       }
     } catch (error) {
       if (SmithersError.is(error, "RUN_OWNED")) this.lost = true;

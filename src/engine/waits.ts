@@ -82,8 +82,10 @@ export class Waits extends WaitCore {
         outputTable: info.tableName,
         label: task.label ?? null,
       });
-      approvals.requestApprovalIn(d, { ...key, requestedAtMs: nowMs, request: storedRequest(spec) });
-      this.host.emitInTransaction({ type: "ApprovalRequested", nodeId: task.nodeId, iteration: task.iteration, title: spec.request.title });
+      // A gate is asked once: one decided before (a resumed run) is taken on the next step, not asked again.
+      if (approvals.requestApprovalIn(d, { ...key, requestedAtMs: nowMs, request: storedRequest(spec) })) {
+        this.host.emitInTransaction({ type: "ApprovalRequested", nodeId: task.nodeId, iteration: task.iteration, title: spec.request.title });
+      }
     });
   }
 

@@ -255,6 +255,28 @@ function checkOptions(options: unknown, invalid: (message: string) => SmithersEr
   return options as ApprovalOption[];
 }
 
+/** The output schema must take the row the mode writes, or a person would decide for nothing: checked now, not after. */
+function checkDecisionSchema(
+  mode: "approve" | "select" | "rank",
+  options: readonly ApprovalOption[] | undefined,
+  props: ApprovalProps,
+  invalid: (message: string) => SmithersError,
+): void {
+  const schema = props.outputSchema ?? (props.output instanceof z.ZodObject ? props.output : undefined);
+  if (!schema) return; // a custom table without outputSchema: checked when the row is written
+  const keys = (options ?? []).map((o) => o.key);
+  const sample =
+    mode === "select"
+      ? { selected: keys[0], notes: null, decidedBy: null, decidedAt: null }
+      : mode === "rank"
+        ? { ranked: keys, notes: null, decidedBy: null, decidedAt: null }
+        : { approved: true, note: null, decidedBy: null, decidedAt: null };
+  if (!schema.safeParse(sample).success) {
+    const name = { approve: "approvalDecisionSchema", select: "approvalSelectionSchema", rank: "approvalRankingSchema" }[mode];
+    throw invalid(`its output schema does not take the row mode "${mode}" writes; use ${name} (or a schema with its fields)`);
+  }
+}
+
 /**
  * A durable human decision: the run waits (status `waiting-approval`, its process may exit) until
  * someone runs `smithers approve|deny` or calls approve()/deny(), then continues once resumed; the
@@ -280,6 +302,7 @@ export function Approval(props: ApprovalProps): SmithersElement {
     if (onDeny === "continue") throw invalid(`onDeny "continue" does not apply to mode "${mode}" (a denial chooses nothing); use "fail" or "skip"`);
   }
   if (props.async !== undefined && typeof props.async !== "boolean") throw invalid("async must be true or false");
+  checkDecisionSchema(mode, options, props, invalid);
   const spec: ApprovalSpec = { mode, request: props.request, onDeny, ...(options ? { options } : {}) };
   const { request: _r, onDeny: _o, mode: _m, options: _p, ...rest } = props;
   return makeElement(HOST.task, { ...rest, outputSchema: props.outputSchema ?? DEFAULT_APPROVAL_SCHEMA[mode], children: null, [APPROVAL_GATE]: spec });

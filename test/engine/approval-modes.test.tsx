@@ -190,6 +190,39 @@ describe("async waits", () => {
   }
 });
 
+describe("a decision while the run is still running", () => {
+  test("is taken within a poll, not only when the other branch's long task ends", async () => {
+    const kit = createSmithers({ approval: approvalDecisionSchema, done: z.object({ at: z.number() }) }, { dbPath: tempDbPath() });
+    const { Workflow, Task, Approval, Parallel, Sequence, smithers, outputs } = kit;
+    const started = Date.now();
+    let afterAt = 0;
+    let slowEndedAt = 0;
+    const wf = smithers(() => (
+      <Workflow name="poll">
+        <Parallel>
+          <Sequence>
+            <Approval id="gate" output={outputs.approval} request={{ title: "go?" }} async />
+            <Task id="after" output={outputs.done}>
+              {() => ({ at: (afterAt = Date.now() - started) })}
+            </Task>
+          </Sequence>
+          <Task id="slow" output={outputs.done}>
+            {async () => {
+              await Bun.sleep(2_500);
+              return { at: (slowEndedAt = Date.now() - started) };
+            }}
+          </Task>
+        </Parallel>
+      </Workflow>
+    ));
+    const run = runWorkflow(wf, { input: {}, runId: "r" });
+    await Bun.sleep(200);
+    await approve(kit.smithersDb, { runId: "r" });
+    expect((await run).status).toBe("finished");
+    expect(afterAt).toBeLessThan(slowEndedAt);
+  });
+});
+
 describe("<Approval mode>", () => {
   const options = [
     { key: "canary", label: "Canary 5%", summary: "slow and safe" },

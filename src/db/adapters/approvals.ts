@@ -6,6 +6,7 @@ import { and, asc, eq, type InferSelectModel, type SQL } from "drizzle-orm";
 import type { ApprovalStatus } from "../constants.ts";
 import { smithersApprovals } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
+import { markRunDue } from "./runs.ts";
 
 export type ApprovalRow = InferSelectModel<typeof smithersApprovals>;
 export type ApprovalKey = { runId: string; nodeId: string; iteration?: number };
@@ -40,9 +41,10 @@ export function requestApproval(db: SmithersDb, request: ApprovalRequest): Promi
   });
 }
 
-/** requestApproval inside the caller's transaction (the engine's step). */
-export function requestApprovalIn(d: Drizzle, request: ApprovalRequest): void {
-  d.insert(smithersApprovals)
+/** requestApproval inside the caller's transaction (the engine's step); whether the gate is new. */
+export function requestApprovalIn(d: Drizzle, request: ApprovalRequest): boolean {
+  const inserted = d
+    .insert(smithersApprovals)
     .values({
       runId: request.runId,
       nodeId: request.nodeId,
@@ -52,7 +54,9 @@ export function requestApprovalIn(d: Drizzle, request: ApprovalRequest): void {
       requestJson: request.request === undefined ? null : JSON.stringify(request.request),
     })
     .onConflictDoNothing()
-    .run();
+    .returning({ runId: smithersApprovals.runId })
+    .all();
+  return inserted.length > 0;
 }
 
 /** The gates of one run still waiting for a decision whose node waits for it, or decided ones (what a resume resolves). */
@@ -64,9 +68,13 @@ export function getApproval(db: SmithersDb, key: ApprovalKey): Promise<ApprovalR
   return db.read("getApproval", (d) => d.select().from(smithersApprovals).where(byKey(key)).get());
 }
 
-/** Records the decision if the gate is still `requested`; returns whether it was. */
+/** Records the decision if the gate is still `requested`, and makes its run due (markRunDue); returns whether it was. */
 export function decideApproval(db: SmithersDb, decision: ApprovalDecision): Promise<boolean> {
-  return db.write("decideApproval", (d) => decideApprovalIn(d, decision));
+  return db.write("decideApproval", (d) => {
+    const decided = decideApprovalIn(d, decision);
+    if (decided) markRunDue(d, decision.runId, decision.decidedAtMs);
+    return decided;
+  });
 }
 
 /** decideApproval inside the caller's transaction (which also makes the run due). */
