@@ -87,3 +87,33 @@ describe("smithers human / signal", () => {
     expect(ended.stderr).toContain("RUN_ENDED");
   });
 });
+
+describe("smithers supervise --watch wakes approvals and timers", () => {
+  test("a gated run that exited 3 is resumed by a running daemon once approved from the CLI, its tasks once", async () => {
+    const dbPath = tempDbPath();
+    const callsFile = `${dbPath}.calls`;
+    expect(smithers(["up", "test/fixtures/approval.tsx", "--db", dbPath, "--run-id", "g1"], { CALLS_FILE: callsFile }).code).toBe(3);
+    const daemon = await startUntil(["supervise", "--watch", "--interval-ms", "100", "--db", dbPath], { CALLS_FILE: callsFile }, "watching");
+    daemons.push(daemon);
+    await Bun.sleep(300); // a few passes: an undecided gate is not the daemon's to wake
+    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "waiting-approval" }]);
+    expect(smithers(["approve", "g1", "--yes", "--by", "ada", "--db", dbPath]).code).toBe(0);
+    expect(await until(() => sql(dbPath, "SELECT status FROM _smithers_runs"), [{ status: "finished" }])).toEqual([{ status: "finished" }]);
+    expect(readFileSync(callsFile, "utf8").trim().split("\n")).toEqual(["build", "deploy"]);
+  });
+
+  test("a run that exited 3 waiting for a timer is resumed by a running daemon when it is due, once", async () => {
+    const dbPath = tempDbPath();
+    const callsFile = `${dbPath}.calls`;
+    const env = { CALLS_FILE: callsFile, TIMER_DURATION: "5200ms" }; // past the 5 s a run waits in place
+    expect(smithers(["up", "test/fixtures/timer.tsx", "--db", dbPath, "--run-id", "t1"], env).code).toBe(3);
+    const [run] = sql<{ status: string; wake_at_ms: number }>(dbPath, "SELECT status, wake_at_ms FROM _smithers_runs");
+    expect(run?.status).toBe("waiting-timer");
+    const daemon = await startUntil(["supervise", "--watch", "--interval-ms", "100", "--db", dbPath], env, "watching");
+    daemons.push(daemon);
+    expect(await until(() => sql(dbPath, "SELECT status FROM _smithers_runs"), [{ status: "finished" }])).toEqual([{ status: "finished" }]);
+    const [after] = sql<{ at: number }>(dbPath, "SELECT at FROM step WHERE node_id = 'after'");
+    expect(after!.at).toBeGreaterThanOrEqual(run!.wake_at_ms);
+    expect(readFileSync(callsFile, "utf8").trim().split("\n")).toEqual(["before", "after"]);
+  }, 20_000);
+});
