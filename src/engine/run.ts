@@ -525,7 +525,7 @@ export class Run {
           return undefined;
         }
         if (task.mode === "approval") {
-          this.waits.requestApproval(task, tracked, nowMs, writes);
+          this.waits.requestApproval(task, nowMs, writes);
           return undefined;
         }
         if (task.mode === "event") {
@@ -538,7 +538,7 @@ export class Run {
         }
         // <Task needsApproval>: the first start asks a person instead; once approved the task runs.
         if (task.approval?.mode === "gate" && !tracked.gatePassed) {
-          this.waits.requestApproval(task, tracked, nowMs, writes);
+          this.waits.requestApproval(task, nowMs, writes);
           return undefined;
         }
         if (tracked.abandons >= task.maxAbandons) {

@@ -66,22 +66,10 @@ export class Waits extends WaitCore {
   }
 
   /** Opens an `<Approval>` gate: the node waits (`waiting-approval`) and the request is stored with the step. */
-  requestApproval(task: PlanTask, t: TrackedNode, nowMs: number, writes: Writes): void {
-    const info = this.host.resolve(task);
+  requestApproval(task: PlanTask, nowMs: number, writes: Writes): void {
     const spec = task.approval!;
-    t.state = "waiting-approval";
-    this.waiting.add(task.key);
-    this.host.markDirty(task.key);
     const key = { runId: this.host.runId, nodeId: task.nodeId, iteration: task.iteration };
-    writes.push((d) => {
-      nodes.upsertNode(d, {
-        ...key,
-        state: "waiting-approval",
-        lastAttempt: t.lastAttempt,
-        updatedAtMs: nowMs,
-        outputTable: info.tableName,
-        label: task.label ?? null,
-      });
+    this.beginWait(task, "waiting-approval", undefined, nowMs, writes, (d) => {
       // A gate is asked once: one decided before (a resumed run) is taken on the next step, not asked again.
       if (approvals.requestApprovalIn(d, { ...key, requestedAtMs: nowMs, request: storedRequest(spec) })) {
         this.host.emitInTransaction({ type: "ApprovalRequested", nodeId: task.nodeId, iteration: task.iteration, title: spec.request.title });

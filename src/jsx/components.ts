@@ -232,6 +232,8 @@ export type ApprovalProps = {
   async?: boolean;
   skipIf?: boolean;
   dependsOn?: readonly string[];
+  /** Named upstream node ids the approval waits for, like dependsOn. */
+  needs?: Record<string, string>;
   label?: string;
 };
 
