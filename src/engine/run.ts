@@ -23,7 +23,7 @@ import {
   type SmithersDb,
 } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, SmithersError } from "../errors/index.ts";
-import { nodeKey, render, type Plan, type PlanTask } from "../jsx/index.ts";
+import { nodeKey, render, type OutputTarget, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
 import { withRenderContext } from "../jsx/render-context.ts";
 import { Waits } from "./waits.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
@@ -33,7 +33,8 @@ import { runEndedEvent, type EventBody } from "./events.ts";
 import type { FrameRecorder } from "./frames.ts";
 import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
-import { decide, DecideMemo, type Action, type Failure } from "./scheduler.ts";
+import { decide, DecideMemo, failureIn, type Action } from "./scheduler.ts";
+import { describeFailure, failureError } from "./failure.ts";
 import { isWaiting, type RunStatus, type WaitingStatus } from "./states.ts";
 import { DEFAULT_STOP_GRACE_MS, DEFAULT_TASK_RETRY, MAX_TIMER_MS, TIMER_WAIT_IN_PLACE_MS } from "./constants.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
@@ -63,23 +64,6 @@ export function retryDelay(policy: PlanTask["retryPolicy"], failures: number, re
   const max = pick(policy?.maxDelayMs, DEFAULT_TASK_RETRY.maxDelayMs);
   const factor = pick(policy?.factor, DEFAULT_TASK_RETRY.factor);
   return Math.max(0, Math.min(initial * factor ** Math.max(0, failures - 1), max));
-}
-
-function failureError(failure: Failure, lastErrors: Map<string, SmithersError>): SmithersError {
-  switch (failure.kind) {
-    case "loop-max":
-      return new SmithersError(
-        "LOOP_MAX_REACHED",
-        `Loop "${failure.loop.loopId}" reached maxIterations (${failure.loop.maxIterations}) without meeting its until condition`,
-        {
-          loopId: failure.loop.loopId,
-        },
-      );
-    case "stuck":
-      return new SmithersError("INVALID_WORKFLOW", "Nothing can run: every remaining task waits on a dependsOn that can never finish");
-    case "task":
-      return lastErrors.get(failure.task.key) ?? new SmithersError("TASK_FAILED", `Task "${failure.task.nodeId}" failed`, { nodeId: failure.task.nodeId });
-  }
 }
 
 /**
@@ -167,7 +151,7 @@ export class Run {
       markDirty: (key) => this.frames.markDirty(key),
       remember: (info, row) => this.remember(info, row),
       emitInTransaction: (event) => this.emitInTransaction(event),
-      failed: (key, error) => this.lastErrors.set(key, error),
+      failed: (key, error) => this.noteError(key, error),
       done: (nodeId) => this.finishedIds.add(nodeId),
     });
     // Timers are left to the scheduler (see resolveWaits); a subflow may wait in any of these states.
@@ -237,9 +221,17 @@ export class Run {
           return this.s.states.get(nodeKey(nodeId, iteration))?.state;
         },
       });
+      // A catch function is called with what failed, which any step can change: such a render renders every step.
+      const failureOf = (node: PlanNode) => {
+        readsStates = true;
+        const failure = failureIn(node, this.s.states, this.now());
+        return failure && describeFailure(failure, { lastErrors: this.lastErrors, states: this.s.states });
+      };
       let plan: Plan;
       try {
-        plan = withRenderContext(ctx, () => render(this.wf.build(ctx), this.s.loops));
+        plan = withRenderContext({ outputMaybe: (target, key) => ctx.outputMaybe(target as OutputTarget, key), failureIn: failureOf }, () =>
+          render(this.wf.build(ctx), this.s.loops),
+        );
       } catch (error) {
         throw error instanceof SmithersError
           ? error
@@ -287,6 +279,16 @@ export class Run {
     if (stored) this.index.addStored(info.key, normalized);
     else this.index.add(info.key, normalized);
     if (this.reads.has(`${info.key}\0${normalized.nodeId}`)) this.renderStale = true;
+  }
+
+  /**
+   * A node's attempt failed with `error`: kept for the run's error, and as its state's code and
+   * message (what a `<TryCatchFinally>` decides on once the node failed for good; the next start clears it).
+   */
+  private noteError(key: string, error: SmithersError): void {
+    this.lastErrors.set(key, error);
+    const t = this.s.states.get(key);
+    if (t) t.error = { code: error.code, message: error.message };
   }
 
   /** Records the run's failure and stops the attempts still in flight (they end cancelled). */
@@ -379,9 +381,9 @@ export class Run {
       } else {
         events.push({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorSummaryJson(outcome.error) });
         if (outcome.retryable) events.push({ type: "NodeRetrying", ...ids, attempt: ids.attempt + 1 });
-        this.lastErrors.set(task.key, outcome.error);
         t.failures++;
         t.state = outcome.retryable ? "pending" : "failed";
+        this.noteError(task.key, outcome.error);
         if (outcome.retryable) t.retryAtMs = this.now() + retryDelay(task.retryPolicy, t.failures, outcome.retryAfterMs);
       }
       writes.push((d) => {
@@ -432,6 +434,7 @@ export class Run {
         st.tracked.lastAttempt = st.input.attempt;
         st.tracked.retryAtMs = undefined;
         st.tracked.wakeAtMs = undefined;
+        st.tracked.error = undefined;
         this.frames.markDirty(st.task.key);
       }
       const frame = this.frames.next(plan, (key) => this.s.states.get(key)?.state, nowMs);
@@ -502,7 +505,7 @@ export class Run {
       case "fail-run":
         // A task dropped from the plan while it ran can still finish what others wait on.
         if (action.failure.kind === "stuck" && this.working.size > 0) return { untilMs: undefined };
-        this.fail(failureError(action.failure, this.lastErrors));
+        this.fail(failureError(action.failure, { lastErrors: this.lastErrors, states: this.s.states }));
         return "done";
       case "wait":
         return { untilMs: action.untilMs };
@@ -618,8 +621,8 @@ export class Run {
       `Task "${task.nodeId}" was abandoned ${t.abandons} times because the process running it died each time (maxAbandons ${task.maxAbandons}); it is not started again`,
       { ...ids, abandons: t.abandons, maxAbandons: task.maxAbandons },
     );
-    this.lastErrors.set(task.key, error);
     t.state = "failed";
+    this.noteError(task.key, error);
     this.frames.markDirty(task.key);
     const info = this.resolve(task);
     writes.push((d) => {
@@ -628,6 +631,7 @@ export class Run {
         ...ids,
         state: "failed",
         lastAttempt: ids.attempt,
+        errorJson: JSON.stringify(errorSummaryJson(error)),
         updatedAtMs: nowMs,
         outputTable: info.tableName,
         label: task.label ?? null,

@@ -4,6 +4,7 @@
  */
 import { SmithersError } from "../errors/index.ts";
 import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./components.ts";
+import { COMPOSE_HOST, renderSaga, renderTry, type RenderSection, type SagaProps, type TryCatchFinallyProps } from "./compose.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
@@ -174,6 +175,15 @@ function renderChildren(children: SmithersNode, scope: Scope, state: RenderState
   return hosts.map(({ element, scope: s }) => renderHost(element, s, state));
 }
 
+/** A try's or a saga's section (block, catch, action…) as a sequence of its children. */
+function sectionRenderer(scope: Scope, state: RenderState): RenderSection {
+  return (node, suffix) => ({
+    kind: "sequence",
+    maxConcurrency: undefined,
+    children: renderChildren(node, { ...scope, path: `${scope.path}${suffix}` }, state),
+  });
+}
+
 function renderHost(element: SmithersElement, scope: Scope, state: RenderState): PlanNode {
   const props = element.props as Record<string, unknown>;
   const children = props.children as SmithersNode;
@@ -226,6 +236,18 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
       state.planLoops.push(loop);
       return loop;
     }
+    case COMPOSE_HOST.tryCatch:
+      return renderTry(props as TryCatchFinallyProps, scope.path, sectionRenderer(scope, state));
+    case COMPOSE_HOST.saga: {
+      const hosts = (node: SmithersNode) => {
+        const out: { element: SmithersElement; scope: Scope }[] = [];
+        hostChildren(node, scope, out);
+        return out.map((h) => h.element);
+      };
+      return renderSaga(props as SagaProps, scope.path, sectionRenderer(scope, state), hosts);
+    }
+    case COMPOSE_HOST.sagaStep:
+      throw invalid("<Saga.Step> may only appear directly inside a <Saga>");
     case HOST.workflow:
       throw invalid("<Workflow> may only appear at the root");
     default:
