@@ -196,6 +196,39 @@ describe("<Saga> in the engine", () => {
     expect(["a1", "a2", "a3", "c1"].map((id) => attempts(dbPath, id))).toEqual([["1:finished"], ["1:finished"], ["1:failed"], ["1:finished"]]);
   });
 
+  test('resuming a "compensate-and-fail" saga that already unwound runs nothing and fails with SAGA_FAILED', async () => {
+    const { calls, failing, Workflow, smithers, step } = kit();
+    failing.add("a2");
+    const wf = smithers(() => (
+      <Workflow name="unwound">
+        <Saga id="deploy" onFailure="compensate-and-fail" steps={threeSteps(step)} />
+      </Workflow>
+    ));
+    expect((await runWorkflow(wf, { input: {}, runId: "r" })).error?.code).toBe("TASK_FAILED");
+    failing.clear();
+    calls.length = 0;
+    const resumed = await runWorkflow(wf, { runId: "r", resume: true });
+    expect([resumed.status, resumed.error?.code, calls]).toEqual(["failed", "SAGA_FAILED", []]);
+  });
+
+  test("a saga's failure is caught by a boundary around it, by its code", async () => {
+    const { dbPath, calls, failing, Workflow, smithers, step } = kit();
+    failing.add("a3");
+    failing.add("c1");
+    const wf = smithers(() => (
+      <Workflow name="guarded-saga">
+        <TryCatchFinally
+          try={<Saga id="deploy" steps={threeSteps(step)} />}
+          catch={(error: SmithersError) => step("page", { note: () => `${error.code} ${String(error.nodeId)}` })}
+          catchErrors={["SAGA_COMPENSATION_FAILED"]}
+        />
+      </Workflow>
+    ));
+    expect((await runWorkflow(wf, { input: {} })).status).toBe("finished");
+    expect(calls).toEqual(["a1", "a2", "a3", "c2", "c1", "page"]);
+    expect(sql(dbPath, "SELECT note FROM step WHERE node_id = 'page'")).toEqual([{ note: "SAGA_COMPENSATION_FAILED c1" }]);
+  });
+
   test("frames show each step with its action and compensation", async () => {
     const { dbPath, failing, Workflow, smithers, step } = kit();
     failing.add("a2");
