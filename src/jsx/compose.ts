@@ -81,7 +81,13 @@ export type SagaStepProps = {
   children: SmithersElement;
 };
 
-/** One step of a `<Saga>` written as a child: its children are the action. */
+/**
+ * One step of a `<Saga>` written as a child (also `<Saga.Step>`): its children are the action.
+ * @example
+ * <Saga.Step id="staging" compensation={<Task id="rollback-staging" output={outputs.undo}>{rollback}</Task>}>
+ *   <Task id="deploy-staging" output={outputs.deploy}>{deploy}</Task>
+ * </Saga.Step>
+ */
 export function SagaStep(props: SagaStepProps): SmithersElement {
   checkProps("Saga.Step", props, ACCEPTED_PROPS.SagaStep);
   return makeElement(COMPOSE_HOST.sagaStep, props);
@@ -133,7 +139,7 @@ function catchErrorsOf(where: string, value: unknown): readonly string[] | undef
 }
 
 /** Whether a failure with `code` is caught by a boundary taking `catchErrors`. */
-export const catches = (catchErrors: readonly string[] | undefined, code: string): boolean => catchErrors === undefined || catchErrors.includes(code);
+const catches = (catchErrors: readonly string[] | undefined, code: string): boolean => catchErrors === undefined || catchErrors.includes(code);
 
 export function renderTry(props: TryCatchFinallyProps, path: string, section: RenderSection): PlanTry {
   const id = typeof props.id === "string" && props.id !== "" ? props.id : `try${path}`;
