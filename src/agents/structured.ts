@@ -5,7 +5,8 @@ import { describeSchema } from "./describe-schema.ts";
 import { extractJson } from "./extract-json.ts";
 import type { Agent, AgentGenerateArgs, AgentReply, StructuredAttempt } from "./types.ts";
 
-const DEFAULT_VALIDATION_RETRIES = 2;
+/** Correction calls per agent after a reply that fails the schema, unless the caller says (a Task's `maxSchemaRetries`). */
+const DEFAULT_MAX_SCHEMA_RETRIES = 3;
 const PREVIOUS_REPLY_CHARS = 2000;
 
 /**
@@ -15,11 +16,13 @@ const PREVIOUS_REPLY_CHARS = 2000;
  * buildPrompt("Review this diff.", z.object({ approved: z.boolean() }));
  */
 export function buildPrompt(prompt: string, schema: z.ZodType): string {
+  const described = describeSchema(schema);
+  // A prompt that already holds the description (an .mdx prompt's {props.schema}) does not get it twice.
   return [
     prompt,
     "## Output format",
     "Reply with JSON only, no prose before or after it (a single ```json fenced block is also accepted).",
-    describeSchema(schema),
+    ...(prompt.includes(described) ? [] : [described]),
   ].join("\n\n");
 }
 
@@ -82,8 +85,11 @@ export type GenerateStructuredOptions<S extends z.ZodType> = {
   prompt: string;
   schema: S;
   signal?: AbortSignal;
-  /** Extra calls per agent after an unparseable or invalid reply. Default 2. */
-  validationRetries?: number;
+  /**
+   * Correction calls per agent after an unparseable or invalid reply, each quoting what was wrong
+   * (a whole number >= 0; default 3, 0: none).
+   */
+  maxSchemaRetries?: number;
   onAttempt?: (attempt: StructuredAttempt) => void;
   /**
    * Told of every agent call as it starts. On abort the result rejects at once, but an agent that
@@ -102,7 +108,7 @@ export type GenerateStructuredResult<S extends z.ZodType> = {
 
 /**
  * Asks the agents in order for output matching `schema`. Each agent gets up to
- * 1 + `validationRetries` calls, every retry quoting what was wrong with the previous reply; an
+ * 1 + `maxSchemaRetries` calls, every retry quoting what was wrong with the previous reply; an
  * agent whose `generate` throws hands over to the next one at once. Rejects with the signal's
  * reason on abort, else with SmithersError `INVALID_OUTPUT` (or `AGENT_FAILED` when the last
  * failure was a thrown error) carrying `details.attempts`.
@@ -118,7 +124,10 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
   const { schema, signal, onAttempt } = opts;
   const agents: readonly Agent[] = Array.isArray(opts.agent) ? opts.agent : [opts.agent as Agent];
   if (agents.length === 0) throw new SmithersError("INVALID_WORKFLOW", "generateStructured needs at least one agent");
-  const retries = Math.max(0, Math.floor(opts.validationRetries ?? DEFAULT_VALIDATION_RETRIES));
+  const retries = opts.maxSchemaRetries ?? DEFAULT_MAX_SCHEMA_RETRIES;
+  if (!(Number.isSafeInteger(retries) && retries >= 0)) {
+    throw new SmithersError("INVALID_OPTION", `maxSchemaRetries must be a whole number >= 0, got ${String(retries)}`);
+  }
   const basePrompt = buildPrompt(opts.prompt, schema);
   const attempts: StructuredAttempt[] = [];
   let lastError: unknown;

@@ -37,6 +37,7 @@ up          runs a workflow to completion, printing a line as each task starts a
   --input JSON          run input (validated against the workflow's input schema)
   --run-id ID           id for a new run, or the run to continue with --resume
   --resume              continue run --run-id: finished tasks are kept, failed ones run again
+                        (also the peer's forms: --resume true, --resume <run-id>)
   --db PATH             SQLite file (default: $SMITHERS_DB_PATH, else the workflow's dbPath, else ./smithers.db)
   --max-concurrency N   cap on tasks running at once
   --grace-ms N          on Ctrl-C or a timeout, how long a task body may take to stop before its
@@ -47,6 +48,8 @@ supervise   resumes runs whose owner stopped heartbeating, wakes waiting runs th
             and starts due cron slots (one pass, or --watch to keep looking)
   --stale-after-ms N    heartbeat age that makes a running run stale (default 30000)
   --interval-ms N       pause between passes with --watch (default 1000)
+  --interval D, --stale-threshold D
+                        the peer's forms, durations like 30s or 1m (--interval implies --watch)
   --durability MODE     as for up, for the runs it resumes
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
 approve     decides a run's waiting <Approval> or <Task needsApproval> (deny: the same, denied);
@@ -103,9 +106,29 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
 /** What stops a run from outside: `cancel` (first Ctrl-C), and `abandon` (second: stop waiting for task bodies). */
 export type StopSignals = { cancel: AbortSignal; abandon?: AbortSignal };
 
+/**
+ * smithers-orchestrator's forms of --resume: `--resume true` (the same as `--resume`), `--resume
+ * false` (not resuming), and `--resume <run-id>` (resume that run: `--resume --run-id <run-id>`).
+ */
+export function peerResume(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const next = args[i + 1];
+    if (arg !== "--resume" || next === undefined || next.startsWith("-") || /\.(tsx?|jsx?|mdx)$/.test(next)) {
+      out.push(arg);
+      continue;
+    }
+    i++;
+    if (next === "true") out.push("--resume");
+    else if (next !== "false") out.push("--resume", "--run-id", next);
+  }
+  return out;
+}
+
 async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResult> {
   const { values, positionals } = parseArgs({
-    args,
+    args: peerResume(args),
     allowPositionals: true,
     options: {
       input: { type: "string" },

@@ -15,7 +15,7 @@ export function formatEvent(e: SmithersEvent): string | null {
     case "NodeFailed":
       return `fail    ${where(e)}${took(e)} ${String(e.error.code ?? "")}: ${String(e.error.message ?? "")}`;
     case "NodeRetrying":
-      return `retry   ${where(e)}`;
+      return `retry   ${where(e)} in ${e.delayMs}ms`;
     case "NodeSkipped":
       return `skip    ${where(e)}`;
     case "NodeCancelled":

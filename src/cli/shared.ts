@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { SmithersError } from "../errors/index.ts";
 import { DURABILITY_MODES, openSmithersDb, type Durability, type SmithersDb } from "../db/index.ts";
 import { DEFAULT_DB_PATH } from "../engine/index.ts";
+import { parseDuration } from "../jsx/index.ts";
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, waiting: 3, cancelled: 130 } as const;
 
@@ -16,6 +17,14 @@ export function nonNegativeMs(text: string | undefined, flag: string): number | 
   const n = Number(text);
   if (!(text.trim() !== "" && Number.isInteger(n) && n >= 0)) throw usageError(`${flag} must be a whole number of milliseconds, 0 or more`);
   return n;
+}
+
+/** A duration flag in the peer's form: a number with a unit ("500ms", "30s", "1m", "2h"), or a bare number of ms. */
+export function durationFlag(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const ms = /^\d+$/.test(text.trim()) ? Number(text) : parseDuration(text);
+  if (ms === undefined) throw usageError(`${flag} must be a duration like 30s, 1m or 500ms, got "${text}"`);
+  return ms;
 }
 
 /** A flag that must be a positive integer when given. */

@@ -2,7 +2,7 @@
 import { parseArgs } from "node:util";
 import { supervise, superviseForever, type SuperviseOutcome } from "../engine/index.ts";
 import { formatEvent } from "./progress.ts";
-import { durabilityFlag, EXIT, nonNegativeMs, openExistingDb, positiveInt, type Io } from "./shared.ts";
+import { durabilityFlag, durationFlag, EXIT, nonNegativeMs, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
 function describe(o: SuperviseOutcome): string {
   if (o.action === "cron-started")
@@ -29,19 +29,27 @@ export async function superviseCommand(args: string[], io: Io, signal: AbortSign
       "stale-after-ms": { type: "string" },
       watch: { type: "boolean" },
       "interval-ms": { type: "string" },
+      // smithers-orchestrator's names: durations with a unit ("30s", "1m"); --interval implies --watch.
+      interval: { type: "string" },
+      "stale-threshold": { type: "string" },
       durability: { type: "string" },
     },
   });
+  if (values.interval !== undefined && values["interval-ms"] !== undefined) throw usageError("pass --interval or --interval-ms, not both");
+  if (values["stale-threshold"] !== undefined && values["stale-after-ms"] !== undefined)
+    throw usageError("pass --stale-threshold or --stale-after-ms, not both");
   const durability = durabilityFlag(values.durability);
   const db = openExistingDb(values.db);
   if (durability) await db.setDurability(durability);
-  const staleAfterMs = nonNegativeMs(values["stale-after-ms"], "--stale-after-ms");
+  const staleAfterMs = durationFlag(values["stale-threshold"], "--stale-threshold") ?? nonNegativeMs(values["stale-after-ms"], "--stale-after-ms");
   const onEvent = (event: Parameters<typeof formatEvent>[0]) => {
     const line = formatEvent(event);
     if (line) io.out(`${event.runId.slice(0, 8)} ${line}`);
   };
-  if (values.watch) {
-    const intervalMs = positiveInt(values["interval-ms"], "--interval-ms") ?? DEFAULT_WATCH_INTERVAL_MS;
+  const interval = durationFlag(values.interval, "--interval");
+  if (interval === 0) throw usageError("--interval must be more than 0");
+  if (values.watch || interval !== undefined) {
+    const intervalMs = interval ?? positiveInt(values["interval-ms"], "--interval-ms") ?? DEFAULT_WATCH_INTERVAL_MS;
     io.out(`watching ${db.path} every ${intervalMs} ms (Ctrl-C to stop)`);
     await superviseForever({ db, staleAfterMs, intervalMs, signal, onEvent, durability, onOutcome: (o) => io.out(describe(o)) });
     return EXIT.ok;

@@ -39,7 +39,7 @@ function taskElement(task: PlanTask, options: PlanXmlOptions): XmlElement {
       output: options.tableOf(task),
       mode: task.mode,
       label: task.label,
-      retries: task.retries > 0 ? task.retries : undefined,
+      retries: task.retries !== undefined && task.retries > 0 ? task.retries : undefined,
       timeoutMs: task.timeoutMs,
       skip: task.skip,
       continueOnFail: task.continueOnFail,

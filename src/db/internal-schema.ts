@@ -45,7 +45,8 @@ export const smithersNodes = sqliteTable(
     lastAttempt: integer("last_attempt"),
     /**
      * A waiting node's deadline: when its timer fires, or when its signal or human task times out
-     * (persisted once, so a restart never moves it).
+     * (persisted once, so a restart never moves it); on a `pending` node after a failed attempt,
+     * when its retry may start (its backoff).
      */
     wakeAtMs: integer("wake_at_ms"),
     /** A node waiting for a signal: `{ event, correlationId, schema }` (the payload's JSON Schema), what a sender checks against. */

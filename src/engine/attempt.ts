@@ -19,7 +19,8 @@ import { runSubflow } from "./subflow.ts";
 export type AttemptOutcome =
   /** `row`: the output row as written (a custom table may add defaults on disk), for the snapshot. */
   | { kind: "finished"; durationMs: number; row: Record<string, unknown> }
-  | { kind: "failed"; error: SmithersError; retryable: boolean; retryAfterMs?: number; durationMs: number }
+  /** `retryAtMs`: when a retryable failure may run again (set by the engine from the retry policy), stored as the node's wake_at_ms. */
+  | { kind: "failed"; error: SmithersError; retryable: boolean; retryAfterMs?: number; retryAtMs?: number; durationMs: number }
   | { kind: "cancelled"; durationMs: number }
   /** A `<Subflow>`'s child run stopped to wait: the node waits in the same state until the child is due (`wakeAtMs`, when it has a time). */
   | { kind: "suspended"; status: WaitingStatus; wakeAtMs: number | undefined; childRunId: string; durationMs: number };
@@ -88,6 +89,7 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
     schema: validationSchema(task, a.info),
     signal,
     onCall: onAgentCall,
+    ...(task.maxSchemaRetries === undefined ? {} : { maxSchemaRetries: task.maxSchemaRetries }),
   });
   return { raw: result.value, responseText: result.text };
 }
@@ -293,5 +295,10 @@ export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult,
   const state = outcome.kind === "cancelled" ? "cancelled" : outcome.kind === "failed" && outcome.retryable ? "pending" : "failed";
   const attemptState = result.abandoned ? "abandoned" : outcome.kind === "cancelled" ? "cancelled" : "failed";
   closeAttempt(d, key, { state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error) });
-  nodes.upsertNode(d, { ...node, state, errorJson: state === "failed" ? JSON.stringify(errorSummaryJson(result.error)) : null });
+  nodes.upsertNode(d, {
+    ...node,
+    state,
+    wakeAtMs: outcome.kind === "failed" && outcome.retryable ? (outcome.retryAtMs ?? null) : null,
+    errorJson: state === "failed" ? JSON.stringify(errorSummaryJson(result.error)) : null,
+  });
 }

@@ -16,8 +16,22 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export const TIMER_WAIT_IN_PLACE_MS = 5_000;
 
-/** Task retry backoff when a Task gives no `retryPolicy`: 250 ms doubling, capped at 10 s. */
-export const DEFAULT_TASK_RETRY = { initialDelayMs: 250, maxDelayMs: 10_000, factor: 2 } as const;
+/**
+ * Retries of a compute or agent task that gives no `retries`. Bounded (smithers-orchestrator
+ * retries forever): a task that fails for good (a bug, a bad prompt, a revoked key) fails its run
+ * within seconds and says why, instead of keeping the run `running` for ever. `retries={Infinity}`
+ * asks for the unbounded kind.
+ */
+export const DEFAULT_TASK_RETRIES = 3;
+
+/** The backoff of a task that gives no `retryPolicy`: 1 s, 2 s, 4 s … (the 3 default retries wait 7 s in all). */
+export const DEFAULT_RETRY_POLICY = { backoff: "exponential", initialDelayMs: 1_000 } as const;
+
+/** No wait between attempts is longer than this unless the policy's `maxDelayMs` says so: 5 min. */
+export const MAX_RETRY_DELAY_MS = 5 * 60_000;
+
+/** Growth of exponential backoff when the policy gives no `factor`. */
+export const DEFAULT_RETRY_FACTOR = 2;
 
 /** Keyframes fall on multiples of this frame number (the data-model spec's FRAME_KEYFRAME_INTERVAL). */
 export const FRAME_KEYFRAME_INTERVAL = 50;

@@ -7,8 +7,12 @@ import { stripBookkeeping as strip, type OutputRegistry, type OutputRow, type Ou
 import { BoundedCache, estimateBytes, type CacheLimits, type CacheStats } from "./bounded-cache.ts";
 import { ROW_CACHE_BYTES, ROW_CACHE_SIZE } from "./constants.ts";
 import type { NodeState } from "./states.ts";
+import { renderContext } from "../jsx/render-context.ts";
 
 export type OutputLookup = { nodeId: string; iteration?: number };
+
+/** The node id onRead reports for a read of a whole table (ctx.outputs): any new row of it can change the render. */
+export const ALL_NODES = "\0*";
 
 export type SmithersCtx<Input = unknown> = {
   runId: string;
@@ -25,12 +29,25 @@ export type SmithersCtx<Input = unknown> = {
   /** How many iterations of `nodeId` wrote a row. */
   iterationCount(target: OutputTarget, nodeId: string): number;
   /**
+   * Every row of an output, of every node and iteration (by iteration, then node id); also as
+   * `ctx.outputs.<key>` for each output of createSmithers.
+   */
+  outputs: OutputsReader;
+  /**
+   * The entries of `value` (an array, a JSON text of one, or a single value) that `schema` accepts,
+   * parsed; anything else is left out.
+   * @example ctx.latestArray(ctx.latest(outputs.plan, "plan")?.steps, stepSchema)
+   */
+  latestArray<T = unknown>(value: unknown, schema: { safeParse(v: unknown): { success: boolean; data?: T } }): T[];
+  /**
    * The state of a node (at `iteration`, default as for `output`): `pending`, `running`,
    * `finished`, `waiting-approval`, `waiting-event`, `waiting-timer` …; undefined before it started.
    * @example ctx.nodeState("ship-it") === "waiting-approval" ? <Task id="notify" …/> : null
    */
   nodeState(nodeId: string, iteration?: number): NodeState | undefined;
 };
+
+export type OutputsReader = (<T = Record<string, unknown>>(target: OutputTarget) => T[]) & { readonly [key: string]: Record<string, unknown>[] };
 
 export type CtxSources = {
   runId: string;
@@ -80,6 +97,10 @@ class IterationSet {
       } else hi = mid - 1;
     }
     return found;
+  }
+
+  *values(): Generator<number> {
+    for (let r = 0; r < this.runs.length; r += 2) for (let i = this.runs[r]!; i < this.runs[r + 1]!; i++) yield i;
   }
 
   has(i: number): boolean {
@@ -210,6 +231,19 @@ export class OutputIndex {
     return top && this.row(tableKey, top.nodeId, top.iteration);
   }
 
+  /** Every row of the table, by iteration then node id. */
+  rowsOf(tableKey: string): OutputRow[] {
+    const prefix = `${tableKey}\0`;
+    const keys: [iteration: number, nodeId: string][] = [];
+    for (const [key, found] of this.nodes) {
+      if (!key.startsWith(prefix)) continue;
+      const nodeId = key.slice(prefix.length);
+      for (const iteration of typeof found === "number" ? [found] : found.values()) keys.push([iteration, nodeId]);
+    }
+    keys.sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+    return keys.flatMap(([iteration, nodeId]) => this.row(tableKey, nodeId, iteration) ?? []);
+  }
+
   /** How many iterations of the node have a row. */
   count(tableKey: string, nodeId: string): number {
     const found = this.iterations(tableKey, nodeId);
@@ -220,6 +254,21 @@ export class OutputIndex {
   stats(): CacheStats & { pending: number } {
     return { ...this.cache.stats(), pending: this.pending.size };
   }
+}
+
+/**
+ * The ctx of the workflow being rendered, for components and hooks below the build function.
+ * Outside a render: CONTEXT_OUTSIDE_WORKFLOW.
+ * @example function useReview(id: string) { return useCtx().latest(outputs.review, id); }
+ */
+export function useCtx<Input = unknown>(): SmithersCtx<Input> {
+  const ctx = renderContext();
+  if (!ctx)
+    throw new SmithersError(
+      "CONTEXT_OUTSIDE_WORKFLOW",
+      "useCtx() is only available while a workflow renders (inside its build function or a component it renders)",
+    );
+  return ctx as unknown as SmithersCtx<Input>;
 }
 
 export function buildCtx<Input>(src: CtxSources): SmithersCtx<Input> {
@@ -233,9 +282,32 @@ export function buildCtx<Input>(src: CtxSources): SmithersCtx<Input> {
     const iteration = key.iteration ?? src.iterationOf(key.nodeId);
     return strip(index.row(tableFor(target, key.nodeId), key.nodeId, iteration));
   };
+  const allRows = (target: OutputTarget) => {
+    const info = src.registry.resolve(target);
+    src.onRead?.(info.key, ALL_NODES);
+    return index.rowsOf(info.key).map((row) => strip(row) as Record<string, unknown>);
+  };
+  const outputs = ((target: OutputTarget) => allRows(target)) as OutputsReader;
+  for (const info of src.registry.all()) Object.defineProperty(outputs, info.key, { get: () => allRows(info.key), enumerable: true });
   return {
     runId: src.runId,
     input: src.input as Input,
+    outputs,
+    latestArray<T>(value: unknown, schema: { safeParse(v: unknown): { success: boolean; data?: T } }): T[] {
+      let items = value;
+      if (typeof items === "string") {
+        try {
+          items = JSON.parse(items);
+        } catch {
+          // a plain string is one entry
+        }
+      }
+      const list = Array.isArray(items) ? items : items === undefined || items === null ? [] : [items];
+      return list.flatMap((item) => {
+        const parsed = schema.safeParse(item);
+        return parsed.success ? [parsed.data as T] : [];
+      });
+    },
     iteration: src.iteration,
     iterations: src.iterations,
     output<T>(target: OutputTarget, key: OutputLookup): T {

@@ -60,8 +60,8 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
   variant(T.NodeFinished, { ...attempt, durationMs: z.number() }),
   /** No `durationMs` when no attempt ran: a task failed for its crash loop (TASK_CRASH_LOOP) before starting again. */
   variant(T.NodeFailed, { ...attempt, durationMs: z.number().optional(), error: ErrorJsonSchema }),
-  /** `attempt` is the attempt that will run next. */
-  variant(T.NodeRetrying, attempt),
+  /** `attempt` is the attempt that will run next, not before `retryAtMs` (`delayMs` after the failure was settled). */
+  variant(T.NodeRetrying, { ...attempt, delayMs: z.number(), retryAtMs: z.number() }),
   variant(T.NodeSkipped, node),
   variant(T.NodeCancelled, { ...attempt, durationMs: z.number() }),
   /**

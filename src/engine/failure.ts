@@ -15,7 +15,16 @@ export function failureError(failure: Failure, src: FailureSources): SmithersErr
         { loopId: failure.loop.loopId },
       );
     case "stuck":
-      return new SmithersError("INVALID_WORKFLOW", "Nothing can run: every remaining task waits on a dependsOn that can never finish");
+      return new SmithersError(
+        "DEPENDENCY_DEADLOCK",
+        "Nothing can run: every remaining task waits on a dependsOn, needs or deps naming a task that is not in the workflow or can never finish",
+      );
+    case "deps":
+      return new SmithersError(
+        "DEPENDENCY_DEADLOCK",
+        `Task "${failure.task.nodeId}" reads the output of ${failure.missing.map((id) => `"${id}"`).join(", ")} through deps, which ended without one (skipped, or failed under continueOnFail); pass depsOptional to run without it`,
+        { nodeId: failure.task.nodeId, missing: [...failure.missing] },
+      );
     case "task": {
       const { task } = failure;
       const seen = src.lastErrors.get(task.key);

@@ -1,7 +1,7 @@
 export { createSmithers, isSmithersWorkflow, DEFAULT_DB_PATH, type SmithersWorkflow, type CreateSmithersOptions } from "./workflow.ts";
 export { runWorkflow, type RunOptions, type RunResult } from "./run-workflow.ts";
 export { decide, type Action, type Failure, type NodeStatus } from "./scheduler.ts";
-export { buildCtx, type SmithersCtx, type OutputLookup } from "./ctx.ts";
+export { buildCtx, useCtx, type SmithersCtx, type OutputLookup } from "./ctx.ts";
 export { SmithersEventSchema, SmithersEventTypeSchema, type EventOf, type SmithersEvent, type SmithersEventType } from "./events.ts";
 export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, type AttemptState, type RunStatus } from "./states.ts";
 export { EventBus } from "./event-bus.ts";

@@ -280,12 +280,16 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     : [[], [], [], {}, []];
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) {
+    // A pending node's wake time is its retry backoff (kept across a crash; a resume after the
+    // run failed or was cancelled retries at once, like it gives a fresh budget).
+    const retrying = n.state === "pending" && n.wakeAtMs !== null;
     states.set(nodeKey(n.nodeId, n.iteration), {
       state: n.state as NodeState,
       lastAttempt: n.lastAttempt ?? 0,
       failures: 0,
       abandons: 0,
-      wakeAtMs: n.wakeAtMs ?? undefined,
+      wakeAtMs: retrying ? undefined : (n.wakeAtMs ?? undefined),
+      retryAtMs: retrying && !freshBudget ? n.wakeAtMs! : undefined,
       ...(n.state === "failed" ? { error: storedError(n.errorJson) } : {}),
     });
   }

@@ -12,7 +12,7 @@ import { HEARTBEAT_INTERVAL_MS } from "./constants.ts";
 import { Run, type RunResult } from "./run.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
-export { retryDelay, type RunResult } from "./run.ts";
+export type { RunResult } from "./run.ts";
 
 export type RunOptions = {
   input?: unknown;
@@ -22,6 +22,8 @@ export type RunOptions = {
   maxConcurrency?: number;
   signal?: AbortSignal;
   onEvent?: (event: SmithersEvent) => void;
+  /** smithers-orchestrator's name for onEvent; given both, both hear every event. */
+  onProgress?: (event: SmithersEvent) => void;
   workflowPath?: string;
   /** The run this one is a child of (set by `<Subflow>`); stored in `_smithers_runs.parent_run_id`. */
   parentRunId?: string;
@@ -80,8 +82,7 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
     // A new run's journals start empty, and a finished run's are only read back: nothing to look up.
     const continues = setup.resumed && !setup.alreadyFinished;
     const bus = continues ? await openEventBus({ db, runId: setup.runId }) : new EventBus({ db, runId: setup.runId });
-    const onEvent = options.onEvent;
-    if (onEvent) bus.on((event) => onEvent(event as unknown as SmithersEvent));
+    for (const listener of [options.onEvent, options.onProgress]) if (listener) bus.on((event) => listener(event as unknown as SmithersEvent));
     const policy = { interval: options.keyframes?.interval ?? DEFAULT_KEYFRAME_POLICY.interval, mode: options.keyframes?.mode ?? DEFAULT_KEYFRAME_POLICY.mode };
     const recorder = new FrameRecorder(continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) =>
       task.mode === "timer" ? "" : workflow.registry.resolve(task.output, task.outputSchema).tableName,

@@ -23,11 +23,11 @@ import {
   type SmithersDb,
 } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, SmithersError } from "../errors/index.ts";
-import { nodeKey, render, type OutputTarget, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
+import { nodeKey, render, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
 import { withRenderContext } from "../jsx/render-context.ts";
 import { Waits } from "./waits.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
-import { buildCtx, OutputIndex } from "./ctx.ts";
+import { ALL_NODES, buildCtx, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
 import { runEndedEvent, type EventBody } from "./events.ts";
 import type { FrameRecorder } from "./frames.ts";
@@ -36,7 +36,8 @@ import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { decide, DecideMemo, failureIn, type Action } from "./scheduler.ts";
 import { describeFailure, failureError } from "./failure.ts";
 import { isWaiting, type RunStatus, type WaitingStatus } from "./states.ts";
-import { DEFAULT_STOP_GRACE_MS, DEFAULT_TASK_RETRY, MAX_TIMER_MS, TIMER_WAIT_IN_PLACE_MS } from "./constants.ts";
+import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS, TIMER_WAIT_IN_PLACE_MS } from "./constants.ts";
+import { retryBudget, retryDelay } from "./retry.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
 export type RunResult = {
@@ -55,16 +56,6 @@ export type RunSettings = {
   /** A timer due within this many ms is waited for in the process (default TIMER_WAIT_IN_PLACE_MS, 5 s). */
   waitInPlaceMs?: number;
 };
-
-/** Delay before the next attempt after `failures` failures: the error's retryAfterMs, else exponential backoff. */
-export function retryDelay(policy: PlanTask["retryPolicy"], failures: number, retryAfterMs?: number): number {
-  if (retryAfterMs !== undefined) return Math.max(0, retryAfterMs);
-  const pick = (v: number | undefined, fallback: number) => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
-  const initial = pick(policy?.initialDelayMs, DEFAULT_TASK_RETRY.initialDelayMs);
-  const max = pick(policy?.maxDelayMs, DEFAULT_TASK_RETRY.maxDelayMs);
-  const factor = pick(policy?.factor, DEFAULT_TASK_RETRY.factor);
-  return Math.max(0, Math.min(initial * factor ** Math.max(0, failures - 1), max));
-}
 
 /**
  * What a run fails with when a step throws: a SmithersError as is, a SQLite error as a failed
@@ -125,6 +116,8 @@ export class Run {
   /** Aborted on cancel or failure: stops the attempts in flight. */
   private readonly stop = new AbortController();
   private wake: (() => void) | undefined;
+  /** A wake-up that came while the run was not asleep: the next sleep returns at once (no lost wake-up). */
+  private wokenEarly = false;
   private lost = false;
 
   constructor(
@@ -229,9 +222,7 @@ export class Run {
       };
       let plan: Plan;
       try {
-        plan = withRenderContext({ outputMaybe: (target, key) => ctx.outputMaybe(target as OutputTarget, key), failureIn: failureOf }, () =>
-          render(this.wf.build(ctx), this.s.loops),
-        );
+        plan = withRenderContext(ctx, () => render(this.wf.build(ctx), this.s.loops), { failureIn: failureOf });
       } catch (error) {
         throw error instanceof SmithersError
           ? error
@@ -278,7 +269,7 @@ export class Run {
     const normalized = normalizeRow(row);
     if (stored) this.index.addStored(info.key, normalized);
     else this.index.add(info.key, normalized);
-    if (this.reads.has(`${info.key}\0${normalized.nodeId}`)) this.renderStale = true;
+    if (this.reads.has(`${info.key}\0${normalized.nodeId}`) || this.reads.has(`${info.key}\0${ALL_NODES}`)) this.renderStale = true;
   }
 
   /**
@@ -304,7 +295,7 @@ export class Run {
    */
   private launch(started: Started): void {
     const { result, bodySettled } = performAttempt(started.input);
-    const work = result
+    const work: Promise<void> = result
       .then(async (ended) => {
         const final = !ended.ok && ended.stopped ? await this.afterStop(ended, bodySettled) : ended;
         this.ended.push({ ...started, result: final });
@@ -317,9 +308,13 @@ export class Run {
         });
         this.ended.push({ ...started, result: { ok: false, thrown, error, finishedAtMs: this.now() } });
       })
-      .finally(() => this.wake?.());
+      .finally(() => {
+        // Out of `working` before the run wakes: a step that finds nothing else to do must not
+        // wait for work that already ended (it would sleep with nothing left to wake it).
+        this.working.delete(work);
+        this.wakeUp();
+      });
     this.working.add(work);
-    void work.finally(() => this.working.delete(work));
   }
 
   private async afterStop(ended: Extract<AttemptResult, { ok: false }>, bodySettled: Promise<void>): Promise<AttemptResult> {
@@ -357,7 +352,7 @@ export class Run {
       const { task, tracked: t } = e;
       const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt: e.input.attempt };
       // Attempts that end with the run (stopped by its cancel or failure) are not retried.
-      const outcome = settleOutcome(e.input, e.result, !runEnding && t.failures < task.retries);
+      const outcome = settleOutcome(e.input, e.result, !runEnding && t.failures < retryBudget(task));
       this.frames.markDirty(task.key);
       const events: Event[] = [];
       if (e.result.ok === false && e.result.abandoned) {
@@ -380,11 +375,15 @@ export class Run {
         this.waits.waiting.add(task.key);
       } else {
         events.push({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorSummaryJson(outcome.error) });
-        if (outcome.retryable) events.push({ type: "NodeRetrying", ...ids, attempt: ids.attempt + 1 });
         t.failures++;
         t.state = outcome.retryable ? "pending" : "failed";
         this.noteError(task.key, outcome.error);
-        if (outcome.retryable) t.retryAtMs = this.now() + retryDelay(task.retryPolicy, t.failures, outcome.retryAfterMs);
+        if (outcome.retryable) {
+          // Stored on the node (wake_at_ms) too, so a resume after a crash keeps the backoff.
+          const delayMs = retryDelay(task.retryPolicy, t.failures, outcome.retryAfterMs);
+          t.retryAtMs = outcome.retryAtMs = this.now() + delayMs;
+          events.push({ type: "NodeRetrying", ...ids, attempt: ids.attempt + 1, delayMs, retryAtMs: t.retryAtMs });
+        }
       }
       writes.push((d) => {
         recordSettle(d, e.input, e.result, outcome);
@@ -640,7 +639,16 @@ export class Run {
     });
   }
 
+  private wakeUp(): void {
+    if (this.wake) this.wake();
+    else this.wokenEarly = true;
+  }
+
   private sleep(wakeAtMs: number | undefined): Promise<void> {
+    if (this.wokenEarly) {
+      this.wokenEarly = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       // Waking early is harmless (the next step decides again); a delay past MAX_TIMER_MS would fire at once.
       const timer = wakeAtMs === undefined ? undefined : setTimeout(resolve, Math.min(MAX_TIMER_MS, Math.max(0, wakeAtMs - this.now())));
@@ -656,13 +664,13 @@ export class Run {
   lostOwnership(): void {
     this.lost = true;
     this.fail(new SmithersError("RUN_OWNED", `Run "${this.s.runId}" was taken over by another process`, { runId: this.s.runId }));
-    this.wake?.();
+    this.wakeUp();
   }
 
   cancel(): void {
     this.abort.abort();
     this.stop.abort();
-    this.wake?.();
+    this.wakeUp();
   }
 
   /** The result of a run that had already finished, read back without running or writing anything. */
@@ -685,8 +693,9 @@ export class Run {
           }
         }
         if (next === "done") break;
-        // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting.
-        if (next !== "again" && this.ended.length === 0) await this.sleep(next.untilMs);
+        // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting,
+        // or the run was cancelled or failed during the step (its wake-up came before this sleep).
+        if (next !== "again" && this.ended.length === 0 && !this.abort.signal.aborted && !this.failure) await this.sleep(next.untilMs);
       }
     } catch (error) {
       if (SmithersError.is(error, "RUN_OWNED")) this.lost = true;

@@ -66,6 +66,11 @@ function peekScope(node: PlanNode, w: Walk, visit: VisitFn): { result: Visit; fa
   return result === "failed" ? { result, failure } : { result };
 }
 
+/** Whether `node` is done (nothing left to run in it), asking for nothing. */
+export function peekDone(node: PlanNode, w: Walk, visit: VisitFn): boolean {
+  return peekScope(node, w, visit).result === "done";
+}
+
 /** Passes a failure up the walk (the first one found is the run's). */
 function fail(w: Walk, failure: Failure): Visit {
   w.failure ??= failure;
@@ -80,7 +85,8 @@ export function failureCode(failure: Failure, states: ReadonlyMap<string, NodeSt
     case "loop-max":
       return "LOOP_MAX_REACHED";
     case "stuck":
-      return "INVALID_WORKFLOW";
+    case "deps":
+      return "DEPENDENCY_DEADLOCK";
     case "saga":
       return failure.cause ? failureCode(failure.cause, states) : "SAGA_FAILED";
     case "compensation":

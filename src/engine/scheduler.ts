@@ -3,7 +3,7 @@
  * the database; the actuator performs what it decides. Tested without SQLite.
  */
 import { childNodes, type Plan, type PlanGroup, type PlanLoop, type PlanNode, type PlanSaga, type PlanTask } from "../jsx/index.ts";
-import { visitSaga, visitTry } from "./scheduler-compose.ts";
+import { peekDone, visitSaga, visitTry } from "./scheduler-compose.ts";
 import type { NodeState, WaitingStatus } from "./states.ts";
 
 /** What a failed node failed with (its code decides whether a `<TryCatchFinally catchErrors>` catches it). */
@@ -27,7 +27,9 @@ export type Failure =
   /** A `<Saga onFailure="compensate-and-fail">` undid its completed steps after `cause` (unknown once a resume reset it). */
   | { kind: "saga"; saga: PlanSaga; cause: Failure | undefined }
   /** The compensation of step `stepId` failed with `cause` while the saga unwound after `trigger`. */
-  | { kind: "compensation"; saga: PlanSaga; stepId: string; cause: Failure; trigger: Failure | undefined };
+  | { kind: "compensation"; saga: PlanSaga; stepId: string; cause: Failure; trigger: Failure | undefined }
+  /** A task's `deps` ended without the rows it reads (skipped, or failed under continueOnFail). */
+  | { kind: "deps"; task: PlanTask; missing: readonly string[] };
 
 /**
  * What the actuator must do. `start` is a task's first attempt, `retry` a later one whose
@@ -184,6 +186,10 @@ function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
       return "busy";
   }
   if (task.dependsOn.some((id) => !dependencyMet(id, w))) return "busy";
+  if (task.unresolvedDeps && task.unresolvedDeps.length > 0 && !task.skip) {
+    w.failure ??= { kind: "deps", task, missing: task.unresolvedDeps };
+    return "failed";
+  }
   if (task.skip) {
     w.actions.push({ type: "skip", task });
     return "busy";
@@ -215,14 +221,39 @@ function visitParallel(group: PlanGroup, caps: Cap[], w: Walk): Visit {
   const inner = group.maxConcurrency === undefined ? caps : [...caps, { max: group.maxConcurrency, used: countRunning(group, w) }];
   let result: Visit = "done";
   let prefix = w.memo?.start(group.children) ?? 0;
+  // subtreeConcurrency: children already begun are in flight until done; untouched ones are
+  // admitted in document order while there is room (deterministic, so a resume decides the same).
+  const cap = group.subtreeConcurrency;
+  let inFlight = 0;
+  if (cap !== undefined) {
+    for (let i = prefix; i < group.children.length; i++) if (!untouched(group.children[i]!, w) && !settled(group.children[i]!, w)) inFlight++;
+  }
   for (let i = prefix; i < group.children.length; i++) {
-    const r = visit(group.children[i]!, inner, w);
+    const child = group.children[i]!;
+    if (cap !== undefined && untouched(child, w)) {
+      if (inFlight >= cap) {
+        if (result === "done") result = "busy";
+        continue;
+      }
+      inFlight++;
+    }
+    const r = visit(child, inner, w);
     if (r === "done" && prefix === i) prefix = i + 1;
     if (r === "failed") result = "failed";
     else if (r === "busy" && result === "done") result = "busy";
   }
   w.memo?.setStart(group.children, prefix);
   return result;
+}
+
+/** Every task under `node` is over for good (finished, skipped, or failed under continueOnFail). */
+function settled(node: PlanNode, w: Walk): boolean {
+  if (node.kind === "loop") return node.done;
+  // Over once it is done: a caught failure inside, or compensations that never had to run, do not hold it in flight.
+  if (node.kind === "try" || node.kind === "saga") return peekDone(node, w, visit);
+  if (node.kind !== "task") return node.children.every((c) => settled(c, w));
+  const state = stateOf(w, node)?.state;
+  return state === "finished" || state === "skipped" || (state === "failed" && node.continueOnFail);
 }
 
 function untouched(node: PlanNode, w: Walk): boolean {

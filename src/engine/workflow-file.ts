@@ -2,9 +2,11 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { SmithersError } from "../errors/index.ts";
+import { registerMdx } from "../mdx/index.ts";
 import { isSmithersWorkflow, type SmithersWorkflow } from "./workflow.ts";
 
 export async function loadWorkflowFile(file: string): Promise<SmithersWorkflow> {
+  registerMdx(); // a workflow may import .mdx prompts
   let mod: Record<string, unknown>;
   try {
     mod = await import(pathToFileURL(resolve(file)).href);

@@ -19,7 +19,7 @@ import {
 import * as components from "../jsx/components.ts";
 import { Saga, SagaStep, TryCatchFinally } from "../jsx/compose.ts";
 import type { SmithersNode } from "../jsx/index.ts";
-import type { SmithersCtx } from "./ctx.ts";
+import { useCtx, type SmithersCtx } from "./ctx.ts";
 
 export const DEFAULT_DB_PATH = "smithers.db";
 
@@ -97,6 +97,8 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
     TryCatchFinally,
     Saga,
     SagaStep,
+    /** The ctx of the render in progress, typed with this workflow's input (see useCtx). */
+    useCtx: (): SmithersCtx<InputOf<S>> => useCtx<InputOf<S>>(),
     smithers,
     outputs,
     tables,

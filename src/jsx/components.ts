@@ -12,15 +12,53 @@ import { renderContext } from "./render-context.ts";
 
 type TaskValue<S> = S extends z.ZodType ? z.input<S> : Record<string, unknown>;
 
-export type TaskProps<S extends OutputTarget = OutputTarget> = {
+/** The row type of an output target: the schema's output for a Zod schema, else a plain record. */
+export type RowOf<T> = T extends z.ZodType ? z.output<T> : Record<string, unknown>;
+
+/** Upstream outputs a task reads through `deps`, by the name it gives each. */
+export type DepsSpec = Record<string, OutputTarget>;
+
+type WorkChildren<S> =
+  | string
+  | number
+  | readonly (string | number)[]
+  | TaskValue<S>
+  | SmithersElement
+  | ((ctx: TaskRunContext) => TaskValue<S> | Promise<TaskValue<S>>);
+type DepsChildren<S, D extends DepsSpec> = (deps: { [K in keyof D]: RowOf<D[K]> }) => string | TaskValue<S> | SmithersElement | Promise<TaskValue<S>>;
+
+type TaskCommonProps<S extends OutputTarget> = {
   id: string;
   output: S;
   /** Validation schema for a custom Drizzle table output. */
   outputSchema?: z.ZodObject;
   agent?: Agent | readonly Agent[];
-  /** Extra attempts after the first failure (default 0). */
+  /** Tried when `agent` (or every agent of its list) failed, as the last of the list. */
+  fallbackAgent?: Agent;
+  /**
+   * Attempts after the first failed one: a whole number >= 0, or Infinity to retry until it
+   * succeeds (or throws a FatalError). Default 3 (a task with a static object as its output: 0,
+   * since it would fail the same way again). A FatalError is never retried.
+   * @example <Task id="fetch" output={outputs.page} retries={Infinity}>{fetchPage}</Task>
+   */
   retries?: number;
+  /**
+   * The wait before each retry: `fixed` waits `initialDelayMs` every time, `linear`
+   * `initialDelayMs * n` before the n-th retry, `exponential` `initialDelayMs * factor^(n-1)`
+   * (factor 2 unless given); every wait is capped at `maxDelayMs` (default 5 min). Without it: exponential from 1 s.
+   * Inside a policy, an absent `backoff` is "fixed" and an absent `initialDelayMs` is 0. A
+   * RetryableError's `retryAfterMs` replaces the computed wait.
+   * @example retryPolicy={{ backoff: "exponential", initialDelayMs: 1_000 }}
+   */
   retryPolicy?: RetryPolicy;
+  /** Never retry this task, whatever `retries` says (noRetry wins when both are given). */
+  noRetry?: boolean;
+  /**
+   * Correction calls to an agent whose reply does not match the output schema, each quoting the
+   * validation error, before the attempt fails (default 3; 0: no correction call). Made within
+   * one attempt, per agent of a fallback list; they do not count against `retries`.
+   */
+  maxSchemaRetries?: number;
   timeoutMs?: number;
   /**
    * How many times an attempt may be abandoned because its process died (kill -9, OOM, a task
@@ -39,13 +77,39 @@ export type TaskProps<S extends OutputTarget = OutputTarget> = {
   needsApproval?: boolean;
   /** With needsApproval: only what depends on this task waits for the approval; other branches run on. */
   async?: boolean;
-  /** A prompt (with `agent`), a compute function, or a static output value. */
-  children: string | number | readonly (string | number)[] | TaskValue<S> | ((ctx: TaskRunContext) => TaskValue<S> | Promise<TaskValue<S>>);
+  /** Named upstream node ids: the task waits for them (like dependsOn); with `deps`, a key's node id. */
+  needs?: Record<string, string>;
+};
+
+export type TaskProps<S extends OutputTarget = OutputTarget> = TaskCommonProps<S> & {
+  deps?: undefined;
+  depsOptional?: undefined;
+  /** A prompt (with `agent`: a string or JSX), a compute function, or a static output value. */
+  children: WorkChildren<S>;
+};
+
+/** A `<Task deps>`: its children are a function of the upstream rows. */
+export type TaskWithDepsProps<S extends OutputTarget = OutputTarget, D extends DepsSpec = DepsSpec> = TaskCommonProps<S> & {
+  /**
+   * Upstream outputs, by task id (or the id `needs` maps the key to): the task waits until each has
+   * its row, then its children function gets them (`{(deps) => …}`): a prompt, a row, or JSX.
+   */
+  deps: D;
+  /** Run once the deps that will have rows have them, leaving the others out. */
+  depsOptional?: boolean;
+  children: DepsChildren<S, D>;
 };
 
 export type WorkflowProps = { name: string; children?: SmithersNode };
 export type SequenceProps = { skipIf?: boolean; children?: SmithersNode };
-export type ParallelProps = { maxConcurrency?: number; skipIf?: boolean; children?: SmithersNode };
+export type ParallelProps = {
+  /** At most this many tasks of this Parallel run at once. */
+  maxConcurrency?: number;
+  /** At most this many direct children (whole subtrees) in flight at once, admitted in document order. */
+  subtreeConcurrency?: number;
+  skipIf?: boolean;
+  children?: SmithersNode;
+};
 export type BranchProps = { if: unknown; then: SmithersNode; else?: SmithersNode; skipIf?: boolean };
 export type LoopProps = {
   id?: string;
@@ -69,8 +133,14 @@ export type SubflowProps<S extends OutputTarget = OutputTarget> = {
   /** The child's `ctx.input`. */
   input?: unknown;
   mode?: "childRun";
+  /**
+   * Times the child run is resumed after it failed (each gives its failed tasks a fresh budget of
+   * their own retries): a whole number >= 0 or Infinity, default 0 since the child's tasks retry
+   * by themselves. See TaskProps for `retryPolicy` and `noRetry`.
+   */
   retries?: number;
   retryPolicy?: RetryPolicy;
+  noRetry?: boolean;
   timeoutMs?: number;
   skipIf?: boolean;
   continueOnFail?: boolean;
@@ -94,7 +164,9 @@ export function Workflow(props: WorkflowProps): SmithersElement {
 }
 
 /** One durable step writing one validated row to its output table. */
-export function Task<S extends OutputTarget>(props: TaskProps<S>): SmithersElement {
+export function Task<S extends OutputTarget>(props: TaskProps<S>): SmithersElement;
+export function Task<S extends OutputTarget, D extends DepsSpec>(props: TaskWithDepsProps<S, D>): SmithersElement;
+export function Task(props: TaskProps | TaskWithDepsProps): SmithersElement {
   return makeElement(HOST.task, props as Record<string, unknown>);
 }
 

@@ -9,7 +9,7 @@ import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
 import { makeElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import type { PlanGroup, PlanSaga, PlanSagaStep, PlanTry } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
-import { renderContext, type ScopeFailure } from "./render-context.ts";
+import { renderHooks, type ScopeFailure } from "./render-context.ts";
 
 export const COMPOSE_HOST = { tryCatch: "smithers:try", saga: "smithers:saga", sagaStep: "smithers:saga-step" } as const;
 
@@ -152,7 +152,7 @@ export function renderTry(props: TryCatchFinallyProps, path: string, section: Re
   if (typeof props.catch === "function") {
     // Called only once the block has failed with a code it catches: the render that sees the
     // failure mounts the catch, and every later render (also after a resume) mounts the same.
-    const failure = renderContext()?.failureIn?.(block);
+    const failure = renderHooks()?.failureIn(block);
     if (failure && catches(catchErrors, failure.code)) catchGroup = section(props.catch(caughtError(failure)), ".catch");
   } else if (!isAbsent(props.catch)) {
     catchGroup = section(props.catch, ".catch");

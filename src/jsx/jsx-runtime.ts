@@ -21,8 +21,36 @@ export declare namespace JSX {
   interface IntrinsicAttributes {
     key?: string | number | null;
   }
-  // biome-ignore lint/suspicious/noEmptyInterface: empty on purpose: no lowercase intrinsic tags exist
-  interface IntrinsicElements {}
+  /**
+   * The lowercase tags a prompt may hold (what Markdown and MDX compile to); inside a Task they
+   * are written back as Markdown text (see prompt-text.ts). They are not workflow components.
+   */
+  interface IntrinsicElements {
+    p: PromptTagProps;
+    h1: PromptTagProps;
+    h2: PromptTagProps;
+    h3: PromptTagProps;
+    h4: PromptTagProps;
+    h5: PromptTagProps;
+    h6: PromptTagProps;
+    strong: PromptTagProps;
+    b: PromptTagProps;
+    em: PromptTagProps;
+    i: PromptTagProps;
+    del: PromptTagProps;
+    code: PromptTagProps & { className?: string };
+    pre: PromptTagProps;
+    blockquote: PromptTagProps;
+    a: PromptTagProps & { href?: string };
+    ul: PromptTagProps;
+    ol: PromptTagProps;
+    li: PromptTagProps;
+    br: PromptTagProps;
+    hr: PromptTagProps;
+  }
 }
 
 export type { SmithersNode };
+
+/** Props of a prompt tag (see JSX.IntrinsicElements). */
+export type PromptTagProps = { children?: SmithersNode };

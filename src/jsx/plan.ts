@@ -72,7 +72,16 @@ export type HumanTaskSpec = {
   timeoutMs: number | undefined;
 };
 
-export type RetryPolicy = { initialDelayMs?: number; maxDelayMs?: number; factor?: number };
+/** How the wait between attempts grows: the same each time, by `initialDelayMs` each time, or doubling (by `factor`). */
+export type RetryBackoff = "fixed" | "linear" | "exponential";
+
+/**
+ * The wait before each retry of a task. Without a policy a task backs off exponentially from 1 s;
+ * a policy sets its own fields and leaves the others at `backoff: "fixed"`, `initialDelayMs: 0`
+ * (no wait), `maxDelayMs` 5 min; `factor` (default 2) is the growth of exponential backoff, and
+ * alone it implies `backoff: "exponential"`.
+ */
+export type RetryPolicy = { backoff?: RetryBackoff; initialDelayMs?: number; maxDelayMs?: number; factor?: number };
 
 export type PlanTask = {
   kind: "task";
@@ -106,19 +115,39 @@ export type PlanTask = {
   /** mode "subflow": the child workflow (a SmithersWorkflow, checked at render) and its input. */
   subflow?: { workflow: unknown; input: unknown };
   agent?: Agent | readonly Agent[];
-  retries: number;
+  /**
+   * Retries after a failed attempt, checked at render (an integer >= 0 or Infinity; `noRetry`
+   * makes it 0). Undefined: the engine's default for the task's mode.
+   */
+  retries: number | undefined;
+  /** Checked at render; undefined: the engine's default backoff. */
   retryPolicy: RetryPolicy | undefined;
+  /** Correction calls to an agent after a reply that fails the output schema; undefined: the agents' default (3). */
+  maxSchemaRetries: number | undefined;
   timeoutMs: number | undefined;
   /** Process deaths (abandoned attempts) tolerated before the task fails with TASK_CRASH_LOOP. */
   maxAbandons: number;
   skip: boolean;
   continueOnFail: boolean;
+  /** Node ids to wait for: `dependsOn`, plus those `needs` and `deps` name. */
   dependsOn: readonly string[];
+  /**
+   * A task with `deps` whose upstream rows are not all there yet: it waits for these node ids, and
+   * if they end without a row (skipped, or failed under continueOnFail) the run fails with
+   * DEPENDENCY_DEADLOCK. It never runs as rendered: once the rows exist the next render builds it.
+   */
+  unresolvedDeps?: readonly string[];
   label: string | undefined;
   meta: Record<string, unknown> | undefined;
 };
 
-export type PlanGroup = { kind: "sequence" | "parallel"; maxConcurrency: number | undefined; children: PlanNode[] };
+export type PlanGroup = {
+  kind: "sequence" | "parallel";
+  maxConcurrency: number | undefined;
+  /** A Parallel's cap on direct children in flight (from their first task started until all are done). */
+  subtreeConcurrency?: number;
+  children: PlanNode[];
+};
 
 export type PlanLoop = {
   kind: "loop";

@@ -2,12 +2,17 @@
  * render(): element tree + persisted loop state -> Plan. Pure: the same inputs give the same
  * plan, so re-rendering after a crash places the run exactly where it was.
  */
+import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./components.ts";
 import { COMPOSE_HOST, renderSaga, renderTry, type RenderSection, type SagaProps, type TryCatchFinallyProps } from "./compose.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
+import { isPromptElement, promptText } from "./prompt-text.ts";
+import { renderContext } from "./render-context.ts";
+import { describeSchema } from "../agents/index.ts";
+import { retryPropsOf } from "./retry-props.ts";
 import type { ApprovalSpec, EventWaitSpec, HumanTaskSpec, TimerSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
 
 export const DEFAULT_MAX_ITERATIONS = 5;
@@ -25,6 +30,8 @@ type RenderState = {
 
 const invalid = (message: string, details: Record<string, unknown> = {}) => new SmithersError("INVALID_WORKFLOW", message, details);
 
+const isZodObject = (value: unknown): value is z.ZodObject => value instanceof z.ZodObject;
+
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value) || isElement(value)) return false;
   const proto = Object.getPrototypeOf(value);
@@ -39,7 +46,7 @@ function maxAbandonsOf(id: string, value: unknown): number {
   return value;
 }
 
-function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
+function taskBase(id: string, props: Record<string, unknown>, scope: Scope, component: "Task" | "Subflow" = "Task") {
   return {
     kind: "task" as const,
     nodeId: id,
@@ -48,18 +55,70 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope) {
     loopId: scope.loop?.id,
     output: props.output as PlanTask["output"],
     outputSchema: props.outputSchema as PlanTask["outputSchema"],
-    agent: props.agent as PlanTask["agent"],
-    retries: typeof props.retries === "number" ? Math.max(0, Math.floor(props.retries)) : 0,
-    retryPolicy: props.retryPolicy as PlanTask["retryPolicy"],
+    agent: agentsOf(props),
+    ...retryPropsOf(component, id, props),
     timeoutMs: typeof props.timeoutMs === "number" ? props.timeoutMs : undefined,
     maxAbandons: maxAbandonsOf(id, props.maxAbandons),
     skip: Boolean(props.skipIf),
     continueOnFail: Boolean(props.continueOnFail),
-    dependsOn: (props.dependsOn as string[] | undefined) ?? [],
+    dependsOn: dependsOnOf(id, props),
     label: props.label as string | undefined,
     meta: props.meta as Record<string, unknown> | undefined,
     async: Boolean(props.async),
   };
+}
+
+/** `agent`, with `fallbackAgent` (the peer's prop) tried after it. */
+function agentsOf(props: Record<string, unknown>): PlanTask["agent"] {
+  const agent = props.agent as PlanTask["agent"];
+  if (props.fallbackAgent === undefined) return agent;
+  const primary = agent === undefined ? [] : Array.isArray(agent) ? agent : [agent];
+  return [...primary, props.fallbackAgent as NonNullable<PlanTask["agent"]> extends readonly (infer A)[] ? A : never];
+}
+
+/** dependsOn, plus the node ids `needs` and `deps` name (they order execution the same way). */
+function dependsOnOf(id: string, props: Record<string, unknown>): readonly string[] {
+  const listed = (props.dependsOn as string[] | undefined) ?? [];
+  const { needs, deps } = props;
+  if (needs === undefined && deps === undefined) return listed;
+  if (needs !== undefined && (!isPlainObject(needs) || Object.values(needs).some((v) => typeof v !== "string" || v === ""))) {
+    throw invalid(`<Task id="${id}"> needs must map names to node ids, like needs={{ config: "load-config" }}`, { nodeId: id, prop: "needs" });
+  }
+  if (deps !== undefined && (!isPlainObject(deps) || Object.keys(deps).length === 0)) {
+    throw invalid(`<Task id="${id}"> deps must map upstream task ids to their outputs, like deps={{ analyze: outputs.analysis }}`, {
+      nodeId: id,
+      prop: "deps",
+    });
+  }
+  const named = needs as Record<string, string> | undefined;
+  const ids = [...Object.values(named ?? {}), ...Object.keys(deps ?? {}).map((key) => named?.[key] ?? key)];
+  return [...new Set([...listed, ...ids])];
+}
+
+/**
+ * A task with `deps`: each dep (`key`, or the node id `needs[key]` names) is read from ctx as its
+ * row (the current iteration's when it is in the same loop, else its latest). With every row
+ * there (or with `depsOptional`, those there), a function child is called with them; until then
+ * the task waits on them like dependsOn, and `unresolvedDeps` says which are missing.
+ */
+function resolveDeps(props: Record<string, unknown>): { children: unknown; unresolved: string[] } {
+  const deps = props.deps as Record<string, unknown>;
+  const named = props.needs as Record<string, string> | undefined;
+  const ctx = renderContext();
+  const rows: Record<string, unknown> = {};
+  const unresolved: string[] = [];
+  for (const [key, target] of Object.entries(deps)) {
+    const nodeId = named?.[key] ?? key;
+    const row = ctx?.outputMaybe(target, { nodeId });
+    if (row === undefined) unresolved.push(nodeId);
+    else rows[key] = row;
+  }
+  if (unresolved.length > 0 && !props.depsOptional) return { children: undefined, unresolved };
+  const children = props.children;
+  if (typeof children !== "function") return { children, unresolved: [] };
+  // A declared async callback runs in the attempt, with the rows; a plain one now, at render.
+  if (children.constructor.name === "AsyncFunction") return { children: () => (children as (d: unknown) => unknown)(rows), unresolved: [] };
+  return { children: (children as (d: unknown) => unknown)(rows), unresolved: [] };
 }
 
 /** The marker props of the components that render to a Task host element (each checks its own props). */
@@ -87,13 +146,32 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
       nodeId: id,
     });
   }
-  const task = workTask(id, children, base);
+  if (props.depsOptional !== undefined && props.deps === undefined) {
+    throw invalid(`<Task id="${id}"> depsOptional only applies with deps`, { nodeId: id, prop: "depsOptional" });
+  }
+  let work = children;
+  if (props.deps !== undefined) {
+    const resolved = resolveDeps(props);
+    // Until its deps have rows the task cannot know its prompt or value: it waits (see the scheduler), and never runs as is.
+    if (resolved.unresolved.length > 0) return { ...base, mode: "compute", compute: depsNeverResolved(id), unresolvedDeps: resolved.unresolved };
+    work = resolved.children;
+  }
+  const task = workTask(id, work, base, props.outputSchema ?? props.output);
   return props.needsApproval === true ? { ...task, approval: gateSpec(task) } : task;
 }
 
+const depsNeverResolved = (id: string) => () => {
+  throw new SmithersError("DEPENDENCY_DEADLOCK", `Task "${id}" started before its deps had rows`, { nodeId: id });
+};
+
 /** A compute, agent or static task from its children. */
-function workTask(id: string, children: unknown, base: ReturnType<typeof taskBase>): PlanTask {
+function workTask(id: string, children: unknown, base: ReturnType<typeof taskBase>, schema: unknown): PlanTask {
   if (typeof children === "function") return { ...base, mode: "compute", compute: children as PlanTask["compute"] };
+  if (isPromptElement(children)) {
+    if (!base.agent) throw invalid(`<Task id="${id}"> has a JSX prompt but no agent; pass agent={...}`, { nodeId: id });
+    const described = isZodObject(schema) ? { schema: describeSchema(schema) } : {};
+    return { ...base, mode: "agent", prompt: promptText(children, id, described) };
+  }
   const textParts = Array.isArray(children) ? children : [children];
   if (textParts.length > 0 && textParts.every((c) => typeof c === "string" || typeof c === "number")) {
     if (!base.agent) {
@@ -139,7 +217,7 @@ function subflowFromProps(props: Record<string, unknown>, scope: Scope): PlanTas
   if (props.output === undefined || props.output === null) {
     throw new SmithersError("MISSING_OUTPUT", `<Subflow id="${id}"> has no output; pass output={outputs.<key>}`, { nodeId: id });
   }
-  return { ...taskBase(id, props, scope), outputSchema: undefined, mode: "subflow", subflow: { workflow, input: props.input } };
+  return { ...taskBase(id, props, scope, "Subflow"), outputSchema: undefined, mode: "subflow", subflow: { workflow, input: props.input } };
 }
 
 function childPath(scope: Scope, index: number): Scope {
@@ -206,9 +284,14 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
     case HOST.parallel: {
       checkProps("Parallel", props, ACCEPTED_PROPS.Parallel);
       const max = props.maxConcurrency;
+      const subtree = props.subtreeConcurrency;
+      if (subtree !== undefined && !(typeof subtree === "number" && Number.isInteger(subtree) && subtree >= 1)) {
+        throw invalid(`<Parallel> subtreeConcurrency must be an integer of 1 or more, got ${JSON.stringify(subtree)}`, { prop: "subtreeConcurrency" });
+      }
       return {
         kind: "parallel",
         maxConcurrency: typeof max === "number" && max > 0 ? Math.floor(max) : undefined,
+        ...(subtree === undefined ? {} : { subtreeConcurrency: subtree }),
         children: renderChildren(children, scope, state),
       };
     }

@@ -51,9 +51,9 @@ describe("generateStructured", () => {
     expect(agent.calls[1]?.prompt).toContain("I approve, score eight.");
   });
 
-  test("rejects with INVALID_OUTPUT and all 3 attempts when no reply is ever valid", async () => {
+  test("rejects with INVALID_OUTPUT and all 3 attempts when no reply is ever valid (maxSchemaRetries 2)", async () => {
     const agent = scriptedAgent([{ approved: "yes" }, "no json here", { approved: true, score: 11 }], { id: "rev" });
-    const error = await rejection(generateStructured({ agent, prompt: "Review.", schema: verdict }));
+    const error = await rejection(generateStructured({ agent, prompt: "Review.", schema: verdict, maxSchemaRetries: 2 }));
     expect(SmithersError.is(error, "INVALID_OUTPUT")).toBe(true);
     const attempts = (error as SmithersError).details.attempts as StructuredAttempt[];
     expect(attempts).toHaveLength(3);
@@ -69,11 +69,24 @@ describe("generateStructured", () => {
     expect(agent.calls).toHaveLength(3);
   });
 
-  test("makes 1 + validationRetries calls per agent", async () => {
-    const agent = scriptedAgent(() => "nope");
-    const error = await rejection(generateStructured({ agent, prompt: "p", schema: verdict, validationRetries: 0 }));
+  test("makes 1 + maxSchemaRetries calls per agent: none after the first with 0, three more by default", async () => {
+    const none = scriptedAgent(() => "nope");
+    const error = await rejection(generateStructured({ agent: none, prompt: "p", schema: verdict, maxSchemaRetries: 0 }));
     expect(SmithersError.is(error, "INVALID_OUTPUT")).toBe(true);
-    expect(agent.calls).toHaveLength(1);
+    expect(none.calls).toHaveLength(1);
+    const byDefault = scriptedAgent(() => "nope");
+    const failed = await rejection(generateStructured({ agent: byDefault, prompt: "p", schema: verdict }));
+    expect((failed as SmithersError).details.attempts).toHaveLength(4);
+    expect(byDefault.calls).toHaveLength(4);
+  });
+
+  test("a maxSchemaRetries that is not a whole number >= 0 rejects with INVALID_OPTION before any call", async () => {
+    const agent = scriptedAgent(() => "nope");
+    for (const bad of [-1, 1.5, Number.NaN, Infinity]) {
+      const error = await rejection(generateStructured({ agent, prompt: "p", schema: verdict, maxSchemaRetries: bad }));
+      expect(SmithersError.is(error, "INVALID_OPTION")).toBe(true);
+    }
+    expect(agent.calls).toHaveLength(0);
   });
 
   test("falls through to the fallback at once when the primary throws", async () => {
@@ -92,9 +105,9 @@ describe("generateStructured", () => {
     const fallback = scriptedAgent([{ approved: true, score: 5 }]);
     const result = await generateStructured({ agent: [primary, fallback], prompt: "p", schema: verdict });
     expect(result.agentIndex).toBe(1);
-    expect(primary.calls).toHaveLength(3);
+    expect(primary.calls).toHaveLength(4);
     expect(fallback.calls[0]?.prompt).toBe(buildPrompt("p", verdict));
-    expect(result.attempts).toHaveLength(4);
+    expect(result.attempts).toHaveLength(5);
   });
 
   test("rejects with AGENT_FAILED when the last failure was a thrown error", async () => {
@@ -103,7 +116,7 @@ describe("generateStructured", () => {
     const error = await rejection(generateStructured({ agent: [primary, fallback], prompt: "p", schema: verdict }));
     expect(SmithersError.is(error, "AGENT_FAILED")).toBe(true);
     expect(((error as SmithersError).details.cause as Error).message).toBe("offline");
-    expect((error as SmithersError).details.attempts).toHaveLength(4);
+    expect((error as SmithersError).details.attempts).toHaveLength(5);
   });
 
   test("validates a structured output directly, ignoring the reply text", async () => {

@@ -16,7 +16,7 @@ function kit(failing: string[] = []) {
   const calls: string[] = [];
   const { Workflow, Task, smithers, outputs } = createSmithers({ change: z.object({ what: z.string() }) }, { dbPath });
   const step = (id: string) => (
-    <Task id={id} output={outputs.change}>
+    <Task id={id} output={outputs.change} retries={0}>
       {() => {
         calls.push(id);
         if (failing.includes(id)) throw new Error(`${id} broke`);

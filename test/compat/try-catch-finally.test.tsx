@@ -17,7 +17,7 @@ function kit() {
   const calls: string[] = [];
   const { Workflow, Task, Sequence, smithers, outputs } = createSmithers(schemas, { dbPath });
   const step = (id: string, behave: (t: TaskRunContext) => { note: string } | Promise<{ note: string }> = () => ({ note: id })) => (
-    <Task id={id} output={outputs.step}>
+    <Task id={id} output={outputs.step} retries={0}>
       {(t: TaskRunContext) => {
         calls.push(id);
         return behave(t);
@@ -87,7 +87,7 @@ describe("<TryCatchFinally> (smithers-orchestrator docs)", () => {
   test("catchErrors catches only its codes: another failure runs finally, then goes on up to an outer boundary", async () => {
     const { dbPath, calls, Workflow, Task, smithers, outputs, step } = kit();
     const slow = (
-      <Task id="slow" output={outputs.step} timeoutMs={20}>
+      <Task id="slow" output={outputs.step} timeoutMs={20} retries={0}>
         {async (t: TaskRunContext) => {
           calls.push("slow");
           await new Promise((resolve) => t.signal.addEventListener("abort", resolve, { once: true }));

@@ -29,7 +29,7 @@ describe("<Task needsApproval>", () => {
             return { n: 1 };
           }}
         </Task>
-        <Task id="deploy" output={outputs.deploy} needsApproval label="Deploy to prod" meta={{ env: "prod" }}>
+        <Task id="deploy" output={outputs.deploy} needsApproval label="Deploy to prod" meta={{ env: "prod" }} noRetry>
           {() => {
             calls.push("deploy");
             if (opts.fail?.()) throw new Error("deploy broke");

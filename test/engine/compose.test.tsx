@@ -16,7 +16,7 @@ function kit() {
   const failing = new Set<string>();
   const { Workflow, Task, smithers, outputs } = createSmithers({ step: z.object({ note: z.string() }) }, { dbPath });
   const step = (id: string, props: { retries?: number; continueOnFail?: boolean; note?: () => string } = {}) => (
-    <Task id={id} output={outputs.step} retries={props.retries} continueOnFail={props.continueOnFail} retryPolicy={{ initialDelayMs: 0 }}>
+    <Task id={id} output={outputs.step} retries={props.retries ?? 0} continueOnFail={props.continueOnFail} retryPolicy={{ initialDelayMs: 0 }}>
       {() => {
         calls.push(id);
         if (failing.has(id)) throw new Error(`${id} broke`);

@@ -44,7 +44,7 @@ describe("SmithersEventSchema", () => {
               {{ n: ctx.iteration }}
             </Task>
           </Loop>
-          <Task id="broken" output={outputs.out}>
+          <Task id="broken" output={outputs.out} retries={0}>
             {() => {
               throw new Error("always");
             }}
@@ -69,7 +69,7 @@ describe("SmithersEventSchema", () => {
 
     const deaf = smithers(() => (
       <Workflow name="deaf">
-        <Task id="ignores" output={outputs.out} timeoutMs={5}>
+        <Task id="ignores" output={outputs.out} timeoutMs={5} retries={0}>
           {() => Bun.sleep(200).then(() => ({ n: 0 }))}
         </Task>
       </Workflow>

@@ -61,7 +61,7 @@ describe("a long loop", () => {
               {{ n: 0 }}
             </Task>
           ) : null}
-          <Task id="every" output={outputs.step} dependsOn={ctx.iteration === 0 ? [] : ["seed"]}>
+          <Task id="every" output={outputs.step} dependsOn={ctx.iteration === 0 ? [] : ["seed"]} retries={0}>
             {() => {
               if (ctx.iteration === 2 && failAtTwo) throw new Error("not this time");
               return { n: ctx.iteration };

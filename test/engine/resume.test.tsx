@@ -17,7 +17,7 @@ function twoStep(dbPath: string, behaviour: { failB: boolean; calls: Record<stri
           return { n: 1 };
         }}
       </Task>
-      <Task id="b" output={outputs.out}>
+      <Task id="b" output={outputs.out} noRetry>
         {() => {
           behaviour.calls.b = (behaviour.calls.b ?? 0) + 1;
           if (behaviour.failB) throw new Error("b is broken");
@@ -237,7 +237,7 @@ describe("runWorkflow resume", () => {
             {{ body: "from a" }}
           </Task>
           {ctx.outputMaybe(notes, { nodeId: "a" }) ? (
-            <Task id="b" output={outputs.out}>
+            <Task id="b" output={outputs.out} retries={0}>
               {() => {
                 if (failB) throw new Error("not yet");
                 return { n: 2 };

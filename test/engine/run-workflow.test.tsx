@@ -148,7 +148,7 @@ describe("runWorkflow", () => {
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
     const wf = smithers(() => (
       <Workflow name="w">
-        <Task id="t" output={outputs.out}>
+        <Task id="t" output={outputs.out} retries={0}>
           {() => ({ n: "not a number" }) as unknown as { n: number }}
         </Task>
       </Workflow>
@@ -166,7 +166,7 @@ describe("runWorkflow", () => {
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
     const wf = smithers(() => (
       <Workflow name="w">
-        <Task id="slow" output={outputs.out} timeoutMs={30}>
+        <Task id="slow" output={outputs.out} timeoutMs={30} retries={0}>
           {async ({ signal }) => {
             await sleepUnlessAborted(2_000, signal);
             return { n: signal.aborted ? 0 : 1 };
@@ -210,7 +210,7 @@ describe("runWorkflow", () => {
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
     const wf = smithers(() => (
       <Workflow name="w">
-        <Task id="optional" output={outputs.out} continueOnFail>
+        <Task id="optional" output={outputs.out} continueOnFail retries={0}>
           {() => {
             throw new Error("nope");
           }}
@@ -380,7 +380,7 @@ describe("runWorkflow", () => {
       [1, "failed", "INVALID_OUTPUT"],
       [2, "failed", "INVALID_OUTPUT"],
     ]);
-    expect(agent.calls.length).toBe(6); // two attempts, each the first call plus two validation retries
+    expect(agent.calls.length).toBe(8); // two attempts, each the first call plus three schema corrections
     expect(sql(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
   });
 
@@ -535,7 +535,7 @@ describe("runWorkflow", () => {
               return { n: 1 };
             }}
           </Task>
-          <Task id="broken" output={outputs.out}>
+          <Task id="broken" output={outputs.out} retries={0}>
             {async () => {
               await Bun.sleep(10);
               throw new Error("broken");
@@ -647,5 +647,23 @@ describe("tasks that leave the plan while they run", () => {
       { node_id: "last", n: 3 },
       { node_id: "slow", n: 2 },
     ]);
+  });
+});
+
+describe("a dependsOn that can never be met", () => {
+  test("fails the run with DEPENDENCY_DEADLOCK right after the last task ends (the ending task's wake-up is not lost)", async () => {
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: ":memory:" });
+    const wf = smithers(() => (
+      <Workflow name="never">
+        <Task id="first" output={outputs.out}>
+          {{ n: 1 }}
+        </Task>
+        <Task id="second" output={outputs.out} dependsOn={["frist"]}>
+          {{ n: 2 }}
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {} });
+    expect([result.status, result.error?.code]).toEqual(["failed", "DEPENDENCY_DEADLOCK"]);
   });
 });

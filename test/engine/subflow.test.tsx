@@ -21,7 +21,7 @@ function childWorkflow(b: Behaviour) {
           return { files: 3 };
         }}
       </child.Task>
-      <child.Task id="scan" output={child.outputs.scanResult}>
+      <child.Task id="scan" output={child.outputs.scanResult} noRetry>
         {async ({ signal }) => {
           b.calls.push("scan");
           if (b.failScan) throw new Error("scan is broken");

@@ -129,7 +129,7 @@ describe("Task", () => {
     });
   });
 
-  test("defaults to no retries, no timeout, not skipped, failing the run, and no dependencies", () => {
+  test("leaves retries and backoff to the engine's defaults; no timeout, not skipped, failing the run, and no dependencies", () => {
     const plan = render(
       <Workflow name="w">
         <Task id="a" output={out}>
@@ -138,7 +138,9 @@ describe("Task", () => {
       </Workflow>,
     );
     expect(plan.tasks[0]).toMatchObject({
-      retries: 0,
+      retries: undefined,
+      retryPolicy: undefined,
+      maxSchemaRetries: undefined,
       timeoutMs: undefined,
       skip: false,
       continueOnFail: false,
@@ -146,20 +148,6 @@ describe("Task", () => {
       label: undefined,
       meta: undefined,
     });
-  });
-
-  test("a negative or fractional retries count is clamped to a whole number of at least 0", () => {
-    const plan = render(
-      <Workflow name="w">
-        <Task id="a" output={out} retries={-3}>
-          {{ n: 1 }}
-        </Task>
-        <Task id="b" output={out} retries={2.7}>
-          {{ n: 1 }}
-        </Task>
-      </Workflow>,
-    );
-    expect(plan.tasks.map((t) => t.retries)).toEqual([0, 2]);
   });
 
   test("a Task without output throws MISSING_OUTPUT naming the task", () => {
