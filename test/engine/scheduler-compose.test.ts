@@ -99,6 +99,12 @@ describe("decide: TryCatchFinally", () => {
     expect(run(root, { a: failed("TASK_TIMEOUT") })).toEqual(["start inner-catch"]);
   });
 
+  test("under <Parallel subtreeConcurrency>, a boundary whose failure was caught is over once its catch finished", () => {
+    const root = wf(jsx(Parallel, { subtreeConcurrency: 1, children: [tcf({ try: task("a"), catch: task("recover") }), task("b")] }));
+    expect(run(root, { a: failed("TASK_FAILED"), recover: "running" })).toEqual(["wait"]);
+    expect(run(root, { a: failed("TASK_FAILED"), recover: "finished" })).toEqual(["start b"]);
+  });
+
   test("failureIn gives a try block's failure, and none once a boundary inside it caught it", () => {
     const plan = render(wf(tcf({ try: seq(task("a"), tcf({ try: task("b"), catch: task("c") })) })));
     const block = (plan.root.children[0] as PlanTry).block;
@@ -130,6 +136,12 @@ describe("decide: Saga", () => {
     const root = wf(saga([...steps(1), { id: "2", action: par(task("x"), task("y")), compensation: task("c2") }]));
     expect(run(root, { a1: "finished", x: failed("TASK_FAILED"), y: "running" })).toEqual(["wait"]);
     expect(run(root, { a1: "finished", x: failed("TASK_FAILED"), y: "finished" })).toEqual(["start c1"]);
+  });
+
+  test("under <Parallel subtreeConcurrency>, a saga that completed is over though its compensations never ran", () => {
+    const root = wf(jsx(Parallel, { subtreeConcurrency: 1, children: [saga(steps(1)), task("b")] }));
+    expect(run(root, { a1: "running" })).toEqual(["wait"]);
+    expect(run(root, { a1: "finished" })).toEqual(["start b"]);
   });
 
   test("a step whose every task was skipped has nothing to undo", () => {
