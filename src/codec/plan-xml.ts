@@ -1,5 +1,5 @@
 /** planToXml: a rendered Plan as a frame tree, plus where each task's element sits in it. */
-import type { Plan, PlanNode, PlanTask } from "../jsx/index.ts";
+import type { Plan, PlanGroup, PlanNode, PlanSaga, PlanTask, PlanTry } from "../jsx/index.ts";
 import type { PropValue, XmlElement } from "./tree.ts";
 
 export type PlanXmlOptions = {
@@ -49,11 +49,41 @@ function taskElement(task: PlanTask, options: PlanXmlOptions): XmlElement {
   };
 }
 
+/** A try's or a saga's section (`<try>`, `<catch>`, `<action>`…): the group's children under that tag. */
+function sectionElement(tag: string, group: PlanGroup, path: number[], options: PlanXmlOptions, taskPaths: Map<string, number[]>): XmlElement {
+  return { tag, props: {}, children: group.children.map((child, i) => nodeElement(child, [...path, i], options, taskPaths)) };
+}
+
+function tryElement(node: PlanTry, path: number[], options: PlanXmlOptions, taskPaths: Map<string, number[]>): XmlElement {
+  const sections: [string, PlanGroup | undefined][] = [
+    ["try", node.block],
+    ["catch", node.catch],
+    ["finally", node.finally],
+  ];
+  const children: XmlElement[] = [];
+  for (const [tag, group] of sections) if (group) children.push(sectionElement(tag, group, [...path, children.length], options, taskPaths));
+  return { tag: "try-catch-finally", props: props({ id: node.id, catchErrors: node.catchErrors ? [...node.catchErrors] : undefined }), children };
+}
+
+function sagaElement(node: PlanSaga, path: number[], options: PlanXmlOptions, taskPaths: Map<string, number[]>): XmlElement {
+  const children = node.steps.map((step, i) => ({
+    tag: "step",
+    props: props({ id: step.id, label: step.label }),
+    children: [
+      sectionElement("action", step.action, [...path, i, 0], options, taskPaths),
+      sectionElement("compensation", step.compensation, [...path, i, 1], options, taskPaths),
+    ],
+  }));
+  return { tag: "saga", props: props({ id: node.id, onFailure: node.onFailure }), children };
+}
+
 function nodeElement(node: PlanNode, path: number[], options: PlanXmlOptions, taskPaths: Map<string, number[]>): XmlElement {
   if (node.kind === "task") {
     taskPaths.set(node.key, path);
     return taskElement(node, options);
   }
+  if (node.kind === "try") return tryElement(node, path, options, taskPaths);
+  if (node.kind === "saga") return sagaElement(node, path, options, taskPaths);
   const children = node.children.map((child, i) => nodeElement(child, [...path, i], options, taskPaths));
   if (node.kind === "loop") {
     const { loopId, iteration, maxIterations, onMaxReached, until, done } = node;

@@ -51,6 +51,11 @@ export const smithersNodes = sqliteTable(
     wakeAtMs: integer("wake_at_ms"),
     /** A node waiting for a signal: `{ event, correlationId, schema }` (the payload's JSON Schema), what a sender checks against. */
     waitJson: text("wait_json"),
+    /**
+     * A failed node's error summary (`{ code, message, … }`), null in any other state: what a
+     * resumed run decides a `<TryCatchFinally catchErrors>` on and calls its catch with.
+     */
+    errorJson: text("error_json"),
     updatedAtMs: integer("updated_at_ms").notNull(),
     outputTable: text("output_table").notNull(),
     label: text("label"),

@@ -9,7 +9,7 @@ import { z } from "zod";
 import { generateStructured } from "../agents/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
 import { attempts, nodes, outputRowFor, writeOutputRow, type Drizzle, type OutputTableInfo, type SmithersDb } from "../db/index.ts";
-import { describeThrown, errorJsonText, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../errors/index.ts";
+import { describeThrown, errorJsonText, errorSummaryJson, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
 import { MAX_TIMER_MS } from "./constants.ts";
 import type { WaitingStatus } from "./states.ts";
@@ -295,5 +295,10 @@ export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult,
   const state = outcome.kind === "cancelled" ? "cancelled" : outcome.kind === "failed" && outcome.retryable ? "pending" : "failed";
   const attemptState = result.abandoned ? "abandoned" : outcome.kind === "cancelled" ? "cancelled" : "failed";
   closeAttempt(d, key, { state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error) });
-  nodes.upsertNode(d, { ...node, state, wakeAtMs: outcome.kind === "failed" && outcome.retryable ? (outcome.retryAtMs ?? null) : null });
+  nodes.upsertNode(d, {
+    ...node,
+    state,
+    wakeAtMs: outcome.kind === "failed" && outcome.retryable ? (outcome.retryAtMs ?? null) : null,
+    errorJson: state === "failed" ? JSON.stringify(errorSummaryJson(result.error)) : null,
+  });
 }

@@ -22,7 +22,7 @@ import { errorToJson, SmithersError } from "../errors/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
 import type { LoopState } from "../jsx/index.ts";
 import { nodeKey } from "../jsx/index.ts";
-import type { NodeStatus } from "./scheduler.ts";
+import type { NodeError, NodeStatus } from "./scheduler.ts";
 import type { NodeState } from "./states.ts";
 
 export type TrackedNode = NodeStatus & {
@@ -249,6 +249,17 @@ function keepCurrentIterations(states: Map<string, TrackedNode>): void {
   }
 }
 
+/** A failed node's stored error summary as `{ code, message }` (TASK_FAILED when the row has none, as rows written before the column). */
+function storedError(errorJson: string | null): NodeError {
+  try {
+    const { code, message } = JSON.parse(errorJson ?? "{}") as { code?: unknown; message?: unknown };
+    if (typeof code === "string") return { code, message: typeof message === "string" ? message : code };
+  } catch {
+    // unreadable: as if absent
+  }
+  return { code: "TASK_FAILED", message: "The task failed (its error was not recorded)" };
+}
+
 /** Creates or resumes the run and loads everything the engine keeps in memory. */
 export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const runId = o.runId ?? crypto.randomUUID();
@@ -279,6 +290,7 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
       abandons: 0,
       wakeAtMs: retrying ? undefined : (n.wakeAtMs ?? undefined),
       retryAtMs: retrying && !freshBudget ? n.wakeAtMs! : undefined,
+      ...(n.state === "failed" ? { error: storedError(n.errorJson) } : {}),
     });
   }
   // A gate is decided once: a `<Task needsApproval>` approved before this resume is not asked again.

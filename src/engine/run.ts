@@ -23,7 +23,7 @@ import {
   type SmithersDb,
 } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, SmithersError } from "../errors/index.ts";
-import { nodeKey, render, type Plan, type PlanTask } from "../jsx/index.ts";
+import { nodeKey, render, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
 import { withRenderContext } from "../jsx/render-context.ts";
 import { Waits } from "./waits.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
@@ -33,7 +33,8 @@ import { runEndedEvent, type EventBody } from "./events.ts";
 import type { FrameRecorder } from "./frames.ts";
 import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
-import { decide, DecideMemo, type Action, type Failure } from "./scheduler.ts";
+import { decide, DecideMemo, failureIn, type Action } from "./scheduler.ts";
+import { describeFailure, failureError } from "./failure.ts";
 import { isWaiting, type RunStatus, type WaitingStatus } from "./states.ts";
 import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS, TIMER_WAIT_IN_PLACE_MS, WAIT_POLL_MS } from "./constants.ts";
 import { retryBudget, retryDelay } from "./retry.ts";
@@ -55,32 +56,6 @@ export type RunSettings = {
   /** A timer due within this many ms is waited for in the process (default TIMER_WAIT_IN_PLACE_MS, 5 s). */
   waitInPlaceMs?: number;
 };
-
-function failureError(failure: Failure, lastErrors: Map<string, SmithersError>): SmithersError {
-  switch (failure.kind) {
-    case "loop-max":
-      return new SmithersError(
-        "LOOP_MAX_REACHED",
-        `Loop "${failure.loop.loopId}" reached maxIterations (${failure.loop.maxIterations}) without meeting its until condition`,
-        {
-          loopId: failure.loop.loopId,
-        },
-      );
-    case "stuck":
-      return new SmithersError(
-        "DEPENDENCY_DEADLOCK",
-        "Nothing can run: every remaining task waits on a dependsOn, needs or deps naming a task that is not in the workflow or can never finish",
-      );
-    case "deps":
-      return new SmithersError(
-        "DEPENDENCY_DEADLOCK",
-        `Task "${failure.task.nodeId}" reads the output of ${failure.missing.map((id) => `"${id}"`).join(", ")} through deps, which ended without one (skipped, or failed under continueOnFail); pass depsOptional to run without it`,
-        { nodeId: failure.task.nodeId, missing: [...failure.missing] },
-      );
-    case "task":
-      return lastErrors.get(failure.task.key) ?? new SmithersError("TASK_FAILED", `Task "${failure.task.nodeId}" failed`, { nodeId: failure.task.nodeId });
-  }
-}
 
 /**
  * What a run fails with when a step throws: a SmithersError as is, a SQLite error as a failed
@@ -169,7 +144,7 @@ export class Run {
       markDirty: (key) => this.frames.markDirty(key),
       remember: (info, row) => this.remember(info, row),
       emitInTransaction: (event) => this.emitInTransaction(event),
-      failed: (key, error) => this.lastErrors.set(key, error),
+      failed: (key, error) => this.noteError(key, error),
       done: (nodeId) => this.finishedIds.add(nodeId),
     });
     // Timers are left to the scheduler (see resolveWaits); a subflow may wait in any of these states.
@@ -239,9 +214,15 @@ export class Run {
           return this.s.states.get(nodeKey(nodeId, iteration))?.state;
         },
       });
+      // A catch function is called with what failed, which any step can change: such a render renders every step.
+      const failureOf = (node: PlanNode) => {
+        readsStates = true;
+        const failure = failureIn(node, this.s.states, this.now());
+        return failure && describeFailure(failure, { lastErrors: this.lastErrors, states: this.s.states });
+      };
       let plan: Plan;
       try {
-        plan = withRenderContext(ctx, () => render(this.wf.build(ctx), this.s.loops));
+        plan = withRenderContext(ctx, () => render(this.wf.build(ctx), this.s.loops), { failureIn: failureOf });
       } catch (error) {
         throw error instanceof SmithersError
           ? error
@@ -289,6 +270,16 @@ export class Run {
     if (stored) this.index.addStored(info.key, normalized);
     else this.index.add(info.key, normalized);
     if (this.reads.has(`${info.key}\0${normalized.nodeId}`) || this.reads.has(`${info.key}\0${ALL_NODES}`)) this.renderStale = true;
+  }
+
+  /**
+   * A node's attempt failed with `error`: kept for the run's error, and as its state's code and
+   * message (what a `<TryCatchFinally>` decides on once the node failed for good; the next start clears it).
+   */
+  private noteError(key: string, error: SmithersError): void {
+    this.lastErrors.set(key, error);
+    const t = this.s.states.get(key);
+    if (t) t.error = { code: error.code, message: error.message };
   }
 
   /** Records the run's failure and stops the attempts still in flight (they end cancelled). */
@@ -384,9 +375,9 @@ export class Run {
         this.waits.waiting.add(task.key);
       } else {
         events.push({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorSummaryJson(outcome.error) });
-        this.lastErrors.set(task.key, outcome.error);
         t.failures++;
         t.state = outcome.retryable ? "pending" : "failed";
+        this.noteError(task.key, outcome.error);
         if (outcome.retryable) {
           // Stored on the node (wake_at_ms) too, so a resume after a crash keeps the backoff.
           const delayMs = retryDelay(task.retryPolicy, t.failures, outcome.retryAfterMs);
@@ -442,6 +433,7 @@ export class Run {
         st.tracked.lastAttempt = st.input.attempt;
         st.tracked.retryAtMs = undefined;
         st.tracked.wakeAtMs = undefined;
+        st.tracked.error = undefined;
         this.frames.markDirty(st.task.key);
       }
       const frame = this.frames.next(plan, (key) => this.s.states.get(key)?.state, nowMs);
@@ -512,7 +504,7 @@ export class Run {
       case "fail-run":
         // A task dropped from the plan while it ran can still finish what others wait on.
         if (action.failure.kind === "stuck" && this.working.size > 0) return { untilMs: undefined };
-        this.fail(failureError(action.failure, this.lastErrors));
+        this.fail(failureError(action.failure, { lastErrors: this.lastErrors, states: this.s.states }));
         return "done";
       case "wait":
         return { untilMs: action.untilMs };
@@ -628,8 +620,8 @@ export class Run {
       `Task "${task.nodeId}" was abandoned ${t.abandons} times because the process running it died each time (maxAbandons ${task.maxAbandons}); it is not started again`,
       { ...ids, abandons: t.abandons, maxAbandons: task.maxAbandons },
     );
-    this.lastErrors.set(task.key, error);
     t.state = "failed";
+    this.noteError(task.key, error);
     this.frames.markDirty(task.key);
     const info = this.resolve(task);
     writes.push((d) => {
@@ -638,6 +630,7 @@ export class Run {
         ...ids,
         state: "failed",
         lastAttempt: ids.attempt,
+        errorJson: JSON.stringify(errorSummaryJson(error)),
         updatedAtMs: nowMs,
         outputTable: info.tableName,
         label: task.label ?? null,

@@ -2,8 +2,12 @@
  * The scheduler: a pure function from (plan, node states, clock) to actions. It never touches
  * the database; the actuator performs what it decides. Tested without SQLite.
  */
-import type { Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "../jsx/index.ts";
+import { childNodes, type Plan, type PlanGroup, type PlanLoop, type PlanNode, type PlanSaga, type PlanTask } from "../jsx/index.ts";
+import { peekDone, visitSaga, visitTry } from "./scheduler-compose.ts";
 import type { NodeState, WaitingStatus } from "./states.ts";
+
+/** What a failed node failed with (its code decides whether a `<TryCatchFinally catchErrors>` catches it). */
+export type NodeError = { code: string; message: string };
 
 export type NodeStatus = {
   state: NodeState;
@@ -11,6 +15,8 @@ export type NodeStatus = {
   retryAtMs?: number;
   /** A waiting node's deadline: when its timer fires, or when its signal wait or human task times out. */
   wakeAtMs?: number;
+  /** A failed node's error. */
+  error?: NodeError;
 };
 
 export type Failure =
@@ -18,6 +24,10 @@ export type Failure =
   | { kind: "loop-max"; loop: PlanLoop }
   /** Nothing runs, nothing waits on a backoff, yet tasks remain: a dependsOn that can never be met. */
   | { kind: "stuck" }
+  /** A `<Saga onFailure="compensate-and-fail">` undid its completed steps after `cause` (unknown once a resume reset it). */
+  | { kind: "saga"; saga: PlanSaga; cause: Failure | undefined }
+  /** The compensation of step `stepId` failed with `cause` while the saga unwound after `trigger`. */
+  | { kind: "compensation"; saga: PlanSaga; stepId: string; cause: Failure; trigger: Failure | undefined }
   /** A task's `deps` ended without the rows it reads (skipped, or failed under continueOnFail). */
   | { kind: "deps"; task: PlanTask; missing: readonly string[] };
 
@@ -47,10 +57,10 @@ export type Action =
   | { type: "expire-wait"; task: PlanTask }
   | { type: "fail-run"; failure: Failure };
 
-type Visit = "done" | "busy" | "failed";
-type Cap = { max: number; used: number };
+export type Visit = "done" | "busy" | "failed";
+export type Cap = { max: number; used: number };
 
-type Walk = {
+export type Walk = {
   states: ReadonlyMap<string, NodeStatus>;
   /** Mounted tasks by id, so a dependency resolves to the same loop iteration. */
   tasks: ReadonlyMap<string, PlanTask>;
@@ -100,8 +110,9 @@ const stateOf = (w: Walk, t: PlanTask) => w.states.get(t.key);
 
 function countRunning(node: PlanNode, w: Walk): number {
   if (node.kind === "task") return stateOf(w, node)?.state === "running" ? 1 : 0;
+  const children = childNodes(node);
   let n = 0;
-  for (let i = w.memo?.start(node.children) ?? 0; i < node.children.length; i++) n += countRunning(node.children[i]!, w);
+  for (let i = w.memo?.start(children) ?? 0; i < children.length; i++) n += countRunning(children[i]!, w);
   return n;
 }
 
@@ -238,6 +249,8 @@ function visitParallel(group: PlanGroup, caps: Cap[], w: Walk): Visit {
 /** Every task under `node` is over for good (finished, skipped, or failed under continueOnFail). */
 function settled(node: PlanNode, w: Walk): boolean {
   if (node.kind === "loop") return node.done;
+  // Over once it is done: a caught failure inside, or compensations that never had to run, do not hold it in flight.
+  if (node.kind === "try" || node.kind === "saga") return peekDone(node, w, visit);
   if (node.kind !== "task") return node.children.every((c) => settled(c, w));
   const state = stateOf(w, node)?.state;
   return state === "finished" || state === "skipped" || (state === "failed" && node.continueOnFail);
@@ -245,7 +258,7 @@ function settled(node: PlanNode, w: Walk): boolean {
 
 function untouched(node: PlanNode, w: Walk): boolean {
   if (node.kind === "task") return stateOf(w, node) === undefined;
-  return node.children.every((c) => untouched(c, w));
+  return childNodes(node).every((c) => untouched(c, w));
 }
 
 function visitLoop(loop: PlanLoop, caps: Cap[], w: Walk): Visit {
@@ -280,7 +293,38 @@ function visit(node: PlanNode, caps: Cap[], w: Walk): Visit {
       return visitParallel(node, caps, w);
     case "loop":
       return visitLoop(node, caps, w);
+    case "try":
+      return visitTry(node, caps, w, visit);
+    case "saga":
+      return visitSaga(node, caps, w, visit);
   }
+}
+
+/** A walk of nothing yet: the states, the clock and the tasks dependsOn resolves against. */
+function newWalk(
+  states: ReadonlyMap<string, NodeStatus>,
+  tasks: ReadonlyMap<string, PlanTask>,
+  nowMs: number,
+  memo?: DecideMemo,
+  finishedIds?: ReadonlySet<string>,
+): Walk {
+  return { states, tasks, nowMs, actions: [], running: 0, waitingPerson: false, waitingEvent: false, barrier: false, memo, finishedIds };
+}
+
+function tasksUnder(node: PlanNode, into = new Map<string, PlanTask>()): Map<string, PlanTask> {
+  if (node.kind === "task") into.set(node.nodeId, node);
+  else for (const child of childNodes(node)) tasksUnder(child, into);
+  return into;
+}
+
+/**
+ * The failure `node` has ended with, as decide() would find it (a failure a nested
+ * `<TryCatchFinally>` caught is none), or undefined. Pure: what a render asks to call a catch
+ * function with.
+ */
+export function failureIn(node: PlanNode, states: ReadonlyMap<string, NodeStatus>, nowMs: number): Failure | undefined {
+  const w = newWalk(states, tasksUnder(node), nowMs);
+  return visit(node, [{ max: Infinity, used: 0 }], w) === "failed" ? w.failure : undefined;
 }
 
 /**
@@ -298,7 +342,7 @@ export function decide(
   finishedIds?: ReadonlySet<string>,
 ): Action[] {
   const tasks = memo ? memo.tasksOf(plan) : indexTasks(plan);
-  const w: Walk = { states, tasks, nowMs, actions: [], running: 0, waitingPerson: false, waitingEvent: false, barrier: false, memo, finishedIds };
+  const w = newWalk(states, tasks, nowMs, memo, finishedIds);
   const global: Cap = { max: maxConcurrency, used: Number.isFinite(maxConcurrency) ? countRunning(plan.root, w) : 0 };
   const r = visit(plan.root, [global], w);
   if (r === "failed") return [{ type: "fail-run", failure: w.failure! }];

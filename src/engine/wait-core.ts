@@ -90,6 +90,7 @@ export class WaitCore {
         ...key,
         state: end.state,
         wakeAtMs: null,
+        errorJson: end.state === "failed" ? JSON.stringify(errorSummaryJson(end.error)) : null,
         lastAttempt: t.lastAttempt,
         updatedAtMs: nowMs,
         outputTable: info.tableName,

@@ -330,6 +330,7 @@ export class Waits extends WaitCore {
     const spec = task.approval!;
     let state: "finished" | "skipped" | "failed" | "pending";
     let data: Record<string, unknown> | undefined;
+    let failure: SmithersError | undefined;
     if (approved && spec.mode === "gate") {
       t.gatePassed = true;
       state = "pending";
@@ -345,6 +346,7 @@ export class Waits extends WaitCore {
         this.host.failed(task.key, error);
         events.push({ type: "NodeFailed", ...ids, attempt: t.lastAttempt, error: errorSummaryJson(error) });
         state = "failed";
+        failure = error;
       } else {
         data = (parsed?.data ?? decision) as Record<string, unknown>;
         const stored = outputRowFor(info, key, data);
@@ -371,12 +373,13 @@ export class Waits extends WaitCore {
       this.host.failed(task.key, error);
       events.push({ type: "NodeFailed", ...ids, attempt: t.lastAttempt, error: errorSummaryJson(error) });
       state = "failed";
+      failure = error;
     }
     t.state = state;
     if (state === "finished" || state === "skipped") this.host.done(task.nodeId);
     writes.push((d) => {
       if (data) writeOutputRow(d, info, key, data);
-      nodes.upsertNode(d, { ...node, state });
+      nodes.upsertNode(d, { ...node, state, errorJson: failure ? JSON.stringify(errorSummaryJson(failure)) : null });
       for (const event of events) this.host.emitInTransaction(event);
     });
   }

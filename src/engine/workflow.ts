@@ -17,6 +17,7 @@ import {
   type SQLiteTable,
 } from "../db/index.ts";
 import * as components from "../jsx/components.ts";
+import { Saga, SagaStep, TryCatchFinally } from "../jsx/compose.ts";
 import type { SmithersNode } from "../jsx/index.ts";
 import { useCtx, type SmithersCtx } from "./ctx.ts";
 
@@ -93,6 +94,9 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
 
   return {
     ...components,
+    TryCatchFinally,
+    Saga,
+    SagaStep,
     /** The ctx of the render in progress, typed with this workflow's input (see useCtx). */
     useCtx: (): SmithersCtx<InputOf<S>> => useCtx<InputOf<S>>(),
     smithers,

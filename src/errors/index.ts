@@ -47,6 +47,8 @@ export const SMITHERS_ERROR_CODES = [
   "HUMAN_TASK_TIMEOUT",
   "HUMAN_TASK_CANCELLED",
   "LOOP_MAX_REACHED",
+  "SAGA_FAILED",
+  "SAGA_COMPENSATION_FAILED",
   "DEPENDENCY_DEADLOCK",
   "SUBFLOW_FAILED",
   "SUBFLOW_WAITING",
@@ -94,6 +96,11 @@ export class SmithersError extends Error {
 
   get attempt(): number | undefined {
     return this.details.attempt;
+  }
+
+  /** The message (smithers-orchestrator's name for it without its docs link; messages here carry none). */
+  get summary(): string {
+    return this.message;
   }
 
   static is(value: unknown, code?: SmithersErrorCode): value is SmithersError {

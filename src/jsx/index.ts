@@ -2,3 +2,5 @@ export * from "./element.ts";
 export * from "./components.ts";
 export * from "./plan.ts";
 export { render, DEFAULT_MAX_ITERATIONS } from "./render.ts";
+export { TryCatchFinally, Saga, SagaStep } from "./compose.ts";
+export type { TryCatchFinallyProps, SagaProps, SagaStepProps, SagaStepDef, CatchableCode } from "./compose.ts";

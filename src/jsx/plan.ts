@@ -162,7 +162,53 @@ export type PlanLoop = {
   children: PlanNode[];
 };
 
-export type PlanNode = PlanTask | PlanGroup | PlanLoop;
+/**
+ * A `<TryCatchFinally>`: `block` runs; if it fails (a failure whose code `catchErrors` lists, or
+ * any when it is undefined) and a catch is mounted, `catch` runs instead of the failure going up;
+ * `finally` runs after either. A catch given as a function of the error is mounted only once the
+ * render sees the failure (`catchFn`).
+ */
+export type PlanTry = {
+  kind: "try";
+  id: string;
+  catchErrors: readonly string[] | undefined;
+  block: PlanGroup;
+  catch: PlanGroup | undefined;
+  /** The author's catch is a function of the error, so `catch` is mounted only after a failure. */
+  catchFn: boolean;
+  finally: PlanGroup | undefined;
+};
+
+/** One step of a `<Saga>`: its forward action, and what undoes it. */
+export type PlanSagaStep = { id: string; label: string | undefined; action: PlanGroup; compensation: PlanGroup };
+
+/**
+ * A `<Saga>`: steps' actions in order; once one fails, the compensations of the steps whose action
+ * completed run in reverse order (unless `onFailure` is "fail"), then the saga is done
+ * ("compensate") or fails ("compensate-and-fail").
+ */
+export type PlanSaga = {
+  kind: "saga";
+  id: string;
+  onFailure: "compensate" | "compensate-and-fail" | "fail";
+  steps: PlanSagaStep[];
+};
+
+export type PlanNode = PlanTask | PlanGroup | PlanLoop | PlanTry | PlanSaga;
+
+/** The nodes directly under `node`, in document order (a try's and a saga's sections included). */
+export function childNodes(node: PlanNode): readonly PlanNode[] {
+  switch (node.kind) {
+    case "task":
+      return [];
+    case "try":
+      return [node.block, ...(node.catch ? [node.catch] : []), ...(node.finally ? [node.finally] : [])];
+    case "saga":
+      return node.steps.flatMap((s) => [s.action, s.compensation]);
+    default:
+      return node.children;
+  }
+}
 
 export type Plan = {
   workflowName: string;

@@ -104,6 +104,11 @@ export const ACCEPTED_PROPS = {
     "meta",
     "children",
   ]),
+  TryCatchFinally: new Set(["id", "try", "catch", "catchErrors", "finally", "skipIf"]),
+  Saga: new Set(["id", "steps", "onFailure", "skipIf", "children"]),
+  SagaStep: new Set(["id", "compensation", "children"]),
+  /** One entry of `<Saga steps={[…]}>`. */
+  SagaStepDef: new Set(["id", "action", "compensation", "label"]),
 } satisfies Record<string, ReadonlySet<string>>;
 
 /**

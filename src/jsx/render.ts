@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./components.ts";
+import { COMPOSE_HOST, renderSaga, renderTry, type RenderSection, type SagaProps, type TryCatchFinallyProps } from "./compose.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
@@ -100,7 +101,7 @@ function dependsOnOf(id: string, props: Record<string, unknown>): readonly strin
  * there (or with `depsOptional`, those there), a function child is called with them; until then
  * the task waits on them like dependsOn, and `unresolvedDeps` says which are missing.
  */
-function resolveDeps(id: string, props: Record<string, unknown>): { children: unknown; unresolved: string[] } {
+function resolveDeps(props: Record<string, unknown>): { children: unknown; unresolved: string[] } {
   const deps = props.deps as Record<string, unknown>;
   const named = props.needs as Record<string, string> | undefined;
   const ctx = renderContext();
@@ -150,7 +151,7 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
   }
   let work = children;
   if (props.deps !== undefined) {
-    const resolved = resolveDeps(id, props);
+    const resolved = resolveDeps(props);
     // Until its deps have rows the task cannot know its prompt or value: it waits (see the scheduler), and never runs as is.
     if (resolved.unresolved.length > 0) return { ...base, mode: "compute", compute: depsNeverResolved(id), unresolvedDeps: resolved.unresolved };
     work = resolved.children;
@@ -252,6 +253,15 @@ function renderChildren(children: SmithersNode, scope: Scope, state: RenderState
   return hosts.map(({ element, scope: s }) => renderHost(element, s, state));
 }
 
+/** A try's or a saga's section (block, catch, action…) as a sequence of its children. */
+function sectionRenderer(scope: Scope, state: RenderState): RenderSection {
+  return (node, suffix) => ({
+    kind: "sequence",
+    maxConcurrency: undefined,
+    children: renderChildren(node, { ...scope, path: `${scope.path}${suffix}` }, state),
+  });
+}
+
 function renderHost(element: SmithersElement, scope: Scope, state: RenderState): PlanNode {
   const props = element.props as Record<string, unknown>;
   const children = props.children as SmithersNode;
@@ -309,6 +319,18 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
       state.planLoops.push(loop);
       return loop;
     }
+    case COMPOSE_HOST.tryCatch:
+      return renderTry(props as TryCatchFinallyProps, scope.path, sectionRenderer(scope, state));
+    case COMPOSE_HOST.saga: {
+      const hosts = (node: SmithersNode) => {
+        const out: { element: SmithersElement; scope: Scope }[] = [];
+        hostChildren(node, scope, out);
+        return out.map((h) => h.element);
+      };
+      return renderSaga(props as SagaProps, scope.path, sectionRenderer(scope, state), hosts);
+    }
+    case COMPOSE_HOST.sagaStep:
+      throw invalid("<Saga.Step> may only appear directly inside a <Saga>");
     case HOST.workflow:
       throw invalid("<Workflow> may only appear at the root");
     default:

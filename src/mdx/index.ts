@@ -30,5 +30,5 @@ let registered = false;
 export function registerMdx(): void {
   if (registered) return;
   registered = true;
-  Bun.plugin(mdxPlugin());
+  void Bun.plugin(mdxPlugin()); // setup is synchronous: nothing to await
 }

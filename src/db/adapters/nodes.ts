@@ -9,15 +9,16 @@ export type NodeUpsert = InferInsertModel<typeof smithersNodes>;
 
 const N = sqlNames(smithersNodes);
 
-const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label", "wakeAtMs", "waitJson"])}
+const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label", "wakeAtMs", "waitJson", "errorJson"])}
   ON CONFLICT (${N.runId}, ${N.nodeId}, ${N.iteration}) DO UPDATE SET ${N.state} = excluded.${N.state},
     ${N.lastAttempt} = coalesce(excluded.${N.lastAttempt}, ${N.lastAttempt}), ${N.updatedAtMs} = excluded.${N.updatedAtMs},
     ${N.outputTable} = excluded.${N.outputTable}, ${N.label} = excluded.${N.label}, ${N.wakeAtMs} = excluded.${N.wakeAtMs},
-    ${N.waitJson} = excluded.${N.waitJson}`;
+    ${N.waitJson} = excluded.${N.waitJson}, ${N.errorJson} = excluded.${N.errorJson}`;
 
 /**
- * Insert or update one node row (a missing lastAttempt keeps the stored one). Takes the
- * Drizzle handle so it joins the caller's transaction.
+ * Insert or update one node row (a missing lastAttempt keeps the stored one; a missing
+ * errorJson clears it: only a failed node has one). Takes the Drizzle handle so it joins the
+ * caller's transaction.
  */
 export function upsertNode(d: Drizzle, row: NodeUpsert): void {
   rawStatement(d, UPSERT_NODE).run(
@@ -31,6 +32,7 @@ export function upsertNode(d: Drizzle, row: NodeUpsert): void {
     row.label ?? null,
     row.wakeAtMs ?? null,
     row.waitJson ?? null,
+    row.errorJson ?? null,
   );
 }
 
@@ -43,7 +45,7 @@ export function resetNodes(d: Drizzle, runId: string, from: string[], to: string
   return changedRows(
     d
       .update(smithersNodes)
-      .set({ state: to, updatedAtMs: nowMs })
+      .set({ state: to, updatedAtMs: nowMs, errorJson: null })
       .where(and(eq(smithersNodes.runId, runId), inArray(smithersNodes.state, from)))
       .run(),
   );
