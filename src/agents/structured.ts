@@ -90,6 +90,8 @@ export type GenerateStructuredOptions<S extends z.ZodType> = {
    * (a whole number >= 0; default 3, 0: none).
    */
   maxSchemaRetries?: number;
+  /** Passed to every generate call as its `cwd` (see AgentGenerateArgs). */
+  cwd?: string;
   onAttempt?: (attempt: StructuredAttempt) => void;
   /**
    * Told of every agent call as it starts. On abort the result rejects at once, but an agent that
@@ -147,7 +149,7 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
 
       let reply: AgentReply;
       try {
-        const call = callAgent(agent, { prompt, schema, ...(signal ? { signal } : {}) });
+        const call = callAgent(agent, { prompt, schema, ...(signal ? { signal } : {}), ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }) });
         opts.onCall?.(call);
         reply = await raceAbort(call, signal);
         if (typeof reply !== "object" || reply === null) {

@@ -5,6 +5,11 @@ export interface AgentGenerateArgs {
   signal?: AbortSignal;
   /** The expected output schema, for agents that can produce structured output natively. */
   schema?: z.ZodType;
+  /**
+   * The working directory the work belongs in (absolute): the task's `<Worktree>`, else the run's
+   * root directory. An agent that runs tools or a CLI runs them here, unless it was given its own.
+   */
+  cwd?: string;
 }
 
 export interface AgentReply {

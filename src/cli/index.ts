@@ -18,7 +18,7 @@ import { humanCommand } from "./human.ts";
 
 export { EXIT };
 
-const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--max-concurrency N] [--grace-ms N] [--durability process|power]
+const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power]
        smithers frames <run-id> [--frame N] [--db PATH]
        smithers approve <run-id> [--node ID] [--iteration N] [--select KEY | --rank K1,K2,…] [--by NAME] [--note TEXT] [--yes] [--db PATH]
@@ -34,11 +34,15 @@ const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID
 up          runs a workflow to completion, printing a line as each task starts and finishes;
             exit 3 when it stops to wait for an approval, a human answer, a signal or a timer
             (smithers supervise --watch resumes it once answered or due; or run it again with --resume).
+            A run that continues as a new run (<ContinueAsNew>, <Loop continueAsNewEvery>) is
+            followed to the end of its chain; --resume of any run of a chain resumes its last run.
   --input JSON          run input (validated against the workflow's input schema)
   --run-id ID           id for a new run, or the run to continue with --resume
   --resume              continue run --run-id: finished tasks are kept, failed ones run again
                         (also the peer's forms: --resume true, --resume <run-id>)
   --db PATH             SQLite file (default: $SMITHERS_DB_PATH, else the workflow's dbPath, else ./smithers.db)
+  --root DIR            the tasks' working directory, and the git repository <Worktree> paths
+                        resolve against and are added to (default: the current directory)
   --max-concurrency N   cap on tasks running at once
   --grace-ms N          on Ctrl-C or a timeout, how long a task body may take to stop before its
                         attempt is recorded abandoned (default 10000); Ctrl-C twice abandons at once
@@ -138,6 +142,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
       "max-concurrency": { type: "string" },
       "grace-ms": { type: "string" },
       durability: { type: "string" },
+      root: { type: "string" },
     },
   });
   const file = positionals[0];
@@ -159,6 +164,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
     signal: signals.cancel,
     abandonSignal: signals.abandon,
     workflowPath: resolve(file),
+    rootDir: values.root === undefined ? undefined : resolve(values.root),
     onEvent: (event: SmithersEvent) => {
       const line = formatEvent(event);
       if (line) io.out(line);

@@ -49,6 +49,8 @@ export function formatEvent(e: SmithersEvent): string | null {
       return `subflow ${e.nodeId} iter=${e.iteration}: child run ${e.childRunId} is ${e.childStatus}`;
     case "LoopAdvanced":
       return `loop    ${e.loopId} iter=${e.iteration}`;
+    case "RunContinuedAsNew":
+      return `continue run ${e.runId} continued as run ${e.newRunId} (iter=${e.iteration})`;
     default:
       return null;
   }

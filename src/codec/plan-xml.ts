@@ -84,10 +84,16 @@ function nodeElement(node: PlanNode, path: number[], options: PlanXmlOptions, ta
   }
   if (node.kind === "try") return tryElement(node, path, options, taskPaths);
   if (node.kind === "saga") return sagaElement(node, path, options, taskPaths);
+  if (node.kind === "continue-as-new") return { tag: "continue-as-new", props: props({ stateBytes: node.stateBytes || undefined }), children: [] };
   const children = node.children.map((child, i) => nodeElement(child, [...path, i], options, taskPaths));
   if (node.kind === "loop") {
     const { loopId, iteration, maxIterations, onMaxReached, until, done } = node;
-    return { tag: "loop", props: props({ id: loopId, iteration, maxIterations, onMaxReached, until, done }), children };
+    const every = node.continueAsNewEvery;
+    return { tag: "loop", props: props({ id: loopId, iteration, maxIterations, onMaxReached, continueAsNewEvery: every, until, done }), children };
+  }
+  if (node.worktree) {
+    const { id, path, branch, baseBranch } = node.worktree;
+    return { tag: "worktree", props: props({ id, path, branch, baseBranch }), children };
   }
   return { tag: node.kind, props: props({ maxConcurrency: node.maxConcurrency }), children };
 }

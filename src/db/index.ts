@@ -39,6 +39,7 @@ export {
   readOutputRow,
   readOutputRows,
   writeOutputRow,
+  copyLatestOutputRows,
   type MigrationReport,
   type OutputTableInfo,
   type OutputTarget,

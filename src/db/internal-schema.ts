@@ -31,6 +31,14 @@ export const smithersRuns = sqliteTable(
      * "now" once a decision, answer or signal it waits for arrived).
      */
     wakeAtMs: integer("wake_at_ms"),
+    /** A run that ended `continued` (`<ContinueAsNew>`, `<Loop continueAsNewEvery>`): the run that carries on its work. */
+    nextRunId: text("next_run_id"),
+    /** A run started by continuing another one: that run (its `next_run_id` names this one). */
+    continuedFromRunId: text("continued_from_run_id"),
+    /** What a continued run hands over, as JSON: `{ fromRunId, generation, payload? }`; it reaches ctx.input as `__smithersContinuation`. */
+    continuationJson: text("continuation_json"),
+    /** The run's root directory (RunOptions.rootDir, else the working directory it started in), kept for its resumes. */
+    rootDir: text("root_dir"),
   },
   (t) => [index("_smithers_runs_status_heartbeat_idx").on(t.status, t.heartbeatAtMs), index("_smithers_runs_status_wake_idx").on(t.status, t.wakeAtMs)],
 );

@@ -243,3 +243,19 @@ export function readOutputRows(d: Drizzle, info: OutputTableInfo, runId: string)
 export function readOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey): Record<string, unknown> | undefined {
   return d.select().from(info.table).where(keyWhere(info, key)).get() as Record<string, unknown> | undefined;
 }
+
+/**
+ * Inside the transaction that continues run `fromRunId` as `toRunId` (`<Loop continueAsNewEvery>`):
+ * copies, for each node id, the row of its highest iteration, so the new run's ctx still reads the
+ * latest output of every task (a loop's `until`, a task before the loop). A custom table's own
+ * single-column primary key (say an autoincrement id) is left for SQLite to assign. Returns the
+ * rows copied.
+ */
+export function copyLatestOutputRows(d: Drizzle, info: OutputTableInfo, fromRunId: string, toRunId: string): number {
+  const kept = columnsOf(info.table).filter((c) => c.name !== "run_id" && !(c.primary && c.name !== "node_id" && c.name !== "iteration"));
+  const names = kept.map((c) => quoteIdentifier(c.name));
+  const table = quoteIdentifier(info.tableName);
+  const latest = info.hasIteration ? ` AND s.iteration = (SELECT MAX(m.iteration) FROM ${table} AS m WHERE m.run_id = s.run_id AND m.node_id = s.node_id)` : "";
+  const text = `INSERT INTO ${table} (run_id, ${names.join(", ")}) SELECT ?, ${names.map((n) => `s.${n}`).join(", ")} FROM ${table} AS s WHERE s.run_id = ?${latest}`;
+  return d.$client.prepare(text).run(toRunId, fromRunId).changes;
+}

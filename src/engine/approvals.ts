@@ -52,12 +52,14 @@ function requestOf(row: approvals.ApprovalRow): PendingApproval["request"] {
 
 /**
  * The run's gates still waiting for a decision, in (node, iteration) order, then those of its
- * waiting child runs (`<Subflow>`; `runId` says whose gate it is). RUN_NOT_FOUND for an unknown run.
+ * waiting child runs (`<Subflow>`; `runId` says whose gate it is). For a run that continued as new,
+ * those of the last run of its chain. RUN_NOT_FOUND for an unknown run.
  */
 export async function pendingApprovals(db: SmithersDb, runId: string): Promise<PendingApproval[]> {
-  const run = await runs.getRun(db, runId);
+  // A run that continued as new: its gates are the last run of its chain's.
+  const run = await runs.getChainEnd(db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
-  const children = isWaiting(run.status) ? (await runs.listDescendantRuns(db, runId)).filter((c) => isWaiting(c.status)) : [];
+  const children = isWaiting(run.status) ? (await runs.listDescendantRuns(db, run.runId)).filter((c) => isWaiting(c.status)) : [];
   const pending: PendingApproval[] = [];
   for (const r of [run, ...children.sort((a, b) => (a.runId < b.runId ? -1 : 1))]) {
     for (const row of await approvals.listApprovals(db, { runId: r.runId, status: "requested" })) {

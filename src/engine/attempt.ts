@@ -5,6 +5,7 @@
  * cancellation and validates it, touching no database; `recordSettle` writes the outcome (output
  * row, attempt, node state) inside a later step's transaction.
  */
+import { resolve } from "node:path";
 import { z } from "zod";
 import { generateStructured } from "../agents/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
@@ -15,6 +16,7 @@ import { MAX_TIMER_MS } from "./constants.ts";
 import type { WaitingStatus } from "./states.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 import { runSubflow } from "./subflow.ts";
+import { ensureWorktree } from "./worktree.ts";
 
 export type AttemptOutcome =
   /** `row`: the output row as written (a custom table may add defaults on disk), for the snapshot. */
@@ -40,6 +42,8 @@ export type AttemptInput = {
   onToolCall?: SideEffectScope["onRecorded"];
   /** The run's waitInPlaceMs, passed on to a `<Subflow>`'s child run. */
   waitInPlaceMs?: number;
+  /** The run's root directory (RunOptions.rootDir; default process.cwd()): a task's cwd outside a `<Worktree>`. */
+  rootDir?: string;
 };
 
 /**
@@ -69,8 +73,13 @@ function shapeForTable(info: OutputTableInfo, raw: unknown): unknown {
 
 async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void): Promise<{ raw: unknown; responseText?: string }> {
   const { task } = a;
+  // Entering a <Worktree> creates it (a static task too, so a bad worktree fails where it is first used).
+  const root = resolve(a.rootDir ?? process.cwd());
+  const cwd = task.worktree ? await ensureWorktree(root, task.worktree) : root;
   if (task.mode === "static") return { raw: task.staticValue };
-  if (task.mode === "subflow") return { raw: await runSubflow({ db: a.db, parentRunId: a.runId, task, signal, waitInPlaceMs: a.waitInPlaceMs }) };
+  if (task.mode === "subflow") {
+    return { raw: await runSubflow({ db: a.db, parentRunId: a.runId, task, signal, waitInPlaceMs: a.waitInPlaceMs, rootDir: cwd }) };
+  }
   if (task.mode === "compute") {
     const idempotencyKey = `${a.runId}:${task.nodeId}:${task.iteration}`;
     const ids = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
@@ -79,6 +88,7 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
       idempotencyKey,
       signal,
       input: a.input,
+      cwd,
       sideEffect: createSideEffect({ db: a.db, ...ids, idempotencyKey, now: a.now, onRecorded: a.onToolCall, signal }),
     };
     return { raw: await task.compute!(ctx) };
@@ -88,6 +98,7 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
     prompt: task.prompt!,
     schema: validationSchema(task, a.info),
     signal,
+    cwd,
     onCall: onAgentCall,
     ...(task.maxSchemaRetries === undefined ? {} : { maxSchemaRetries: task.maxSchemaRetries }),
   });

@@ -8,6 +8,7 @@ export const SmithersEventTypeSchema = z.enum([
   "RunFinished",
   "RunFailed",
   "RunCancelled",
+  "RunContinuedAsNew",
   "NodeStarted",
   "NodeFinished",
   "NodeFailed",
@@ -56,6 +57,18 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
   variant(T.RunFinished, { ...base, status: z.literal("finished") }),
   variant(T.RunFailed, { ...base, status: z.literal("failed"), error: ErrorJsonSchema }),
   variant(T.RunCancelled, { ...base, status: z.literal("cancelled") }),
+  /**
+   * The run ended `continued`: `newRunId` carries on. `iteration`: the loop iteration the new run
+   * starts at (`<Loop continueAsNewEvery>`), else the iteration the run was at; `carriedStateSize`:
+   * bytes of the JSON `state` handed over (0 without one).
+   */
+  variant(T.RunContinuedAsNew, {
+    ...base,
+    status: z.literal("continued"),
+    newRunId: z.string(),
+    iteration: z.number().int(),
+    carriedStateSize: z.number().int(),
+  }),
   variant(T.NodeStarted, attempt),
   variant(T.NodeFinished, { ...attempt, durationMs: z.number() }),
   /** No `durationMs` when no attempt ran: a task failed for its crash loop (TASK_CRASH_LOOP) before starting again. */

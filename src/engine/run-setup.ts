@@ -23,6 +23,7 @@ import { formatZodIssues } from "../schema/index.ts";
 import type { LoopState } from "../jsx/index.ts";
 import { nodeKey } from "../jsx/index.ts";
 import type { NodeError, NodeStatus } from "./scheduler.ts";
+import { withContinuation } from "./continue-as-new.ts";
 import type { NodeState } from "./states.ts";
 
 export type TrackedNode = NodeStatus & {
@@ -39,7 +40,12 @@ export type RunSetup = {
   runId: string;
   /** The owner id the run is executed under (written on the run row). */
   ownerId: string;
+  /** What ctx.input is: the stored input, with `__smithersContinuation` when the run continues another. */
   input: unknown;
+  /** The input as stored for this run (what a successor is started with). */
+  storedInput: unknown;
+  /** The tasks' working directory outside a `<Worktree>` (absolute): asked for, else the run's recorded one, else process.cwd(). */
+  rootDir: string;
   resumed: boolean;
   /** The run had already finished: nothing is run or written, its result is only read back. */
   alreadyFinished: boolean;
@@ -159,27 +165,37 @@ export type SetupOptions = {
   resume?: boolean;
   /** A child run's parent (a `<Subflow>`), recorded in `parent_run_id` when the run is created. */
   parentRunId?: string;
+  /** The root directory asked for (absolute); undefined: a new run records process.cwd(), a resumed one keeps its own. */
+  rootDir?: string;
   ownerId: string;
   nowMs: number;
 };
 
 type Abandoned = RunSetup["abandoned"];
 
-async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unknown; freshBudget: boolean; finished?: boolean; abandoned: Abandoned }> {
+type Resumed = { input: unknown; continuation: string | null; rootDir: string | null; freshBudget: boolean; finished?: boolean; abandoned: Abandoned };
+
+const continuedError = (runId: string, nextRunId: string | null) =>
+  new SmithersError("RUN_NOT_RESUMABLE", `Run "${runId}" continued as run "${nextRunId}"; resume that one`, { runId, nextRunId });
+
+async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
   const run = await runs.getRun(o.db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" to resume in ${o.db.path}`, { runId });
+  if (run.status === "continued") throw continuedError(runId, run.nextRunId);
+  const { continuationJson: continuation, rootDir } = run;
   const stored = await loadInput(o.db, o.registry, runId);
   if (o.input !== undefined && hashInput(validateInput(o.registry, o.input)) !== run.inputHash) {
     throw new SmithersError("INPUT_MISMATCH", `Run "${runId}" was started with a different input; resume it without --input or with the same input`, { runId });
   }
   // A finished run has nothing left to do: resuming it only reads its result, and changes nothing.
-  if (run.status === "finished") return { input: stored, freshBudget: false, finished: true, abandoned: [] };
+  if (run.status === "finished") return { input: stored, continuation, rootDir, freshBudget: false, finished: true, abandoned: [] };
   const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
   let abandonedNow: Abandoned = [];
   const outcome = await o.db.withTransaction("resumeRun", (d): "finished" | "retry" | "continue" => {
     // Ownership is judged under the write lock, so two processes resuming at once cannot both win.
     const current = runs.readRun(d, runId) ?? run;
     if (current.status === "finished") return "finished"; // finished meanwhile by its owner: only read it back
+    if (current.status === "continued") throw continuedError(runId, current.nextRunId);
     // A supervisor that won the claim already wrote its own owner id: that is this caller.
     const claimedByCaller = current.runtimeOwnerId === o.ownerId;
     if (current.status === "running" && !claimedByCaller && ownerAlive(current.runtimeOwnerId, current.heartbeatAtMs, o.nowMs)) {
@@ -194,7 +210,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<{ input: unkno
     runs.setRunFields(d, runId, { status: "running", runtimeOwnerId: o.ownerId, heartbeatAtMs: o.nowMs, finishedAtMs: null, errorJson: null, wakeAtMs: null });
     return retry ? "retry" : "continue";
   });
-  return { input: stored, freshBudget: outcome === "retry", finished: outcome === "finished", abandoned: abandonedNow };
+  return { input: stored, continuation, rootDir, freshBudget: outcome === "retry", finished: outcome === "finished", abandoned: abandonedNow };
 }
 
 async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
@@ -207,6 +223,7 @@ async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
     runs.insertRunRow(d, {
       runId,
       parentRunId: o.parentRunId ?? null,
+      rootDir: o.rootDir ?? process.cwd(),
       workflowName: o.workflowName,
       workflowPath: o.workflowPath ?? null,
       status: "running",
@@ -265,9 +282,18 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const runId = o.runId ?? crypto.randomUUID();
   const resumed = Boolean(o.resume);
   // Resuming a failed/cancelled run gives its failed nodes a fresh retry budget; a crashed run keeps its count.
-  const { input, freshBudget, finished, abandoned } = resumed
+  const {
+    input: storedInput,
+    continuation,
+    freshBudget,
+    finished,
+    abandoned,
+    rootDir: recordedRoot,
+  }: Resumed = resumed
     ? await resumeRun(o, runId)
-    : { input: await startRun(o, runId), freshBudget: false, finished: false, abandoned: [] };
+    : { input: await startRun(o, runId), continuation: null, rootDir: null, freshBudget: false, finished: false, abandoned: [] };
+  const input = withContinuation(storedInput, continuation);
+  const rootDir = o.rootDir ?? recordedRoot ?? process.cwd();
   // A run created just now has no nodes, attempts, loops or outputs to load.
   const [nodes, attempts, loopRows, outputKeys, approved] = resumed
     ? await Promise.all([
@@ -308,5 +334,18 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const loops = new Map(loopRows.map((r) => [r.ralphId, { iteration: r.iteration, done: r.done }]));
   const finishedIds = new Set(nodes.filter((n) => n.state === "finished" || n.state === "skipped").map((n) => n.nodeId));
   keepCurrentIterations(states);
-  return { runId, ownerId: o.ownerId, input, resumed, alreadyFinished: Boolean(finished), states, loops, outputKeys, abandoned, finishedIds };
+  return {
+    runId,
+    ownerId: o.ownerId,
+    input,
+    storedInput,
+    rootDir,
+    resumed,
+    alreadyFinished: Boolean(finished),
+    states,
+    loops,
+    outputKeys,
+    abandoned,
+    finishedIds,
+  };
 }

@@ -2,6 +2,7 @@
  * runWorkflow: sets a run up (or resumes it), then lets a Run execute it step by step, with a
  * heartbeat while it runs and cancellation from the caller's AbortSignal.
  */
+import { resolve } from "node:path";
 import { checkDurability, runs, type Durability } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { EventBus, openEventBus } from "./event-bus.ts";
@@ -39,6 +40,12 @@ export type RunOptions = {
   waitInPlaceMs?: number;
   /** Aborting this ends every grace period in progress at once: stopped bodies still running are abandoned now. */
   abandonSignal?: AbortSignal;
+  /**
+   * The run's root directory: the working directory of its tasks (`ctx.cwd`, an agent's `cwd`)
+   * outside a `<Worktree>`, what a relative `<Worktree path>` resolves against, and whose git
+   * repository worktrees are added to. Default: process.cwd().
+   */
+  rootDir?: string;
   /** When frames are stored whole instead of as deltas (default: adaptive, on multiples of 50). */
   keyframes?: Partial<KeyframePolicy>;
   /**
@@ -53,8 +60,29 @@ export type RunOptions = {
  * Runs (or resumes) a workflow to completion and resolves with its status. Bad input,
  * a changed input on resume, or an unknown run reject with a SmithersError; failures
  * during the run resolve with `status: "failed"` and the error.
+ *
+ * A run that continues as a new one (`<ContinueAsNew>`, `<Loop continueAsNewEvery>`) is followed:
+ * the result is the last run of the chain's (its `runId` is that run's id, never `continued`).
+ * Resuming a run that continued resumes the last run of its chain.
  */
 export async function runWorkflow(workflow: SmithersWorkflow, options: RunOptions = {}): Promise<RunResult> {
+  let runId = options.runId;
+  if (options.resume && runId !== undefined) {
+    const end = await runs.getChainEnd(workflow.dbFor(options.dbPath), runId);
+    if (end) runId = end.runId;
+  }
+  // One owner for the whole chain: a successor is created owned by the run that continued.
+  const ownerId = options.ownerId ?? newOwnerId();
+  let result = await runOnce(workflow, { ...options, runId, ownerId }, false);
+  while (result.status === "continued" && result.nextRunId) {
+    // The successor exists (same owner, status running) since the transaction that ended this run.
+    result = await runOnce(workflow, { ...options, ownerId, runId: result.nextRunId, resume: true, input: undefined }, true);
+  }
+  return result;
+}
+
+/** One run of the chain; `successor`: a run this process just created by continuing the previous one. */
+async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successor: boolean): Promise<RunResult> {
   const { graceMs } = options;
   if (graceMs !== undefined && !(typeof graceMs === "number" && graceMs >= 0)) {
     throw new SmithersError("INVALID_OPTION", `graceMs must be a number of milliseconds >= 0 (or Infinity), got ${String(graceMs)}`);
@@ -76,6 +104,7 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
       input: options.input,
       resume: options.resume,
       parentRunId: options.parentRunId,
+      rootDir: options.rootDir === undefined ? undefined : resolve(options.rootDir),
       ownerId,
       nowMs: now(),
     });
@@ -89,7 +118,7 @@ export async function runWorkflow(workflow: SmithersWorkflow, options: RunOption
     );
     const run = new Run(workflow, setup, db, bus, recorder, options, now);
     if (setup.alreadyFinished) return await run.readBack();
-    run.emit({ type: setup.resumed ? "RunResumed" : "RunStarted", status: "running" });
+    run.emit({ type: setup.resumed && !successor ? "RunResumed" : "RunStarted", status: "running" });
     for (const a of setup.abandoned) run.emit({ type: "NodeAbandoned", ...a, reason: "process-died" });
     const heartbeat = setInterval(() => {
       runs.heartbeatRun(db, setup.runId, ownerId, now()).then(

@@ -33,8 +33,9 @@ import { runEndedEvent, type EventBody } from "./events.ts";
 import type { FrameRecorder } from "./frames.ts";
 import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
-import { decide, DecideMemo, failureIn, type Action } from "./scheduler.ts";
+import { decide, DecideMemo, failureIn, type Action, type ContinueFrom } from "./scheduler.ts";
 import { describeFailure, failureError } from "./failure.ts";
+import { createSuccessor } from "./continue-as-new.ts";
 import { isWaiting, type RunStatus, type WaitingStatus } from "./states.ts";
 import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS, TIMER_WAIT_IN_PLACE_MS, WAIT_POLL_MS } from "./constants.ts";
 import { retryBudget, retryDelay } from "./retry.ts";
@@ -45,6 +46,8 @@ export type RunResult = {
   status: RunStatus;
   output?: unknown;
   error?: SmithersError;
+  /** Status `continued`: the run that carries on (runWorkflow follows it; a result it returns is never `continued`). */
+  nextRunId?: string;
 };
 
 export type RunSettings = {
@@ -104,6 +107,8 @@ export class Run {
   private suspended: WaitingStatus | undefined;
   /** When the suspended run must be looked at again: its earliest timer or timeout (stored on the run for the daemon). */
   private suspendedUntilMs: number | undefined;
+  /** Set when the scheduler decided to continue as a new run: the run ends `continued`. */
+  private continueFrom: ContinueFrom | undefined;
   /** Carried between decide() calls: states here only move forward (see DecideMemo). */
   private readonly memo = new DecideMemo();
   /** Frames waiting for the next transaction (see Outbox). */
@@ -508,6 +513,9 @@ export class Run {
         return "done";
       case "wait":
         return { untilMs: action.untilMs };
+      case "continue-as-new":
+        this.continueFrom = action.from;
+        return "done";
       case "start":
       case "retry": {
         const { task } = action;
@@ -551,6 +559,7 @@ export class Run {
           startedAtMs: nowMs,
           onToolCall: (e) => this.emit({ ...e, ...ids }),
           waitInPlaceMs: this.settings.waitInPlaceMs,
+          rootDir: this.s.rootDir,
         };
         starts.push({ task, tracked, input });
         return undefined;
@@ -724,7 +733,14 @@ export class Run {
         this.fail(asRunError(error)); // the run still ends, failed, instead of staying `running`
       }
     }
-    const status: RunStatus = this.abort.signal.aborted ? "cancelled" : this.failure ? "failed" : (this.suspended ?? "finished");
+    const status: RunStatus = this.abort.signal.aborted
+      ? "cancelled"
+      : this.failure
+        ? "failed"
+        : this.continueFrom
+          ? "continued"
+          : (this.suspended ?? "finished");
+    let nextRunId: string | undefined;
     const error = status === "failed" && this.failure ? errorSummaryJson(this.failure) : undefined;
     const finishedAtMs = this.now();
     try {
@@ -736,8 +752,13 @@ export class Run {
         this.closeLeftRunning(d, finishedAtMs, new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
         // What a waiting node waits for may have arrived after this run last looked: then it is due at once.
         const wakeAtMs = isWaiting(status) && this.waits.arrivedMeanwhile(d, this.plan) ? finishedAtMs : (this.suspendedUntilMs ?? null);
-        runs.setRunFields(d, runId, { status, finishedAtMs, wakeAtMs, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
-        this.emitInTransaction(runEndedEvent(status, error));
+        if (status === "continued") {
+          const next = createSuccessor(d, this.successorArgs(finishedAtMs));
+          nextRunId = next.nextRunId;
+          this.emitInTransaction(next.event);
+        }
+        runs.setRunFields(d, runId, { status, finishedAtMs, wakeAtMs, nextRunId, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
+        if (status !== "continued") this.emitInTransaction(runEndedEvent(status, error));
         this.journal(d);
       });
     } catch (cause) {
@@ -746,8 +767,23 @@ export class Run {
     }
     await this.readCustomRows();
     if (status === "cancelled" || isWaiting(status)) return { runId, status };
+    if (status === "continued") return { runId, status, nextRunId };
     if (status === "failed") return { runId, status, error: this.failure };
     return { runId, status, output: this.result() };
+  }
+
+  private successorArgs(nowMs: number): Parameters<typeof createSuccessor>[1] {
+    const { s } = this;
+    return {
+      registry: this.wf.registry,
+      runId: s.runId,
+      ownerId: s.ownerId,
+      input: s.storedInput,
+      loops: s.loops,
+      from: this.continueFrom!,
+      iteration: this.activeIteration(),
+      nowMs,
+    };
   }
 
   /**

@@ -2,7 +2,7 @@
  * The scheduler: a pure function from (plan, node states, clock) to actions. It never touches
  * the database; the actuator performs what it decides. Tested without SQLite.
  */
-import { childNodes, type Plan, type PlanGroup, type PlanLoop, type PlanNode, type PlanSaga, type PlanTask } from "../jsx/index.ts";
+import { childNodes, type Plan, type PlanGroup, type PlanLoop, type PlanContinue, type PlanNode, type PlanSaga, type PlanTask } from "../jsx/index.ts";
 import { peekDone, visitSaga, visitTry } from "./scheduler-compose.ts";
 import type { NodeState, WaitingStatus } from "./states.ts";
 
@@ -55,7 +55,15 @@ export type Action =
   | { type: "fire-timer"; task: PlanTask }
   /** A signal wait or human task reached its timeout. */
   | { type: "expire-wait"; task: PlanTask }
+  /**
+   * A `<ContinueAsNew>` was reached, or a `<Loop continueAsNewEvery>` ended its Nth iteration,
+   * and nothing runs any more: the run ends `continued` and a new run carries on. Comes alone.
+   */
+  | { type: "continue-as-new"; from: ContinueFrom }
   | { type: "fail-run"; failure: Failure };
+
+/** What continues the run: a `<ContinueAsNew>` (with its state), or a loop at an iteration boundary. */
+export type ContinueFrom = { kind: "node"; node: PlanContinue } | { kind: "loop"; loop: PlanLoop };
 
 export type Visit = "done" | "busy" | "failed";
 export type Cap = { max: number; used: number };
@@ -80,6 +88,8 @@ export type Walk = {
   memo: DecideMemo | undefined;
   /** Node ids with a finished or skipped iteration, when the caller keeps them (see decide). */
   finishedIds: ReadonlySet<string> | undefined;
+  /** The first continue-as-new reached: from then on nothing new starts. */
+  continueFrom?: ContinueFrom;
 };
 
 /**
@@ -251,6 +261,7 @@ function settled(node: PlanNode, w: Walk): boolean {
   if (node.kind === "loop") return node.done;
   // Over once it is done: a caught failure inside, or compensations that never had to run, do not hold it in flight.
   if (node.kind === "try" || node.kind === "saga") return peekDone(node, w, visit);
+  if (node.kind === "continue-as-new") return false; // reached, it ends the run
   if (node.kind !== "task") return node.children.every((c) => settled(c, w));
   const state = stateOf(w, node)?.state;
   return state === "finished" || state === "skipped" || (state === "failed" && node.continueOnFail);
@@ -273,7 +284,9 @@ function visitLoop(loop: PlanLoop, caps: Cap[], w: Walk): Visit {
   if (loop.until) {
     w.actions.push({ type: "finish-loop", loop });
   } else if (loop.iteration + 1 < loop.maxIterations) {
-    w.actions.push({ type: "advance-loop", loop });
+    // Every continueAsNewEvery-th boundary, the next iteration starts in a new run instead.
+    if (loop.continueAsNewEvery !== undefined && (loop.iteration + 1) % loop.continueAsNewEvery === 0) w.continueFrom ??= { kind: "loop", loop };
+    else w.actions.push({ type: "advance-loop", loop });
   } else if (loop.onMaxReached === "fail") {
     w.failure ??= { kind: "loop-max", loop };
     return "failed";
@@ -297,6 +310,9 @@ function visit(node: PlanNode, caps: Cap[], w: Walk): Visit {
       return visitTry(node, caps, w, visit);
     case "saga":
       return visitSaga(node, caps, w, visit);
+    case "continue-as-new":
+      w.continueFrom ??= { kind: "node", node };
+      return "busy";
   }
 }
 
@@ -347,6 +363,13 @@ export function decide(
   const r = visit(plan.root, [global], w);
   if (r === "failed") return [{ type: "fail-run", failure: w.failure! }];
   if (r === "done") return [{ type: "finish-run" }];
+  if (w.continueFrom) {
+    // Reached: nothing new starts; what runs settles (and what it decides is done) before the run continues.
+    const pending = w.actions.filter((a) => a.type !== "start" && a.type !== "retry");
+    if (pending.length > 0) return pending;
+    if (w.running > 0) return [{ type: "wait" }];
+    return [{ type: "continue-as-new", from: w.continueFrom }];
+  }
   // A node that waits without `async` holds up the whole run: nothing new starts until it is answered.
   // (A backoff in progress does not matter then either.)
   if (w.barrier) w.actions = w.actions.filter((a) => a.type !== "start" && a.type !== "retry");

@@ -7,6 +7,7 @@
 import { nodes as nodeRows, runs, signals, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { checkAgainstJsonSchema } from "../schema/index.ts";
+import { isOver } from "./states.ts";
 
 export type SendSignalOptions = {
   runId: string;
@@ -45,7 +46,8 @@ function waitOf(text: string | null): WaitJson | undefined {
 }
 
 /**
- * Stores a signal for a run. RUN_NOT_FOUND for an unknown run, RUN_ENDED for one that finished,
+ * Stores a signal for a run (for the last run of its chain when it continued as new: see
+ * `<ContinueAsNew>`). RUN_NOT_FOUND for an unknown run, RUN_ENDED for one that finished,
  * failed or was cancelled, SIGNAL_INVALID (field by field) when the payload fails the schema of
  * a node waiting for it; in each case nothing is stored.
  * @example
@@ -57,19 +59,21 @@ export function sendSignal(db: SmithersDb, o: SendSignalOptions): Promise<SentSi
   const payloadJson = JSON.stringify(data);
   const nowMs = (o.now ?? Date.now)();
   return db.withTransaction("sendSignal", (d) => {
-    const run = runs.readRun(d, o.runId);
+    // A run that continued as new hands its signals to the run carrying on.
+    const run = runs.readChainEnd(d, o.runId);
     if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${o.runId}" in ${db.path}`, { runId: o.runId });
-    if (run.status === "finished" || run.status === "failed" || run.status === "cancelled") {
-      throw new SmithersError("RUN_ENDED", `Run "${o.runId}" is ${run.status}; a signal can no longer reach it`, { runId: o.runId, status: run.status });
+    const { runId } = run;
+    if (isOver(run.status)) {
+      throw new SmithersError("RUN_ENDED", `Run "${runId}" is ${run.status}; a signal can no longer reach it`, { runId, status: run.status });
     }
     const waitingNodes: SentSignal["waitingNodes"] = [];
-    for (const node of nodeRows.readNodesInState(d, o.runId, "waiting-event")) {
+    for (const node of nodeRows.readNodesInState(d, runId, "waiting-event")) {
       const wait = waitOf(node.waitJson);
       if (!wait || wait.event !== o.name || (wait.correlationId !== null && wait.correlationId !== (o.correlationId ?? null))) continue;
       const problems = wait.schema ? checkAgainstJsonSchema(wait.schema, data) : undefined;
       if (problems) {
         throw new SmithersError("SIGNAL_INVALID", `The payload of signal "${o.name}" does not match what "${node.nodeId}" waits for:\n${problems}`, {
-          runId: o.runId,
+          runId,
           nodeId: node.nodeId,
           issues: problems,
         });
@@ -77,7 +81,7 @@ export function sendSignal(db: SmithersDb, o: SendSignalOptions): Promise<SentSi
       waitingNodes.push({ nodeId: node.nodeId, iteration: node.iteration });
     }
     const { seq, duplicate } = signals.insertOrFindIn(d, {
-      runId: o.runId,
+      runId,
       signalName: o.name,
       correlationId: o.correlationId ?? null,
       payloadJson,
@@ -85,7 +89,7 @@ export function sendSignal(db: SmithersDb, o: SendSignalOptions): Promise<SentSi
       receivedBy: o.by ?? null,
       dedupeKey: o.dedupeKey ?? null,
     });
-    if (waitingNodes.length > 0 && !duplicate) runs.markRunDue(d, o.runId, nowMs);
-    return { runId: o.runId, name: o.name, seq, duplicate, waitingNodes: duplicate ? [] : waitingNodes };
+    if (waitingNodes.length > 0 && !duplicate) runs.markRunDue(d, runId, nowMs);
+    return { runId, name: o.name, seq, duplicate, waitingNodes: duplicate ? [] : waitingNodes };
   });
 }

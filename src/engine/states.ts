@@ -22,7 +22,11 @@ export type NodeState = z.infer<typeof NodeStateSchema>;
 export const AttemptStateSchema = z.enum(["running", "finished", "failed", "cancelled", "abandoned", "waiting"]);
 export type AttemptState = z.infer<typeof AttemptStateSchema>;
 
-export const RunStatusSchema = z.enum(["running", "finished", "failed", "cancelled", "waiting-approval", "waiting-event", "waiting-timer"]);
+/**
+ * `continued`: the run ended by handing its work to a new run (`<ContinueAsNew>`, `<Loop
+ * continueAsNewEvery>`), named by its `next_run_id`; like `finished`, it never runs again.
+ */
+export const RunStatusSchema = z.enum(["running", "finished", "continued", "failed", "cancelled", "waiting-approval", "waiting-event", "waiting-timer"]);
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
 /** The statuses of a run (and states of a node) that wait for the world: a person, a signal, a time. */
@@ -30,3 +34,6 @@ export { WAITING_STATUSES };
 export type WaitingStatus = (typeof WAITING_STATUSES)[number];
 
 export const isWaiting = (status: string): status is WaitingStatus => (WAITING_STATUSES as readonly string[]).includes(status);
+
+/** Statuses after which a run never runs again (resuming a failed or cancelled one is a new attempt at it). */
+export const isOver = (status: string): boolean => status === "finished" || status === "continued" || status === "failed" || status === "cancelled";

@@ -22,6 +22,8 @@ export type SubflowWork = {
   signal: AbortSignal;
   /** The parent's setting, passed on: a child timer due within it is waited for in place. */
   waitInPlaceMs?: number;
+  /** The node's working directory (its `<Worktree>`, else the parent's root): the child run's root directory. */
+  rootDir?: string;
 };
 
 /** Databases whose tables already hold a given child workflow's outputs. */
@@ -65,11 +67,13 @@ export async function runSubflow(w: SubflowWork): Promise<unknown> {
     parentRunId: w.parentRunId,
     signal: w.signal,
     waitInPlaceMs: w.waitInPlaceMs,
+    rootDir: w.rootDir,
   });
-  if (result.status === "finished") return child.output === undefined ? (result.output ?? null) : await declaredResult(w.db, child, runId);
+  // A child that continued as new runs ended in the last run of its chain: its result is that run's.
+  if (result.status === "finished") return child.output === undefined ? (result.output ?? null) : await declaredResult(w.db, child, result.runId);
   if (isWaiting(result.status)) {
     // Not a failure: the node waits with its child, until the child is due (runs.markRunDue marks the parent too).
-    const wakeAtMs = (await runs.getRun(w.db, runId))?.wakeAtMs ?? null;
+    const wakeAtMs = (await runs.getRun(w.db, result.runId))?.wakeAtMs ?? null;
     throw new SmithersError("SUBFLOW_WAITING", `Subflow "${task.nodeId}": child run ${runId} is ${result.status}`, {
       childRunId: runId,
       childStatus: result.status,

@@ -116,7 +116,8 @@ export class Waits extends WaitCore {
     const due = new Set<string>();
     for (const task of waiting) {
       if (task.mode !== "subflow") continue;
-      const child = runs.readRun(d, subflowRunId(this.host.runId, task.nodeId, task.iteration));
+      // A child that continued as new waits (or not) in the last run of its chain.
+      const child = runs.readChainEnd(d, subflowRunId(this.host.runId, task.nodeId, task.iteration));
       if (!child || !isWaiting(child.status) || (child.wakeAtMs !== null && child.wakeAtMs <= nowMs)) due.add(task.key);
     }
     return due;

@@ -18,6 +18,8 @@ import {
 } from "../db/index.ts";
 import * as components from "../jsx/components.ts";
 import { Saga, SagaStep, TryCatchFinally } from "../jsx/compose.ts";
+import { ContinueAsNew, continueAsNew } from "../jsx/continue-as-new.ts";
+import { Worktree } from "../jsx/worktree.ts";
 import type { SmithersNode } from "../jsx/index.ts";
 import { useCtx, type SmithersCtx } from "./ctx.ts";
 
@@ -97,6 +99,9 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
     TryCatchFinally,
     Saga,
     SagaStep,
+    ContinueAsNew,
+    continueAsNew,
+    Worktree,
     /** The ctx of the render in progress, typed with this workflow's input (see useCtx). */
     useCtx: (): SmithersCtx<InputOf<S>> => useCtx<InputOf<S>>(),
     smithers,

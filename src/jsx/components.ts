@@ -116,6 +116,8 @@ export type LoopProps = {
   until: unknown;
   maxIterations?: number;
   onMaxReached?: "fail" | "return-last";
+  /** Every this many iterations the run continues as a new run (see `<ContinueAsNew>`), carrying the loop's iteration and the latest outputs. */
+  continueAsNewEvery?: number;
   skipIf?: boolean;
   children?: SmithersNode;
 };

@@ -17,6 +17,11 @@ export type TaskRunContext = {
   signal: AbortSignal;
   input: unknown;
   /**
+   * The task's working directory, as an absolute path: its `<Worktree>`'s (created before the task
+   * starts), else the run's root directory (`rootDir`, default process.cwd()).
+   */
+  cwd: string;
+  /**
    * Runs an irreversible call at most once per task across retries and resumes: the intent and
    * the result are recorded in `_smithers_tool_calls`; a recorded result is returned without
    * calling again. `call.key` is the idempotency key to hand to the external system;
@@ -70,6 +75,20 @@ export type HumanTaskSpec = {
   maxAttempts: number;
   /** How long each ask stays open; no deadline when undefined. */
   timeoutMs: number | undefined;
+};
+
+/**
+ * A `<Worktree>`: its tasks run in the git worktree at `path` (relative paths resolve against the
+ * run's root directory), created from the repository of that directory when missing.
+ */
+export type WorktreeSpec = {
+  /** The `<Worktree id>`, when given (unique within a render). */
+  id: string | undefined;
+  path: string;
+  /** The branch checked out there (created from `baseBranch` when it does not exist); omitted: a detached HEAD. */
+  branch: string | undefined;
+  /** What a new branch (or the detached HEAD) starts from; default `main` when that branch exists, else HEAD. */
+  baseBranch: string | undefined;
 };
 
 /** How the wait between attempts grows: the same each time, by `initialDelayMs` each time, or doubling (by `factor`). */
@@ -139,6 +158,8 @@ export type PlanTask = {
   unresolvedDeps?: readonly string[];
   label: string | undefined;
   meta: Record<string, unknown> | undefined;
+  /** The innermost `<Worktree>` around the task: its working directory. */
+  worktree?: WorktreeSpec;
 };
 
 export type PlanGroup = {
@@ -147,6 +168,20 @@ export type PlanGroup = {
   /** A Parallel's cap on direct children in flight (from their first task started until all are done). */
   subtreeConcurrency?: number;
   children: PlanNode[];
+  /** Set on a `<Worktree>`: a sequence whose tasks run in that worktree. */
+  worktree?: WorktreeSpec;
+};
+
+/**
+ * A `<ContinueAsNew>`: once reached (what comes before it in its sequence is done), nothing new
+ * starts; when nothing runs any more the run ends `continued` and a new run starts with `state`.
+ */
+export type PlanContinue = {
+  kind: "continue-as-new";
+  /** The JSON state handed over (undefined: none), checked serializable at render. */
+  state: unknown;
+  /** Its JSON size in bytes (0 without a state). */
+  stateBytes: number;
 };
 
 export type PlanLoop = {
@@ -159,6 +194,11 @@ export type PlanLoop = {
   done: boolean;
   maxIterations: number;
   onMaxReached: "fail" | "return-last";
+  /**
+   * After every this many iterations (counted from 0: after iterations N-1, 2N-1, …) the run ends
+   * `continued` and a new run goes on with the next iteration, its loop state and latest outputs.
+   */
+  continueAsNewEvery: number | undefined;
   children: PlanNode[];
 };
 
@@ -194,12 +234,13 @@ export type PlanSaga = {
   steps: PlanSagaStep[];
 };
 
-export type PlanNode = PlanTask | PlanGroup | PlanLoop | PlanTry | PlanSaga;
+export type PlanNode = PlanTask | PlanGroup | PlanLoop | PlanTry | PlanSaga | PlanContinue;
 
 /** The nodes directly under `node`, in document order (a try's and a saga's sections included). */
 export function childNodes(node: PlanNode): readonly PlanNode[] {
   switch (node.kind) {
     case "task":
+    case "continue-as-new":
       return [];
     case "try":
       return [node.block, ...(node.catch ? [node.catch] : []), ...(node.finally ? [node.finally] : [])];

@@ -12,7 +12,6 @@ export const DIFFERENCES = 'README "Coming from smithers-orchestrator"';
 /** Props the peer's components take that no component here supports yet (the peer's meaning is known). */
 export const PEER_ONLY_PROPS: ReadonlySet<string> = new Set([
   "cache",
-  "continueAsNewEvery",
   "id",
   "label",
   "needs",
@@ -67,7 +66,9 @@ export const ACCEPTED_PROPS = {
   ]),
   Sequence: new Set(["skipIf", "children"]),
   Parallel: new Set(["maxConcurrency", "subtreeConcurrency", "skipIf", "children"]),
-  Loop: new Set(["id", "until", "maxIterations", "onMaxReached", "skipIf", "children"]),
+  Loop: new Set(["id", "until", "maxIterations", "onMaxReached", "continueAsNewEvery", "skipIf", "children"]),
+  ContinueAsNew: new Set(["state"]),
+  Worktree: new Set(["path", "id", "branch", "baseBranch", "skipIf", "children"]),
   Branch: new Set(["if", "then", "else", "skipIf"]),
   Approval: new Set(["id", "output", "outputSchema", "request", "onDeny", "mode", "options", "async", "skipIf", "dependsOn", "needs", "label"]),
   Timer: new Set(["id", "duration", "until", "skipIf", "dependsOn", "label"]),

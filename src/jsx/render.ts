@@ -6,6 +6,8 @@ import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./components.ts";
 import { COMPOSE_HOST, renderSaga, renderTry, type RenderSection, type SagaProps, type TryCatchFinallyProps } from "./compose.ts";
+import { CONTINUE_AS_NEW_HOST, planContinue } from "./continue-as-new.ts";
+import { WORKTREE_HOST, worktreeSpec } from "./worktree.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
@@ -13,16 +15,18 @@ import { isPromptElement, promptText } from "./prompt-text.ts";
 import { renderContext } from "./render-context.ts";
 import { describeSchema } from "../agents/index.ts";
 import { retryPropsOf } from "./retry-props.ts";
-import type { ApprovalSpec, EventWaitSpec, HumanTaskSpec, TimerSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask } from "./plan.ts";
+import type { ApprovalSpec, EventWaitSpec, HumanTaskSpec, TimerSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask, WorktreeSpec } from "./plan.ts";
 
 export const DEFAULT_MAX_ITERATIONS = 5;
 
-type Scope = { path: string; loop: { id: string; iteration: number } | undefined };
+/** Where an element sits: its tree path, its loop, and the innermost `<Worktree>` around it. */
+type Scope = { path: string; loop: { id: string; iteration: number } | undefined; worktree?: WorktreeSpec };
 
 type RenderState = {
   loops: ReadonlyMap<string, LoopState>;
   taskIds: Set<string>;
   loopIds: Set<string>;
+  worktreeIds: Set<string>;
   tasks: PlanTask[];
   planLoops: PlanLoop[];
   workflowName: string | undefined;
@@ -65,6 +69,7 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope, comp
     label: props.label as string | undefined,
     meta: props.meta as Record<string, unknown> | undefined,
     async: Boolean(props.async),
+    ...(scope.worktree ? { worktree: scope.worktree } : {}),
   };
 }
 
@@ -220,6 +225,15 @@ function subflowFromProps(props: Record<string, unknown>, scope: Scope): PlanTas
   return { ...taskBase(id, props, scope, "Subflow"), outputSchema: undefined, mode: "subflow", subflow: { workflow, input: props.input } };
 }
 
+/** `<Loop continueAsNewEvery>`: a positive integer, or undefined when not given. */
+function continueEvery(loopId: string, value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
+    throw invalid(`<Loop id="${loopId}"> continueAsNewEvery must be a positive whole number of iterations`, { loopId, prop: "continueAsNewEvery" });
+  }
+  return value;
+}
+
 function childPath(scope: Scope, index: number): Scope {
   return { ...scope, path: `${scope.path}.${index}` };
 }
@@ -314,7 +328,8 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
         done: Boolean(persisted?.done),
         maxIterations,
         onMaxReached: props.onMaxReached === "fail" ? "fail" : "return-last",
-        children: renderChildren(children, { path: scope.path, loop: { id: loopId, iteration } }, state),
+        continueAsNewEvery: continueEvery(loopId, props.continueAsNewEvery),
+        children: renderChildren(children, { ...scope, loop: { id: loopId, iteration } }, state),
       };
       state.planLoops.push(loop);
       return loop;
@@ -331,6 +346,17 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
     }
     case COMPOSE_HOST.sagaStep:
       throw invalid("<Saga.Step> may only appear directly inside a <Saga>");
+    case CONTINUE_AS_NEW_HOST:
+      return planContinue(props);
+    case WORKTREE_HOST: {
+      const worktree = worktreeSpec(props);
+      if (worktree.id !== undefined) {
+        if (state.worktreeIds.has(worktree.id))
+          throw new SmithersError("DUPLICATE_ID", `Two worktrees share the id "${worktree.id}" in one render`, { worktreeId: worktree.id });
+        state.worktreeIds.add(worktree.id);
+      }
+      return { kind: "sequence", maxConcurrency: undefined, children: renderChildren(children, { ...scope, worktree }, state), worktree };
+    }
     case HOST.workflow:
       throw invalid("<Workflow> may only appear at the root");
     default:
@@ -340,7 +366,7 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
 
 /** Turns the element returned by a workflow's build function into a Plan. */
 export function render(root: SmithersNode, loops: ReadonlyMap<string, LoopState> = new Map()): Plan {
-  const state: RenderState = { loops, taskIds: new Set(), loopIds: new Set(), tasks: [], planLoops: [], workflowName: undefined };
+  const state: RenderState = { loops, taskIds: new Set(), loopIds: new Set(), worktreeIds: new Set(), tasks: [], planLoops: [], workflowName: undefined };
   const hosts: { element: SmithersElement; scope: Scope }[] = [];
   hostChildren(root, { path: "", loop: undefined }, hosts);
   const top = hosts[0];

@@ -59,3 +59,18 @@ export function readNodesInState(d: Drizzle, runId: string, state: string): Node
     .where(and(eq(smithersNodes.runId, runId), eq(smithersNodes.state, state)))
     .all();
 }
+
+/**
+ * Inside the transaction that continues run `fromRunId` as `toRunId` (`<Loop continueAsNewEvery>`):
+ * copies each node's latest iteration that is over (finished, skipped or failed), so the new run
+ * does not run again what the old one finished. Attempts stay with the old run, as its history.
+ * Returns the rows copied.
+ */
+export function copyLatestEndedNodes(d: Drizzle, fromRunId: string, toRunId: string, nowMs: number): number {
+  const copied = [N.nodeId, N.iteration, N.state, N.lastAttempt, N.outputTable, N.label];
+  const text = `INSERT INTO ${N.$table} (${N.runId}, ${N.updatedAtMs}, ${copied.join(", ")})
+    SELECT ?, ?, ${copied.map((c) => `s.${c}`).join(", ")} FROM ${N.$table} AS s
+    WHERE s.${N.runId} = ? AND s.${N.state} IN ('finished', 'skipped', 'failed')
+      AND s.${N.iteration} = (SELECT MAX(m.${N.iteration}) FROM ${N.$table} AS m WHERE m.${N.runId} = s.${N.runId} AND m.${N.nodeId} = s.${N.nodeId})`;
+  return rawStatement(d, text).run(toRunId, nowMs, fromRunId).changes;
+}

@@ -78,6 +78,28 @@ export function listDescendantRuns(db: SmithersDb, runId: string): Promise<RunRo
   });
 }
 
+/**
+ * The run that carries on `runId`'s work: the run itself, or, when it ended `continued`, the last
+ * run of its chain of continuations (followed through `next_run_id`). Undefined for an unknown run.
+ */
+export function readChainEnd(d: Drizzle, runId: string): RunRow | undefined {
+  let run = readRun(d, runId);
+  for (let hops = 0; run?.status === "continued" && run.nextRunId && hops < MAX_CONTINUATIONS_FOLLOWED; hops++) {
+    const next = readRun(d, run.nextRunId);
+    if (!next) break;
+    run = next;
+  }
+  return run;
+}
+
+/** `readChainEnd` in a queue turn. */
+export function getChainEnd(db: SmithersDb, runId: string): Promise<RunRow | undefined> {
+  return db.read("getChainEnd", (d) => readChainEnd(d, runId));
+}
+
+/** How far readChainEnd follows next_run_id (a guard against a cycle written by hand). */
+const MAX_CONTINUATIONS_FOLLOWED = 1_000_000;
+
 /** `getRun` inside the caller's transaction (under its write lock). */
 export function readRun(d: Drizzle, runId: string): RunRow | undefined {
   return d.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get();
