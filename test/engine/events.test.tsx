@@ -15,7 +15,7 @@ const fast = { initialDelayMs: 1, maxDelayMs: 2 };
 describe("SmithersEventSchema", () => {
   test("every event the engine journals, of every type, parses with the union of its type's variant", async () => {
     const dbPath = tempDbPath();
-    const { Workflow, Task, Sequence, Loop, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    const { Workflow, Task, Sequence, Loop, ContinueAsNew, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
     let flaky = 0;
     const wf = smithers((ctx) => (
       <Workflow name="all-events">
@@ -118,6 +118,17 @@ describe("SmithersEventSchema", () => {
     expect((await runWorkflow(parent, { runId: "parent" })).status).toBe("waiting-approval");
     await approve(parentKit.smithersDb, { runId: "parent" });
     expect((await runWorkflow(parent, { runId: "parent", resume: true })).status).toBe("finished");
+
+    // A run that continues as new (RunContinuedAsNew), then finishes.
+    const chained = smithers((ctx) => (
+      <Workflow name="chained">
+        <Task id="only" output={outputs.out}>
+          {{ n: 0 }}
+        </Task>
+        {"__smithersContinuation" in (ctx.input as object) ? null : <ContinueAsNew state={{ page: 2 }} />}
+      </Workflow>
+    ));
+    expect((await runWorkflow(chained, { runId: "continued" })).status).toBe("finished");
 
     const easy = smithers(() => (
       <Workflow name="easy">

@@ -49,6 +49,8 @@ function summary(actions: Action[]): string[] {
         return "finish-run";
       case "fail-run":
         return `fail-run ${a.failure.kind}`;
+      case "continue-as-new":
+        return a.from.kind === "loop" ? `continue-as-new ${a.from.loop.loopId}@${a.from.loop.iteration}` : "continue-as-new";
     }
   });
 }
