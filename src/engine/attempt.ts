@@ -254,6 +254,9 @@ function assertStorable(nodeId: string, data: unknown): void {
   }
 }
 
+/** Failures no retry can mend (the workflow's own input is wrong): the task fails at once, whatever its retries. */
+const NEVER_RETRIED: ReadonlySet<string> = new Set(["WORKTREE_INVALID", "WORKTREE_NOT_IN_REPO"]);
+
 /**
  * What an ended attempt comes to, decided without the database: finished (with the output row
  * it stores), failed (retryable while `canRetry` and the error is not fatal) or cancelled.
@@ -271,7 +274,7 @@ export function settleOutcome(a: AttemptInput, result: AttemptResult, canRetry: 
     const { childStatus, childRunId, wakeAtMs } = error.details as { childStatus: WaitingStatus; childRunId: string; wakeAtMs: number | null };
     return { kind: "suspended", status: childStatus, wakeAtMs: wakeAtMs ?? undefined, childRunId, durationMs };
   }
-  const retryable = !isInstance(thrown, FatalError) && canRetry;
+  const retryable = !isInstance(thrown, FatalError) && !NEVER_RETRIED.has(error.code) && canRetry;
   const retryAfterMs = isInstance(thrown, RetryableError) ? thrown.retryAfterMs : undefined;
   return { kind: "failed", error, retryable, retryAfterMs, durationMs };
 }

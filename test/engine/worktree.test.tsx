@@ -11,13 +11,13 @@ import { git, gitLines, tempRepo } from "../worktree-helpers.ts";
 
 const schemas = { place: z.object({ cwd: z.string() }) };
 
-/** A workflow with one compute task in `<Worktree path branch? baseBranch?>`, recording its cwd. */
-function inWorktree(dbPath: string, props: { path: string; branch?: string; baseBranch?: string }) {
+/** A workflow with one compute task (no retries unless asked) in `<Worktree path branch? baseBranch?>`, recording its cwd. */
+function inWorktree(dbPath: string, props: { path: string; branch?: string; baseBranch?: string }, retries = 0) {
   const { Workflow, Task, Worktree, smithers, outputs } = createSmithers(schemas, { dbPath });
   return smithers(() => (
     <Workflow name="wt">
       <Worktree {...props}>
-        <Task id="work" output={outputs.place}>
+        <Task id="work" output={outputs.place} retries={retries}>
           {({ cwd }) => ({ cwd })}
         </Task>
       </Worktree>
@@ -28,15 +28,17 @@ function inWorktree(dbPath: string, props: { path: string; branch?: string; base
 const branches = (repo: string) => gitLines(repo, "branch", "--format=%(refname:short)").sort();
 
 describe("<Worktree> bad input", () => {
-  test("a path that exists but is not a worktree of the repository fails the task with WORKTREE_INVALID, leaving it and the repository as they were", async () => {
+  test("a path that exists but is not a worktree of the repository fails the task at once (no retry mends it) with WORKTREE_INVALID, leaving it and the repository as they were", async () => {
     const repo = tempRepo();
     const path = join(repo, "..", "not-a-worktree");
     mkdirSync(path);
     writeFileSync(join(path, "notes.txt"), "mine\n");
+    const dbPath = tempDbPath();
 
-    const result = await runWorkflow(inWorktree(tempDbPath(), { path, branch: "feature" }), { input: {}, rootDir: repo });
+    const result = await runWorkflow(inWorktree(dbPath, { path, branch: "feature" }, 3), { input: {}, rootDir: repo });
 
     expect([result.status, result.error?.code]).toEqual(["failed", "WORKTREE_INVALID"]);
+    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts")).toEqual([{ attempt: 1, state: "failed" }]);
     expect(result.error?.message).toContain("is not a worktree of");
     expect(readdirSync(path)).toEqual(["notes.txt"]);
     expect(gitLines(repo, "worktree", "list").length).toBe(1);
