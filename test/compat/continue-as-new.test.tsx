@@ -145,6 +145,53 @@ describe("<ContinueAsNew>", () => {
   });
 });
 
+describe("<ContinueAsNew> as a <TryCatchFinally> catch (the docs' durable /clear handoff)", () => {
+  test("a caught failure hands a distilled state to a fresh run, which goes on from it", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, Loop, TryCatchFinally, ContinueAsNew, smithers, outputs } = createSmithers(
+      { step: z.object({ summary: z.string(), done: z.boolean() }) },
+      { dbPath },
+    );
+    type Distilled = { goal: string; generation: number; lastSummary: string };
+    const wf = smithers((ctx) => {
+      const carried = continuationOf<Distilled>(ctx.input)?.payload;
+      const generation = (carried?.generation ?? 0) + 1;
+      const steps = ctx.outputs.step ?? [];
+      const last = steps[steps.length - 1] as { summary: string; done: boolean } | undefined;
+      const distilled: Distilled = { goal: "green tests", generation, lastSummary: last?.summary ?? carried?.lastSummary ?? "" };
+      return (
+        <Workflow name="context-handoff">
+          <TryCatchFinally
+            catchErrors={["TASK_FAILED"]}
+            catch={<ContinueAsNew state={distilled} />}
+            try={
+              <Loop id="work" until={last?.done === true} maxIterations={5}>
+                <Task id="step" output={outputs.step} noRetry>
+                  {({ iteration }) => {
+                    // The first generation makes one step of progress, then blows its budget.
+                    if (generation === 1 && iteration === 1) throw new Error("context budget exceeded");
+                    return { summary: `gen ${generation} step ${iteration} after "${carried?.lastSummary ?? ""}"`, done: generation === 2 };
+                  }}
+                </Task>
+              </Loop>
+            }
+          />
+        </Workflow>
+      );
+    });
+
+    const result = await runWorkflow(wf, { input: {}, runId: "handoff" });
+
+    expect(result).toMatchObject({ runId: "handoff~1", status: "finished", output: { summary: 'gen 2 step 0 after "gen 1 step 0 after """', done: true } });
+    expect(
+      sql(dbPath, "SELECT run_id, status, json_extract(continuation_json, '$.payload.generation') AS generation FROM _smithers_runs ORDER BY run_id"),
+    ).toEqual([
+      { run_id: "handoff", status: "continued", generation: null },
+      { run_id: "handoff~1", status: "finished", generation: 1 },
+    ]);
+  });
+});
+
 describe("<Loop continueAsNewEvery>", () => {
   test("checkpoints every N iterations into a new run: each run holds at most N iterations, the loop goes on where it was, and until sees the latest output", async () => {
     const dbPath = tempDbPath();
