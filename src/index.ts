@@ -50,6 +50,9 @@ export type {
   SignalProps,
   HumanTaskProps,
   TaskRunContext,
+  CachePolicy,
+  CacheScope,
+  CacheKeyContext,
   SmithersNode,
   SmithersElement,
 } from "./jsx/index.ts";

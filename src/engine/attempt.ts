@@ -15,6 +15,7 @@ import { MAX_TIMER_MS } from "./constants.ts";
 import type { WaitingStatus } from "./states.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 import { runSubflow } from "./subflow.ts";
+import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
 
 export type AttemptOutcome =
   /** `row`: the output row as written (a custom table may add defaults on disk), for the snapshot. */
@@ -39,6 +40,8 @@ export type AttemptInput = {
   onToolCall?: SideEffectScope["onRecorded"];
   /** The run's waitInPlaceMs, passed on to a `<Subflow>`'s child run. */
   waitInPlaceMs?: number;
+  /** Set for a task with a cache policy (`task.cache`): what its key needs beyond the task. */
+  cache?: AttemptCache;
 };
 
 /**
@@ -47,7 +50,7 @@ export type AttemptInput = {
  * that body then did not settle within the grace period and may still be running.
  */
 export type AttemptResult =
-  | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number }
+  | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number; cache?: CacheOutcome }
   | { ok: false; thrown: unknown; error: SmithersError; finishedAtMs: number; stopped?: boolean; abandoned?: boolean };
 
 /** An attempt in flight: its result, and when the task's own body settled (later, if it ignored a stop). */
@@ -66,7 +69,9 @@ function shapeForTable(info: OutputTableInfo, raw: unknown): unknown {
   return isWrapped ? raw : { payload: raw };
 }
 
-async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void): Promise<{ raw: unknown; responseText?: string }> {
+type Produced = { raw: unknown; responseText?: string; cache?: CacheOutcome };
+
+async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void): Promise<Produced> {
   const { task } = a;
   if (task.mode === "static") return { raw: task.staticValue };
   if (task.mode === "subflow") return { raw: await runSubflow({ db: a.db, parentRunId: a.runId, task, signal, waitInPlaceMs: a.waitInPlaceMs }) };
@@ -200,7 +205,11 @@ export function recordStart(d: Drizzle, a: AttemptInput): void {
 export function performAttempt(a: AttemptInput): AttemptWork {
   // An agent call that ignores its signal outlives generateStructured's own abort: it is part of the body.
   const agentCalls: Promise<unknown>[] = [];
-  const guard = guarded(a, (signal) => produce(a, signal, (call) => agentCalls.push(call)));
+  const guard = guarded(a, (signal) => {
+    const body = () => produce(a, signal, (call) => agentCalls.push(call));
+    if (!a.task.cache) return body();
+    return throughCache(a, signal, (raw) => validationSchema(a.task, a.info).safeParse(shapeForTable(a.info, raw)).success, body);
+  });
   const bodySettled = guard.body
     .then(
       () => undefined,
@@ -211,10 +220,10 @@ export function performAttempt(a: AttemptInput): AttemptWork {
   return { result: validated(a, guard), bodySettled };
 }
 
-async function validated(a: AttemptInput, guard: Guarded<{ raw: unknown; responseText?: string }>): Promise<AttemptResult> {
+async function validated(a: AttemptInput, guard: Guarded<Produced>): Promise<AttemptResult> {
   const { task, info } = a;
   try {
-    const { raw, responseText } = await guard.result;
+    const { raw, responseText, cache } = await guard.result;
     const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
     if (!parsed.success) {
       throw new SmithersError(
@@ -226,7 +235,7 @@ async function validated(a: AttemptInput, guard: Guarded<{ raw: unknown; respons
       );
     }
     assertStorable(task.nodeId, parsed.data);
-    return { ok: true, data: parsed.data as Record<string, unknown>, responseText, finishedAtMs: a.now() };
+    return { ok: true, data: parsed.data as Record<string, unknown>, responseText, finishedAtMs: a.now(), ...(cache ? { cache } : {}) };
   } catch (thrown) {
     return { ok: false, thrown, error: asTaskError(a, thrown), finishedAtMs: a.now(), ...(guard.isStop(thrown) ? { stopped: true } : {}) };
   }
@@ -258,7 +267,8 @@ export function settleOutcome(a: AttemptInput, result: AttemptResult, canRetry: 
     const { childStatus, childRunId, wakeAtMs } = error.details as { childStatus: WaitingStatus; childRunId: string; wakeAtMs: number | null };
     return { kind: "suspended", status: childStatus, wakeAtMs: wakeAtMs ?? undefined, childRunId, durationMs };
   }
-  const retryable = !isInstance(thrown, FatalError) && canRetry;
+  // A cache key that cannot be made fails the same way every time: no retry.
+  const retryable = !isInstance(thrown, FatalError) && error.code !== "CACHE_KEY_FAILED" && canRetry;
   const retryAfterMs = isInstance(thrown, RetryableError) ? thrown.retryAfterMs : undefined;
   return { kind: "failed", error, retryable, retryAfterMs, durationMs };
 }
@@ -280,8 +290,10 @@ export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult,
     label: task.label ?? null,
   };
   if (result.ok) {
-    closeAttempt(d, key, { state: "finished", finishedAtMs: result.finishedAtMs, responseText: result.responseText ?? null });
+    const { cache } = result;
+    closeAttempt(d, key, { state: "finished", finishedAtMs: result.finishedAtMs, responseText: result.responseText ?? null, cached: cache?.hit === true });
     writeOutputRow(d, info, key, result.data);
+    if (cache && !cache.hit) storeCacheEntry(d, a, cache, result.data, result.finishedAtMs);
     nodes.upsertNode(d, { ...node, state: "finished" });
     return;
   }

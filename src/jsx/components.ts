@@ -6,7 +6,7 @@ import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import type { Agent } from "../agents/index.ts";
 import { Fragment, makeElement, type SmithersElement, type SmithersNode } from "./element.ts";
-import type { ApprovalOption, ApprovalSpec, EventWaitSpec, HumanTaskSpec, OutputTarget, RetryPolicy, TaskRunContext, TimerSpec } from "./plan.ts";
+import type { ApprovalOption, ApprovalSpec, CachePolicy, EventWaitSpec, HumanTaskSpec, OutputTarget, RetryPolicy, TaskRunContext, TimerSpec } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
 import { renderContext } from "./render-context.ts";
 
@@ -39,11 +39,32 @@ export type TaskProps<S extends OutputTarget = OutputTarget> = {
   needsApproval?: boolean;
   /** With needsApproval: only what depends on this task waits for the approval; other branches run on. */
   async?: boolean;
+  /**
+   * Reuse the output of an earlier run of this task instead of running it: on a hit the stored
+   * row is written as this task's output and its body (agent or function) does not run. The key
+   * is the workflow name (scope "workflow", the default; plus the run id for scope "run"; neither
+   * for "global"), the node id (or `key`), the stable JSON of `by(ctx)`, `version`, the agents'
+   * ids and the output table's schema signature; a schema change, a bumped version or an entry
+   * older than `ttlMs` is a miss. Only for pure work: a cached deploy does not deploy.
+   * @example
+   * <Task id="analyze" output={outputs.analysis} agent={analyst} cache={{ by: (ctx) => ({ repo: ctx.input.repo }), version: "v2" }}>
+   *   {`Analyze ${ctx.input.repo}`}
+   * </Task>
+   */
+  cache?: CachePolicy;
   /** A prompt (with `agent`), a compute function, or a static output value. */
   children: string | number | readonly (string | number)[] | TaskValue<S> | ((ctx: TaskRunContext) => TaskValue<S> | Promise<TaskValue<S>>);
 };
 
-export type WorkflowProps = { name: string; children?: SmithersNode };
+export type WorkflowProps = {
+  name: string;
+  /**
+   * Caches every agent task that has no `cache` of its own, keyed by its prompt and iteration
+   * (scope "workflow", no expiry); compute and static tasks are cached only by their own `cache`.
+   */
+  cache?: boolean;
+  children?: SmithersNode;
+};
 export type SequenceProps = { skipIf?: boolean; children?: SmithersNode };
 export type ParallelProps = { maxConcurrency?: number; skipIf?: boolean; children?: SmithersNode };
 export type BranchProps = { if: unknown; then: SmithersNode; else?: SmithersNode; skipIf?: boolean };
