@@ -64,6 +64,9 @@ export type {
   Continuation,
   WorktreeProps,
   TaskRunContext,
+  CachePolicy,
+  CacheScope,
+  CacheKeyContext,
   SmithersNode,
   SmithersElement,
 } from "./jsx/index.ts";

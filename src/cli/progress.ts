@@ -11,7 +11,7 @@ export function formatEvent(e: SmithersEvent): string | null {
     case "NodeStarted":
       return `start   ${where(e)}`;
     case "NodeFinished":
-      return `finish  ${where(e)}${took(e)}`;
+      return `finish  ${where(e)}${took(e)}${e.cached ? " (cached)" : ""}`;
     case "NodeFailed":
       return `fail    ${where(e)}${took(e)} ${String(e.error.code ?? "")}: ${String(e.error.message ?? "")}`;
     case "NodeRetrying":

@@ -17,6 +17,7 @@ import type { WaitingStatus } from "./states.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 import { runSubflow } from "./subflow.ts";
 import { ensureWorktree } from "./worktree.ts";
+import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
 
 export type AttemptOutcome =
   /** `row`: the output row as written (a custom table may add defaults on disk), for the snapshot. */
@@ -44,6 +45,8 @@ export type AttemptInput = {
   waitInPlaceMs?: number;
   /** The run's root directory (RunOptions.rootDir; default process.cwd()): a task's cwd outside a `<Worktree>`. */
   rootDir?: string;
+  /** Set for a task with a cache policy (`task.cache`): what its key needs beyond the task. */
+  cache?: AttemptCache;
 };
 
 /**
@@ -52,7 +55,7 @@ export type AttemptInput = {
  * that body then did not settle within the grace period and may still be running.
  */
 export type AttemptResult =
-  | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number }
+  | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number; cache?: CacheOutcome }
   | { ok: false; thrown: unknown; error: SmithersError; finishedAtMs: number; stopped?: boolean; abandoned?: boolean };
 
 /** An attempt in flight: its result, and when the task's own body settled (later, if it ignored a stop). */
@@ -71,7 +74,9 @@ function shapeForTable(info: OutputTableInfo, raw: unknown): unknown {
   return isWrapped ? raw : { payload: raw };
 }
 
-async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void): Promise<{ raw: unknown; responseText?: string }> {
+type Produced = { raw: unknown; responseText?: string; cache?: CacheOutcome };
+
+async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void): Promise<Produced> {
   const { task } = a;
   // Entering a <Worktree> creates it (a static task too, so a bad worktree fails where it is first used).
   const root = resolve(a.rootDir ?? process.cwd());
@@ -213,7 +218,11 @@ export function recordStart(d: Drizzle, a: AttemptInput): void {
 export function performAttempt(a: AttemptInput): AttemptWork {
   // An agent call that ignores its signal outlives generateStructured's own abort: it is part of the body.
   const agentCalls: Promise<unknown>[] = [];
-  const guard = guarded(a, (signal) => produce(a, signal, (call) => agentCalls.push(call)));
+  const guard = guarded(a, (signal) => {
+    const body = () => produce(a, signal, (call) => agentCalls.push(call));
+    if (!a.task.cache) return body();
+    return throughCache(a, signal, (raw) => validationSchema(a.task, a.info).safeParse(shapeForTable(a.info, raw)).success, body);
+  });
   const bodySettled = guard.body
     .then(
       () => undefined,
@@ -224,10 +233,10 @@ export function performAttempt(a: AttemptInput): AttemptWork {
   return { result: validated(a, guard), bodySettled };
 }
 
-async function validated(a: AttemptInput, guard: Guarded<{ raw: unknown; responseText?: string }>): Promise<AttemptResult> {
+async function validated(a: AttemptInput, guard: Guarded<Produced>): Promise<AttemptResult> {
   const { task, info } = a;
   try {
-    const { raw, responseText } = await guard.result;
+    const { raw, responseText, cache } = await guard.result;
     const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
     if (!parsed.success) {
       throw new SmithersError(
@@ -239,7 +248,7 @@ async function validated(a: AttemptInput, guard: Guarded<{ raw: unknown; respons
       );
     }
     assertStorable(task.nodeId, parsed.data);
-    return { ok: true, data: parsed.data as Record<string, unknown>, responseText, finishedAtMs: a.now() };
+    return { ok: true, data: parsed.data as Record<string, unknown>, responseText, finishedAtMs: a.now(), ...(cache ? { cache } : {}) };
   } catch (thrown) {
     return { ok: false, thrown, error: asTaskError(a, thrown), finishedAtMs: a.now(), ...(guard.isStop(thrown) ? { stopped: true } : {}) };
   }
@@ -255,7 +264,8 @@ function assertStorable(nodeId: string, data: unknown): void {
 }
 
 /** Failures no retry can mend (the workflow's own input is wrong): the task fails at once, whatever its retries. */
-const NEVER_RETRIED: ReadonlySet<string> = new Set(["WORKTREE_INVALID", "WORKTREE_NOT_IN_REPO"]);
+// A bad worktree, or a cache key that cannot be made, fails the same way every time: no retry.
+const NEVER_RETRIED: ReadonlySet<string> = new Set(["WORKTREE_INVALID", "WORKTREE_NOT_IN_REPO", "CACHE_KEY_FAILED"]);
 
 /**
  * What an ended attempt comes to, decided without the database: finished (with the output row
@@ -296,8 +306,10 @@ export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult,
     label: task.label ?? null,
   };
   if (result.ok) {
-    closeAttempt(d, key, { state: "finished", finishedAtMs: result.finishedAtMs, responseText: result.responseText ?? null });
+    const { cache } = result;
+    closeAttempt(d, key, { state: "finished", finishedAtMs: result.finishedAtMs, responseText: result.responseText ?? null, cached: cache?.hit === true });
     writeOutputRow(d, info, key, result.data);
+    if (cache && !cache.hit) storeCacheEntry(d, a, cache, result.data, result.finishedAtMs);
     nodes.upsertNode(d, { ...node, state: "finished" });
     return;
   }

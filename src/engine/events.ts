@@ -70,7 +70,8 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
     carriedStateSize: z.number().int(),
   }),
   variant(T.NodeStarted, attempt),
-  variant(T.NodeFinished, { ...attempt, durationMs: z.number() }),
+  /** `cached`: the output came from `_smithers_cache` (a `cache` policy's hit); the body did not run. */
+  variant(T.NodeFinished, { ...attempt, durationMs: z.number(), cached: z.literal(true).optional() }),
   /** No `durationMs` when no attempt ran: a task failed for its crash loop (TASK_CRASH_LOOP) before starting again. */
   variant(T.NodeFailed, { ...attempt, durationMs: z.number().optional(), error: ErrorJsonSchema }),
   /** `attempt` is the attempt that will run next, not before `retryAtMs` (`delayMs` after the failure was settled). */

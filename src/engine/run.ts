@@ -23,7 +23,7 @@ import {
   type SmithersDb,
 } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, SmithersError } from "../errors/index.ts";
-import { nodeKey, render, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
+import { nodeKey, render, type CacheKeyContext, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
 import { withRenderContext } from "../jsx/render-context.ts";
 import { Waits } from "./waits.ts";
 import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
@@ -252,6 +252,20 @@ export class Run {
     }
   }
 
+  /** What a task's `cache.by` reads: the ctx a render sees, at the task's iteration, with its node id. */
+  private cacheCtx(task: PlanTask): CacheKeyContext {
+    const ctx = buildCtx({
+      runId: this.s.runId,
+      input: this.s.input,
+      registry: this.wf.registry,
+      iteration: task.iteration,
+      iterations: Object.fromEntries([...this.s.loops].map(([id, l]) => [id, l.iteration])),
+      iterationOf: this.iterationOf,
+      index: this.index,
+    });
+    return { ...ctx, nodeId: task.nodeId };
+  }
+
   private resolve(task: PlanTask): OutputTableInfo {
     const info = this.wf.registry.resolve(task.output, task.outputSchema);
     if (task.loopId && !info.hasIteration) {
@@ -364,7 +378,8 @@ export class Run {
         events.push({ type: "NodeAbandoned", ...ids, reason: "body-unsettled", error: errorSummaryJson(e.result.error) });
       }
       if (outcome.kind === "finished") {
-        events.push({ type: "NodeFinished", ...ids, durationMs: outcome.durationMs });
+        const cached = e.result.ok && e.result.cache?.hit === true;
+        events.push({ type: "NodeFinished", ...ids, durationMs: outcome.durationMs, ...(cached ? { cached } : {}) });
         this.remember(e.input.info, outcome.row);
         if (e.input.info.custom) this.customRows.push(e); // its own defaults are read back once stored
         t.state = "finished";
@@ -560,6 +575,7 @@ export class Run {
           onToolCall: (e) => this.emit({ ...e, ...ids }),
           waitInPlaceMs: this.settings.waitInPlaceMs,
           rootDir: this.s.rootDir,
+          ...(task.cache ? { cache: { workflowName: this.plan?.workflowName ?? this.wf.name, ctx: () => this.cacheCtx(task) } } : {}),
         };
         starts.push({ task, tracked, input });
         return undefined;

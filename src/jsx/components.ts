@@ -6,7 +6,7 @@ import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import type { Agent } from "../agents/index.ts";
 import { Fragment, makeElement, type SmithersElement, type SmithersNode } from "./element.ts";
-import type { ApprovalOption, ApprovalSpec, EventWaitSpec, HumanTaskSpec, OutputTarget, RetryPolicy, TaskRunContext, TimerSpec } from "./plan.ts";
+import type { ApprovalOption, ApprovalSpec, CachePolicy, EventWaitSpec, HumanTaskSpec, OutputTarget, RetryPolicy, TaskRunContext, TimerSpec } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
 import { renderContext } from "./render-context.ts";
 
@@ -79,6 +79,19 @@ type TaskCommonProps<S extends OutputTarget> = {
   async?: boolean;
   /** Named upstream node ids: the task waits for them (like dependsOn); with `deps`, a key's node id. */
   needs?: Record<string, string>;
+  /**
+   * Reuse the output of an earlier run of this task instead of running it: on a hit the stored
+   * row is written as this task's output and its body (agent or function) does not run. The key
+   * is the workflow name (scope "workflow", the default; plus the run id for scope "run"; neither
+   * for "global"), the node id (or `key`), the stable JSON of `by(ctx)`, `version`, the agents'
+   * ids and the output table's schema signature; a schema change, a bumped version or an entry
+   * older than `ttlMs` is a miss. Only for pure work: a cached deploy does not deploy.
+   * @example
+   * <Task id="analyze" output={outputs.analysis} agent={analyst} cache={{ by: (ctx) => ({ repo: ctx.input.repo }), version: "v2" }}>
+   *   {`Analyze ${ctx.input.repo}`}
+   * </Task>
+   */
+  cache?: CachePolicy;
 };
 
 export type TaskProps<S extends OutputTarget = OutputTarget> = TaskCommonProps<S> & {
@@ -100,7 +113,15 @@ export type TaskWithDepsProps<S extends OutputTarget = OutputTarget, D extends D
   children: DepsChildren<S, D>;
 };
 
-export type WorkflowProps = { name: string; children?: SmithersNode };
+export type WorkflowProps = {
+  name: string;
+  /**
+   * Caches every agent task that has no `cache` of its own, keyed by its prompt and iteration
+   * (scope "workflow", no expiry); compute and static tasks are cached only by their own `cache`.
+   */
+  cache?: boolean;
+  children?: SmithersNode;
+};
 export type SequenceProps = { skipIf?: boolean; children?: SmithersNode };
 export type ParallelProps = {
   /** At most this many tasks of this Parallel run at once. */

@@ -102,6 +102,48 @@ export type RetryBackoff = "fixed" | "linear" | "exponential";
  */
 export type RetryPolicy = { backoff?: RetryBackoff; initialDelayMs?: number; maxDelayMs?: number; factor?: number };
 
+/** Which runs share a cached output: this run only, every run of the workflow, every workflow. */
+export type CacheScope = "run" | "workflow" | "global";
+
+/**
+ * What `cache.by` receives: the run's ctx as the build function sees it, for the task's
+ * iteration, and the task's node id. Outputs read through it must exist (`output` throws).
+ */
+export type CacheKeyContext = {
+  runId: string;
+  nodeId: string;
+  iteration: number;
+  // biome-ignore lint/suspicious/noExplicitAny: as in smithers-orchestrator, `by: (ctx) => ctx.input.repo` compiles without a cast
+  input: any;
+  output<T = Record<string, unknown>>(target: OutputTarget, key: { nodeId: string; iteration?: number }): T;
+  outputMaybe<T = Record<string, unknown>>(target: OutputTarget, key: { nodeId: string; iteration?: number }): T | undefined;
+  latest<T = Record<string, unknown>>(target: OutputTarget, nodeId: string): T | undefined;
+  iterationCount(target: OutputTarget, nodeId: string): number;
+};
+
+/** A task's `cache` prop (see TaskProps.cache). */
+export type CachePolicy = {
+  /** The value the output depends on (any JSON); its stable JSON is part of the key. */
+  by?: (ctx: CacheKeyContext) => unknown;
+  /** Bump it to drop every entry the task wrote before. */
+  version?: string | number;
+  /** Entries are shared by the tasks with the same key (in the scope) instead of by node id. */
+  key?: string;
+  /** An entry older than this is a miss (and is replaced). */
+  ttlMs?: number;
+  /** Default "workflow". */
+  scope?: CacheScope;
+};
+
+/** A task's cache policy as render checked it (or the `<Workflow cache>` default of an agent task). */
+export type CacheSpec = {
+  by: ((ctx: CacheKeyContext) => unknown) | undefined;
+  version: string | number | undefined;
+  key: string | undefined;
+  ttlMs: number | undefined;
+  scope: CacheScope;
+};
+
 export type PlanTask = {
   kind: "task";
   nodeId: string;
@@ -160,6 +202,8 @@ export type PlanTask = {
   meta: Record<string, unknown> | undefined;
   /** The innermost `<Worktree>` around the task: its working directory. */
   worktree?: WorktreeSpec;
+  /** Set on compute, agent and static tasks whose output may come from `_smithers_cache`. */
+  cache?: CacheSpec;
 };
 
 export type PlanGroup = {

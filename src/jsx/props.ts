@@ -9,7 +9,11 @@ import { SmithersError } from "../errors/index.ts";
 /** Where the README lists what differs from smithers-orchestrator. */
 export const DIFFERENCES = 'README "Coming from smithers-orchestrator"';
 
-/** Props the peer's components take that no component here supports yet (the peer's meaning is known). */
+/**
+ * Props the peer's components take that some component here does not support yet (the peer's
+ * meaning is known): where a component accepts one (`cache` on Task and Workflow), the list is
+ * not consulted; where it does not (`cache` on Subflow and Approval), the error says "not yet".
+ */
 export const PEER_ONLY_PROPS: ReadonlySet<string> = new Set([
   "cache",
   "id",
@@ -39,7 +43,7 @@ export const PEER_ONLY_PROPS: ReadonlySet<string> = new Set([
  * Timer, WaitForEvent, Signal, HumanTask) check their own props before they build the element.
  */
 export const ACCEPTED_PROPS = {
-  Workflow: new Set(["name", "children"]),
+  Workflow: new Set(["name", "cache", "children"]),
   Task: new Set([
     "id",
     "output",
@@ -60,6 +64,7 @@ export const ACCEPTED_PROPS = {
     "depsOptional",
     "needsApproval",
     "async",
+    "cache",
     "label",
     "meta",
     "children",

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
+import { cacheSpecOf, workflowDefaultCache } from "./cache-policy.ts";
 import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./components.ts";
 import { COMPOSE_HOST, renderSaga, renderTry, type RenderSection, type SagaProps, type TryCatchFinallyProps } from "./compose.ts";
 import { CONTINUE_AS_NEW_HOST, planContinue } from "./continue-as-new.ts";
@@ -30,6 +31,8 @@ type RenderState = {
   tasks: PlanTask[];
   planLoops: PlanLoop[];
   workflowName: string | undefined;
+  /** `<Workflow cache>`: agent tasks without their own `cache` are cached by prompt. */
+  workflowCache: boolean;
 };
 
 const invalid = (message: string, details: Record<string, unknown> = {}) => new SmithersError("INVALID_WORKFLOW", message, details);
@@ -129,7 +132,7 @@ function resolveDeps(props: Record<string, unknown>): { children: unknown; unres
 /** The marker props of the components that render to a Task host element (each checks its own props). */
 const WRAPPED = [APPROVAL_GATE, EVENT_WAIT, HUMAN_TASK, TIMER_SPEC];
 
-function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
+function taskFromProps(props: Record<string, unknown>, scope: Scope, workflowCache: boolean): PlanTask {
   const id = props.id;
   if (typeof id !== "string" || id.length === 0) throw invalid("Every <Task> needs a non-empty string id");
   if (WRAPPED.every((marker) => props[marker] === undefined)) checkProps("Task", props, ACCEPTED_PROPS.Task);
@@ -161,7 +164,9 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope): PlanTask {
     if (resolved.unresolved.length > 0) return { ...base, mode: "compute", compute: depsNeverResolved(id), unresolvedDeps: resolved.unresolved };
     work = resolved.children;
   }
-  const task = workTask(id, work, base, props.outputSchema ?? props.output);
+  const built = workTask(id, work, base, props.outputSchema ?? props.output);
+  const cache = props.cache !== undefined ? cacheSpecOf(id, props.cache) : workflowCache ? workflowDefaultCache(built) : undefined;
+  const task = cache ? { ...built, cache } : built;
   return props.needsApproval === true ? { ...task, approval: gateSpec(task) } : task;
 }
 
@@ -282,7 +287,7 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
   switch (element.type) {
     case HOST.task:
     case HOST.subflow: {
-      const task = element.type === HOST.task ? taskFromProps(props, scope) : subflowFromProps(props, scope);
+      const task = element.type === HOST.task ? taskFromProps(props, scope, state.workflowCache) : subflowFromProps(props, scope);
       if (state.taskIds.has(task.nodeId)) {
         throw new SmithersError("DUPLICATE_ID", `Two tasks share the id "${task.nodeId}" in one render; task ids must be unique`, {
           nodeId: task.nodeId,
@@ -366,16 +371,29 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
 
 /** Turns the element returned by a workflow's build function into a Plan. */
 export function render(root: SmithersNode, loops: ReadonlyMap<string, LoopState> = new Map()): Plan {
-  const state: RenderState = { loops, taskIds: new Set(), loopIds: new Set(), worktreeIds: new Set(), tasks: [], planLoops: [], workflowName: undefined };
+  const state: RenderState = {
+    loops,
+    taskIds: new Set(),
+    loopIds: new Set(),
+    worktreeIds: new Set(),
+    tasks: [],
+    planLoops: [],
+    workflowName: undefined,
+    workflowCache: false,
+  };
   const hosts: { element: SmithersElement; scope: Scope }[] = [];
   hostChildren(root, { path: "", loop: undefined }, hosts);
   const top = hosts[0];
   if (hosts.length !== 1 || !top || top.element.type !== HOST.workflow) {
     throw invalid("A workflow must render exactly one <Workflow name=...> at the root");
   }
-  const props = top.element.props as { name?: unknown; children?: SmithersNode };
+  const props = top.element.props as { name?: unknown; cache?: unknown; children?: SmithersNode };
   checkProps("Workflow", props, ACCEPTED_PROPS.Workflow);
   if (typeof props.name !== "string" || props.name === "") throw invalid("<Workflow> needs a name");
+  if (props.cache !== undefined && typeof props.cache !== "boolean") {
+    throw invalid("<Workflow> cache must be true or false (per-task policies go on <Task cache>)", { prop: "cache" });
+  }
+  state.workflowCache = props.cache === true;
   const root_: PlanGroup = { kind: "sequence", maxConcurrency: undefined, children: renderChildren(props.children, top.scope, state) };
   return { workflowName: props.name, root: root_, tasks: state.tasks, loops: state.planLoops };
 }

@@ -1,6 +1,18 @@
 import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { computeCacheKey, deleteCache, getCache, putCache, type CachePut } from "../../src/db/adapters/cache.ts";
+import {
+  canonicalJson,
+  computeCacheKey,
+  deleteCache,
+  getCache,
+  lookupCache,
+  putCache,
+  putCacheIn,
+  revivePayload,
+  type CachePut,
+} from "../../src/db/adapters/cache.ts";
+import { OutputRegistry } from "../../src/db/index.ts";
+import { z } from "zod";
 import { computeSchemaSignature, schemaSignatureText } from "../../src/db/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
 import { forEachBackend } from "./backends.ts";
@@ -99,6 +111,31 @@ forEachBackend((db) => {
     });
   });
 
+  describe("lookupCache", () => {
+    const parts = { workflowName: "wf", nodeId: "analyze", by: { repo: "a" } };
+
+    test("keys the entry with the table's signature now and finds what putCacheIn stored under that key", async () => {
+      createAnalysis();
+      const miss = await lookupCache(db(), parts, "analysis");
+      expect(miss.hit).toBeUndefined();
+      expect(miss.schemaSig).toBe(computeSchemaSignature(db().sqlite, "analysis"));
+      expect(miss.cacheKey).toBe(computeCacheKey({ ...parts, schemaSig: miss.schemaSig }));
+      await db().withTransaction("put", (d) => putCacheIn(d, entry({ cacheKey: miss.cacheKey, schemaSig: miss.schemaSig })));
+      const found = await lookupCache(db(), { ...parts, by: { repo: "a" } }, "analysis");
+      expect(found.hit?.payload).toEqual({ summary: "ok", severity: "low" });
+    });
+
+    test("after the table changed, the same parts give another key, and nothing is found", async () => {
+      createAnalysis();
+      const before = await lookupCache(db(), parts, "analysis");
+      await putCache(db(), entry({ cacheKey: before.cacheKey, schemaSig: before.schemaSig }));
+      db().sqlite.exec("ALTER TABLE analysis ADD COLUMN score INTEGER");
+      const after = await lookupCache(db(), parts, "analysis");
+      expect(after.cacheKey).not.toBe(before.cacheKey);
+      expect(after.hit).toBeUndefined();
+    });
+  });
+
   describe("deleteCache", () => {
     test("drops a node's entries, or a whole workflow's, and returns how many", async () => {
       createAnalysis();
@@ -143,5 +180,75 @@ describe("computeCacheKey", () => {
     ];
     const keys = variants.map(computeCacheKey);
     expect(new Set([base, ...keys]).size).toBe(variants.length + 1);
+  });
+});
+
+describe("canonicalJson", () => {
+  test("sorts object keys at every depth and leaves out properties set to undefined", () => {
+    expect(canonicalJson({ b: 1, a: { d: [true, null, "x"], c: undefined, b: -0 } })).toBe('{"a":{"b":0,"d":[true,null,"x"]},"b":1}');
+    expect(canonicalJson({ at: new Date(0) })).toBe('{"at":"1970-01-01T00:00:00.000Z"}');
+  });
+
+  test("refuses, with CACHE_KEY_FAILED and where it is, a value JSON would silently change", () => {
+    const cyclic: unknown[] = [];
+    cyclic.push(cyclic);
+    const cases: [unknown, string][] = [
+      [undefined, "undefined at $"],
+      [{ f: () => 1 }, "a function at $.f"],
+      [[Symbol("s")], "a symbol at $[0]"],
+      [{ n: 1n }, "a bigint at $.n"],
+      [{ x: Infinity }, "Infinity at $.x"],
+      [{ s: new Set([1]) }, "a Set at $.s"],
+      [[undefined], "undefined at $[0]"],
+      [cyclic, "a cycle at $[0]"],
+    ];
+    for (const [value, where] of cases) {
+      let thrown: unknown;
+      try {
+        canonicalJson(value);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(SmithersError.is(thrown, "CACHE_KEY_FAILED")).toBe(true);
+      expect((thrown as Error).message).toContain(where);
+    }
+  });
+
+  test("a value seen twice without a cycle is fine", () => {
+    const shared = { a: 1 };
+    expect(canonicalJson([shared, shared])).toBe('[{"a":1},{"a":1}]');
+  });
+});
+
+describe("computeCacheKey scopes", () => {
+  const parts = { workflowName: "wf", nodeId: "n", by: { b: 2, a: 1 }, schemaSig: "s1" };
+
+  test("the key ignores the key order of by", () => {
+    expect(computeCacheKey(parts)).toBe(computeCacheKey({ ...parts, by: { a: 1, b: 2 } }));
+  });
+
+  test('scope "run" adds the run id; "workflow" (the default) ignores it; "global" also ignores the workflow', () => {
+    const run = (runId: string, workflowName = "wf") => computeCacheKey({ ...parts, workflowName, scope: "run", runId });
+    expect(run("r1")).not.toBe(run("r2"));
+    expect(run("r1")).not.toBe(run("r1", "wf2"));
+    expect(computeCacheKey({ ...parts, runId: "r1" })).toBe(computeCacheKey({ ...parts, runId: "r2" }));
+    expect(computeCacheKey({ ...parts, scope: "workflow" })).toBe(computeCacheKey(parts));
+    const global = (workflowName: string) => computeCacheKey({ ...parts, workflowName, scope: "global" });
+    expect(global("wf")).toBe(global("other"));
+    expect(global("wf")).not.toBe(computeCacheKey(parts));
+  });
+
+  test("a key replaces the node id: two nodes with the same key share, the key differs from the node id's", () => {
+    expect(computeCacheKey({ ...parts, nodeId: "a", key: "k" })).toBe(computeCacheKey({ ...parts, nodeId: "b", key: "k" }));
+    expect(computeCacheKey({ ...parts, nodeId: "k" })).not.toBe(computeCacheKey({ ...parts, key: "k" }));
+  });
+});
+
+describe("revivePayload", () => {
+  test("turns the ISO text JSON made of a timestamp column's Date back into a Date, and nothing else", () => {
+    const registry = new OutputRegistry({ stamp: z.object({ at: z.date(), label: z.string() }) });
+    const info = registry.resolve("stamp");
+    const stored = JSON.parse(JSON.stringify({ at: new Date(5), label: "2024-01-01T00:00:00.000Z" })) as unknown;
+    expect(revivePayload(info, stored)).toEqual({ at: new Date(5), label: "2024-01-01T00:00:00.000Z" });
   });
 });

@@ -135,9 +135,13 @@ describe("SmithersEventSchema", () => {
         <Task id="only" output={outputs.out}>
           {{ n: 0 }}
         </Task>
+        <Task id="cached" output={outputs.out} cache={{ by: () => "same" }}>
+          {() => ({ n: 1 })}
+        </Task>
       </Workflow>
     ));
     expect((await runWorkflow(easy, { runId: "finished" })).status).toBe("finished");
+    expect((await runWorkflow(easy, { runId: "cache-hit" })).status).toBe("finished"); // a NodeFinished with cached: true
 
     const rows = sql<EventRow>(dbPath, "SELECT run_id, seq, timestamp_ms, type, payload_json FROM _smithers_events ORDER BY run_id, seq");
     const rejected = rows.flatMap((r) => {
@@ -145,6 +149,7 @@ describe("SmithersEventSchema", () => {
       return parsed.success ? [] : [`${r.run_id}#${r.seq} ${r.type} ${r.payload_json}: ${parsed.error.message}`];
     });
     expect(rejected).toEqual([]);
+    expect(rows.filter((r) => r.type === "NodeFinished" && JSON.parse(r.payload_json).cached === true).map((r) => r.run_id)).toEqual(["cache-hit"]);
     expect(new Set(rows.map((r) => r.type))).toEqual(new Set(SmithersEventTypeSchema.options));
   });
 

@@ -45,7 +45,7 @@ describe("checkProps", () => {
       </Task>
     );
     const trees = [
-      <Workflow name="w" {...spread({ cache: true })}>
+      <Workflow name="w" {...spread({ maxConcurrency: 2 })}>
         {task}
       </Workflow>,
       <Workflow name="w">
@@ -58,7 +58,7 @@ describe("checkProps", () => {
         <Branch if={true} then={task} {...spread({ otherwise: task })} />
       </Workflow>,
     ];
-    expect(trees.map((tree) => errorOf(() => render(tree)).details?.prop)).toEqual(["cache", "failurePolicy", "priority", "otherwise"]);
+    expect(trees.map((tree) => errorOf(() => render(tree)).details?.prop)).toEqual(["maxConcurrency", "failurePolicy", "priority", "otherwise"]);
   });
 
   test("a prop set to undefined counts as absent", () => {

@@ -28,14 +28,17 @@ const FAIL_RUNNING_ATTEMPTS = `UPDATE ${A.$table} SET ${A.state} = 'failed', ${A
 const FAIL_RUNNING_NODES = `UPDATE ${N.$table} SET ${N.state} = 'failed', ${N.updatedAtMs} = ? WHERE ${N.runId} = ? AND ${N.state} = 'running'`;
 
 const FINISH_RUNNING = `UPDATE ${A.$table}
-  SET ${A.state} = ?, ${A.finishedAtMs} = ?, ${A.errorJson} = ?, ${A.responseText} = ?, ${A.metaJson} = coalesce(?, ${A.metaJson})
+  SET ${A.state} = ?, ${A.finishedAtMs} = ?, ${A.errorJson} = ?, ${A.responseText} = ?, ${A.metaJson} = coalesce(?, ${A.metaJson}), ${A.cached} = ?
   WHERE ${A.runId} = ? AND ${A.nodeId} = ? AND ${A.iteration} = ? AND ${A.attempt} = ? AND ${A.state} = 'running'`;
 
-/** Closes a `running` attempt; returns 0 when it was not running any more (taken over). */
+/**
+ * Closes a `running` attempt; returns 0 when it was not running any more (taken over).
+ * `cached`: its output came from `_smithers_cache` and its body did not run.
+ */
 export function finishAttempt(
   d: Drizzle,
   key: { runId: string; nodeId: string; iteration: number; attempt: number },
-  patch: Pick<Partial<NewAttemptRow>, "state" | "finishedAtMs" | "errorJson" | "responseText" | "metaJson">,
+  patch: Pick<Partial<NewAttemptRow>, "state" | "finishedAtMs" | "errorJson" | "responseText" | "metaJson" | "cached">,
 ): number {
   return rawStatement(d, FINISH_RUNNING).run(
     patch.state ?? "finished",
@@ -43,6 +46,7 @@ export function finishAttempt(
     patch.errorJson ?? null,
     patch.responseText ?? null,
     patch.metaJson ?? null,
+    patch.cached ? 1 : 0,
     key.runId,
     key.nodeId,
     key.iteration,

@@ -3,27 +3,110 @@
  * its output table at write time; on read the live table is signed again and a different
  * signature is a miss, so a migrated table never serves a stale row.
  */
-import { and, eq, type InferSelectModel, type SQL } from "drizzle-orm";
+import { and, eq, getTableColumns, type InferSelectModel, type SQL } from "drizzle-orm";
+import { SmithersError } from "../../errors/index.ts";
 import { smithersCache } from "../internal-schema.ts";
+import type { OutputTableInfo } from "../output-tables.ts";
 import { computeSchemaSignature, hashSchemaSignature, liveColumns } from "../schema-signature.ts";
-import type { SmithersDb } from "../smithers-db.ts";
+import type { Drizzle, SmithersDb } from "../smithers-db.ts";
+import { rawStatement, sqlNames } from "./shared.ts";
 
 export type CacheRow = InferSelectModel<typeof smithersCache>;
 
+/** Which runs share an entry: one run's, every run of one workflow, or every workflow's. */
+export type CacheScope = "run" | "workflow" | "global";
+
 export type CacheKeyParts = {
+  /** Default "workflow". */
+  scope?: CacheScope;
+  /** Part of the key in scope "run" only. */
+  runId?: string;
+  /** Part of the key in scopes "run" and "workflow". */
   workflowName: string;
+  /** The task's identity in the key, unless `key` stands in for it. */
   nodeId: string;
-  /** The task's `cache.by` value (any JSON). */
+  /** Replaces `nodeId` in the key: tasks sharing it share entries. */
+  key?: string | null;
+  /** The task's `cache.by` value (any JSON; see canonicalJson). */
   by: unknown;
   version?: string | number | null;
   schemaSig: string;
   agentSig?: string | null;
 };
 
-/** SHA-256 over the parts that make two task runs interchangeable. */
+function isPlainObject(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * The one JSON text of a value, object keys sorted, so equal values give equal keys whatever
+ * their key order. A value without exactly one JSON form (undefined, a function, a symbol, a
+ * BigInt, NaN or ±Infinity, a Map, Set or other class instance, a cycle) throws CACHE_KEY_FAILED
+ * naming where it is, instead of collapsing to a text another value also has. Properties set to
+ * undefined are left out, as JSON does; `toJSON` (a Date) is honoured.
+ * @example canonicalJson({ b: 1, a: [true, "x"] }) // '{"a":[true,"x"],"b":1}'
+ */
+export function canonicalJson(value: unknown): string {
+  const open = new Set<object>();
+  const bad = (path: string, what: string) =>
+    new SmithersError("CACHE_KEY_FAILED", `${what} at ${path} has no stable JSON form and cannot be part of a cache key`, { path });
+  const walk = (v: unknown, path: string): string => {
+    if (v === null) return "null";
+    switch (typeof v) {
+      case "string":
+        return JSON.stringify(v);
+      case "boolean":
+        return v ? "true" : "false";
+      case "number":
+        if (!Number.isFinite(v)) throw bad(path, String(v));
+        return JSON.stringify(v);
+      case "object":
+        break;
+      default:
+        throw bad(path, typeof v === "undefined" ? "undefined" : `a ${typeof v}`);
+    }
+    const obj = v as object;
+    if (open.has(obj)) throw bad(path, "a cycle");
+    open.add(obj);
+    try {
+      if (Array.isArray(obj)) return `[${obj.map((item, i) => walk(item, `${path}[${i}]`)).join(",")}]`;
+      const toJSON = (obj as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === "function") return walk(toJSON.call(obj), path);
+      if (!isPlainObject(obj)) throw bad(path, `a ${obj.constructor?.name ?? "non-plain object"}`);
+      const keys = Object.keys(obj).sort();
+      const parts: string[] = [];
+      for (const k of keys) {
+        const item = (obj as Record<string, unknown>)[k];
+        if (item !== undefined) parts.push(`${JSON.stringify(k)}:${walk(item, `${path}.${k}`)}`);
+      }
+      return `{${parts.join(",")}}`;
+    } finally {
+      open.delete(obj);
+    }
+  };
+  return walk(value, "$");
+}
+
+/**
+ * SHA-256 over the parts that make two task runs interchangeable: the scope and what it names
+ * (the run id for "run", the workflow name for "run" and "workflow", nothing for "global"), the
+ * task (`key`, else the node id), the stable JSON of `by`, the version, the output table's schema
+ * signature and the agents' signature. Throws CACHE_KEY_FAILED when `by` has no stable JSON form.
+ */
 export function computeCacheKey(parts: CacheKeyParts): string {
-  const material = [parts.workflowName, parts.nodeId, parts.by ?? null, parts.version ?? null, parts.schemaSig, parts.agentSig ?? null];
-  return new Bun.CryptoHasher("sha256").update(JSON.stringify(material)).digest("hex");
+  const scope = parts.scope ?? "workflow";
+  const material = canonicalJson({
+    scope,
+    run: scope === "run" ? (parts.runId ?? null) : null,
+    workflow: scope === "global" ? null : parts.workflowName,
+    task: parts.key != null ? { key: parts.key } : { node: parts.nodeId },
+    by: JSON.parse(canonicalJson(parts.by ?? null)) as unknown,
+    version: parts.version ?? null,
+    schema: parts.schemaSig,
+    agents: parts.agentSig ?? null,
+  });
+  return new Bun.CryptoHasher("sha256").update(material).digest("hex");
 }
 
 export type CachePut = {
@@ -40,26 +123,35 @@ export type CachePut = {
 
 export type CacheHit = { payload: unknown; row: CacheRow };
 
+const C = sqlNames(smithersCache);
+
+const UPSERT = `INSERT INTO ${C.$table} (${C.cacheKey}, ${C.createdAtMs}, ${C.workflowName}, ${C.nodeId}, ${C.outputTable}, ${C.schemaSig}, ${C.agentSig}, ${C.payloadJson})
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (${C.cacheKey}) DO UPDATE SET ${[C.createdAtMs, C.workflowName, C.nodeId, C.outputTable, C.schemaSig, C.agentSig, C.payloadJson]
+    .map((c) => `${c} = excluded.${c}`)
+    .join(", ")}`;
+
+/** Stores (or replaces) an entry inside the caller's transaction: the engine writes it with the task's output row. */
+export function putCacheIn(d: Drizzle, entry: CachePut): void {
+  rawStatement(d, UPSERT).run(
+    entry.cacheKey,
+    entry.createdAtMs,
+    entry.workflowName,
+    entry.nodeId,
+    entry.outputTable,
+    entry.schemaSig ?? computeSchemaSignature(d.$client, entry.outputTable),
+    entry.agentSig ?? null,
+    JSON.stringify(entry.payload ?? null),
+  );
+}
+
 /**
  * Stores (or replaces) a cached output.
  * @example
  * await putCache(db, { cacheKey, workflowName: "wf", nodeId: "analyze", outputTable: "analysis", payload, createdAtMs: Date.now() });
  */
 export function putCache(db: SmithersDb, entry: CachePut): Promise<void> {
-  return db.write("putCache", (d) => {
-    const row = {
-      cacheKey: entry.cacheKey,
-      createdAtMs: entry.createdAtMs,
-      workflowName: entry.workflowName,
-      nodeId: entry.nodeId,
-      outputTable: entry.outputTable,
-      schemaSig: entry.schemaSig ?? computeSchemaSignature(d.$client, entry.outputTable),
-      agentSig: entry.agentSig ?? null,
-      payloadJson: JSON.stringify(entry.payload ?? null),
-    };
-    const { cacheKey: _key, ...set } = row;
-    d.insert(smithersCache).values(row).onConflictDoUpdate({ target: smithersCache.cacheKey, set }).run();
-  });
+  return db.write("putCache", (d) => putCacheIn(d, entry));
 }
 
 /** The cached output, unless absent or its output table's schema has changed since (a miss). */
@@ -71,6 +163,49 @@ export function getCache(db: SmithersDb, cacheKey: string): Promise<CacheHit | u
     if (columns.length === 0 || hashSchemaSignature(row.outputTable, columns) !== row.schemaSig) return undefined;
     return { payload: JSON.parse(row.payloadJson) as unknown, row };
   });
+}
+
+export type CacheLookup = {
+  cacheKey: string;
+  /** The output table's signature now, part of the key and stored with a new entry. */
+  schemaSig: string;
+  /** The entry under the key, when there is one for this very table and schema. */
+  hit: CacheHit | undefined;
+};
+
+const SELECT = `SELECT ${C.cacheKey} AS cacheKey, ${C.createdAtMs} AS createdAtMs, ${C.workflowName} AS workflowName, ${C.nodeId} AS nodeId,
+  ${C.outputTable} AS outputTable, ${C.schemaSig} AS schemaSig, ${C.agentSig} AS agentSig, ${C.payloadJson} AS payloadJson
+  FROM ${C.$table} WHERE ${C.cacheKey} = ?`;
+
+/**
+ * One read for a task about to run: signs its output table as it is now, keys the entry with
+ * that signature (so a schema change is a different key), and reads the entry.
+ */
+export function lookupCache(db: SmithersDb, parts: Omit<CacheKeyParts, "schemaSig">, outputTable: string): Promise<CacheLookup> {
+  return db.read("lookupCache", (d) => {
+    const schemaSig = computeSchemaSignature(d.$client, outputTable);
+    const cacheKey = computeCacheKey({ ...parts, schemaSig });
+    const row = rawStatement(d, SELECT).get(cacheKey) as CacheRow | null;
+    const hit = row && row.outputTable === outputTable && row.schemaSig === schemaSig ? { payload: JSON.parse(row.payloadJson) as unknown, row } : undefined;
+    return { cacheKey, schemaSig, hit };
+  });
+}
+
+/**
+ * A stored payload as the task's output values again: JSON keeps every column kind but dates,
+ * which come back as ISO text and are turned into Dates for the table's timestamp columns.
+ */
+export function revivePayload(info: OutputTableInfo, payload: unknown): unknown {
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) return payload;
+  const out = { ...(payload as Record<string, unknown>) };
+  for (const [field, column] of Object.entries(getTableColumns(info.table))) {
+    if (column.columnType !== "SQLiteTimestamp") continue;
+    for (const name of [field, column.name]) {
+      const value = out[name];
+      if (typeof value === "string" || typeof value === "number") out[name] = new Date(value);
+    }
+  }
+  return out;
 }
 
 /** Drops the cached outputs of a workflow, or of one of its nodes; returns how many. */
