@@ -59,7 +59,9 @@ export async function pendingApprovals(db: SmithersDb, runId: string): Promise<P
   // A run that continued as new: its gates are the last run of its chain's.
   const run = await runs.getChainEnd(db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
-  const children = isWaiting(run.status) ? (await runs.listDescendantRuns(db, run.runId)).filter((c) => isWaiting(c.status)) : [];
+  // A run still going (running other work, or waiting) may hold children that wait for a person.
+  const going = run.status === "running" || isWaiting(run.status);
+  const children = going ? (await runs.listDescendantRuns(db, run.runId)).filter((c) => isWaiting(c.status)) : [];
   const pending: PendingApproval[] = [];
   for (const r of [run, ...children.sort((a, b) => (a.runId < b.runId ? -1 : 1))]) {
     for (const row of await approvals.listApprovals(db, { runId: r.runId, status: "requested" })) {

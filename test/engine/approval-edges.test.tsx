@@ -128,3 +128,39 @@ describe("needs on an Approval", () => {
     expect(gate!.requested_at_ms).toBeGreaterThanOrEqual(built!.updated_at_ms);
   });
 });
+
+describe("a child's gate while its parent is still running", () => {
+  test("is decided through the parent's id, and the running parent picks the child up within a poll", async () => {
+    const dbPath = tempDbPath();
+    const child = createSmithers({ approval: approvalDecisionSchema });
+    const childWf = child.smithers(() => (
+      <child.Workflow name="child">
+        <child.Approval id="review" output={child.outputs.approval} request={{ title: "child review" }} />
+      </child.Workflow>
+    ));
+    const kit = createSmithers({ approval: approvalDecisionSchema, out: z.object({ n: z.number() }) }, { dbPath });
+    let slowEnded = 0;
+    const wf = kit.smithers(() => (
+      <kit.Workflow name="parent">
+        <kit.Parallel>
+          <Subflow id="sub" workflow={childWf} output={kit.outputs.approval} />
+          <kit.Task id="slow" output={kit.outputs.out}>
+            {async () => {
+              await Bun.sleep(2_500);
+              slowEnded = Date.now();
+              return { n: 1 };
+            }}
+          </kit.Task>
+        </kit.Parallel>
+      </kit.Workflow>
+    ));
+    const run = runWorkflow(wf, { input: {}, runId: "p" });
+    const deadline = Date.now() + 2_000;
+    while (sql(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = 'p/sub#0'")[0]?.status !== "waiting-approval" && Date.now() < deadline)
+      await Bun.sleep(20);
+    expect(await approve(kit.smithersDb, { runId: "p" })).toMatchObject({ runId: "p/sub#0", nodeId: "review" });
+    expect((await run).status).toBe("finished");
+    const [sub] = sql<{ updated_at_ms: number }>(dbPath, "SELECT updated_at_ms FROM _smithers_nodes WHERE run_id = 'p' AND node_id = 'sub'");
+    expect(sub!.updated_at_ms).toBeLessThan(slowEnded);
+  });
+});
