@@ -26,20 +26,7 @@ export class Waits extends WaitCore {
     const fireAtMs = spec.untilMs ?? nowMs + spec.durationMs!;
     t.state = "waiting-timer";
     t.wakeAtMs = fireAtMs;
-    this.host.markDirty(task.key);
-    const key = { runId: this.host.runId, nodeId: task.nodeId, iteration: task.iteration };
-    writes.push((d) => {
-      nodes.upsertNode(d, {
-        ...key,
-        state: "waiting-timer",
-        wakeAtMs: fireAtMs,
-        lastAttempt: t.lastAttempt,
-        updatedAtMs: nowMs,
-        outputTable: "",
-        label: task.label ?? null,
-      });
-      this.host.emitInTransaction({ type: "TimerScheduled", nodeId: task.nodeId, iteration: task.iteration, fireAtMs });
-    });
+    this.writeTimerNode(task, t, fireAtMs, nowMs, writes, { type: "TimerScheduled", nodeId: task.nodeId, iteration: task.iteration, fireAtMs });
   }
 
   /** A timer whose time has come: its node finishes (no row). */
@@ -49,19 +36,17 @@ export class Waits extends WaitCore {
     t.state = "finished";
     t.wakeAtMs = undefined;
     this.host.done(task.nodeId);
+    this.writeTimerNode(task, t, null, nowMs, writes, { type: "TimerFired", nodeId: task.nodeId, iteration: task.iteration, firedLateMs });
+  }
+
+  /** A timer's node row as its state now is (it writes no output row), with the event that says so. */
+  private writeTimerNode(task: PlanTask, t: TrackedNode, wakeAtMs: number | null, nowMs: number, writes: Writes, event: Event): void {
     this.host.markDirty(task.key);
     const key = { runId: this.host.runId, nodeId: task.nodeId, iteration: task.iteration };
+    const state = t.state;
     writes.push((d) => {
-      nodes.upsertNode(d, {
-        ...key,
-        state: "finished",
-        wakeAtMs: null,
-        lastAttempt: t.lastAttempt,
-        updatedAtMs: nowMs,
-        outputTable: "",
-        label: task.label ?? null,
-      });
-      this.host.emitInTransaction({ type: "TimerFired", nodeId: task.nodeId, iteration: task.iteration, firedLateMs });
+      nodes.upsertNode(d, { ...key, state, wakeAtMs, lastAttempt: t.lastAttempt, updatedAtMs: nowMs, outputTable: "", label: task.label ?? null });
+      this.host.emitInTransaction(event);
     });
   }
 
