@@ -131,8 +131,11 @@ export function peerResume(args: string[]): string[] {
 }
 
 async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResult> {
+  const translated = peerResume(args);
+  const runIds = new Set(translated.flatMap((arg, i) => (arg === "--run-id" && translated[i + 1] !== undefined ? [translated[i + 1]] : [])));
+  if (runIds.size > 1) throw usageError(`--resume and --run-id name different runs (${[...runIds].join(", ")})`);
   const { values, positionals } = parseArgs({
-    args: peerResume(args),
+    args: translated,
     allowPositionals: true,
     options: {
       input: { type: "string" },

@@ -240,14 +240,15 @@ function visitParallel(group: PlanGroup, caps: Cap[], w: Walk): Visit {
   }
   for (let i = prefix; i < group.children.length; i++) {
     const child = group.children[i]!;
-    if (cap !== undefined && untouched(child, w)) {
-      if (inFlight >= cap) {
-        if (result === "done") result = "busy";
-        continue;
-      }
-      inFlight++;
+    const admitting = cap !== undefined && untouched(child, w);
+    if (admitting && inFlight >= cap) {
+      if (result === "done") result = "busy";
+      continue;
     }
+    const startsBefore = admitting ? w.actions.length : 0;
     const r = visit(child, inner, w);
+    // A child takes a slot once it starts something; one still waiting on a dependency does not hold one.
+    if (admitting && w.actions.slice(startsBefore).some((a) => a.type === "start" || a.type === "retry" || a.type === "skip")) inFlight++;
     if (r === "done" && prefix === i) prefix = i + 1;
     if (r === "failed") result = "failed";
     else if (r === "busy" && result === "done") result = "busy";

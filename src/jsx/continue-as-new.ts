@@ -45,11 +45,36 @@ export function continueAsNew(state?: unknown): SmithersElement {
   return ContinueAsNew(state === undefined ? {} : { state });
 }
 
+/**
+ * Where in `value` JSON would change it (a Map or Set emptied, NaN made null, a function
+ * dropped, a class instance flattened; an undefined field reads the same once absent), or undefined when JSON keeps it as is.
+ * Dates are taken: they come back as ISO strings, as everywhere in ctx.
+ */
+function lossyJsonPath(value: unknown, path: string, seen = new Set<object>()): string | undefined {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return undefined;
+  if (typeof value === "number") return Number.isFinite(value) ? undefined : `${path} (${value})`;
+  if (typeof value !== "object") return `${path} (a ${typeof value})`;
+  if (value instanceof Date) return undefined;
+  if (seen.has(value)) return `${path} (a cycle)`;
+  seen.add(value);
+  const proto = Object.getPrototypeOf(value);
+  if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) return `${path} (a ${value.constructor?.name ?? "class instance"})`;
+  for (const [key, item] of Object.entries(value)) {
+    if (item === undefined && !Array.isArray(value)) continue; // an absent field reads the same
+    const found = lossyJsonPath(item, Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`, seen);
+    if (found) return found;
+  }
+  seen.delete(value);
+  return undefined;
+}
+
 /** The plan node of a `<ContinueAsNew>`, its state checked: JSON-serializable, at most MAX_CONTINUATION_STATE_BYTES. */
 export function planContinue(props: Record<string, unknown>): PlanContinue {
   checkProps("ContinueAsNew", props, ACCEPTED_PROPS.ContinueAsNew);
   const { state } = props;
   if (state === undefined) return { kind: "continue-as-new", state: undefined, stateBytes: 0 };
+  const lossy = lossyJsonPath(state, "state");
+  if (lossy) throw new SmithersError("INVALID_CONTINUATION_STATE", `<ContinueAsNew> ${lossy} would not survive JSON; carry plain JSON values`, { path: lossy });
   let text: string | undefined;
   try {
     text = JSON.stringify(state);

@@ -176,7 +176,16 @@ const depsNeverResolved = (id: string) => () => {
 
 /** A compute, agent or static task from its children. */
 function workTask(id: string, children: unknown, base: ReturnType<typeof taskBase>, schema: unknown): PlanTask {
-  if (typeof children === "function") return { ...base, mode: "compute", compute: children as PlanTask["compute"] };
+  if (typeof children === "function") {
+    // A function child is a compute step: an agent beside it would be ignored, so it is refused.
+    if (base.agent) {
+      throw invalid(
+        `<Task id="${id}"> has an agent and a function child; an agent takes a prompt: a string, JSX, or a plain (not async) deps callback returning one`,
+        { nodeId: id, prop: "agent" },
+      );
+    }
+    return { ...base, mode: "compute", compute: children as PlanTask["compute"] };
+  }
   if (isPromptElement(children)) {
     if (!base.agent) throw invalid(`<Task id="${id}"> has a JSX prompt but no agent; pass agent={...}`, { nodeId: id });
     const described = isZodObject(schema) ? { schema: describeSchema(schema) } : {};

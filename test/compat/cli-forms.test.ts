@@ -15,6 +15,12 @@ describe("smithers up --resume, the peer's forms", () => {
     expect(peerResume(["--resume", "wf.tsx"])).toEqual(["--resume", "wf.tsx"]); // a workflow file is not a run id
   });
 
+  test("--resume <run-id> with a different --run-id is a usage error (exit 2)", () => {
+    const r = smithers(["up", "test/fixtures/approval.tsx", "--db", tempDbPath(), "--resume", "abc", "--run-id", "zzz"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--resume and --run-id name different runs (abc, zzz)");
+  });
+
   test("a waiting run exits 3, and `--resume true` after the approval finishes it", () => {
     const dbPath = tempDbPath();
     const up = ["up", "test/fixtures/approval.tsx", "--db", dbPath, "--run-id", "peer-1"];

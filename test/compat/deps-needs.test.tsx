@@ -174,6 +174,26 @@ describe("deps", () => {
   });
 });
 
+describe("an agent with a function child", () => {
+  test("is refused at render (the function would run and the agent be ignored): a prompt comes from a plain deps callback", async () => {
+    const { Workflow, Task, smithers, outputs } = createSmithers(schemas, { dbPath: tempDbPath() });
+    const agent = scriptedAgent([{ verdict: "x" }]);
+    const wf = smithers(() => (
+      <Workflow name="async-prompt">
+        <Task id="analyze" output={outputs.analysis}>
+          {{ summary: "s", issues: [] }}
+        </Task>
+        <Task id="review" output={outputs.review} agent={agent} deps={{ analyze: outputs.analysis }}>
+          {async (deps) => ({ verdict: `prompt ${deps.analyze.summary}` })}
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {} });
+    expect([result.error?.code, result.error?.details.prop]).toEqual(["INVALID_WORKFLOW", "agent"]);
+    expect(agent.calls).toHaveLength(0);
+  });
+});
+
 describe("needs", () => {
   test("needs alone orders execution like dependsOn", async () => {
     const { Workflow, Task, smithers, outputs } = createSmithers(schemas, { dbPath: tempDbPath() });

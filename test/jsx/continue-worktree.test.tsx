@@ -103,3 +103,24 @@ describe("<Worktree>", () => {
     expect([error.code, error.details?.prop]).toEqual(["UNSUPPORTED_PROP", "keep"]);
   });
 });
+
+describe("<ContinueAsNew> state that JSON would change", () => {
+  test("is INVALID_CONTINUATION_STATE naming where: a Set, a Map, NaN, a function", () => {
+    const cases: [unknown, string][] = [
+      [{ seen: new Set(["a"]) }, "state.seen (a Set)"],
+      [{ tally: new Map([["k", 1]]) }, "state.tally (a Map)"],
+      [{ scores: [1, Number.NaN] }, "state.scores[1] (NaN)"],
+      [{ cb: () => 1 }, "state.cb (a function)"],
+    ];
+    for (const [state, path] of cases) {
+      const error = errorOf(() =>
+        render(
+          <Workflow name="w">
+            <ContinueAsNew state={state} />
+          </Workflow>,
+        ),
+      );
+      expect([error.code, error.details?.path]).toEqual(["INVALID_CONTINUATION_STATE", path]);
+    }
+  });
+});
