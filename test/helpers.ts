@@ -54,3 +54,15 @@ export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<voi
     );
   });
 }
+
+/** mulberry32: a small seeded generator, the same sequence for the same seed (kill schedules a failing test can replay). */
+export function prng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

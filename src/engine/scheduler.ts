@@ -4,7 +4,7 @@
  */
 import { childNodes, type Plan, type PlanGroup, type PlanLoop, type PlanContinue, type PlanNode, type PlanSaga, type PlanTask } from "../jsx/index.ts";
 import { peekDone, visitSaga, visitTry } from "./scheduler-compose.ts";
-import type { NodeState, WaitingStatus } from "./states.ts";
+import { isWaiting, type NodeState, type WaitingStatus } from "./states.ts";
 
 /** What a failed node failed with (its code decides whether a `<TryCatchFinally catchErrors>` catches it). */
 export type NodeError = { code: string; message: string };
@@ -163,11 +163,9 @@ function visitWaitingSubflow(task: PlanTask, status: NodeStatus, caps: Cap[], w:
   return "busy";
 }
 
-const WAITING_NODE_STATES: ReadonlySet<string> = new Set(["waiting-approval", "waiting-event", "waiting-timer"]);
-
 function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
   const status = stateOf(w, task);
-  if (task.mode === "subflow" && status && WAITING_NODE_STATES.has(status.state)) return visitWaitingSubflow(task, status, caps, w);
+  if (task.mode === "subflow" && status && isWaiting(status.state)) return visitWaitingSubflow(task, status, caps, w);
   switch (status?.state) {
     case "finished":
     case "skipped":

@@ -10,25 +10,13 @@ import { expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ROUNDS, STEPS } from "../fixtures/cache-crash.tsx";
-import { tempDbPath } from "../helpers.ts";
+import { prng, tempDbPath } from "../helpers.ts";
 import { cli, root, smithers } from "./cli-helpers.ts";
 
 const FIXTURE = "test/fixtures/cache-crash.tsx";
 const INPUT = '{"label":"k9"}';
 const MIN_KILLS = 8;
 const MAX_PROCESSES = 80;
-
-/** mulberry32 */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function query<T>(dbPath: string, text: string, ...params: string[]): T[] {
   if (!existsSync(dbPath)) return [];

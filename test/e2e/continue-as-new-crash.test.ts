@@ -11,7 +11,7 @@
 import { expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { sql, tempDbPath } from "../helpers.ts";
+import { prng, sql, tempDbPath } from "../helpers.ts";
 import { cli, root } from "./cli-helpers.ts";
 import { EVERY, TICKS } from "../fixtures/continue-loop.tsx";
 
@@ -20,18 +20,6 @@ const RUN_ID = "can";
 const CONTINUED_MARKER = `continue run ${RUN_ID} continued as run`;
 const MAX_PROCESSES = 80;
 const WATCHDOG_MS = 30_000;
-
-/** mulberry32 */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Kill = { marker: string } | { afterFirstOutputMs: number } | "never";
 type Life = { code: number | null; killed: boolean; stdout: string; stderr: string };

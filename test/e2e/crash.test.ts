@@ -16,7 +16,7 @@ import { expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { tempDbPath } from "../helpers.ts";
+import { prng, tempDbPath } from "../helpers.ts";
 import { cli, root } from "./cli-helpers.ts";
 import { EFFECT_TASKS, expectedNodes, ROUNDS } from "../fixtures/crash-workflow.tsx";
 
@@ -30,18 +30,6 @@ const PACE_KILLS = MIN_KILLS + 8;
 const MAX_PROCESSES = 200;
 /** One process running longer than this is hung (the whole workflow takes about a second). */
 const PROCESS_WATCHDOG_MS = 30_000;
-
-/** mulberry32 */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type KillPlan = { anchor: "spawn" | "first-output"; delayMs: number };
 

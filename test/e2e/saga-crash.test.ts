@@ -10,7 +10,7 @@ import { expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { tempDbPath } from "../helpers.ts";
+import { prng, tempDbPath } from "../helpers.ts";
 import { cli, root } from "./cli-helpers.ts";
 
 const FIXTURE = "test/fixtures/saga-crash.tsx";
@@ -88,18 +88,6 @@ test("a saga killed during each compensation and resumed undoes every completed 
     db.close();
   }
 }, 90_000);
-
-/** mulberry32 */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Whether the run row exists (a kill during start-up may land before it is committed: then the next life starts it). */
 function runExists(dbPath: string): boolean {
