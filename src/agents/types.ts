@@ -1,10 +1,58 @@
 import type { z } from "zod";
 
+/** Token counts and cost of one agent call (or a sum of them). Absent fields are unknown, not zero. */
+export type AgentUsage = {
+  /** Input (prompt) tokens, cached ones included. */
+  inputTokens?: number;
+  /** Of `inputTokens`, those read from the provider's prompt cache. */
+  cachedInputTokens?: number;
+  outputTokens?: number;
+  /** Cost in US dollars, when the agent reports it or a price for `model` is known. */
+  costUsd?: number;
+  /** The model that answered, when known (for pricing). */
+  model?: string;
+};
+
+/**
+ * What an agent reports while it works (`onEvent`). CLI agents parse these from their stream;
+ * the engine forwards text as `NodeOutput` events and records the process for a later resume.
+ */
+export type AgentEvent =
+  /** A piece of the reply text as it arrives. */
+  | { type: "text"; text: string }
+  /** The agent asked for a tool (executed by the agent itself, e.g. a CLI's `Bash`). */
+  | { type: "tool-call"; toolName: string; callId?: string; input?: unknown }
+  | { type: "tool-result"; toolName?: string; callId?: string; output?: unknown; isError?: boolean }
+  /** Usage so far or at the end (a CLI's result line). */
+  | { type: "usage"; usage: AgentUsage }
+  /**
+   * A subprocess started in its own process group (`pid` is also the group id). `startTime`:
+   * the kernel's start time of that process (Linux /proc/<pid>/stat field 22) when readable, so
+   * a later resume ends the group only if that very process is still there, not a reused pid.
+   */
+  | { type: "process"; pid: number; command: string; startTime?: string }
+  /** The CLI's own session / thread id, for resuming it by hand. */
+  | { type: "session"; sessionId: string };
+
+/** A time limit for one call: milliseconds in all, or `{ totalMs, idleMs }` (idle: no output for that long). */
+export type AgentTimeout = number | { totalMs?: number; idleMs?: number };
+
+/**
+ * What `generate` receives. The names follow the AI SDK's Agent interface (`abortSignal`,
+ * `timeout`), so an AI SDK `ToolLoopAgent` is an agent as it is.
+ */
 export interface AgentGenerateArgs {
   prompt: string;
-  signal?: AbortSignal;
+  /** Aborted on cancel, the task's `timeoutMs`, or the run failing: stop and reject. */
+  abortSignal?: AbortSignal;
   /** The expected output schema, for agents that can produce structured output natively. */
-  schema?: z.ZodType;
+  outputSchema?: z.ZodType;
+  /** A limit for this call; a task's `timeoutMs` arrives as `abortSignal` instead. */
+  timeout?: AgentTimeout;
+  /** Raw output of a subprocess agent, as it arrives. */
+  onStdout?: (chunk: string) => void;
+  onStderr?: (chunk: string) => void;
+  onEvent?: (event: AgentEvent) => void;
   /**
    * The working directory the work belongs in (absolute): the task's `<Worktree>`, else the run's
    * root directory. An agent that runs tools or a CLI runs them here, unless it was given its own.
@@ -16,6 +64,11 @@ export interface AgentReply {
   text: string;
   /** An already-structured value, when the agent has one; it is validated instead of parsing `text`. */
   output?: unknown;
+  /**
+   * Usage of the call: an AgentUsage, or an AI SDK result's `usage` / `totalUsage`
+   * (`inputTokens`, `inputTokenDetails.cacheReadTokens`, `outputTokens`), read either way.
+   */
+  usage?: unknown;
 }
 
 /**
@@ -26,7 +79,7 @@ export interface AgentReply {
  */
 export interface Agent {
   id?: string;
-  generate(args: AgentGenerateArgs): Promise<AgentReply>;
+  generate(args: AgentGenerateArgs): PromiseLike<AgentReply>;
 }
 
 /** One call made by generateStructured; `error` is JSON-safe (`{ message, code? }`). */
@@ -38,4 +91,5 @@ export type StructuredAttempt = {
   prompt: string;
   text?: string;
   error?: unknown;
+  usage?: AgentUsage;
 };
