@@ -4,7 +4,10 @@ import type { Agent, AgentGenerateArgs, AgentReply } from "./types.ts";
 export type ScriptedReply = string | Error | Record<string, unknown> | unknown[];
 export type ScriptFunction = (args: AgentGenerateArgs, callIndex: number) => unknown;
 
-export type ScriptedAgent = Agent & { readonly calls: AgentGenerateArgs[] };
+export interface ScriptedAgent extends Agent {
+  readonly calls: AgentGenerateArgs[];
+  generate(args: AgentGenerateArgs): Promise<AgentReply>;
+}
 
 function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -46,7 +49,7 @@ export function scriptedAgent(script: ReadonlyArray<ScriptedReply> | ScriptFunct
     async generate(args) {
       const callIndex = calls.length;
       calls.push({ ...args });
-      const { signal } = args;
+      const signal = args.abortSignal;
       if (options.delayMs !== undefined && options.delayMs > 0) await wait(options.delayMs, signal);
       if (signal?.aborted) throw signal.reason;
       if (typeof script === "function") return toReply(await script(args, callIndex));

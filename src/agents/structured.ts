@@ -74,7 +74,7 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pro
 
 function callAgent(agent: Agent, args: AgentGenerateArgs): Promise<AgentReply> {
   try {
-    return agent.generate(args);
+    return Promise.resolve(agent.generate(args));
   } catch (error) {
     return Promise.reject(error);
   }
@@ -149,7 +149,12 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
 
       let reply: AgentReply;
       try {
-        const call = callAgent(agent, { prompt, schema, ...(signal ? { signal } : {}), ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }) });
+        const call = callAgent(agent, {
+          prompt,
+          outputSchema: schema,
+          ...(signal ? { abortSignal: signal } : {}),
+          ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
+        });
         opts.onCall?.(call);
         reply = await raceAbort(call, signal);
         if (typeof reply !== "object" || reply === null) {

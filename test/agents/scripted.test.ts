@@ -43,10 +43,10 @@ describe("scriptedAgent", () => {
   test("records every call's arguments, failed calls included", async () => {
     const schema = z.object({ ok: z.boolean() });
     const agent = scriptedAgent(["a"]);
-    await agent.generate({ prompt: "first", schema });
+    await agent.generate({ prompt: "first", outputSchema: schema });
     await rejection(agent.generate({ prompt: "second" }));
     expect(agent.calls.map((c) => c.prompt)).toEqual(["first", "second"]);
-    expect(agent.calls[0]?.schema).toBe(schema);
+    expect(agent.calls[0]?.outputSchema).toBe(schema);
   });
 
   test("uses the given id, or 'scripted' by default", () => {
@@ -65,7 +65,7 @@ describe("scriptedAgent", () => {
     const controller = new AbortController();
     const agent = scriptedAgent(["never"], { delayMs: 60_000 });
     const started = performance.now();
-    const pending = agent.generate({ prompt: "p", signal: controller.signal });
+    const pending = agent.generate({ prompt: "p", abortSignal: controller.signal });
     const reason = new Error("cancelled");
     controller.abort(reason);
     expect(await rejection(pending)).toBe(reason);
@@ -76,7 +76,7 @@ describe("scriptedAgent", () => {
     const controller = new AbortController();
     controller.abort("gone");
     const agent = scriptedAgent(["reply"]);
-    expect(await rejection<unknown>(agent.generate({ prompt: "p", signal: controller.signal }))).toBe("gone");
+    expect(await rejection<unknown>(agent.generate({ prompt: "p", abortSignal: controller.signal }))).toBe("gone");
     expect(agent.calls).toHaveLength(1);
   });
 });

@@ -24,7 +24,7 @@ describe("generateStructured", () => {
     expect(result.text).toContain('"score": 8');
     expect(result.attempts).toHaveLength(1);
     expect(agent.calls[0]?.prompt).toBe(buildPrompt("Review.", verdict));
-    expect(agent.calls[0]?.schema).toBe(verdict);
+    expect(agent.calls[0]?.outputSchema).toBe(verdict);
   });
 
   test("retries after an invalid reply, quoting the validation error in the next prompt", async () => {
@@ -194,7 +194,7 @@ describe("generateStructured", () => {
     const controller = new AbortController();
     const agent = scriptedAgent([{ approved: true, score: 1 }]);
     await generateStructured({ agent, prompt: "p", schema: verdict, signal: controller.signal });
-    expect(agent.calls[0]?.signal).toBe(controller.signal);
+    expect(agent.calls[0]?.abortSignal).toBe(controller.signal);
   });
 
   test("rejects an empty agent list with INVALID_WORKFLOW", async () => {
