@@ -1,4 +1,5 @@
-export type { Agent, AgentGenerateArgs, AgentReply, StructuredAttempt } from "./types.ts";
+export type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentTimeout, AgentUsage, StructuredAttempt } from "./types.ts";
+export { addUsage, checkPricing, normalizeUsage, priceUsage, type ModelPrice, type ModelPricing } from "./usage.ts";
 export { describeSchema } from "./describe-schema.ts";
 export { extractJson } from "./extract-json.ts";
 export { buildPrompt, generateStructured } from "./structured.ts";

@@ -3,7 +3,8 @@ import { SmithersError } from "../errors/index.ts";
 import { formatIssuePath, formatZodIssues } from "../schema/index.ts";
 import { describeSchema } from "./describe-schema.ts";
 import { extractJson } from "./extract-json.ts";
-import type { Agent, AgentGenerateArgs, AgentReply, StructuredAttempt } from "./types.ts";
+import type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentUsage, StructuredAttempt } from "./types.ts";
+import { addUsage, normalizeUsage, priceUsage, type ModelPricing } from "./usage.ts";
 
 /** Correction calls per agent after a reply that fails the schema, unless the caller says (a Task's `maxSchemaRetries`). */
 const DEFAULT_MAX_SCHEMA_RETRIES = 3;
@@ -72,12 +73,54 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pro
   });
 }
 
+/** An AI SDK agent (`ToolLoopAgent` or anything implementing its `Agent` interface). */
+function isAiSdkAgent(agent: Agent): boolean {
+  return (agent as { version?: unknown }).version === "agent-v1";
+}
+
 function callAgent(agent: Agent, args: AgentGenerateArgs): Promise<AgentReply> {
   try {
+    const onEvent = args.onEvent;
+    if (onEvent && isAiSdkAgent(agent)) {
+      // Its steps as they end: the text so far, for an operator following the task.
+      const onStepEnd = (step: { text?: unknown }) => {
+        if (typeof step.text === "string" && step.text !== "") onEvent({ type: "text", text: step.text });
+      };
+      return Promise.resolve(agent.generate({ ...args, onStepEnd } as AgentGenerateArgs));
+    }
     return Promise.resolve(agent.generate(args));
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/**
+ * The reply's structured value, if it has one. An AI SDK result's `output` throws when none was
+ * generated, and is the text itself for an agent without an output specification: neither is
+ * structured output, so the text is parsed instead.
+ */
+function structuredOutput(reply: AgentReply, text: string): unknown {
+  let output: unknown;
+  try {
+    output = reply.output;
+  } catch {
+    return undefined;
+  }
+  return typeof output === "string" && output === text ? undefined : output;
+}
+
+/** The usage a reply reports: an AI SDK result's `totalUsage` (every step) over `usage` (AgentUsage or the last step). */
+function replyUsage(reply: AgentReply, pricing: ModelPricing | undefined): AgentUsage | undefined {
+  const r = reply as AgentReply & { totalUsage?: unknown; response?: { modelId?: unknown } };
+  let raw: unknown;
+  let model: string | undefined;
+  try {
+    raw = r.totalUsage ?? r.usage;
+    model = typeof r.response?.modelId === "string" ? r.response.modelId : undefined;
+  } catch {
+    return undefined;
+  }
+  return priceUsage(normalizeUsage(raw, model), pricing);
 }
 
 export type GenerateStructuredOptions<S extends z.ZodType> = {
@@ -99,6 +142,12 @@ export type GenerateStructuredOptions<S extends z.ZodType> = {
    * engine's retry) waits for these.
    */
   onCall?: (call: Promise<unknown>) => void;
+  /** Passed to every generate call (see AgentGenerateArgs); an AI SDK agent's step texts arrive here as `text` events. */
+  onEvent?: (event: AgentEvent) => void;
+  onStdout?: (chunk: string) => void;
+  onStderr?: (chunk: string) => void;
+  /** Prices used to fill `costUsd` for replies that report tokens but no cost. */
+  pricing?: ModelPricing;
 };
 
 export type GenerateStructuredResult<S extends z.ZodType> = {
@@ -106,6 +155,8 @@ export type GenerateStructuredResult<S extends z.ZodType> = {
   text: string;
   agentIndex: number;
   attempts: StructuredAttempt[];
+  /** What every call together consumed (retries and fallbacks included), when any reported it. */
+  usage?: AgentUsage;
 };
 
 /**
@@ -132,6 +183,14 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
   }
   const basePrompt = buildPrompt(opts.prompt, schema);
   const attempts: StructuredAttempt[] = [];
+  let usage: AgentUsage | undefined;
+  const passed: Partial<AgentGenerateArgs> = {
+    ...(signal ? { abortSignal: signal } : {}),
+    ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
+    ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
+    ...(opts.onStdout ? { onStdout: opts.onStdout } : {}),
+    ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
+  };
   let lastError: unknown;
   let lastWasThrow = false;
 
@@ -149,12 +208,7 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
 
       let reply: AgentReply;
       try {
-        const call = callAgent(agent, {
-          prompt,
-          outputSchema: schema,
-          ...(signal ? { abortSignal: signal } : {}),
-          ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
-        });
+        const call = callAgent(agent, { ...passed, prompt, outputSchema: schema });
         opts.onCall?.(call);
         reply = await raceAbort(call, signal);
         if (typeof reply !== "object" || reply === null) {
@@ -162,19 +216,31 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
         }
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
-        record({ ...base, error: errorSummary(error) });
+        // A CLI that failed after working (a crash, a timeout) may still say what it consumed.
+        const spent = priceUsage(normalizeUsage((error as { details?: { usage?: unknown } } | null)?.details?.usage), opts.pricing);
+        usage = addUsage(usage, spent);
+        record({ ...base, ...(spent ? { usage: spent } : {}), error: errorSummary(error) });
         lastError = error;
         lastWasThrow = true;
         break;
       }
 
-      const text = typeof reply.text === "string" ? reply.text : "";
+      let text = "";
+      try {
+        text = typeof reply.text === "string" ? reply.text : "";
+      } catch {
+        // an AI SDK result without steps throws here: no text
+      }
       lastWasThrow = false;
+      const callUsage = replyUsage(reply, opts.pricing);
+      usage = addUsage(usage, callUsage);
+      const withUsage = callUsage ? { usage: callUsage } : {};
+      const output = structuredOutput(reply, text);
       let candidate: unknown;
       try {
-        candidate = reply.output !== undefined ? reply.output : extractJson(text);
+        candidate = output !== undefined ? output : extractJson(text);
       } catch (error) {
-        record({ ...base, text, error: errorSummary(error) });
+        record({ ...base, text, ...withUsage, error: errorSummary(error) });
         lastError = error;
         feedback = retrySection("It contained no parseable JSON.", text);
         continue;
@@ -182,16 +248,16 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
 
       const parsed = await schema.safeParseAsync(candidate);
       if (parsed.success) {
-        record({ ...base, text });
-        return { value: parsed.data, text, agentIndex, attempts };
+        record({ ...base, text, ...withUsage });
+        return { value: parsed.data, text, agentIndex, attempts, ...(usage ? { usage } : {}) };
       }
       const problems = formatZodIssues(parsed.error.issues);
       const error = new SmithersError("INVALID_OUTPUT", `Reply does not match the schema:\n${problems}`, {
         issues: parsed.error.issues.map((issue) => ({ path: formatIssuePath(issue.path), message: issue.message })),
       });
-      record({ ...base, text, error: errorSummary(error) });
+      record({ ...base, text, ...withUsage, error: errorSummary(error) });
       lastError = error;
-      const shownReply = reply.output !== undefined ? jsonText(reply.output) : text;
+      const shownReply = output !== undefined ? jsonText(output) : text;
       feedback = retrySection(`It did not match the schema:\n${problems}`, shownReply);
     }
   }
@@ -201,6 +267,10 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
     lastWasThrow ? "AGENT_FAILED" : "INVALID_OUTPUT",
     `No valid output after ${attempts.length} attempt(s) across ${agents.length} agent(s); last error: ${last.message}`,
     // The prompt is the caller's and can be large: the error names its length, never repeats it.
-    { attempts: attempts.map(({ prompt, ...rest }) => ({ ...rest, promptChars: prompt.length })), cause: lastError },
+    {
+      attempts: attempts.map(({ prompt, ...rest }) => ({ ...rest, promptChars: prompt.length })),
+      ...(usage ? { usage } : {}),
+      cause: lastError,
+    },
   );
 }

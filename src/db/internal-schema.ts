@@ -86,6 +86,19 @@ export const smithersAttempts = sqliteTable(
     cached: integer("cached", { mode: "boolean" }).notNull().default(false),
     metaJson: text("meta_json"),
     responseText: text("response_text"),
+    /** What the attempt's agent calls consumed (null: not an agent, or nothing reported). Input includes cached input. */
+    inputTokens: integer("input_tokens"),
+    cachedInputTokens: integer("cached_input_tokens"),
+    outputTokens: integer("output_tokens"),
+    /** Reported by the agent, or priced from the run's `pricing`; null when unknown. */
+    costUsd: real("cost_usd"),
+    agentModel: text("agent_model"),
+    /**
+     * The agent subprocess of a running attempt (its pid is its process group) and that process's
+     * start time: a resume after the engine died ends the group if it still runs.
+     */
+    agentPid: integer("agent_pid"),
+    agentPidStart: text("agent_pid_start"),
   },
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt] })],
 );

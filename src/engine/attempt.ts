@@ -7,7 +7,7 @@
  */
 import { resolve } from "node:path";
 import { z } from "zod";
-import { generateStructured } from "../agents/index.ts";
+import { addUsage, generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../agents/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
 import { attempts, nodes, outputRowFor, writeOutputRow, type Drizzle, type OutputTableInfo, type SmithersDb } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../errors/index.ts";
@@ -47,6 +47,10 @@ export type AttemptInput = {
   rootDir?: string;
   /** Set for a task with a cache policy (`task.cache`): what its key needs beyond the task. */
   cache?: AttemptCache;
+  /** Prices for agents that report tokens but no cost (RunOptions.pricing). */
+  pricing?: ModelPricing;
+  /** What the task's agent reports while it works (text, tool calls, its subprocess). */
+  onAgentEvent?: (event: AgentEvent) => void;
 };
 
 /**
@@ -54,9 +58,13 @@ export type AttemptInput = {
  * was ended from outside (timeout, cancel, run failure) while its body still ran; `abandoned`:
  * that body then did not settle within the grace period and may still be running.
  */
-export type AttemptResult =
+export type AttemptResult = (
   | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number; cache?: CacheOutcome }
-  | { ok: false; thrown: unknown; error: SmithersError; finishedAtMs: number; stopped?: boolean; abandoned?: boolean };
+  | { ok: false; thrown: unknown; error: SmithersError; finishedAtMs: number; stopped?: boolean; abandoned?: boolean }
+) & {
+  /** What the attempt's agent calls consumed, when they reported it (a failed attempt's too). */
+  usage?: AgentUsage;
+};
 
 /** An attempt in flight: its result, and when the task's own body settled (later, if it ignored a stop). */
 export type AttemptWork = { result: Promise<AttemptResult>; bodySettled: Promise<void> };
@@ -76,7 +84,10 @@ function shapeForTable(info: OutputTableInfo, raw: unknown): unknown {
 
 type Produced = { raw: unknown; responseText?: string; cache?: CacheOutcome };
 
-async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void): Promise<Produced> {
+/** Usage reported by the attempt's agent calls so far, kept outside the body so a failed attempt still has it. */
+type Spent = { usage?: AgentUsage };
+
+async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void, spent: Spent): Promise<Produced> {
   const { task } = a;
   // Entering a <Worktree> creates it (a static task too, so a bad worktree fails where it is first used).
   const root = resolve(a.rootDir ?? process.cwd());
@@ -105,6 +116,11 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
     signal,
     cwd,
     onCall: onAgentCall,
+    onAttempt: (call) => {
+      spent.usage = addUsage(spent.usage, call.usage);
+    },
+    ...(a.onAgentEvent ? { onEvent: a.onAgentEvent } : {}),
+    ...(a.pricing ? { pricing: a.pricing } : {}),
     ...(task.maxSchemaRetries === undefined ? {} : { maxSchemaRetries: task.maxSchemaRetries }),
   });
   return { raw: result.value, responseText: result.text };
@@ -218,8 +234,9 @@ export function recordStart(d: Drizzle, a: AttemptInput): void {
 export function performAttempt(a: AttemptInput): AttemptWork {
   // An agent call that ignores its signal outlives generateStructured's own abort: it is part of the body.
   const agentCalls: Promise<unknown>[] = [];
+  const spent: Spent = {};
   const guard = guarded(a, (signal) => {
-    const body = () => produce(a, signal, (call) => agentCalls.push(call));
+    const body = () => produce(a, signal, (call) => agentCalls.push(call), spent);
     if (!a.task.cache) return body();
     return throughCache(a, signal, (raw) => validationSchema(a.task, a.info).safeParse(shapeForTable(a.info, raw)).success, body);
   });
@@ -230,7 +247,7 @@ export function performAttempt(a: AttemptInput): AttemptWork {
     )
     .then(() => Promise.allSettled(agentCalls))
     .then(() => undefined);
-  return { result: validated(a, guard), bodySettled };
+  return { result: validated(a, guard).then((result) => (spent.usage ? { ...result, usage: spent.usage } : result)), bodySettled };
 }
 
 async function validated(a: AttemptInput, guard: Guarded<Produced>): Promise<AttemptResult> {
@@ -289,6 +306,19 @@ export function settleOutcome(a: AttemptInput, result: AttemptResult, canRetry: 
   return { kind: "failed", error, retryable, retryAfterMs, durationMs };
 }
 
+/** The attempt row's usage columns (integers: SQLite stores token counts exactly). */
+function usageColumns(usage: AgentUsage | undefined) {
+  if (!usage) return {};
+  const int = (n: number | undefined) => (n === undefined ? null : Math.round(n));
+  return {
+    inputTokens: int(usage.inputTokens),
+    cachedInputTokens: int(usage.cachedInputTokens),
+    outputTokens: int(usage.outputTokens),
+    costUsd: usage.costUsd ?? null,
+    agentModel: usage.model ?? null,
+  };
+}
+
 /**
  * Inside a step's transaction: closes the attempt (only while it is still `running`: if another
  * process took the run over, RUN_OWNED rolls the step back) and writes the output or the error.
@@ -305,22 +335,23 @@ export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult,
     outputTable: info.tableName,
     label: task.label ?? null,
   };
+  const usage = usageColumns(result.usage);
   if (result.ok) {
     const { cache } = result;
-    closeAttempt(d, key, { state: "finished", finishedAtMs: result.finishedAtMs, responseText: result.responseText ?? null, cached: cache?.hit === true });
+    closeAttempt(d, key, { state: "finished", finishedAtMs: result.finishedAtMs, responseText: result.responseText ?? null, cached: cache?.hit === true, ...usage });
     writeOutputRow(d, info, key, result.data);
     if (cache && !cache.hit) storeCacheEntry(d, a, cache, result.data, result.finishedAtMs);
     nodes.upsertNode(d, { ...node, state: "finished" });
     return;
   }
   if (outcome.kind === "suspended") {
-    closeAttempt(d, key, { state: "waiting", finishedAtMs: result.finishedAtMs });
+    closeAttempt(d, key, { state: "waiting", finishedAtMs: result.finishedAtMs, ...usage });
     nodes.upsertNode(d, { ...node, state: outcome.status, wakeAtMs: outcome.wakeAtMs ?? null });
     return;
   }
   const state = outcome.kind === "cancelled" ? "cancelled" : outcome.kind === "failed" && outcome.retryable ? "pending" : "failed";
   const attemptState = result.abandoned ? "abandoned" : outcome.kind === "cancelled" ? "cancelled" : "failed";
-  closeAttempt(d, key, { state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error) });
+  closeAttempt(d, key, { state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error), ...usage });
   nodes.upsertNode(d, {
     ...node,
     state,

@@ -59,3 +59,9 @@ export const CRON_FIRE_BATCH = 100;
 
 /** Missed cron slots counted one by one after downtime; past this the count stops (a `* * * * * *` pattern down for a week). */
 export const CRON_SKIP_COUNT_LIMIT = 10_000;
+
+/** Agent output (NodeOutput events) reaches the database and listeners within about this long, batched. */
+export const OUTPUT_FLUSH_MS = 200;
+
+/** The longest text one NodeOutput event holds; a longer piece is cut with "…". */
+export const OUTPUT_TEXT_MAX = 8_000;

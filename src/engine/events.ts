@@ -33,6 +33,7 @@ export const SmithersEventTypeSchema = z.enum([
   "HumanRequested",
   "HumanAnswered",
   "SubflowWaiting",
+  "NodeOutput",
 ]);
 export type SmithersEventType = z.infer<typeof SmithersEventTypeSchema>;
 
@@ -83,7 +84,13 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
    * found at resume) or `body-unsettled` (stopped, it did not settle within the grace period and
    * may still be running; `error` says what stopped it).
    */
-  variant(T.NodeAbandoned, { ...attempt, reason: z.enum(["process-died", "body-unsettled"]), error: ErrorJsonSchema.optional() }),
+  variant(T.NodeAbandoned, {
+    ...attempt,
+    reason: z.enum(["process-died", "body-unsettled"]),
+    error: ErrorJsonSchema.optional(),
+    /** The agent subprocess group the dead process had left running, which this resume ended. */
+    killedAgentPid: z.number().int().optional(),
+  }),
   variant(T.LoopAdvanced, { ...base, loopId: z.string(), iteration: z.number().int() }),
   variant(T.LoopFinished, { ...base, loopId: z.string(), iteration: z.number().int() }),
   variant(T.FrameCommitted, { ...base, frameNo: z.number().int(), encoding: z.enum(["full", "keyframe", "delta"]) }),
@@ -109,6 +116,11 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
   variant(T.HumanAnswered, { ...node, requestId: z.string(), accepted: z.boolean(), answeredBy: z.string().nullable() }),
   /** A `<Subflow>`'s child run stopped waiting (`childStatus`): the node waits with it; the next attempt resumes the child. */
   variant(T.SubflowWaiting, { ...attempt, childRunId: z.string(), childStatus: z.enum(WAITING_STATUSES) }),
+  /**
+   * What a task's agent reported while working, for an operator following it: `text` (its reply
+   * as it arrives) or `tool` (a tool it called: name and input, capped). At most OUTPUT_TEXT_MAX characters each.
+   */
+  variant(T.NodeOutput, { ...attempt, stream: z.enum(["text", "tool"]), text: z.string() }),
 ]);
 export type SmithersEvent = z.infer<typeof SmithersEventSchema>;
 

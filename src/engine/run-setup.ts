@@ -17,6 +17,7 @@ import {
   type OutputKeys,
   type OutputRegistry,
   type SmithersDb,
+  type UsageTotals,
 } from "../db/index.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
@@ -25,6 +26,8 @@ import { nodeKey } from "../jsx/index.ts";
 import type { NodeError, NodeStatus } from "./scheduler.ts";
 import { withContinuation } from "./continue-as-new.ts";
 import type { NodeState } from "./states.ts";
+import { normalizeUsage, priceUsage, type ModelPricing } from "../agents/index.ts";
+import { addToTotals, NO_USAGE, storedBudget, withBudget, type Budget } from "./budget.ts";
 
 export type TrackedNode = NodeStatus & {
   lastAttempt: number;
@@ -55,8 +58,17 @@ export type RunSetup = {
   outputKeys: OutputKeys;
   /** Node ids with a finished or skipped iteration (see decide's finishedIds). */
   finishedIds: Set<string>;
-  /** Attempts this resume found left running by a dead process and closed as `abandoned`. */
-  abandoned: { nodeId: string; iteration: number; attempt: number }[];
+  /**
+   * Attempts this resume found left running by a dead process and closed as `abandoned`, with
+   * the agent subprocess each had started (a leftover group the resume ends before going on).
+   */
+  abandoned: { nodeId: string; iteration: number; attempt: number; agentPid: number | null; agentPidStart: string | null }[];
+  /** The run's spend limits: given for this execution, else stored on the run, else the workflow's defaults. */
+  budget: Budget;
+  /** What the run's agent attempts consumed so far. */
+  usage: UsageTotals;
+  /** A model an attempt reported tokens for without a cost (a cost limit cannot be kept for it). */
+  unpricedModel: string | undefined;
 };
 
 function stableJson(value: unknown): string {
@@ -169,11 +181,38 @@ export type SetupOptions = {
   rootDir?: string;
   ownerId: string;
   nowMs: number;
+  /** Limits given for this execution (runWorkflow's options): stored on the run, replacing earlier ones field by field. */
+  budget?: Budget;
+  /** The workflow's limits (createSmithers'), for a run that has none stored. */
+  defaultBudget?: Budget;
+  /** Prices for attempts stored without a cost. */
+  pricing?: ModelPricing;
 };
 
 type Abandoned = RunSetup["abandoned"];
 
-type Resumed = { input: unknown; continuation: string | null; rootDir: string | null; freshBudget: boolean; finished?: boolean; abandoned: Abandoned };
+type Resumed = {
+  input: unknown;
+  continuation: string | null;
+  rootDir: string | null;
+  freshBudget: boolean;
+  finished?: boolean;
+  abandoned: Abandoned;
+  budget: Budget;
+};
+
+/** Field by field: given now, else stored, else the workflow's default. */
+function effectiveBudget(o: SetupOptions, stored: Budget): Budget {
+  const pick = (field: keyof Budget) => o.budget?.[field] ?? stored[field] ?? o.defaultBudget?.[field];
+  const budget: Budget = {};
+  const maxCostUsd = pick("maxCostUsd");
+  const maxTokens = pick("maxTokens");
+  if (maxCostUsd !== undefined) budget.maxCostUsd = maxCostUsd;
+  if (maxTokens !== undefined) budget.maxTokens = maxTokens;
+  return budget;
+}
+
+const sameBudget = (a: Budget, b: Budget) => a.maxCostUsd === b.maxCostUsd && a.maxTokens === b.maxTokens;
 
 const continuedError = (runId: string, nextRunId: string | null) =>
   new SmithersError("RUN_NOT_RESUMABLE", `Run "${runId}" continued as run "${nextRunId}"; resume that one`, { runId, nextRunId });
@@ -188,7 +227,8 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
     throw new SmithersError("INPUT_MISMATCH", `Run "${runId}" was started with a different input; resume it without --input or with the same input`, { runId });
   }
   // A finished run has nothing left to do: resuming it only reads its result, and changes nothing.
-  if (run.status === "finished") return { input: stored, continuation, rootDir, freshBudget: false, finished: true, abandoned: [] };
+  const budget = effectiveBudget(o, storedBudget(run.configJson));
+  if (run.status === "finished") return { input: stored, continuation, rootDir, freshBudget: false, finished: true, abandoned: [], budget };
   const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
   let abandonedNow: Abandoned = [];
   const outcome = await o.db.withTransaction("resumeRun", (d): "finished" | "retry" | "continue" => {
@@ -207,13 +247,22 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
     const retry = current.status === "failed" || current.status === "cancelled";
     abandonedNow = attemptRows.abandonRunningAttempts(d, runId, o.nowMs, abandoned);
     nodeRows.resetNodes(d, runId, retry ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
-    runs.setRunFields(d, runId, { status: "running", runtimeOwnerId: o.ownerId, heartbeatAtMs: o.nowMs, finishedAtMs: null, errorJson: null, wakeAtMs: null });
+    const budgetChanged = !sameBudget(budget, storedBudget(current.configJson));
+    runs.setRunFields(d, runId, {
+      status: "running",
+      runtimeOwnerId: o.ownerId,
+      heartbeatAtMs: o.nowMs,
+      finishedAtMs: null,
+      errorJson: null,
+      wakeAtMs: null,
+      ...(budgetChanged ? { configJson: withBudget(current.configJson, budget) } : {}),
+    });
     return retry ? "retry" : "continue";
   });
-  return { input: stored, continuation, rootDir, freshBudget: outcome === "retry", finished: outcome === "finished", abandoned: abandonedNow };
+  return { input: stored, continuation, rootDir, freshBudget: outcome === "retry", finished: outcome === "finished", abandoned: abandonedNow, budget };
 }
 
-async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
+async function startRun(o: SetupOptions, runId: string, budget: Budget): Promise<unknown> {
   const input = validateInput(o.registry, o.input);
   await o.db.withTransaction("startRun", (d) => {
     // Checked under the write lock, so two processes starting the same run id cannot both pass.
@@ -232,6 +281,7 @@ async function startRun(o: SetupOptions, runId: string): Promise<unknown> {
       heartbeatAtMs: o.nowMs,
       runtimeOwnerId: o.ownerId,
       inputHash: hashInput(input),
+      configJson: budget.maxCostUsd === undefined && budget.maxTokens === undefined ? null : withBudget(null, budget),
     });
     writeInput(d, o.registry, runId, input);
   });
@@ -289,9 +339,14 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     finished,
     abandoned,
     rootDir: recordedRoot,
+    budget,
   }: Resumed = resumed
     ? await resumeRun(o, runId)
-    : { input: await startRun(o, runId), continuation: null, rootDir: null, freshBudget: false, finished: false, abandoned: [] };
+    : await (async () => {
+        const fresh = effectiveBudget(o, {});
+        const started = await startRun(o, runId, fresh);
+        return { input: started, continuation: null, rootDir: null, freshBudget: false, finished: false, abandoned: [], budget: fresh };
+      })();
   const input = withContinuation(storedInput, continuation);
   const rootDir = o.rootDir ?? recordedRoot ?? process.cwd();
   // A run created just now has no nodes, attempts, loops or outputs to load.
@@ -324,7 +379,13 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     const tracked = states.get(nodeKey(g.nodeId, g.iteration));
     if (tracked && tracked.state !== "waiting-approval") tracked.gatePassed = true;
   }
+  let usage = NO_USAGE;
+  let unpricedModel: string | undefined;
   for (const a of attempts) {
+    // An attempt stored without a cost is priced with today's pricing, if it has its model now.
+    const spent = a.costUsd === null ? priceUsage(normalizeUsage(a, a.agentModel ?? undefined), o.pricing) : undefined;
+    usage = addToTotals(usage, spent ?? a);
+    if ((spent?.costUsd ?? a.costUsd) === null && (a.inputTokens ?? 0) + (a.outputTokens ?? 0) > 0) unpricedModel ??= a.agentModel ?? "(unknown model)";
     const tracked = states.get(nodeKey(a.nodeId, a.iteration));
     if (!tracked) continue;
     tracked.lastAttempt = Math.max(tracked.lastAttempt, a.attempt);
@@ -347,5 +408,8 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     outputKeys,
     abandoned,
     finishedIds,
+    budget,
+    usage,
+    unpricedModel,
   };
 }

@@ -12,6 +12,8 @@ import { DEFAULT_KEYFRAME_POLICY, FrameChain, FrameRecorder, type KeyframePolicy
 import { HEARTBEAT_INTERVAL_MS } from "./constants.ts";
 import { Run, type RunResult } from "./run.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
+import { checkPricing, type ModelPricing } from "../agents/index.ts";
+import { checkBudget } from "./budget.ts";
 
 export type { RunResult } from "./run.ts";
 
@@ -54,6 +56,17 @@ export type RunOptions = {
    * this run and switched back when it ends; runs sharing the connection at that moment share it.
    */
   durability?: Durability;
+  /**
+   * Spend limit in US dollars: once the run's agent attempts together cost this much, no new
+   * agent attempt starts and the run ends `failed` with BUDGET_EXCEEDED (attempts in flight
+   * finish). Stored on the run: a resume keeps it unless given a new one (raise it to go on).
+   * Default: createSmithers' `maxCostUsd`, else none.
+   */
+  maxCostUsd?: number;
+  /** Token limit (input, cached included, plus output), kept like maxCostUsd. */
+  maxTokens?: number;
+  /** Prices by model id (US dollars per million tokens) for agents that report tokens but no cost. Default: createSmithers' `pricing`. */
+  pricing?: ModelPricing;
 };
 
 /**
@@ -87,6 +100,8 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
   if (graceMs !== undefined && !(typeof graceMs === "number" && graceMs >= 0)) {
     throw new SmithersError("INVALID_OPTION", `graceMs must be a number of milliseconds >= 0 (or Infinity), got ${String(graceMs)}`);
   }
+  const budget = checkBudget(options);
+  const pricing = checkPricing(options.pricing) ?? workflow.spend?.pricing;
   const now = () => Date.now();
   const durability = options.durability === undefined ? undefined : checkDurability(options.durability);
   const db = workflow.dbFor(options.dbPath);
@@ -107,6 +122,9 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
       rootDir: options.rootDir === undefined ? undefined : resolve(options.rootDir),
       ownerId,
       nowMs: now(),
+      budget,
+      ...(workflow.spend ? { defaultBudget: workflow.spend.budget } : {}),
+      ...(pricing ? { pricing } : {}),
     });
     // A new run's journals start empty, and a finished run's are only read back: nothing to look up.
     const continues = setup.resumed && !setup.alreadyFinished;
@@ -116,7 +134,7 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
     const recorder = new FrameRecorder(continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) =>
       task.mode === "timer" ? "" : workflow.registry.resolve(task.output, task.outputSchema).tableName,
     );
-    const run = new Run(workflow, setup, db, bus, recorder, options, now);
+    const run = new Run(workflow, setup, db, bus, recorder, { ...options, ...(pricing ? { pricing } : {}) }, now);
     if (setup.alreadyFinished) return await run.readBack();
     run.emit({ type: setup.resumed && !successor ? "RunResumed" : "RunStarted", status: "running" });
     for (const a of setup.abandoned) run.emit({ type: "NodeAbandoned", ...a, reason: "process-died" });

@@ -21,7 +21,10 @@ import {
   type Drizzle,
   type OutputTableInfo,
   type SmithersDb,
+  type UsageTotals,
 } from "../db/index.ts";
+import type { AgentEvent, ModelPricing } from "../agents/index.ts";
+import { addToTotals, budgetStop } from "./budget.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, SmithersError } from "../errors/index.ts";
 import { nodeKey, render, type CacheKeyContext, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
 import { withRenderContext } from "../jsx/render-context.ts";
@@ -37,7 +40,7 @@ import { decide, DecideMemo, failureIn, type Action, type ContinueFrom } from ".
 import { describeFailure, failureError } from "./failure.ts";
 import { createSuccessor } from "./continue-as-new.ts";
 import { isWaiting, type RunStatus, type WaitingStatus } from "./states.ts";
-import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS, TIMER_WAIT_IN_PLACE_MS, WAIT_POLL_MS } from "./constants.ts";
+import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS, OUTPUT_FLUSH_MS, OUTPUT_TEXT_MAX, TIMER_WAIT_IN_PLACE_MS, WAIT_POLL_MS } from "./constants.ts";
 import { retryBudget, retryDelay } from "./retry.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
@@ -48,6 +51,8 @@ export type RunResult = {
   error?: SmithersError;
   /** Status `continued`: the run that carries on (runWorkflow follows it; a result it returns is never `continued`). */
   nextRunId?: string;
+  /** What the run's agent attempts consumed in all (every execution of it), when any reported usage. */
+  usage?: UsageTotals;
 };
 
 export type RunSettings = {
@@ -58,6 +63,8 @@ export type RunSettings = {
   abandonSignal?: AbortSignal;
   /** A timer due within this many ms is waited for in the process (default TIMER_WAIT_IN_PLACE_MS, 5 s). */
   waitInPlaceMs?: number;
+  /** Prices for agents that report tokens but no cost. */
+  pricing?: ModelPricing;
 };
 
 /**
@@ -120,6 +127,16 @@ export class Run {
   private readonly abort = new AbortController();
   /** Aborted on cancel or failure: stops the attempts in flight. */
   private readonly stop = new AbortController();
+  /** What the run's agent attempts consumed so far (stored attempts plus settled ones). */
+  private usage: UsageTotals;
+  private unpricedModel: string | undefined;
+  /** Set when an agent attempt was held back by the run's budget: the run fails with it once nothing runs. */
+  private budgetHeld: SmithersError | undefined;
+  /** A step is between its render and its commit: agent output waits for that commit instead of a transaction of its own. */
+  private stepping = false;
+  private outputTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Nothing more runs: the run's last transaction is being written (late agent output is dropped). */
+  private ending = false;
   private wake: (() => void) | undefined;
   /** A wake-up that came while the run was not asleep: the next sleep returns at once (no lost wake-up). */
   private wokenEarly = false;
@@ -140,6 +157,8 @@ export class Run {
     });
     for (const [tableKey, keys] of Object.entries(s.outputKeys)) for (const k of keys) this.index.addKey(tableKey, k.nodeId, k.iteration);
     for (const id of s.finishedIds) this.finishedIds.add(id);
+    this.usage = s.usage;
+    this.unpricedModel = s.unpricedModel;
     this.waits = new Waits({
       runId: s.runId,
       db,
@@ -301,6 +320,65 @@ export class Run {
     if (t) t.error = { code: error.code, message: error.message };
   }
 
+  /** Adds what an ended attempt's agent consumed to the run's totals. */
+  private account(result: AttemptResult): void {
+    const { usage } = result;
+    if (!usage) return;
+    this.usage = addToTotals(this.usage, usage);
+    if (usage.costUsd === undefined && (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) > 0) this.unpricedModel ??= usage.model ?? "(unknown model)";
+  }
+
+  /** The run's usage for its result, when any agent reported some. */
+  private usageResult(): { usage?: UsageTotals } {
+    const u = this.usage;
+    return u.inputTokens + u.outputTokens + u.cachedInputTokens > 0 || u.costUsd !== null ? { usage: u } : {};
+  }
+
+  /**
+   * What a running agent reports: its text and tool calls become NodeOutput events (stored and
+   * heard within OUTPUT_FLUSH_MS), its subprocess is recorded on the attempt for a later resume.
+   */
+  private agentEvent(ids: { nodeId: string; iteration: number; attempt: number }, event: AgentEvent): void {
+    if (event.type === "process") {
+      attemptRows.recordAgentProcess(this.db, { runId: this.s.runId, ...ids }, event.pid, event.startTime).catch(() => undefined);
+      return;
+    }
+    let stream: "text" | "tool";
+    let text: string;
+    if (event.type === "text") {
+      stream = "text";
+      text = event.text;
+    } else if (event.type === "tool-call") {
+      stream = "tool";
+      text = event.input === undefined ? event.toolName : `${event.toolName} ${safeJson(event.input)}`;
+    } else return;
+    if (text === "" || this.ending) return;
+    if (text.length > OUTPUT_TEXT_MAX) text = `${text.slice(0, OUTPUT_TEXT_MAX - 1)}…`;
+    this.emit({ type: "NodeOutput", ...ids, stream, text });
+    this.flushOutputSoon();
+  }
+
+  /**
+   * Stores staged events (agent output) in a transaction of their own, soon, unless a step is
+   * under way: that step's commit carries them, with the frame and rows they go with.
+   */
+  private flushOutputSoon(): void {
+    if (this.outputTimer) return;
+    this.outputTimer = setTimeout(() => {
+      this.outputTimer = undefined;
+      if (this.ending || this.bus.stagedCount === 0) return;
+      if (this.stepping) return this.flushOutputSoon(); // that step may already have committed: look again
+      this.db
+        .withTransaction("agentOutput", (d) => {
+          if (this.stepping || this.ending) return; // a step (or the run's end) began meanwhile: its commit stores them
+          this.checkOwner(d);
+          this.bus.writeStagedIn(d);
+        })
+        .catch(() => undefined); // kept staged: the next step stores them
+    }, OUTPUT_FLUSH_MS);
+    this.outputTimer.unref?.();
+  }
+
   /** Records the run's failure and stops the attempts still in flight (they end cancelled). */
   private fail(error: SmithersError): void {
     this.failure ??= error;
@@ -372,6 +450,7 @@ export class Run {
       const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt: e.input.attempt };
       // Attempts that end with the run (stopped by its cancel or failure) are not retried.
       const outcome = settleOutcome(e.input, e.result, !runEnding && t.failures < retryBudget(task));
+      this.account(e.result);
       this.frames.markDirty(task.key);
       const events: Event[] = [];
       if (e.result.ok === false && e.result.abandoned) {
@@ -433,6 +512,15 @@ export class Run {
    * runs them again); memory is never changed inside the transaction.
    */
   private async step(): Promise<"again" | "done" | { untilMs: number | undefined }> {
+    this.stepping = true;
+    try {
+      return await this.stepInner();
+    } finally {
+      this.stepping = false;
+    }
+  }
+
+  private async stepInner(): Promise<"again" | "done" | { untilMs: number | undefined }> {
     const writes = this.settle(this.ended.splice(0));
     const starts: Started[] = [];
     let next: "again" | "done" | { untilMs: number | undefined } = "again";
@@ -448,6 +536,11 @@ export class Run {
       const actions = decide(plan, this.s.states, nowMs, this.settings.maxConcurrency ?? Infinity, this.memo, this.finishedIds);
       const finishedIterations: [loopId: string, iteration: number][] = [];
       for (const action of actions) next = this.plan_(action, nowMs, starts, writes, finishedIterations) ?? next;
+      // An agent attempt held back by the budget, and nothing else running or starting: the run ends here.
+      if (this.budgetHeld && starts.length === 0 && this.working.size === 0) {
+        this.fail(this.budgetHeld);
+        next = "done";
+      }
       for (const st of starts) {
         st.tracked.state = "running";
         st.tracked.lastAttempt = st.input.attempt;
@@ -560,6 +653,13 @@ export class Run {
           this.crashLoop(task, tracked, nowMs, writes);
           return undefined;
         }
+        if (task.mode === "agent") {
+          const held = budgetStop(this.s.runId, this.s.budget, this.usage, this.unpricedModel);
+          if (held) {
+            this.budgetHeld ??= held;
+            return { untilMs: undefined }; // not started: the run fails with it once nothing else runs
+          }
+        }
         const attempt = tracked.lastAttempt + 1;
         const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt };
         const input: AttemptInput = {
@@ -575,6 +675,8 @@ export class Run {
           onToolCall: (e) => this.emit({ ...e, ...ids }),
           waitInPlaceMs: this.settings.waitInPlaceMs,
           rootDir: this.s.rootDir,
+          ...(task.mode === "agent" ? { onAgentEvent: (event: AgentEvent) => this.agentEvent(ids, event) } : {}),
+          ...(this.settings.pricing ? { pricing: this.settings.pricing } : {}),
           ...(task.cache ? { cache: { workflowName: this.plan?.workflowName ?? this.wf.name, ctx: () => this.cacheCtx(task) } } : {}),
         };
         starts.push({ task, tracked, input });
@@ -711,7 +813,7 @@ export class Run {
   /** The result of a run that had already finished, read back without running or writing anything. */
   async readBack(): Promise<RunResult> {
     await this.renderPlan();
-    return { runId: this.s.runId, status: "finished", output: this.result() };
+    return { runId: this.s.runId, status: "finished", output: this.result(), ...this.usageResult() };
   }
 
   async execute(): Promise<RunResult> {
@@ -737,6 +839,7 @@ export class Run {
       this.fail(asRunError(error));
     }
     while (this.working.size > 0) await Promise.all(this.working);
+    this.ending = true;
     if (this.lost) return { runId, status: "failed", error: this.failure }; // the new owner writes from here on
     // Attempts stopped by a failure or cancel settle with the run's last transaction, and the
     // states they settled into belong in the last frame.
@@ -782,10 +885,12 @@ export class Run {
       return this.endFailed(asRunError(cause), finishedAtMs);
     }
     await this.readCustomRows();
-    if (status === "cancelled" || isWaiting(status)) return { runId, status };
-    if (status === "continued") return { runId, status, nextRunId };
-    if (status === "failed") return { runId, status, error: this.failure };
-    return { runId, status, output: this.result() };
+    clearTimeout(this.outputTimer);
+    const usage = this.usageResult();
+    if (status === "cancelled" || isWaiting(status)) return { runId, status, ...usage };
+    if (status === "continued") return { runId, status, nextRunId, ...usage };
+    if (status === "failed") return { runId, status, error: this.failure, ...usage };
+    return { runId, status, output: this.result(), ...usage };
   }
 
   private successorArgs(nowMs: number): Parameters<typeof createSuccessor>[1] {
@@ -850,5 +955,13 @@ export class Run {
       return strip(this.index.row(info.key, task.nodeId, task.iteration));
     }
     return undefined;
+  }
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
   }
 }

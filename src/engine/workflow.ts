@@ -2,6 +2,8 @@
  * createSmithers: schemas in, typed authoring kit out (components, `outputs`, generated
  * `tables`, the Drizzle `db`), and `smithers(build)` to wrap a build function as a workflow.
  */
+import { checkPricing, type ModelPricing } from "../agents/index.ts";
+import { checkBudget, type Budget } from "./budget.ts";
 import { resolve } from "node:path";
 import type { z } from "zod";
 import {
@@ -43,6 +45,8 @@ export type SmithersWorkflow<Input = any> = {
   readonly output?: OutputTarget;
   /** The database at `path` (default: the one from createSmithers), tables created and migrated. */
   dbFor(path?: string): SmithersDb;
+  /** createSmithers' spend limits and prices: what a run gets unless runWorkflow says otherwise. */
+  readonly spend?: { budget: Budget; pricing?: ModelPricing };
 };
 
 export type CreateSmithersOptions = {
@@ -51,6 +55,12 @@ export type CreateSmithersOptions = {
   onSchemaDrift?: (report: MigrationReport) => void;
   /** What a commit survives: "process" (default: kill -9) or "power" (also power loss, slower commits). */
   durability?: Durability;
+  /** Default spend limit of each run, in US dollars (see RunOptions.maxCostUsd). */
+  maxCostUsd?: number;
+  /** Default token limit of each run (see RunOptions.maxTokens). */
+  maxTokens?: number;
+  /** Prices by model id, for agents that report tokens but no cost (see RunOptions.pricing). */
+  pricing?: ModelPricing;
 };
 
 function warnDrift(report: MigrationReport): void {
@@ -72,6 +82,9 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
   const databases = new Map<string, SmithersDb>();
   const reportDrift = options.onSchemaDrift ?? warnDrift;
   const durability = options.durability === undefined ? undefined : checkDurability(options.durability);
+  const budget = checkBudget(options);
+  const pricing = checkPricing(options.pricing);
+  const spend = { budget, ...(pricing ? { pricing } : {}) };
   // No environment variable is read here: the CLI passes --db (or SMITHERS_DB_PATH) to runWorkflow as dbPath.
   const defaultPath = options.dbPath || DEFAULT_DB_PATH;
 
@@ -91,7 +104,15 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
 
   function smithers(build: (ctx: SmithersCtx<InputOf<S>>) => SmithersNode, opts: { name?: string; output?: OutputTarget } = {}): SmithersWorkflow<InputOf<S>> {
     if (opts.output !== undefined) registry.resolve(opts.output); // an unknown target fails here, not in the parent's run
-    return { kind: "smithers.workflow", name: opts.name ?? "workflow", build, registry, dbFor, ...(opts.output !== undefined ? { output: opts.output } : {}) };
+    return {
+      kind: "smithers.workflow",
+      name: opts.name ?? "workflow",
+      build,
+      registry,
+      dbFor,
+      spend,
+      ...(opts.output !== undefined ? { output: opts.output } : {}),
+    };
   }
 
   return {

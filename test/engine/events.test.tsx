@@ -141,6 +141,25 @@ describe("SmithersEventSchema", () => {
       </Workflow>
     ));
     expect((await runWorkflow(easy, { runId: "finished" })).status).toBe("finished");
+
+    // An agent that reports its text as it works (NodeOutput).
+    const talkative = smithers(() => (
+      <Workflow name="talkative">
+        <Task
+          id="talk"
+          output={outputs.out}
+          agent={{
+            generate: async ({ onEvent }) => {
+              onEvent?.({ type: "text", text: "thinking" });
+              return { text: '{"n":2}' };
+            },
+          }}
+        >
+          Count.
+        </Task>
+      </Workflow>
+    ));
+    expect((await runWorkflow(talkative, { runId: "talkative" })).status).toBe("finished");
     expect((await runWorkflow(easy, { runId: "cache-hit" })).status).toBe("finished"); // a NodeFinished with cached: true
 
     const rows = sql<EventRow>(dbPath, "SELECT run_id, seq, timestamp_ms, type, payload_json FROM _smithers_events ORDER BY run_id, seq");

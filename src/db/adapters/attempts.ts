@@ -1,5 +1,5 @@
 /** `_smithers_attempts`: every execution attempt of every node, kept as history. */
-import { and, eq, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import { and, eq, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import { insertSql, rawStatement, sqlNames } from "./shared.ts";
 import { smithersAttempts, smithersNodes } from "../internal-schema.ts";
 import type { Drizzle, SmithersDb } from "../smithers-db.ts";
@@ -28,7 +28,8 @@ const FAIL_RUNNING_ATTEMPTS = `UPDATE ${A.$table} SET ${A.state} = 'failed', ${A
 const FAIL_RUNNING_NODES = `UPDATE ${N.$table} SET ${N.state} = 'failed', ${N.updatedAtMs} = ? WHERE ${N.runId} = ? AND ${N.state} = 'running'`;
 
 const FINISH_RUNNING = `UPDATE ${A.$table}
-  SET ${A.state} = ?, ${A.finishedAtMs} = ?, ${A.errorJson} = ?, ${A.responseText} = ?, ${A.metaJson} = coalesce(?, ${A.metaJson}), ${A.cached} = ?
+  SET ${A.state} = ?, ${A.finishedAtMs} = ?, ${A.errorJson} = ?, ${A.responseText} = ?, ${A.metaJson} = coalesce(?, ${A.metaJson}), ${A.cached} = ?,
+    ${A.inputTokens} = ?, ${A.cachedInputTokens} = ?, ${A.outputTokens} = ?, ${A.costUsd} = ?, ${A.agentModel} = ?
   WHERE ${A.runId} = ? AND ${A.nodeId} = ? AND ${A.iteration} = ? AND ${A.attempt} = ? AND ${A.state} = 'running'`;
 
 /**
@@ -38,7 +39,10 @@ const FINISH_RUNNING = `UPDATE ${A.$table}
 export function finishAttempt(
   d: Drizzle,
   key: { runId: string; nodeId: string; iteration: number; attempt: number },
-  patch: Pick<Partial<NewAttemptRow>, "state" | "finishedAtMs" | "errorJson" | "responseText" | "metaJson" | "cached">,
+  patch: Pick<
+    Partial<NewAttemptRow>,
+    "state" | "finishedAtMs" | "errorJson" | "responseText" | "metaJson" | "cached" | "inputTokens" | "cachedInputTokens" | "outputTokens" | "costUsd" | "agentModel"
+  >,
 ): number {
   return rawStatement(d, FINISH_RUNNING).run(
     patch.state ?? "finished",
@@ -47,6 +51,11 @@ export function finishAttempt(
     patch.responseText ?? null,
     patch.metaJson ?? null,
     patch.cached ? 1 : 0,
+    patch.inputTokens ?? null,
+    patch.cachedInputTokens ?? null,
+    patch.outputTokens ?? null,
+    patch.costUsd ?? null,
+    patch.agentModel ?? null,
     key.runId,
     key.nodeId,
     key.iteration,
@@ -71,11 +80,62 @@ export function failRunningWork(d: Drizzle, runId: string, nowMs: number, errorJ
 }
 
 /** Closes attempts a dead process left `running`; returns which. */
-export function abandonRunningAttempts(d: Drizzle, runId: string, nowMs: number, errorJson: string): { nodeId: string; iteration: number; attempt: number }[] {
+export function abandonRunningAttempts(
+  d: Drizzle,
+  runId: string,
+  nowMs: number,
+  errorJson: string,
+): { nodeId: string; iteration: number; attempt: number; agentPid: number | null; agentPidStart: string | null }[] {
   return d
     .update(smithersAttempts)
     .set({ state: "abandoned", finishedAtMs: nowMs, errorJson })
     .where(and(eq(smithersAttempts.runId, runId), eq(smithersAttempts.state, "running")))
-    .returning({ nodeId: smithersAttempts.nodeId, iteration: smithersAttempts.iteration, attempt: smithersAttempts.attempt })
+    .returning({
+      nodeId: smithersAttempts.nodeId,
+      iteration: smithersAttempts.iteration,
+      attempt: smithersAttempts.attempt,
+      agentPid: smithersAttempts.agentPid,
+      agentPidStart: smithersAttempts.agentPidStart,
+    })
     .all();
+}
+
+/** Records the agent subprocess a running attempt started (pid = its process group), for a resume to end it if the engine dies. */
+export function recordAgentProcess(
+  db: SmithersDb,
+  key: { runId: string; nodeId: string; iteration: number; attempt: number },
+  pid: number,
+  startTime: string | undefined,
+): Promise<void> {
+  return db.write("recordAgentProcess", (d) => {
+    d.update(smithersAttempts)
+      .set({ agentPid: pid, agentPidStart: startTime ?? null })
+      .where(
+        and(
+          eq(smithersAttempts.runId, key.runId),
+          eq(smithersAttempts.nodeId, key.nodeId),
+          eq(smithersAttempts.iteration, key.iteration),
+          eq(smithersAttempts.attempt, key.attempt),
+          eq(smithersAttempts.state, "running"),
+        ),
+      )
+      .run();
+  });
+}
+
+/** A run's usage: tokens and cost summed over its attempts (cost null when no attempt had one). */
+export type UsageTotals = { inputTokens: number; cachedInputTokens: number; outputTokens: number; costUsd: number | null };
+
+export function sumRunUsage(d: Drizzle, runId: string): UsageTotals {
+  const row = d
+    .select({
+      inputTokens: sql<number>`coalesce(sum(${smithersAttempts.inputTokens}), 0)`,
+      cachedInputTokens: sql<number>`coalesce(sum(${smithersAttempts.cachedInputTokens}), 0)`,
+      outputTokens: sql<number>`coalesce(sum(${smithersAttempts.outputTokens}), 0)`,
+      costUsd: sql<number | null>`sum(${smithersAttempts.costUsd})`,
+    })
+    .from(smithersAttempts)
+    .where(eq(smithersAttempts.runId, runId))
+    .get();
+  return row ?? { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null };
 }
