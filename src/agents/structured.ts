@@ -217,7 +217,9 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
         // A CLI that failed after working (a crash, a timeout) may still say what it consumed.
-        const spent = priceUsage(normalizeUsage((error as { details?: { usage?: unknown } } | null)?.details?.usage), opts.pricing);
+        // (a SmithersError's details.usage; an AI SDK error such as NoObjectGeneratedError has .usage)
+        const failed = error as { usage?: unknown; details?: { usage?: unknown } } | null;
+        const spent = priceUsage(normalizeUsage(failed?.details?.usage ?? failed?.usage), opts.pricing);
         usage = addUsage(usage, spent);
         record({ ...base, ...(spent ? { usage: spent } : {}), error: errorSummary(error) });
         lastError = error;

@@ -338,7 +338,13 @@ export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult,
   const usage = usageColumns(result.usage);
   if (result.ok) {
     const { cache } = result;
-    closeAttempt(d, key, { state: "finished", finishedAtMs: result.finishedAtMs, responseText: result.responseText ?? null, cached: cache?.hit === true, ...usage });
+    closeAttempt(d, key, {
+      state: "finished",
+      finishedAtMs: result.finishedAtMs,
+      responseText: result.responseText ?? null,
+      cached: cache?.hit === true,
+      ...usage,
+    });
     writeOutputRow(d, info, key, result.data);
     if (cache && !cache.hit) storeCacheEntry(d, a, cache, result.data, result.finishedAtMs);
     nodes.upsertNode(d, { ...node, state: "finished" });

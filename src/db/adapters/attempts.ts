@@ -41,7 +41,17 @@ export function finishAttempt(
   key: { runId: string; nodeId: string; iteration: number; attempt: number },
   patch: Pick<
     Partial<NewAttemptRow>,
-    "state" | "finishedAtMs" | "errorJson" | "responseText" | "metaJson" | "cached" | "inputTokens" | "cachedInputTokens" | "outputTokens" | "costUsd" | "agentModel"
+    | "state"
+    | "finishedAtMs"
+    | "errorJson"
+    | "responseText"
+    | "metaJson"
+    | "cached"
+    | "inputTokens"
+    | "cachedInputTokens"
+    | "outputTokens"
+    | "costUsd"
+    | "agentModel"
   >,
 ): number {
   return rawStatement(d, FINISH_RUNNING).run(
