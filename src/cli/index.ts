@@ -7,8 +7,9 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { loadWorkflowFile, runWorkflow, type RunResult, type SmithersEvent } from "../engine/index.ts";
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
-import { formatEvent } from "./progress.ts";
-import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, usageError, positiveInt, parseInput } from "./shared.ts";
+import { formatEvent, formatUsage } from "./progress.ts";
+import { inspectCommand } from "./inspect.ts";
+import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, nonNegativeNumber, usageError, positiveInt, parseInput } from "./shared.ts";
 import { superviseCommand } from "./supervise.ts";
 import { framesCommand } from "./frames.ts";
 import { decideCommand } from "./approve.ts";
@@ -18,7 +19,8 @@ import { humanCommand } from "./human.ts";
 
 export { EXIT };
 
-const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power]
+const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N]
+       smithers inspect <run-id> [--json] [--db PATH]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power]
        smithers frames <run-id> [--frame N] [--db PATH]
        smithers approve <run-id> [--node ID] [--iteration N] [--select KEY | --rank K1,K2,…] [--by NAME] [--note TEXT] [--yes] [--db PATH]
@@ -48,6 +50,12 @@ up          runs a workflow to completion, printing a line as each task starts a
                         attempt is recorded abandoned (default 10000); Ctrl-C twice abandons at once
   --durability MODE     process (default): commits survive a crash or kill -9; power: also a
                         power cut, each commit waits for an fsync (side-effect intents always do)
+  --max-cost-usd N      spend limit of the run in US dollars: once its agents cost this much no
+                        agent attempt starts and the run fails BUDGET_EXCEEDED (stored on the run;
+                        --resume with a higher limit goes on)
+  --max-tokens N        token limit of the run (input plus output), kept the same way
+inspect     shows a run: status, workflow, its tasks (state, attempts, time, error) and the
+            tokens and cost its agents used (--json: the same as one JSON object)
 supervise   resumes runs whose owner stopped heartbeating, wakes waiting runs that were answered or are due,
             and starts due cron slots (one pass, or --watch to keep looking)
   --stale-after-ms N    heartbeat age that makes a running run stale (default 30000)
@@ -146,6 +154,8 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
       "grace-ms": { type: "string" },
       durability: { type: "string" },
       root: { type: "string" },
+      "max-cost-usd": { type: "string" },
+      "max-tokens": { type: "string" },
     },
   });
   const file = positionals[0];
@@ -155,6 +165,8 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
   const graceMs = nonNegativeMs(values["grace-ms"], "--grace-ms");
   const durability = durabilityFlag(values.durability);
   const input = parseInput(values.input);
+  const maxCostUsd = nonNegativeNumber(values["max-cost-usd"], "--max-cost-usd");
+  const maxTokens = nonNegativeNumber(values["max-tokens"], "--max-tokens", true);
   const workflow = await loadWorkflowFile(file);
   return runWorkflow(workflow, {
     input,
@@ -164,6 +176,8 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
     maxConcurrency,
     graceMs,
     durability,
+    ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
+    ...(maxTokens === undefined ? {} : { maxTokens }),
     signal: signals.cancel,
     abandonSignal: signals.abandon,
     workflowPath: resolve(file),
@@ -178,6 +192,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
 async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<number> {
   const result = await up(args, io, signals);
   io.out(`run ${result.runId} ${result.status}`);
+  if (result.usage) io.out(formatUsage(result.usage));
   if (result.status === "finished") {
     io.out(JSON.stringify(result.output ?? null, null, 2));
     return EXIT.ok;
@@ -207,6 +222,7 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
   up: upCommand,
   supervise: (args, io, signals) => superviseCommand(args, io, signals.cancel),
   frames: framesCommand,
+  inspect: inspectCommand,
   approve: (args, io) => decideCommand("approve", args, io),
   deny: (args, io) => decideCommand("deny", args, io),
   cron: (args, io) => cronCommand(args, io),

@@ -49,9 +49,21 @@ export function formatEvent(e: SmithersEvent): string | null {
       return `subflow ${e.nodeId} iter=${e.iteration}: child run ${e.childRunId} is ${e.childStatus}`;
     case "LoopAdvanced":
       return `loop    ${e.loopId} iter=${e.iteration}`;
+    case "NodeOutput": {
+      // The agent's words as they come, one line each (a long piece shown by its start).
+      const first = e.text.trim().split("\n")[0] ?? "";
+      const shown = first.length > 160 ? `${first.slice(0, 159)}…` : first;
+      return shown === "" ? null : `${e.stream === "tool" ? "tool   " : "agent  "} ${e.nodeId}: ${shown}`;
+    }
     case "RunContinuedAsNew":
       return `continue run ${e.runId} continued as run ${e.newRunId} (iter=${e.iteration})`;
     default:
       return null;
   }
+}
+
+/** A run's usage as one line: tokens in (cached) and out, and the cost when known. */
+export function formatUsage(u: { inputTokens: number; cachedInputTokens: number; outputTokens: number; costUsd: number | null }): string {
+  const cost = u.costUsd === null ? "cost unknown" : `$${u.costUsd.toFixed(4)}`;
+  return `usage ${u.inputTokens} input tokens (${u.cachedInputTokens} cached), ${u.outputTokens} output tokens, ${cost}`;
 }

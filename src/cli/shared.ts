@@ -27,6 +27,16 @@ export function durationFlag(text: string | undefined, flag: string): number | u
   return ms;
 }
 
+/** A flag that must be a number >= 0 (a whole one when `whole`) when given. */
+export function nonNegativeNumber(text: string | undefined, flag: string, whole = false): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!(text.trim() !== "" && Number.isFinite(n) && n >= 0 && (!whole || Number.isInteger(n)))) {
+    throw usageError(`${flag} must be ${whole ? "a whole number" : "a number"}, 0 or more`);
+  }
+  return n;
+}
+
 /** A flag that must be a positive integer when given. */
 export function positiveInt(text: string | undefined, flag: string): number | undefined {
   if (text === undefined) return undefined;
