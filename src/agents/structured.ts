@@ -163,8 +163,9 @@ export type GenerateStructuredResult<S extends z.ZodType> = {
  * Asks the agents in order for output matching `schema`. Each agent gets up to
  * 1 + `maxSchemaRetries` calls, every retry quoting what was wrong with the previous reply; an
  * agent whose `generate` throws hands over to the next one at once. Rejects with the signal's
- * reason on abort, else with SmithersError `INVALID_OUTPUT` (or `AGENT_FAILED` when the last
- * failure was a thrown error) carrying `details.attempts`.
+ * reason on abort, else with SmithersError `INVALID_OUTPUT` (or, when the last failure was a
+ * thrown error, that error's code if it was a SmithersError, else `AGENT_FAILED`) carrying
+ * `details.attempts`.
  *
  * @example
  * const { value } = await generateStructured({
@@ -265,8 +266,10 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
   }
 
   const last = errorSummary(lastError);
+  // A thrown SmithersError keeps its code (AGENT_AUTH_FAILED, AGENT_TIMEOUT, …): the engine decides retries on it.
+  const code = lastWasThrow ? (SmithersError.is(lastError) ? lastError.code : "AGENT_FAILED") : "INVALID_OUTPUT";
   throw new SmithersError(
-    lastWasThrow ? "AGENT_FAILED" : "INVALID_OUTPUT",
+    code,
     `No valid output after ${attempts.length} attempt(s) across ${agents.length} agent(s); last error: ${last.message}`,
     // The prompt is the caller's and can be large: the error names its length, never repeats it.
     {

@@ -282,7 +282,15 @@ function assertStorable(nodeId: string, data: unknown): void {
 
 /** Failures no retry can mend (the workflow's own input is wrong): the task fails at once, whatever its retries. */
 // A bad worktree, or a cache key that cannot be made, fails the same way every time: no retry.
-const NEVER_RETRIED: ReadonlySet<string> = new Set(["WORKTREE_INVALID", "WORKTREE_NOT_IN_REPO", "CACHE_KEY_FAILED"]);
+// An agent CLI that is not installed or not logged in, or an agent given a bad option, fails the same way too.
+const NEVER_RETRIED: ReadonlySet<string> = new Set([
+  "WORKTREE_INVALID",
+  "WORKTREE_NOT_IN_REPO",
+  "CACHE_KEY_FAILED",
+  "AGENT_CLI_NOT_FOUND",
+  "AGENT_AUTH_FAILED",
+  "INVALID_OPTION",
+]);
 
 /**
  * What an ended attempt comes to, decided without the database: finished (with the output row
