@@ -51,8 +51,12 @@ export type HumanRequestStatus = (typeof HUMAN_REQUEST_STATUSES)[number];
 export const APPROVAL_STATUSES = ["requested", "approved", "denied"] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
-/** A tool call is recorded as `started` (the intent) before it runs, then finished once. */
-export const TOOL_CALL_STATUSES = ["started", "succeeded", "failed"] as const;
+/**
+ * A tool call is recorded as `started` (the intent) before it runs, then finished once as
+ * `succeeded` or `failed`. `replayed`: a side-effect call that did not run because an earlier
+ * attempt's call with the same idempotency key and input succeeded; its row carries that output.
+ */
+export const TOOL_CALL_STATUSES = ["started", "succeeded", "failed", "replayed"] as const;
 export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
 
 /** Events persisted per BEGIN IMMEDIATE when the event bus drains its queue. */

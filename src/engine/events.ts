@@ -95,7 +95,8 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
   variant(T.LoopFinished, { ...base, loopId: z.string(), iteration: z.number().int() }),
   variant(T.FrameCommitted, { ...base, frameNo: z.number().int(), encoding: z.enum(["full", "keyframe", "delta"]) }),
   variant(T.ToolCallStarted, { ...attempt, toolName: z.string() }),
-  variant(T.ToolCallFinished, { ...attempt, toolName: z.string(), status: z.enum(["succeeded", "failed"]) }),
+  /** `replayed`: a side-effect tool call an earlier attempt made with the same input; its recorded result was returned, nothing ran. */
+  variant(T.ToolCallFinished, { ...attempt, toolName: z.string(), status: z.enum(["succeeded", "failed", "replayed"]) }),
   /** The run stopped with nothing left to do but wait; its process may exit, a resume continues it. */
   variant(T.RunWaiting, { ...base, status: z.enum(WAITING_STATUSES) }),
   variant(T.ApprovalRequested, { ...node, title: z.string() }),

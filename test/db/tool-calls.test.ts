@@ -1,5 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { findToolCallByIdempotencyKey, finishToolCall, listToolCalls, startToolCall, type ToolCallStart } from "../../src/db/adapters/tool-calls.ts";
+import {
+  findToolCallByIdempotencyKey,
+  finishToolCall,
+  listToolCalls,
+  recordToolCall,
+  startToolCall,
+  type ToolCallStart,
+} from "../../src/db/adapters/tool-calls.ts";
 import { forEachBackend } from "./backends.ts";
 
 const call = (overrides: Partial<ToolCallStart> = {}): ToolCallStart => ({
@@ -76,6 +83,22 @@ forEachBackend((db) => {
 
     test("finishing an unknown call returns false", async () => {
       expect(await finishToolCall(db(), { runId: "r1", nodeId: "fix", attempt: 1, seq: 9, finishedAtMs: 1, output: null })).toBe(false);
+    });
+  });
+
+  describe("recordToolCall", () => {
+    test("records a replayed call, finished as it is recorded, at the attempt's next seq", async () => {
+      await startToolCall(db(), call());
+      const seq = await recordToolCall(db(), { ...call({ idempotencyKey: "k1" }), finishedAtMs: 100, status: "replayed", output: { ok: true } });
+      expect(seq).toBe(1);
+      const row = (await listToolCalls(db(), { runId: "r1" }))[1];
+      expect([row?.status, row?.outputJson, row?.errorJson, row?.finishedAtMs, row?.idempotencyKey]).toEqual(["replayed", '{"ok":true}', null, 100, "k1"]);
+    });
+
+    test("records a call refused before running as failed with its error", async () => {
+      await recordToolCall(db(), { ...call(), finishedAtMs: 100, status: "failed", error: { code: "TOOL_INVALID_INPUT" } });
+      const [row] = await listToolCalls(db(), { runId: "r1" });
+      expect([row?.status, row?.outputJson, row?.errorJson]).toEqual(["failed", null, '{"code":"TOOL_INVALID_INPUT"}']);
     });
   });
 

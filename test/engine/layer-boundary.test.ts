@@ -44,7 +44,7 @@ describe("layer boundary", () => {
     expect(violations("db").length).toBeGreaterThan(0); // the db itself speaks Drizzle: the check can fail
   });
 
-  for (const area of ["engine", "cli", "agents", "jsx", "codec", "schema"]) {
+  for (const area of ["engine", "cli", "agents", "tools", "jsx", "codec", "schema"]) {
     test(`src/${area} reaches the database only through src/db/index.ts (no drizzle-orm, bun:sqlite or db internals)`, () => {
       expect(violations(area)).toEqual([]);
     });

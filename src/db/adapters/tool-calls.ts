@@ -40,31 +40,62 @@ const attemptFilter = (key: AttemptKey) => [
  * const seq = await startToolCall(db, { runId, nodeId, attempt: 1, toolName: "bash", input, startedAtMs: Date.now() });
  */
 export function startToolCall(db: SmithersDb, call: ToolCallStart): Promise<number> {
-  const record = (d: Drizzle) => {
-    const seq =
-      d
-        .select({ next: sql<number>`coalesce(max(${smithersToolCalls.seq}), -1) + 1` })
-        .from(smithersToolCalls)
-        .where(and(...attemptFilter(call)))
-        .get()?.next ?? 0;
-    d.insert(smithersToolCalls)
-      .values({
-        runId: call.runId,
-        nodeId: call.nodeId,
-        iteration: call.iteration ?? 0,
-        attempt: call.attempt,
-        seq,
-        toolName: call.toolName,
-        inputJson: call.input === undefined ? null : JSON.stringify(call.input),
-        startedAtMs: call.startedAtMs,
-        status: "started",
-        sideEffect: call.sideEffect ?? false,
-        idempotencyKey: call.idempotencyKey ?? null,
-      })
-      .run();
-    return seq;
-  };
+  const record = (d: Drizzle) => insertCall(d, call, { status: "started" });
   return call.sideEffect ? db.durableTransaction("startToolCall", record) : immediate(db, "startToolCall", record);
+}
+
+export type ToolCallRecord = ToolCallStart & { finishedAtMs: number } & (
+    | { status: "succeeded" | "replayed"; output: unknown; error?: never }
+    | { status: "failed"; error: unknown; output?: never }
+  );
+
+/**
+ * Records a call that is over when it is recorded, in one write, and returns its seq: a
+ * `replayed` call (a side-effect call whose result an earlier attempt recorded: nothing ran) or
+ * one refused before it could run (bad input). Nothing irreversible follows, so no fsync.
+ * @example
+ * await recordToolCall(db, { runId, nodeId, attempt: 2, toolName: "write", input, startedAtMs: t, finishedAtMs: t, status: "replayed", output: "ok" });
+ */
+export function recordToolCall(db: SmithersDb, call: ToolCallRecord): Promise<number> {
+  const failed = call.status === "failed";
+  return immediate(db, "recordToolCall", (d) =>
+    insertCall(d, call, {
+      status: call.status,
+      finishedAtMs: call.finishedAtMs,
+      outputJson: failed ? null : JSON.stringify(call.output ?? null),
+      errorJson: failed ? JSON.stringify(call.error) : null,
+    }),
+  );
+}
+
+/** Inserts a call at the attempt's next seq (0, 1, 2 …), inside the caller's transaction. */
+function insertCall(
+  d: Drizzle,
+  call: ToolCallStart,
+  outcome: Pick<ToolCallRow, "status"> & Partial<Pick<ToolCallRow, "finishedAtMs" | "outputJson" | "errorJson">>,
+): number {
+  const seq =
+    d
+      .select({ next: sql<number>`coalesce(max(${smithersToolCalls.seq}), -1) + 1` })
+      .from(smithersToolCalls)
+      .where(and(...attemptFilter(call)))
+      .get()?.next ?? 0;
+  d.insert(smithersToolCalls)
+    .values({
+      runId: call.runId,
+      nodeId: call.nodeId,
+      iteration: call.iteration ?? 0,
+      attempt: call.attempt,
+      seq,
+      toolName: call.toolName,
+      inputJson: call.input === undefined ? null : JSON.stringify(call.input),
+      startedAtMs: call.startedAtMs,
+      sideEffect: call.sideEffect ?? false,
+      idempotencyKey: call.idempotencyKey ?? null,
+      ...outcome,
+    })
+    .run();
+  return seq;
 }
 
 /** Stores the result or error of a started call; returns false if it was already finished. */

@@ -1,0 +1,187 @@
+/**
+ * `defineTool`: an AI SDK tool whose every call is journaled in `_smithers_tool_calls`, with a
+ * stable idempotency key and, for side-effect tools, replay protection across retries and resumes.
+ */
+import { randomUUID } from "node:crypto";
+import { tool, type FlexibleSchema, type Tool } from "ai";
+import type { z } from "zod";
+import { SmithersError, describeThrown, toSafeJson } from "../errors/index.ts";
+import { formatZodIssues } from "../schema/index.ts";
+import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TOOL_TIMEOUT_MS } from "./constants.ts";
+import { getToolContext, nextCallIndex, type ToolContext } from "./context.ts";
+import { outcomeUnknown, previousCall, recordedCall, recordedOutcome, recordedResult, throwIfStopped, type CallScope } from "./recorded-call.ts";
+
+/** What a tool's `execute` is given besides its arguments. */
+export type ToolCallContext = {
+  /**
+   * `${runId}:${nodeId}:${iteration}:${toolName}:${n}`, n counting this tool's earlier calls in
+   * the attempt: the same on a retry or resume whose agent makes the same calls in the same order.
+   * Pass it to external systems that deduplicate (payment APIs, queues).
+   */
+  idempotencyKey: string;
+  runId: string;
+  nodeId: string;
+  iteration: number;
+  attempt: number;
+  rootDir: string;
+  signal?: AbortSignal;
+  /**
+   * An earlier call under this key recorded its start and never its outcome (the process died
+   * during it): it may or may not have happened. Ask the external system before acting again.
+   */
+  uncertain: boolean;
+  maxOutputBytes: number;
+  timeoutMs: number;
+};
+
+export type DefineToolOptions<S extends z.ZodType, O> = {
+  name: string;
+  description?: string;
+  schema: S;
+  /** The tool changes something outside the conversation (files, a service): journaled durably and never run twice for the same key and input. Default false. */
+  sideEffect?: boolean;
+  /** Running it twice with the same input does no more harm than once. Metadata for callers; default true. */
+  idempotent?: boolean;
+  execute(args: z.output<S>, ctx: ToolCallContext): O | Promise<O>;
+};
+
+export type DefinedToolMetadata = { name: string; sideEffect: boolean; idempotent: boolean };
+
+const metadata = new WeakMap<object, DefinedToolMetadata>();
+
+/**
+ * Smithers' metadata of a tool made by `defineTool`, or undefined for any other tool.
+ * @example
+ * getDefinedToolMetadata(tools.bash); // { name: "bash", sideEffect: true, idempotent: false }
+ */
+export function getDefinedToolMetadata(value: unknown): DefinedToolMetadata | undefined {
+  return typeof value === "object" && value !== null ? metadata.get(value) : undefined;
+}
+
+/**
+ * An AI SDK tool (give it to any `ToolLoopAgent` in `tools: {...}`) with Smithers' guarantees.
+ * Inside a task (`runWithToolContext`, which the engine sets up around each agent attempt) every
+ * call is a row in `_smithers_tool_calls`: `started` before it runs (committed with an fsync for
+ * a side-effect tool), then `succeeded` or `failed` with the output or error; a call whose input
+ * fails the schema is a `failed` row with TOOL_INVALID_INPUT. Before a side-effect call runs, the
+ * latest call under the same idempotency key is looked up: if it succeeded with the same input,
+ * its output is returned without running and the call is recorded as `replayed`; if it only
+ * started, the call runs with `uncertain: true`; otherwise (none, failed, other input) it runs.
+ * Errors other than SmithersErrors are wrapped as TOOL_FAILED (cause kept).
+ *
+ * Outside a task there is no journal: a tool without side effects runs unrecorded (rootDir is
+ * the process's cwd, the key random), while a side-effect tool throws TOOL_CONTEXT_MISSING,
+ * because with nothing to record its intent in it could not keep its exactly-once promise.
+ *
+ * The agent loop validates arguments against `schema` before calling; execute validates them
+ * again (direct calls), so the schema should validate without transforming.
+ * @example
+ * const placeOrder = defineTool({
+ *   name: "shop.place_order",
+ *   description: "Place an order",
+ *   schema: z.object({ sku: z.string() }),
+ *   sideEffect: true,
+ *   idempotent: false,
+ *   execute: (args, ctx) => shop.order({ sku: args.sku, idempotencyKey: ctx.idempotencyKey }),
+ * });
+ * const agent = new ToolLoopAgent({ model, tools: { placeOrder } });
+ */
+export function defineTool<S extends z.ZodType, O>(options: DefineToolOptions<S, O>): Tool<z.output<S>, O> {
+  if (!options.name) throw new SmithersError("INVALID_WORKFLOW", "defineTool needs a name");
+  const meta: DefinedToolMetadata = { name: options.name, sideEffect: options.sideEffect ?? false, idempotent: options.idempotent ?? true };
+  // Built at unknown input and output (the SDK's conditional types cannot resolve a generic S
+  // and O), then typed as what it is: execute validates against S and returns O.
+  const built = tool({
+    description: options.description ?? options.name,
+    inputSchema: options.schema as FlexibleSchema<unknown>,
+    execute: (input: unknown, execution): Promise<unknown> => callTool(options, meta, input, execution?.abortSignal),
+  });
+  const defined = built as Tool<z.output<S>, O>;
+  metadata.set(defined, meta);
+  return defined;
+}
+
+async function callTool<O>(options: DefineToolOptions<z.ZodType, O>, meta: DefinedToolMetadata, raw: unknown, callSignal?: AbortSignal): Promise<O> {
+  const tc = getToolContext();
+  const signals = [tc?.signal, callSignal].filter((s): s is AbortSignal => s !== undefined);
+  const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+  if (!tc) return callUnscoped(options, meta, raw, signal);
+  const n = nextCallIndex(tc, meta.name); // before any await: parallel calls are numbered in the order the agent made them
+  const key = `${tc.runId}:${tc.nodeId}:${tc.iteration}:${meta.name}:${n}`;
+  const scope: CallScope = { ...pick(tc), now: tc.now ?? Date.now, onRecorded: tc.onRecorded, signal };
+  throwIfStopped(scope, `Tool "${meta.name}"`);
+  const call = { toolName: meta.name, sideEffect: meta.sideEffect, idempotencyKey: key };
+  const parsed = await options.schema.safeParseAsync(raw);
+  if (!parsed.success) {
+    const error = invalidInput(meta.name, parsed.error, tc);
+    await recordedOutcome(scope, { ...call, input: toSafeJson(raw) }, { status: "failed", error });
+    throw error;
+  }
+  const input = parsed.data;
+  let uncertain = false;
+  if (meta.sideEffect) {
+    const previous = await previousCall(tc.db, key);
+    const recorded = recordedResult(previous);
+    if (recorded && previous?.inputJson === JSON.stringify(input)) {
+      await recordedOutcome(scope, { ...call, input }, { status: "replayed", output: recorded.output });
+      return recorded.output as O;
+    }
+    uncertain = outcomeUnknown(previous);
+  }
+  const ctx = callContext(tc, { idempotencyKey: key, uncertain, signal });
+  return recordedCall(scope, { ...call, input }, () => runBody(options, input, ctx));
+}
+
+async function callUnscoped<O>(options: DefineToolOptions<z.ZodType, O>, meta: DefinedToolMetadata, raw: unknown, signal: AbortSignal | undefined): Promise<O> {
+  if (meta.sideEffect) {
+    throw new SmithersError(
+      "TOOL_CONTEXT_MISSING",
+      `Tool "${meta.name}" has side effects and was called outside a Smithers task (no runWithToolContext): it cannot be journaled or protected from running twice`,
+      { toolName: meta.name },
+    );
+  }
+  throwIfStopped({ signal, nodeId: "", attempt: 0 }, `Tool "${meta.name}"`);
+  const parsed = await options.schema.safeParseAsync(raw);
+  if (!parsed.success) throw invalidInput(meta.name, parsed.error, undefined);
+  const ctx = callContext(undefined, { idempotencyKey: `unscoped:${meta.name}:${randomUUID()}`, uncertain: false, signal });
+  return runBody(options, parsed.data, ctx);
+}
+
+function pick(tc: ToolContext) {
+  return { db: tc.db, runId: tc.runId, nodeId: tc.nodeId, iteration: tc.iteration, attempt: tc.attempt };
+}
+
+function callContext(tc: ToolContext | undefined, call: { idempotencyKey: string; uncertain: boolean; signal: AbortSignal | undefined }): ToolCallContext {
+  return {
+    idempotencyKey: call.idempotencyKey,
+    runId: tc?.runId ?? "",
+    nodeId: tc?.nodeId ?? "",
+    iteration: tc?.iteration ?? 0,
+    attempt: tc?.attempt ?? 0,
+    rootDir: tc?.rootDir ?? process.cwd(),
+    ...(call.signal === undefined ? {} : { signal: call.signal }),
+    uncertain: call.uncertain,
+    maxOutputBytes: tc?.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+    timeoutMs: tc?.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
+  };
+}
+
+async function runBody<O>(options: DefineToolOptions<z.ZodType, O>, input: unknown, ctx: ToolCallContext): Promise<O> {
+  try {
+    return await options.execute(input, ctx);
+  } catch (error) {
+    if (SmithersError.is(error)) throw error;
+    throw new SmithersError("TOOL_FAILED", `Tool "${options.name}" failed: ${describeThrown(error)}`, {
+      toolName: options.name,
+      ...(ctx.nodeId ? { nodeId: ctx.nodeId, attempt: ctx.attempt } : {}),
+      cause: error,
+    });
+  }
+}
+
+function invalidInput(name: string, error: z.ZodError, tc: ToolContext | undefined): SmithersError {
+  return new SmithersError("TOOL_INVALID_INPUT", `Tool "${name}" got invalid input: ${formatZodIssues(error.issues, "; ")}`, {
+    toolName: name,
+    ...(tc ? { nodeId: tc.nodeId, attempt: tc.attempt } : {}),
+  });
+}
