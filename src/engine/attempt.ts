@@ -15,6 +15,7 @@ import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
 import { MAX_TIMER_MS } from "./constants.ts";
 import type { WaitingStatus } from "./states.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
+import { runWithToolContext, type ToolContext } from "../tools/context.ts";
 import { runSubflow } from "./subflow.ts";
 import { ensureWorktree } from "./worktree.ts";
 import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
@@ -109,20 +110,34 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
     };
     return { raw: await task.compute!(ctx) };
   }
-  const result = await generateStructured({
-    agent: task.agent!,
-    prompt: task.prompt!,
-    schema: validationSchema(task, a.info),
+  // Tools the agent runs (defineTool, the built-ins) find the attempt here: journaled under its ids, confined to its cwd.
+  const toolContext: ToolContext = {
+    db: a.db,
+    runId: a.runId,
+    nodeId: task.nodeId,
+    iteration: task.iteration,
+    attempt: a.attempt,
+    rootDir: cwd,
     signal,
-    cwd,
-    onCall: onAgentCall,
-    onAttempt: (call) => {
-      spent.usage = addUsage(spent.usage, call.usage);
-    },
-    ...(a.onAgentEvent ? { onEvent: a.onAgentEvent } : {}),
-    ...(a.pricing ? { pricing: a.pricing } : {}),
-    ...(task.maxSchemaRetries === undefined ? {} : { maxSchemaRetries: task.maxSchemaRetries }),
-  });
+    now: a.now,
+    ...(a.onToolCall ? { onRecorded: a.onToolCall } : {}),
+  };
+  const result = await runWithToolContext(toolContext, () =>
+    generateStructured({
+      agent: task.agent!,
+      prompt: task.prompt!,
+      schema: validationSchema(task, a.info),
+      signal,
+      cwd,
+      onCall: onAgentCall,
+      onAttempt: (call) => {
+        spent.usage = addUsage(spent.usage, call.usage);
+      },
+      ...(a.onAgentEvent ? { onEvent: a.onAgentEvent } : {}),
+      ...(a.pricing ? { pricing: a.pricing } : {}),
+      ...(task.maxSchemaRetries === undefined ? {} : { maxSchemaRetries: task.maxSchemaRetries }),
+    }),
+  );
   return { raw: result.value, responseText: result.text };
 }
 

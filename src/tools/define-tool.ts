@@ -2,8 +2,8 @@
  * `defineTool`: an AI SDK tool whose every call is journaled in `_smithers_tool_calls`, with a
  * stable idempotency key and, for side-effect tools, replay protection across retries and resumes.
  */
-import { randomUUID } from "node:crypto";
-import { tool, type FlexibleSchema, type Tool } from "ai";
+// Types only: the AI SDK's tool() is the identity, so building the object here keeps `ai` out of start-up.
+import type { FlexibleSchema, Tool } from "ai";
 import type { z } from "zod";
 import { SmithersError, describeThrown, toSafeJson } from "../errors/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
@@ -91,11 +91,11 @@ export function defineTool<S extends z.ZodType, O>(options: DefineToolOptions<S,
   const meta: DefinedToolMetadata = { name: options.name, sideEffect: options.sideEffect ?? false, idempotent: options.idempotent ?? true };
   // Built at unknown input and output (the SDK's conditional types cannot resolve a generic S
   // and O), then typed as what it is: execute validates against S and returns O.
-  const built = tool({
+  const built: Tool<unknown, unknown> = {
     description: options.description ?? options.name,
     inputSchema: options.schema as FlexibleSchema<unknown>,
     execute: (input: unknown, execution): Promise<unknown> => callTool(options, meta, input, execution?.abortSignal),
-  });
+  };
   const defined = built as Tool<z.output<S>, O>;
   metadata.set(defined, meta);
   return defined;
@@ -143,7 +143,7 @@ async function callUnscoped<O>(options: DefineToolOptions<z.ZodType, O>, meta: D
   throwIfStopped({ signal, nodeId: "", attempt: 0 }, `Tool "${meta.name}"`);
   const parsed = await options.schema.safeParseAsync(raw);
   if (!parsed.success) throw invalidInput(meta.name, parsed.error, undefined);
-  const ctx = callContext(undefined, { idempotencyKey: `unscoped:${meta.name}:${randomUUID()}`, uncertain: false, signal });
+  const ctx = callContext(undefined, { idempotencyKey: `unscoped:${meta.name}:${crypto.randomUUID()}`, uncertain: false, signal });
   return runBody(options, parsed.data, ctx);
 }
 

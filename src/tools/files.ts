@@ -1,7 +1,6 @@
 /** The file tools: `read`, `write` and `edit`, confined to the context's root directory. */
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { applyPatch, parsePatch } from "diff";
 import { z } from "zod";
 import { SmithersError, describeThrown } from "../errors/index.ts";
 import { defineTool, type ToolCallContext } from "./define-tool.ts";
@@ -87,6 +86,7 @@ export const edit = defineTool({
     let patched: string | false;
     try {
       // applyPatch takes text without any hunk as an empty patch: that is a mistake here, not a no-op.
+      const { applyPatch, parsePatch } = await import("diff"); // loaded on first use, not at start-up
       if (parsePatch(args.patch).every((file) => file.hunks.length === 0)) throw new Error("it has no @@ hunk");
       patched = applyPatch(source, args.patch);
     } catch (error) {

@@ -4,11 +4,13 @@
  * spend brakes (maxCostUsd, maxTokens) with a resume after raising them.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Output, ToolLoopAgent } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { z } from "zod";
-import { createSmithers, runWorkflow, type SmithersEvent } from "../../src/index.ts";
+import { createSmithers, defineTool, runWorkflow, tools, type SmithersEvent } from "../../src/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
 
 type Usage = { input: number; cached?: number; output: number };
@@ -132,6 +134,101 @@ describe("an AI SDK ToolLoopAgent as a Task's agent", () => {
     ));
     expect((await runWorkflow(wf, { runId: "f1" })).status).toBe("finished");
     expect(sql(dbPath, "SELECT notes FROM review")).toEqual([{ notes: "from the fallback" }]);
+  });
+});
+
+describe("tools of an AI SDK agent inside a Task", () => {
+  /** First step: call `toolName` with `input`; second: reply `answer`. */
+  function callingThenAnswering(toolName: string, input: unknown, answer: string) {
+    let step = 0;
+    return new MockLanguageModelV4({
+      doGenerate: async () => {
+        if (step++ === 0) {
+          return {
+            content: [{ type: "tool-call" as const, toolCallId: "c1", toolName, input: JSON.stringify(input) }],
+            finishReason: { unified: "tool-calls" as const, raw: "tool_use" },
+            usage: reply("").usage,
+            warnings: [],
+          };
+        }
+        return reply(answer);
+      },
+    });
+  }
+
+  test("a defineTool tool the agent calls runs once, is journaled in _smithers_tool_calls and reported as events", async () => {
+    const dbPath = tempDbPath();
+    const { smithers, Workflow, Task, outputs } = createSmithers({ review }, { dbPath });
+    const looked: string[] = [];
+    const lookup = defineTool({
+      name: "lookup",
+      description: "Look up a file's owner",
+      schema: z.object({ file: z.string() }),
+      execute: async ({ file }, ctx) => {
+        looked.push(`${file}@${ctx.nodeId}#${ctx.attempt}`);
+        return { owner: "ada" };
+      },
+    });
+    const agent = new ToolLoopAgent({
+      model: callingThenAnswering("lookup", { file: "src/a.ts" }, '{"approved": true, "notes": "owner ada"}'),
+      tools: { lookup },
+    });
+    const wf = smithers(() => (
+      <Workflow name="tools">
+        <Task id="review" output={outputs.review} agent={agent}>
+          Review.
+        </Task>
+      </Workflow>
+    ));
+    const events: SmithersEvent[] = [];
+    expect((await runWorkflow(wf, { runId: "tc", onEvent: (e) => events.push(e) })).status).toBe("finished");
+    expect(looked).toEqual(["src/a.ts@review#1"]);
+    const rows = sql<Record<string, unknown>>(
+      dbPath,
+      "SELECT node_id, attempt, seq, tool_name, input_json, output_json, status, side_effect, idempotency_key, finished_at_ms >= started_at_ms AS timed FROM _smithers_tool_calls",
+    );
+    expect(rows).toEqual([
+      {
+        node_id: "review",
+        attempt: 1,
+        seq: 0,
+        tool_name: "lookup",
+        input_json: '{"file":"src/a.ts"}',
+        output_json: '{"owner":"ada"}',
+        status: "succeeded",
+        side_effect: 0,
+        idempotency_key: "tc:review:0:lookup:0",
+        timed: 1,
+      },
+    ]);
+    expect(events.filter((e) => e.type.startsWith("ToolCall")).map((e) => e.type)).toEqual(["ToolCallStarted", "ToolCallFinished"]);
+  });
+
+  test("the built-in write tool is confined to the run's root directory", async () => {
+    const dbPath = tempDbPath();
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "smithers-root-")));
+    const { smithers, Workflow, Task, outputs } = createSmithers({ review }, { dbPath });
+    const wf = (path: string) =>
+      smithers(() => (
+        <Workflow name="writer">
+          <Task
+            id="write"
+            output={outputs.review}
+            agent={new ToolLoopAgent({ model: callingThenAnswering("write", { path, content: "hello\n" }, '{"approved": true, "notes": "written"}'), tools })}
+          >
+            Write.
+          </Task>
+        </Workflow>
+      ));
+    expect((await runWorkflow(wf("notes/out.txt"), { runId: "w1", rootDir: root })).status).toBe("finished");
+    expect(readFileSync(join(root, "notes/out.txt"), "utf8")).toBe("hello\n");
+    // Outside the root: the tool refuses; the model sees the error and still answers.
+    expect((await runWorkflow(wf("../escape.txt"), { runId: "w2", rootDir: root })).status).toBe("finished");
+    expect(existsSync(join(root, "../escape.txt"))).toBe(false);
+    expect(sql(dbPath, "SELECT run_id, status, json_extract(error_json, '$.code') AS code FROM _smithers_tool_calls ORDER BY run_id")).toEqual([
+      { run_id: "w1", status: "succeeded", code: null },
+      { run_id: "w2", status: "failed", code: "TOOL_PATH_OUTSIDE_ROOT" },
+    ]);
   });
 });
 
