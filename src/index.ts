@@ -72,5 +72,7 @@ export type {
 } from "./jsx/index.ts";
 export { scriptedAgent, generateStructured, extractJson, describeSchema } from "./agents/index.ts";
 export type { Agent, AgentGenerateArgs, AgentReply } from "./agents/index.ts";
+export { ClaudeCodeAgent, CodexAgent, GeminiAgent, OpenCodeAgent } from "./agents/index.ts";
+export type { BaseCliAgentOptions, ClaudeCodeAgentOptions, CodexAgentOptions, GeminiAgentOptions, OpenCodeAgentOptions } from "./agents/index.ts";
 export { SmithersError, FatalError, RetryableError, errorToJson, SMITHERS_ERROR_CODES, type SmithersErrorCode } from "./errors/index.ts";
 export { SmithersDb, openSmithersDb, ensureSmithersTables, camelToSnake } from "./db/index.ts";
