@@ -143,6 +143,8 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
     const decoder = new StringDecoder("utf8");
     let pending = "";
     let dropping = false;
+    const tooLong = (s: string) => s.length > run.maxOutputBytes || (s.length * 3 > run.maxOutputBytes && Buffer.byteLength(s) > run.maxOutputBytes);
+    const oversized = (line: string) => noteMalformed(`${line.slice(0, 200)}… (a line longer than maxOutputBytes ${run.maxOutputBytes})`);
     const onStdout = (chunk: Buffer) => {
       armIdle();
       const text = decoder.write(chunk);
@@ -150,14 +152,12 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
       const parts = (pending + text).split("\n");
       pending = parts.pop() ?? "";
       for (const line of parts) {
-        if (dropping) {
-          dropping = false;
-          continue;
-        }
-        takeLine(line);
+        if (dropping) dropping = false;
+        else if (tooLong(line)) oversized(line);
+        else takeLine(line);
       }
-      if (Buffer.byteLength(pending) > run.maxOutputBytes) {
-        if (!dropping) noteMalformed(`${pending.slice(0, 200)}… (a line longer than maxOutputBytes ${run.maxOutputBytes})`);
+      if (tooLong(pending)) {
+        if (!dropping) oversized(pending);
         dropping = true;
         pending = "";
       }
@@ -203,7 +203,9 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
       clearTimeout(idleTimer);
       signal?.removeEventListener("abort", onAbort);
       const rest = pending + decoder.end();
-      if (!dropping) takeLine(rest);
+      // The rest of an oversized line (dropping) was counted already.
+      if (!dropping && tooLong(rest)) oversized(rest);
+      else if (!dropping) takeLine(rest);
       stderr = tail(stderr + stderrDecoder.end(), stderrKeep);
       await end();
       try {
