@@ -34,8 +34,8 @@ describe("package", () => {
     expect(runtime.Fragment).toBe(dev.Fragment);
   });
 
-  test("depends on drizzle-orm, zod 4, effect, fast-xml-parser, croner and @mdx-js/mdx, and not on React", () => {
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(["@mdx-js/mdx", "croner", "drizzle-orm", "effect", "fast-xml-parser", "zod"]);
+  test("depends on drizzle-orm, zod 4, effect, fast-xml-parser, croner, @mdx-js/mdx and ai, and not on React", () => {
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(["@mdx-js/mdx", "ai", "croner", "drizzle-orm", "effect", "fast-xml-parser", "zod"]);
     expect(pkg.dependencies.zod).toMatch(/^\^4/);
     expect(JSON.stringify(pkg)).not.toContain("react");
   });

@@ -1,7 +1,7 @@
 import { StringDecoder } from "node:string_decoder";
 import { SmithersError } from "../../errors/index.ts";
 import type { AgentEvent, AgentGenerateArgs, AgentUsage } from "../types.ts";
-import { AUTH_FAILURE_PATTERN, MALFORMED_NOTICES, STDERR_TAIL_CHARS } from "./constants.ts";
+import { AUTH_FAILURE_PATTERN, MALFORMED_NOTICES, STDERR_TAIL_CHARS, STREAMS_CLOSE_MS } from "./constants.ts";
 import { endGroup, spawnGroup } from "./process-group.ts";
 
 /** What a CLI's stream said once it ended. */
@@ -180,7 +180,15 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
       if (pid <= 0) void finish(null, null); // never started: no 'close' to wait for
     });
     // When the leader exits, end what it left running in its group (background shells, servers).
-    child.on("exit", () => void end());
+    child.on("exit", () => {
+      void end().then(() => {
+        const closer = setTimeout(() => {
+          child.stdout.destroy();
+          child.stderr.destroy();
+        }, STREAMS_CLOSE_MS);
+        child.once("close", () => clearTimeout(closer));
+      });
+    });
     child.on("close", (code: number | null, exitSignal: NodeJS.Signals | null) => {
       void finish(code, exitSignal);
     });

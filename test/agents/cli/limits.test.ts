@@ -67,4 +67,17 @@ describe("CLI agents' time limits and abort", () => {
     expect(processAlive(grandchild!)).toBe(false);
     expect(groupMembers(pid)).toEqual([]);
   });
+
+  test("a process that left the group but holds the CLI's stdout does not keep the call from ending", async () => {
+    const fake = fakeCli("exit-leaving-escapee");
+    const started = performance.now();
+    try {
+      const reply = await new ClaudeCodeAgent({ env: fake.env }).generate({ prompt: "p" });
+      expect(reply.text).toBe("Done: one file.");
+      expect(performance.now() - started).toBeLessThan(3000);
+    } finally {
+      const escapee = fake.pids().grandchild;
+      if (escapee) process.kill(escapee, "SIGKILL");
+    }
+  });
 });
