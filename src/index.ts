@@ -74,5 +74,7 @@ export { scriptedAgent, generateStructured, extractJson, describeSchema } from "
 export type { Agent, AgentGenerateArgs, AgentReply } from "./agents/index.ts";
 export { defineTool, getDefinedToolMetadata, runWithToolContext, getToolContext, tools, read, write, edit, grep, bash } from "./tools/index.ts";
 export type { DefineToolOptions, DefinedToolMetadata, ToolCallContext, ToolContext } from "./tools/index.ts";
+export { ClaudeCodeAgent, CodexAgent, GeminiAgent, OpenCodeAgent } from "./agents/index.ts";
+export type { BaseCliAgentOptions, ClaudeCodeAgentOptions, CodexAgentOptions, GeminiAgentOptions, OpenCodeAgentOptions } from "./agents/index.ts";
 export { SmithersError, FatalError, RetryableError, errorToJson, SMITHERS_ERROR_CODES, type SmithersErrorCode } from "./errors/index.ts";
 export { SmithersDb, openSmithersDb, ensureSmithersTables, camelToSnake } from "./db/index.ts";

@@ -4,3 +4,21 @@ export { describeSchema } from "./describe-schema.ts";
 export { extractJson } from "./extract-json.ts";
 export { buildPrompt, generateStructured } from "./structured.ts";
 export { scriptedAgent } from "./scripted.ts";
+export {
+  ClaudeCodeAgent,
+  CodexAgent,
+  GeminiAgent,
+  OpenCodeAgent,
+  processStartTime,
+  killLeftoverGroup,
+  retryableAgentError,
+  AGENT_NEVER_RETRY_CODES,
+} from "./cli/index.ts";
+export type {
+  BaseCliAgentOptions,
+  ClaudeCodeAgentOptions,
+  CodexAgentOptions,
+  CodexConfigValue,
+  GeminiAgentOptions,
+  OpenCodeAgentOptions,
+} from "./cli/index.ts";

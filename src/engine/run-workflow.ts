@@ -12,7 +12,7 @@ import { DEFAULT_KEYFRAME_POLICY, FrameChain, FrameRecorder, type KeyframePolicy
 import { HEARTBEAT_INTERVAL_MS } from "./constants.ts";
 import { Run, type RunResult } from "./run.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
-import { checkPricing, type ModelPricing } from "../agents/index.ts";
+import { checkPricing, killLeftoverGroup, type ModelPricing } from "../agents/index.ts";
 import { checkBudget } from "./budget.ts";
 
 export type { RunResult } from "./run.ts";
@@ -137,7 +137,13 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
     const run = new Run(workflow, setup, db, bus, recorder, { ...options, ...(pricing ? { pricing } : {}) }, now);
     if (setup.alreadyFinished) return await run.readBack();
     run.emit({ type: setup.resumed && !successor ? "RunResumed" : "RunStarted", status: "running" });
-    for (const a of setup.abandoned) run.emit({ type: "NodeAbandoned", ...a, reason: "process-died" });
+    for (const a of setup.abandoned) {
+      // An agent CLI the dead process had started may still run (its own process group): end it
+      // before the retry starts another beside it.
+      const killed = a.agentPid !== null && killLeftoverGroup(a.agentPid, a.agentPidStart ?? undefined);
+      const ids = { nodeId: a.nodeId, iteration: a.iteration, attempt: a.attempt };
+      run.emit({ type: "NodeAbandoned", ...ids, reason: "process-died", ...(killed ? { killedAgentPid: a.agentPid! } : {}) });
+    }
     const heartbeat = setInterval(() => {
       runs.heartbeatRun(db, setup.runId, ownerId, now()).then(
         (owned) => owned || run.lostOwnership(),

@@ -1,0 +1,30 @@
+/** After SIGTERM to a CLI's process group, how long its members get before SIGKILL. */
+export const KILL_GRACE_MS = 2_000;
+
+/** How often a group being ended is checked for live members during the grace. */
+export const GROUP_POLL_MS = 25;
+
+/**
+ * After the CLI exited and its group was ended, how long to wait for its stdout and stderr to
+ * close before closing them ourselves (a process that left the group with setsid may hold them).
+ */
+export const STREAMS_CLOSE_MS = 1_000;
+
+/** The default `maxOutputBytes`: the most of a CLI's output one call keeps in memory. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024;
+
+/** How much of stderr (its end) an AGENT_CLI_EXIT / AGENT_AUTH_FAILED error carries in its details. */
+export const STDERR_TAIL_CHARS = 4_000;
+
+/** How many "skipped a stdout line" notices one call sends to `onStderr`; the rest are only counted. */
+export const MALFORMED_NOTICES = 10;
+
+/**
+ * Wording of a login / credential failure in a CLI's error result or stderr. Only text the CLI
+ * reported as an error is tested, never the reply itself, so a reply that talks about logins is fine.
+ */
+export const AUTH_FAILURE_PATTERN =
+  /invalid api key|incorrect api key|api key not valid|missing api key|no api key|please run \/login|run `?\w+ login|not logged in|log ?in again|authentication[_ ]failed|authentication_error|unauthenticated|unauthorized|status:? 401\b|oauth token (?:has )?(?:expired|been revoked)|refresh token|could not resolve authentication|auth method/i;
+
+/** Codes a CLI agent throws that another attempt cannot fix: the engine never retries them. */
+export const AGENT_NEVER_RETRY_CODES = ["AGENT_AUTH_FAILED", "AGENT_CLI_NOT_FOUND"] as const;
