@@ -86,7 +86,13 @@ function callAgent(agent: Agent, args: AgentGenerateArgs): Promise<AgentReply> {
       const onStepEnd = (step: { text?: unknown }) => {
         if (typeof step.text === "string" && step.text !== "") onEvent({ type: "text", text: step.text });
       };
-      return Promise.resolve(agent.generate({ ...args, onStepEnd } as AgentGenerateArgs));
+      // And each tool it runs, as it starts.
+      const onToolExecutionStart = (start: { toolCall?: { toolName?: unknown; toolCallId?: unknown; input?: unknown } }) => {
+        const call = start.toolCall;
+        if (typeof call?.toolName !== "string") return;
+        onEvent({ type: "tool-call", toolName: call.toolName, ...(typeof call.toolCallId === "string" ? { callId: call.toolCallId } : {}), input: call.input });
+      };
+      return Promise.resolve(agent.generate({ ...args, onStepEnd, onToolExecutionStart } as AgentGenerateArgs));
     }
     return Promise.resolve(agent.generate(args));
   } catch (error) {

@@ -202,6 +202,11 @@ describe("tools of an AI SDK agent inside a Task", () => {
       },
     ]);
     expect(events.filter((e) => e.type.startsWith("ToolCall")).map((e) => e.type)).toEqual(["ToolCallStarted", "ToolCallFinished"]);
+    // An operator following the task sees the call and the final text.
+    expect(events.flatMap((e) => (e.type === "NodeOutput" ? [[e.stream, e.text]] : []))).toEqual([
+      ["tool", 'lookup {"file":"src/a.ts"}'],
+      ["text", '{"approved": true, "notes": "owner ada"}'],
+    ]);
   });
 
   test("the built-in write tool is confined to the run's root directory", async () => {
