@@ -66,3 +66,12 @@ export function prng(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** Polls `check` every 20 ms until it holds; throws after `ms`. */
+export async function waitFor(check: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await Bun.sleep(20);
+  }
+}

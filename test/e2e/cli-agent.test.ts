@@ -8,16 +8,8 @@ import { existsSync } from "node:fs";
 import { dirname } from "node:path";
 import { processAlive } from "../../src/agents/cli/index.ts";
 import { fakeCli } from "../agents/cli/fake-cli.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { sql, tempDbPath, waitFor } from "../helpers.ts";
 import { smithers, startUntil } from "./cli-helpers.ts";
-
-async function waitFor(check: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await Bun.sleep(20);
-  }
-}
 
 const REVIEW = JSON.stringify({ summary: "Two risks", findings: [{ file: "src/a.ts", issue: "unchecked input", severity: "high" }], reviewedBy: "claude" });
 

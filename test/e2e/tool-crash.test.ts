@@ -7,15 +7,7 @@ import { expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { smithers, startUntil } from "./cli-helpers.ts";
-import { sql, tempDbPath } from "../helpers.ts";
-
-async function waitFor(check: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await Bun.sleep(20);
-  }
-}
+import { sql, tempDbPath, waitFor } from "../helpers.ts";
 
 test("kill -9 between a side-effect tool's execution and the attempt's end: after resume the effect happened once", async () => {
   const db = tempDbPath();
