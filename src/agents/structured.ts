@@ -83,8 +83,13 @@ function callAgent(agent: Agent, args: AgentGenerateArgs): Promise<AgentReply> {
     const onEvent = args.onEvent;
     if (onEvent && isAiSdkAgent(agent)) {
       // Its steps as they end: the text so far, for an operator following the task.
-      const onStepEnd = (step: { text?: unknown }) => {
+      // (and the usage so far, so a call stopped mid-loop still counts its finished steps)
+      let sofar: AgentUsage | undefined;
+      const onStepEnd = (step: { text?: unknown; usage?: unknown; response?: { modelId?: unknown } }) => {
         if (typeof step.text === "string" && step.text !== "") onEvent({ type: "text", text: step.text });
+        const model = typeof step.response?.modelId === "string" ? step.response.modelId : undefined;
+        const used = normalizeUsage(step.usage, model);
+        if (used) onEvent({ type: "usage", usage: (sofar = addUsage(sofar, used)!) });
       };
       // And each tool it runs, as it starts.
       const onToolExecutionStart = (start: { toolCall?: { toolName?: unknown; toolCallId?: unknown; input?: unknown } }) => {

@@ -7,7 +7,7 @@
  */
 import { resolve } from "node:path";
 import { z } from "zod";
-import { addUsage, generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../agents/index.ts";
+import { generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../agents/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
 import { attempts, nodes, outputRowFor, writeOutputRow, type Drizzle, type OutputTableInfo, type SmithersDb } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../errors/index.ts";
@@ -16,6 +16,7 @@ import { MAX_TIMER_MS } from "./constants.ts";
 import type { WaitingStatus } from "./states.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 import { runWithToolContext, type ToolContext } from "../tools/context.ts";
+import { SpendMeter } from "./spend.ts";
 import { runSubflow } from "./subflow.ts";
 import { ensureWorktree } from "./worktree.ts";
 import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
@@ -63,8 +64,10 @@ export type AttemptResult = (
   | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number; cache?: CacheOutcome }
   | { ok: false; thrown: unknown; error: SmithersError; finishedAtMs: number; stopped?: boolean; abandoned?: boolean }
 ) & {
-  /** What the attempt's agent calls consumed, when they reported it (a failed attempt's too). */
+  /** What the attempt's agent calls consumed, when they reported it (a failed or stopped attempt's too). */
   usage?: AgentUsage;
+  /** A model one of its calls reported tokens for with no cost and no price. */
+  unpricedModel?: string;
 };
 
 /** An attempt in flight: its result, and when the task's own body settled (later, if it ignored a stop). */
@@ -85,10 +88,7 @@ function shapeForTable(info: OutputTableInfo, raw: unknown): unknown {
 
 type Produced = { raw: unknown; responseText?: string; cache?: CacheOutcome };
 
-/** Usage reported by the attempt's agent calls so far, kept outside the body so a failed attempt still has it. */
-type Spent = { usage?: AgentUsage };
-
-async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void, spent: Spent): Promise<Produced> {
+async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void, spent: SpendMeter): Promise<Produced> {
   const { task } = a;
   // Entering a <Worktree> creates it (a static task too, so a bad worktree fails where it is first used).
   const root = resolve(a.rootDir ?? process.cwd());
@@ -129,11 +129,15 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
       schema: validationSchema(task, a.info),
       signal,
       cwd,
-      onCall: onAgentCall,
-      onAttempt: (call) => {
-        spent.usage = addUsage(spent.usage, call.usage);
+      onCall: (call) => {
+        spent.callStarted();
+        onAgentCall(call);
       },
-      ...(a.onAgentEvent ? { onEvent: a.onAgentEvent } : {}),
+      onAttempt: (call) => spent.callEnded(call.usage),
+      onEvent: (event) => {
+        spent.event(event);
+        a.onAgentEvent?.(event);
+      },
       ...(a.pricing ? { pricing: a.pricing } : {}),
       ...(task.maxSchemaRetries === undefined ? {} : { maxSchemaRetries: task.maxSchemaRetries }),
     }),
@@ -249,7 +253,7 @@ export function recordStart(d: Drizzle, a: AttemptInput): void {
 export function performAttempt(a: AttemptInput): AttemptWork {
   // An agent call that ignores its signal outlives generateStructured's own abort: it is part of the body.
   const agentCalls: Promise<unknown>[] = [];
-  const spent: Spent = {};
+  const spent = new SpendMeter(a.pricing);
   const guard = guarded(a, (signal) => {
     const body = () => produce(a, signal, (call) => agentCalls.push(call), spent);
     if (!a.task.cache) return body();
@@ -262,7 +266,11 @@ export function performAttempt(a: AttemptInput): AttemptWork {
     )
     .then(() => Promise.allSettled(agentCalls))
     .then(() => undefined);
-  return { result: validated(a, guard).then((result) => (spent.usage ? { ...result, usage: spent.usage } : result)), bodySettled };
+  const withSpend = (result: AttemptResult): AttemptResult => {
+    spent.finish();
+    return spent.usage ? { ...result, usage: spent.usage, ...(spent.unpricedModel ? { unpricedModel: spent.unpricedModel } : {}) } : result;
+  };
+  return { result: validated(a, guard).then(withSpend), bodySettled };
 }
 
 async function validated(a: AttemptInput, guard: Guarded<Produced>): Promise<AttemptResult> {

@@ -325,7 +325,7 @@ export class Run {
     const { usage } = result;
     if (!usage) return;
     this.usage = addToTotals(this.usage, usage);
-    if (usage.costUsd === undefined && (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) > 0) this.unpricedModel ??= usage.model ?? "(unknown model)";
+    this.unpricedModel ??= result.unpricedModel;
   }
 
   /** The run's usage for its result, when any agent reported some. */

@@ -229,6 +229,8 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
       const outcome = run.parser.outcome();
       const partialText = tail(outcome.text, 2000);
       const stderrTail = tail(stderr, STDERR_TAIL_CHARS);
+      // What the CLI reported consuming before it failed: still spent, and counted by the engine.
+      const spent = outcome.usage ? { usage: outcome.usage } : {};
       if (stop?.kind === "timeout") {
         throw new SmithersError(
           "AGENT_TIMEOUT",
@@ -239,6 +241,7 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
             ms: stop.ms,
             partialText,
             stderrTail,
+            ...spent,
           },
         );
       }
@@ -251,7 +254,7 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
         });
       }
       const failed = code !== 0 || !outcome.complete || outcome.error !== undefined;
-      const details = { agent, exitCode: code, signal: exitSignal, stderrTail, partialText, malformedLines: malformed };
+      const details = { agent, exitCode: code, signal: exitSignal, stderrTail, partialText, malformedLines: malformed, ...spent };
       if (
         failed &&
         (outcome.authError === true ||

@@ -1,0 +1,115 @@
+/**
+ * Usage of attempts that fail, time out or are stopped still counts: against the run's limits,
+ * on the attempt rows and in the run's totals.
+ */
+import { describe, expect, test } from "bun:test";
+import { ToolLoopAgent } from "ai";
+import { MockLanguageModelV4 } from "ai/test";
+import { z } from "zod";
+import { ClaudeCodeAgent, createSmithers, runWorkflow, SmithersError, type Agent } from "../../src/index.ts";
+import { fakeCli } from "./cli/fake-cli.ts";
+import { sql, tempDbPath } from "../helpers.ts";
+
+const out = z.object({ ok: z.boolean() });
+
+function kit() {
+  const dbPath = tempDbPath();
+  return { dbPath, ...createSmithers({ out }, { dbPath }) };
+}
+
+describe("spend of failed and stopped attempts", () => {
+  test("a CLI that fails after working: its reported cost counts, and the retries stop at the limit", async () => {
+    const { dbPath, smithers, Workflow, Task, outputs } = kit();
+    const fake = fakeCli("error-result");
+    const claude = new ClaudeCodeAgent({ env: fake.env, binary: `${fake.env.PATH.split(":")[0]}/claude` });
+    const wf = smithers(() => (
+      <Workflow name="failing">
+        <Task id="t" output={outputs.out} agent={claude} retries={5} retryPolicy={{ initialDelayMs: 1 }}>
+          Go.
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { runId: "r", maxCostUsd: 0.03 });
+    expect(result.error?.code).toBe("BUDGET_EXCEEDED");
+    // 900 fresh + 100 cached input tokens: input counts cached ones too.
+    expect(sql(dbPath, "SELECT attempt, state, cost_usd, input_tokens FROM _smithers_attempts ORDER BY attempt")).toEqual([
+      { attempt: 1, state: "failed", cost_usd: 0.02, input_tokens: 1000 },
+      { attempt: 2, state: "failed", cost_usd: 0.02, input_tokens: 1000 },
+    ]);
+    expect(result.usage?.costUsd).toBeCloseTo(0.04, 10);
+  });
+
+  test("an agent stopped by its task's timeout counts the usage it had reported", async () => {
+    const { dbPath, smithers, Workflow, Task, outputs } = kit();
+    const agent: Agent = {
+      generate: ({ abortSignal, onEvent }) => {
+        onEvent?.({ type: "usage", usage: { inputTokens: 50, outputTokens: 5, costUsd: 0.5, model: "m" } });
+        return new Promise((_, reject) => abortSignal?.addEventListener("abort", () => reject(abortSignal.reason)));
+      },
+    };
+    const wf = smithers(() => (
+      <Workflow name="slow">
+        <Task id="t" output={outputs.out} agent={agent} timeoutMs={30} retries={3} retryPolicy={{ initialDelayMs: 1 }}>
+          Go.
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { runId: "r", maxCostUsd: 1 });
+    expect(result.error?.code).toBe("BUDGET_EXCEEDED");
+    expect(sql(dbPath, "SELECT attempt, state, cost_usd FROM _smithers_attempts ORDER BY attempt")).toEqual([
+      { attempt: 1, state: "failed", cost_usd: 0.5 },
+      { attempt: 2, state: "failed", cost_usd: 0.5 },
+    ]);
+  });
+
+  test("an AI SDK agent timed out in its second step counts its first step", async () => {
+    const { dbPath, smithers, Workflow, Task, outputs } = kit();
+    let step = 0;
+    const model = new MockLanguageModelV4({
+      doGenerate: async ({ abortSignal }) => {
+        if (step++ === 0) {
+          return {
+            content: [{ type: "tool-call" as const, toolCallId: "c1", toolName: "noop", input: "{}" }],
+            finishReason: { unified: "tool-calls" as const, raw: "tool_use" },
+            usage: { inputTokens: { total: 70, noCache: 70, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 7, text: 7, reasoning: 0 } },
+            warnings: [],
+          };
+        }
+        return new Promise((_, reject) => abortSignal?.addEventListener("abort", () => reject(abortSignal.reason)));
+      },
+    });
+    const noop = { description: "nothing", inputSchema: z.object({}), execute: async () => "ok" };
+    const wf = smithers(() => (
+      <Workflow name="sdk-slow">
+        <Task id="t" output={outputs.out} agent={new ToolLoopAgent({ model, tools: { noop } })} timeoutMs={100} retries={0}>
+          Go.
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { runId: "r" });
+    expect(result.error?.code).toBe("TASK_TIMEOUT");
+    expect(sql(dbPath, "SELECT input_tokens, output_tokens FROM _smithers_attempts")).toEqual([{ input_tokens: 70, output_tokens: 7 }]);
+  });
+
+  test("an error carrying details.usage counts; a call with tokens but no cost makes a cost limit refuse the next start", async () => {
+    const { smithers, Workflow, Task, outputs } = kit();
+    let calls = 0;
+    const agent: Agent = {
+      generate: async () => {
+        calls++;
+        throw new SmithersError("AGENT_CLI_EXIT", "crashed", { usage: { inputTokens: 10, outputTokens: 1, model: "unpriced-model" } });
+      },
+    };
+    const wf = smithers(() => (
+      <Workflow name="unpriced">
+        <Task id="t" output={outputs.out} agent={agent} retries={3} retryPolicy={{ initialDelayMs: 1 }}>
+          Go.
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { runId: "r", maxCostUsd: 5 });
+    expect(result.error?.code).toBe("BUDGET_UNPRICED");
+    expect(calls).toBe(1);
+    expect(result.usage).toMatchObject({ inputTokens: 10, outputTokens: 1 });
+  });
+});
