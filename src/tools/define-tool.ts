@@ -14,8 +14,9 @@ import { outcomeUnknown, previousCall, recordedCall, recordedOutcome, recordedRe
 /** What a tool's `execute` is given besides its arguments. */
 export type ToolCallContext = {
   /**
-   * `${runId}:${nodeId}:${iteration}:${toolName}:${n}`, n counting this tool's earlier calls in
-   * the attempt: the same on a retry or resume whose agent makes the same calls in the same order.
+   * `${runId}:${nodeId}:${iteration}:${toolName}:${inputDigest}:${n}`, n counting the attempt's
+   * earlier calls of this tool with the same input: the same on a retry or resume that asks for
+   * the same operation, whatever the order; another input is another key.
    * Pass it to external systems that deduplicate (payment APIs, queues).
    */
   idempotencyKey: string;
@@ -101,13 +102,33 @@ export function defineTool<S extends z.ZodType, O>(options: DefineToolOptions<S,
   return defined;
 }
 
+/** 12 hex digits of SHA-256 over the input's JSON with sorted keys. */
+export function inputDigest(input: unknown): string {
+  return new Bun.CryptoHasher("sha256").update(stableJson(input)).digest("hex").slice(0, 12);
+}
+
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
 async function callTool<O>(options: DefineToolOptions<z.ZodType, O>, meta: DefinedToolMetadata, raw: unknown, callSignal?: AbortSignal): Promise<O> {
   const tc = getToolContext();
   const signals = [tc?.signal, callSignal].filter((s): s is AbortSignal => s !== undefined);
   const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
   if (!tc) return callUnscoped(options, meta, raw, signal);
-  const n = nextCallIndex(tc, meta.name); // before any await: parallel calls are numbered in the order the agent made them
-  const key = `${tc.runId}:${tc.nodeId}:${tc.iteration}:${meta.name}:${n}`;
+  // The key names the operation: the tool, its input, and how many identical calls came before in
+  // the attempt (counted before any await, so parallel calls are numbered in the order made). A
+  // different input is another operation with another key, whatever order a retry calls them in.
+  const digest = inputDigest(raw);
+  const n = nextCallIndex(tc, `${meta.name}:${digest}`);
+  const key = `${tc.runId}:${tc.nodeId}:${tc.iteration}:${meta.name}:${digest}:${n}`;
   const scope: CallScope = { ...pick(tc), now: tc.now ?? Date.now, onRecorded: tc.onRecorded, signal };
   throwIfStopped(scope, `Tool "${meta.name}"`);
   const call = { toolName: meta.name, sideEffect: meta.sideEffect, idempotencyKey: key };

@@ -3,7 +3,15 @@ import { tool } from "ai";
 import { z } from "zod";
 import { toolCalls } from "../../src/db/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
-import { defineTool, getDefinedToolMetadata, getToolContext, runWithToolContext, type ToolCallContext, type ToolContext } from "../../src/tools/index.ts";
+import {
+  defineTool,
+  getDefinedToolMetadata,
+  getToolContext,
+  inputDigest,
+  runWithToolContext,
+  type ToolCallContext,
+  type ToolContext,
+} from "../../src/tools/index.ts";
 import { rejection, sql } from "../helpers.ts";
 import { agentCalling, call, closeScopes, toolScope } from "./helpers.ts";
 
@@ -44,7 +52,7 @@ describe("defineTool", () => {
         tool_name: "lookup",
         status: "succeeded",
         side_effect: 0,
-        idempotency_key: "r1:fix:0:lookup:0",
+        idempotency_key: expect.stringMatching(/^r1:fix:0:lookup:[0-9a-f]{12}:0$/),
         input_json: '{"id":7}',
         output_json: '{"name":"user-7"}',
         error_json: null,
@@ -82,14 +90,17 @@ describe("defineTool", () => {
     });
   });
 
-  test("calls of one tool in an attempt get keys numbered in the order the agent made them", async () => {
+  test("a key names the tool, a digest of its input and how many identical calls came before, in the order the agent made them", async () => {
     const { dbPath, ctx } = toolScope();
     const echo = defineTool({ name: "echo", schema: z.object({ say: z.string() }), execute: (args) => args.say });
-    await runWithToolContext(ctx, () => agentCalling({ echo }, "echo", { say: "a" }, { say: "b" }, { say: "c" }).generate({ prompt: "go" }));
-    expect(sql(dbPath, "SELECT idempotency_key, input_json FROM _smithers_tool_calls ORDER BY idempotency_key")).toEqual([
-      { idempotency_key: "r1:fix:0:echo:0", input_json: '{"say":"a"}' },
-      { idempotency_key: "r1:fix:0:echo:1", input_json: '{"say":"b"}' },
-      { idempotency_key: "r1:fix:0:echo:2", input_json: '{"say":"c"}' },
+    await runWithToolContext(ctx, () => agentCalling({ echo }, "echo", { say: "a" }, { say: "b" }, { say: "a" }).generate({ prompt: "go" }));
+    const a = inputDigest({ say: "a" });
+    const b = inputDigest({ say: "b" });
+    expect(a).not.toBe(b);
+    expect(sql(dbPath, "SELECT idempotency_key, input_json FROM _smithers_tool_calls ORDER BY seq")).toEqual([
+      { idempotency_key: `r1:fix:0:echo:${a}:0`, input_json: '{"say":"a"}' },
+      { idempotency_key: `r1:fix:0:echo:${b}:0`, input_json: '{"say":"b"}' },
+      { idempotency_key: `r1:fix:0:echo:${a}:1`, input_json: '{"say":"a"}' },
     ]);
   });
 
@@ -100,7 +111,7 @@ describe("defineTool", () => {
     await runWithToolContext(ctx, () => call(send, { to: "ann" }));
     expect(seen).toEqual([
       {
-        idempotencyKey: "r1:fix:2:send:0",
+        idempotencyKey: expect.stringMatching(/^r1:fix:2:send:[0-9a-f]{12}:0$/),
         runId: "r1",
         nodeId: "fix",
         iteration: 2,
@@ -151,8 +162,22 @@ describe("defineTool replay protection", () => {
     expect(seen.length).toBe(1);
     expect(retry.steps[0]?.toolResults.map((r) => r.output)).toEqual(["sent-1-to-ann"]);
     expect(sql(dbPath, "SELECT attempt, status, side_effect, idempotency_key, input_json, output_json FROM _smithers_tool_calls ORDER BY attempt")).toEqual([
-      { attempt: 1, status: "succeeded", side_effect: 1, idempotency_key: "r1:fix:0:send:0", input_json: '{"to":"ann"}', output_json: '"sent-1-to-ann"' },
-      { attempt: 2, status: "replayed", side_effect: 1, idempotency_key: "r1:fix:0:send:0", input_json: '{"to":"ann"}', output_json: '"sent-1-to-ann"' },
+      {
+        attempt: 1,
+        status: "succeeded",
+        side_effect: 1,
+        idempotency_key: expect.stringMatching(/^r1:fix:0:send:[0-9a-f]{12}:0$/),
+        input_json: '{"to":"ann"}',
+        output_json: '"sent-1-to-ann"',
+      },
+      {
+        attempt: 2,
+        status: "replayed",
+        side_effect: 1,
+        idempotency_key: expect.stringMatching(/^r1:fix:0:send:[0-9a-f]{12}:0$/),
+        input_json: '{"to":"ann"}',
+        output_json: '"sent-1-to-ann"',
+      },
     ]);
     expect(reports).toEqual([
       { type: "ToolCallStarted", toolName: "send" },
@@ -177,25 +202,25 @@ describe("defineTool replay protection", () => {
       input: { to: "ann" },
       startedAtMs: 1,
       sideEffect: true,
-      idempotencyKey: "r1:fix:0:send:0",
+      idempotencyKey: `r1:fix:0:send:${inputDigest({ to: "ann" })}:0`,
     });
     const { send, seen } = counter();
     expect(await runWithToolContext({ ...ctx, attempt: 2 }, () => call(send, { to: "ann" }))).toBe("sent-1-to-ann");
-    expect(seen.map((c) => [c.idempotencyKey, c.uncertain])).toEqual([["r1:fix:0:send:0", true]]);
+    expect(seen.map((c) => [c.idempotencyKey, c.uncertain])).toEqual([[expect.stringMatching(/^r1:fix:0:send:[0-9a-f]{12}:0$/), true]]);
     expect(sql(dbPath, "SELECT attempt, status FROM _smithers_tool_calls ORDER BY attempt")).toEqual([
       { attempt: 1, status: "started" },
       { attempt: 2, status: "succeeded" },
     ]);
   });
 
-  test("the same key with a different input is a new call: it runs", async () => {
+  test("another input is another operation with another key: it runs", async () => {
     const { dbPath, ctx } = toolScope();
     const { send, seen } = counter();
     await runWithToolContext(ctx, () => call(send, { to: "ann" }));
     expect(await runWithToolContext({ ...ctx, attempt: 2 }, () => call(send, { to: "bob" }))).toBe("sent-2-to-bob");
     expect(seen.map((c) => [c.idempotencyKey, c.uncertain])).toEqual([
-      ["r1:fix:0:send:0", false],
-      ["r1:fix:0:send:0", false],
+      [`r1:fix:0:send:${inputDigest({ to: "ann" })}:0`, false],
+      [`r1:fix:0:send:${inputDigest({ to: "bob" })}:0`, false],
     ]);
     expect(sql(dbPath, "SELECT attempt, status FROM _smithers_tool_calls ORDER BY attempt")).toEqual([
       { attempt: 1, status: "succeeded" },
@@ -234,7 +259,10 @@ describe("defineTool replay protection", () => {
     const { send, seen } = counter();
     await runWithToolContext(ctx, () => call(send, { to: "ann" }));
     await runWithToolContext({ ...ctx, iteration: 1 }, () => call(send, { to: "ann" }));
-    expect(seen.map((c) => c.idempotencyKey)).toEqual(["r1:fix:0:send:0", "r1:fix:1:send:0"]);
+    expect(seen.map((c) => c.idempotencyKey)).toEqual([
+      expect.stringMatching(/^r1:fix:0:send:[0-9a-f]{12}:0$/),
+      expect.stringMatching(/^r1:fix:1:send:[0-9a-f]{12}:0$/),
+    ]);
   });
 });
 
@@ -309,4 +337,30 @@ describe("defineTool in a stopped attempt", () => {
     const look = defineTool({ name: "look", schema: z.object({}), execute: () => 1 });
     expect((await rejection(runWithToolContext(ctx, () => call(look, {})))).code).toBe("TASK_CANCELLED");
   });
+});
+
+test("A, then B failing, then A again on three attempts: A ran once, B's key never carried A's receipt", async () => {
+  const { dbPath, ctx } = toolScope();
+  let runs = 0;
+  const pay = defineTool({
+    name: "pay",
+    schema: z.object({ to: z.string() }),
+    sideEffect: true,
+    idempotent: false,
+    execute: ({ to }) => {
+      runs++;
+      if (to === "bob") throw new Error("card declined");
+      return `paid-${to}-${runs}`;
+    },
+  });
+  const invoke = (input: { to: string }) => call(pay, input);
+  expect(await runWithToolContext({ ...ctx, attempt: 1 }, () => invoke({ to: "ann" }))).toBe("paid-ann-1");
+  await runWithToolContext({ ...ctx, attempt: 2 }, () => invoke({ to: "bob" })).catch(() => undefined);
+  expect(await runWithToolContext({ ...ctx, attempt: 3 }, () => invoke({ to: "ann" }))).toBe("paid-ann-1");
+  expect(runs).toBe(2);
+  expect(sql(dbPath, "SELECT attempt, status FROM _smithers_tool_calls ORDER BY attempt")).toEqual([
+    { attempt: 1, status: "succeeded" },
+    { attempt: 2, status: "failed" },
+    { attempt: 3, status: "replayed" },
+  ]);
 });
