@@ -320,6 +320,16 @@ export class Run {
     if (t) t.error = { code: error.code, message: error.message };
   }
 
+  /** The earliest later time a node is due (a retry's backoff, a timer), if any: what a run held by its budget still waits for. */
+  private nextDueMs(nowMs: number): number | undefined {
+    let due: number | undefined;
+    for (const t of this.s.states.values()) {
+      const at = t.state === "pending" ? t.retryAtMs : t.state === "waiting-timer" ? t.wakeAtMs : undefined;
+      if (at !== undefined && at > nowMs && (due === undefined || at < due)) due = at;
+    }
+    return due;
+  }
+
   /** Adds what an ended attempt's agent consumed to the run's totals. */
   private account(result: AttemptResult): void {
     const { usage } = result;
@@ -521,6 +531,7 @@ export class Run {
   }
 
   private async stepInner(): Promise<"again" | "done" | { untilMs: number | undefined }> {
+    this.budgetHeld = undefined; // decided again each step: the held task may be gone from the plan
     const writes = this.settle(this.ended.splice(0));
     const starts: Started[] = [];
     let next: "again" | "done" | { untilMs: number | undefined } = "again";
@@ -536,10 +547,15 @@ export class Run {
       const actions = decide(plan, this.s.states, nowMs, this.settings.maxConcurrency ?? Infinity, this.memo, this.finishedIds);
       const finishedIterations: [loopId: string, iteration: number][] = [];
       for (const action of actions) next = this.plan_(action, nowMs, starts, writes, finishedIterations) ?? next;
-      // An agent attempt held back by the budget, and nothing else running or starting: the run ends here.
-      if (this.budgetHeld && starts.length === 0 && this.working.size === 0) {
-        this.fail(this.budgetHeld);
-        next = "done";
+      // An agent attempt held back by the budget and nothing else running, starting or due later
+      // (a retry's backoff, a timer): the run ends here. While other work runs it waits for it.
+      if (this.budgetHeld && starts.length === 0) {
+        const dueMs = this.nextDueMs(nowMs);
+        if (this.working.size > 0 || dueMs !== undefined) next = { untilMs: dueMs };
+        else if (next !== "done") {
+          this.fail(this.budgetHeld);
+          next = "done";
+        }
       }
       for (const st of starts) {
         st.tracked.state = "running";
@@ -657,7 +673,7 @@ export class Run {
           const held = budgetStop(this.s.runId, this.s.budget, this.usage, this.unpricedModel);
           if (held) {
             this.budgetHeld ??= held;
-            return { untilMs: undefined }; // not started: the run fails with it once nothing else runs
+            return undefined; // not started: the run fails with it once nothing else runs (see stepInner)
           }
         }
         const attempt = tracked.lastAttempt + 1;

@@ -113,3 +113,61 @@ describe("spend of failed and stopped attempts", () => {
     expect(result.usage).toMatchObject({ inputTokens: 10, outputTokens: 1 });
   });
 });
+
+describe("a task held back by the budget", () => {
+  const costly: Agent = { generate: async () => ({ text: '{"ok": true}', usage: { inputTokens: 1, outputTokens: 1, costUsd: 1 } }) };
+
+  test("waits for the other work in flight and for a retry's backoff before the run fails", async () => {
+    const { dbPath, smithers, Workflow, Task, Sequence, Parallel, outputs } = kit();
+    let computeAttempts = 0;
+    const wf = smithers(() => (
+      <Workflow name="held">
+        <Parallel>
+          <Sequence>
+            <Task id="a" output={outputs.out} agent={costly}>
+              First.
+            </Task>
+            <Task id="b" output={outputs.out} agent={costly}>
+              Second.
+            </Task>
+          </Sequence>
+          <Task id="slow" output={outputs.out} retries={1} retryPolicy={{ initialDelayMs: 150 }}>
+            {async () => {
+              await Bun.sleep(50);
+              if (++computeAttempts === 1) throw new Error("flaky");
+              return { ok: true };
+            }}
+          </Task>
+        </Parallel>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { runId: "h", maxCostUsd: 1 });
+    expect(result.error?.code).toBe("BUDGET_EXCEEDED");
+    expect(computeAttempts).toBe(2);
+    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+      { node_id: "a", state: "finished" },
+      { node_id: "slow", state: "finished" },
+    ]);
+  });
+
+  test("a held task the next render no longer mounts does not fail the run", async () => {
+    const { smithers, Workflow, Task, outputs } = kit();
+    const wf = smithers((ctx) => {
+      const first = ctx.outputMaybe(outputs.out, { nodeId: "a" });
+      return (
+        <Workflow name="unmounted">
+          <Task id="a" output={outputs.out} agent={costly}>
+            First.
+          </Task>
+          {first ? null : (
+            <Task id="b" output={outputs.out} agent={costly} dependsOn={["a"]}>
+              Only before a has finished.
+            </Task>
+          )}
+        </Workflow>
+      );
+    });
+    const result = await runWorkflow(wf, { runId: "u", maxCostUsd: 1 });
+    expect(result.status).toBe("finished");
+  });
+});
