@@ -7,7 +7,7 @@
  */
 import { resolve } from "node:path";
 import { z } from "zod";
-import { generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../agents/index.ts";
+import { AGENT_NEVER_RETRY_CODES, generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../agents/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
 import { attempts, nodes, outputRowFor, writeOutputRow, type Drizzle, type OutputTableInfo, type SmithersDb } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../errors/index.ts";
@@ -305,15 +305,8 @@ function assertStorable(nodeId: string, data: unknown): void {
 
 /** Failures no retry can mend (the workflow's own input is wrong): the task fails at once, whatever its retries. */
 // A bad worktree, or a cache key that cannot be made, fails the same way every time: no retry.
-// An agent CLI that is not installed or not logged in, or an agent given a bad option, fails the same way too.
-const NEVER_RETRIED: ReadonlySet<string> = new Set([
-  "WORKTREE_INVALID",
-  "WORKTREE_NOT_IN_REPO",
-  "CACHE_KEY_FAILED",
-  "AGENT_CLI_NOT_FOUND",
-  "AGENT_AUTH_FAILED",
-  "INVALID_OPTION",
-]);
+// So does an agent whose CLI is missing or not logged in, or that was given a bad option or schema (AGENT_NEVER_RETRY_CODES).
+const NEVER_RETRIED: ReadonlySet<string> = new Set(["WORKTREE_INVALID", "WORKTREE_NOT_IN_REPO", "CACHE_KEY_FAILED", ...AGENT_NEVER_RETRY_CODES]);
 
 /**
  * What an ended attempt comes to, decided without the database: finished (with the output row

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { createSmithers, runWorkflow, SmithersError, type Agent } from "../../src/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
 
-function failing(code: "AGENT_AUTH_FAILED" | "AGENT_CLI_NOT_FOUND" | "AGENT_TIMEOUT"): Agent & { calls: number } {
+function failing(code: "AGENT_AUTH_FAILED" | "AGENT_CLI_NOT_FOUND" | "AGENT_TIMEOUT" | "INVALID_OPTION" | "UNSUPPORTED_SCHEMA"): Agent & { calls: number } {
   const agent = {
     calls: 0,
     generate: async () => {
@@ -16,7 +16,7 @@ function failing(code: "AGENT_AUTH_FAILED" | "AGENT_CLI_NOT_FOUND" | "AGENT_TIME
 }
 
 describe("agent error codes", () => {
-  for (const code of ["AGENT_AUTH_FAILED", "AGENT_CLI_NOT_FOUND"] as const) {
+  for (const code of ["AGENT_AUTH_FAILED", "AGENT_CLI_NOT_FOUND", "INVALID_OPTION", "UNSUPPORTED_SCHEMA"] as const) {
     test(`${code} fails the task at once: no retry could mend it`, async () => {
       const dbPath = tempDbPath();
       const { smithers, Workflow, Task, outputs } = createSmithers({ out: z.object({ ok: z.boolean() }) }, { dbPath });

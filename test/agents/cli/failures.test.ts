@@ -135,10 +135,12 @@ describe("CLI agents", () => {
     expect(error).toBe(boom);
   });
 
-  test("retryableAgentError is true for every other code", () => {
+  test("retryableAgentError: a bad option or schema fails the same way every time; a timeout or a crash may pass", () => {
     expect(retryableAgentError("AGENT_TIMEOUT")).toBe(true);
     expect(retryableAgentError("AGENT_CLI_EXIT")).toBe(true);
     expect(retryableAgentError("AGENT_AUTH_FAILED")).toBe(false);
+    expect(retryableAgentError("INVALID_OPTION")).toBe(false);
+    expect(retryableAgentError("UNSUPPORTED_SCHEMA")).toBe(false);
   });
 
   test("an already aborted signal rejects with its reason without starting the CLI", async () => {
