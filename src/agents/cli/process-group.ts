@@ -124,34 +124,28 @@ export function endGroup(pgid: number, graceMs: number = KILL_GRACE_MS): Promise
 
 /**
  * For a resume after a crash: SIGKILLs the process group a CLI agent ran in, if it is still there.
- * Kills only when a process with that `pid` exists (a zombie leader counts: its group may still
- * run), leads its own group, is not this process's group, and, when `startTime` was recorded, has
- * that start time; otherwise (a reused pid, nothing left, no /proc to check against) does nothing.
- * Returns whether it sent the signal.
+ * It needs the leader's recorded start time (Linux /proc; elsewhere none is recorded, and nothing
+ * is killed: a pid alone may name an unrelated process by now). Kills when the process with that
+ * `pid` (a zombie counts) leads its own group, is not this process's group and has that start
+ * time; or when that leader is gone but members of its session and group still run (the kernel
+ * gives a pid to no new process while a group or session of that id exists). Otherwise does
+ * nothing. Returns whether it sent the signal.
  *
  * @example
  * // from an AgentEvent { type: "process", pid, startTime } persisted before the crash
  * killLeftoverGroup(event.pid, event.startTime);
  */
 export function killLeftoverGroup(pid: number, startTime: string | undefined): boolean {
-  if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) return false;
+  if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid || startTime === undefined || !hasProc) return false;
+  if (Number(statFields(process.pid)?.[2]) === pid) return false; // our own group
   const fields = statFields(pid);
   if (fields) {
     if (Number(fields[2]) !== pid) return false; // not a group leader: -pid is not its group
-    if (startTime !== undefined && fields[19] !== startTime) return false;
-    if (Number(statFields(process.pid)?.[2]) === pid) return false;
-  } else if (hasProc) {
-    // The leader is gone but members of its group may run on (a CLI's tool processes). While any
-    // process has it as its group id the kernel gives that number to no new process, so a group
-    // with members is still the one recorded.
-    if (groupMembers(pid).length === 0) return false;
+    if (fields[19] !== startTime) return false; // another process with a reused pid
   } else {
-    if (startTime !== undefined) return false; // nothing to check the start time against
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return false;
-    }
+    // The leader is gone: only members of the session it created (setsid: session id = pid) count.
+    const leftovers = groupMembers(pid).filter((member) => Number(statFields(member)?.[3]) === pid);
+    if (leftovers.length === 0) return false;
   }
   return signalGroup(pid, "SIGKILL");
 }
