@@ -5,6 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { SmithersError } from "../errors/index.ts";
+import { trackGroup, untrackGroup } from "../agents/cli/process-group.ts";
 
 export type ProcessOptions = {
   /** Named in errors: `bash`, `grep`. */
@@ -59,6 +60,7 @@ export function runProcess(cmd: string, args: readonly string[], options: Proces
   return new Promise((resolvePromise, reject) => {
     const output = outputBuffer(options.maxOutputBytes);
     const child = spawn(cmd, args, { cwd: options.cwd, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    if (child.pid !== undefined) trackGroup(child.pid); // killed with this process if it exits first
     let failure: unknown;
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let graceTimer: ReturnType<typeof setTimeout> | undefined;
@@ -91,6 +93,7 @@ export function runProcess(cmd: string, args: readonly string[], options: Proces
     const settle = () => {
       if (settled) return;
       settled = true;
+      if (child.pid !== undefined) untrackGroup(child.pid); // killed on exit already (see below)
       clearTimeout(timer);
       clearTimeout(graceTimer);
       options.signal?.removeEventListener("abort", onAbort);

@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
+import { processAlive } from "../../src/agents/cli/index.ts";
 import { bash, grep } from "../../src/tools/index.ts";
+import { until } from "../agents/cli/fake-cli.ts";
 import { rejection, sql } from "../helpers.ts";
 import { callIn, closeScopes, tempRoot, toolScope } from "./helpers.ts";
 
@@ -144,4 +146,16 @@ describe("bash", () => {
       expect({ cwd, code: (await rejection(callIn(ctx, bash, { cmd: "pwd", opts: { cwd } }))).code }).toEqual({ cwd, code: "TOOL_PATH_OUTSIDE_ROOT" });
     }
   });
+});
+
+test("a tool's process still running when this process exits is killed with it", async () => {
+  const module = join(import.meta.dir, "../../src/tools/process.ts");
+  const pidFile = join(tempRoot(), "pid");
+  const script = `import { runProcess } from ${JSON.stringify(module)};
+    runProcess("sh", ["-c", "echo $$ > ${pidFile}; exec sleep 1000"], { toolName: "bash", cwd: "/", timeoutMs: 60000, maxOutputBytes: 1000 });
+    setTimeout(() => process.exit(0), 300);`;
+  expect(Bun.spawnSync([process.execPath, "-e", script]).exitCode).toBe(0);
+  const pid = Number(readFileSync(pidFile, "utf8"));
+  expect(pid).toBeGreaterThan(1);
+  expect(await until(() => !processAlive(pid))).toBe(true);
 });

@@ -20,6 +20,19 @@ function installExitHook(): void {
   });
 }
 
+/**
+ * Registers a process group this process started (a tool's command), so it is SIGKILLed if this
+ * process exits while it runs; `untrackGroup` once it has ended.
+ */
+export function trackGroup(pgid: number): void {
+  installExitHook();
+  liveGroups.add(pgid);
+}
+
+export function untrackGroup(pgid: number): void {
+  liveGroups.delete(pgid);
+}
+
 /** The fields of /proc/<pid>/stat after the command name (index 0 is field 3, the state); undefined where unreadable. */
 function statFields(pid: number): string[] | undefined {
   try {
