@@ -9,7 +9,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { AGENT_NEVER_RETRY_CODES, generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../agents/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
-import { attempts, nodes, outputRowFor, writeOutputRow, type Drizzle, type OutputTableInfo, type SmithersDb } from "../db/index.ts";
+import { attempts, nodes, outputRowFor, writeOutputRow, type Drizzle, type OutputTableInfo, type SmithersDb, type UsageTotals } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
 import { MAX_TIMER_MS } from "./constants.ts";
@@ -17,6 +17,7 @@ import type { WaitingStatus } from "./states.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 import { runWithToolContext, type ToolContext } from "../tools/context.ts";
 import { SpendMeter } from "./spend.ts";
+import type { Budget } from "./budget.ts";
 import { runSubflow } from "./subflow.ts";
 import { ensureWorktree } from "./worktree.ts";
 import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
@@ -53,7 +54,20 @@ export type AttemptInput = {
   pricing?: ModelPricing;
   /** What the task's agent reports while it works (text, tool calls, its subprocess). */
   onAgentEvent?: (event: AgentEvent) => void;
+  /** A `<Subflow>`'s: the run's limits and spend so far, for the child run (see SubflowWork.spend). */
+  budget?: { budget: Budget; spent: UsageTotals; pricing?: ModelPricing };
 };
+
+/** A child run's spend as one call's usage (tokens; the cost when the child knew it). */
+function childSpend(u: UsageTotals): AgentUsage | undefined {
+  if (u.inputTokens + u.outputTokens + u.cachedInputTokens === 0 && u.costUsd === null) return undefined;
+  return {
+    inputTokens: u.inputTokens,
+    cachedInputTokens: u.cachedInputTokens,
+    outputTokens: u.outputTokens,
+    ...(u.costUsd === null ? {} : { costUsd: u.costUsd }),
+  };
+}
 
 /**
  * What the work produced: validated output, or the error it failed with. `stopped`: the attempt
@@ -95,7 +109,10 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
   const cwd = task.worktree ? await ensureWorktree(root, task.worktree) : root;
   if (task.mode === "static") return { raw: task.staticValue };
   if (task.mode === "subflow") {
-    return { raw: await runSubflow({ db: a.db, parentRunId: a.runId, task, signal, waitInPlaceMs: a.waitInPlaceMs, rootDir: cwd }) };
+    const spend = a.budget ? { ...a.budget, onUsage: (usage: UsageTotals) => spent.callEnded(childSpend(usage)) } : undefined;
+    return {
+      raw: await runSubflow({ db: a.db, parentRunId: a.runId, task, signal, waitInPlaceMs: a.waitInPlaceMs, rootDir: cwd, ...(spend ? { spend } : {}) }),
+    };
   }
   if (task.mode === "compute") {
     const idempotencyKey = `${a.runId}:${task.nodeId}:${task.iteration}`;
@@ -306,7 +323,15 @@ function assertStorable(nodeId: string, data: unknown): void {
 /** Failures no retry can mend (the workflow's own input is wrong): the task fails at once, whatever its retries. */
 // A bad worktree, or a cache key that cannot be made, fails the same way every time: no retry.
 // So does an agent whose CLI is missing or not logged in, or that was given a bad option or schema (AGENT_NEVER_RETRY_CODES).
-const NEVER_RETRIED: ReadonlySet<string> = new Set(["WORKTREE_INVALID", "WORKTREE_NOT_IN_REPO", "CACHE_KEY_FAILED", ...AGENT_NEVER_RETRY_CODES]);
+// A child run stopped by the budget it had from its parent: the parent is at its limit too.
+const NEVER_RETRIED: ReadonlySet<string> = new Set([
+  "WORKTREE_INVALID",
+  "WORKTREE_NOT_IN_REPO",
+  "CACHE_KEY_FAILED",
+  "BUDGET_EXCEEDED",
+  "BUDGET_UNPRICED",
+  ...AGENT_NEVER_RETRY_CODES,
+]);
 
 /**
  * What an ended attempt comes to, decided without the database: finished (with the output row

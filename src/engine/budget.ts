@@ -37,16 +37,59 @@ export function storedBudget(configJson: string | null): Budget {
   }
 }
 
-/** `config_json` holding the limits (merged into what the run stored before). */
-export function withBudget(configJson: string | null, budget: Budget): string {
-  let config: Record<string, unknown> = {};
+function readConfig(configJson: string | null): Record<string, unknown> {
   try {
     const parsed: unknown = configJson ? JSON.parse(configJson) : {};
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) config = parsed as Record<string, unknown>;
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
   } catch {
     // unreadable: replaced
   }
-  return JSON.stringify({ ...config, budget });
+  return {};
+}
+
+/** `config_json` holding the limits (merged into what the run stored before). */
+export function withBudget(configJson: string | null, budget: Budget): string {
+  return JSON.stringify({ ...readConfig(configJson), budget });
+}
+
+/**
+ * `config_json` of a run that continues another (`<ContinueAsNew>`): the same limits, and what the
+ * chain spent so far, which its own spend adds to (a chain does not start its budget afresh).
+ */
+export function withCarriedUsage(configJson: string | null, usage: UsageTotals): string {
+  return JSON.stringify({ ...readConfig(configJson), carriedUsage: usage });
+}
+
+/** What the runs before this one in its chain spent (zero for a run that continues none). */
+export function carriedUsage(configJson: string | null): UsageTotals {
+  const carried = readConfig(configJson).carriedUsage as Partial<UsageTotals> | undefined;
+  if (typeof carried !== "object" || carried === null) return NO_USAGE;
+  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+  return {
+    inputTokens: n(carried.inputTokens),
+    cachedInputTokens: n(carried.cachedInputTokens),
+    outputTokens: n(carried.outputTokens),
+    costUsd: typeof carried.costUsd === "number" ? carried.costUsd : null,
+  };
+}
+
+/** `after` minus `before`: what was spent between two readings of one run's totals. */
+export function usageSince(before: UsageTotals, after: UsageTotals): UsageTotals {
+  return {
+    inputTokens: after.inputTokens - before.inputTokens,
+    cachedInputTokens: after.cachedInputTokens - before.cachedInputTokens,
+    outputTokens: after.outputTokens - before.outputTokens,
+    costUsd: after.costUsd === null ? null : after.costUsd - (before.costUsd ?? 0),
+  };
+}
+
+/** What is left of `budget` after `spent`, plus `plus` (a child run's own earlier spend, which its totals include). */
+export function remainingBudget(budget: Budget, spent: UsageTotals, plus: UsageTotals = NO_USAGE): Budget {
+  const out: Budget = {};
+  if (budget.maxCostUsd !== undefined) out.maxCostUsd = Math.max(0, budget.maxCostUsd - (spent.costUsd ?? 0)) + (plus.costUsd ?? 0);
+  if (budget.maxTokens !== undefined)
+    out.maxTokens = Math.max(0, budget.maxTokens - spent.inputTokens - spent.outputTokens) + plus.inputTokens + plus.outputTokens;
+  return out;
 }
 
 /** Usage totals plus one attempt's usage. */

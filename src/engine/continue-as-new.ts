@@ -6,7 +6,8 @@
  * old run's (`<first run id>~<generation>`), so a crash either side of that commit leaves exactly
  * one successor or none, and whoever resumes the chain finds it.
  */
-import { copyLatestOutputRows, nodes, ralph, runs, writeInput, type Drizzle, type OutputRegistry } from "../db/index.ts";
+import { copyLatestOutputRows, nodes, ralph, runs, writeInput, type Drizzle, type OutputRegistry, type UsageTotals } from "../db/index.ts";
+import { withCarriedUsage } from "./budget.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { Continuation, LoopState } from "../jsx/index.ts";
 import type { EventBody } from "./events.ts";
@@ -48,6 +49,8 @@ export type ContinueArgs = {
   /** The iteration the run is at (reported for a `<ContinueAsNew>`). */
   iteration: number;
   nowMs: number;
+  /** What the chain spent up to now (carried, so its limits hold across the chain). */
+  usage: UsageTotals;
 };
 
 /**
@@ -75,7 +78,7 @@ export function createSuccessor(d: Drizzle, a: ContinueArgs): { nextRunId: strin
     heartbeatAtMs: a.nowMs,
     runtimeOwnerId: a.ownerId,
     inputHash: old.inputHash,
-    configJson: old.configJson,
+    configJson: withCarriedUsage(old.configJson, a.usage),
     continuedFromRunId: a.runId,
     continuationJson: JSON.stringify(continuation),
     rootDir: old.rootDir,

@@ -27,7 +27,7 @@ import type { NodeError, NodeStatus } from "./scheduler.ts";
 import { withContinuation } from "./continue-as-new.ts";
 import type { NodeState } from "./states.ts";
 import { normalizeUsage, priceUsage, type ModelPricing } from "../agents/index.ts";
-import { addToTotals, NO_USAGE, storedBudget, withBudget, type Budget } from "./budget.ts";
+import { addToTotals, carriedUsage, NO_USAGE, storedBudget, withBudget, type Budget } from "./budget.ts";
 
 export type TrackedNode = NodeStatus & {
   lastAttempt: number;
@@ -199,6 +199,8 @@ type Resumed = {
   finished?: boolean;
   abandoned: Abandoned;
   budget: Budget;
+  /** What the runs before it in its chain spent. */
+  carried: UsageTotals;
 };
 
 /** Field by field: given now, else stored, else the workflow's default. */
@@ -228,7 +230,8 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
   }
   // A finished run has nothing left to do: resuming it only reads its result, and changes nothing.
   const budget = effectiveBudget(o, storedBudget(run.configJson));
-  if (run.status === "finished") return { input: stored, continuation, rootDir, freshBudget: false, finished: true, abandoned: [], budget };
+  const carried = carriedUsage(run.configJson);
+  if (run.status === "finished") return { input: stored, continuation, rootDir, freshBudget: false, finished: true, abandoned: [], budget, carried };
   const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
   let abandonedNow: Abandoned = [];
   const outcome = await o.db.withTransaction("resumeRun", (d): "finished" | "retry" | "continue" => {
@@ -259,7 +262,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
     });
     return retry ? "retry" : "continue";
   });
-  return { input: stored, continuation, rootDir, freshBudget: outcome === "retry", finished: outcome === "finished", abandoned: abandonedNow, budget };
+  return { input: stored, continuation, rootDir, freshBudget: outcome === "retry", finished: outcome === "finished", abandoned: abandonedNow, budget, carried };
 }
 
 async function startRun(o: SetupOptions, runId: string, budget: Budget): Promise<unknown> {
@@ -340,12 +343,13 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     abandoned,
     rootDir: recordedRoot,
     budget,
+    carried,
   }: Resumed = resumed
     ? await resumeRun(o, runId)
     : await (async () => {
         const fresh = effectiveBudget(o, {});
         const started = await startRun(o, runId, fresh);
-        return { input: started, continuation: null, rootDir: null, freshBudget: false, finished: false, abandoned: [], budget: fresh };
+        return { input: started, continuation: null, rootDir: null, freshBudget: false, finished: false, abandoned: [], budget: fresh, carried: NO_USAGE };
       })();
   const input = withContinuation(storedInput, continuation);
   const rootDir = o.rootDir ?? recordedRoot ?? process.cwd();
@@ -379,7 +383,7 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     const tracked = states.get(nodeKey(g.nodeId, g.iteration));
     if (tracked && tracked.state !== "waiting-approval") tracked.gatePassed = true;
   }
-  let usage = NO_USAGE;
+  let usage = carried;
   let unpricedModel: string | undefined;
   for (const a of attempts) {
     // An attempt stored without a cost is priced with today's pricing, if it has its model now.

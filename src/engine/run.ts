@@ -669,7 +669,8 @@ export class Run {
           this.crashLoop(task, tracked, nowMs, writes);
           return undefined;
         }
-        if (task.mode === "agent") {
+        // A child run may run agents too: a subflow is held like an agent task.
+        if (task.mode === "agent" || task.mode === "subflow") {
           const held = budgetStop(this.s.runId, this.s.budget, this.usage, this.unpricedModel);
           if (held) {
             this.budgetHeld ??= held;
@@ -692,6 +693,9 @@ export class Run {
           waitInPlaceMs: this.settings.waitInPlaceMs,
           rootDir: this.s.rootDir,
           ...(task.mode === "agent" ? { onAgentEvent: (event: AgentEvent) => this.agentEvent(ids, event) } : {}),
+          ...(task.mode === "subflow"
+            ? { budget: { budget: this.s.budget, spent: this.usage, ...(this.settings.pricing ? { pricing: this.settings.pricing } : {}) } }
+            : {}),
           ...(this.settings.pricing ? { pricing: this.settings.pricing } : {}),
           ...(task.cache ? { cache: { workflowName: this.plan?.workflowName ?? this.wf.name, ctx: () => this.cacheCtx(task) } } : {}),
         };
@@ -920,6 +924,7 @@ export class Run {
       from: this.continueFrom!,
       iteration: this.activeIteration(),
       nowMs,
+      usage: this.usage,
     };
   }
 

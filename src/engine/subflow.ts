@@ -5,7 +5,9 @@
  * instead of starting a second one; a child that already finished is only read back. A child that
  * stops to wait (an approval, a signal, a timer) makes the node wait in the same state.
  */
-import { migrateOutputTables, normalizeRow, readOutputRows, runs, stripBookkeeping, type SmithersDb } from "../db/index.ts";
+import { attempts, migrateOutputTables, normalizeRow, readOutputRows, runs, stripBookkeeping, type SmithersDb, type UsageTotals } from "../db/index.ts";
+import type { ModelPricing } from "../agents/index.ts";
+import { addToTotals, carriedUsage, NO_USAGE, remainingBudget, usageSince, type Budget } from "./budget.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { PlanTask } from "../jsx/index.ts";
 import { runWorkflow } from "./run-workflow.ts";
@@ -24,7 +26,19 @@ export type SubflowWork = {
   waitInPlaceMs?: number;
   /** The node's working directory (its `<Worktree>`, else the parent's root): the child run's root directory. */
   rootDir?: string;
+  /**
+   * The parent's limits, what it spent so far and its prices: the child may spend what is left,
+   * and what it spent in this attempt is reported to `onUsage` (the parent counts it as its own).
+   */
+  spend?: { budget: Budget; spent: UsageTotals; pricing?: ModelPricing; onUsage: (usage: UsageTotals) => void };
 };
+
+/** A run's spend so far: its chain's carried spend plus its own attempts (of the last run of its chain). */
+async function chainUsage(db: SmithersDb, runId: string): Promise<UsageTotals> {
+  const end = (await runs.getChainEnd(db, runId)) ?? (await runs.getRun(db, runId));
+  if (!end) return NO_USAGE;
+  return db.read("subflowUsage", (d) => addToTotals(carriedUsage(end.configJson), attempts.sumRunUsage(d, end.runId)));
+}
 
 /** Databases whose tables already hold a given child workflow's outputs. */
 const migrated = new WeakMap<SmithersDb, WeakSet<SmithersWorkflow>>();
@@ -60,7 +74,10 @@ export async function runSubflow(w: SubflowWork): Promise<unknown> {
   const runId = subflowRunId(w.parentRunId, task.nodeId, task.iteration);
   const workflow = await onParentDb(w.db, child);
   const existing = await runs.getRun(w.db, runId);
+  const before = existing && w.spend ? await chainUsage(w.db, runId) : NO_USAGE;
+  const childSpend = w.spend ? { ...remainingBudget(w.spend.budget, w.spend.spent, before), ...(w.spend.pricing ? { pricing: w.spend.pricing } : {}) } : {};
   const result = await runWorkflow(workflow, {
+    ...childSpend,
     runId,
     resume: existing !== undefined,
     input: task.subflow!.input,
@@ -69,6 +86,7 @@ export async function runSubflow(w: SubflowWork): Promise<unknown> {
     waitInPlaceMs: w.waitInPlaceMs,
     rootDir: w.rootDir,
   });
+  if (w.spend) w.spend.onUsage(usageSince(before, result.usage ?? (await chainUsage(w.db, result.runId))));
   // A child that continued as new runs ended in the last run of its chain: its result is that run's.
   if (result.status === "finished") return child.output === undefined ? (result.output ?? null) : await declaredResult(w.db, child, result.runId);
   if (isWaiting(result.status)) {
@@ -84,6 +102,10 @@ export async function runSubflow(w: SubflowWork): Promise<unknown> {
     throw new SmithersError("TASK_CANCELLED", `Subflow "${task.nodeId}" was cancelled (child run ${runId})`, { childRunId: runId });
   }
   const cause = result.error;
+  // The child reached the budget it was given (the parent's): so has the parent.
+  if (cause && (cause.code === "BUDGET_EXCEEDED" || cause.code === "BUDGET_UNPRICED")) {
+    throw new SmithersError(cause.code, `Subflow "${task.nodeId}": ${cause.message}`, { ...cause.details, childRunId: runId });
+  }
   throw new SmithersError("SUBFLOW_FAILED", `Subflow "${task.nodeId}": child run ${runId} ${result.status}${cause ? `: ${cause.message}` : ""}`, {
     childRunId: runId,
     childStatus: result.status,

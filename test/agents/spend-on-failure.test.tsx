@@ -171,3 +171,65 @@ describe("a task held back by the budget", () => {
     expect(result.status).toBe("finished");
   });
 });
+
+describe("limits across a chain of runs and into child runs", () => {
+  const dollar: Agent & { calls: number } = {
+    calls: 0,
+    generate: async () => {
+      dollar.calls++;
+      return { text: '{"ok": true}', usage: { inputTokens: 10, outputTokens: 1, costUsd: 1 } };
+    },
+  };
+
+  test("a loop that continues as new keeps one budget for the whole chain", async () => {
+    dollar.calls = 0;
+    const { smithers, Workflow, Task, Loop, outputs } = kit();
+    const wf = smithers(() => (
+      <Workflow name="chain">
+        <Loop id="l" until={false} maxIterations={10} continueAsNewEvery={1}>
+          <Task id="tick" output={outputs.out} agent={dollar}>
+            Tick.
+          </Task>
+        </Loop>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { runId: "c", maxCostUsd: 2.5 });
+    expect(result.error?.code).toBe("BUDGET_EXCEEDED");
+    expect(dollar.calls).toBe(3); // $0, $1, $2 < $2.5 let three start; $3 stops the fourth
+    expect(result.usage?.costUsd).toBe(3);
+    expect(result.runId).not.toBe("c"); // the error came from a later run of the chain
+  });
+
+  test("a subflow's child spends from its parent's budget, and the parent counts what the child spent", async () => {
+    dollar.calls = 0;
+    const child = createSmithers({ out });
+    const childWf = child.smithers(() => (
+      <child.Workflow name="child">
+        <child.Sequence>
+          {["one", "two", "three"].map((id) => (
+            <child.Task key={id} id={id} output={child.outputs.out} agent={dollar}>
+              {id}
+            </child.Task>
+          ))}
+        </child.Sequence>
+      </child.Workflow>
+    ));
+    const { dbPath, smithers, Workflow, Task, Subflow, outputs } = kit();
+    const wf = smithers(() => (
+      <Workflow name="parent">
+        <Task id="first" output={outputs.out} agent={dollar}>
+          First.
+        </Task>
+        <Subflow id="sub" workflow={childWf} output={outputs.out} dependsOn={["first"]} />
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { runId: "p", maxCostUsd: 2.5 });
+    expect(result.error?.code).toBe("BUDGET_EXCEEDED");
+    expect(dollar.calls).toBe(3); // the parent's one, then the child's two with $1.5 left
+    expect(result.usage?.costUsd).toBe(3);
+    expect(sql(dbPath, "SELECT run_id, count(*) AS n, sum(cost_usd) AS cost FROM _smithers_attempts GROUP BY run_id ORDER BY run_id")).toEqual([
+      { run_id: "p", n: 2, cost: 3 },
+      { run_id: "p/sub#0", n: 2, cost: 2 },
+    ]);
+  });
+});
