@@ -9,7 +9,8 @@ import { loadWorkflowFile, runWorkflow, type RunResult, type SmithersEvent } fro
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
 import { formatEvent, formatUsage } from "./progress.ts";
 import { inspectCommand } from "./inspect.ts";
-import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, nonNegativeNumber, usageError, positiveInt, parseInput } from "./shared.ts";
+import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, nonNegativeNumber, usageError, positiveInt, parseInput, parseJsonFlag } from "./shared.ts";
+import type { ModelPricing } from "../agents/index.ts";
 import { superviseCommand } from "./supervise.ts";
 import { framesCommand } from "./frames.ts";
 import { decideCommand } from "./approve.ts";
@@ -19,7 +20,7 @@ import { humanCommand } from "./human.ts";
 
 export { EXIT };
 
-const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N]
+const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N] [--pricing JSON]
        smithers inspect <run-id> [--json] [--db PATH]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power]
        smithers frames <run-id> [--frame N] [--db PATH]
@@ -54,6 +55,8 @@ up          runs a workflow to completion, printing a line as each task starts a
                         agent attempt starts and the run fails BUDGET_EXCEEDED (stored on the run;
                         --resume with a higher limit goes on)
   --max-tokens N        token limit of the run (input plus output), kept the same way
+  --pricing JSON        prices for agents that report tokens but no cost, in US dollars per
+                        million tokens: '{"<model>":{"inputPerMTok":3,"outputPerMTok":15}}'
 inspect     shows a run: status, workflow, its tasks (state, attempts, time, error) and the
             tokens and cost its agents used (--json: the same as one JSON object)
 supervise   resumes runs whose owner stopped heartbeating, wakes waiting runs that were answered or are due,
@@ -101,6 +104,7 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "HUMAN_REQUEST_CLOSED",
   "HUMAN_ANSWER_INVALID",
   "INVALID_INPUT",
+  "INVALID_OPTION",
   "INPUT_MISMATCH",
   "RUN_NOT_FOUND",
   "RUN_EXISTS",
@@ -156,6 +160,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
       root: { type: "string" },
       "max-cost-usd": { type: "string" },
       "max-tokens": { type: "string" },
+      pricing: { type: "string" },
     },
   });
   const file = positionals[0];
@@ -167,6 +172,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
   const input = parseInput(values.input);
   const maxCostUsd = nonNegativeNumber(values["max-cost-usd"], "--max-cost-usd");
   const maxTokens = nonNegativeNumber(values["max-tokens"], "--max-tokens", true);
+  const pricing = values.pricing === undefined ? undefined : parseJsonFlag(values.pricing, "--pricing");
   const workflow = await loadWorkflowFile(file);
   return runWorkflow(workflow, {
     input,
@@ -178,6 +184,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
     durability,
     ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
     ...(maxTokens === undefined ? {} : { maxTokens }),
+    ...(pricing === undefined ? {} : { pricing: pricing as ModelPricing }),
     signal: signals.cancel,
     abandonSignal: signals.abandon,
     workflowPath: resolve(file),

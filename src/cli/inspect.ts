@@ -5,6 +5,7 @@
 import { parseArgs } from "node:util";
 import { attempts as attemptRows, nodes as nodeRows, runs, type SmithersDb, type UsageTotals } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
+import { addToTotals, NO_USAGE } from "../engine/budget.ts";
 import { formatUsage } from "./progress.ts";
 import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 
@@ -43,7 +44,7 @@ function parseJson<T>(text: string | null): T | null {
   }
 }
 
-/** Everything `inspect` shows, read in one pass over the run's rows. */
+/** Everything `inspect` shows: the run's row, its nodes and attempts, and its usage totals. */
 export async function inspectRun(db: SmithersDb, runId: string): Promise<InspectReport> {
   const run = await runs.getRun(db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
@@ -70,15 +71,7 @@ export async function inspectRun(db: SmithersDb, runId: string): Promise<Inspect
     if (!node) continue;
     node.attempts++;
     if (a.finishedAtMs !== null) node.durationMs += a.finishedAtMs - a.startedAtMs;
-    if (a.inputTokens !== null || a.outputTokens !== null || a.costUsd !== null) {
-      const u = node.usage ?? { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null };
-      node.usage = {
-        inputTokens: u.inputTokens + (a.inputTokens ?? 0),
-        cachedInputTokens: u.cachedInputTokens + (a.cachedInputTokens ?? 0),
-        outputTokens: u.outputTokens + (a.outputTokens ?? 0),
-        costUsd: a.costUsd === null ? u.costUsd : (u.costUsd ?? 0) + a.costUsd,
-      };
-    }
+    if (a.inputTokens !== null || a.outputTokens !== null || a.costUsd !== null) node.usage = addToTotals(node.usage ?? NO_USAGE, a);
   }
   const error = parseJson<{ code?: string; message?: string }>(run.errorJson);
   return {

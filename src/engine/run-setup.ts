@@ -385,9 +385,11 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   }
   let usage = carried;
   let unpricedModel: string | undefined;
+  const repriced: { attempt: (typeof attempts)[number]; costUsd: number }[] = [];
   for (const a of attempts) {
-    // An attempt stored without a cost is priced with today's pricing, if it has its model now.
+    // An attempt stored without a cost is priced with today's pricing, if it has its model now (and stored so).
     const spent = a.costUsd === null ? priceUsage(normalizeUsage(a, a.agentModel ?? undefined), o.pricing) : undefined;
+    if (spent?.costUsd !== undefined) repriced.push({ attempt: a, costUsd: spent.costUsd });
     usage = addToTotals(usage, spent ?? a);
     if ((spent?.costUsd ?? a.costUsd) === null && (a.inputTokens ?? 0) + (a.outputTokens ?? 0) > 0) unpricedModel ??= a.agentModel ?? "(unknown model)";
     const tracked = states.get(nodeKey(a.nodeId, a.iteration));
@@ -396,6 +398,13 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     if (a.state === "failed" && !freshBudget) tracked.failures++;
     if (a.state === "abandoned" && !freshBudget && diedUnder(a.errorJson)) tracked.abandons++;
   }
+  if (repriced.length > 0 && !finished)
+    await o.db.write("priceAttempts", (d) =>
+      attemptRows.setAttemptCosts(
+        d,
+        repriced.map((r) => ({ ...r.attempt, costUsd: r.costUsd })),
+      ),
+    );
   const loops = new Map(loopRows.map((r) => [r.ralphId, { iteration: r.iteration, done: r.done }]));
   const finishedIds = new Set(nodes.filter((n) => n.state === "finished" || n.state === "skipped").map((n) => n.nodeId));
   keepCurrentIterations(states);

@@ -25,7 +25,7 @@ import {
 } from "../db/index.ts";
 import type { AgentEvent, ModelPricing } from "../agents/index.ts";
 import { addToTotals, budgetStop } from "./budget.ts";
-import { describeThrown, errorJsonText, errorSummaryJson, SmithersError } from "../errors/index.ts";
+import { describeThrown, errorJsonText, errorSummaryJson, safeStringify, SmithersError } from "../errors/index.ts";
 import { nodeKey, render, type CacheKeyContext, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
 import { withRenderContext } from "../jsx/render-context.ts";
 import { Waits } from "./waits.ts";
@@ -360,7 +360,7 @@ export class Run {
       text = event.text;
     } else if (event.type === "tool-call") {
       stream = "tool";
-      text = event.input === undefined ? event.toolName : `${event.toolName} ${safeJson(event.input)}`;
+      text = event.input === undefined ? event.toolName : `${event.toolName} ${safeStringify(event.input)}`;
     } else return;
     if (text === "" || this.ending) return;
     if (text.length > OUTPUT_TEXT_MAX) text = `${text.slice(0, OUTPUT_TEXT_MAX - 1)}…`;
@@ -976,13 +976,5 @@ export class Run {
       return strip(this.index.row(info.key, task.nodeId, task.iteration));
     }
     return undefined;
-  }
-}
-
-function safeJson(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
   }
 }

@@ -1,7 +1,7 @@
 /** `up --max-cost-usd` / `--max-tokens`, the usage line, and `inspect` (text and --json), as real processes. */
 import { describe, expect, test } from "bun:test";
 import { smithers } from "../e2e/cli-helpers.ts";
-import { tempDbPath } from "../helpers.ts";
+import { sql, tempDbPath } from "../helpers.ts";
 
 const fixture = "test/fixtures/agent-usage.tsx";
 
@@ -41,6 +41,24 @@ describe("agent usage on the command line", () => {
     const resumed = smithers(["up", fixture, "--run-id", "b1", "--resume", "--db", db, "--max-cost-usd", "1"]);
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toContain("run b1 finished");
+  });
+
+  test("--pricing prices an agent that reports tokens only; without it a cost limit refuses to go on (BUDGET_UNPRICED)", () => {
+    const db = tempDbPath();
+    const unpriced = smithers(["up", fixture, "--run-id", "p1", "--db", db, "--max-cost-usd", "1"], { NO_COST: "1" });
+    expect(unpriced.code).toBe(1);
+    expect(unpriced.stderr).toContain("BUDGET_UNPRICED");
+    const pricing = JSON.stringify({ "metered-1": { inputPerMTok: 100, cachedInputPerMTok: 10, outputPerMTok: 1000 } });
+    const priced = smithers(["up", fixture, "--run-id", "p1", "--resume", "--db", db, "--max-cost-usd", "1", "--pricing", pricing], { NO_COST: "1" });
+    expect(priced.code).toBe(0);
+    // Per call: 70 * 100e-6 + 30 * 10e-6 + 20 * 1000e-6 = $0.0273: the first call's stored row is
+    // priced on resume (and stored so), the second as it runs.
+    expect(priced.stdout).toContain("usage 200 input tokens (60 cached), 40 output tokens, $0.0546");
+    expect(sql(db, "SELECT node_id, round(cost_usd, 6) AS cost FROM _smithers_attempts ORDER BY node_id")).toEqual([
+      { node_id: "first", cost: 0.0273 },
+      { node_id: "second", cost: 0.0273 },
+    ]);
+    expect(smithers(["up", fixture, "--db", db, "--pricing", '{"m": {"inputPerMTok": -1, "outputPerMTok": 1}}']).code).toBe(2);
   });
 
   test("bad limits and unknown runs exit 2", () => {

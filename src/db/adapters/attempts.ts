@@ -149,3 +149,20 @@ export function sumRunUsage(d: Drizzle, runId: string): UsageTotals {
     .get();
   return row ?? { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null };
 }
+
+/** Stores costs priced after the fact (attempts recorded without one, priced on resume). */
+export function setAttemptCosts(d: Drizzle, costs: { runId: string; nodeId: string; iteration: number; attempt: number; costUsd: number }[]): void {
+  for (const c of costs) {
+    d.update(smithersAttempts)
+      .set({ costUsd: c.costUsd })
+      .where(
+        and(
+          eq(smithersAttempts.runId, c.runId),
+          eq(smithersAttempts.nodeId, c.nodeId),
+          eq(smithersAttempts.iteration, c.iteration),
+          eq(smithersAttempts.attempt, c.attempt),
+        ),
+      )
+      .run();
+  }
+}
