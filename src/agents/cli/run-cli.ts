@@ -96,7 +96,9 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
     let idleTimer: ReturnType<typeof setTimeout> | undefined;
     let settled = false;
 
-    const end = () => (pid > 0 ? endGroup(pid) : Promise.resolve());
+    // Ended once: signalling the group again later (the pid may be reused by then) is never right.
+    let ended: Promise<void> | undefined;
+    const end = () => (ended ??= pid > 0 ? endGroup(pid) : Promise.resolve());
     const halt = (reason: NonNullable<typeof stop>) => {
       stop ??= reason;
       void end();
