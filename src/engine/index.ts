@@ -25,3 +25,4 @@ export {
   DEFAULT_KEYFRAME_POLICY,
   type KeyframePolicy,
 } from "./frames.ts";
+export { requestCancel, type CancelOutcome } from "./cancel.ts";
