@@ -25,3 +25,4 @@ export {
   DEFAULT_KEYFRAME_POLICY,
   type KeyframePolicy,
 } from "./frames.ts";
+export { pruneRuns, type PruneOptions, type PruneReport, type PrunedRun } from "./retention.ts";
