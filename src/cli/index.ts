@@ -17,6 +17,7 @@ import { decideCommand } from "./approve.ts";
 import { cronCommand } from "./cron.ts";
 import { signalCommand } from "./signal.ts";
 import { humanCommand } from "./human.ts";
+import { pruneCommand } from "./prune.ts";
 
 export { EXIT };
 
@@ -33,6 +34,7 @@ const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID
        smithers cron add <workflow.tsx> --schedule "<expr>" [--input JSON] [--tz ZONE] [--id ID] [--db PATH]
        smithers cron list [--json] [--db PATH]
        smithers cron rm <id> [--db PATH]
+       smithers prune [--older-than 7d] [--dry-run] [--vacuum] [--json] [--db PATH]
 
 up          runs a workflow to completion, printing a line as each task starts and finishes;
             exit 3 when it stops to wait for an approval, a human answer, a signal or a timer
@@ -76,6 +78,11 @@ human       list: the open <HumanTask> requests (inbox); answer: checked against
             cancel: the task fails with HUMAN_TASK_CANCELLED
 cron        schedules a workflow file on a cron pattern (5 or 6 fields, read in --tz, default UTC);
             supervise starts its due slots, each once; after downtime only the latest missed slot runs
+prune       removes the frames and events of runs that ended (finished, failed, cancelled,
+            continued) more than --older-than ago (default 7d), keeping frame 0, the last frame
+            (stored whole), the first and last event and every output row; never a running or
+            waiting run. Reports what went and the bytes freed (--vacuum: VACUUM so the file shrinks;
+            --dry-run: report only; --json: the report as JSON)
 Every --db defaults to the SMITHERS_DB_PATH environment variable when it is set.`;
 
 /** The usage line of `command` (the whole synopsis when the command is unknown). */
@@ -235,6 +242,7 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
   cron: (args, io) => cronCommand(args, io),
   signal: (args, io) => signalCommand(args, io),
   human: (args, io) => humanCommand(args, io),
+  prune: (args, io) => pruneCommand(args, io),
 };
 
 /** Runs the CLI with `argv` (without the runtime and script) and returns the exit code. */

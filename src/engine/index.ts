@@ -26,3 +26,4 @@ export {
   type KeyframePolicy,
 } from "./frames.ts";
 export { requestCancel, type CancelOutcome } from "./cancel.ts";
+export { pruneRuns, type PruneOptions, type PruneReport, type PrunedRun } from "./retention.ts";
