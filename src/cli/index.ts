@@ -9,7 +9,7 @@ import { parseArgs } from "node:util";
 import { runs } from "../db/index.ts";
 import { DEFAULT_DB_PATH, loadWorkflowFile, runWorkflow, type RunResult, type SmithersEvent } from "../engine/index.ts";
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
-import { formatEvent, formatUsage } from "./progress.ts";
+import { formatEvent, formatUsage, newProgress, redraw, renderProgress, trackProgress } from "./progress.ts";
 import { inspectCommand } from "./inspect.ts";
 import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, openExistingDb, nonNegativeNumber, usageError, positiveInt, parseInput, parseJsonFlag } from "./shared.ts";
 import type { ModelPricing } from "../agents/index.ts";
@@ -207,6 +207,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
   const maxTokens = nonNegativeNumber(values["max-tokens"], "--max-tokens", true);
   const pricing = values.pricing === undefined ? undefined : parseJsonFlag(values.pricing, "--pricing");
   const workflow = await loadWorkflowFile(file);
+  const live = io.tty ? liveProgress(io.tty) : undefined;
   return runWorkflow(workflow, {
     input,
     runId: values["run-id"],
@@ -223,10 +224,14 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
     workflowPath: resolve(file),
     rootDir: values.root === undefined ? undefined : resolve(values.root),
     onEvent: (event: SmithersEvent) => {
+      if (live) {
+        trackProgress(live, event);
+        return live.draw();
+      }
       const line = formatEvent(event);
       if (line) io.out(line);
     },
-  });
+  }).finally(() => live?.stop());
 }
 
 /**
@@ -247,6 +252,19 @@ async function recordedWorkflow(values: { resume?: boolean; "run-id"?: string; d
   } finally {
     await db.close();
   }
+}
+
+/** The redrawn status line of `up` on a terminal: on each event and every 250 ms (the elapsed time moves). */
+function liveProgress(tty: (text: string) => void) {
+  const state = Object.assign(newProgress(Date.now()), {
+    draw: () => tty(redraw(renderProgress(state, Date.now(), (process.stdout.columns ?? 100) - 1))),
+    stop: () => {
+      clearInterval(timer);
+      tty(redraw(""));
+    },
+  });
+  const timer = setInterval(state.draw, 250);
+  return state;
 }
 
 async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<number> {
@@ -370,7 +388,8 @@ if (import.meta.main) {
   };
   process.on("SIGINT", onStop);
   process.on("SIGTERM", onStop);
-  const code = await main(process.argv.slice(2), undefined, { cancel: cancel.signal, abandon: abandon.signal });
+  const io: Io = { out: console.log, err: console.error, ...(process.stdout.isTTY ? { tty: (text: string) => process.stdout.write(text) } : {}) };
+  const code = await main(process.argv.slice(2), io, { cancel: cancel.signal, abandon: abandon.signal });
   // Everything is persisted by now; a task body still sleeping after a cancel must not keep the process alive.
   process.exit(code);
 }
