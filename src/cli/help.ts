@@ -7,7 +7,13 @@
 /** `command`'s part of `usage`: its synopsis lines, a blank line, its description; null for a command `usage` does not describe. */
 export function commandHelp(usage: string, command: string): string | null {
   const lines = usage.split("\n");
-  const synopsis = lines.filter((l) => l.replace(/^Usage:/, "").trim().startsWith(`smithers ${command} `) || l.trim() === `smithers ${command}`);
+  const synopsis = lines.filter(
+    (l) =>
+      l
+        .replace(/^Usage:/, "")
+        .trim()
+        .startsWith(`smithers ${command} `) || l.trim() === `smithers ${command}`,
+  );
   const start = lines.findIndex((l) => l.startsWith(`${command} `) && !l.startsWith(`${command} <`));
   const block: string[] = [];
   if (start >= 0) {

@@ -11,7 +11,19 @@ import { DEFAULT_DB_PATH, loadWorkflowFile, runWorkflow, type RunResult, type Sm
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
 import { formatEvent, formatUsage, newProgress, redraw, renderProgress, trackProgress } from "./progress.ts";
 import { inspectCommand } from "./inspect.ts";
-import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, openExistingDb, nonNegativeNumber, usageError, positiveInt, parseInput, parseJsonFlag } from "./shared.ts";
+import {
+  dbPathOption,
+  durabilityFlag,
+  EXIT,
+  type Io,
+  nonNegativeMs,
+  openExistingDb,
+  nonNegativeNumber,
+  usageError,
+  positiveInt,
+  parseInput,
+  parseJsonFlag,
+} from "./shared.ts";
 import type { ModelPricing } from "../agents/index.ts";
 import { superviseCommand } from "./supervise.ts";
 import { framesCommand } from "./frames.ts";

@@ -172,7 +172,9 @@ function text(report: InspectReport): string[] {
   }
   if (report.pendingApprovals.length > 0) lines.push("pending approvals:");
   for (const a of report.pendingApprovals) {
-    lines.push(`  ${a.nodeId} iter=${a.iteration}${a.runId === report.runId ? "" : ` (child run ${a.runId})`}: ${a.request.title ?? ""} (smithers approve ${a.runId} --node ${a.nodeId})`);
+    lines.push(
+      `  ${a.nodeId} iter=${a.iteration}${a.runId === report.runId ? "" : ` (child run ${a.runId})`}: ${a.request.title ?? ""} (smithers approve ${a.runId} --node ${a.nodeId})`,
+    );
   }
   if (report.pendingHumanRequests.length > 0) lines.push("pending human requests:");
   for (const h of report.pendingHumanRequests) lines.push(`  ${h.requestId} (${h.nodeId} iter=${h.iteration}, ${h.kind}): ${h.prompt}`);
