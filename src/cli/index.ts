@@ -3,13 +3,27 @@
  * The `smithers` command. Exit codes: 0 success, 1 failed run, 2 bad usage or bad input,
  * 130 cancelled by Ctrl-C.
  */
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { loadWorkflowFile, runWorkflow, type RunResult, type SmithersEvent } from "../engine/index.ts";
+import { runs } from "../db/index.ts";
+import { DEFAULT_DB_PATH, loadWorkflowFile, runWorkflow, type RunResult, type SmithersEvent } from "../engine/index.ts";
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
-import { formatEvent, formatUsage } from "./progress.ts";
+import { formatEvent, formatUsage, newProgress, redraw, renderProgress, trackProgress } from "./progress.ts";
 import { inspectCommand } from "./inspect.ts";
-import { dbPathOption, durabilityFlag, EXIT, type Io, nonNegativeMs, nonNegativeNumber, usageError, positiveInt, parseInput, parseJsonFlag } from "./shared.ts";
+import {
+  dbPathOption,
+  durabilityFlag,
+  EXIT,
+  type Io,
+  nonNegativeMs,
+  openExistingDb,
+  nonNegativeNumber,
+  usageError,
+  positiveInt,
+  parseInput,
+  parseJsonFlag,
+} from "./shared.ts";
 import type { ModelPricing } from "../agents/index.ts";
 import { superviseCommand } from "./supervise.ts";
 import { framesCommand } from "./frames.ts";
@@ -18,11 +32,19 @@ import { cronCommand } from "./cron.ts";
 import { signalCommand } from "./signal.ts";
 import { humanCommand } from "./human.ts";
 import { pruneCommand } from "./prune.ts";
+import { psCommand } from "./ps.ts";
+import { eventsCommand } from "./events.ts";
+import { cancelCommand } from "./cancel.ts";
+import { commandFlags, commandHelp, suggest } from "./help.ts";
 
 export { EXIT };
 
 const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N] [--pricing JSON]
+       smithers up --resume <run-id> [--db PATH] [options as above]
+       smithers ps [--status S] [--limit N] [--json] [--db PATH]
        smithers inspect <run-id> [--json] [--db PATH]
+       smithers events <run-id> [--after-seq N] [--type T] [--node ID] [--follow] [--json] [--db PATH]
+       smithers cancel <run-id> [--no-wait] [--timeout-ms N] [--json] [--db PATH]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power]
        smithers frames <run-id> [--frame N] [--db PATH]
        smithers approve <run-id> [--node ID] [--iteration N] [--select KEY | --rank K1,K2,…] [--by NAME] [--note TEXT] [--yes] [--db PATH]
@@ -36,7 +58,8 @@ const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID
        smithers cron rm <id> [--db PATH]
        smithers prune [--older-than 7d] [--dry-run] [--vacuum] [--json] [--db PATH]
 
-up          runs a workflow to completion, printing a line as each task starts and finishes;
+up          runs a workflow to completion, printing a line as each task starts and finishes
+            (on a terminal: one redrawn status line instead, with tasks done/total, those running, time);
             exit 3 when it stops to wait for an approval, a human answer, a signal or a timer
             (smithers supervise --watch resumes it once answered or due; or run it again with --resume).
             A run that continues as a new run (<ContinueAsNew>, <Loop continueAsNewEvery>) is
@@ -44,7 +67,8 @@ up          runs a workflow to completion, printing a line as each task starts a
   --input JSON          run input (validated against the workflow's input schema)
   --run-id ID           id for a new run, or the run to continue with --resume
   --resume              continue run --run-id: finished tasks are kept, failed ones run again
-                        (also the peer's forms: --resume true, --resume <run-id>)
+                        (also the peer's forms: --resume true, --resume <run-id>); the workflow
+                        file may be left out: the one the run recorded is loaded
   --db PATH             SQLite file (default: $SMITHERS_DB_PATH, else the workflow's dbPath, else ./smithers.db)
   --root DIR            the tasks' working directory, and the git repository <Worktree> paths
                         resolve against and are added to (default: the current directory)
@@ -59,8 +83,26 @@ up          runs a workflow to completion, printing a line as each task starts a
   --max-tokens N        token limit of the run (input plus output), kept the same way
   --pricing JSON        prices for agents that report tokens but no cost, in US dollars per
                         million tokens: '{"<model>":{"inputPerMTok":3,"outputPerMTok":15}}'
-inspect     shows a run: status, workflow, its tasks (state, attempts, time, error) and the
-            tokens and cost its agents used (--json: the same as one JSON object)
+ps          lists runs, newest first: id, status, workflow, start, duration, tasks done/total, cost
+  --status S            only runs in status S (running, finished, continued, failed, cancelled,
+                        waiting-approval, waiting-event, waiting-timer)
+  --limit N             at most N runs (default 20)
+  --json                a JSON array of runs (see the README)
+inspect     shows a run: status, workflow and its file, input, its tasks (state, attempts, time,
+            error), pending approvals, human requests and waits, and the tokens and cost its agents
+            used (--json: the same as one JSON object)
+events      prints a run's events in order (seq, time, what happened)
+  --after-seq N         only events after seq N
+  --type T              only events of type T (repeat it, or T1,T2)
+  --node ID             only events of node ID
+  --follow              keep printing new events until the run has ended (a waiting run has not)
+  --json                one JSON object per line: { seq, runId, type, timestampMs, ...payload }
+cancel      stops a run: a waiting run at once; a running one (in any process) at its owner's next
+            heartbeat, its running attempts recorded cancelled; then waits for it to end and prints
+            its status (exit 2 with RUN_ENDED for a run that already ended)
+  --no-wait             return once the request is stored
+  --timeout-ms N        how long to wait for the run to end (default 60000; exit 1 after it)
+  --json                { "runId": …, "status": "cancelled" | "cancel-requested" | <final status> }
 supervise   resumes runs whose owner stopped heartbeating, wakes waiting runs that were answered or are due,
             and starts due cron slots (one pass, or --watch to keep looking)
   --stale-after-ms N    heartbeat age that makes a running run stale (default 30000)
@@ -83,7 +125,8 @@ prune       removes the frames and events of runs that ended (finished, failed, 
             (stored whole), the first and last event and every output row; never a running or
             waiting run. Reports what went and the bytes freed (--vacuum: VACUUM so the file shrinks;
             --dry-run: report only; --json: the report as JSON)
-Every --db defaults to the SMITHERS_DB_PATH environment variable when it is set.`;
+Every --db defaults to the SMITHERS_DB_PATH environment variable when it is set.
+Every command takes --help (or: smithers help <command>).`;
 
 /** The usage line of `command` (the whole synopsis when the command is unknown). */
 function usageLine(command: string | undefined): string {
@@ -170,9 +213,11 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
       pricing: { type: "string" },
     },
   });
-  const file = positionals[0];
-  if (!file || positionals.length > 1) throw usageError("up takes exactly one workflow file");
+  if (positionals.length > 1) throw usageError("up takes exactly one workflow file");
   if (values.resume && !values["run-id"]) throw usageError("--resume needs --run-id");
+  const recorded = positionals[0] === undefined ? await recordedWorkflow(values) : undefined;
+  const file = positionals[0] ?? recorded?.file;
+  if (!file) throw usageError("up takes exactly one workflow file");
   const maxConcurrency = positiveInt(values["max-concurrency"], "--max-concurrency");
   const graceMs = nonNegativeMs(values["grace-ms"], "--grace-ms");
   const durability = durabilityFlag(values.durability);
@@ -181,11 +226,12 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
   const maxTokens = nonNegativeNumber(values["max-tokens"], "--max-tokens", true);
   const pricing = values.pricing === undefined ? undefined : parseJsonFlag(values.pricing, "--pricing");
   const workflow = await loadWorkflowFile(file);
+  const live = io.tty ? liveProgress(io.tty) : undefined;
   return runWorkflow(workflow, {
     input,
     runId: values["run-id"],
     resume: values.resume,
-    dbPath: dbPathOption(values.db),
+    dbPath: recorded?.dbPath ?? dbPathOption(values.db),
     maxConcurrency,
     graceMs,
     durability,
@@ -197,10 +243,47 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
     workflowPath: resolve(file),
     rootDir: values.root === undefined ? undefined : resolve(values.root),
     onEvent: (event: SmithersEvent) => {
+      if (live) {
+        trackProgress(live, event);
+        return live.draw();
+      }
       const line = formatEvent(event);
       if (line) io.out(line);
     },
+  }).finally(() => live?.stop());
+}
+
+/**
+ * `up --resume --run-id X` without a file: the workflow file the run recorded, and the database
+ * it was read from (the workflow's own dbPath is not known before the file is loaded).
+ */
+async function recordedWorkflow(values: { resume?: boolean; "run-id"?: string; db?: string }): Promise<{ file: string; dbPath: string } | undefined> {
+  const runId = values["run-id"];
+  if (!values.resume || runId === undefined) return undefined;
+  const dbPath = dbPathOption(values.db) ?? DEFAULT_DB_PATH;
+  const db = openExistingDb(dbPath);
+  try {
+    const run = await runs.getRun(db, runId);
+    if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
+    if (!run.workflowPath) throw usageError(`run ${runId} recorded no workflow file: pass it (smithers up <workflow.tsx> --resume --run-id ${runId})`);
+    if (!existsSync(run.workflowPath)) throw usageError(`run ${runId}'s workflow file ${run.workflowPath} is gone: pass its new path`);
+    return { file: run.workflowPath, dbPath };
+  } finally {
+    await db.close();
+  }
+}
+
+/** The redrawn status line of `up` on a terminal: on each event and every 250 ms (the elapsed time moves). */
+function liveProgress(tty: (text: string) => void) {
+  const state = Object.assign(newProgress(Date.now()), {
+    draw: () => tty(redraw(renderProgress(state, Date.now(), (process.stdout.columns ?? 100) - 1))),
+    stop: () => {
+      clearInterval(timer);
+      tty(redraw(""));
+    },
   });
+  const timer = setInterval(state.draw, 250);
+  return state;
 }
 
 async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<number> {
@@ -243,7 +326,25 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
   signal: (args, io) => signalCommand(args, io),
   human: (args, io) => humanCommand(args, io),
   prune: (args, io) => pruneCommand(args, io),
+  ps: (args, io) => psCommand(args, io),
+  events: (args, io, signals) => eventsCommand(args, io, signals.cancel),
+  cancel: (args, io, signals) => cancelCommand(args, io, signals.cancel),
 };
+
+/** The help `smithers <command> --help` prints (deny shares approve's description). */
+function helpOf(command: string): string {
+  const help = commandHelp(USAGE, command) ?? USAGE;
+  if (command !== "deny") return help;
+  return `${help}\n\n${(commandHelp(USAGE, "approve") ?? "").split("\n\n")[1] ?? ""}`.trimEnd();
+}
+
+/** An unknown option of `command` (parseArgs' ERR_PARSE_ARGS_UNKNOWN_OPTION), with the closest known one. */
+function unknownOption(command: string, error: Error): string {
+  const flag = /'(-[^']*)'/.exec(error.message)?.[1];
+  const known = commandFlags(helpOf(command));
+  const close = flag === undefined ? undefined : suggest(flag.split("=")[0]!, [...known, "--help"]);
+  return `smithers: USAGE: unknown option ${flag ?? ""} for ${command}${close ? `; did you mean ${close}?` : ""} (see smithers ${command} --help)`;
+}
 
 /** Runs the CLI with `argv` (without the runtime and script) and returns the exit code. */
 export async function main(
@@ -254,18 +355,33 @@ export async function main(
   const signals: StopSignals = signal instanceof AbortSignal ? { cancel: signal } : signal;
   const [command, ...rest] = argv;
   try {
-    if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+    if (command === undefined || command === "--help" || command === "-h" || (command === "help" && rest.length === 0)) {
       io.out(USAGE);
       return command === undefined ? EXIT.usage : EXIT.ok;
     }
-    const run = COMMANDS[command];
-    if (!run) throw usageError(`unknown command "${command}"`);
+    const named = command === "help" ? rest[0]! : command;
+    const run = COMMANDS[named];
+    if (!run) {
+      const close = suggest(named, Object.keys(COMMANDS));
+      io.err(`smithers: USAGE: unknown command "${named}"${close ? `; did you mean ${close}?` : ""} (smithers --help lists them)`);
+      return EXIT.usage;
+    }
+    // --help anywhere before a lone "--": the command's part of the usage.
+    const beforeDashes = rest.indexOf("--") === -1 ? rest : rest.slice(0, rest.indexOf("--"));
+    if (command === "help" || beforeDashes.includes("--help") || beforeDashes.includes("-h")) {
+      io.out(helpOf(named));
+      return EXIT.ok;
+    }
     return await run(rest, io, signals);
   } catch (error) {
     if (error instanceof SmithersError) {
       io.err(`smithers: ${error.code}: ${error.message}`);
       if (error.code === "USAGE") io.err(usageLine(command));
       return BAD_INPUT_CODES.has(error.code) ? EXIT.usage : EXIT.failed;
+    }
+    if ((error as { code?: string })?.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && command !== undefined) {
+      io.err(unknownOption(command, error as Error));
+      return EXIT.usage;
     }
     if ((error as { code?: string })?.code?.startsWith("ERR_PARSE_ARGS")) {
       io.err(`smithers: USAGE: ${(error as Error).message}`);
@@ -292,7 +408,8 @@ if (import.meta.main) {
   };
   process.on("SIGINT", onStop);
   process.on("SIGTERM", onStop);
-  const code = await main(process.argv.slice(2), undefined, { cancel: cancel.signal, abandon: abandon.signal });
+  const io: Io = { out: console.log, err: console.error, ...(process.stdout.isTTY ? { tty: (text: string) => process.stdout.write(text) } : {}) };
+  const code = await main(process.argv.slice(2), io, { cancel: cancel.signal, abandon: abandon.signal });
   // Everything is persisted by now; a task body still sleeping after a cancel must not keep the process alive.
   process.exit(code);
 }

@@ -1,9 +1,20 @@
 /**
- * `smithers inspect <run> [--json]`: a run at a glance: its status and workflow, each task's
- * state, attempts, time and last error, and the tokens and cost its agents used.
+ * `smithers inspect <run> [--json]`: a run at a glance: its status, workflow and input, each
+ * task's state, attempts, time and last error, what it waits for (approvals, human answers,
+ * signals, timers), and the tokens and cost its agents used.
  */
 import { parseArgs } from "node:util";
-import { attempts as attemptRows, nodes as nodeRows, runs, type SmithersDb, type UsageTotals } from "../db/index.ts";
+import {
+  attempts as attemptRows,
+  humanRequests,
+  loadStoredInput,
+  nodes as nodeRows,
+  runs,
+  WAITING_STATUSES,
+  type SmithersDb,
+  type UsageTotals,
+} from "../db/index.ts";
+import { pendingApprovals, type PendingApproval } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { addToTotals, NO_USAGE } from "../engine/budget.ts";
 import { formatUsage } from "./progress.ts";
@@ -20,6 +31,27 @@ type NodeReport = {
   usage: UsageTotals | null;
 };
 
+/** A node waiting for a signal or a timer (an approval or a human answer is listed on its own too). */
+type WaitReport = {
+  nodeId: string;
+  iteration: number;
+  state: string;
+  /** When its timer fires or its wait times out, if it does. */
+  wakeAtMs: number | null;
+  /** A signal wait: `{ event, correlationId, schema }` as stored. */
+  wait: unknown;
+};
+
+type HumanRequestReport = {
+  requestId: string;
+  nodeId: string;
+  iteration: number;
+  kind: string;
+  prompt: string;
+  requestedAtMs: number;
+  timeoutAtMs: number | null;
+};
+
 export type InspectReport = {
   runId: string;
   status: string;
@@ -31,8 +63,13 @@ export type InspectReport = {
   finishedAtMs: number | null;
   error: { code?: string; message?: string } | null;
   budget: { maxCostUsd?: number; maxTokens?: number } | null;
+  /** The run's input as stored (fields of the `input` row), null when it stored none. */
+  input: Record<string, unknown> | null;
   usage: UsageTotals;
   nodes: NodeReport[];
+  pendingApprovals: PendingApproval[];
+  pendingHumanRequests: HumanRequestReport[];
+  waits: WaitReport[];
 };
 
 function parseJson<T>(text: string | null): T | null {
@@ -48,10 +85,13 @@ function parseJson<T>(text: string | null): T | null {
 export async function inspectRun(db: SmithersDb, runId: string): Promise<InspectReport> {
   const run = await runs.getRun(db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
-  const [nodes, attempts, usage] = await Promise.all([
+  const [nodes, attempts, usage, input, approvals, humans] = await Promise.all([
     nodeRows.listNodes(db, runId),
     attemptRows.listAttempts(db, runId),
     db.read("sumRunUsage", (d) => attemptRows.sumRunUsage(d, runId)),
+    loadStoredInput(db, runId),
+    pendingApprovals(db, runId),
+    humanRequests.listHumanRequestsForRun(db, runId),
   ]);
   const byNode = new Map<string, NodeReport>();
   for (const n of nodes) {
@@ -85,8 +125,24 @@ export async function inspectRun(db: SmithersDb, runId: string): Promise<Inspect
     finishedAtMs: run.finishedAtMs,
     error: error ? { code: error.code, message: error.message } : null,
     budget: parseJson<{ budget?: InspectReport["budget"] }>(run.configJson)?.budget ?? null,
+    input: input ?? null,
     usage,
     nodes: [...byNode.values()],
+    pendingApprovals: approvals,
+    pendingHumanRequests: humans
+      .filter((h) => h.status === "pending")
+      .map((h) => ({
+        requestId: h.requestId,
+        nodeId: h.nodeId,
+        iteration: h.iteration,
+        kind: h.kind,
+        prompt: h.prompt,
+        requestedAtMs: h.requestedAtMs,
+        timeoutAtMs: h.timeoutAtMs,
+      })),
+    waits: nodes
+      .filter((n) => (WAITING_STATUSES as readonly string[]).includes(n.state))
+      .map((n) => ({ nodeId: n.nodeId, iteration: n.iteration, state: n.state, wakeAtMs: n.wakeAtMs, wait: parseJson(n.waitJson) })),
   };
 }
 
@@ -98,6 +154,7 @@ function text(report: InspectReport): string[] {
       `started ${new Date(report.startedAtMs).toISOString()}, ${report.finishedAtMs === null ? "running for" : "took"} ${end - report.startedAtMs} ms`,
     );
   }
+  if (report.input) lines.push(`input ${JSON.stringify(report.input)}`);
   if (report.error) lines.push(`error ${report.error.code ?? ""}: ${report.error.message ?? ""}`);
   lines.push(formatUsage(report.usage));
   if (report.budget) {
@@ -112,6 +169,20 @@ function text(report: InspectReport): string[] {
     const usage = n.usage ? `, ${n.usage.inputTokens + n.usage.outputTokens} tokens${n.usage.costUsd === null ? "" : `, $${n.usage.costUsd.toFixed(4)}`}` : "";
     const error = n.error ? ` (${n.error.code ?? ""}: ${n.error.message ?? ""})` : "";
     lines.push(`  ${n.nodeId} iter=${n.iteration} ${n.state}, ${n.attempts} attempt(s), ${n.durationMs} ms${usage}${error}`);
+  }
+  if (report.pendingApprovals.length > 0) lines.push("pending approvals:");
+  for (const a of report.pendingApprovals) {
+    lines.push(
+      `  ${a.nodeId} iter=${a.iteration}${a.runId === report.runId ? "" : ` (child run ${a.runId})`}: ${a.request.title ?? ""} (smithers approve ${a.runId} --node ${a.nodeId})`,
+    );
+  }
+  if (report.pendingHumanRequests.length > 0) lines.push("pending human requests:");
+  for (const h of report.pendingHumanRequests) lines.push(`  ${h.requestId} (${h.nodeId} iter=${h.iteration}, ${h.kind}): ${h.prompt}`);
+  if (report.waits.length > 0) lines.push("waits:");
+  for (const w of report.waits) {
+    const event = (w.wait as { event?: string } | null)?.event;
+    const until = w.wakeAtMs === null ? "" : ` until ${new Date(w.wakeAtMs).toISOString()}`;
+    lines.push(`  ${w.nodeId} iter=${w.iteration} ${w.state}${event ? ` for signal "${event}"` : ""}${until}`);
   }
   return lines;
 }

@@ -67,3 +67,41 @@ export function formatUsage(u: { inputTokens: number; cachedInputTokens: number;
   const cost = u.costUsd === null ? "cost unknown" : `$${u.costUsd.toFixed(4)}`;
   return `usage ${u.inputTokens} input tokens (${u.cachedInputTokens} cached), ${u.outputTokens} output tokens, ${cost}`;
 }
+
+/** What the terminal status line of `up` shows, updated from the run's events. */
+export type ProgressState = {
+  startedAtMs: number;
+  /** Tasks seen so far (node#iteration), and those that ended. */
+  seen: Set<string>;
+  ended: Set<string>;
+  running: Set<string>;
+};
+
+export const newProgress = (startedAtMs: number): ProgressState => ({ startedAtMs, seen: new Set(), ended: new Set(), running: new Set() });
+
+const ENDING = new Set(["NodeFinished", "NodeFailed", "NodeSkipped", "NodeCancelled", "NodeAbandoned"]);
+
+/** Folds one event into the state (mutating it, for the one renderer that owns it). */
+export function trackProgress(state: ProgressState, e: SmithersEvent): ProgressState {
+  if (!("nodeId" in e) || !("iteration" in e) || !e.type.startsWith("Node")) return state;
+  const key = `${e.nodeId}#${e.iteration}`;
+  state.seen.add(key);
+  if (e.type === "NodeStarted") state.running.add(key);
+  else if (ENDING.has(e.type) || e.type === "NodeRetrying") {
+    state.running.delete(key);
+    if (ENDING.has(e.type)) state.ended.add(key);
+  }
+  return state;
+}
+
+/** The status line: tasks done/seen, the running ones (their ids, the first few), elapsed seconds. Fits `width` columns. */
+export function renderProgress(state: ProgressState, nowMs: number, width = 100): string {
+  const ids = [...state.running].map((k) => k.replace(/#0$/, ""));
+  const shown = ids.slice(0, 3).join(", ") + (ids.length > 3 ? ` +${ids.length - 3}` : "");
+  const elapsed = ((nowMs - state.startedAtMs) / 1000).toFixed(1);
+  const line = `${state.ended.size}/${state.seen.size} tasks done, ${ids.length} running${ids.length ? ` (${shown})` : ""}, ${elapsed}s`;
+  return line.length > width ? `${line.slice(0, Math.max(0, width - 1))}…` : line;
+}
+
+/** Redraws the terminal's current line: carriage return and erase-line, then the text. */
+export const redraw = (text: string): string => `\r\x1b[K${text}`;

@@ -7,7 +7,8 @@ import { parseDuration } from "../jsx/index.ts";
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, waiting: 3, cancelled: 130 } as const;
 
-export type Io = { out: (line: string) => void; err: (line: string) => void };
+/** Where a command writes; `tty`, only when stdout is a terminal, writes raw text (a redrawn status line). */
+export type Io = { out: (line: string) => void; err: (line: string) => void; tty?: (text: string) => void };
 
 export const usageError = (message: string) => new SmithersError("USAGE", message);
 

@@ -22,6 +22,7 @@ export { computeSchemaSignature, hashSchemaSignature, schemaSignatureText } from
 export { camelToSnake } from "./output-schema.ts";
 export {
   loadInput,
+  loadStoredInput,
   loadOutputs,
   loadOutputKeys,
   readOutputKeys,

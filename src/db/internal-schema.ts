@@ -40,7 +40,13 @@ export const smithersRuns = sqliteTable(
     /** The run's root directory (RunOptions.rootDir, else the working directory it started in), kept for its resumes. */
     rootDir: text("root_dir"),
   },
-  (t) => [index("_smithers_runs_status_heartbeat_idx").on(t.status, t.heartbeatAtMs), index("_smithers_runs_status_wake_idx").on(t.status, t.wakeAtMs)],
+  (t) => [
+    index("_smithers_runs_status_heartbeat_idx").on(t.status, t.heartbeatAtMs),
+    index("_smithers_runs_status_wake_idx").on(t.status, t.wakeAtMs),
+    // `smithers ps`: newest first, all runs or those of one status.
+    index("_smithers_runs_created_idx").on(t.createdAtMs),
+    index("_smithers_runs_status_created_idx").on(t.status, t.createdAtMs),
+  ],
 );
 
 export const smithersNodes = sqliteTable(

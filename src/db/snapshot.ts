@@ -43,6 +43,35 @@ export function readInput(d: Drizzle, registry: OutputRegistry, runId: string): 
   return rest;
 }
 
+/**
+ * A run's stored input read without its workflow (for an operator): the `input` row's non-null
+ * columns but run_id, keyed by field name (snake_case turned camelCase), JSON text decoded where it
+ * parses as an object or array. Undefined when the run stored no input (or there is no input table).
+ */
+export function loadStoredInput(db: SmithersDb, runId: string): Promise<Record<string, unknown> | undefined> {
+  return db.read("loadStoredInput", (d) => {
+    const table = d.$client.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'input'").get();
+    if (!table) return undefined;
+    const row = d.$client.query(`SELECT * FROM ${quoteIdentifier("input")} WHERE run_id = ?`).get(runId) as Record<string, unknown> | null;
+    if (!row) return undefined;
+    const input: Record<string, unknown> = {};
+    for (const [column, value] of Object.entries(row)) {
+      if (column === "run_id" || value === null) continue;
+      input[column.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())] = decodeJsonText(value);
+    }
+    return input;
+  });
+}
+
+function decodeJsonText(value: unknown): unknown {
+  if (typeof value !== "string" || !/^\s*[[{]/.test(value)) return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}
+
 export function loadInput(db: SmithersDb, registry: OutputRegistry, runId: string): Promise<unknown> {
   return db.read("loadInput", (d) => readInput(d, registry, runId));
 }

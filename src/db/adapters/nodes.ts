@@ -1,5 +1,5 @@
 /** `_smithers_nodes`: the current state of each task node (run, node, iteration). */
-import { and, eq, inArray, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import { and, count, eq, inArray, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import { insertSql, rawStatement, sqlNames } from "./shared.ts";
 import { smithersNodes } from "../internal-schema.ts";
 import { changedRows, type Drizzle, type SmithersDb } from "../smithers-db.ts";
@@ -73,4 +73,24 @@ export function copyLatestEndedNodes(d: Drizzle, fromRunId: string, toRunId: str
     WHERE s.${N.runId} = ? AND s.${N.state} IN ('finished', 'skipped', 'failed')
       AND s.${N.iteration} = (SELECT MAX(m.${N.iteration}) FROM ${N.$table} AS m WHERE m.${N.runId} = s.${N.runId} AND m.${N.nodeId} = s.${N.nodeId})`;
   return rawStatement(d, text).run(toRunId, nowMs, fromRunId).changes;
+}
+
+/** For each of `runIds`: how many nodes it has and how many of them ended (finished, skipped, failed, cancelled). */
+export function countNodeProgress(db: SmithersDb, runIds: readonly string[]): Promise<Map<string, { done: number; total: number }>> {
+  return db.read("countNodeProgress", (d) => {
+    const counts = new Map<string, { done: number; total: number }>();
+    if (runIds.length === 0) return counts;
+    const rows = d
+      .select({
+        runId: smithersNodes.runId,
+        total: count(),
+        done: sql<number>`sum(case when ${smithersNodes.state} in ('finished', 'skipped', 'failed', 'cancelled') then 1 else 0 end)`,
+      })
+      .from(smithersNodes)
+      .where(inArray(smithersNodes.runId, [...runIds]))
+      .groupBy(smithersNodes.runId)
+      .all();
+    for (const r of rows) counts.set(r.runId, { done: Number(r.done ?? 0), total: r.total });
+    return counts;
+  });
 }

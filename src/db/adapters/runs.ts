@@ -2,6 +2,7 @@
 import {
   and,
   asc,
+  desc,
   eq,
   getTableColumns,
   inArray,
@@ -303,3 +304,19 @@ export function markRunDue(d: Drizzle, runId: string, nowMs: number): void {
 
 /** How far markRunDue follows parent_run_id (a guard against a cycle written by hand). */
 const MAX_SUBFLOW_DEPTH = 64;
+
+/**
+ * Runs newest first (by creation time, then id), all of them or those in `status`; the
+ * `_smithers_runs_created_idx` / `_smithers_runs_status_created_idx` indexes serve both orders.
+ */
+export function listRecentRuns(db: SmithersDb, options: { status?: string; limit: number }): Promise<RunRow[]> {
+  return db.read("listRecentRuns", (d) =>
+    d
+      .select()
+      .from(smithersRuns)
+      .where(options.status === undefined ? undefined : eq(smithersRuns.status, options.status))
+      .orderBy(desc(smithersRuns.createdAtMs), desc(smithersRuns.runId))
+      .limit(options.limit)
+      .all(),
+  );
+}

@@ -1,0 +1,91 @@
+/** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first. */
+import { parseArgs } from "node:util";
+import { attempts, nodes, runs, type SmithersDb } from "../db/index.ts";
+import { RunStatusSchema } from "../engine/index.ts";
+import { EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
+
+/** One run as `ps --json` prints it (an array of these). */
+export type RunSummary = {
+  runId: string;
+  status: string;
+  workflowName: string;
+  workflowPath: string | null;
+  parentRunId: string | null;
+  createdAtMs: number;
+  startedAtMs: number | null;
+  finishedAtMs: number | null;
+  /** finishedAtMs (or now, for a run not ended) minus startedAtMs; null before it started. */
+  durationMs: number | null;
+  /** Tasks that ended (finished, skipped, failed, cancelled) and all tasks the run has recorded. */
+  progress: { done: number; total: number };
+  /** The cost its agents reported, in US dollars; null when none reported one. */
+  costUsd: number | null;
+};
+
+export const PS_DEFAULT_LIMIT = 20;
+
+export async function listRunSummaries(db: SmithersDb, options: { status?: string; limit: number }, nowMs = Date.now()): Promise<RunSummary[]> {
+  const rows = await runs.listRecentRuns(db, options);
+  const progress = await nodes.countNodeProgress(
+    db,
+    rows.map((r) => r.runId),
+  );
+  const costs = await db.read("psUsage", (d) => new Map(rows.map((r) => [r.runId, attempts.sumRunUsage(d, r.runId).costUsd])));
+  return rows.map((r) => ({
+    runId: r.runId,
+    status: r.status,
+    workflowName: r.workflowName,
+    workflowPath: r.workflowPath,
+    parentRunId: r.parentRunId,
+    createdAtMs: r.createdAtMs,
+    startedAtMs: r.startedAtMs,
+    finishedAtMs: r.finishedAtMs,
+    durationMs: r.startedAtMs === null ? null : (r.finishedAtMs ?? nowMs) - r.startedAtMs,
+    progress: progress.get(r.runId) ?? { done: 0, total: 0 },
+    costUsd: costs.get(r.runId) ?? null,
+  }));
+}
+
+const seconds = (ms: number | null) => (ms === null ? "-" : `${(ms / 1000).toFixed(1)}s`);
+
+/** The runs as an aligned table, a header first. */
+export function formatRunTable(list: readonly RunSummary[]): string[] {
+  const rows = [
+    ["RUN", "STATUS", "WORKFLOW", "STARTED", "DURATION", "PROGRESS", "COST"],
+    ...list.map((r) => [
+      r.runId,
+      r.status,
+      r.workflowName,
+      r.startedAtMs === null ? "-" : new Date(r.startedAtMs).toISOString(),
+      seconds(r.durationMs),
+      `${r.progress.done}/${r.progress.total}`,
+      r.costUsd === null ? "-" : `$${r.costUsd.toFixed(4)}`,
+    ]),
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  "));
+}
+
+export async function psCommand(args: string[], io: Io): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { status: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" }, db: { type: "string" } },
+  });
+  if (positionals.length > 0) throw usageError("ps takes no arguments");
+  const status = values.status;
+  if (status !== undefined && !RunStatusSchema.safeParse(status).success) {
+    throw usageError(`--status must be one of ${RunStatusSchema.options.join(", ")}, got "${status}"`);
+  }
+  const limit = positiveInt(values.limit, "--limit") ?? PS_DEFAULT_LIMIT;
+  const db = openExistingDb(values.db);
+  try {
+    const list = await listRunSummaries(db, { status, limit });
+    if (values.json) io.out(JSON.stringify(list, null, 2));
+    else if (list.length === 0) io.out(status === undefined ? "no runs" : `no ${status} runs`);
+    else for (const line of formatRunTable(list)) io.out(line);
+    return EXIT.ok;
+  } finally {
+    await db.close();
+  }
+}
