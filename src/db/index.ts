@@ -47,3 +47,4 @@ export {
 } from "./output-tables.ts";
 export type { SQLiteTable } from "drizzle-orm/sqlite-core";
 export * as frames from "./adapters/frames.ts";
+export * as queue from "./adapters/queue.ts";

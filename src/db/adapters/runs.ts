@@ -293,3 +293,14 @@ export function markRunDue(d: Drizzle, runId: string, nowMs: number): void {
 
 /** How far markRunDue follows parent_run_id (a guard against a cycle written by hand). */
 const MAX_SUBFLOW_DEPTH = 64;
+
+/** Runs, newest first, optionally of one status. */
+export function listRuns(db: SmithersDb, options: { status?: string; limit?: number } = {}): Promise<RunRow[]> {
+  return db.read("listRuns", (d) => {
+    const base = d.select().from(smithersRuns).where(options.status === undefined ? undefined : eq(smithersRuns.status, options.status));
+    return base
+      .orderBy(sql`${smithersRuns.createdAtMs} DESC`)
+      .limit(options.limit ?? 100)
+      .all();
+  });
+}

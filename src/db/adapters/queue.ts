@@ -1,0 +1,76 @@
+/**
+ * `_smithers_queue`: the durable queue of runs accepted over HTTP. Admission (the capacity check,
+ * the duplicate check and the insert, or the refusal event) is one BEGIN IMMEDIATE, so
+ * concurrent requests never overfill it and an acknowledged request is always on disk.
+ */
+import { and, asc, count, eq, isNotNull, isNull, type InferSelectModel } from "drizzle-orm";
+import { smithersQueue, smithersRuns } from "../internal-schema.ts";
+import type { SmithersDb } from "../smithers-db.ts";
+import { insertEventsIn, type NewEvent } from "./events.ts";
+import { immediate } from "./shared.ts";
+
+export type QueueRow = InferSelectModel<typeof smithersQueue>;
+
+export type Admission = { accepted: true } | { accepted: false; reason: "full"; waiting: number } | { accepted: false; reason: "exists" };
+
+/**
+ * Adds a run to the queue unless as many runs as `capacity` wait to start (then `refusal(waiting)`
+ * is journalled instead) or a run or queued request with its id exists.
+ */
+export function enqueue(db: SmithersDb, row: Omit<QueueRow, "startedAtMs">, capacity: number, refusal: (waiting: number) => NewEvent): Promise<Admission> {
+  return immediate(db, "enqueueRun", (d): Admission => {
+    const taken =
+      d.select({ id: smithersRuns.runId }).from(smithersRuns).where(eq(smithersRuns.runId, row.runId)).get() ??
+      d.select({ id: smithersQueue.runId }).from(smithersQueue).where(eq(smithersQueue.runId, row.runId)).get();
+    if (taken) return { accepted: false, reason: "exists" };
+    const waiting = d.select({ n: count() }).from(smithersQueue).where(isNull(smithersQueue.startedAtMs)).get()?.n ?? 0;
+    if (waiting >= capacity) {
+      insertEventsIn(d, [refusal(waiting)]);
+      return { accepted: false, reason: "full", waiting };
+    }
+    d.insert(smithersQueue).values({ ...row, startedAtMs: null }).run();
+    return { accepted: true };
+  });
+}
+
+/** Marks the oldest waiting request started and returns it (undefined when none waits). */
+export function claimNext(db: SmithersDb, nowMs: number): Promise<QueueRow | undefined> {
+  return immediate(db, "claimQueuedRun", (d) => {
+    const next = d.select().from(smithersQueue).where(isNull(smithersQueue.startedAtMs)).orderBy(asc(smithersQueue.enqueuedAtMs), asc(smithersQueue.runId)).limit(1).get();
+    if (!next) return undefined;
+    d.update(smithersQueue).set({ startedAtMs: nowMs }).where(eq(smithersQueue.runId, next.runId)).run();
+    return { ...next, startedAtMs: nowMs };
+  });
+}
+
+/**
+ * Puts requests marked started back in line: called when a server starts, so the runs a
+ * crashed server was executing run again (resumed when their run row exists).
+ */
+export function requeueStarted(db: SmithersDb): Promise<number> {
+  return immediate(db, "requeueStarted", (d) => d.update(smithersQueue).set({ startedAtMs: null }).where(isNotNull(smithersQueue.startedAtMs)).run().changes);
+}
+
+/** Removes a request whose run ended (or stopped to wait). */
+export function remove(db: SmithersDb, runId: string): Promise<void> {
+  return db.write("dequeueRun", (d) => {
+    d.delete(smithersQueue).where(eq(smithersQueue.runId, runId)).run();
+  });
+}
+
+/** The queued (not yet started) requests, oldest first, or one of them by run id. */
+export function listWaiting(db: SmithersDb, runId?: string): Promise<QueueRow[]> {
+  return db.read("listQueuedRuns", (d) =>
+    d
+      .select()
+      .from(smithersQueue)
+      .where(and(isNull(smithersQueue.startedAtMs), runId === undefined ? undefined : eq(smithersQueue.runId, runId)))
+      .orderBy(asc(smithersQueue.enqueuedAtMs))
+      .all(),
+  );
+}
+
+/** How many requests wait to start. */
+export function countWaiting(db: SmithersDb): Promise<number> {
+  return db.read("countQueuedRuns", (d) => d.select({ n: count() }).from(smithersQueue).where(isNull(smithersQueue.startedAtMs)).get()?.n ?? 0);
+}
