@@ -5,24 +5,34 @@
  */
 import { and, asc, count, eq, isNotNull, isNull, type InferSelectModel } from "drizzle-orm";
 import { smithersQueue, smithersRuns } from "../internal-schema.ts";
-import type { SmithersDb } from "../smithers-db.ts";
+import { changedRows, type SmithersDb } from "../smithers-db.ts";
 import { insertEventsIn, type NewEvent } from "./events.ts";
 import { immediate } from "./shared.ts";
 
 export type QueueRow = InferSelectModel<typeof smithersQueue>;
 
-export type Admission = { accepted: true } | { accepted: false; reason: "full"; waiting: number } | { accepted: false; reason: "exists" };
+export type Admission =
+  | { accepted: true }
+  | { accepted: false; reason: "full"; waiting: number }
+  | { accepted: false; reason: "exists" }
+  | { accepted: false; reason: "missing" };
 
 /**
  * Adds a run to the queue unless as many runs as `capacity` wait to start (then `refusal(waiting)`
- * is journalled instead) or a run or queued request with its id exists.
+ * is journalled instead). A new run's id must be unused (no run, no request); a `resume` names a
+ * stored run with no request queued.
  */
-export function enqueue(db: SmithersDb, row: Omit<QueueRow, "startedAtMs">, capacity: number, refusal: (waiting: number) => NewEvent): Promise<Admission> {
+export function enqueue(
+  db: SmithersDb,
+  row: Omit<QueueRow, "startedAtMs">,
+  o: { capacity: number; resume: boolean },
+  refusal: (waiting: number) => NewEvent,
+): Promise<Admission> {
+  const { capacity } = o;
   return immediate(db, "enqueueRun", (d): Admission => {
-    const taken =
-      d.select({ id: smithersRuns.runId }).from(smithersRuns).where(eq(smithersRuns.runId, row.runId)).get() ??
-      d.select({ id: smithersQueue.runId }).from(smithersQueue).where(eq(smithersQueue.runId, row.runId)).get();
-    if (taken) return { accepted: false, reason: "exists" };
+    const stored = d.select({ id: smithersRuns.runId }).from(smithersRuns).where(eq(smithersRuns.runId, row.runId)).get() !== undefined;
+    if (d.select({ id: smithersQueue.runId }).from(smithersQueue).where(eq(smithersQueue.runId, row.runId)).get()) return { accepted: false, reason: "exists" };
+    if (stored !== o.resume) return { accepted: false, reason: stored ? "exists" : "missing" };
     const waiting = d.select({ n: count() }).from(smithersQueue).where(isNull(smithersQueue.startedAtMs)).get()?.n ?? 0;
     if (waiting >= capacity) {
       insertEventsIn(d, [refusal(waiting)]);
@@ -48,7 +58,7 @@ export function claimNext(db: SmithersDb, nowMs: number): Promise<QueueRow | und
  * crashed server was executing run again (resumed when their run row exists).
  */
 export function requeueStarted(db: SmithersDb): Promise<number> {
-  return immediate(db, "requeueStarted", (d) => d.update(smithersQueue).set({ startedAtMs: null }).where(isNotNull(smithersQueue.startedAtMs)).run().changes);
+  return immediate(db, "requeueStarted", (d) => changedRows(d.update(smithersQueue).set({ startedAtMs: null }).where(isNotNull(smithersQueue.startedAtMs)).run()));
 }
 
 /** Removes a request whose run ended (or stopped to wait). */
