@@ -17,6 +17,7 @@ import { decideCommand } from "./approve.ts";
 import { cronCommand } from "./cron.ts";
 import { signalCommand } from "./signal.ts";
 import { humanCommand } from "./human.ts";
+import { serveCommand } from "./serve.ts";
 
 export { EXIT };
 
@@ -33,6 +34,7 @@ const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID
        smithers cron add <workflow.tsx> --schedule "<expr>" [--input JSON] [--tz ZONE] [--id ID] [--db PATH]
        smithers cron list [--json] [--db PATH]
        smithers cron rm <id> [--db PATH]
+       smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token T] [--queue-capacity N] [--max-concurrent N]
 
 up          runs a workflow to completion, printing a line as each task starts and finishes;
             exit 3 when it stops to wait for an approval, a human answer, a signal or a timer
@@ -76,6 +78,13 @@ human       list: the open <HumanTask> requests (inbox); answer: checked against
             cancel: the task fails with HUMAN_TASK_CANCELLED
 cron        schedules a workflow file on a cron pattern (5 or 6 fields, read in --tz, default UTC);
             supervise starts its due slots, each once; after downtime only the latest missed slot runs
+serve       the HTTP API: start runs of the workflows in --workflows DIR (each *.tsx by file name),
+            inspect, approve/deny, answer, signal, resume them, follow their events (SSE)
+  --port N              port (default 7331; 0: any free port; the URL is printed)
+  --host H              address (default 127.0.0.1; another needs --token)
+  --token T             require Authorization: Bearer T (default: $SMITHERS_TOKEN)
+  --queue-capacity N    runs that may wait to start (default 1024); more are answered 503
+  --max-concurrent N    runs executing at once (default 4)
 Every --db defaults to the SMITHERS_DB_PATH environment variable when it is set.`;
 
 /** The usage line of `command` (the whole synopsis when the command is unknown). */
@@ -235,6 +244,7 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
   cron: (args, io) => cronCommand(args, io),
   signal: (args, io) => signalCommand(args, io),
   human: (args, io) => humanCommand(args, io),
+  serve: (args, io, signals) => serveCommand(args, io, signals.cancel),
 };
 
 /** Runs the CLI with `argv` (without the runtime and script) and returns the exit code. */

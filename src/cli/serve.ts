@@ -1,0 +1,36 @@
+/** `smithers serve`: the HTTP API until SIGINT/SIGTERM. */
+import { parseArgs } from "node:util";
+import { DEFAULT_DB_PATH } from "../engine/index.ts";
+import { createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACITY } from "../server/index.ts";
+import { dbPathOption, EXIT, type Io, nonNegativeNumber, positiveInt } from "./shared.ts";
+
+export async function serveCommand(args: string[], io: Io, stop: AbortSignal): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      port: { type: "string" },
+      host: { type: "string" },
+      db: { type: "string" },
+      workflows: { type: "string" },
+      token: { type: "string" },
+      "queue-capacity": { type: "string" },
+      "max-concurrent": { type: "string" },
+    },
+    strict: true,
+  });
+  const port = nonNegativeNumber(values.port, "--port", true) ?? 7331;
+  const token = values.token ?? (process.env.SMITHERS_TOKEN || undefined);
+  const server = await createServer({
+    dbPath: dbPathOption(values.db) ?? DEFAULT_DB_PATH,
+    ...(values.workflows ? { workflowsDir: values.workflows } : {}),
+    ...(token ? { token } : {}),
+    queueCapacity: positiveInt(values["queue-capacity"], "--queue-capacity") ?? DEFAULT_QUEUE_CAPACITY,
+    maxConcurrent: positiveInt(values["max-concurrent"], "--max-concurrent") ?? DEFAULT_MAX_CONCURRENT,
+  });
+  const { url } = await server.start({ port, host: values.host ?? "127.0.0.1" });
+  io.out(`smithers serve listening on ${url}`);
+  await new Promise<void>((done) => (stop.aborted ? done() : stop.addEventListener("abort", () => done(), { once: true })));
+  // Runs in flight keep their queue rows: the next start resumes them.
+  await server.stop({ drain: false });
+  return EXIT.ok;
+}
