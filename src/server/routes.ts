@@ -53,7 +53,7 @@ const runSummary = (r: runs.RunRow) => ({
 async function knownRun(db: SmithersDb, runId: string): Promise<{ run?: runs.RunRow; queued?: queue.QueueRow }> {
   const run = await runs.getRun(db, runId);
   if (run) return { run };
-  const [queued] = await queue.listWaiting(db, runId);
+  const queued = await queue.getRequest(db, runId); // accepted, or claimed and not yet set up
   if (queued) return { queued };
   throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}"`, { runId });
 }

@@ -84,3 +84,8 @@ export function listWaiting(db: SmithersDb, runId?: string): Promise<QueueRow[]>
 export function countWaiting(db: SmithersDb): Promise<number> {
   return db.read("countQueuedRuns", (d) => d.select({ n: count() }).from(smithersQueue).where(isNull(smithersQueue.startedAtMs)).get()?.n ?? 0);
 }
+
+/** The request for a run, waiting or started (undefined when none is queued). */
+export function getRequest(db: SmithersDb, runId: string): Promise<QueueRow | undefined> {
+  return db.read("getQueuedRun", (d) => d.select().from(smithersQueue).where(eq(smithersQueue.runId, runId)).get());
+}
