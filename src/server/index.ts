@@ -143,7 +143,7 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
       await server?.stop(true);
       await queue.stop(s.drain ?? true);
       for (const runId of [...waiters.keys()]) wake(runId);
-      db.close();
+      await db.close();
     },
   };
 }

@@ -35,7 +35,10 @@ export class RunQueue {
   /** Finds a registered workflow by name. */
   workflow(name: string): RegisteredWorkflow {
     const found = this.o.workflows.get(name);
-    if (!found) throw new SmithersError("WORKFLOW_LOAD_FAILED", `No workflow "${name}" is registered (known: ${[...this.o.workflows.keys()].join(", ") || "none"})`, { workflow: name });
+    if (!found)
+      throw new SmithersError("WORKFLOW_LOAD_FAILED", `No workflow "${name}" is registered (known: ${[...this.o.workflows.keys()].join(", ") || "none"})`, {
+        workflow: name,
+      });
     return found;
   }
 
@@ -43,7 +46,9 @@ export class RunQueue {
   workflowOf(run: runs.RunRow): RegisteredWorkflow {
     for (const w of this.o.workflows.values()) if (run.workflowPath === w.path) return w;
     for (const w of this.o.workflows.values()) if (run.workflowName === w.workflow.name) return w;
-    throw new SmithersError("WORKFLOW_LOAD_FAILED", `Run "${run.runId}" belongs to workflow "${run.workflowName}", which this server does not serve`, { runId: run.runId });
+    throw new SmithersError("WORKFLOW_LOAD_FAILED", `Run "${run.runId}" belongs to workflow "${run.workflowName}", which this server does not serve`, {
+      runId: run.runId,
+    });
   }
 
   /**
@@ -58,7 +63,13 @@ export class RunQueue {
     const input = request.resume ? undefined : validateInput(target.workflow.registry, request.input);
     const admission = await queue.enqueue(
       this.o.db,
-      { runId: request.runId, workflowName: target.name, workflowPath: target.path, inputJson: input === undefined ? null : JSON.stringify(input), enqueuedAtMs: Date.now() },
+      {
+        runId: request.runId,
+        workflowName: target.name,
+        workflowPath: target.path,
+        inputJson: input === undefined ? null : JSON.stringify(input),
+        enqueuedAtMs: Date.now(),
+      },
       { capacity, resume: request.resume ?? false },
       (waiting) => ({
         runId: SERVER_RUN_ID,
@@ -72,7 +83,9 @@ export class RunQueue {
       return;
     }
     if (admission.reason === "full") {
-      throw new SmithersError("QUEUE_FULL", `The run queue is full (${admission.waiting} waiting, capacity ${capacity}); retry after ${retryAfterSeconds} s`, { retryAfterSeconds });
+      throw new SmithersError("QUEUE_FULL", `The run queue is full (${admission.waiting} waiting, capacity ${capacity}); retry after ${retryAfterSeconds} s`, {
+        retryAfterSeconds,
+      });
     }
     if (admission.reason === "missing") throw new SmithersError("RUN_NOT_FOUND", `No run "${request.runId}"`, { runId: request.runId });
     throw new SmithersError("RUN_EXISTS", `Run "${request.runId}" already exists or is queued`, { runId: request.runId });
@@ -126,7 +139,8 @@ export class RunQueue {
   private async execute(row: queue.QueueRow): Promise<void> {
     try {
       const target = this.o.workflows.get(row.workflowName);
-      if (!target) throw new SmithersError("WORKFLOW_LOAD_FAILED", `Queued run "${row.runId}" names workflow "${row.workflowName}", which this server does not serve`);
+      if (!target)
+        throw new SmithersError("WORKFLOW_LOAD_FAILED", `Queued run "${row.runId}" names workflow "${row.workflowName}", which this server does not serve`);
       const exists = (await runs.getRun(this.o.db, row.runId)) !== undefined;
       await runWorkflow(target.workflow, {
         runId: row.runId,
@@ -140,7 +154,8 @@ export class RunQueue {
       await queue.remove(this.o.db, row.runId);
     } catch (error) {
       this.o.onError(row.runId, error);
-      if (error instanceof SmithersError && error.code !== "DB_WRITE_FAILED" && error.code !== "DB_CLOSED") await queue.remove(this.o.db, row.runId).catch(() => undefined);
+      if (error instanceof SmithersError && error.code !== "DB_WRITE_FAILED" && error.code !== "DB_CLOSED")
+        await queue.remove(this.o.db, row.runId).catch(() => undefined);
     } finally {
       this.o.onEvent(row.runId);
     }

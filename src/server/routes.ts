@@ -18,7 +18,13 @@ const DecideBody = z.strictObject({
   rank: z.array(z.string()).optional(),
 });
 const AnswerBody = z.strictObject({ data: z.unknown(), by: z.string().optional() });
-const SignalBody = z.strictObject({ name: z.string().min(1), data: z.unknown().optional(), correlationId: z.string().optional(), dedupeKey: z.string().optional(), by: z.string().optional() });
+const SignalBody = z.strictObject({
+  name: z.string().min(1),
+  data: z.unknown().optional(),
+  correlationId: z.string().optional(),
+  dedupeKey: z.string().optional(),
+  by: z.string().optional(),
+});
 const ListQuery = z.object({ status: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).optional() });
 
 /** The request's JSON body checked against `schema` (an empty body is `{}`); INVALID_INPUT otherwise. */
@@ -58,7 +64,10 @@ async function knownRun(db: SmithersDb, runId: string): Promise<{ run?: runs.Run
   throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}"`, { runId });
 }
 
-export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; follow: FollowOptions; cancel?: (db: SmithersDb, runId: string) => Promise<unknown> }): void {
+export function registerRoutes(
+  app: Hono,
+  o: { db: SmithersDb; queue: RunQueue; follow: FollowOptions; cancel?: (db: SmithersDb, runId: string) => Promise<unknown> },
+): void {
   const { db } = o;
 
   app.post("/runs", async (c) => {

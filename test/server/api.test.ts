@@ -21,7 +21,9 @@ describe("smithers serve API", () => {
     const res = await post(`${url}/runs`, { workflow: "steps", input: { delayMs: 0 }, runId: "r1" });
     expect(res.status).toBe(202);
     expect(await res.json()).toEqual({ runId: "r1", status: "queued" });
-    expect(sql(dbPath, "SELECT run_id, workflow_name, input_json FROM _smithers_queue")).toEqual([{ run_id: "r1", workflow_name: "steps", input_json: '{"delayMs":0}' }]);
+    expect(sql(dbPath, "SELECT run_id, workflow_name, input_json FROM _smithers_queue")).toEqual([
+      { run_id: "r1", workflow_name: "steps", input_json: '{"delayMs":0}' },
+    ]);
     expect(((await (await fetch(`${url}/runs/r1`)).json()) as { status: string }).status).toBe("queued");
   });
 

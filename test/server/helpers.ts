@@ -34,7 +34,10 @@ export type SseEvent = { id: string; event: string; data: string };
  * Reads server-sent events from `url` until `stop(events)` says so or the stream ends; the
  * connection is then closed (a client disconnecting).
  */
-export async function readSse(url: string, o: { headers?: Record<string, string>; stop?: (events: SseEvent[]) => boolean; timeoutMs?: number } = {}): Promise<SseEvent[]> {
+export async function readSse(
+  url: string,
+  o: { headers?: Record<string, string>; stop?: (events: SseEvent[]) => boolean; timeoutMs?: number } = {},
+): Promise<SseEvent[]> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), o.timeoutMs ?? 10_000);
   const events: SseEvent[] = [];

@@ -9,7 +9,8 @@ afterEach(async () => {
   current = undefined;
 });
 
-const storedSeqs = (dbPath: string, runId: string) => sql<{ seq: number }>(dbPath, "SELECT seq FROM _smithers_events WHERE run_id = ? ORDER BY seq", runId).map((r) => String(r.seq));
+const storedSeqs = (dbPath: string, runId: string) =>
+  sql<{ seq: number }>(dbPath, "SELECT seq FROM _smithers_events WHERE run_id = ? ORDER BY seq", runId).map((r) => String(r.seq));
 
 async function waitForEvents(dbPath: string, runId: string, n: number): Promise<void> {
   const deadline = Date.now() + 10_000;

@@ -38,7 +38,9 @@ export function enqueue(
       insertEventsIn(d, [refusal(waiting)]);
       return { accepted: false, reason: "full", waiting };
     }
-    d.insert(smithersQueue).values({ ...row, startedAtMs: null }).run();
+    d.insert(smithersQueue)
+      .values({ ...row, startedAtMs: null })
+      .run();
     return { accepted: true };
   });
 }
@@ -46,7 +48,13 @@ export function enqueue(
 /** Marks the oldest waiting request started and returns it (undefined when none waits). */
 export function claimNext(db: SmithersDb, nowMs: number): Promise<QueueRow | undefined> {
   return immediate(db, "claimQueuedRun", (d) => {
-    const next = d.select().from(smithersQueue).where(isNull(smithersQueue.startedAtMs)).orderBy(asc(smithersQueue.enqueuedAtMs), asc(smithersQueue.runId)).limit(1).get();
+    const next = d
+      .select()
+      .from(smithersQueue)
+      .where(isNull(smithersQueue.startedAtMs))
+      .orderBy(asc(smithersQueue.enqueuedAtMs), asc(smithersQueue.runId))
+      .limit(1)
+      .get();
     if (!next) return undefined;
     d.update(smithersQueue).set({ startedAtMs: nowMs }).where(eq(smithersQueue.runId, next.runId)).run();
     return { ...next, startedAtMs: nowMs };
@@ -58,7 +66,9 @@ export function claimNext(db: SmithersDb, nowMs: number): Promise<QueueRow | und
  * crashed server was executing run again (resumed when their run row exists).
  */
 export function requeueStarted(db: SmithersDb): Promise<number> {
-  return immediate(db, "requeueStarted", (d) => changedRows(d.update(smithersQueue).set({ startedAtMs: null }).where(isNotNull(smithersQueue.startedAtMs)).run()));
+  return immediate(db, "requeueStarted", (d) =>
+    changedRows(d.update(smithersQueue).set({ startedAtMs: null }).where(isNotNull(smithersQueue.startedAtMs)).run()),
+  );
 }
 
 /** Removes a request whose run ended (or stopped to wait). */

@@ -297,7 +297,10 @@ const MAX_SUBFLOW_DEPTH = 64;
 /** Runs, newest first, optionally of one status. */
 export function listRuns(db: SmithersDb, options: { status?: string; limit?: number } = {}): Promise<RunRow[]> {
   return db.read("listRuns", (d) => {
-    const base = d.select().from(smithersRuns).where(options.status === undefined ? undefined : eq(smithersRuns.status, options.status));
+    const base = d
+      .select()
+      .from(smithersRuns)
+      .where(options.status === undefined ? undefined : eq(smithersRuns.status, options.status));
     return base
       .orderBy(sql`${smithersRuns.createdAtMs} DESC`)
       .limit(options.limit ?? 100)
