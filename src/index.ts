@@ -1,6 +1,6 @@
 /** The public API of Smithers: re-exports only. */
 export { createSmithers, runWorkflow, isSmithersWorkflow, EventBus, approve, deny, pendingApprovals, useCtx } from "./engine/index.ts";
-export { sendSignal, humanInbox, answerHuman, cancelHuman } from "./engine/index.ts";
+export { sendSignal, humanInbox, answerHuman, cancelHuman, requestCancel } from "./engine/index.ts";
 export type { SendSignalOptions, SentSignal, InboxItem, AnswerOptions } from "./engine/index.ts";
 export { addCron, listCrons, removeCron, fireDueCrons, cronRunId } from "./engine/index.ts";
 export type { AddCronOptions, CronSchedule, CronFire, FireDueCronsOptions } from "./engine/index.ts";

@@ -35,3 +35,4 @@ export {
   type KeyframePolicy,
 } from "./frames.ts";
 export { validateInput } from "./run-setup.ts";
+export { requestCancel, type CancelOutcome } from "./cancel.ts";

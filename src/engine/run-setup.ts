@@ -69,6 +69,8 @@ export type RunSetup = {
   usage: UsageTotals;
   /** A model an attempt reported tokens for without a cost (a cost limit cannot be kept for it). */
   unpricedModel: string | undefined;
+  /** Someone asked the run to stop while no process ran it: it is cancelled at once. */
+  cancelRequested: boolean;
 };
 
 function stableJson(value: unknown): string {
@@ -201,6 +203,8 @@ type Resumed = {
   budget: Budget;
   /** What the runs before it in its chain spent. */
   carried: UsageTotals;
+  /** It was asked to stop (`smithers cancel`) while its owner was gone: the run is cancelled at once. */
+  cancelRequested?: boolean;
 };
 
 /** Field by field: given now, else stored, else the workflow's default. */
@@ -234,6 +238,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
   if (run.status === "finished") return { input: stored, continuation, rootDir, freshBudget: false, finished: true, abandoned: [], budget, carried };
   const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
   let abandonedNow: Abandoned = [];
+  let cancelRequested = false;
   const outcome = await o.db.withTransaction("resumeRun", (d): "finished" | "retry" | "continue" => {
     // Ownership is judged under the write lock, so two processes resuming at once cannot both win.
     const current = runs.readRun(d, runId) ?? run;
@@ -251,6 +256,8 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
     abandonedNow = attemptRows.abandonRunningAttempts(d, runId, o.nowMs, abandoned);
     nodeRows.resetNodes(d, runId, retry ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
     const budgetChanged = !sameBudget(budget, storedBudget(current.configJson));
+    // A request to stop made while the run had no live owner still stands; resuming an ended run is a new start.
+    cancelRequested = current.status === "running" && current.cancelRequestedAtMs !== null;
     runs.setRunFields(d, runId, {
       status: "running",
       runtimeOwnerId: o.ownerId,
@@ -258,11 +265,22 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
       finishedAtMs: null,
       errorJson: null,
       wakeAtMs: null,
+      ...(cancelRequested ? {} : { cancelRequestedAtMs: null }),
       ...(budgetChanged ? { configJson: withBudget(current.configJson, budget) } : {}),
     });
     return retry ? "retry" : "continue";
   });
-  return { input: stored, continuation, rootDir, freshBudget: outcome === "retry", finished: outcome === "finished", abandoned: abandonedNow, budget, carried };
+  return {
+    input: stored,
+    continuation,
+    rootDir,
+    freshBudget: outcome === "retry",
+    finished: outcome === "finished",
+    abandoned: abandonedNow,
+    budget,
+    carried,
+    cancelRequested,
+  };
 }
 
 async function startRun(o: SetupOptions, runId: string, budget: Budget): Promise<unknown> {
@@ -344,6 +362,7 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     rootDir: recordedRoot,
     budget,
     carried,
+    cancelRequested,
   }: Resumed = resumed
     ? await resumeRun(o, runId)
     : await (async () => {
@@ -424,5 +443,6 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     budget,
     usage,
     unpricedModel,
+    cancelRequested: Boolean(cancelRequested),
   };
 }

@@ -145,11 +145,15 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
       run.emit({ type: "NodeAbandoned", ...ids, reason: "process-died", ...(killed ? { killedAgentPid: a.agentPid! } : {}) });
     }
     const heartbeat = setInterval(() => {
-      runs.heartbeatRun(db, setup.runId, ownerId, now()).then(
-        (owned) => owned || run.lostOwnership(),
+      runs.heartbeat(db, setup.runId, ownerId, now()).then(
+        ({ owned, cancelRequested }) => {
+          if (!owned) run.lostOwnership();
+          else if (cancelRequested) run.cancel(); // `smithers cancel` from another process
+        },
         () => undefined, // a missed beat is harmless; the next one retries
       );
     }, HEARTBEAT_INTERVAL_MS);
+    if (setup.cancelRequested) run.cancel(); // asked to stop before this process took it over
     heartbeat.unref?.();
     const onAbort = () => run.cancel();
     if (options.signal?.aborted) onAbort();

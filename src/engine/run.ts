@@ -135,6 +135,8 @@ export class Run {
   /** A step is between its render and its commit: agent output waits for that commit instead of a transaction of its own. */
   private stepping = false;
   private outputTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Agent text not yet staged as an event, per attempt (joined until the next flush, a tool call or the step). */
+  private readonly textBuffers = new Map<string, { ids: { nodeId: string; iteration: number; attempt: number }; text: string }>();
   /** Nothing more runs: the run's last transaction is being written (late agent output is dropped). */
   private ending = false;
   private wake: (() => void) | undefined;
@@ -363,9 +365,28 @@ export class Run {
       text = event.input === undefined ? event.toolName : `${event.toolName} ${safeStringify(event.input)}`;
     } else return;
     if (text === "" || this.ending) return;
-    if (text.length > OUTPUT_TEXT_MAX) text = `${text.slice(0, OUTPUT_TEXT_MAX - 1)}…`;
-    this.emit({ type: "NodeOutput", ...ids, stream, text });
+    const key = `${ids.nodeId}#${ids.iteration}#${ids.attempt}`;
+    if (stream === "text") {
+      // Pieces that arrive together (a CLI streaming deltas) become one event per flush.
+      const buffered = this.textBuffers.get(key);
+      if (buffered) buffered.text += text;
+      else this.textBuffers.set(key, { ids, text });
+      if ((buffered?.text.length ?? text.length) >= OUTPUT_TEXT_MAX) this.emitText(key);
+    } else {
+      this.emitText(key); // what it said before the call comes first
+      this.emit({ type: "NodeOutput", ...ids, stream, text: capText(text) });
+    }
     this.flushOutputSoon();
+  }
+
+  /** Stages the text buffered for one attempt (or for all) as NodeOutput events. */
+  private emitText(key?: string): void {
+    for (const k of key === undefined ? [...this.textBuffers.keys()] : [key]) {
+      const buffered = this.textBuffers.get(k);
+      if (!buffered) continue;
+      this.textBuffers.delete(k);
+      this.emit({ type: "NodeOutput", ...buffered.ids, stream: "text", text: capText(buffered.text) });
+    }
   }
 
   /**
@@ -376,8 +397,10 @@ export class Run {
     if (this.outputTimer) return;
     this.outputTimer = setTimeout(() => {
       this.outputTimer = undefined;
-      if (this.ending || this.bus.stagedCount === 0) return;
+      if (this.ending) return;
       if (this.stepping) return this.flushOutputSoon(); // that step may already have committed: look again
+      this.emitText();
+      if (this.bus.stagedCount === 0) return;
       this.db
         .withTransaction("agentOutput", (d) => {
           if (this.stepping || this.ending) return; // a step (or the run's end) began meanwhile: its commit stores them
@@ -532,6 +555,7 @@ export class Run {
 
   private async stepInner(): Promise<"again" | "done" | { untilMs: number | undefined }> {
     this.budgetHeld = undefined; // decided again each step: the held task may be gone from the plan
+    this.emitText(); // agent text so far goes with this step's commit, before the outcomes it settles
     const writes = this.settle(this.ended.splice(0));
     const starts: Started[] = [];
     let next: "again" | "done" | { untilMs: number | undefined } = "again";
@@ -859,6 +883,7 @@ export class Run {
       this.fail(asRunError(error));
     }
     while (this.working.size > 0) await Promise.all(this.working);
+    this.emitText();
     this.ending = true;
     if (this.lost) return { runId, status: "failed", error: this.failure }; // the new owner writes from here on
     // Attempts stopped by a failure or cancel settle with the run's last transaction, and the
@@ -977,4 +1002,9 @@ export class Run {
     }
     return undefined;
   }
+}
+
+/** At most OUTPUT_TEXT_MAX characters, a longer text cut with "…". */
+function capText(text: string): string {
+  return text.length > OUTPUT_TEXT_MAX ? `${text.slice(0, OUTPUT_TEXT_MAX - 1)}…` : text;
 }

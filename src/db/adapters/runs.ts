@@ -131,6 +131,16 @@ export function heartbeatRun(db: SmithersDb, runId: string, ownerId: string, now
   return db.write("heartbeatRun", (d) => rawStatement(d, HEARTBEAT).run(nowMs, runId, ownerId).changes > 0);
 }
 
+const BEAT = `UPDATE ${R.$table} SET ${R.heartbeatAtMs} = ? WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ? RETURNING ${R.cancelRequestedAtMs} AS cancel`;
+
+/** heartbeatRun that also tells whether someone asked the run to stop (`cancel_requested_at_ms`). */
+export function heartbeat(db: SmithersDb, runId: string, ownerId: string, nowMs: number): Promise<{ owned: boolean; cancelRequested: boolean }> {
+  return db.write("heartbeatRun", (d) => {
+    const row = rawStatement(d, BEAT).get(nowMs, runId, ownerId) as { cancel: number | null } | null;
+    return { owned: row !== null && row !== undefined, cancelRequested: row?.cancel != null };
+  });
+}
+
 /** `running` with no heartbeat, or a heartbeat older than `staleAfterMs` before `nowMs`. */
 function staleCondition(nowMs: number, staleAfterMs: number): SQL | undefined {
   return and(eq(smithersRuns.status, "running"), or(isNull(smithersRuns.heartbeatAtMs), lt(smithersRuns.heartbeatAtMs, nowMs - staleAfterMs)));

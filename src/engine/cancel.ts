@@ -1,0 +1,34 @@
+/**
+ * Cancelling a run from outside the process that executes it (`smithers cancel`, the HTTP API).
+ * A running run is asked: `cancel_requested_at_ms` is set, and its owner, which reads it with
+ * every heartbeat, cancels (its attempts end `cancelled`, not lost); a run resumed while the
+ * request stands is cancelled at once. A waiting run has no process: it is cancelled here, in one
+ * transaction with its waiting nodes and its RunCancelled event.
+ */
+import { events, nodes, runs, WAITING_STATUSES, type SmithersDb } from "../db/index.ts";
+import { SmithersError } from "../errors/index.ts";
+
+export type CancelOutcome = { runId: string; status: "cancel-requested" | "cancelled" };
+
+const ENDED = new Set(["finished", "failed", "cancelled", "continued"]);
+
+/**
+ * Asks run `runId` to stop. RUN_NOT_FOUND for no such run, RUN_ENDED for one that already ended.
+ * @example
+ * await requestCancel(db, "r1"); // { runId: "r1", status: "cancel-requested" }
+ */
+export function requestCancel(db: SmithersDb, runId: string, nowMs: number = Date.now()): Promise<CancelOutcome> {
+  return db.withTransaction("requestCancel", (d) => {
+    const run = runs.readRun(d, runId);
+    if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
+    if (ENDED.has(run.status)) throw new SmithersError("RUN_ENDED", `Run "${runId}" already ended (${run.status})`, { runId, status: run.status });
+    if ((WAITING_STATUSES as readonly string[]).includes(run.status)) {
+      nodes.resetNodes(d, runId, [...WAITING_STATUSES], "cancelled", nowMs);
+      runs.setRunFields(d, runId, { status: "cancelled", finishedAtMs: nowMs, cancelRequestedAtMs: nowMs, wakeAtMs: null });
+      events.insertEventsIn(d, [{ runId, timestampMs: nowMs, type: "RunCancelled", payloadJson: JSON.stringify({ status: "cancelled" }) }], { dedupe: false });
+      return { runId, status: "cancelled" };
+    }
+    runs.setRunFields(d, runId, { cancelRequestedAtMs: run.cancelRequestedAtMs ?? nowMs });
+    return { runId, status: "cancel-requested" };
+  });
+}

@@ -1,0 +1,61 @@
+/** requestCancel: a running run stops at its next heartbeat; a waiting run is cancelled at once; ended runs refuse. */
+import { describe, expect, test } from "bun:test";
+import { z } from "zod";
+import { approvalDecisionSchema, createSmithers, runWorkflow } from "../../src/index.ts";
+import { requestCancel } from "../../src/engine/index.ts";
+import { rejection, sleepUnlessAborted, sql, tempDbPath } from "../helpers.ts";
+
+describe("requestCancel", () => {
+  test("a running run is asked; its owner cancels at the next heartbeat, the attempt ends cancelled", async () => {
+    const dbPath = tempDbPath();
+    const { smithers, Workflow, Task, outputs, smithersDb } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="long">
+        <Task id="slow" output={outputs.out}>
+          {async (ctx) => {
+            await sleepUnlessAborted(60_000, ctx.signal);
+            return { n: 1 };
+          }}
+        </Task>
+      </Workflow>
+    ));
+    const running = runWorkflow(wf, {
+      runId: "r",
+      onEvent: (e) => {
+        if (e.type === "NodeStarted") void requestCancel(smithersDb, "r");
+      },
+    });
+    const started = Date.now();
+    const result = await running;
+    expect(result.status).toBe("cancelled");
+    expect(Date.now() - started).toBeLessThan(7_000); // within one heartbeat (5 s)
+    expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "cancelled" }]);
+    expect((await rejection(requestCancel(smithersDb, "r"))).code).toBe("RUN_ENDED");
+    expect((await rejection(requestCancel(smithersDb, "nope"))).code).toBe("RUN_NOT_FOUND");
+    // Resuming a cancelled run starts it again: the old request does not stop it.
+    const controller = new AbortController();
+    const again = runWorkflow(wf, {
+      runId: "r",
+      resume: true,
+      signal: controller.signal,
+      onEvent: (e) => e.type === "NodeStarted" && setTimeout(() => controller.abort(), 50),
+    });
+    expect((await again).status).toBe("cancelled");
+    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_attempts")).toEqual([{ n: 2 }]);
+  }, 15_000);
+
+  test("a waiting run is cancelled at once, with its waiting node and a RunCancelled event", async () => {
+    const dbPath = tempDbPath();
+    const { smithers, Workflow, Approval, outputs, smithersDb } = createSmithers({ approval: approvalDecisionSchema }, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="gate">
+        <Approval id="ok" output={outputs.approval} request={{ title: "ok?" }} />
+      </Workflow>
+    ));
+    expect((await runWorkflow(wf, { runId: "w" })).status).toBe("waiting-approval");
+    expect(await requestCancel(smithersDb, "w")).toEqual({ runId: "w", status: "cancelled" });
+    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "cancelled" }]);
+    expect(sql(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "cancelled" }]);
+    expect(sql<{ type: string }>(dbPath, "SELECT type FROM _smithers_events ORDER BY seq DESC LIMIT 1")).toEqual([{ type: "RunCancelled" }]);
+  });
+});
