@@ -37,8 +37,6 @@ export type ServerOptions = {
   pollMs?: number;
   /** Keep-alive comment interval of a quiet SSE stream (default 5 s). */
   heartbeatMs?: number;
-  /** Cancels a run (the engine's cancel request); without it POST /runs/:id/cancel answers 500. */
-  cancel?: (db: SmithersDb, runId: string) => Promise<unknown>;
   onError?: (runId: string, error: unknown) => void;
 };
 
@@ -120,7 +118,6 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
     db,
     queue,
     follow: { db, pollMs: o.pollMs ?? 100, heartbeatMs: o.heartbeatMs ?? 5_000, waitForEvent },
-    ...(o.cancel ? { cancel: o.cancel } : {}),
   });
 
   let server: ReturnType<typeof Bun.serve> | undefined;

@@ -26,6 +26,7 @@ export type RunQueueOptions = {
 
 export class RunQueue {
   private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly aborts = new Map<string, AbortController>();
   private stopped = false;
   private pumping = false;
   private again = false;
@@ -103,6 +104,13 @@ export class RunQueue {
     if (drain) await Promise.allSettled([...this.inFlight.values()]);
   }
 
+  /** Cancels a run this server executes now, without waiting for its next heartbeat; false when it runs elsewhere (or not at all). */
+  cancelLocal(runId: string): boolean {
+    const abort = this.aborts.get(runId);
+    abort?.abort();
+    return abort !== undefined;
+  }
+
   get running(): number {
     return this.inFlight.size;
   }
@@ -137,6 +145,8 @@ export class RunQueue {
   }
 
   private async execute(row: queue.QueueRow): Promise<void> {
+    const abort = new AbortController();
+    this.aborts.set(row.runId, abort);
     try {
       const target = this.o.workflows.get(row.workflowName);
       if (!target)
@@ -148,6 +158,7 @@ export class RunQueue {
         ...(exists || row.inputJson === null ? {} : { input: JSON.parse(row.inputJson) }),
         dbPath: this.o.dbPath,
         workflowPath: target.path,
+        signal: abort.signal,
         onEvent: () => this.o.onEvent(row.runId),
       });
       // Ended, or stopped to wait (the daemon or POST /runs/:id/resume continues it).
@@ -157,6 +168,7 @@ export class RunQueue {
       if (error instanceof SmithersError && error.code !== "DB_WRITE_FAILED" && error.code !== "DB_CLOSED")
         await queue.remove(this.o.db, row.runId).catch(() => undefined);
     } finally {
+      this.aborts.delete(row.runId);
       this.o.onEvent(row.runId);
     }
   }

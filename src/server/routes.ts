@@ -2,7 +2,7 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { queue, runs, type SmithersDb } from "../db/index.ts";
-import { answerHuman, approve, deny, sendSignal } from "../engine/index.ts";
+import { answerHuman, approve, deny, requestCancel, sendSignal } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { inspectRun } from "../cli/inspect.ts";
 import type { RunQueue } from "./queue.ts";
@@ -64,10 +64,7 @@ async function knownRun(db: SmithersDb, runId: string): Promise<{ run?: runs.Run
   throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}"`, { runId });
 }
 
-export function registerRoutes(
-  app: Hono,
-  o: { db: SmithersDb; queue: RunQueue; follow: FollowOptions; cancel?: (db: SmithersDb, runId: string) => Promise<unknown> },
-): void {
+export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; follow: FollowOptions }): void {
   const { db } = o;
 
   app.post("/runs", async (c) => {
@@ -141,9 +138,12 @@ export function registerRoutes(
   app.post("/runs/:id/cancel", async (c) => {
     const runId = c.req.param("id");
     await knownRun(db, runId);
-    if (!o.cancel) throw new SmithersError("ENGINE_ERROR", "Cancelling over HTTP is not available in this build");
-    await o.cancel(db, runId);
-    return c.json({ runId, cancelRequested: true }, 202);
+    // A request that has not started is simply dropped: the run never existed.
+    if (await queue.removeWaiting(db, runId)) return c.json({ runId, status: "cancelled" }, 200);
+    const outcome = await requestCancel(db, runId);
+    // Its owner would see the request at its next heartbeat; when that owner is this server, stop it now.
+    if (outcome.status === "cancel-requested") o.queue.cancelLocal(runId);
+    return c.json(outcome, outcome.status === "cancelled" ? 200 : 202);
   });
 }
 

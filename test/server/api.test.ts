@@ -89,3 +89,33 @@ describe("smithers serve API", () => {
     expect((await post(`${url}/human/nope:a:0:0/answer`, { data: {} })).status).toBe(404);
   });
 });
+
+describe("POST /runs/:id/cancel", () => {
+  test("a request still queued is dropped: 200 cancelled, and the run is then unknown", async () => {
+    const { url, dbPath } = await serve({ maxConcurrent: 0 });
+    await post(`${url}/runs`, { workflow: "steps", runId: "q" });
+    const res = await post(`${url}/runs/q/cancel`, {});
+    expect([res.status, await res.json()]).toEqual([200, { runId: "q", status: "cancelled" }]);
+    expect((await fetch(`${url}/runs/q`)).status).toBe(404);
+    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_queue")).toEqual([{ n: 0 }]);
+  });
+
+  test("a waiting run is cancelled at once; cancelling it again is 409 RUN_ENDED", async () => {
+    const { url } = await serve();
+    await post(`${url}/runs`, { workflow: "gate", runId: "w" });
+    await waitForStatus(url, "w", ["waiting-approval"]);
+    const res = await post(`${url}/runs/w/cancel`, {});
+    expect([res.status, ((await res.json()) as { status: string }).status]).toEqual([200, "cancelled"]);
+    const again = await post(`${url}/runs/w/cancel`, {});
+    expect([again.status, ((await again.json()) as { code: string }).code]).toEqual([409, "RUN_ENDED"]);
+  });
+
+  test("a running run is asked to stop (202) and ends cancelled", async () => {
+    const { url } = await serve();
+    await post(`${url}/runs`, { workflow: "steps", input: { delayMs: 400 }, runId: "slow" });
+    await waitForStatus(url, "slow", ["running"]);
+    const res = await post(`${url}/runs/slow/cancel`, {});
+    expect([res.status, ((await res.json()) as { status: string }).status]).toEqual([202, "cancel-requested"]);
+    expect(await waitForStatus(url, "slow", ["cancelled", "finished", "failed"], 15_000)).toBe("cancelled");
+  }, 20_000);
+});

@@ -99,3 +99,17 @@ export function countWaiting(db: SmithersDb): Promise<number> {
 export function getRequest(db: SmithersDb, runId: string): Promise<QueueRow | undefined> {
   return db.read("getQueuedRun", (d) => d.select().from(smithersQueue).where(eq(smithersQueue.runId, runId)).get());
 }
+
+/** Drops a request that has not started; true when there was one. */
+export function removeWaiting(db: SmithersDb, runId: string): Promise<boolean> {
+  return db.write(
+    "dropQueuedRun",
+    (d) =>
+      changedRows(
+        d
+          .delete(smithersQueue)
+          .where(and(eq(smithersQueue.runId, runId), isNull(smithersQueue.startedAtMs)))
+          .run(),
+      ) > 0,
+  );
+}
