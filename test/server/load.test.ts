@@ -30,7 +30,7 @@ describe("smithers serve under load", () => {
     const dbPath = tempDbPath();
     const { url } = await spawnServer(dbPath, "--queue-capacity", "5", "--max-concurrent", "1");
     const answers = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => post(`${url}/runs`, { workflow: "steps", input: { delayMs: 10 }, runId: `load-${i}` })),
+      Array.from({ length: 30 }, (_, i) => post(`${url}/runs`, { workflow: "steps", input: { delayMs: 80 }, runId: `load-${i}` })),
     );
     const accepted = answers.filter((r) => r.status === 202);
     const refused = answers.filter((r) => r.status === 503);
