@@ -4,6 +4,8 @@ export { sendSignal, humanInbox, answerHuman, cancelHuman, requestCancel } from 
 export type { SendSignalOptions, SentSignal, InboxItem, AnswerOptions } from "./engine/index.ts";
 export { addCron, listCrons, removeCron, fireDueCrons, cronRunId } from "./engine/index.ts";
 export type { AddCronOptions, CronSchedule, CronFire, FireDueCronsOptions } from "./engine/index.ts";
+export { pruneRuns } from "./engine/index.ts";
+export type { PruneOptions, PruneReport, PrunedRun } from "./engine/index.ts";
 export type {
   SmithersWorkflow,
   CreateSmithersOptions,

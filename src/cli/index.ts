@@ -18,6 +18,7 @@ import { cronCommand } from "./cron.ts";
 import { signalCommand } from "./signal.ts";
 import { humanCommand } from "./human.ts";
 import { serveCommand } from "./serve.ts";
+import { pruneCommand } from "./prune.ts";
 
 export { EXIT };
 
@@ -35,6 +36,7 @@ const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID
        smithers cron list [--json] [--db PATH]
        smithers cron rm <id> [--db PATH]
        smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token T] [--queue-capacity N] [--max-concurrent N]
+       smithers prune [--older-than 7d] [--dry-run] [--vacuum] [--json] [--db PATH]
 
 up          runs a workflow to completion, printing a line as each task starts and finishes;
             exit 3 when it stops to wait for an approval, a human answer, a signal or a timer
@@ -85,6 +87,11 @@ serve       the HTTP API: start runs of the workflows in --workflows DIR (each *
   --token T             require Authorization: Bearer T (default: $SMITHERS_TOKEN)
   --queue-capacity N    runs that may wait to start (default 1024); more are answered 503
   --max-concurrent N    runs executing at once (default 4)
+prune       removes the frames and events of runs that ended (finished, failed, cancelled,
+            continued) more than --older-than ago (default 7d), keeping frame 0, the last frame
+            (stored whole), the first and last event and every output row; never a running or
+            waiting run. Reports what went and the bytes freed (--vacuum: VACUUM so the file shrinks;
+            --dry-run: report only; --json: the report as JSON)
 Every --db defaults to the SMITHERS_DB_PATH environment variable when it is set.`;
 
 /** The usage line of `command` (the whole synopsis when the command is unknown). */
@@ -245,6 +252,7 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
   signal: (args, io) => signalCommand(args, io),
   human: (args, io) => humanCommand(args, io),
   serve: (args, io, signals) => serveCommand(args, io, signals.cancel),
+  prune: (args, io) => pruneCommand(args, io),
 };
 
 /** Runs the CLI with `argv` (without the runtime and script) and returns the exit code. */

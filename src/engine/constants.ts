@@ -65,3 +65,6 @@ export const OUTPUT_FLUSH_MS = 200;
 
 /** The longest text one NodeOutput event holds; a longer piece is cut with "…". */
 export const OUTPUT_TEXT_MAX = 8_000;
+
+/** `smithers prune` without --older-than: runs that ended more than this long ago (7 days). */
+export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60_000;

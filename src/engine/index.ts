@@ -36,3 +36,4 @@ export {
 } from "./frames.ts";
 export { validateInput } from "./run-setup.ts";
 export { requestCancel, type CancelOutcome } from "./cancel.ts";
+export { pruneRuns, type PruneOptions, type PruneReport, type PrunedRun } from "./retention.ts";
