@@ -34,8 +34,8 @@ describe("package", () => {
     expect(runtime.Fragment).toBe(dev.Fragment);
   });
 
-  test("depends on drizzle-orm, zod 4, effect, fast-xml-parser, croner, @mdx-js/mdx, ai and diff, and not on React", () => {
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(["@mdx-js/mdx", "ai", "croner", "diff", "drizzle-orm", "effect", "fast-xml-parser", "zod"]);
+  test("depends on drizzle-orm, zod 4, effect, fast-xml-parser, croner, @mdx-js/mdx, ai, diff and hono, and not on React", () => {
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(["@mdx-js/mdx", "ai", "croner", "diff", "drizzle-orm", "effect", "fast-xml-parser", "hono", "zod"]);
     expect(pkg.dependencies.zod).toMatch(/^\^4/);
     expect(JSON.stringify(pkg)).not.toContain("react");
   });

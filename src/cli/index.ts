@@ -31,6 +31,7 @@ import { decideCommand } from "./approve.ts";
 import { cronCommand } from "./cron.ts";
 import { signalCommand } from "./signal.ts";
 import { humanCommand } from "./human.ts";
+import { serveCommand } from "./serve.ts";
 import { pruneCommand } from "./prune.ts";
 import { psCommand } from "./ps.ts";
 import { eventsCommand } from "./events.ts";
@@ -56,6 +57,7 @@ const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID
        smithers cron add <workflow.tsx> --schedule "<expr>" [--input JSON] [--tz ZONE] [--id ID] [--db PATH]
        smithers cron list [--json] [--db PATH]
        smithers cron rm <id> [--db PATH]
+       smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token T] [--queue-capacity N] [--max-concurrent N] [--prune-older-than D]
        smithers prune [--older-than 7d] [--dry-run] [--vacuum] [--json] [--db PATH]
 
 up          runs a workflow to completion, printing a line as each task starts and finishes
@@ -120,6 +122,15 @@ human       list: the open <HumanTask> requests (inbox); answer: checked against
             cancel: the task fails with HUMAN_TASK_CANCELLED
 cron        schedules a workflow file on a cron pattern (5 or 6 fields, read in --tz, default UTC);
             supervise starts its due slots, each once; after downtime only the latest missed slot runs
+serve       the HTTP API: start runs of the workflows in --workflows DIR (each *.tsx by file name),
+            inspect, approve/deny, answer, signal, resume them, follow their events (SSE)
+  --port N              port (default 7331; 0: any free port; the URL is printed)
+  --host H              address (default 127.0.0.1; another needs --token)
+  --token T             require Authorization: Bearer T (default: $SMITHERS_TOKEN)
+  --queue-capacity N    runs that may wait to start (default 1024); more are answered 503
+  --max-concurrent N    runs executing at once (default 4)
+  --prune-older-than D  prune (as smithers prune) runs that ended longer ago than D, at start
+                        and every hour
 prune       removes the frames and events of runs that ended (finished, failed, cancelled,
             continued) more than --older-than ago (default 7d), keeping frame 0, the last frame
             (stored whole), the first and last event and every output row; never a running or
@@ -325,6 +336,7 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
   cron: (args, io) => cronCommand(args, io),
   signal: (args, io) => signalCommand(args, io),
   human: (args, io) => humanCommand(args, io),
+  serve: (args, io, signals) => serveCommand(args, io, signals.cancel),
   prune: (args, io) => pruneCommand(args, io),
   ps: (args, io) => psCommand(args, io),
   events: (args, io, signals) => eventsCommand(args, io, signals.cancel),

@@ -48,4 +48,5 @@ export {
 } from "./output-tables.ts";
 export type { SQLiteTable } from "drizzle-orm/sqlite-core";
 export * as frames from "./adapters/frames.ts";
+export * as queue from "./adapters/queue.ts";
 export * as retention from "./adapters/retention.ts";

@@ -1,5 +1,5 @@
 /**
- * The fifteen `_smithers_*` tables: the only definition of Smithers' own bookkeeping.
+ * The sixteen `_smithers_*` tables: the only definition of Smithers' own bookkeeping.
  * Column names follow the open-source Smithers layout so existing SQL keeps working.
  * Indexes exist for every lookup an adapter makes (see the adapter modules).
  */
@@ -333,6 +333,24 @@ export const smithersSignals = sqliteTable(
   ],
 );
 
+/**
+ * `_smithers_queue`: runs accepted by `smithers serve` and not yet done. A request is written
+ * here before it is acknowledged, so a crash after `202 Accepted` never loses it; the row goes
+ * once its run ends (or stops to wait). `started_at_ms` is set while a server executes it.
+ */
+export const smithersQueue = sqliteTable(
+  "_smithers_queue",
+  {
+    runId: text("run_id").primaryKey(),
+    workflowName: text("workflow_name").notNull(),
+    workflowPath: text("workflow_path").notNull(),
+    inputJson: text("input_json"),
+    enqueuedAtMs: integer("enqueued_at_ms").notNull(),
+    startedAtMs: integer("started_at_ms"),
+  },
+  (t) => [index("_smithers_queue_order_idx").on(t.startedAtMs, t.enqueuedAtMs)],
+);
+
 /** All internal tables, in creation order. */
 export const internalTables = {
   smithersRuns,
@@ -350,4 +368,5 @@ export const internalTables = {
   smithersScorers,
   smithersVectors,
   smithersSignals,
+  smithersQueue,
 } as const;

@@ -34,6 +34,7 @@ export const SmithersEventTypeSchema = z.enum([
   "HumanAnswered",
   "SubflowWaiting",
   "NodeOutput",
+  "RunRefused",
 ]);
 export type SmithersEventType = z.infer<typeof SmithersEventTypeSchema>;
 
@@ -122,7 +123,22 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
    * as it arrives) or `tool` (a tool it called: name and input, capped). At most OUTPUT_TEXT_MAX characters each.
    */
   variant(T.NodeOutput, { ...attempt, stream: z.enum(["text", "tool"]), text: z.string() }),
+  /**
+   * `smithers serve` refused to start a run: its queue held `waiting` runs (its `capacity`).
+   * Journalled under the server's pseudo-run `SERVER_RUN_ID`; `refusedRunId` is the run asked for.
+   */
+  variant(T.RunRefused, {
+    ...base,
+    refusedRunId: z.string(),
+    workflow: z.string(),
+    waiting: z.number().int(),
+    capacity: z.number().int(),
+    retryAfterSeconds: z.number().int(),
+  }),
 ]);
+
+/** The run id the server's own events (RunRefused) are journalled under. */
+export const SERVER_RUN_ID = "_server";
 export type SmithersEvent = z.infer<typeof SmithersEventSchema>;
 
 /** The event of one type. @example const e: EventOf<"NodeFailed"> = ...; e.error */

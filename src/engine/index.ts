@@ -2,7 +2,16 @@ export { createSmithers, isSmithersWorkflow, DEFAULT_DB_PATH, type SmithersWorkf
 export { runWorkflow, type RunOptions, type RunResult } from "./run-workflow.ts";
 export { decide, type Action, type Failure, type NodeStatus } from "./scheduler.ts";
 export { buildCtx, useCtx, type SmithersCtx, type OutputLookup } from "./ctx.ts";
-export { SmithersEventSchema, SmithersEventTypeSchema, type EventOf, type SmithersEvent, type SmithersEventType, type ToolCallReport } from "./events.ts";
+export {
+  SERVER_RUN_ID,
+  SmithersEventSchema,
+  SmithersEventTypeSchema,
+  type EventOf,
+  type SmithersEvent,
+  type SmithersEventType,
+  type ToolCallReport,
+} from "./events.ts";
+export { isOver, isWaiting } from "./states.ts";
 export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, type AttemptState, type RunStatus } from "./states.ts";
 export { EventBus } from "./event-bus.ts";
 export { supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
@@ -25,5 +34,6 @@ export {
   DEFAULT_KEYFRAME_POLICY,
   type KeyframePolicy,
 } from "./frames.ts";
+export { validateInput } from "./run-setup.ts";
 export { requestCancel, type CancelOutcome } from "./cancel.ts";
 export { pruneRuns, type PruneOptions, type PruneReport, type PrunedRun } from "./retention.ts";

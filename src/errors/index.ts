@@ -24,6 +24,9 @@ export const SMITHERS_ERROR_CODES = [
   "INVALID_CRON",
   "CRON_EXISTS",
   "CRON_NOT_FOUND",
+  // HTTP server
+  "UNAUTHORIZED",
+  "QUEUE_FULL",
   // execution
   "INVALID_OUTPUT",
   "AGENT_FAILED",

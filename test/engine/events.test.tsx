@@ -4,6 +4,8 @@ import { z } from "zod";
 import { answerHuman, approvalDecisionSchema, approve, createSmithers, runWorkflow, sendSignal, Subflow } from "../../src/index.ts";
 import { SmithersEventSchema, SmithersEventTypeSchema } from "../../src/engine/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
+import { openSmithersDb } from "../../src/db/index.ts";
+import { RunQueue } from "../../src/server/queue.ts";
 
 type EventRow = { run_id: string; seq: number; timestamp_ms: number; type: string; payload_json: string };
 
@@ -161,6 +163,21 @@ describe("SmithersEventSchema", () => {
     ));
     expect((await runWorkflow(talkative, { runId: "talkative" })).status).toBe("finished");
     expect((await runWorkflow(easy, { runId: "cache-hit" })).status).toBe("finished"); // a NodeFinished with cached: true
+
+    // `smithers serve` with a full queue journals a RunRefused under its pseudo-run.
+    const serverDb = openSmithersDb(dbPath);
+    const full = new RunQueue({
+      db: serverDb,
+      dbPath,
+      workflows: new Map([["easy", { name: "easy", path: "easy.tsx", workflow: easy }]]),
+      capacity: 0,
+      maxConcurrent: 1,
+      retryAfterSeconds: 1,
+      onEvent: () => undefined,
+      onError: () => undefined,
+    });
+    expect(await full.enqueue({ workflow: "easy", runId: "refused" }).catch((e: { code: string }) => e.code)).toBe("QUEUE_FULL");
+    await serverDb.close();
 
     const rows = sql<EventRow>(dbPath, "SELECT run_id, seq, timestamp_ms, type, payload_json FROM _smithers_events ORDER BY run_id, seq");
     const rejected = rows.flatMap((r) => {

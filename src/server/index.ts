@@ -1,0 +1,153 @@
+/**
+ * `smithers serve`: the HTTP API (Hono) over one database: start runs of registered workflows
+ * through a bounded, durable queue, inspect them, decide their waits, and follow their journals
+ * as server-sent events.
+ */
+import { readdirSync } from "node:fs";
+import { basename, extname, join, resolve } from "node:path";
+import { Hono } from "hono";
+import { openSmithersDb, type SmithersDb } from "../db/index.ts";
+import { loadWorkflowFile } from "../engine/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import { errorResponse } from "./errors.ts";
+import { RunQueue, type RegisteredWorkflow } from "./queue.ts";
+import { registerRoutes } from "./routes.ts";
+
+export { httpStatus } from "./errors.ts";
+export type { RegisteredWorkflow } from "./queue.ts";
+
+export const DEFAULT_QUEUE_CAPACITY = 1024;
+export const DEFAULT_MAX_CONCURRENT = 4;
+
+export type ServerOptions = {
+  dbPath: string;
+  /** Every `*.tsx` file here is registered under its file name (without extension). */
+  workflowsDir?: string;
+  /** Workflows registered directly (tests, embedding). */
+  workflows?: RegisteredWorkflow[];
+  /** When set, every request needs `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Runs that may wait to start (default 1024); one more is answered 503. */
+  queueCapacity?: number;
+  /** Runs executing at once (default 4). */
+  maxConcurrent?: number;
+  /** Retry-After of a 503 (default 1 s). */
+  retryAfterSeconds?: number;
+  /** How often an SSE stream looks for new events when nothing woke it (default 100 ms). */
+  pollMs?: number;
+  /** Keep-alive comment interval of a quiet SSE stream (default 5 s). */
+  heartbeatMs?: number;
+  onError?: (runId: string, error: unknown) => void;
+};
+
+export type SmithersServer = {
+  app: Hono;
+  db: SmithersDb;
+  queue: RunQueue;
+  /** Listens (port 0: any free port); resolves with the URL. Refuses a non-loopback host without a token. */
+  start(o?: { port?: number; host?: string }): Promise<{ url: string; port: number }>;
+  /** Stops listening and starting runs; with `drain` (default) waits for the runs in flight. */
+  stop(o?: { drain?: boolean }): Promise<void>;
+};
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/** Registers every `*.tsx` workflow file in `dir` by its file name. */
+export async function loadWorkflowsDir(dir: string): Promise<RegisteredWorkflow[]> {
+  const files = readdirSync(dir)
+    .filter((f) => extname(f) === ".tsx")
+    .sort();
+  return Promise.all(
+    files.map(async (f) => {
+      const path = resolve(join(dir, f));
+      return { name: basename(f, ".tsx"), path, workflow: await loadWorkflowFile(path) };
+    }),
+  );
+}
+
+export async function createServer(o: ServerOptions): Promise<SmithersServer> {
+  const dbPath = resolve(o.dbPath);
+  const db = openSmithersDb(dbPath);
+  const registered = [...(o.workflowsDir ? await loadWorkflowsDir(o.workflowsDir) : []), ...(o.workflows ?? [])];
+  const workflows = new Map(registered.map((w) => [w.name, w]));
+  const waiters = new Map<string, Set<() => void>>();
+  const wake = (runId: string) => {
+    const set = waiters.get(runId);
+    if (!set) return;
+    waiters.delete(runId);
+    for (const f of set) f();
+  };
+  const waitForEvent = (runId: string, ms: number) =>
+    new Promise<void>((done) => {
+      const set = waiters.get(runId) ?? new Set();
+      waiters.set(runId, set);
+      const finish = () => {
+        clearTimeout(timer);
+        set.delete(finish);
+        done();
+      };
+      const timer = setTimeout(finish, ms);
+      set.add(finish);
+    });
+  const queue = new RunQueue({
+    db,
+    dbPath,
+    workflows,
+    capacity: o.queueCapacity ?? DEFAULT_QUEUE_CAPACITY,
+    maxConcurrent: o.maxConcurrent ?? DEFAULT_MAX_CONCURRENT,
+    retryAfterSeconds: o.retryAfterSeconds ?? 1,
+    onEvent: wake,
+    onError: o.onError ?? ((runId, error) => console.error(`smithers serve: run ${runId || "(queue)"}:`, error)),
+  });
+
+  const app = new Hono();
+  app.onError((error, c) => errorResponse(c, error));
+  app.notFound((c) => c.json({ code: "NOT_FOUND", message: `No route ${c.req.method} ${c.req.path}` }, 404));
+  if (o.token !== undefined) {
+    const expected = `Bearer ${o.token}`;
+    app.use(async (c, next) => {
+      if (!sameText(c.req.header("Authorization") ?? "", expected)) {
+        return errorResponse(c, new SmithersError("UNAUTHORIZED", "Missing or wrong bearer token (Authorization: Bearer <token>)"));
+      }
+      await next();
+      return undefined;
+    });
+  }
+  app.get("/health", async (c) => c.json({ ok: true, running: queue.running }));
+  registerRoutes(app, {
+    db,
+    queue,
+    follow: { db, pollMs: o.pollMs ?? 100, heartbeatMs: o.heartbeatMs ?? 5_000, waitForEvent },
+  });
+
+  let server: ReturnType<typeof Bun.serve> | undefined;
+  return {
+    app,
+    db,
+    queue,
+    async start(s = {}) {
+      const host = s.host ?? "127.0.0.1";
+      if (o.token === undefined && !LOOPBACK.has(host)) {
+        throw new SmithersError("USAGE", `Refusing to listen on ${host} without a token: pass --token (or SMITHERS_TOKEN), or listen on 127.0.0.1`);
+      }
+      await queue.start();
+      // idleTimeout 0: an SSE stream may be quiet between keep-alives.
+      server = Bun.serve({ fetch: app.fetch, port: s.port ?? 0, hostname: host, idleTimeout: 0 });
+      const url = `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
+      return { url, port: server.port ?? 0 };
+    },
+    async stop(s = {}) {
+      await server?.stop(true);
+      await queue.stop(s.drain ?? true);
+      for (const runId of [...waiters.keys()]) wake(runId);
+      await db.close();
+    },
+  };
+}
+
+/** Compares in time independent of where the texts differ (a token check must not leak a prefix). */
+function sameText(a: string, b: string): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < b.length; i++) diff |= (a.charCodeAt(i) || 0) ^ b.charCodeAt(i);
+  return diff === 0;
+}

@@ -1,0 +1,152 @@
+/** The HTTP API's routes: thin adapters from requests (validated with Zod) to engine and db calls. */
+import type { Context, Hono } from "hono";
+import { z } from "zod";
+import { queue, runs, type SmithersDb } from "../db/index.ts";
+import { answerHuman, approve, deny, requestCancel, sendSignal } from "../engine/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import { inspectRun } from "../cli/inspect.ts";
+import type { RunQueue } from "./queue.ts";
+import { followRun, startSeq, type FollowOptions } from "./sse.ts";
+
+const StartRunBody = z.strictObject({ workflow: z.string().min(1), input: z.unknown().optional(), runId: z.string().min(1).optional() });
+const DecideBody = z.strictObject({
+  node: z.string().optional(),
+  iteration: z.number().int().nonnegative().optional(),
+  note: z.string().optional(),
+  by: z.string().optional(),
+  select: z.string().optional(),
+  rank: z.array(z.string()).optional(),
+});
+const AnswerBody = z.strictObject({ data: z.unknown(), by: z.string().optional() });
+const SignalBody = z.strictObject({
+  name: z.string().min(1),
+  data: z.unknown().optional(),
+  correlationId: z.string().optional(),
+  dedupeKey: z.string().optional(),
+  by: z.string().optional(),
+});
+const ListQuery = z.object({ status: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).optional() });
+
+/** The request's JSON body checked against `schema` (an empty body is `{}`); INVALID_INPUT otherwise. */
+async function body<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
+  const text = await c.req.text();
+  let value: unknown = {};
+  if (text.trim() !== "") {
+    try {
+      value = JSON.parse(text);
+    } catch (cause) {
+      throw new SmithersError("INVALID_INPUT", `The request body is not JSON: ${(cause as Error).message}`, { cause });
+    }
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new SmithersError("INVALID_INPUT", `Invalid request body: ${z.prettifyError(parsed.error)}`, { issues: parsed.error.issues });
+  return parsed.data;
+}
+
+/** A queued request as a run summary (it has no run row yet). */
+const queuedRun = (q: queue.QueueRow) => ({ runId: q.runId, workflow: q.workflowName, status: "queued", createdAtMs: q.enqueuedAtMs });
+
+const runSummary = (r: runs.RunRow) => ({
+  runId: r.runId,
+  workflow: r.workflowName,
+  status: r.status,
+  createdAtMs: r.createdAtMs,
+  finishedAtMs: r.finishedAtMs,
+  parentRunId: r.parentRunId,
+});
+
+/** 404 unless the run is stored or queued. */
+async function knownRun(db: SmithersDb, runId: string): Promise<{ run?: runs.RunRow; queued?: queue.QueueRow }> {
+  const run = await runs.getRun(db, runId);
+  if (run) return { run };
+  const queued = await queue.getRequest(db, runId); // accepted, or claimed and not yet set up
+  if (queued) return { queued };
+  throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}"`, { runId });
+}
+
+export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; follow: FollowOptions }): void {
+  const { db } = o;
+
+  app.post("/runs", async (c) => {
+    const b = await body(c, StartRunBody);
+    const runId = b.runId ?? crypto.randomUUID();
+    await o.queue.enqueue({ workflow: b.workflow, runId, input: b.input });
+    return c.json({ runId, status: "queued" }, 202);
+  });
+
+  app.get("/runs", async (c) => {
+    const q = ListQuery.safeParse(c.req.query());
+    if (!q.success) throw new SmithersError("INVALID_INPUT", `Invalid query: ${z.prettifyError(q.error)}`);
+    const limit = q.data.limit ?? 100;
+    const status = q.data.status;
+    const queued = status === undefined || status === "queued" ? (await queue.listWaiting(db)).map(queuedRun) : [];
+    const stored = status === "queued" ? [] : (await runs.listRecentRuns(db, { ...(status ? { status } : {}), limit })).map(runSummary);
+    return c.json({ runs: [...queued, ...stored].slice(0, limit) });
+  });
+
+  app.get("/runs/:id", async (c) => {
+    const found = await knownRun(db, c.req.param("id"));
+    if (found.queued) return c.json({ ...queuedRun(found.queued), nodes: [], usage: null });
+    return c.json(await inspectRun(db, c.req.param("id")));
+  });
+
+  app.get("/runs/:id/events", async (c) => {
+    const runId = c.req.param("id");
+    await knownRun(db, runId);
+    const after = startSeq(c.req.header("Last-Event-ID"), c.req.query("afterSeq"));
+    if (after === undefined) throw new SmithersError("INVALID_INPUT", "afterSeq and Last-Event-ID must be an integer >= -1");
+    return followRun(c, o.follow, runId, after);
+  });
+
+  for (const verb of ["approve", "deny"] as const) {
+    app.post(`/runs/:id/${verb}`, async (c) => {
+      const b = await body(c, DecideBody);
+      const options = {
+        runId: c.req.param("id"),
+        ...(b.node !== undefined ? { nodeId: b.node } : {}),
+        ...(b.iteration !== undefined ? { iteration: b.iteration } : {}),
+        ...(b.by !== undefined ? { by: b.by } : {}),
+        ...(b.note !== undefined ? { note: b.note } : {}),
+        ...(b.select !== undefined ? { selected: b.select } : {}),
+        ...(b.rank !== undefined ? { ranked: b.rank } : {}),
+      };
+      await knownRun(db, options.runId);
+      return c.json(await (verb === "approve" ? approve : deny)(db, options));
+    });
+  }
+
+  app.post("/human/:requestId/answer", async (c) => {
+    const b = await body(c, AnswerBody);
+    return c.json(await answerHuman(db, { requestId: c.req.param("requestId"), data: b.data, ...(b.by !== undefined ? { by: b.by } : {}) }));
+  });
+
+  app.post("/runs/:id/signals", async (c) => {
+    const b = await body(c, SignalBody);
+    const runId = c.req.param("id");
+    await knownRun(db, runId);
+    return c.json(await sendSignal(db, { runId, name: b.name, data: b.data, ...pick(b, ["correlationId", "dedupeKey", "by"]) }));
+  });
+
+  app.post("/runs/:id/resume", async (c) => {
+    const runId = c.req.param("id");
+    const { run } = await knownRun(db, runId);
+    if (!run) throw new SmithersError("RUN_EXISTS", `Run "${runId}" is queued already`, { runId });
+    await o.queue.enqueue({ workflow: o.queue.workflowOf(run).name, runId, resume: true });
+    return c.json({ runId, status: "queued" }, 202);
+  });
+
+  app.post("/runs/:id/cancel", async (c) => {
+    const runId = c.req.param("id");
+    await knownRun(db, runId);
+    // A request that has not started is simply dropped: the run never existed.
+    if (await queue.removeWaiting(db, runId)) return c.json({ runId, status: "cancelled" }, 200);
+    const outcome = await requestCancel(db, runId);
+    // Its owner would see the request at its next heartbeat; when that owner is this server, stop it now.
+    if (outcome.status === "cancel-requested") o.queue.cancelLocal(runId);
+    return c.json(outcome, outcome.status === "cancelled" ? 200 : 202);
+  });
+}
+
+function pick<T extends Record<string, unknown>, K extends keyof T>(o: T, keys: readonly K[]): Partial<Pick<T, K>> {
+  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]])) as Partial<Pick<T, K>>;
+}
