@@ -39,7 +39,7 @@ import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { decide, DecideMemo, failureIn, type Action, type ContinueFrom } from "./scheduler.ts";
 import { describeFailure, failureError } from "./failure.ts";
 import { createSuccessor } from "./continue-as-new.ts";
-import { isWaiting, type RunStatus, type WaitingStatus } from "./states.ts";
+import { isWaiting, WAITING_STATUSES, type RunStatus, type WaitingStatus } from "./states.ts";
 import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS, OUTPUT_FLUSH_MS, OUTPUT_TEXT_MAX, TIMER_WAIT_IN_PLACE_MS, WAIT_POLL_MS } from "./constants.ts";
 import { retryBudget, retryDelay } from "./retry.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
@@ -897,7 +897,7 @@ export class Run {
         this.fail(asRunError(error)); // the run still ends, failed, instead of staying `running`
       }
     }
-    const status: RunStatus = this.abort.signal.aborted
+    let status: RunStatus = this.abort.signal.aborted
       ? "cancelled"
       : this.failure
         ? "failed"
@@ -907,10 +907,16 @@ export class Run {
     let nextRunId: string | undefined;
     const error = status === "failed" && this.failure ? errorSummaryJson(this.failure) : undefined;
     const finishedAtMs = this.now();
+    const planned = status;
     try {
       await this.db.withTransaction("finishRun", (d) => {
         this.checkOwner(d);
+        status = planned; // (a retried transaction decides again)
+        // Asked to stop (smithers cancel) since its last heartbeat, and about to wait: it ends cancelled instead.
+        const cancelledInstead = isWaiting(status) && runs.readRun(d, runId)?.cancelRequestedAtMs != null;
+        if (cancelledInstead) status = "cancelled";
         for (const write of writes) write(d);
+        if (cancelledInstead) nodes.resetNodes(d, runId, [...WAITING_STATUSES], "cancelled", finishedAtMs);
         // Nothing is in flight any more: an attempt still `running` here is one the engine lost
         // track of (a bug), closed so a finished run never holds a running attempt.
         this.closeLeftRunning(d, finishedAtMs, new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));

@@ -26,6 +26,8 @@ export const SMITHERS_ERROR_CODES = [
   "CRON_NOT_FOUND",
   // HTTP server
   "UNAUTHORIZED",
+  "FORBIDDEN",
+  "UNSUPPORTED_MEDIA_TYPE",
   "QUEUE_FULL",
   // execution
   "INVALID_OUTPUT",

@@ -5,6 +5,9 @@ import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
 
 const STATUS: Partial<Record<SmithersErrorCode, ContentfulStatusCode>> = {
   UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  DB_WRITE_FAILED: 503,
   RUN_NOT_FOUND: 404,
   APPROVAL_NOT_FOUND: 404,
   HUMAN_REQUEST_NOT_FOUND: 404,

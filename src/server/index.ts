@@ -113,6 +113,22 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
       return undefined;
     });
   }
+  // Browsers may send simple cross-site requests to a loopback port, and a rebinding name can reach
+  // it as well: a request must name a loopback host, come from no other origin, and a POST must say
+  // it carries JSON (a cross-site form cannot, without a preflight). With a token, the token decides.
+  if (o.token === undefined) {
+    app.use(async (c, next) => {
+      const origin = c.req.header("Origin");
+      if (!loopbackHost(c.req.header("Host")) || (origin !== undefined && !loopbackOrigin(origin))) {
+        return errorResponse(c, new SmithersError("FORBIDDEN", "Without a token the server answers only requests addressed to and coming from loopback"));
+      }
+      if (c.req.method === "POST" && !(c.req.header("Content-Type") ?? "").toLowerCase().startsWith("application/json")) {
+        return errorResponse(c, new SmithersError("UNSUPPORTED_MEDIA_TYPE", "POST bodies must be application/json"));
+      }
+      await next();
+      return undefined;
+    });
+  }
   app.get("/health", async (c) => c.json({ ok: true, running: queue.running }));
   registerRoutes(app, {
     db,
@@ -150,4 +166,21 @@ function sameText(a: string, b: string): boolean {
   let diff = a.length ^ b.length;
   for (let i = 0; i < b.length; i++) diff |= (a.charCodeAt(i) || 0) ^ b.charCodeAt(i);
   return diff === 0;
+}
+
+const LOOPBACK_NAMES = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
+
+/** A Host header naming a loopback address (any port). */
+function loopbackHost(host: string | undefined): boolean {
+  if (host === undefined) return false;
+  const name = host.startsWith("[") ? host.slice(0, host.indexOf("]") + 1) : (host.split(":")[0] ?? "");
+  return LOOPBACK_NAMES.has(name.toLowerCase());
+}
+
+function loopbackOrigin(origin: string): boolean {
+  try {
+    return LOOPBACK_NAMES.has(new URL(origin).hostname.toLowerCase());
+  } catch {
+    return false;
+  }
 }

@@ -2,7 +2,8 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { queue, runs, type SmithersDb } from "../db/index.ts";
-import { answerHuman, approve, deny, requestCancel, sendSignal } from "../engine/index.ts";
+import { answerHuman, approve, deny, isOver, requestCancel, sendSignal } from "../engine/index.ts";
+import { ownerAlive } from "../engine/run-setup.ts";
 import { SmithersError } from "../errors/index.ts";
 import { inspectRun } from "../cli/inspect.ts";
 import type { RunQueue } from "./queue.ts";
@@ -131,15 +132,21 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
     const runId = c.req.param("id");
     const { run } = await knownRun(db, runId);
     if (!run) throw new SmithersError("RUN_EXISTS", `Run "${runId}" is queued already`, { runId });
+    // Refused now rather than accepted and dropped by the worker.
+    if (run.status === "running" && ownerAlive(run.runtimeOwnerId, run.heartbeatAtMs, Date.now())) {
+      throw new SmithersError("RUN_STILL_RUNNING", `Run "${runId}" is running in process ${run.runtimeOwnerId}`, { runId });
+    }
     await o.queue.enqueue({ workflow: o.queue.workflowOf(run).name, runId, resume: true });
     return c.json({ runId, status: "queued" }, 202);
   });
 
   app.post("/runs/:id/cancel", async (c) => {
     const runId = c.req.param("id");
-    await knownRun(db, runId);
-    // A request that has not started is simply dropped: the run never existed.
-    if (await queue.removeWaiting(db, runId)) return c.json({ runId, status: "cancelled" }, 200);
+    const known = await knownRun(db, runId);
+    // A request that has not started is dropped; when it is a resume of a stored run, that run is cancelled too.
+    const dropped = await queue.removeWaiting(db, runId);
+    if (dropped && !known.run) return c.json({ runId, status: "cancelled" }, 200);
+    if (dropped && known.run && isOver(known.run.status)) return c.json({ runId, status: known.run.status }, 200); // its queued resume is gone
     const outcome = await requestCancel(db, runId);
     // Its owner would see the request at its next heartbeat; when that owner is this server, stop it now.
     if (outcome.status === "cancel-requested") o.queue.cancelLocal(runId);

@@ -44,7 +44,8 @@ export function followRun(c: Context, o: FollowOptions, runId: string, after: nu
     while (!stream.aborted) {
       // Status first: events committed before the run ended are visible to the read after it.
       const run = await runs.getRun(o.db, runId);
-      const over = run !== undefined && isOver(run.status) && (await queue.listWaiting(o.db, runId)).length === 0;
+      // (a claimed request that has not written its run row yet counts as pending too)
+      const over = run !== undefined && isOver(run.status) && (await queue.getRequest(o.db, runId)) === undefined;
       let page: events.EventRow[];
       do {
         page = await events.listEventHistory(o.db, { runId, afterSeq: last, limit: PAGE });

@@ -58,4 +58,29 @@ describe("requestCancel", () => {
     expect(sql(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "cancelled" }]);
     expect(sql<{ type: string }>(dbPath, "SELECT type FROM _smithers_events ORDER BY seq DESC LIMIT 1")).toEqual([{ type: "RunCancelled" }]);
   });
+
+  test("a run asked to stop before its next heartbeat that then stops to wait ends cancelled, not waiting", async () => {
+    const dbPath = tempDbPath();
+    const { smithers, Workflow, Task, Approval, outputs, smithersDb } = createSmithers(
+      { out: z.object({ n: z.number() }), approval: approvalDecisionSchema },
+      { dbPath },
+    );
+    const wf = smithers(() => (
+      <Workflow name="then-wait">
+        <Task id="work" output={outputs.out}>
+          {async () => {
+            await requestCancel(smithersDb, "s"); // from "another process", well before a heartbeat
+            return { n: 1 };
+          }}
+        </Task>
+        <Approval id="ok" output={outputs.approval} request={{ title: "ok?" }} dependsOn={["work"]} />
+      </Workflow>
+    ));
+    expect((await runWorkflow(wf, { runId: "s" })).status).toBe("cancelled");
+    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "cancelled" }]);
+    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+      { node_id: "ok", state: "cancelled" },
+      { node_id: "work", state: "finished" },
+    ]);
+  });
 });
