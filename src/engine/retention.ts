@@ -10,6 +10,7 @@ import { retention, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { DEFAULT_RETENTION_MS } from "./constants.ts";
 import { clearFrameCache, readFrameXml } from "./frames.ts";
+import { SERVER_RUN_ID } from "./events.ts";
 
 export type PruneOptions = {
   /** Prune runs that ended at least this long before `nowMs` (default 7 days). */
@@ -90,6 +91,8 @@ export async function pruneRuns(db: SmithersDb, options: PruneOptions = {}): Pro
       report.rowBytes += outcome.rowBytes;
     }
   }
+  // The server's refusals (RunRefused under its pseudo-run) have no run to end: they go by age.
+  report.eventsRemoved += await retention.pruneEventsBefore(db, SERVER_RUN_ID, cutoffMs, dryRun);
   if (dryRun) return report;
   // Cached trees of deleted frames would otherwise still be served.
   if (report.runs.length > 0) clearFrameCache();

@@ -3,8 +3,8 @@ import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { statSync } from "node:fs";
 import { z } from "zod";
-import { openSmithersDb, type SmithersDb } from "../../src/db/index.ts";
-import { clearFrameCache, readFrameXml } from "../../src/engine/index.ts";
+import { events, openSmithersDb, type SmithersDb } from "../../src/db/index.ts";
+import { clearFrameCache, readFrameXml, SERVER_RUN_ID } from "../../src/engine/index.ts";
 import { createSmithers, pruneRuns, runWorkflow } from "../../src/index.ts";
 import { sql, tempDbPath } from "../helpers.ts";
 
@@ -203,4 +203,20 @@ describe("output storage", () => {
     expect(frameBytes).toBeLessThan(10_000);
     expect(eventBytes).toBeLessThan(10_000);
   });
+});
+
+test("the server's old refusal events (pseudo-run _server) go by age; recent ones stay", async () => {
+  const dbPath = tempDbPath();
+  const db = openSmithersDb(dbPath);
+  const nowMs = Date.now();
+  const day = 24 * 60 * 60 * 1000;
+  await events.insertEvents(db, [
+    { runId: SERVER_RUN_ID, timestampMs: nowMs - 10 * day, type: "RunRefused", payloadJson: "{}" },
+    { runId: SERVER_RUN_ID, timestampMs: nowMs - 9 * day, type: "RunRefused", payloadJson: '{"n":2}' },
+    { runId: SERVER_RUN_ID, timestampMs: nowMs - 1000, type: "RunRefused", payloadJson: '{"n":3}' },
+  ]);
+  expect((await pruneRuns(db, { olderThanMs: 7 * day, dryRun: true, nowMs })).eventsRemoved).toBe(2);
+  expect((await pruneRuns(db, { olderThanMs: 7 * day, nowMs })).eventsRemoved).toBe(2);
+  expect(sql(dbPath, "SELECT payload_json FROM _smithers_events")).toEqual([{ payload_json: '{"n":3}' }]);
+  await db.close();
 });

@@ -150,3 +150,10 @@ export function vacuum(db: SmithersDb): Promise<void> {
     if (db.path !== ":memory:") db.sqlite.query("PRAGMA wal_checkpoint(TRUNCATE)").get();
   });
 }
+
+/** Deletes (or, with `dryRun`, counts) the events of `pseudoRunId` older than `beforeMs`: journals of no run, such as the server's refusals. */
+export function pruneEventsBefore(db: SmithersDb, pseudoRunId: string, beforeMs: number, dryRun: boolean): Promise<number> {
+  const where = and(eq(smithersEvents.runId, pseudoRunId), lt(smithersEvents.timestampMs, beforeMs));
+  if (dryRun) return db.read("countOldEvents", (d) => d.select({ n: count() }).from(smithersEvents).where(where).get()?.n ?? 0);
+  return db.write("pruneOldEvents", (d) => d.delete(smithersEvents).where(where).returning({ n: smithersEvents.seq }).all().length);
+}
