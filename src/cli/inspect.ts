@@ -52,15 +52,18 @@ type HumanRequestReport = {
   timeoutAtMs: number | null;
 };
 
-export type InspectReport = {
-  runId: string;
-  status: string;
-  workflowName: string;
-  workflowPath: string | null;
-  parentRunId: string | null;
-  createdAtMs: number;
-  startedAtMs: number | null;
-  finishedAtMs: number | null;
+/** What `inspect` and `ps` both show of a run: its row's identity and times. */
+export type RunHeader = Pick<
+  runs.RunRow,
+  "runId" | "status" | "workflowName" | "workflowPath" | "parentRunId" | "createdAtMs" | "startedAtMs" | "finishedAtMs"
+>;
+
+export function runHeader(r: runs.RunRow): RunHeader {
+  const { runId, status, workflowName, workflowPath, parentRunId, createdAtMs, startedAtMs, finishedAtMs } = r;
+  return { runId, status, workflowName, workflowPath, parentRunId, createdAtMs, startedAtMs, finishedAtMs };
+}
+
+export type InspectReport = RunHeader & {
   error: { code?: string; message?: string } | null;
   budget: { maxCostUsd?: number; maxTokens?: number } | null;
   /** The run's input as stored (fields of the `input` row), null when it stored none. */
@@ -115,14 +118,7 @@ export async function inspectRun(db: SmithersDb, runId: string): Promise<Inspect
   }
   const error = parseJson<{ code?: string; message?: string }>(run.errorJson);
   return {
-    runId: run.runId,
-    status: run.status,
-    workflowName: run.workflowName,
-    workflowPath: run.workflowPath,
-    parentRunId: run.parentRunId,
-    createdAtMs: run.createdAtMs,
-    startedAtMs: run.startedAtMs,
-    finishedAtMs: run.finishedAtMs,
+    ...runHeader(run),
     error: error ? { code: error.code, message: error.message } : null,
     budget: parseJson<{ budget?: InspectReport["budget"] }>(run.configJson)?.budget ?? null,
     input: input ?? null,

@@ -2,18 +2,11 @@
 import { parseArgs } from "node:util";
 import { attempts, nodes, runs, type SmithersDb } from "../db/index.ts";
 import { RunStatusSchema } from "../engine/index.ts";
+import { runHeader, type RunHeader } from "./inspect.ts";
 import { EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
 /** One run as `ps --json` prints it (an array of these). */
-export type RunSummary = {
-  runId: string;
-  status: string;
-  workflowName: string;
-  workflowPath: string | null;
-  parentRunId: string | null;
-  createdAtMs: number;
-  startedAtMs: number | null;
-  finishedAtMs: number | null;
+export type RunSummary = RunHeader & {
   /** finishedAtMs (or now, for a run not ended) minus startedAtMs; null before it started. */
   durationMs: number | null;
   /** Tasks that ended (finished, skipped, failed, cancelled) and all tasks the run has recorded. */
@@ -32,14 +25,7 @@ export async function listRunSummaries(db: SmithersDb, options: { status?: strin
   );
   const costs = await db.read("psUsage", (d) => new Map(rows.map((r) => [r.runId, attempts.sumRunUsage(d, r.runId).costUsd])));
   return rows.map((r) => ({
-    runId: r.runId,
-    status: r.status,
-    workflowName: r.workflowName,
-    workflowPath: r.workflowPath,
-    parentRunId: r.parentRunId,
-    createdAtMs: r.createdAtMs,
-    startedAtMs: r.startedAtMs,
-    finishedAtMs: r.finishedAtMs,
+    ...runHeader(r),
     durationMs: r.startedAtMs === null ? null : (r.finishedAtMs ?? nowMs) - r.startedAtMs,
     progress: progress.get(r.runId) ?? { done: 0, total: 0 },
     costUsd: costs.get(r.runId) ?? null,

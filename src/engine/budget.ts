@@ -112,6 +112,7 @@ export function addToTotals(
  * the limit could not be kept.
  */
 export function budgetStop(runId: string, budget: Budget, totals: UsageTotals, unpricedModel: string | undefined): SmithersError | undefined {
+  if (budget.maxCostUsd === undefined && budget.maxTokens === undefined) return undefined; // no limits: nothing to compute per start
   const tokens = totals.inputTokens + totals.outputTokens;
   const details = { runId, ...budget, spentUsd: totals.costUsd ?? 0, spentTokens: tokens };
   if (budget.maxTokens !== undefined && tokens >= budget.maxTokens) {

@@ -26,7 +26,7 @@ import { nodeKey } from "../jsx/index.ts";
 import type { NodeError, NodeStatus } from "./scheduler.ts";
 import { withContinuation } from "./continue-as-new.ts";
 import type { NodeState } from "./states.ts";
-import { normalizeUsage, priceUsage, type ModelPricing } from "../agents/index.ts";
+import { normalizeUsage, priceUsage, processStartTime, type ModelPricing } from "../agents/index.ts";
 import { addToTotals, carriedUsage, NO_USAGE, storedBudget, withBudget, type Budget } from "./budget.ts";
 
 export type TrackedNode = NodeStatus & {
@@ -73,7 +73,8 @@ export type RunSetup = {
   cancelRequested: boolean;
 };
 
-function stableJson(value: unknown): string {
+/** JSON with object keys sorted and undefined fields left out: the same text for equal values. */
+export function stableJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
   if (value && typeof value === "object" && !(value instanceof Date)) {
     const entries = Object.entries(value as Record<string, unknown>)
@@ -106,13 +107,11 @@ function pidAlive(pid: number): boolean {
 
 /** When process `pid` started (ms since the epoch, to about a second), where /proc tells; else undefined. */
 function processStartedAtMs(pid: number): number | undefined {
+  const ticks = Number(processStartTime(pid));
+  if (!Number.isFinite(ticks)) return undefined;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Field 22 (starttime, in clock ticks since boot) counts from after the parenthesised command name.
-    const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
     const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1]);
-    if (!Number.isFinite(ticks) || !Number.isFinite(bootSeconds)) return undefined;
-    return bootSeconds * 1000 + (ticks / CLOCK_TICKS_PER_SECOND) * 1000;
+    return Number.isFinite(bootSeconds) ? bootSeconds * 1000 + (ticks / CLOCK_TICKS_PER_SECOND) * 1000 : undefined;
   } catch {
     return undefined;
   }

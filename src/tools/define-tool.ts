@@ -7,6 +7,7 @@ import type { FlexibleSchema, Tool } from "ai";
 import type { z } from "zod";
 import { SmithersError, describeThrown, toSafeJson } from "../errors/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
+import { stableJson } from "../engine/run-setup.ts";
 import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TOOL_TIMEOUT_MS } from "./constants.ts";
 import { getToolContext, nextCallIndex, type ToolContext } from "./context.ts";
 import { outcomeUnknown, previousCall, recordedCall, recordedOutcome, recordedResult, throwIfStopped, type CallScope } from "./recorded-call.ts";
@@ -105,17 +106,6 @@ export function defineTool<S extends z.ZodType, O>(options: DefineToolOptions<S,
 /** 12 hex digits of SHA-256 over the input's JSON with sorted keys. */
 export function inputDigest(input: unknown): string {
   return new Bun.CryptoHasher("sha256").update(stableJson(input)).digest("hex").slice(0, 12);
-}
-
-function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
 }
 
 async function callTool<O>(options: DefineToolOptions<z.ZodType, O>, meta: DefinedToolMetadata, raw: unknown, callSignal?: AbortSignal): Promise<O> {

@@ -110,25 +110,24 @@ export function abandonRunningAttempts(
     .all();
 }
 
+type AttemptKey = { runId: string; nodeId: string; iteration: number; attempt: number };
+
+/** The row of one attempt (its primary key). */
+function attemptIs(key: AttemptKey) {
+  return and(
+    eq(smithersAttempts.runId, key.runId),
+    eq(smithersAttempts.nodeId, key.nodeId),
+    eq(smithersAttempts.iteration, key.iteration),
+    eq(smithersAttempts.attempt, key.attempt),
+  );
+}
+
 /** Records the agent subprocess a running attempt started (pid = its process group), for a resume to end it if the engine dies. */
-export function recordAgentProcess(
-  db: SmithersDb,
-  key: { runId: string; nodeId: string; iteration: number; attempt: number },
-  pid: number,
-  startTime: string | undefined,
-): Promise<void> {
+export function recordAgentProcess(db: SmithersDb, key: AttemptKey, pid: number, startTime: string | undefined): Promise<void> {
   return db.write("recordAgentProcess", (d) => {
     d.update(smithersAttempts)
       .set({ agentPid: pid, agentPidStart: startTime ?? null })
-      .where(
-        and(
-          eq(smithersAttempts.runId, key.runId),
-          eq(smithersAttempts.nodeId, key.nodeId),
-          eq(smithersAttempts.iteration, key.iteration),
-          eq(smithersAttempts.attempt, key.attempt),
-          eq(smithersAttempts.state, "running"),
-        ),
-      )
+      .where(and(attemptIs(key), eq(smithersAttempts.state, "running")))
       .run();
   });
 }
@@ -147,22 +146,12 @@ export function sumRunUsage(d: Drizzle, runId: string): UsageTotals {
     .from(smithersAttempts)
     .where(eq(smithersAttempts.runId, runId))
     .get();
-  return row ?? { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null };
+  return row ?? { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null }; // (an aggregate always has a row)
 }
 
 /** Stores costs priced after the fact (attempts recorded without one, priced on resume). */
-export function setAttemptCosts(d: Drizzle, costs: { runId: string; nodeId: string; iteration: number; attempt: number; costUsd: number }[]): void {
+export function setAttemptCosts(d: Drizzle, costs: (AttemptKey & { costUsd: number })[]): void {
   for (const c of costs) {
-    d.update(smithersAttempts)
-      .set({ costUsd: c.costUsd })
-      .where(
-        and(
-          eq(smithersAttempts.runId, c.runId),
-          eq(smithersAttempts.nodeId, c.nodeId),
-          eq(smithersAttempts.iteration, c.iteration),
-          eq(smithersAttempts.attempt, c.attempt),
-        ),
-      )
-      .run();
+    d.update(smithersAttempts).set({ costUsd: c.costUsd }).where(attemptIs(c)).run();
   }
 }
