@@ -23,7 +23,11 @@ export async function listRunSummaries(db: SmithersDb, options: { status?: strin
     db,
     rows.map((r) => r.runId),
   );
-  const costs = await db.read("psUsage", (d) => new Map(rows.map((r) => [r.runId, attempts.sumRunUsage(d, r.runId).costUsd])));
+  const costs = await db.read("psUsage", async (q) => {
+    const byRun = new Map<string, number | null>();
+    for (const r of rows) byRun.set(r.runId, (await attempts.sumRunUsage(q, r.runId)).costUsd);
+    return byRun;
+  });
   return rows.map((r) => ({
     ...runHeader(r),
     durationMs: r.startedAtMs === null ? null : (r.finishedAtMs ?? nowMs) - r.startedAtMs,

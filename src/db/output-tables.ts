@@ -3,15 +3,14 @@
  * reference, schema key, or custom Drizzle table) to its table, creates and forward-migrates
  * the tables, and reads/writes output rows.
  */
-import { cachedStatement } from "./adapters/shared.ts";
-import type { Database, SQLQueryBindings } from "bun:sqlite";
+import type { Database } from "bun:sqlite";
 import { and, eq, getTableColumns, getTableName, is } from "drizzle-orm";
 import { getTableConfig, SQLiteTable, type SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { addColumnStatement, createTableStatements, quoteIdentifier } from "./ddl.ts";
 import { camelToSnake, fieldColumns, zodToInputTable, zodToTable, type FieldColumn } from "./output-schema.ts";
-import type { Drizzle } from "./smithers-db.ts";
+import type { Sql } from "./sql.ts";
 
 export type OutputSchema = z.ZodObject;
 /** What `output=` (and every ctx lookup) names: a Zod schema by reference, a schema key or table name, or a custom Drizzle table. */
@@ -136,7 +135,7 @@ export class OutputRegistry {
 }
 
 /** Creates missing tables and adds missing columns (forward only); reports what it did not change. */
-export function migrateOutputTables(sqlite: Database, infos: OutputTableInfo[]): MigrationReport {
+export function migrateOutputTables(sqlite: Database, infos: readonly OutputTableInfo[]): MigrationReport {
   const report: MigrationReport = { created: [], added: [], typeChanges: [], removed: [] };
   const run = sqlite.transaction(() => {
     for (const info of infos) {
@@ -196,66 +195,80 @@ export function outputRowFor(info: OutputTableInfo, key: OutputKey, values: Reco
   return row;
 }
 
+type OutputWrite = { remove: string | undefined; hasIteration: boolean; insert: string; encode: (row: Record<string, unknown>) => unknown[] };
+
+const outputWrites = new WeakMap<OutputTableInfo, Map<string, OutputWrite>>();
+
+/** The statements that write one table's rows with this set of fields, built once per table and field list. */
+function outputWrite(info: OutputTableInfo, fields: readonly string[]): OutputWrite {
+  let byFields = outputWrites.get(info);
+  if (!byFields) outputWrites.set(info, (byFields = new Map()));
+  const key = fields.join(",");
+  let found = byFields.get(key);
+  if (found) return found;
+  const columns = getTableColumns(info.table);
+  const names = fields.map((f) => quoteIdentifier(columns[f]!.name));
+  const table = quoteIdentifier(info.tableName);
+  const hasIteration = columnsOf(info.table).some((c) => c.name === "iteration");
+  const insert = `INSERT INTO ${table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`;
+  // Each column's own encoder (JSON, boolean, timestamp) turns a value into what is stored; null
+  // stays NULL. PostgreSQL's driver reads these the same way (see pg/driver.ts).
+  const encoders = fields.map((f) => columns[f]!);
+  const encode = (r: Record<string, unknown>) =>
+    encoders.map((c, i) => {
+      const value = r[fields[i]!];
+      return value === null || value === undefined ? null : c.mapToDriverValue(value);
+    });
+  if (info.custom) {
+    const remove = `DELETE FROM ${table} WHERE run_id = ? AND node_id = ?${hasIteration ? " AND iteration = ?" : ""}`;
+    found = { remove, hasIteration, insert, encode };
+  } else {
+    // A generated table's key is (run_id, node_id, iteration): one upsert replaces the row.
+    const set = names.map((n) => `${n} = excluded.${n}`).join(", ");
+    found = { remove: undefined, hasIteration, insert: `${insert} ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET ${set}`, encode };
+  }
+  byFields.set(key, found);
+  return found;
+}
+
 /**
  * Replaces the row at `key` with `values` (already validated) and returns the row as stored
  * (every column by field name, absent ones null). Call inside a transaction.
  */
-export function writeOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey, values: Record<string, unknown>): Record<string, unknown> {
+export async function writeOutputRow(q: Sql, info: OutputTableInfo, key: OutputKey, values: Record<string, unknown>): Promise<Record<string, unknown>> {
   const row = outputRowFor(info, key, values);
-  const fields = Object.keys(row);
-  const statements = cachedStatement(d, `output:${info.tableName}:${fields.join(",")}`, () => {
-    const columns = getTableColumns(info.table);
-    const names = fields.map((f) => quoteIdentifier(columns[f]!.name));
-    const table = quoteIdentifier(info.tableName);
-    const hasIteration = columnsOf(info.table).some((c) => c.name === "iteration");
-    const insert = `INSERT INTO ${table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`;
-    // Each column's own encoder (JSON, boolean, timestamp) turns a value into what SQLite stores;
-    // null stays NULL.
-    const encoders = fields.map((f) => columns[f]!);
-    const encode = (r: Record<string, unknown>) =>
-      encoders.map((c, i) => {
-        const value = r[fields[i]!];
-        return (value === null || value === undefined ? null : c.mapToDriverValue(value)) as SQLQueryBindings;
-      });
-    if (info.custom) {
-      const remove = `DELETE FROM ${table} WHERE run_id = ? AND node_id = ?${hasIteration ? " AND iteration = ?" : ""}`;
-      return { remove: d.$client.prepare(remove), hasIteration, insert: d.$client.prepare(insert), encode };
-    }
-    // A generated table's key is (run_id, node_id, iteration): one upsert replaces the row.
-    const set = names.map((n) => `${n} = excluded.${n}`).join(", ");
-    return { remove: undefined, hasIteration, insert: d.$client.prepare(`${insert} ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET ${set}`), encode };
-  });
+  const statements = outputWrite(info, Object.keys(row));
   if (statements.remove) {
-    if (statements.hasIteration) statements.remove.run(key.runId, key.nodeId, key.iteration);
-    else statements.remove.run(key.runId, key.nodeId);
+    if (statements.hasIteration) await q.run(statements.remove, key.runId, key.nodeId, key.iteration);
+    else await q.run(statements.remove, key.runId, key.nodeId);
   }
-  statements.insert.run(...statements.encode(row));
+  await q.run(statements.insert, ...statements.encode(row));
   for (const field of Object.keys(getTableColumns(info.table))) row[field] ??= null;
   return row;
 }
 
 /** All output rows of a run in this table, as Drizzle maps them (booleans, JSON, dates decoded). */
-export function readOutputRows(d: Drizzle, info: OutputTableInfo, runId: string): Record<string, unknown>[] {
-  return d.select().from(info.table).where(keyWhere(info, { runId })).all() as Record<string, unknown>[];
+export async function readOutputRows(q: Sql, info: OutputTableInfo, runId: string): Promise<Record<string, unknown>[]> {
+  return (await q.orm.select().from(info.table).where(keyWhere(info, { runId })).all()) as Record<string, unknown>[];
 }
 
 /** The row at `key`, as Drizzle maps it, or undefined. */
-export function readOutputRow(d: Drizzle, info: OutputTableInfo, key: OutputKey): Record<string, unknown> | undefined {
-  return d.select().from(info.table).where(keyWhere(info, key)).get() as Record<string, unknown> | undefined;
+export async function readOutputRow(q: Sql, info: OutputTableInfo, key: OutputKey): Promise<Record<string, unknown> | undefined> {
+  return (await q.orm.select().from(info.table).where(keyWhere(info, key)).get()) as Record<string, unknown> | undefined;
 }
 
 /**
  * Inside the transaction that continues run `fromRunId` as `toRunId` (`<Loop continueAsNewEvery>`):
  * copies, for each node id, the row of its highest iteration, so the new run's ctx still reads the
  * latest output of every task (a loop's `until`, a task before the loop). A custom table's own
- * single-column primary key (say an autoincrement id) is left for SQLite to assign. Returns the
- * rows copied.
+ * single-column primary key (say an autoincrement id) is left for the database to assign. Returns
+ * the rows copied.
  */
-export function copyLatestOutputRows(d: Drizzle, info: OutputTableInfo, fromRunId: string, toRunId: string): number {
+export function copyLatestOutputRows(q: Sql, info: OutputTableInfo, fromRunId: string, toRunId: string): Promise<number> {
   const kept = columnsOf(info.table).filter((c) => c.name !== "run_id" && !(c.primary && c.name !== "node_id" && c.name !== "iteration"));
   const names = kept.map((c) => quoteIdentifier(c.name));
   const table = quoteIdentifier(info.tableName);
   const latest = info.hasIteration ? ` AND s.iteration = (SELECT MAX(m.iteration) FROM ${table} AS m WHERE m.run_id = s.run_id AND m.node_id = s.node_id)` : "";
   const text = `INSERT INTO ${table} (run_id, ${names.join(", ")}) SELECT ?, ${names.map((n) => `s.${n}`).join(", ")} FROM ${table} AS s WHERE s.run_id = ?${latest}`;
-  return d.$client.prepare(text).run(toRunId, fromRunId).changes;
+  return q.run(text, toRunId, fromRunId);
 }

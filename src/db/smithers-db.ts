@@ -1,5 +1,5 @@
 /**
- * SmithersDb: the one door to SQLite. Every read and write takes a turn in a single promise
+ * SqliteDb: the SQLite implementation of SmithersDb (store.ts). Every read and write takes a turn in a single promise
  * chain, so a multi-statement transaction never interleaves with other work on this
  * connection; work started *inside* an open transaction (same async context) runs at once.
  * Writes and whole transactions are retried on SQLITE_BUSY / IOERR by the shared policy.
@@ -22,30 +22,24 @@ import {
 } from "./constants.ts";
 import { isRetryableSqliteError, withSqliteWriteRetry } from "./retry.ts";
 import { ensureSmithersTables } from "./ensure.ts";
+import { migrateOutputTables, type MigrationReport, type OutputTableInfo } from "./output-tables.ts";
+import type { Orm, Sql } from "./sql.ts";
+import { SqliteSql } from "./sqlite-sql.ts";
+import type { SmithersDb, SmithersDbOptions, StorageSize } from "./store.ts";
 
 export type Drizzle = BunSQLiteDatabase<Record<string, never>> & { $client: Database };
 
-export type SmithersDbOptions = {
-  /**
-   * How long one try waits for another connection's lock, in ms (default 1000), without blocking
-   * the event loop; the retry policy takes over after it.
-   */
-  busyTimeoutMs?: number;
-  /** What a commit survives: "process" (default, kill -9) or "power" (also power loss, slower). */
-  durability?: Durability;
-  retryPolicy?: DbRetryPolicy;
-  /** Create the `_smithers_*` tables on open (default true). */
-  ensureTables?: boolean;
-};
-
-type TxToken = { readonly db: SmithersDb; readonly label: string; readonly onCommit: (() => void)[]; readonly onRollback: (() => void)[] };
+type TxToken = { readonly db: SqliteDb; readonly label: string; readonly onCommit: (() => void)[]; readonly onRollback: (() => void)[] };
 
 const txContext = new AsyncLocalStorage<TxToken>();
 
-export class SmithersDb {
+export class SqliteDb implements SmithersDb {
+  readonly dialect = "sqlite" as const;
   readonly path: string;
   readonly sqlite: Database;
   readonly db: Drizzle;
+  /** What adapters run their statements on (statements prepared once per connection). */
+  readonly sql: Sql;
   private readonly retryPolicy: DbRetryPolicy;
   private readonly busyTimeoutMs: number;
   private readonly syncBusyTimeoutMs: number;
@@ -70,6 +64,7 @@ export class SmithersDb {
     this.sqlite.exec(`PRAGMA synchronous = ${SYNCHRONOUS_LEVEL[this.mode]}`);
     this.sqlite.exec("PRAGMA foreign_keys = ON");
     this.db = drizzle({ client: this.sqlite }) as Drizzle;
+    this.sql = new SqliteSql(this.sqlite, this.db as unknown as Orm);
     this.retryPolicy = options.retryPolicy ?? DB_RETRY_POLICY;
     try {
       if (options.ensureTables !== false) ensureSmithersTables(this.sqlite);
@@ -84,12 +79,18 @@ export class SmithersDb {
    * opener can only be waited for synchronously; after open, waits are asynchronous.
    */
   setup<T>(fn: (sqlite: Database) => T): T {
+    if (this.closed) throw new SmithersError("DB_CLOSED", `Database ${this.path} is closed`);
     this.sqlite.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`);
     try {
       return fn(this.sqlite);
     } finally {
       this.sqlite.exec(`PRAGMA busy_timeout = ${this.syncBusyTimeoutMs}`);
     }
+  }
+
+  /** Creates and forward-migrates output tables at once (opening is synchronous on SQLite). */
+  ensureOutputTables(infos: readonly OutputTableInfo[]): MigrationReport {
+    return this.setup((sqlite) => migrateOutputTables(sqlite, infos));
   }
 
   /** What a commit on this connection survives (see DURABILITY_MODES). */
@@ -138,15 +139,15 @@ export class SmithersDb {
   }
 
   /** A read that waits its turn (so it never sees a half-done transaction). */
-  read<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
-    if (this.inTransaction()) return Promise.resolve().then(() => fn(this.db));
-    return this.enqueue(() => this.retry(label, async () => fn(this.db)));
+  read<T>(label: string, fn: (q: Sql) => T | Promise<T>): Promise<T> {
+    if (this.inTransaction()) return Promise.resolve().then(() => fn(this.sql));
+    return this.enqueue(() => this.retry(label, async () => fn(this.sql)));
   }
 
   /** A single write (one or more statements, autocommit), queued and retried. */
-  write<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
-    if (this.inTransaction()) return Promise.resolve().then(() => fn(this.db));
-    return this.enqueue(() => this.retry(label, async () => fn(this.db)));
+  write<T>(label: string, fn: (q: Sql) => T | Promise<T>): Promise<T> {
+    if (this.inTransaction()) return Promise.resolve().then(() => fn(this.sql));
+    return this.enqueue(() => this.retry(label, async () => fn(this.sql)));
   }
 
   /**
@@ -154,7 +155,7 @@ export class SmithersDb {
    * the transaction is rolled back and run again from BEGIN. A nested call from inside the
    * transaction is rejected with DB_NESTED_TRANSACTION.
    */
-  withTransaction<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
+  withTransaction<T>(label: string, fn: (q: Sql) => T | Promise<T>): Promise<T> {
     if (this.inTransaction()) return Promise.reject(this.nestedError(label));
     return this.enqueue(() => this.retry(label, () => this.runTransaction(label, fn)));
   }
@@ -166,7 +167,7 @@ export class SmithersDb {
    * inside its queue turn and restored after; SQLite cannot switch it inside an open transaction,
    * so a call from inside one is DB_NESTED_TRANSACTION.
    */
-  durableTransaction<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
+  durableTransaction<T>(label: string, fn: (q: Sql) => T | Promise<T>): Promise<T> {
     if (this.inTransaction()) return Promise.reject(this.nestedError(label));
     return this.enqueue(async () => {
       const level = SYNCHRONOUS_LEVEL[this.mode];
@@ -210,6 +211,25 @@ export class SmithersDb {
     });
   }
 
+  /** The file plus its WAL in bytes (pages in use for `:memory:`), and the free pages inside it. */
+  storageSize(): Promise<StorageSize> {
+    return this.read("storageSize", () => {
+      const pragma = (name: string) => Number(Object.values(this.sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0] ?? 0);
+      const pageSize = pragma("page_size");
+      const freeBytes = pragma("freelist_count") * pageSize;
+      if (this.path === ":memory:" || this.path === "") return { fileBytes: pragma("page_count") * pageSize, freeBytes };
+      return { fileBytes: fileSize(this.path) + fileSize(`${this.path}-wal`), freeBytes };
+    });
+  }
+
+  /** Rewrites the file without its free pages (VACUUM) and truncates the WAL, so the file shrinks. */
+  vacuum(): Promise<void> {
+    return this.write("vacuum", () => {
+      this.sqlite.exec("VACUUM");
+      if (this.path !== ":memory:") this.sqlite.query("PRAGMA wal_checkpoint(TRUNCATE)").get();
+    });
+  }
+
   /**
    * Refuses new work at once (DB_CLOSED), lets the work already queued finish, then closes the
    * connection. Resolves when it is closed; calling it again returns the same promise.
@@ -243,13 +263,13 @@ export class SmithersDb {
     );
   }
 
-  private async runTransaction<T>(label: string, fn: (db: Drizzle) => T | Promise<T>): Promise<T> {
+  private async runTransaction<T>(label: string, fn: (q: Sql) => T | Promise<T>): Promise<T> {
     const token: TxToken = { db: this, label, onCommit: [], onRollback: [] };
     this.sqlite.exec("BEGIN IMMEDIATE");
     this.activeTx = token;
     let result: T;
     try {
-      result = await txContext.run(token, () => fn(this.db));
+      result = await txContext.run(token, () => fn(this.sql));
       this.sqlite.exec("COMMIT");
     } catch (error) {
       // Roll back before the hooks: a hook that throws must not leave the connection in a transaction.
@@ -304,6 +324,14 @@ function useWal(sqlite: Database): void {
   }
 }
 
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
 /** Rejects a durability mode that is not one of DURABILITY_MODES with INVALID_OPTION. */
 export function checkDurability(value: unknown): Durability {
   if ((DURABILITY_MODES as readonly unknown[]).includes(value)) return value as Durability;
@@ -315,14 +343,4 @@ export function checkDurability(value: unknown): Durability {
       value,
     },
   );
-}
-
-/** Opens (creating if needed) a Smithers database with WAL, busy timeout and foreign keys. */
-export function openSmithersDb(path: string, options?: SmithersDbOptions): SmithersDb {
-  return new SmithersDb(path, options);
-}
-
-/** Rows changed by a Drizzle `.run()` (typed `void` by the bun-sqlite driver, a `Changes` object at run time). */
-export function changedRows(result: unknown): number {
-  return (result as { changes?: number } | undefined)?.changes ?? 0;
 }

@@ -2,13 +2,14 @@
  * What rebuilds ctx: the run input and the run's output rows, read whole (each table's rows under
  * both its schema key and its SQLite table name), as keys only, or one row at a time.
  */
-import type { SQLQueryBindings } from "bun:sqlite";
 import { and, eq, getTableColumns, sql } from "drizzle-orm";
 import { getTableConfig, type SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { cachedStatement, rawStatement } from "./adapters/shared.ts";
+import { SmithersError } from "../errors/index.ts";
 import { quoteIdentifier } from "./ddl.ts";
 import { readOutputRows, type OutputKey, type OutputRegistry, type OutputTableInfo } from "./output-tables.ts";
-import type { Drizzle, SmithersDb } from "./smithers-db.ts";
+import { SqliteDb } from "./smithers-db.ts";
+import type { Sql } from "./sql.ts";
+import type { SmithersDb } from "./store.ts";
 
 export type OutputRow = Record<string, unknown> & { nodeId: string; iteration: number };
 export type OutputSnapshot = Record<string, OutputRow[]>;
@@ -19,24 +20,22 @@ function runIdColumn(registry: OutputRegistry): SQLiteColumn {
   return getTableConfig(registry.input.table).columns.find((c) => c.name === "run_id")!;
 }
 
-export function writeInput(d: Drizzle, registry: OutputRegistry, runId: string, input: unknown): void {
+export async function writeInput(q: Sql, registry: OutputRegistry, runId: string, input: unknown): Promise<void> {
   const values: Record<string, unknown> = { ...(registry.input.payloadOnly ? { payload: input } : (input as Record<string, unknown>)), runId };
   // Columns the input sets, each through its own encoder (JSON, boolean, timestamp); null stays NULL.
   const columns = Object.entries(getTableColumns(registry.input.table)).filter(([field]) => values[field] !== undefined);
   const names = columns.map(([, c]) => quoteIdentifier(c.name));
-  const bindings = columns.map(([field, c]) => (values[field] === null ? null : c.mapToDriverValue(values[field])) as SQLQueryBindings);
-  rawStatement(d, `INSERT INTO ${quoteIdentifier(registry.input.tableName)} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`).run(
-    ...bindings,
-  );
+  const bindings = columns.map(([field, c]) => (values[field] === null ? null : c.mapToDriverValue(values[field])));
+  await q.run(`INSERT INTO ${quoteIdentifier(registry.input.tableName)} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`, ...bindings);
 }
 
 /** The run input as the author passed it (validated), or undefined when the run has none stored. */
-export function readInput(d: Drizzle, registry: OutputRegistry, runId: string): unknown {
-  const row = d
+export async function readInput(q: Sql, registry: OutputRegistry, runId: string): Promise<unknown> {
+  const row = (await q.orm
     .select()
     .from(registry.input.table)
     .where(eq(runIdColumn(registry), runId))
-    .get() as Record<string, unknown> | undefined;
+    .get()) as Record<string, unknown> | undefined;
   if (!row) return undefined;
   if (registry.input.payloadOnly) return row.payload;
   const { runId: _omit, ...rest } = row;
@@ -49,10 +48,12 @@ export function readInput(d: Drizzle, registry: OutputRegistry, runId: string): 
  * parses as an object or array. Undefined when the run stored no input (or there is no input table).
  */
 export function loadStoredInput(db: SmithersDb, runId: string): Promise<Record<string, unknown> | undefined> {
-  return db.read("loadStoredInput", (d) => {
-    const table = d.$client.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'input'").get();
-    if (!table) return undefined;
-    const row = d.$client.query(`SELECT * FROM ${quoteIdentifier("input")} WHERE run_id = ?`).get(runId) as Record<string, unknown> | null;
+  return db.read("loadStoredInput", async (q) => {
+    const table = await q.get(
+      q.dialect === "postgres" ? "SELECT to_regclass('input') AS t" : "SELECT 1 AS t FROM sqlite_master WHERE type = 'table' AND name = 'input'",
+    );
+    if (!table || table.t === null) return undefined;
+    const row = await q.get(`SELECT * FROM ${quoteIdentifier("input")} WHERE run_id = ?`, runId);
     if (!row) return undefined;
     const input: Record<string, unknown> = {};
     for (const [column, value] of Object.entries(row)) {
@@ -73,7 +74,7 @@ function decodeJsonText(value: unknown): unknown {
 }
 
 export function loadInput(db: SmithersDb, registry: OutputRegistry, runId: string): Promise<unknown> {
-  return db.read("loadInput", (d) => readInput(d, registry, runId));
+  return db.read("loadInput", (q) => readInput(q, registry, runId));
 }
 
 /** A row as read from an output table, with `nodeId` and a numeric `iteration` (0 for tables without one). */
@@ -89,10 +90,10 @@ export function stripBookkeeping(row: OutputRow | undefined): Record<string, unk
   return rest;
 }
 
-export function readOutputs(d: Drizzle, registry: OutputRegistry, runId: string): OutputSnapshot {
+export async function readOutputs(q: Sql, registry: OutputRegistry, runId: string): Promise<OutputSnapshot> {
   const snapshot: OutputSnapshot = {};
   for (const info of registry.all()) {
-    const rows = readOutputRows(d, info, runId).map(normalizeRow);
+    const rows = (await readOutputRows(q, info, runId)).map(normalizeRow);
     snapshot[info.key] = rows;
     snapshot[info.tableName] = rows;
   }
@@ -100,42 +101,54 @@ export function readOutputs(d: Drizzle, registry: OutputRegistry, runId: string)
 }
 
 export function loadOutputs(db: SmithersDb, registry: OutputRegistry, runId: string): Promise<OutputSnapshot> {
-  return db.read("loadOutputs", (d) => readOutputs(d, registry, runId));
+  return db.read("loadOutputs", (q) => readOutputs(q, registry, runId));
 }
 
 /** The node id and iteration of every row of the run in this table (0 when it has no iteration column). */
-export function readOutputKeys(d: Drizzle, info: OutputTableInfo, runId: string): { nodeId: string; iteration: number }[] {
+export async function readOutputKeys(q: Sql, info: OutputTableInfo, runId: string): Promise<{ nodeId: string; iteration: number }[]> {
   const iteration = info.hasIteration ? "iteration" : "0";
-  const query = `SELECT node_id AS nodeId, ${iteration} AS iteration FROM ${quoteIdentifier(info.tableName)} WHERE run_id = ?`;
-  return (rawStatement(d, query).all(runId) as { nodeId: unknown; iteration: unknown }[]).map((r) => ({
+  const query = `SELECT node_id AS "nodeId", ${iteration} AS iteration FROM ${quoteIdentifier(info.tableName)} WHERE run_id = ?`;
+  return (await q.all<{ nodeId: unknown; iteration: unknown }>(query, runId)).map((r) => ({
     nodeId: String(r.nodeId),
     iteration: typeof r.iteration === "number" ? r.iteration : 0,
   }));
 }
 
 export function loadOutputKeys(db: SmithersDb, registry: OutputRegistry, runId: string): Promise<OutputKeys> {
-  return db.read("loadOutputKeys", (d) => Object.fromEntries(registry.all().map((info) => [info.key, readOutputKeys(d, info, runId)])));
+  return db.read("loadOutputKeys", async (q) => {
+    const keys: OutputKeys = {};
+    for (const info of registry.all()) keys[info.key] = await readOutputKeys(q, info, runId);
+    return keys;
+  });
 }
 
 /**
  * One stored row, read synchronously (outside the queue): for ctx lookups during a render, which
- * is synchronous. A run's output rows are written only by that run's own steps, which it awaits
+ * is synchronous. SQLite only: a PostgreSQL run keeps its rows in memory instead (RunSetup). A run's output rows are written only by that run's own steps, which it awaits
  * before rendering, so this never sees a half-done write of the row it asks for; a WAL reader
  * does not wait for another process's writer. Prepared once per connection and table.
  */
+type RowQuery = { get(values: Record<string, unknown>): unknown };
+const rowQueries = new WeakMap<SqliteDb, Map<string, RowQuery>>();
+
 export function readOutputRowNow(db: SmithersDb, info: OutputTableInfo, key: OutputKey): OutputRow | undefined {
+  if (!(db instanceof SqliteDb)) throw new SmithersError("DB_SYNC_READ_UNSUPPORTED", `A ${db.dialect} database cannot be read synchronously`);
   const d = db.db;
-  const query = cachedStatement(d, `outputRowByKey:${info.tableName}`, () => {
+  let byTable = rowQueries.get(db);
+  if (!byTable) rowQueries.set(db, (byTable = new Map()));
+  let query = byTable.get(info.tableName);
+  if (!query) {
     const columns = getTableConfig(info.table).columns;
     const column = (name: string) => columns.find((c) => c.name === name)!;
     const parts = [eq(column("run_id"), sql.placeholder("runId")), eq(column("node_id"), sql.placeholder("nodeId"))];
     if (info.hasIteration) parts.push(eq(column("iteration"), sql.placeholder("iteration")));
-    return d
+    query = d
       .select()
       .from(info.table)
       .where(and(...parts))
       .prepare();
-  });
+    byTable.set(info.tableName, query);
+  }
   const row = query.get({ runId: key.runId, nodeId: key.nodeId, iteration: key.iteration }) as Record<string, unknown> | undefined;
   return row && normalizeRow(row);
 }

@@ -162,8 +162,8 @@ async function decide(db: SmithersDb, o: DecideOptions, approved: boolean): Prom
   const choice = checkChoice(gate, o, approved);
   const decidedAtMs = (o.now ?? Date.now)();
   // The decision and the run's wake time commit together: the daemon finds the run by its due time.
-  const won = await db.withTransaction("decideApproval", (d) => {
-    const changed = approvals.decideApprovalIn(d, {
+  const won = await db.withTransaction("decideApproval", async (q) => {
+    const changed = await approvals.decideApprovalIn(q, {
       runId: gate.runId,
       nodeId: gate.nodeId,
       iteration: gate.iteration,
@@ -173,7 +173,7 @@ async function decide(db: SmithersDb, o: DecideOptions, approved: boolean): Prom
       note: o.note ?? null,
       decision: choice,
     });
-    if (changed) runs.markRunDue(d, gate.runId, decidedAtMs);
+    if (changed) await runs.markRunDue(q, gate.runId, decidedAtMs);
     return changed;
   });
   if (!won)

@@ -9,7 +9,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { AGENT_NEVER_RETRY_CODES, generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../agents/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
-import { attempts, nodes, outputRowFor, writeOutputRow, type Drizzle, type OutputTableInfo, type SmithersDb, type UsageTotals } from "../db/index.ts";
+import { attempts, nodes, outputRowFor, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type UsageTotals } from "../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
 import { MAX_TIMER_MS } from "./constants.ts";
@@ -229,12 +229,12 @@ function asTaskError(a: AttemptInput, error: unknown): SmithersError {
  * Closes the attempt only while it is still `running`: if another process resumed the run and
  * abandoned this attempt meanwhile, the transaction rolls back so no stale output lands.
  */
-function closeAttempt(
-  d: Parameters<typeof attempts.finishAttempt>[0],
+async function closeAttempt(
+  q: Parameters<typeof attempts.finishAttempt>[0],
   key: Parameters<typeof attempts.finishAttempt>[1],
   patch: Parameters<typeof attempts.finishAttempt>[2],
-): void {
-  if (attempts.finishAttempt(d, key, patch) === 0) {
+): Promise<void> {
+  if ((await attempts.finishAttempt(q, key, patch)) === 0) {
     throw new SmithersError("RUN_OWNED", `Attempt ${key.attempt} of "${key.nodeId}" was taken over by another process`, {
       nodeId: key.nodeId,
       attempt: key.attempt,
@@ -243,9 +243,9 @@ function closeAttempt(
 }
 
 /** Inside the step's transaction, before the work starts: the node is running, the attempt exists. */
-export function recordStart(d: Drizzle, a: AttemptInput): void {
+export async function recordStart(q: Sql, a: AttemptInput): Promise<void> {
   const { task } = a;
-  nodes.upsertNode(d, {
+  await nodes.upsertNode(q, {
     runId: a.runId,
     nodeId: task.nodeId,
     iteration: task.iteration,
@@ -255,7 +255,7 @@ export function recordStart(d: Drizzle, a: AttemptInput): void {
     outputTable: a.info.tableName,
     label: task.label ?? null,
   });
-  attempts.insertAttempt(d, {
+  await attempts.insertAttempt(q, {
     runId: a.runId,
     nodeId: task.nodeId,
     iteration: task.iteration,
@@ -372,7 +372,7 @@ function usageColumns(usage: AgentUsage | undefined) {
  * Inside a step's transaction: closes the attempt (only while it is still `running`: if another
  * process took the run over, RUN_OWNED rolls the step back) and writes the output or the error.
  */
-export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult, outcome: AttemptOutcome): void {
+export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResult, outcome: AttemptOutcome): Promise<void> {
   const { task, info } = a;
   const key = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
   const node = {
@@ -387,27 +387,27 @@ export function recordSettle(d: Drizzle, a: AttemptInput, result: AttemptResult,
   const usage = usageColumns(result.usage);
   if (result.ok) {
     const { cache } = result;
-    closeAttempt(d, key, {
+    await closeAttempt(q, key, {
       state: "finished",
       finishedAtMs: result.finishedAtMs,
       responseText: result.responseText ?? null,
       cached: cache?.hit === true,
       ...usage,
     });
-    writeOutputRow(d, info, key, result.data);
-    if (cache && !cache.hit) storeCacheEntry(d, a, cache, result.data, result.finishedAtMs);
-    nodes.upsertNode(d, { ...node, state: "finished" });
+    await writeOutputRow(q, info, key, result.data);
+    if (cache && !cache.hit) await storeCacheEntry(q, a, cache, result.data, result.finishedAtMs);
+    await nodes.upsertNode(q, { ...node, state: "finished" });
     return;
   }
   if (outcome.kind === "suspended") {
-    closeAttempt(d, key, { state: "waiting", finishedAtMs: result.finishedAtMs, ...usage });
-    nodes.upsertNode(d, { ...node, state: outcome.status, wakeAtMs: outcome.wakeAtMs ?? null });
+    await closeAttempt(q, key, { state: "waiting", finishedAtMs: result.finishedAtMs, ...usage });
+    await nodes.upsertNode(q, { ...node, state: outcome.status, wakeAtMs: outcome.wakeAtMs ?? null });
     return;
   }
   const state = outcome.kind === "cancelled" ? "cancelled" : outcome.kind === "failed" && outcome.retryable ? "pending" : "failed";
   const attemptState = result.abandoned ? "abandoned" : outcome.kind === "cancelled" ? "cancelled" : "failed";
-  closeAttempt(d, key, { state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error), ...usage });
-  nodes.upsertNode(d, {
+  await closeAttempt(q, key, { state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error), ...usage });
+  await nodes.upsertNode(q, {
     ...node,
     state,
     wakeAtMs: outcome.kind === "failed" && outcome.retryable ? (outcome.retryAtMs ?? null) : null,

@@ -18,17 +18,19 @@ const ENDED = new Set(["finished", "failed", "cancelled", "continued"]);
  * await requestCancel(db, "r1"); // { runId: "r1", status: "cancel-requested" }
  */
 export function requestCancel(db: SmithersDb, runId: string, nowMs: number = Date.now()): Promise<CancelOutcome> {
-  return db.withTransaction("requestCancel", (d) => {
-    const run = runs.readRun(d, runId);
+  return db.withTransaction("requestCancel", async (q) => {
+    const run = await runs.readRun(q, runId);
     if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
     if (ENDED.has(run.status)) throw new SmithersError("RUN_ENDED", `Run "${runId}" already ended (${run.status})`, { runId, status: run.status });
     if ((WAITING_STATUSES as readonly string[]).includes(run.status)) {
-      nodes.resetNodes(d, runId, [...WAITING_STATUSES], "cancelled", nowMs);
-      runs.setRunFields(d, runId, { status: "cancelled", finishedAtMs: nowMs, cancelRequestedAtMs: nowMs, wakeAtMs: null });
-      events.insertEventsIn(d, [{ runId, timestampMs: nowMs, type: "RunCancelled", payloadJson: JSON.stringify({ status: "cancelled" }) }], { dedupe: false });
+      await nodes.resetNodes(q, runId, [...WAITING_STATUSES], "cancelled", nowMs);
+      await runs.setRunFields(q, runId, { status: "cancelled", finishedAtMs: nowMs, cancelRequestedAtMs: nowMs, wakeAtMs: null });
+      await events.insertEventsIn(q, [{ runId, timestampMs: nowMs, type: "RunCancelled", payloadJson: JSON.stringify({ status: "cancelled" }) }], {
+        dedupe: false,
+      });
       return { runId, status: "cancelled" };
     }
-    runs.setRunFields(d, runId, { cancelRequestedAtMs: run.cancelRequestedAtMs ?? nowMs });
+    await runs.setRunFields(q, runId, { cancelRequestedAtMs: run.cancelRequestedAtMs ?? nowMs });
     return { runId, status: "cancel-requested" };
   });
 }

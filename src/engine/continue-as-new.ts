@@ -6,7 +6,7 @@
  * old run's (`<first run id>~<generation>`), so a crash either side of that commit leaves exactly
  * one successor or none, and whoever resumes the chain finds it.
  */
-import { copyLatestOutputRows, nodes, ralph, runs, writeInput, type Drizzle, type OutputRegistry, type UsageTotals } from "../db/index.ts";
+import { copyLatestOutputRows, nodes, ralph, runs, writeInput, type Sql, type OutputRegistry, type UsageTotals } from "../db/index.ts";
 import { withCarriedUsage } from "./budget.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { Continuation, LoopState } from "../jsx/index.ts";
@@ -57,16 +57,16 @@ export type ContinueArgs = {
  * Inside the run's last transaction: creates the successor and returns its id and the event
  * that announces it (the caller marks the old run `continued` with `next_run_id`).
  */
-export function createSuccessor(d: Drizzle, a: ContinueArgs): { nextRunId: string; event: EventBody } {
-  const old = runs.readRun(d, a.runId);
+export async function createSuccessor(q: Sql, a: ContinueArgs): Promise<{ nextRunId: string; event: EventBody }> {
+  const old = await runs.readRun(q, a.runId);
   if (!old) throw new SmithersError("RUN_NOT_FOUND", `Run "${a.runId}" is gone; it cannot continue`, { runId: a.runId });
   const next = successorRunId(a.runId, old.continuedFromRunId);
-  if (runs.runExists(d, next.runId)) {
+  if (await runs.runExists(q, next.runId)) {
     throw new SmithersError("RUN_EXISTS", `Run "${a.runId}" cannot continue as "${next.runId}": a run with that id already exists`, { runId: next.runId });
   }
   const payload = a.from.kind === "node" ? a.from.node.state : undefined;
   const continuation: Continuation = { ...(payload === undefined ? {} : { payload }), fromRunId: a.runId, generation: next.generation };
-  runs.insertRunRow(d, {
+  await runs.insertRunRow(q, {
     runId: next.runId,
     parentRunId: old.parentRunId,
     workflowName: old.workflowName,
@@ -83,16 +83,16 @@ export function createSuccessor(d: Drizzle, a: ContinueArgs): { nextRunId: strin
     continuationJson: JSON.stringify(continuation),
     rootDir: old.rootDir,
   });
-  writeInput(d, a.registry, next.runId, a.input);
+  await writeInput(q, a.registry, next.runId, a.input);
   let iteration = a.iteration;
   if (a.from.kind === "loop") {
     // The loop goes on at its next iteration; the other loops keep where they are; what finished stays finished.
     const { loop } = a.from;
     iteration = loop.iteration + 1;
     const carried = new Map(a.loops).set(loop.loopId, { iteration, done: false });
-    for (const [ralphId, state] of carried) ralph.setLoopState(d, { runId: next.runId, ralphId, ...state, updatedAtMs: a.nowMs });
-    nodes.copyLatestEndedNodes(d, a.runId, next.runId, a.nowMs);
-    for (const info of a.registry.all()) copyLatestOutputRows(d, info, a.runId, next.runId);
+    for (const [ralphId, state] of carried) await ralph.setLoopState(q, { runId: next.runId, ralphId, ...state, updatedAtMs: a.nowMs });
+    await nodes.copyLatestEndedNodes(q, a.runId, next.runId, a.nowMs);
+    for (const info of a.registry.all()) await copyLatestOutputRows(q, info, a.runId, next.runId);
   }
   const carriedStateSize = a.from.kind === "node" ? a.from.node.stateBytes : 0;
   return { nextRunId: next.runId, event: { type: "RunContinuedAsNew", status: "continued", newRunId: next.runId, iteration, carriedStateSize } };

@@ -9,7 +9,7 @@
  * identical event twice (a de-duplicated event is stored once). Writes issued while the caller
  * owns an open transaction join it, so they commit or roll back with it.
  */
-import { EVENT_BATCH_MAX, events, type Drizzle, type SmithersDb } from "../db/index.ts";
+import { EVENT_BATCH_MAX, events, type Sql, type SmithersDb } from "../db/index.ts";
 import { Outbox } from "./outbox.ts";
 
 /** What the bus carries; `runId`, `type` and `timestampMs` are columns, the rest is `payload_json`. */
@@ -121,12 +121,12 @@ export class EventBus<E extends BusEvent = BusEvent> {
   }
 
   /** Inside an open transaction: stores the staged events; listeners hear them after the commit. */
-  writeStagedIn(d: Drizzle): void {
-    this.staged.writeIn(
+  async writeStagedIn(q: Sql): Promise<void> {
+    await this.staged.writeIn(
       this.db,
       (items) =>
         events.insertEventsIn(
-          d,
+          q,
           items.map(({ event }) => this.toRow(event)),
           { dedupe: false },
         ),
@@ -138,7 +138,7 @@ export class EventBus<E extends BusEvent = BusEvent> {
 
   /** Stores the staged events in a transaction of their own, if there are any. */
   async flushStaged(): Promise<void> {
-    if (this.staged.size > 0) await this.db.withTransaction("flushEvents", (d) => this.writeStagedIn(d));
+    if (this.staged.size > 0) await this.db.withTransaction("flushEvents", async (q) => await this.writeStagedIn(q));
   }
 
   /**

@@ -41,7 +41,7 @@ export type InboxItem = {
  */
 export async function humanInbox(db: SmithersDb, now: () => number = Date.now): Promise<InboxItem[]> {
   const nowMs = now();
-  const rows = await db.read("humanInbox", (d) => humanRequests.readPendingWithRuns(d));
+  const rows = await db.read("humanInbox", async (q) => await humanRequests.readPendingWithRuns(q));
   return rows.map((r) => ({
     requestId: r.requestId,
     runId: r.runId,
@@ -83,8 +83,8 @@ function openRequest(row: humanRequests.HumanRequestRow | undefined, requestId: 
  */
 export function answerHuman(db: SmithersDb, o: AnswerOptions): Promise<{ requestId: string; runId: string }> {
   const nowMs = (o.now ?? Date.now)();
-  return db.withTransaction("answerHuman", (d) => {
-    const row = openRequest(humanRequests.readHumanRequest(d, o.requestId), o.requestId, nowMs);
+  return db.withTransaction("answerHuman", async (q) => {
+    const row = openRequest(await humanRequests.readHumanRequest(q, o.requestId), o.requestId, nowMs);
     const problems = row.schemaJson ? checkAgainstJsonSchema(JSON.parse(row.schemaJson), o.data) : undefined;
     if (problems) {
       throw new SmithersError("HUMAN_ANSWER_INVALID", `The answer does not match what "${row.nodeId}" asks for:\n${problems}`, {
@@ -92,8 +92,8 @@ export function answerHuman(db: SmithersDb, o: AnswerOptions): Promise<{ request
         issues: problems,
       });
     }
-    humanRequests.answerHumanRequestIn(d, { requestId: o.requestId, response: o.data, answeredAtMs: nowMs, answeredBy: o.by ?? null });
-    runs.markRunDue(d, row.runId, nowMs);
+    await humanRequests.answerHumanRequestIn(q, { requestId: o.requestId, response: o.data, answeredAtMs: nowMs, answeredBy: o.by ?? null });
+    await runs.markRunDue(q, row.runId, nowMs);
     return { requestId: o.requestId, runId: row.runId };
   });
 }
@@ -101,10 +101,10 @@ export function answerHuman(db: SmithersDb, o: AnswerOptions): Promise<{ request
 /** Cancels a pending request: its node fails with HUMAN_TASK_CANCELLED when the run continues. */
 export function cancelHuman(db: SmithersDb, o: { requestId: string; now?: () => number }): Promise<{ requestId: string; runId: string }> {
   const nowMs = (o.now ?? Date.now)();
-  return db.withTransaction("cancelHuman", (d) => {
-    const row = openRequest(humanRequests.readHumanRequest(d, o.requestId), o.requestId, nowMs);
-    humanRequests.cancelHumanRequestIn(d, o.requestId);
-    runs.markRunDue(d, row.runId, nowMs);
+  return db.withTransaction("cancelHuman", async (q) => {
+    const row = openRequest(await humanRequests.readHumanRequest(q, o.requestId), o.requestId, nowMs);
+    await humanRequests.cancelHumanRequestIn(q, o.requestId);
+    await runs.markRunDue(q, row.runId, nowMs);
     return { requestId: o.requestId, runId: row.runId };
   });
 }

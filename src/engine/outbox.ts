@@ -41,10 +41,10 @@ export class Outbox<T> {
   }
 
   /** Inside an open transaction: `write`s every item not yet taken, and drops them after the commit. */
-  writeIn(db: SmithersDb, write: (items: T[]) => void, onStored?: (items: T[]) => void): void {
+  async writeIn(db: SmithersDb, write: (items: T[]) => unknown, onStored?: (items: T[]) => void): Promise<void> {
     const batch = this.items.slice(this.reserved);
     if (batch.length === 0) return;
-    write(batch);
+    await write(batch);
     this.reserved += batch.length;
     db.afterTransaction(
       () => {

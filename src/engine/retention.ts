@@ -132,10 +132,10 @@ async function measureRun(db: SmithersDb, run: Candidate): Promise<Outcome> {
 }
 
 function pruneRun(db: SmithersDb, run: Candidate): Promise<Outcome> {
-  return db.withTransaction("pruneRun", async (d) => {
-    const status = retention.runStatusIn(d, run.runId);
+  return db.withTransaction("pruneRun", async (q) => {
+    const status = await retention.runStatusIn(q, run.runId);
     if (status !== run.status) return `its status changed to ${status ?? "(deleted)"}`;
-    const counts = retention.countPrunableIn(d, run.runId);
+    const counts = await retention.countPrunableIn(q, run.runId);
     let framesRemoved = 0;
     if (counts.frames > 0) {
       if (needsRewrite(counts)) {
@@ -147,11 +147,11 @@ function pruneRun(db: SmithersDb, run: Candidate): Promise<Outcome> {
             return `its last frame cannot be rebuilt (${error.message})`;
           throw error;
         }
-        retention.storeAsKeyframe(d, run.runId, counts.lastFrameNo, xml);
+        await retention.storeAsKeyframe(q, run.runId, counts.lastFrameNo, xml);
       }
-      framesRemoved = retention.deleteMiddleFrames(d, run.runId, counts.lastFrameNo);
+      framesRemoved = await retention.deleteMiddleFrames(q, run.runId, counts.lastFrameNo);
     }
-    const eventsRemoved = retention.deleteMiddleEvents(d, run.runId);
+    const eventsRemoved = await retention.deleteMiddleEvents(q, run.runId);
     return outcomeOf(run, counts, framesRemoved, eventsRemoved);
   });
 }

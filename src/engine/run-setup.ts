@@ -238,9 +238,9 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
   const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
   let abandonedNow: Abandoned = [];
   let cancelRequested = false;
-  const outcome = await o.db.withTransaction("resumeRun", (d): "finished" | "retry" | "continue" => {
+  const outcome = await o.db.withTransaction("resumeRun", async (q): Promise<"finished" | "retry" | "continue"> => {
     // Ownership is judged under the write lock, so two processes resuming at once cannot both win.
-    const current = runs.readRun(d, runId) ?? run;
+    const current = (await runs.readRun(q, runId)) ?? run;
     if (current.status === "finished") return "finished"; // finished meanwhile by its owner: only read it back
     if (current.status === "continued") throw continuedError(runId, current.nextRunId);
     // A supervisor that won the claim already wrote its own owner id: that is this caller.
@@ -252,12 +252,12 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
       });
     }
     const retry = current.status === "failed" || current.status === "cancelled";
-    abandonedNow = attemptRows.abandonRunningAttempts(d, runId, o.nowMs, abandoned);
-    nodeRows.resetNodes(d, runId, retry ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
+    abandonedNow = await attemptRows.abandonRunningAttempts(q, runId, o.nowMs, abandoned);
+    await nodeRows.resetNodes(q, runId, retry ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
     const budgetChanged = !sameBudget(budget, storedBudget(current.configJson));
     // A request to stop made while the run had no live owner still stands; resuming an ended run is a new start.
     cancelRequested = current.status === "running" && current.cancelRequestedAtMs !== null;
-    runs.setRunFields(d, runId, {
+    await runs.setRunFields(q, runId, {
       status: "running",
       runtimeOwnerId: o.ownerId,
       heartbeatAtMs: o.nowMs,
@@ -284,12 +284,12 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
 
 async function startRun(o: SetupOptions, runId: string, budget: Budget): Promise<unknown> {
   const input = validateInput(o.registry, o.input);
-  await o.db.withTransaction("startRun", (d) => {
+  await o.db.withTransaction("startRun", async (q) => {
     // Checked under the write lock, so two processes starting the same run id cannot both pass.
-    if (runs.runExists(d, runId)) {
+    if (await runs.runExists(q, runId)) {
       throw new SmithersError("RUN_EXISTS", `Run "${runId}" already exists; resume it instead (resume: true, or --resume on the CLI)`, { runId });
     }
-    runs.insertRunRow(d, {
+    await runs.insertRunRow(q, {
       runId,
       parentRunId: o.parentRunId ?? null,
       rootDir: o.rootDir ?? process.cwd(),
@@ -303,7 +303,7 @@ async function startRun(o: SetupOptions, runId: string, budget: Budget): Promise
       inputHash: hashInput(input),
       configJson: budget.maxCostUsd === undefined && budget.maxTokens === undefined ? null : withBudget(null, budget),
     });
-    writeInput(d, o.registry, runId, input);
+    await writeInput(q, o.registry, runId, input);
   });
   return input;
 }
@@ -417,9 +417,9 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     if (a.state === "abandoned" && !freshBudget && diedUnder(a.errorJson)) tracked.abandons++;
   }
   if (repriced.length > 0 && !finished)
-    await o.db.write("priceAttempts", (d) =>
+    await o.db.write("priceAttempts", async (q) =>
       attemptRows.setAttemptCosts(
-        d,
+        q,
         repriced.map((r) => ({ ...r.attempt, costUsd: r.costUsd })),
       ),
     );

@@ -18,7 +18,7 @@ import {
   readOutputRowNow,
   runs,
   stripBookkeeping as strip,
-  type Drizzle,
+  type Sql,
   type OutputTableInfo,
   type SmithersDb,
   type UsageTotals,
@@ -121,7 +121,7 @@ export class Run {
   /** Frames waiting for the next transaction (see Outbox). */
   private readonly frameBox = new Outbox<frameRows.NewFrame>();
   /** Writes of the step that decided the run is over, committed with the run's final status. */
-  private readonly carried: ((d: Drizzle) => void)[] = [];
+  private readonly carried: ((q: Sql) => void | Promise<void>)[] = [];
   private failure: SmithersError | undefined;
   /** Aborted by the caller's signal: the run ends `cancelled`. */
   private readonly abort = new AbortController();
@@ -188,18 +188,18 @@ export class Run {
   }
 
   /** First in every transaction of the run: RUN_OWNED (and nothing written) once another process owns it. */
-  private checkOwner(d: Drizzle): void {
-    if (!runs.ownsRun(d, this.s.runId, this.s.ownerId)) {
+  private async checkOwner(q: Sql): Promise<void> {
+    if (!(await runs.ownsRun(q, this.s.runId, this.s.ownerId))) {
       throw new SmithersError("RUN_OWNED", `Run "${this.s.runId}" was taken over by another process`, { runId: this.s.runId });
     }
   }
 
   /** Inside any transaction of the run: stores the staged frames and events with it. */
-  private readonly journal = (d: Drizzle): void => {
-    this.frameBox.writeIn(this.db, (rows) => {
-      for (const f of rows) frameRows.insertFrame(d, f);
+  private readonly journal = async (q: Sql): Promise<void> => {
+    await this.frameBox.writeIn(this.db, async (rows) => {
+      for (const f of rows) await frameRows.insertFrame(q, f);
     });
-    this.bus.writeStagedIn(d);
+    await this.bus.writeStagedIn(q);
   };
 
   private iterationOf = (nodeId: string) => {
@@ -260,7 +260,7 @@ export class Run {
       for (const task of plan.tasks) if (task.mode !== "timer") this.resolve(task);
       const newTables = this.wf.registry.all().slice(tablesBefore);
       for (const info of newTables) {
-        const keys = await this.db.read("loadOutputKeys", (d) => readOutputKeys(d, info, this.s.runId));
+        const keys = await this.db.read("loadOutputKeys", async (q) => await readOutputKeys(q, info, this.s.runId));
         for (const k of keys) this.index.addKey(info.key, k.nodeId, k.iteration);
       }
       const stable = newTables.length === 0 && membership.size === this.membership.size && [...membership].every(([k, v]) => this.membership.get(k) === v);
@@ -402,10 +402,10 @@ export class Run {
       this.emitText();
       if (this.bus.stagedCount === 0) return;
       this.db
-        .withTransaction("agentOutput", (d) => {
+        .withTransaction("agentOutput", async (q) => {
           if (this.stepping || this.ending) return; // a step (or the run's end) began meanwhile: its commit stores them
-          this.checkOwner(d);
-          this.bus.writeStagedIn(d);
+          await this.checkOwner(q);
+          await this.bus.writeStagedIn(q);
         })
         .catch(() => undefined); // kept staged: the next step stores them
     }, OUTPUT_FLUSH_MS);
@@ -476,8 +476,8 @@ export class Run {
    * Settles ended attempts in memory (states, snapshot, retry timers) and returns the writes
    * that record them, with their events, for the step's transaction.
    */
-  private settle(ended: Ended[], runEnding = false): ((d: Drizzle) => void)[] {
-    const writes: ((d: Drizzle) => void)[] = [];
+  private settle(ended: Ended[], runEnding = false): ((q: Sql) => void | Promise<void>)[] {
+    const writes: ((q: Sql) => void | Promise<void>)[] = [];
     for (const e of ended) {
       const { task, tracked: t } = e;
       const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt: e.input.attempt };
@@ -517,8 +517,8 @@ export class Run {
           events.push({ type: "NodeRetrying", ...ids, attempt: ids.attempt + 1, delayMs, retryAtMs: t.retryAtMs });
         }
       }
-      writes.push((d) => {
-        recordSettle(d, e.input, e.result, outcome);
+      writes.push(async (q) => {
+        await recordSettle(q, e.input, e.result, outcome);
         for (const event of events) this.emitInTransaction(event);
       });
     }
@@ -533,7 +533,7 @@ export class Run {
     this.index.committed();
     for (const e of this.customRows.splice(0)) {
       const key = { runId: this.s.runId, nodeId: e.task.nodeId, iteration: e.task.iteration };
-      const row = await this.db.read("readOutput", (d) => readOutputRow(d, e.input.info, key));
+      const row = await this.db.read("readOutput", async (q) => await readOutputRow(q, e.input.info, key));
       if (row) this.remember(e.input.info, row, true);
     }
   }
@@ -602,14 +602,14 @@ export class Run {
         return next;
       }
       if (writes.length > 0 || starts.length > 0 || this.frameBox.size > 0 || this.bus.stagedCount > 0) {
-        await this.db.withTransaction("step", (d) => {
-          this.checkOwner(d);
-          for (const write of writes) write(d);
+        await this.db.withTransaction("step", async (q) => {
+          await this.checkOwner(q);
+          for (const write of writes) await write(q);
           for (const st of starts) {
-            recordStart(d, st.input);
+            await recordStart(q, st.input);
             this.emitInTransaction({ type: "NodeStarted", nodeId: st.task.nodeId, iteration: st.task.iteration, attempt: st.input.attempt });
           }
-          this.journal(d);
+          await this.journal(q);
         });
       }
     } catch (error) {
@@ -635,7 +635,7 @@ export class Run {
     action: Action,
     nowMs: number,
     starts: Started[],
-    writes: ((d: Drizzle) => void)[],
+    writes: ((q: Sql) => void | Promise<void>)[],
     finishedIterations: [loopId: string, iteration: number][],
   ): "done" | { untilMs: number | undefined } | undefined {
     switch (action.type) {
@@ -729,8 +729,8 @@ export class Run {
       case "skip": {
         const { task } = action;
         const info = { tableName: this.tableNameOf(task) };
-        writes.push((d) => {
-          nodes.upsertNode(d, {
+        writes.push(async (q) => {
+          await nodes.upsertNode(q, {
             runId: this.s.runId,
             nodeId: task.nodeId,
             iteration: task.iteration,
@@ -751,8 +751,8 @@ export class Run {
         const { loop } = action;
         const state = action.type === "advance-loop" ? { iteration: loop.iteration + 1, done: false } : { iteration: loop.iteration, done: true };
         const type = action.type === "advance-loop" ? "LoopAdvanced" : "LoopFinished";
-        writes.push((d) => {
-          ralph.setLoopState(d, { runId: this.s.runId, ralphId: loop.loopId, ...state, updatedAtMs: nowMs });
+        writes.push(async (q) => {
+          await ralph.setLoopState(q, { runId: this.s.runId, ralphId: loop.loopId, ...state, updatedAtMs: nowMs });
           this.emitInTransaction({ type, loopId: loop.loopId, iteration: state.iteration });
         });
         if (action.type === "advance-loop") finishedIterations.push([loop.loopId, loop.iteration]);
@@ -784,7 +784,7 @@ export class Run {
   }
 
   /** A task whose process died under it `maxAbandons` times fails instead of starting again. */
-  private crashLoop(task: PlanTask, t: TrackedNode, nowMs: number, writes: ((d: Drizzle) => void)[]): void {
+  private crashLoop(task: PlanTask, t: TrackedNode, nowMs: number, writes: ((q: Sql) => void | Promise<void>)[]): void {
     const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt: t.lastAttempt };
     const error = new SmithersError(
       "TASK_CRASH_LOOP",
@@ -795,8 +795,8 @@ export class Run {
     this.noteError(task.key, error);
     this.frames.markDirty(task.key);
     const info = this.resolve(task);
-    writes.push((d) => {
-      nodes.upsertNode(d, {
+    writes.push(async (q) => {
+      await nodes.upsertNode(q, {
         runId: this.s.runId,
         ...ids,
         state: "failed",
@@ -869,7 +869,7 @@ export class Run {
         if (!named && this.plan) {
           named = true;
           if (this.plan.workflowName !== this.wf.name) {
-            await this.db.write("nameRun", (d) => runs.setRunFields(d, runId, { workflowName: this.plan!.workflowName }));
+            await this.db.write("nameRun", async (q) => await runs.setRunFields(q, runId, { workflowName: this.plan!.workflowName }));
             this.wf.name = this.plan.workflowName; // later runs of this workflow are created with it
           }
         }
@@ -909,27 +909,27 @@ export class Run {
     const finishedAtMs = this.now();
     const planned = status;
     try {
-      await this.db.withTransaction("finishRun", (d) => {
-        this.checkOwner(d);
+      await this.db.withTransaction("finishRun", async (q) => {
+        await this.checkOwner(q);
         status = planned; // (a retried transaction decides again)
         // Asked to stop (smithers cancel) since its last heartbeat, and about to wait: it ends cancelled instead.
-        const cancelledInstead = isWaiting(status) && runs.readRun(d, runId)?.cancelRequestedAtMs != null;
+        const cancelledInstead = isWaiting(status) && (await runs.readRun(q, runId))?.cancelRequestedAtMs != null;
         if (cancelledInstead) status = "cancelled";
-        for (const write of writes) write(d);
-        if (cancelledInstead) nodes.resetNodes(d, runId, [...WAITING_STATUSES], "cancelled", finishedAtMs);
+        for (const write of writes) await write(q);
+        if (cancelledInstead) await nodes.resetNodes(q, runId, [...WAITING_STATUSES], "cancelled", finishedAtMs);
         // Nothing is in flight any more: an attempt still `running` here is one the engine lost
         // track of (a bug), closed so a finished run never holds a running attempt.
-        this.closeLeftRunning(d, finishedAtMs, new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
+        await this.closeLeftRunning(q, finishedAtMs, new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
         // What a waiting node waits for may have arrived after this run last looked: then it is due at once.
-        const wakeAtMs = isWaiting(status) && this.waits.arrivedMeanwhile(d, this.plan) ? finishedAtMs : (this.suspendedUntilMs ?? null);
+        const wakeAtMs = isWaiting(status) && (await this.waits.arrivedMeanwhile(q, this.plan)) ? finishedAtMs : (this.suspendedUntilMs ?? null);
         if (status === "continued") {
-          const next = createSuccessor(d, this.successorArgs(finishedAtMs));
+          const next = await createSuccessor(q, this.successorArgs(finishedAtMs));
           nextRunId = next.nextRunId;
           this.emitInTransaction(next.event);
         }
-        runs.setRunFields(d, runId, { status, finishedAtMs, wakeAtMs, nextRunId, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
+        await runs.setRunFields(q, runId, { status, finishedAtMs, wakeAtMs, nextRunId, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
         if (status !== "continued") this.emitInTransaction(runEndedEvent(status, error));
-        this.journal(d);
+        await this.journal(q);
       });
     } catch (cause) {
       if (SmithersError.is(cause, "RUN_OWNED")) return { runId, status: "failed", error: cause };
@@ -969,14 +969,14 @@ export class Run {
     this.failure ??= cause;
     const failure = this.failure;
     const end = (withJournal: boolean) =>
-      this.db.withTransaction("failRun", (d) => {
-        this.checkOwner(d);
-        this.closeLeftRunning(d, finishedAtMs, cause);
-        runs.setRunFields(d, runId, { status: "failed", finishedAtMs, errorJson: JSON.stringify(errorSummaryJson(failure)) });
+      this.db.withTransaction("failRun", async (q) => {
+        await this.checkOwner(q);
+        await this.closeLeftRunning(q, finishedAtMs, cause);
+        await runs.setRunFields(q, runId, { status: "failed", finishedAtMs, errorJson: JSON.stringify(errorSummaryJson(failure)) });
         this.emitInTransaction({ type: "RunFailed", status: "failed", error: errorSummaryJson(failure) });
         if (withJournal)
-          this.journal(d); // frames with the events that announce them
-        else this.bus.writeStagedIn(d);
+          await this.journal(q); // frames with the events that announce them
+        else await this.bus.writeStagedIn(q);
       });
     try {
       await end(true);
@@ -990,8 +990,8 @@ export class Run {
   }
 
   /** Inside a run-ending transaction: fails what is still recorded running, each with its NodeFailed. */
-  private closeLeftRunning(d: Drizzle, nowMs: number, cause: SmithersError): void {
-    const closed = attemptRows.failRunningWork(d, this.s.runId, nowMs, errorJsonText(cause));
+  private async closeLeftRunning(q: Sql, nowMs: number, cause: SmithersError): Promise<void> {
+    const closed = await attemptRows.failRunningWork(q, this.s.runId, nowMs, errorJsonText(cause));
     for (const a of closed) this.emitInTransaction({ type: "NodeFailed", ...a, error: errorSummaryJson(cause) });
   }
 

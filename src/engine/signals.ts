@@ -58,16 +58,16 @@ export function sendSignal(db: SmithersDb, o: SendSignalOptions): Promise<SentSi
   const data = o.data === undefined ? null : o.data;
   const payloadJson = JSON.stringify(data);
   const nowMs = (o.now ?? Date.now)();
-  return db.withTransaction("sendSignal", (d) => {
+  return db.withTransaction("sendSignal", async (q) => {
     // A run that continued as new hands its signals to the run carrying on.
-    const run = runs.readChainEnd(d, o.runId);
+    const run = await runs.readChainEnd(q, o.runId);
     if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${o.runId}" in ${db.path}`, { runId: o.runId });
     const { runId } = run;
     if (isOver(run.status)) {
       throw new SmithersError("RUN_ENDED", `Run "${runId}" is ${run.status}; a signal can no longer reach it`, { runId, status: run.status });
     }
     const waitingNodes: SentSignal["waitingNodes"] = [];
-    for (const node of nodeRows.readNodesInState(d, runId, "waiting-event")) {
+    for (const node of await nodeRows.readNodesInState(q, runId, "waiting-event")) {
       const wait = waitOf(node.waitJson);
       if (!wait || wait.event !== o.name || (wait.correlationId !== null && wait.correlationId !== (o.correlationId ?? null))) continue;
       const problems = wait.schema ? checkAgainstJsonSchema(wait.schema, data) : undefined;
@@ -80,7 +80,7 @@ export function sendSignal(db: SmithersDb, o: SendSignalOptions): Promise<SentSi
       }
       waitingNodes.push({ nodeId: node.nodeId, iteration: node.iteration });
     }
-    const { seq, duplicate } = signals.insertOrFindIn(d, {
+    const { seq, duplicate } = await signals.insertOrFindIn(q, {
       runId,
       signalName: o.name,
       correlationId: o.correlationId ?? null,
@@ -89,7 +89,7 @@ export function sendSignal(db: SmithersDb, o: SendSignalOptions): Promise<SentSi
       receivedBy: o.by ?? null,
       dedupeKey: o.dedupeKey ?? null,
     });
-    if (waitingNodes.length > 0 && !duplicate) runs.markRunDue(d, runId, nowMs);
+    if (waitingNodes.length > 0 && !duplicate) await runs.markRunDue(q, runId, nowMs);
     return { runId, name: o.name, seq, duplicate, waitingNodes: duplicate ? [] : waitingNodes };
   });
 }

@@ -37,7 +37,7 @@ export type SubflowWork = {
 async function chainUsage(db: SmithersDb, runId: string): Promise<UsageTotals> {
   const end = (await runs.getChainEnd(db, runId)) ?? (await runs.getRun(db, runId));
   if (!end) return NO_USAGE;
-  return db.read("subflowUsage", (d) => addToTotals(carriedUsage(end.configJson), attempts.sumRunUsage(d, end.runId)));
+  return db.read("subflowUsage", async (q) => addToTotals(carriedUsage(end.configJson), await attempts.sumRunUsage(q, end.runId)));
 }
 
 /** Databases whose tables already hold a given child workflow's outputs. */
@@ -49,7 +49,7 @@ async function onParentDb(db: SmithersDb, child: SmithersWorkflow): Promise<Smit
   if (!done) migrated.set(db, (done = new WeakSet()));
   if (!done.has(child)) {
     // In a queue turn: DDL must not land inside another run's open transaction on this connection.
-    await db.write("subflowTables", (d) => migrateOutputTables(d.$client, [child.registry.input, ...child.registry.all()]));
+    await db.ensureOutputTables([child.registry.input, ...child.registry.all()]);
     done.add(child);
   }
   return { ...child, dbFor: () => db };
@@ -61,7 +61,7 @@ async function onParentDb(db: SmithersDb, child: SmithersWorkflow): Promise<Smit
  */
 async function declaredResult(db: SmithersDb, child: SmithersWorkflow, runId: string): Promise<unknown> {
   const info = child.registry.resolve(child.output!);
-  const rows = (await db.read("subflowResult", (d) => readOutputRows(d, info, runId))).map(normalizeRow);
+  const rows = (await db.read("subflowResult", async (q) => await readOutputRows(q, info, runId))).map(normalizeRow);
   rows.sort((a, b) => a.iteration - b.iteration || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
   const values = rows.map(stripBookkeeping);
   return values.length === 0 ? null : values.length === 1 ? values[0] : values;

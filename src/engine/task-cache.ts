@@ -6,7 +6,7 @@
  * transaction as the output row (see recordSettle), so neither ever exists without the other.
  */
 import type { Agent } from "../agents/index.ts";
-import { cache as cacheRows, type Drizzle } from "../db/index.ts";
+import { cache as cacheRows, type Sql } from "../db/index.ts";
 import { describeThrown, SmithersError } from "../errors/index.ts";
 import type { CacheKeyContext, PlanTask } from "../jsx/index.ts";
 import type { AttemptInput } from "./attempt.ts";
@@ -91,8 +91,8 @@ export async function throughCache<T extends { raw: unknown; cache?: CacheOutcom
 }
 
 /** Inside the settling transaction, beside the output row: a miss's output under its key (replacing an expired entry). */
-export function storeCacheEntry(d: Drizzle, a: AttemptInput, outcome: CacheOutcome, data: Record<string, unknown>, createdAtMs: number): void {
-  cacheRows.putCacheIn(d, {
+export async function storeCacheEntry(q: Sql, a: AttemptInput, outcome: CacheOutcome, data: Record<string, unknown>, createdAtMs: number): Promise<void> {
+  await cacheRows.putCacheIn(q, {
     cacheKey: outcome.cacheKey,
     workflowName: a.cache?.workflowName ?? "",
     nodeId: a.task.nodeId,

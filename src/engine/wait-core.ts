@@ -2,7 +2,7 @@
  * What every kind of wait shares (see Waits): the run it belongs to, the keys of the nodes
  * waiting for an answer from outside, and how a node starts and stops waiting.
  */
-import { nodes, outputRowFor, writeOutputRow, type Drizzle, type OutputTableInfo, type SmithersDb } from "../db/index.ts";
+import { nodes, outputRowFor, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb } from "../db/index.ts";
 import { errorSummaryJson, type SmithersError } from "../errors/index.ts";
 import type { PlanTask } from "../jsx/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
@@ -11,7 +11,7 @@ import type { EventBody } from "./events.ts";
 import type { TrackedNode } from "./run-setup.ts";
 
 export type Event = EventBody;
-export type Writes = ((d: Drizzle) => void)[];
+export type Writes = ((q: Sql) => void | Promise<void>)[];
 
 /** What the wait handling needs of its run. */
 export type WaitHost = {
@@ -60,7 +60,7 @@ export class WaitCore {
     nowMs: number,
     writes: Writes,
     before: Event[],
-    also?: (d: Drizzle) => void,
+    also?: (q: Sql) => void | Promise<void>,
   ): void {
     const t = this.host.tracked(task);
     const info = this.host.resolve(task);
@@ -83,10 +83,10 @@ export class WaitCore {
       events.push({ type: "NodeFailed", ...ids, attempt: t.lastAttempt, error: errorSummaryJson(end.error) });
     }
     if (end.state !== "failed") this.host.done(task.nodeId);
-    writes.push((d) => {
-      also?.(d);
-      if (end.state === "finished") writeOutputRow(d, info, key, end.data);
-      nodes.upsertNode(d, {
+    writes.push(async (q) => {
+      await also?.(q);
+      if (end.state === "finished") await writeOutputRow(q, info, key, end.data);
+      await nodes.upsertNode(q, {
         ...key,
         state: end.state,
         wakeAtMs: null,
@@ -107,7 +107,7 @@ export class WaitCore {
     deadlineMs: number | undefined,
     nowMs: number,
     writes: Writes,
-    also: (d: Drizzle) => void,
+    also: (q: Sql) => void | Promise<void>,
     waitJson?: string,
   ): void {
     const t = this.host.tracked(task);
@@ -117,8 +117,8 @@ export class WaitCore {
     this.waiting.add(task.key);
     this.host.markDirty(task.key);
     const key = { runId: this.host.runId, nodeId: task.nodeId, iteration: task.iteration };
-    writes.push((d) => {
-      nodes.upsertNode(d, {
+    writes.push(async (q) => {
+      await nodes.upsertNode(q, {
         ...key,
         state,
         wakeAtMs: deadlineMs ?? null,
@@ -128,7 +128,7 @@ export class WaitCore {
         outputTable: info.tableName,
         label: task.label ?? null,
       });
-      also(d);
+      await also(q);
     });
   }
 }

@@ -5,7 +5,7 @@
  * step's transaction, as the rest of the engine step does; `waiting` holds the keys of the nodes
  * whose answer may arrive from outside (see resolveWaits).
  */
-import { approvals, humanRequests, nodes, outputRowFor, runs, signals, writeOutputRow, type Drizzle } from "../db/index.ts";
+import { approvals, humanRequests, nodes, outputRowFor, runs, signals, writeOutputRow, type Sql } from "../db/index.ts";
 import { errorSummaryJson, SmithersError } from "../errors/index.ts";
 import { nodeKey, type Plan, type PlanTask } from "../jsx/index.ts";
 import { formatZodIssues, jsonSchemaOf } from "../schema/index.ts";
@@ -44,8 +44,8 @@ export class Waits extends WaitCore {
     this.host.markDirty(task.key);
     const key = { runId: this.host.runId, nodeId: task.nodeId, iteration: task.iteration };
     const state = t.state;
-    writes.push((d) => {
-      nodes.upsertNode(d, { ...key, state, wakeAtMs, lastAttempt: t.lastAttempt, updatedAtMs: nowMs, outputTable: "", label: task.label ?? null });
+    writes.push(async (q) => {
+      await nodes.upsertNode(q, { ...key, state, wakeAtMs, lastAttempt: t.lastAttempt, updatedAtMs: nowMs, outputTable: "", label: task.label ?? null });
       this.host.emitInTransaction(event);
     });
   }
@@ -54,9 +54,9 @@ export class Waits extends WaitCore {
   requestApproval(task: PlanTask, nowMs: number, writes: Writes): void {
     const spec = task.approval!;
     const key = { runId: this.host.runId, nodeId: task.nodeId, iteration: task.iteration };
-    this.beginWait(task, "waiting-approval", undefined, nowMs, writes, (d) => {
+    this.beginWait(task, "waiting-approval", undefined, nowMs, writes, async (q) => {
       // A gate is asked once: one decided before (a resumed run) is taken on the next step, not asked again.
-      if (approvals.requestApprovalIn(d, { ...key, requestedAtMs: nowMs, request: storedRequest(spec) })) {
+      if (await approvals.requestApprovalIn(q, { ...key, requestedAtMs: nowMs, request: storedRequest(spec) })) {
         this.host.emitInTransaction({ type: "ApprovalRequested", nodeId: task.nodeId, iteration: task.iteration, title: spec.request.title });
       }
     });
@@ -71,11 +71,11 @@ export class Waits extends WaitCore {
     for (const t of waiting) if (t.mode === "timer") this.waiting.delete(t.key); // the scheduler fires timers
     const kinds = new Set(waiting.map(waitKind));
     const runId = this.host.runId;
-    const found = await this.host.db.read("readWaits", (d) => ({
-      approvals: kinds.has("approval") ? approvals.readApprovals(d, runId) : [],
-      human: kinds.has("human") ? humanRequests.readHumanRequests(d, runId) : [],
-      signals: kinds.has("event") ? signals.readOpenSignals(d, runId) : [],
-      children: kinds.has("subflow") ? this.dueChildren(d, waiting, nowMs) : new Set<string>(),
+    const found = await this.host.db.read("readWaits", async (q) => ({
+      approvals: kinds.has("approval") ? await approvals.readApprovals(q, runId) : [],
+      human: kinds.has("human") ? await humanRequests.readHumanRequests(q, runId) : [],
+      signals: kinds.has("event") ? await signals.readOpenSignals(q, runId) : [],
+      children: kinds.has("subflow") ? await this.dueChildren(q, waiting, nowMs) : new Set<string>(),
     }));
     const decided = new Map(found.approvals.filter((r) => r.status !== "requested").map((r) => [nodeKey(r.nodeId, r.iteration), r]));
     for (const task of waiting) {
@@ -97,12 +97,12 @@ export class Waits extends WaitCore {
   }
 
   /** Keys of the waiting `<Subflow>` nodes whose child run is due (or no longer waits). */
-  dueChildren(d: Drizzle, waiting: PlanTask[], nowMs: number): Set<string> {
+  async dueChildren(q: Sql, waiting: PlanTask[], nowMs: number): Promise<Set<string>> {
     const due = new Set<string>();
     for (const task of waiting) {
       if (task.mode !== "subflow") continue;
       // A child that continued as new waits (or not) in the last run of its chain.
-      const child = runs.readChainEnd(d, subflowRunId(this.host.runId, task.nodeId, task.iteration));
+      const child = await runs.readChainEnd(q, subflowRunId(this.host.runId, task.nodeId, task.iteration));
       if (!child || !isWaiting(child.status) || (child.wakeAtMs !== null && child.wakeAtMs <= nowMs)) due.add(task.key);
     }
     return due;
@@ -113,27 +113,22 @@ export class Waits extends WaitCore {
    * signal is already stored. Senders mark only runs already waiting (runs.markRunDue), so one
    * that arrived between this run's last look and its suspension is caught here instead.
    */
-  arrivedMeanwhile(d: Drizzle, plan: Plan | undefined): boolean {
+  async arrivedMeanwhile(q: Sql, plan: Plan | undefined): Promise<boolean> {
     const waiting = (plan?.tasks ?? []).filter((t) => this.waiting.has(t.key));
     if (waiting.length === 0) return false;
     const runId = this.host.runId;
     const kinds = new Set(waiting.map(waitKind));
     if (kinds.has("approval")) {
-      const decided = new Set(
-        approvals
-          .readApprovals(d, runId)
-          .filter((r) => r.status !== "requested")
-          .map((r) => nodeKey(r.nodeId, r.iteration)),
-      );
+      const decided = new Set((await approvals.readApprovals(q, runId)).filter((r) => r.status !== "requested").map((r) => nodeKey(r.nodeId, r.iteration)));
       if (waiting.some((t) => waitKind(t) === "approval" && decided.has(t.key))) return true;
     }
     if (kinds.has("human")) {
-      const latest = new Map(byAsk(humanRequests.readHumanRequests(d, runId)).map((r) => [nodeKey(r.nodeId, r.iteration), r.status]));
+      const latest = new Map(byAsk(await humanRequests.readHumanRequests(q, runId)).map((r) => [nodeKey(r.nodeId, r.iteration), r.status]));
       if (waiting.some((t) => t.mode === "human" && latest.has(t.key) && latest.get(t.key) !== "pending")) return true;
     }
-    if (kinds.has("subflow") && this.dueChildren(d, waiting, this.host.now()).size > 0) return true;
+    if (kinds.has("subflow") && (await this.dueChildren(q, waiting, this.host.now())).size > 0) return true;
     if (kinds.has("event")) {
-      const open = signals.readOpenSignals(d, runId);
+      const open = await signals.readOpenSignals(q, runId);
       const matches = (t: PlanTask) =>
         open.some((sg) => sg.signalName === t.event!.event && (t.event!.correlationId === undefined || sg.correlationId === t.event!.correlationId));
       if (waiting.some((t) => t.mode === "event" && matches(t))) return true;
@@ -195,16 +190,21 @@ export class Waits extends WaitCore {
           { ...ids, seq },
         );
         const errorJson = JSON.stringify(errorSummaryJson(error));
-        writes.push((d) => {
-          signals.rejectSignal(d, { runId, seq, errorJson });
+        writes.push(async (q) => {
+          await signals.rejectSignal(q, { runId, seq, errorJson });
           this.host.emitInTransaction({ type: "SignalRejected", ...ids, signalName: spec.event, seq, error: errorSummaryJson(error) });
         });
         continue;
       }
       const received: Event = { type: "SignalReceived", ...ids, signalName: spec.event, seq, correlationId: signal.correlationId ?? null };
       // durationMs 0: the node did no work of its own; how long it waited is in its events.
-      this.endWait(task, { state: "finished", data: checked.data, sinceMs: nowMs }, nowMs, writes, [received], (d) =>
-        signals.consumeSignal(d, { runId, seq, ...ids, atMs: nowMs }),
+      this.endWait(
+        task,
+        { state: "finished", data: checked.data, sinceMs: nowMs },
+        nowMs,
+        writes,
+        [received],
+        async (q) => await signals.consumeSignal(q, { runId, seq, ...ids, atMs: nowMs }),
       );
       return;
     }
@@ -219,8 +219,8 @@ export class Waits extends WaitCore {
     const deadline = spec.timeoutMs === undefined ? undefined : nowMs + spec.timeoutMs;
     const prompt = note ? `${spec.prompt}\n\n(asked again: ${note})` : spec.prompt;
     const ids = { nodeId: task.nodeId, iteration: task.iteration };
-    this.beginWait(task, "waiting-approval", deadline, nowMs, writes, (d) => {
-      humanRequests.createHumanRequestIn(d, {
+    this.beginWait(task, "waiting-approval", deadline, nowMs, writes, async (q) => {
+      await humanRequests.createHumanRequestIn(q, {
         requestId,
         runId: this.host.runId,
         ...ids,
@@ -277,8 +277,13 @@ export class Waits extends WaitCore {
     const ids = { nodeId: task.nodeId, iteration: task.iteration };
     if (task.mode === "human") {
       const error = new SmithersError("HUMAN_TASK_TIMEOUT", `Human task "${task.nodeId}" was not answered within ${task.human!.timeoutMs} ms`, ids);
-      this.endWait(task, { state: "failed", error }, nowMs, writes, [{ type: "WaitTimedOut", ...ids, outcome: "fail" }], (d) =>
-        humanRequests.expireNodeRequestsIn(d, { runId: this.host.runId, ...ids }),
+      this.endWait(
+        task,
+        { state: "failed", error },
+        nowMs,
+        writes,
+        [{ type: "WaitTimedOut", ...ids, outcome: "fail" }],
+        async (q) => await humanRequests.expireNodeRequestsIn(q, { runId: this.host.runId, ...ids }),
       );
       return;
     }
@@ -363,9 +368,9 @@ export class Waits extends WaitCore {
     }
     t.state = state;
     if (state === "finished" || state === "skipped") this.host.done(task.nodeId);
-    writes.push((d) => {
-      if (data) writeOutputRow(d, info, key, data);
-      nodes.upsertNode(d, { ...node, state, errorJson: failure ? JSON.stringify(errorSummaryJson(failure)) : null });
+    writes.push(async (q) => {
+      if (data) await writeOutputRow(q, info, key, data);
+      await nodes.upsertNode(q, { ...node, state, errorJson: failure ? JSON.stringify(errorSummaryJson(failure)) : null });
       for (const event of events) this.host.emitInTransaction(event);
     });
   }

@@ -4,15 +4,17 @@
  */
 import { checkPricing, type ModelPricing } from "../agents/index.ts";
 import { checkBudget, type Budget } from "./budget.ts";
+import { SmithersError } from "../errors/index.ts";
 import { resolve } from "node:path";
 import type { z } from "zod";
 import {
   checkDurability,
-  migrateOutputTables,
   openSmithersDb,
   OutputRegistry,
+  type Sql,
   type Drizzle,
   type Durability,
+  SqliteDb,
   type MigrationReport,
   type OutputTarget,
   type SmithersDb,
@@ -93,8 +95,14 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
     let db = databases.get(key);
     if (!db) {
       db = openSmithersDb(path, { durability });
-      const report = db.setup((sqlite) => migrateOutputTables(sqlite, [registry.input, ...registry.all()]));
-      if (report.typeChanges.length > 0 || report.removed.length > 0) reportDrift(report);
+      const drift = (report: MigrationReport) => {
+        if (report.typeChanges.length > 0 || report.removed.length > 0) reportDrift(report);
+      };
+      // SQLite migrates at once (an error throws here); PostgreSQL in the background, and the
+      // database holds every other operation until it is done (a failure fails them).
+      const report = db.ensureOutputTables([registry.input, ...registry.all()]);
+      if (report instanceof Promise) report.then(drift, () => undefined);
+      else drift(report);
       databases.set(key, db);
     }
     return db;
@@ -132,7 +140,9 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
     registry,
     /** The Drizzle database (opened, tables migrated, on first access). */
     get db(): Drizzle {
-      return dbFor().db;
+      const db = dbFor();
+      if (db instanceof SqliteDb) return db.db;
+      throw new SmithersError("DB_UNSUPPORTED", "createSmithers().db is the SQLite Drizzle database; on PostgreSQL query the tables with your own client");
     },
     get smithersDb(): SmithersDb {
       return dbFor();

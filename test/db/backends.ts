@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SmithersDb, type SmithersDbOptions } from "../../src/db/index.ts";
+import { SqliteDb, type SmithersDbOptions } from "../../src/db/index.ts";
 
 export type Backend = { name: string; path: () => string };
 
@@ -28,12 +28,12 @@ export const BACKENDS: readonly Backend[] = [
 ];
 
 /** Runs `body` once per backend; `db()` is a fresh database for each test. */
-export function forEachBackend(body: (db: () => SmithersDb, backend: Backend) => void, options?: SmithersDbOptions): void {
+export function forEachBackend(body: (db: () => SqliteDb, backend: Backend) => void, options?: SmithersDbOptions): void {
   for (const backend of BACKENDS) {
     describe(`[${backend.name}]`, () => {
-      let current: SmithersDb | undefined;
+      let current: SqliteDb | undefined;
       beforeEach(() => {
-        current = new SmithersDb(backend.path(), options);
+        current = new SqliteDb(backend.path(), options);
       });
       afterEach(async () => {
         await current?.close();

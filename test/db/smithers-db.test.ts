@@ -1,19 +1,21 @@
 import { describe, expect, test } from "bun:test";
 import { count } from "drizzle-orm";
-import { dbRetryCount, smithersCron, SmithersDb, type Drizzle } from "../../src/db/index.ts";
+import { dbRetryCount, smithersCron, SmithersDb, type Drizzle, type Sql } from "../../src/db/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
 import { forEachBackend, removeTempDirs, tempDbPath } from "./backends.ts";
 import { rejection } from "../helpers.ts";
 
 const cron = (cronId: string) => ({ cronId, pattern: "* * * * *", workflowPath: "wf.tsx", createdAtMs: 1 });
-const insertCron = (d: Drizzle, cronId: string) => d.insert(smithersCron).values(cron(cronId)).run();
-const cronIds = (d: Drizzle) =>
-  d
+/** SQLite's executor hands out the connection's synchronous Drizzle as `orm`: these queue tests use it as such. */
+const sync = (d: Drizzle | Sql): Drizzle => ("orm" in d ? (d.orm as unknown as Drizzle) : d);
+const insertCron = (d: Drizzle | Sql, cronId: string) => sync(d).insert(smithersCron).values(cron(cronId)).run();
+const cronIds = (d: Drizzle | Sql) =>
+  sync(d)
     .select({ id: smithersCron.cronId })
     .from(smithersCron)
     .all()
     .map((r) => r.id);
-const cronCount = (d: Drizzle) => d.select({ n: count() }).from(smithersCron).get()?.n ?? 0;
+const cronCount = (d: Drizzle | Sql) => sync(d).select({ n: count() }).from(smithersCron).get()?.n ?? 0;
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;

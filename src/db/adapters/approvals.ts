@@ -5,7 +5,8 @@
 import { and, asc, eq, type InferSelectModel, type SQL } from "drizzle-orm";
 import type { ApprovalStatus } from "../constants.ts";
 import { smithersApprovals } from "../internal-schema.ts";
-import type { Drizzle, SmithersDb } from "../smithers-db.ts";
+import type { Sql } from "../sql.ts";
+import type { SmithersDb } from "../store.ts";
 import { markRunDue } from "./runs.ts";
 
 export type ApprovalRow = InferSelectModel<typeof smithersApprovals>;
@@ -35,15 +36,15 @@ const byKey = (key: ApprovalKey) =>
  * first request; a decided gate is never reopened, so a resumed run sees the decision.
  */
 export function requestApproval(db: SmithersDb, request: ApprovalRequest): Promise<ApprovalRow> {
-  return db.write("requestApproval", (d) => {
-    requestApprovalIn(d, request);
-    return d.select().from(smithersApprovals).where(byKey(request)).get() as ApprovalRow;
+  return db.write("requestApproval", async (q) => {
+    await requestApprovalIn(q, request);
+    return (await q.orm.select().from(smithersApprovals).where(byKey(request)).get()) as ApprovalRow;
   });
 }
 
 /** requestApproval inside the caller's transaction (the engine's step); whether the gate is new. */
-export function requestApprovalIn(d: Drizzle, request: ApprovalRequest): boolean {
-  const inserted = d
+export async function requestApprovalIn(q: Sql, request: ApprovalRequest): Promise<boolean> {
+  const inserted = await q.orm
     .insert(smithersApprovals)
     .values({
       runId: request.runId,
@@ -60,40 +61,42 @@ export function requestApprovalIn(d: Drizzle, request: ApprovalRequest): boolean
 }
 
 /** The gates of one run still waiting for a decision whose node waits for it, or decided ones (what a resume resolves). */
-export function readApprovals(d: Drizzle, runId: string): ApprovalRow[] {
-  return d.select().from(smithersApprovals).where(eq(smithersApprovals.runId, runId)).all();
+export function readApprovals(q: Sql, runId: string): Promise<ApprovalRow[]> {
+  return q.orm.select().from(smithersApprovals).where(eq(smithersApprovals.runId, runId)).all();
 }
 
 export function getApproval(db: SmithersDb, key: ApprovalKey): Promise<ApprovalRow | undefined> {
-  return db.read("getApproval", (d) => d.select().from(smithersApprovals).where(byKey(key)).get());
+  return db.read("getApproval", (q) => q.orm.select().from(smithersApprovals).where(byKey(key)).get());
 }
 
 /** Records the decision if the gate is still `requested`, and makes its run due (markRunDue); returns whether it was. */
 export function decideApproval(db: SmithersDb, decision: ApprovalDecision): Promise<boolean> {
-  return db.write("decideApproval", (d) => {
-    const decided = decideApprovalIn(d, decision);
-    if (decided) markRunDue(d, decision.runId, decision.decidedAtMs);
+  return db.write("decideApproval", async (q) => {
+    const decided = await decideApprovalIn(q, decision);
+    if (decided) await markRunDue(q, decision.runId, decision.decidedAtMs);
     return decided;
   });
 }
 
 /** decideApproval inside the caller's transaction (which also makes the run due). */
-export function decideApprovalIn(d: Drizzle, decision: ApprovalDecision): boolean {
+export async function decideApprovalIn(q: Sql, decision: ApprovalDecision): Promise<boolean> {
   const status: ApprovalStatus = decision.approved ? "approved" : "denied";
   return (
-    d
-      .update(smithersApprovals)
-      .set({
-        status,
-        decidedAtMs: decision.decidedAtMs,
-        decidedBy: decision.decidedBy ?? null,
-        note: decision.note ?? null,
-        decisionJson: decision.decision === undefined ? null : JSON.stringify(decision.decision),
-        autoApproved: decision.autoApproved ?? false,
-      })
-      .where(and(byKey(decision), eq(smithersApprovals.status, "requested")))
-      .returning({ runId: smithersApprovals.runId })
-      .all().length > 0
+    (
+      await q.orm
+        .update(smithersApprovals)
+        .set({
+          status,
+          decidedAtMs: decision.decidedAtMs,
+          decidedBy: decision.decidedBy ?? null,
+          note: decision.note ?? null,
+          decisionJson: decision.decision === undefined ? null : JSON.stringify(decision.decision),
+          autoApproved: decision.autoApproved ?? false,
+        })
+        .where(and(byKey(decision), eq(smithersApprovals.status, "requested")))
+        .returning({ runId: smithersApprovals.runId })
+        .all()
+    ).length > 0
   );
 }
 
@@ -102,8 +105,8 @@ export function listApprovals(db: SmithersDb, filter: { runId?: string; status?:
   const conditions: SQL[] = [];
   if (filter.runId !== undefined) conditions.push(eq(smithersApprovals.runId, filter.runId));
   if (filter.status !== undefined) conditions.push(eq(smithersApprovals.status, filter.status));
-  return db.read("listApprovals", (d) =>
-    d
+  return db.read("listApprovals", (q) =>
+    q.orm
       .select()
       .from(smithersApprovals)
       .where(and(...conditions))

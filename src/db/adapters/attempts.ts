@@ -1,8 +1,9 @@
 /** `_smithers_attempts`: every execution attempt of every node, kept as history. */
 import { and, eq, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
-import { insertSql, rawStatement, sqlNames } from "./shared.ts";
+import { insertSql, sqlNames } from "./shared.ts";
 import { smithersAttempts, smithersNodes } from "../internal-schema.ts";
-import type { Drizzle, SmithersDb } from "../smithers-db.ts";
+import type { Sql } from "../sql.ts";
+import type { SmithersDb } from "../store.ts";
 
 export type AttemptRow = InferSelectModel<typeof smithersAttempts>;
 export type NewAttemptRow = InferInsertModel<typeof smithersAttempts>;
@@ -11,19 +12,19 @@ const A = sqlNames(smithersAttempts);
 
 const INSERT_RUNNING = insertSql(smithersAttempts, ["runId", "nodeId", "iteration", "attempt", "state", "startedAtMs", "metaJson"]);
 
-export function insertAttempt(d: Drizzle, row: NewAttemptRow): void {
+export async function insertAttempt(q: Sql, row: NewAttemptRow): Promise<void> {
   if (row.finishedAtMs != null || row.errorJson != null || row.responseText != null) {
-    d.insert(smithersAttempts).values(row).run(); // an attempt recorded already closed (rare)
+    await q.orm.insert(smithersAttempts).values(row).run(); // an attempt recorded already closed (rare)
     return;
   }
-  rawStatement(d, INSERT_RUNNING).run(row.runId, row.nodeId, row.iteration ?? 0, row.attempt, row.state, row.startedAtMs, row.metaJson ?? null);
+  await q.run(INSERT_RUNNING, row.runId, row.nodeId, row.iteration ?? 0, row.attempt, row.state, row.startedAtMs, row.metaJson ?? null);
 }
 
 const N = sqlNames(smithersNodes);
 
 const FAIL_RUNNING_ATTEMPTS = `UPDATE ${A.$table} SET ${A.state} = 'failed', ${A.finishedAtMs} = ?, ${A.errorJson} = ?
   WHERE ${A.runId} = ? AND ${A.state} = 'running'
-  RETURNING ${A.nodeId} AS nodeId, ${A.iteration} AS iteration, ${A.attempt} AS attempt`;
+  RETURNING ${A.nodeId} AS "nodeId", ${A.iteration} AS iteration, ${A.attempt} AS attempt`;
 
 const FAIL_RUNNING_NODES = `UPDATE ${N.$table} SET ${N.state} = 'failed', ${N.updatedAtMs} = ? WHERE ${N.runId} = ? AND ${N.state} = 'running'`;
 
@@ -37,7 +38,7 @@ const FINISH_RUNNING = `UPDATE ${A.$table}
  * `cached`: its output came from `_smithers_cache` and its body did not run.
  */
 export function finishAttempt(
-  d: Drizzle,
+  q: Sql,
   key: { runId: string; nodeId: string; iteration: number; attempt: number },
   patch: Pick<
     Partial<NewAttemptRow>,
@@ -53,14 +54,15 @@ export function finishAttempt(
     | "costUsd"
     | "agentModel"
   >,
-): number {
-  return rawStatement(d, FINISH_RUNNING).run(
+): Promise<number> {
+  return q.run(
+    FINISH_RUNNING,
     patch.state ?? "finished",
     patch.finishedAtMs ?? null,
     patch.errorJson ?? null,
     patch.responseText ?? null,
     patch.metaJson ?? null,
-    patch.cached ? 1 : 0,
+    Boolean(patch.cached),
     patch.inputTokens ?? null,
     patch.cachedInputTokens ?? null,
     patch.outputTokens ?? null,
@@ -70,33 +72,40 @@ export function finishAttempt(
     key.nodeId,
     key.iteration,
     key.attempt,
-  ).changes;
+  );
 }
 
 export function listAttempts(db: SmithersDb, runId: string): Promise<AttemptRow[]> {
-  return db.read("listAttempts", (d) => d.select().from(smithersAttempts).where(eq(smithersAttempts.runId, runId)).orderBy(smithersAttempts.startedAtMs).all());
+  return db.read("listAttempts", (q) =>
+    q.orm.select().from(smithersAttempts).where(eq(smithersAttempts.runId, runId)).orderBy(smithersAttempts.startedAtMs).all(),
+  );
 }
 
 /**
  * Ends what a run left `running` as `failed` (attempts and nodes), for a run that must end but
  * whose last step could not be stored.
  */
-export function failRunningWork(d: Drizzle, runId: string, nowMs: number, errorJson: string): { nodeId: string; iteration: number; attempt: number }[] {
+export async function failRunningWork(
+  q: Sql,
+  runId: string,
+  nowMs: number,
+  errorJson: string,
+): Promise<{ nodeId: string; iteration: number; attempt: number }[]> {
   // Plain prepared statements: this runs at the end of every run, where a Drizzle-built query
   // would cost a fresh process a millisecond or more to build.
-  const closed = rawStatement(d, FAIL_RUNNING_ATTEMPTS).all(nowMs, errorJson, runId) as { nodeId: string; iteration: number; attempt: number }[];
-  if (closed.length > 0) rawStatement(d, FAIL_RUNNING_NODES).run(nowMs, runId);
+  const closed = await q.all<{ nodeId: string; iteration: number; attempt: number }>(FAIL_RUNNING_ATTEMPTS, nowMs, errorJson, runId);
+  if (closed.length > 0) await q.run(FAIL_RUNNING_NODES, nowMs, runId);
   return closed;
 }
 
 /** Closes attempts a dead process left `running`; returns which. */
 export function abandonRunningAttempts(
-  d: Drizzle,
+  q: Sql,
   runId: string,
   nowMs: number,
   errorJson: string,
-): { nodeId: string; iteration: number; attempt: number; agentPid: number | null; agentPidStart: string | null }[] {
-  return d
+): Promise<{ nodeId: string; iteration: number; attempt: number; agentPid: number | null; agentPidStart: string | null }[]> {
+  return q.orm
     .update(smithersAttempts)
     .set({ state: "abandoned", finishedAtMs: nowMs, errorJson })
     .where(and(eq(smithersAttempts.runId, runId), eq(smithersAttempts.state, "running")))
@@ -124,8 +133,9 @@ function attemptIs(key: AttemptKey) {
 
 /** Records the agent subprocess a running attempt started (pid = its process group), for a resume to end it if the engine dies. */
 export function recordAgentProcess(db: SmithersDb, key: AttemptKey, pid: number, startTime: string | undefined): Promise<void> {
-  return db.write("recordAgentProcess", (d) => {
-    d.update(smithersAttempts)
+  return db.write("recordAgentProcess", async (q) => {
+    await q.orm
+      .update(smithersAttempts)
       .set({ agentPid: pid, agentPidStart: startTime ?? null })
       .where(and(attemptIs(key), eq(smithersAttempts.state, "running")))
       .run();
@@ -135,8 +145,8 @@ export function recordAgentProcess(db: SmithersDb, key: AttemptKey, pid: number,
 /** A run's usage: tokens and cost summed over its attempts (cost null when no attempt had one). */
 export type UsageTotals = { inputTokens: number; cachedInputTokens: number; outputTokens: number; costUsd: number | null };
 
-export function sumRunUsage(d: Drizzle, runId: string): UsageTotals {
-  const row = d
+export async function sumRunUsage(q: Sql, runId: string): Promise<UsageTotals> {
+  const row = await q.orm
     .select({
       inputTokens: sql<number>`coalesce(sum(${smithersAttempts.inputTokens}), 0)`,
       cachedInputTokens: sql<number>`coalesce(sum(${smithersAttempts.cachedInputTokens}), 0)`,
@@ -146,12 +156,19 @@ export function sumRunUsage(d: Drizzle, runId: string): UsageTotals {
     .from(smithersAttempts)
     .where(eq(smithersAttempts.runId, runId))
     .get();
-  return row ?? { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null }; // (an aggregate always has a row)
+  if (row)
+    return {
+      inputTokens: Number(row.inputTokens),
+      cachedInputTokens: Number(row.cachedInputTokens),
+      outputTokens: Number(row.outputTokens),
+      costUsd: row.costUsd === null ? null : Number(row.costUsd),
+    };
+  return { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null }; // (an aggregate always has a row)
 }
 
 /** Stores costs priced after the fact (attempts recorded without one, priced on resume). */
-export function setAttemptCosts(d: Drizzle, costs: (AttemptKey & { costUsd: number })[]): void {
+export async function setAttemptCosts(q: Sql, costs: (AttemptKey & { costUsd: number })[]): Promise<void> {
   for (const c of costs) {
-    d.update(smithersAttempts).set({ costUsd: c.costUsd }).where(attemptIs(c)).run();
+    await q.orm.update(smithersAttempts).set({ costUsd: c.costUsd }).where(attemptIs(c)).run();
   }
 }

@@ -8,8 +8,9 @@ import { SmithersError } from "../../errors/index.ts";
 import { smithersCache } from "../internal-schema.ts";
 import type { OutputTableInfo } from "../output-tables.ts";
 import { computeSchemaSignature, hashSchemaSignature, liveColumns } from "../schema-signature.ts";
-import type { Drizzle, SmithersDb } from "../smithers-db.ts";
-import { rawStatement, sqlNames } from "./shared.ts";
+import type { Sql } from "../sql.ts";
+import type { SmithersDb } from "../store.ts";
+import { sqlNames } from "./shared.ts";
 
 export type CacheRow = InferSelectModel<typeof smithersCache>;
 
@@ -132,14 +133,15 @@ const UPSERT = `INSERT INTO ${C.$table} (${C.cacheKey}, ${C.createdAtMs}, ${C.wo
     .join(", ")}`;
 
 /** Stores (or replaces) an entry inside the caller's transaction: the engine writes it with the task's output row. */
-export function putCacheIn(d: Drizzle, entry: CachePut): void {
-  rawStatement(d, UPSERT).run(
+export async function putCacheIn(q: Sql, entry: CachePut): Promise<void> {
+  await q.run(
+    UPSERT,
     entry.cacheKey,
     entry.createdAtMs,
     entry.workflowName,
     entry.nodeId,
     entry.outputTable,
-    entry.schemaSig ?? computeSchemaSignature(d.$client, entry.outputTable),
+    entry.schemaSig ?? (await computeSchemaSignature(q, entry.outputTable)),
     entry.agentSig ?? null,
     JSON.stringify(entry.payload ?? null),
   );
@@ -151,15 +153,15 @@ export function putCacheIn(d: Drizzle, entry: CachePut): void {
  * await putCache(db, { cacheKey, workflowName: "wf", nodeId: "analyze", outputTable: "analysis", payload, createdAtMs: Date.now() });
  */
 export function putCache(db: SmithersDb, entry: CachePut): Promise<void> {
-  return db.write("putCache", (d) => putCacheIn(d, entry));
+  return db.write("putCache", (q) => putCacheIn(q, entry));
 }
 
 /** The cached output, unless absent or its output table's schema has changed since (a miss). */
 export function getCache(db: SmithersDb, cacheKey: string): Promise<CacheHit | undefined> {
-  return db.read("getCache", (d) => {
-    const row = d.select().from(smithersCache).where(eq(smithersCache.cacheKey, cacheKey)).get();
+  return db.read("getCache", async (q) => {
+    const row = await q.orm.select().from(smithersCache).where(eq(smithersCache.cacheKey, cacheKey)).get();
     if (!row) return undefined;
-    const columns = liveColumns(d.$client, row.outputTable);
+    const columns = await liveColumns(q, row.outputTable);
     if (columns.length === 0 || hashSchemaSignature(row.outputTable, columns) !== row.schemaSig) return undefined;
     return { payload: JSON.parse(row.payloadJson) as unknown, row };
   });
@@ -173,8 +175,8 @@ export type CacheLookup = {
   hit: CacheHit | undefined;
 };
 
-const SELECT = `SELECT ${C.cacheKey} AS cacheKey, ${C.createdAtMs} AS createdAtMs, ${C.workflowName} AS workflowName, ${C.nodeId} AS nodeId,
-  ${C.outputTable} AS outputTable, ${C.schemaSig} AS schemaSig, ${C.agentSig} AS agentSig, ${C.payloadJson} AS payloadJson
+const SELECT = `SELECT ${C.cacheKey} AS "cacheKey", ${C.createdAtMs} AS "createdAtMs", ${C.workflowName} AS "workflowName", ${C.nodeId} AS "nodeId",
+  ${C.outputTable} AS "outputTable", ${C.schemaSig} AS "schemaSig", ${C.agentSig} AS "agentSig", ${C.payloadJson} AS "payloadJson"
   FROM ${C.$table} WHERE ${C.cacheKey} = ?`;
 
 /**
@@ -182,10 +184,10 @@ const SELECT = `SELECT ${C.cacheKey} AS cacheKey, ${C.createdAtMs} AS createdAtM
  * that signature (so a schema change is a different key), and reads the entry.
  */
 export function lookupCache(db: SmithersDb, parts: Omit<CacheKeyParts, "schemaSig">, outputTable: string): Promise<CacheLookup> {
-  return db.read("lookupCache", (d) => {
-    const schemaSig = computeSchemaSignature(d.$client, outputTable);
+  return db.read("lookupCache", async (q) => {
+    const schemaSig = await computeSchemaSignature(q, outputTable);
     const cacheKey = computeCacheKey({ ...parts, schemaSig });
-    const row = rawStatement(d, SELECT).get(cacheKey) as CacheRow | null;
+    const row = await q.get<CacheRow>(SELECT, cacheKey);
     const hit = row && row.outputTable === outputTable && row.schemaSig === schemaSig ? { payload: JSON.parse(row.payloadJson) as unknown, row } : undefined;
     return { cacheKey, schemaSig, hit };
   });
@@ -214,11 +216,13 @@ export function deleteCache(db: SmithersDb, filter: { workflowName: string; node
   if (filter.nodeId !== undefined) conditions.push(eq(smithersCache.nodeId, filter.nodeId));
   return db.write(
     "deleteCache",
-    (d) =>
-      d
-        .delete(smithersCache)
-        .where(and(...conditions))
-        .returning({ cacheKey: smithersCache.cacheKey })
-        .all().length,
+    async (q) =>
+      (
+        await q.orm
+          .delete(smithersCache)
+          .where(and(...conditions))
+          .returning({ cacheKey: smithersCache.cacheKey })
+          .all()
+      ).length,
   );
 }

@@ -4,7 +4,7 @@
  */
 import { and, asc, eq, lte, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import { smithersCron } from "../internal-schema.ts";
-import type { SmithersDb } from "../smithers-db.ts";
+import type { SmithersDb } from "../store.ts";
 
 export type CronRow = InferSelectModel<typeof smithersCron>;
 export type NewCronRow = InferInsertModel<typeof smithersCron>;
@@ -18,21 +18,21 @@ export type NewCronRow = InferInsertModel<typeof smithersCron>;
 export function upsertCron(db: SmithersDb, row: NewCronRow): Promise<void> {
   const { cronId: _id, createdAtMs: _created, ...rest } = row;
   const set = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
-  return db.write("upsertCron", (d) => {
-    const insert = d.insert(smithersCron).values(row);
-    if (Object.keys(set).length === 0) insert.onConflictDoNothing().run();
-    else insert.onConflictDoUpdate({ target: smithersCron.cronId, set }).run();
+  return db.write("upsertCron", async (q) => {
+    const insert = q.orm.insert(smithersCron).values(row);
+    if (Object.keys(set).length === 0) await insert.onConflictDoNothing().run();
+    else await insert.onConflictDoUpdate({ target: smithersCron.cronId, set }).run();
   });
 }
 
 export function getCron(db: SmithersDb, cronId: string): Promise<CronRow | undefined> {
-  return db.read("getCron", (d) => d.select().from(smithersCron).where(eq(smithersCron.cronId, cronId)).get());
+  return db.read("getCron", (q) => q.orm.select().from(smithersCron).where(eq(smithersCron.cronId, cronId)).get());
 }
 
 /** All schedules by id, or only the enabled ones. */
 export function listCrons(db: SmithersDb, enabledOnly = false): Promise<CronRow[]> {
-  return db.read("listCrons", (d) => {
-    const query = d.select().from(smithersCron);
+  return db.read("listCrons", async (q) => {
+    const query = q.orm.select().from(smithersCron);
     const filtered = enabledOnly ? query.where(eq(smithersCron.enabled, true)) : query;
     return filtered.orderBy(asc(smithersCron.cronId)).all();
   });
@@ -51,13 +51,15 @@ export function updateCronRunTime(
 ): Promise<boolean> {
   return db.write(
     "updateCronRunTime",
-    (d) =>
-      d
-        .update(smithersCron)
-        .set({ lastRunAtMs, nextRunAtMs, errorJson: errorJson ?? null })
-        .where(eq(smithersCron.cronId, cronId))
-        .returning({ cronId: smithersCron.cronId })
-        .all().length > 0,
+    async (q) =>
+      (
+        await q.orm
+          .update(smithersCron)
+          .set({ lastRunAtMs, nextRunAtMs, errorJson: errorJson ?? null })
+          .where(eq(smithersCron.cronId, cronId))
+          .returning({ cronId: smithersCron.cronId })
+          .all()
+      ).length > 0,
   );
 }
 
@@ -65,19 +67,22 @@ export function updateCronRunTime(
 export function deleteCron(db: SmithersDb, cronId: string): Promise<boolean> {
   return db.write(
     "deleteCron",
-    (d) => d.delete(smithersCron).where(eq(smithersCron.cronId, cronId)).returning({ cronId: smithersCron.cronId }).all().length > 0,
+    async (q) => (await q.orm.delete(smithersCron).where(eq(smithersCron.cronId, cronId)).returning({ cronId: smithersCron.cronId }).all()).length > 0,
   );
 }
 
 /** Creates the schedule; returns false (nothing written) when `cronId` is taken. */
 export function insertCron(db: SmithersDb, row: NewCronRow): Promise<boolean> {
-  return db.write("insertCron", (d) => d.insert(smithersCron).values(row).onConflictDoNothing().returning({ cronId: smithersCron.cronId }).all().length > 0);
+  return db.write(
+    "insertCron",
+    async (q) => (await q.orm.insert(smithersCron).values(row).onConflictDoNothing().returning({ cronId: smithersCron.cronId }).all()).length > 0,
+  );
 }
 
 /** Enabled schedules whose next fire time is at or before `nowMs`, soonest first (through the due index). */
 export function listDueCrons(db: SmithersDb, nowMs: number, limit: number): Promise<CronRow[]> {
-  return db.read("listDueCrons", (d) =>
-    d
+  return db.read("listDueCrons", (q) =>
+    q.orm
       .select()
       .from(smithersCron)
       .where(and(eq(smithersCron.enabled, true), lte(smithersCron.nextRunAtMs, nowMs)))
@@ -105,25 +110,27 @@ export type CronSlotClaim = {
 export function claimCronSlot(db: SmithersDb, c: CronSlotClaim): Promise<boolean> {
   return db.write(
     "claimCronSlot",
-    (d) =>
-      d
-        .update(smithersCron)
-        .set({
-          nextRunAtMs: c.nextRunAtMs,
-          lastRunAtMs: c.slotMs,
-          lastRunId: c.runId,
-          skippedSlots: sql`${smithersCron.skippedSlots} + ${c.skipped}`,
-          errorJson: null,
-        })
-        .where(and(eq(smithersCron.cronId, c.cronId), eq(smithersCron.enabled, true), eq(smithersCron.nextRunAtMs, c.expectedNextRunAtMs)))
-        .returning({ cronId: smithersCron.cronId })
-        .all().length > 0,
+    async (q) =>
+      (
+        await q.orm
+          .update(smithersCron)
+          .set({
+            nextRunAtMs: c.nextRunAtMs,
+            lastRunAtMs: c.slotMs,
+            lastRunId: c.runId,
+            skippedSlots: sql`${smithersCron.skippedSlots} + ${c.skipped}`,
+            errorJson: null,
+          })
+          .where(and(eq(smithersCron.cronId, c.cronId), eq(smithersCron.enabled, true), eq(smithersCron.nextRunAtMs, c.expectedNextRunAtMs)))
+          .returning({ cronId: smithersCron.cronId })
+          .all()
+      ).length > 0,
   );
 }
 
 /** Stores the error of a fire that could not start its run. */
 export function setCronError(db: SmithersDb, cronId: string, errorJson: string): Promise<void> {
-  return db.write("setCronError", (d) => {
-    d.update(smithersCron).set({ errorJson }).where(eq(smithersCron.cronId, cronId)).run();
+  return db.write("setCronError", async (q) => {
+    await q.orm.update(smithersCron).set({ errorJson }).where(eq(smithersCron.cronId, cronId)).run();
   });
 }

@@ -5,8 +5,9 @@
  */
 import { and, asc, count, eq, gt, gte, inArray, sql, type InferSelectModel, type SQL } from "drizzle-orm";
 import { smithersEvents } from "../internal-schema.ts";
-import type { Drizzle, SmithersDb } from "../smithers-db.ts";
-import { immediate, insertSql, rawStatement, sqlNames } from "./shared.ts";
+import { jsonField, perDialect, type Dialect, type Sql } from "../sql.ts";
+import type { SmithersDb } from "../store.ts";
+import { immediate, insertSql, lockRunSequence, sqlNames } from "./shared.ts";
 
 export type EventRow = InferSelectModel<typeof smithersEvents>;
 
@@ -27,38 +28,52 @@ export type EventHistoryQuery = {
 };
 
 // Unary + keeps SQLite from walking the run's whole key range: the (time, type) index finds the
-// few candidates, whatever the statistics say.
+// few candidates, whatever the statistics say. (PostgreSQL's planner needs no such hint.)
 const E = sqlNames(smithersEvents);
-const FIND_DUPLICATE = `SELECT ${E.seq} AS seq FROM ${E.$table} WHERE +${E.runId} = ? AND ${E.timestampMs} = ? AND ${E.type} = ? AND ${E.payloadJson} = ?`;
+const FIND_DUPLICATE = perDialect(
+  (dialect) =>
+    `SELECT ${E.seq} AS seq FROM ${E.$table} WHERE ${dialect === "sqlite" ? "+" : ""}${E.runId} = ? AND ${E.timestampMs} = ? AND ${E.type} = ? AND ${E.payloadJson} = ?`,
+);
 const NEXT_SEQ = `SELECT coalesce(max(${E.seq}), -1) + 1 AS next FROM ${E.$table} WHERE ${E.runId} = ?`;
 const INSERT_EVENT = insertSql(smithersEvents, ["runId", "seq", "timestampMs", "type", "payloadJson"]);
 
 /**
- * Must run inside BEGIN IMMEDIATE: holding the write lock, the MAX read once per run stays
- * valid for the whole batch, so later events of the same run just count on from it.
+ * Must run inside a transaction: on SQLite BEGIN IMMEDIATE holds the write lock, on PostgreSQL
+ * a per-run advisory lock (lockRunSequence) serialises writers of the same run's events until
+ * the commit. Either way the MAX read once per run stays valid for the whole batch, so later
+ * events of the same run just count on from it: no gap, no duplicate.
  */
-function insertInTransaction(d: Drizzle, events: readonly NewEvent[], dedupe = true): number[] {
-  const duplicate = dedupe ? rawStatement(d, FIND_DUPLICATE) : undefined;
-  const insert = rawStatement(d, INSERT_EVENT);
+async function insertInTransaction(q: Sql, events: readonly NewEvent[], dedupe = true): Promise<number[]> {
   const nextByRun = new Map<string, number>();
-  return events.map((event) => {
-    const found = duplicate?.get(event.runId, event.timestampMs, event.type, event.payloadJson) as { seq: number } | null;
-    if (found) return found.seq;
-    const seq = nextByRun.get(event.runId) ?? (rawStatement(d, NEXT_SEQ).get(event.runId) as { next: number } | null)?.next ?? 0;
-    insert.run(event.runId, seq, event.timestampMs, event.type, event.payloadJson);
+  const seqs: number[] = [];
+  for (const event of events) {
+    if (dedupe) {
+      const found = await q.get<{ seq: number }>(FIND_DUPLICATE[q.dialect], event.runId, event.timestampMs, event.type, event.payloadJson);
+      if (found) {
+        seqs.push(found.seq);
+        continue;
+      }
+    }
+    let seq = nextByRun.get(event.runId);
+    if (seq === undefined) {
+      await lockRunSequence(q, "events", event.runId);
+      seq = (await q.get<{ next: number }>(NEXT_SEQ, event.runId))?.next ?? 0;
+    }
+    await q.run(INSERT_EVENT, event.runId, seq, event.timestampMs, event.type, event.payloadJson);
     nextByRun.set(event.runId, seq + 1);
-    return seq;
-  });
+    seqs.push(seq);
+  }
+  return seqs;
 }
 
 /**
- * Persists events inside the caller's open BEGIN IMMEDIATE transaction; returns their seqs.
+ * Persists events inside the caller's open transaction; returns their seqs.
  * `dedupe: false` skips the look-up for an identical stored event: for a writer that knows each
  * event is new (the engine's journal writes every event exactly once, in the transaction of the
  * step that caused it), and where two identical events are two things that happened.
  */
-export function insertEventsIn(d: Drizzle, events: readonly NewEvent[], options: { dedupe?: boolean } = {}): number[] {
-  return insertInTransaction(d, events, options.dedupe ?? true);
+export function insertEventsIn(q: Sql, events: readonly NewEvent[], options: { dedupe?: boolean } = {}): Promise<number[]> {
+  return insertInTransaction(q, events, options.dedupe ?? true);
 }
 
 /**
@@ -67,7 +82,7 @@ export function insertEventsIn(d: Drizzle, events: readonly NewEvent[], options:
  * const seq = await insertEvent(db, { runId, timestampMs: Date.now(), type: "RunStarted", payloadJson: "{}" });
  */
 export function insertEvent(db: SmithersDb, event: NewEvent): Promise<number> {
-  return immediate(db, "insertEvent", (d) => insertInTransaction(d, [event])[0] ?? 0);
+  return immediate(db, "insertEvent", async (q) => (await insertInTransaction(q, [event]))[0] ?? 0);
 }
 
 /**
@@ -76,34 +91,37 @@ export function insertEvent(db: SmithersDb, event: NewEvent): Promise<number> {
  */
 export function insertEvents(db: SmithersDb, events: readonly NewEvent[]): Promise<number[]> {
   if (events.length === 0) return Promise.resolve([]);
-  return immediate(db, "insertEvents", (d) => insertInTransaction(d, events));
+  return immediate(db, "insertEvents", (q) => insertInTransaction(q, events));
 }
 
-function historyFilter(q: EventHistoryQuery): SQL | undefined {
+function historyFilter(q: EventHistoryQuery, dialect: Dialect): SQL | undefined {
   const conditions: (SQL | undefined)[] = [eq(smithersEvents.runId, q.runId)];
   if (q.afterSeq !== undefined) conditions.push(gt(smithersEvents.seq, q.afterSeq));
   if (q.sinceTimestampMs !== undefined) conditions.push(gte(smithersEvents.timestampMs, q.sinceTimestampMs));
   if (q.types !== undefined) conditions.push(inArray(smithersEvents.type, [...q.types]));
   if (q.nodeId !== undefined) {
-    conditions.push(sql`json_extract(${smithersEvents.payloadJson}, '$.nodeId') = ${q.nodeId}`);
+    conditions.push(sql`${sql.raw(jsonField(dialect, E.payloadJson, "nodeId"))} = ${q.nodeId}`);
   }
   return and(...conditions);
 }
 
 /** A run's events in seq order, filtered. */
 export function listEventHistory(db: SmithersDb, query: EventHistoryQuery): Promise<EventRow[]> {
-  return db.read("listEventHistory", (d) => {
-    const base = d.select().from(smithersEvents).where(historyFilter(query)).orderBy(asc(smithersEvents.seq));
+  return db.read("listEventHistory", (q) => {
+    const base = q.orm.select().from(smithersEvents).where(historyFilter(query, q.dialect)).orderBy(asc(smithersEvents.seq));
     return query.limit === undefined ? base.all() : base.limit(query.limit).all();
   });
 }
 
 /** How many events `listEventHistory` would return without a limit. */
 export function countEventHistory(db: SmithersDb, query: Omit<EventHistoryQuery, "limit">): Promise<number> {
-  return db.read("countEventHistory", (d) => d.select({ n: count() }).from(smithersEvents).where(historyFilter(query)).get()?.n ?? 0);
+  return db.read(
+    "countEventHistory",
+    async (q) => (await q.orm.select({ n: count() }).from(smithersEvents).where(historyFilter(query, q.dialect)).get())?.n ?? 0,
+  );
 }
 
 /** The highest seq stored for a run, or -1 when it has none (resume continues at +1). */
 export function lastEventSeq(db: SmithersDb, runId: string): Promise<number> {
-  return db.read("lastEventSeq", (d) => ((rawStatement(d, NEXT_SEQ).get(runId) as { next: number } | null)?.next ?? 0) - 1);
+  return db.read("lastEventSeq", async (q) => ((await q.get<{ next: number }>(NEXT_SEQ, runId))?.next ?? 0) - 1);
 }

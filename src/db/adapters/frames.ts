@@ -5,8 +5,9 @@
  */
 import { and, asc, desc, eq, gte, inArray, lte, sql, type InferSelectModel } from "drizzle-orm";
 import { smithersFrames } from "../internal-schema.ts";
-import type { Drizzle, SmithersDb } from "../smithers-db.ts";
-import { insertSql, rawStatement } from "./shared.ts";
+import type { Sql } from "../sql.ts";
+import type { SmithersDb } from "../store.ts";
+import { insertSql } from "./shared.ts";
 
 export type FrameRow = InferSelectModel<typeof smithersFrames>;
 export type FrameEncoding = "full" | "keyframe" | "delta";
@@ -18,18 +19,18 @@ const STARTS_CHAIN: FrameEncoding[] = ["full", "keyframe"];
 const INSERT_FRAME = insertSql(smithersFrames, ["runId", "frameNo", "createdAtMs", "xmlJson", "xmlHash", "encoding"]);
 
 /** Takes the Drizzle handle so it joins the caller's transaction. */
-export function insertFrame(d: Drizzle, f: NewFrame): void {
-  rawStatement(d, INSERT_FRAME).run(f.runId, f.frameNo, f.createdAtMs, f.body, f.hash, f.encoding);
+export async function insertFrame(q: Sql, f: NewFrame): Promise<void> {
+  await q.run(INSERT_FRAME, f.runId, f.frameNo, f.createdAtMs, f.body, f.hash, f.encoding);
 }
 
 /** Number, encoding and stored size of every frame of the run, in order. */
 export function listFrames(db: SmithersDb, runId: string): Promise<FrameSummary[]> {
-  return db.read("listFrames", (d) =>
-    d
+  return db.read("listFrames", (q) =>
+    q.orm
       .select({
         frameNo: smithersFrames.frameNo,
         encoding: smithersFrames.encoding,
-        bytes: sql<number>`length(CAST(${smithersFrames.xmlJson} AS BLOB))`,
+        bytes: sql<number>`octet_length(${smithersFrames.xmlJson})`,
         createdAtMs: smithersFrames.createdAtMs,
         hash: smithersFrames.xmlHash,
       })
@@ -44,14 +45,16 @@ export function listFrames(db: SmithersDb, runId: string): Promise<FrameSummary[
 export function lastFrameNo(db: SmithersDb, runId: string): Promise<number> {
   return db.read(
     "lastFrameNo",
-    (d) =>
-      d
-        .select({ frameNo: smithersFrames.frameNo })
-        .from(smithersFrames)
-        .where(eq(smithersFrames.runId, runId))
-        .orderBy(desc(smithersFrames.frameNo))
-        .limit(1)
-        .get()?.frameNo ?? -1,
+    async (q) =>
+      (
+        await q.orm
+          .select({ frameNo: smithersFrames.frameNo })
+          .from(smithersFrames)
+          .where(eq(smithersFrames.runId, runId))
+          .orderBy(desc(smithersFrames.frameNo))
+          .limit(1)
+          .get()
+      )?.frameNo ?? -1,
   );
 }
 
@@ -60,8 +63,8 @@ export function lastFrameNo(db: SmithersDb, runId: string): Promise<number> {
  * every frame after that up to `frameNo`, in order. Empty when no chain start exists.
  */
 export function frameChain(db: SmithersDb, runId: string, frameNo: number): Promise<FrameRow[]> {
-  return db.read("frameChain", (d) => {
-    const start = d
+  return db.read("frameChain", async (q) => {
+    const start = await q.orm
       .select({ frameNo: smithersFrames.frameNo })
       .from(smithersFrames)
       .where(and(eq(smithersFrames.runId, runId), lte(smithersFrames.frameNo, frameNo), inArray(smithersFrames.encoding, STARTS_CHAIN)))
@@ -69,7 +72,7 @@ export function frameChain(db: SmithersDb, runId: string, frameNo: number): Prom
       .limit(1)
       .get();
     if (!start) return [];
-    return d
+    return await q.orm
       .select()
       .from(smithersFrames)
       .where(and(eq(smithersFrames.runId, runId), gte(smithersFrames.frameNo, start.frameNo), lte(smithersFrames.frameNo, frameNo)))

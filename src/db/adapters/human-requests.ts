@@ -5,7 +5,8 @@
  */
 import { and, asc, eq, getTableColumns, isNotNull, lte, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import { smithersHumanRequests, smithersNodes, smithersRuns } from "../internal-schema.ts";
-import type { Drizzle, SmithersDb } from "../smithers-db.ts";
+import type { Sql } from "../sql.ts";
+import type { SmithersDb } from "../store.ts";
 import { immediate } from "./shared.ts";
 
 export type HumanRequestRow = InferSelectModel<typeof smithersHumanRequests>;
@@ -21,16 +22,17 @@ export type PendingHumanRequest = HumanRequestRow & {
 const pending = eq(smithersHumanRequests.status, "pending");
 
 /** createHumanRequest inside the caller's transaction (the engine's step); an existing id is kept. */
-export function createHumanRequestIn(d: Drizzle, request: NewHumanRequest): void {
-  d.insert(smithersHumanRequests)
+export async function createHumanRequestIn(q: Sql, request: NewHumanRequest): Promise<void> {
+  await q.orm
+    .insert(smithersHumanRequests)
     .values({ ...request, status: "pending" })
     .onConflictDoNothing()
     .run();
 }
 
 /** A run's requests (any state) inside the caller's transaction, oldest first. */
-export function readHumanRequests(d: Drizzle, runId: string): HumanRequestRow[] {
-  return d
+export async function readHumanRequests(q: Sql, runId: string): Promise<HumanRequestRow[]> {
+  return await q.orm
     .select()
     .from(smithersHumanRequests)
     .where(eq(smithersHumanRequests.runId, runId))
@@ -39,8 +41,9 @@ export function readHumanRequests(d: Drizzle, runId: string): HumanRequestRow[] 
 }
 
 /** Moves a node's pending requests to `expired` (the node timed out), inside the caller's transaction. */
-export function expireNodeRequestsIn(d: Drizzle, node: { runId: string; nodeId: string; iteration: number }): void {
-  d.update(smithersHumanRequests)
+export async function expireNodeRequestsIn(q: Sql, node: { runId: string; nodeId: string; iteration: number }): Promise<void> {
+  await q.orm
+    .update(smithersHumanRequests)
     .set({ status: "expired" })
     .where(
       and(
@@ -55,26 +58,27 @@ export function expireNodeRequestsIn(d: Drizzle, node: { runId: string; nodeId: 
 
 /** Records a new request in `pending` state. */
 export function createHumanRequest(db: SmithersDb, request: NewHumanRequest): Promise<void> {
-  return db.write("createHumanRequest", (d) => {
-    d.insert(smithersHumanRequests)
+  return db.write("createHumanRequest", async (q) => {
+    await q.orm
+      .insert(smithersHumanRequests)
       .values({ ...request, status: "pending" })
       .run();
   });
 }
 
 export function getHumanRequest(db: SmithersDb, requestId: string): Promise<HumanRequestRow | undefined> {
-  return db.read("getHumanRequest", (d) => readHumanRequest(d, requestId));
+  return db.read("getHumanRequest", (q) => readHumanRequest(q, requestId));
 }
 
 /** getHumanRequest inside the caller's transaction. */
-export function readHumanRequest(d: Drizzle, requestId: string): HumanRequestRow | undefined {
-  return d.select().from(smithersHumanRequests).where(eq(smithersHumanRequests.requestId, requestId)).get();
+export async function readHumanRequest(q: Sql, requestId: string): Promise<HumanRequestRow | undefined> {
+  return await q.orm.select().from(smithersHumanRequests).where(eq(smithersHumanRequests.requestId, requestId)).get();
 }
 
 /** Every request of a run (any state), oldest first. */
 export function listHumanRequestsForRun(db: SmithersDb, runId: string): Promise<HumanRequestRow[]> {
-  return db.read("listHumanRequestsForRun", (d) =>
-    d
+  return db.read("listHumanRequestsForRun", (q) =>
+    q.orm
       .select()
       .from(smithersHumanRequests)
       .where(eq(smithersHumanRequests.runId, runId))
@@ -83,18 +87,20 @@ export function listHumanRequestsForRun(db: SmithersDb, runId: string): Promise<
   );
 }
 
-function expireOverdue(d: Drizzle, nowMs: number): number {
-  return d
-    .update(smithersHumanRequests)
-    .set({ status: "expired" })
-    .where(and(pending, isNotNull(smithersHumanRequests.timeoutAtMs), lte(smithersHumanRequests.timeoutAtMs, nowMs)))
-    .returning({ requestId: smithersHumanRequests.requestId })
-    .all().length;
+async function expireOverdue(q: Sql, nowMs: number): Promise<number> {
+  return (
+    await q.orm
+      .update(smithersHumanRequests)
+      .set({ status: "expired" })
+      .where(and(pending, isNotNull(smithersHumanRequests.timeoutAtMs), lte(smithersHumanRequests.timeoutAtMs, nowMs)))
+      .returning({ requestId: smithersHumanRequests.requestId })
+      .all()
+  ).length;
 }
 
 /** Moves pending requests whose timeout has passed to `expired`; returns how many moved. */
 export function expireHumanRequests(db: SmithersDb, nowMs: number): Promise<number> {
-  return db.write("expireHumanRequests", (d) => expireOverdue(d, nowMs));
+  return db.write("expireHumanRequests", (q) => expireOverdue(q, nowMs));
 }
 
 /**
@@ -104,15 +110,15 @@ export function expireHumanRequests(db: SmithersDb, nowMs: number): Promise<numb
  * for (const r of await listPendingHumanRequests(db, Date.now())) console.log(r.workflowName, r.prompt);
  */
 export function listPendingHumanRequests(db: SmithersDb, nowMs: number): Promise<PendingHumanRequest[]> {
-  return immediate(db, "listPendingHumanRequests", (d) => {
-    expireOverdue(d, nowMs);
-    return readPendingWithRuns(d);
+  return immediate(db, "listPendingHumanRequests", async (q) => {
+    await expireOverdue(q, nowMs);
+    return await readPendingWithRuns(q);
   });
 }
 
 /** Pending requests, oldest first, with workflow name, run status and node label (nothing expired here). */
-export function readPendingWithRuns(d: Drizzle): PendingHumanRequest[] {
-  return d
+export async function readPendingWithRuns(q: Sql): Promise<PendingHumanRequest[]> {
+  return await q.orm
     .select({
       ...getTableColumns(smithersHumanRequests),
       workflowName: smithersRuns.workflowName,
@@ -143,39 +149,43 @@ export type HumanAnswer = {
 
 /** Stores the answer if the request is still pending; returns whether it was. */
 export function answerHumanRequest(db: SmithersDb, answer: HumanAnswer): Promise<boolean> {
-  return db.write("answerHumanRequest", (d) => answerHumanRequestIn(d, answer));
+  return db.write("answerHumanRequest", (q) => answerHumanRequestIn(q, answer));
 }
 
 /** answerHumanRequest inside the caller's transaction. */
-export function answerHumanRequestIn(d: Drizzle, answer: HumanAnswer): boolean {
+export async function answerHumanRequestIn(q: Sql, answer: HumanAnswer): Promise<boolean> {
   return (
-    d
-      .update(smithersHumanRequests)
-      .set({
-        status: "answered",
-        responseJson: JSON.stringify(answer.response ?? null),
-        answeredAtMs: answer.answeredAtMs,
-        answeredBy: answer.answeredBy ?? null,
-      })
-      .where(and(eq(smithersHumanRequests.requestId, answer.requestId), pending))
-      .returning({ requestId: smithersHumanRequests.requestId })
-      .all().length > 0
+    (
+      await q.orm
+        .update(smithersHumanRequests)
+        .set({
+          status: "answered",
+          responseJson: JSON.stringify(answer.response ?? null),
+          answeredAtMs: answer.answeredAtMs,
+          answeredBy: answer.answeredBy ?? null,
+        })
+        .where(and(eq(smithersHumanRequests.requestId, answer.requestId), pending))
+        .returning({ requestId: smithersHumanRequests.requestId })
+        .all()
+    ).length > 0
   );
 }
 
 /** Cancels the request if it is still pending; returns whether it was. */
 export function cancelHumanRequest(db: SmithersDb, requestId: string): Promise<boolean> {
-  return db.write("cancelHumanRequest", (d) => cancelHumanRequestIn(d, requestId));
+  return db.write("cancelHumanRequest", (q) => cancelHumanRequestIn(q, requestId));
 }
 
 /** cancelHumanRequest inside the caller's transaction. */
-export function cancelHumanRequestIn(d: Drizzle, requestId: string): boolean {
+export async function cancelHumanRequestIn(q: Sql, requestId: string): Promise<boolean> {
   return (
-    d
-      .update(smithersHumanRequests)
-      .set({ status: "cancelled" })
-      .where(and(eq(smithersHumanRequests.requestId, requestId), pending))
-      .returning({ requestId: smithersHumanRequests.requestId })
-      .all().length > 0
+    (
+      await q.orm
+        .update(smithersHumanRequests)
+        .set({ status: "cancelled" })
+        .where(and(eq(smithersHumanRequests.requestId, requestId), pending))
+        .returning({ requestId: smithersHumanRequests.requestId })
+        .all()
+    ).length > 0
   );
 }

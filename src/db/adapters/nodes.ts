@@ -1,8 +1,9 @@
 /** `_smithers_nodes`: the current state of each task node (run, node, iteration). */
 import { and, count, eq, inArray, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
-import { insertSql, rawStatement, sqlNames } from "./shared.ts";
+import { changedRows, insertSql, sqlNames } from "./shared.ts";
 import { smithersNodes } from "../internal-schema.ts";
-import { changedRows, type Drizzle, type SmithersDb } from "../smithers-db.ts";
+import type { Sql } from "../sql.ts";
+import type { SmithersDb } from "../store.ts";
 
 export type NodeRow = InferSelectModel<typeof smithersNodes>;
 export type NodeUpsert = InferInsertModel<typeof smithersNodes>;
@@ -20,8 +21,9 @@ const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration",
  * errorJson clears it: only a failed node has one). Takes the Drizzle handle so it joins the
  * caller's transaction.
  */
-export function upsertNode(d: Drizzle, row: NodeUpsert): void {
-  rawStatement(d, UPSERT_NODE).run(
+export async function upsertNode(q: Sql, row: NodeUpsert): Promise<void> {
+  await q.run(
+    UPSERT_NODE,
     row.runId,
     row.nodeId,
     row.iteration ?? 0,
@@ -37,13 +39,13 @@ export function upsertNode(d: Drizzle, row: NodeUpsert): void {
 }
 
 export function listNodes(db: SmithersDb, runId: string): Promise<NodeRow[]> {
-  return db.read("listNodes", (d) => d.select().from(smithersNodes).where(eq(smithersNodes.runId, runId)).all());
+  return db.read("listNodes", (q) => q.orm.select().from(smithersNodes).where(eq(smithersNodes.runId, runId)).all());
 }
 
 /** Moves every node of the run in one of `from` states to `to`. Returns the rows changed. */
-export function resetNodes(d: Drizzle, runId: string, from: string[], to: string, nowMs: number): number {
+export async function resetNodes(q: Sql, runId: string, from: string[], to: string, nowMs: number): Promise<number> {
   return changedRows(
-    d
+    await q.orm
       .update(smithersNodes)
       .set({ state: to, updatedAtMs: nowMs, errorJson: null })
       .where(and(eq(smithersNodes.runId, runId), inArray(smithersNodes.state, from)))
@@ -52,8 +54,8 @@ export function resetNodes(d: Drizzle, runId: string, from: string[], to: string
 }
 
 /** A run's nodes in one state (inside the caller's transaction), by the primary key's run prefix. */
-export function readNodesInState(d: Drizzle, runId: string, state: string): NodeRow[] {
-  return d
+export function readNodesInState(q: Sql, runId: string, state: string): Promise<NodeRow[]> {
+  return q.orm
     .select()
     .from(smithersNodes)
     .where(and(eq(smithersNodes.runId, runId), eq(smithersNodes.state, state)))
@@ -66,21 +68,21 @@ export function readNodesInState(d: Drizzle, runId: string, state: string): Node
  * does not run again what the old one finished. Attempts stay with the old run, as its history.
  * Returns the rows copied.
  */
-export function copyLatestEndedNodes(d: Drizzle, fromRunId: string, toRunId: string, nowMs: number): number {
+export function copyLatestEndedNodes(q: Sql, fromRunId: string, toRunId: string, nowMs: number): Promise<number> {
   const copied = [N.nodeId, N.iteration, N.state, N.lastAttempt, N.outputTable, N.label];
   const text = `INSERT INTO ${N.$table} (${N.runId}, ${N.updatedAtMs}, ${copied.join(", ")})
     SELECT ?, ?, ${copied.map((c) => `s.${c}`).join(", ")} FROM ${N.$table} AS s
     WHERE s.${N.runId} = ? AND s.${N.state} IN ('finished', 'skipped', 'failed')
       AND s.${N.iteration} = (SELECT MAX(m.${N.iteration}) FROM ${N.$table} AS m WHERE m.${N.runId} = s.${N.runId} AND m.${N.nodeId} = s.${N.nodeId})`;
-  return rawStatement(d, text).run(toRunId, nowMs, fromRunId).changes;
+  return q.run(text, toRunId, nowMs, fromRunId);
 }
 
 /** For each of `runIds`: how many nodes it has and how many of them ended (finished, skipped, failed, cancelled). */
 export function countNodeProgress(db: SmithersDb, runIds: readonly string[]): Promise<Map<string, { done: number; total: number }>> {
-  return db.read("countNodeProgress", (d) => {
+  return db.read("countNodeProgress", async (q) => {
     const counts = new Map<string, { done: number; total: number }>();
     if (runIds.length === 0) return counts;
-    const rows = d
+    const rows = await q.orm
       .select({
         runId: smithersNodes.runId,
         total: count(),

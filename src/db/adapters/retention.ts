@@ -3,10 +3,10 @@
  * would remove, and the deletes themselves (frames between the first and the last, events
  * between the first and the last). Output tables, nodes and attempts are never touched here.
  */
-import { statSync } from "node:fs";
 import { and, asc, count, desc, eq, gt, inArray, isNotNull, lt, sql } from "drizzle-orm";
 import { smithersEvents, smithersFrames, smithersRuns } from "../internal-schema.ts";
-import type { Drizzle, SmithersDb } from "../smithers-db.ts";
+import type { Sql } from "../sql.ts";
+import type { SmithersDb, StorageSize } from "../store.ts";
 
 /** Statuses after which a run's journal is history: it never runs again without an explicit resume. */
 export const PRUNABLE_STATUSES = ["finished", "continued", "failed", "cancelled"] as const;
@@ -26,8 +26,8 @@ export type PruneCounts = {
 
 /** Runs in a prunable status that finished before `finishedBeforeMs`, oldest first. */
 export function listPrunableRuns(db: SmithersDb, finishedBeforeMs: number): Promise<PrunableRun[]> {
-  return db.read("listPrunableRuns", (d) =>
-    d
+  return db.read("listPrunableRuns", (q) =>
+    q.orm
       .select({ runId: smithersRuns.runId, status: smithersRuns.status, finishedAtMs: sql<number>`${smithersRuns.finishedAtMs}` })
       .from(smithersRuns)
       .where(and(inArray(smithersRuns.status, [...PRUNABLE_STATUSES]), isNotNull(smithersRuns.finishedAtMs), lt(smithersRuns.finishedAtMs, finishedBeforeMs)))
@@ -37,14 +37,14 @@ export function listPrunableRuns(db: SmithersDb, finishedBeforeMs: number): Prom
 }
 
 /** The run's status read inside the caller's transaction (undefined: no such run). */
-export function runStatusIn(d: Drizzle, runId: string): string | undefined {
-  return d.select({ status: smithersRuns.status }).from(smithersRuns).where(eq(smithersRuns.runId, runId)).get()?.status;
+export async function runStatusIn(q: Sql, runId: string): Promise<string | undefined> {
+  return (await q.orm.select({ status: smithersRuns.status }).from(smithersRuns).where(eq(smithersRuns.runId, runId)).get())?.status;
 }
 
-const bodyBytes = (column: typeof smithersFrames.xmlJson | typeof smithersEvents.payloadJson) => sql<number>`coalesce(sum(length(CAST(${column} AS BLOB))), 0)`;
+const bodyBytes = (column: typeof smithersFrames.xmlJson | typeof smithersEvents.payloadJson) => sql<number>`coalesce(sum(octet_length(${column})), 0)`;
 
-function eventEnds(d: Drizzle, runId: string): { first: number; last: number } | undefined {
-  const row = d
+async function eventEnds(q: Sql, runId: string): Promise<{ first: number; last: number } | undefined> {
+  const row = await q.orm
     .select({ first: sql<number | null>`min(${smithersEvents.seq})`, last: sql<number | null>`max(${smithersEvents.seq})` })
     .from(smithersEvents)
     .where(eq(smithersEvents.runId, runId))
@@ -58,8 +58,8 @@ const middleEvents = (runId: string, ends: { first: number; last: number }) =>
   and(eq(smithersEvents.runId, runId), gt(smithersEvents.seq, ends.first), lt(smithersEvents.seq, ends.last));
 
 /** What pruning the run removes: frames strictly between 0 and the last, events strictly between its first and last. */
-export function countPrunableIn(d: Drizzle, runId: string): PruneCounts {
-  const last = d
+export async function countPrunableIn(q: Sql, runId: string): Promise<PruneCounts> {
+  const last = await q.orm
     .select({ frameNo: smithersFrames.frameNo, encoding: smithersFrames.encoding })
     .from(smithersFrames)
     .where(eq(smithersFrames.runId, runId))
@@ -67,24 +67,24 @@ export function countPrunableIn(d: Drizzle, runId: string): PruneCounts {
     .limit(1)
     .get();
   const lastFrameNo = last?.frameNo ?? -1;
-  const f = d
+  const f = await q.orm
     .select({ n: count(), bytes: bodyBytes(smithersFrames.xmlJson) })
     .from(smithersFrames)
     .where(middleFrames(runId, lastFrameNo))
     .get();
-  const ends = eventEnds(d, runId);
+  const ends = await eventEnds(q, runId);
   const e = ends
-    ? d
+    ? await q.orm
         .select({ n: count(), bytes: bodyBytes(smithersEvents.payloadJson) })
         .from(smithersEvents)
         .where(middleEvents(runId, ends))
         .get()
     : undefined;
   return {
-    frames: f?.n ?? 0,
-    frameBytes: f?.bytes ?? 0,
-    events: e?.n ?? 0,
-    eventBytes: e?.bytes ?? 0,
+    frames: Number(f?.n ?? 0),
+    frameBytes: Number(f?.bytes ?? 0),
+    events: Number(e?.n ?? 0),
+    eventBytes: Number(e?.bytes ?? 0),
     lastFrameNo,
     lastFrameEncoding: last?.encoding ?? null,
   };
@@ -92,68 +92,46 @@ export function countPrunableIn(d: Drizzle, runId: string): PruneCounts {
 
 /** countPrunableIn as a queued read (a dry run). */
 export function countPrunable(db: SmithersDb, runId: string): Promise<PruneCounts> {
-  return db.read("countPrunable", (d) => countPrunableIn(d, runId));
+  return db.read("countPrunable", (q) => countPrunableIn(q, runId));
 }
 
 /**
  * Stores frame `frameNo` as a keyframe holding its whole XML (its hash is unchanged: the same
  * tree), so it no longer needs the frames before it to be read.
  */
-export function storeAsKeyframe(d: Drizzle, runId: string, frameNo: number, xml: string): void {
-  d.update(smithersFrames)
+export async function storeAsKeyframe(q: Sql, runId: string, frameNo: number, xml: string): Promise<void> {
+  await q.orm
+    .update(smithersFrames)
     .set({ encoding: frameNo === 0 ? "full" : "keyframe", xmlJson: xml })
     .where(and(eq(smithersFrames.runId, runId), eq(smithersFrames.frameNo, frameNo)))
     .run();
 }
 
 /** Deletes the frames strictly between frame 0 and `lastFrameNo`; returns how many. */
-export function deleteMiddleFrames(d: Drizzle, runId: string, lastFrameNo: number): number {
-  return d.delete(smithersFrames).where(middleFrames(runId, lastFrameNo)).returning({ n: smithersFrames.frameNo }).all().length;
+export async function deleteMiddleFrames(q: Sql, runId: string, lastFrameNo: number): Promise<number> {
+  return (await q.orm.delete(smithersFrames).where(middleFrames(runId, lastFrameNo)).returning({ n: smithersFrames.frameNo }).all()).length;
 }
 
 /** Deletes the run's events strictly between its first and its last (the last keeps resume's seq numbering); returns how many. */
-export function deleteMiddleEvents(d: Drizzle, runId: string): number {
-  const ends = eventEnds(d, runId);
+export async function deleteMiddleEvents(q: Sql, runId: string): Promise<number> {
+  const ends = await eventEnds(q, runId);
   if (!ends) return 0;
-  return d.delete(smithersEvents).where(middleEvents(runId, ends)).returning({ n: smithersEvents.seq }).all().length;
+  return (await q.orm.delete(smithersEvents).where(middleEvents(runId, ends)).returning({ n: smithersEvents.seq }).all()).length;
 }
 
-export type StorageSize = {
-  /** The database file plus its WAL, in bytes (pages in use times page size for `:memory:`). */
-  fileBytes: number;
-  /** Pages inside the file that are free for reuse, in bytes. */
-  freeBytes: number;
-};
-
-/** How big the database is on disk and how much of it is free pages. */
+/** How big the database is and how much of it is free (see SmithersDb.storageSize). */
 export function storageSize(db: SmithersDb): Promise<StorageSize> {
-  return db.read("storageSize", () => {
-    const pragma = (name: string) => Number(Object.values(db.sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0] ?? 0);
-    const pageSize = pragma("page_size");
-    const freeBytes = pragma("freelist_count") * pageSize;
-    if (db.path === ":memory:" || db.path === "") return { fileBytes: pragma("page_count") * pageSize, freeBytes };
-    const size = (path: string) => {
-      try {
-        return statSync(path).size;
-      } catch {
-        return 0;
-      }
-    };
-    return { fileBytes: size(db.path) + size(`${db.path}-wal`), freeBytes };
-  });
+  return db.storageSize();
 }
 
-/** Rewrites the file without its free pages (VACUUM) and truncates the WAL, so the file shrinks. */
+/** Gives free space back to the file system (see SmithersDb.vacuum). */
 export function vacuum(db: SmithersDb): Promise<void> {
-  return db.write("vacuum", () => {
-    db.sqlite.exec("VACUUM");
-    if (db.path !== ":memory:") db.sqlite.query("PRAGMA wal_checkpoint(TRUNCATE)").get();
-  });
+  return db.vacuum();
 }
 
 /** Deletes (or, with `dryRun`, counts) the events of `pseudoRunId` older than `beforeMs`: journals of no run, such as the server's refusals. */
 export function pruneEventsBefore(db: SmithersDb, pseudoRunId: string, beforeMs: number, dryRun: boolean): Promise<number> {
   const where = and(eq(smithersEvents.runId, pseudoRunId), lt(smithersEvents.timestampMs, beforeMs));
-  if (dryRun) return db.read("countOldEvents", (d) => d.select({ n: count() }).from(smithersEvents).where(where).get()?.n ?? 0);
-  return db.write("pruneOldEvents", (d) => d.delete(smithersEvents).where(where).returning({ n: smithersEvents.seq }).all().length);
+  if (dryRun) return db.read("countOldEvents", async (q) => (await q.orm.select({ n: count() }).from(smithersEvents).where(where).get())?.n ?? 0);
+  return db.write("pruneOldEvents", async (q) => (await q.orm.delete(smithersEvents).where(where).returning({ n: smithersEvents.seq }).all()).length);
 }

@@ -18,15 +18,16 @@ import {
 } from "drizzle-orm";
 import { STALE_RUN_THRESHOLD_MS, WAITING_STATUSES } from "../constants.ts";
 import { smithersRuns } from "../internal-schema.ts";
-import type { Drizzle, SmithersDb } from "../smithers-db.ts";
+import { smaller, type Sql } from "../sql.ts";
+import type { SmithersDb } from "../store.ts";
 import { SmithersError } from "../../errors/index.ts";
-import { isSame, rawStatement, sqlNames } from "./shared.ts";
+import { isSame, sqlNames } from "./shared.ts";
 
 export type RunRow = InferSelectModel<typeof smithersRuns>;
 export type NewRunRow = InferInsertModel<typeof smithersRuns>;
 
 export function insertRun(db: SmithersDb, row: NewRunRow): Promise<void> {
-  return db.write("insertRun", (d) => insertRunRow(d, row));
+  return db.write("insertRun", (q) => insertRunRow(q, row));
 }
 
 /** Every column of `_smithers_runs` holds text or an integer, stored as given: no mapping needed. */
@@ -51,27 +52,27 @@ function runFields(row: Partial<NewRunRow>): { names: string[]; values: (string 
 }
 
 /** Inserts a run row inside the caller's transaction. */
-export function insertRunRow(d: Drizzle, row: NewRunRow): void {
+export async function insertRunRow(q: Sql, row: NewRunRow): Promise<void> {
   const { names, values } = runFields(row);
-  rawStatement(d, `INSERT INTO ${R.$table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`).run(...values);
+  await q.run(`INSERT INTO ${R.$table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`, ...values);
 }
 
 /** True when a run with this id is stored (inside the caller's transaction). */
-export function runExists(d: Drizzle, runId: string): boolean {
-  return rawStatement(d, RUN_EXISTS).get(runId) !== null;
+export async function runExists(q: Sql, runId: string): Promise<boolean> {
+  return (await q.get(RUN_EXISTS, runId)) !== undefined;
 }
 
 export function getRun(db: SmithersDb, runId: string): Promise<RunRow | undefined> {
-  return db.read("getRun", (d) => readRun(d, runId));
+  return db.read("getRun", (q) => readRun(q, runId));
 }
 
 /** The run's child runs (`<Subflow>`), their children, and so on, in no particular order. */
 export function listDescendantRuns(db: SmithersDb, runId: string): Promise<RunRow[]> {
-  return db.read("listDescendantRuns", (d) => {
+  return db.read("listDescendantRuns", async (q) => {
     const found: RunRow[] = [];
     let parents = [runId];
     for (let depth = 0; parents.length > 0 && depth < MAX_SUBFLOW_DEPTH; depth++) {
-      const children: RunRow[] = d.select().from(smithersRuns).where(inArray(smithersRuns.parentRunId, parents)).all();
+      const children: RunRow[] = await q.orm.select().from(smithersRuns).where(inArray(smithersRuns.parentRunId, parents)).all();
       found.push(...children);
       parents = children.map((c) => c.runId);
     }
@@ -83,10 +84,10 @@ export function listDescendantRuns(db: SmithersDb, runId: string): Promise<RunRo
  * The run that carries on `runId`'s work: the run itself, or, when it ended `continued`, the last
  * run of its chain of continuations (followed through `next_run_id`). Undefined for an unknown run.
  */
-export function readChainEnd(d: Drizzle, runId: string): RunRow | undefined {
-  let run = readRun(d, runId);
+export async function readChainEnd(q: Sql, runId: string): Promise<RunRow | undefined> {
+  let run = await readRun(q, runId);
   for (let hops = 0; run?.status === "continued" && run.nextRunId && hops < MAX_CONTINUATIONS_FOLLOWED; hops++) {
-    const next = readRun(d, run.nextRunId);
+    const next = await readRun(q, run.nextRunId);
     if (!next) break;
     run = next;
   }
@@ -95,50 +96,50 @@ export function readChainEnd(d: Drizzle, runId: string): RunRow | undefined {
 
 /** `readChainEnd` in a queue turn. */
 export function getChainEnd(db: SmithersDb, runId: string): Promise<RunRow | undefined> {
-  return db.read("getChainEnd", (d) => readChainEnd(d, runId));
+  return db.read("getChainEnd", (q) => readChainEnd(q, runId));
 }
 
 /** How far readChainEnd follows next_run_id (a guard against a cycle written by hand). */
 const MAX_CONTINUATIONS_FOLLOWED = 1_000_000;
 
 /** `getRun` inside the caller's transaction (under its write lock). */
-export function readRun(d: Drizzle, runId: string): RunRow | undefined {
-  return d.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get();
+export async function readRun(q: Sql, runId: string): Promise<RunRow | undefined> {
+  return await q.orm.select().from(smithersRuns).where(eq(smithersRuns.runId, runId)).get();
 }
 
 export function updateRun(db: SmithersDb, runId: string, patch: Partial<Omit<NewRunRow, "runId">>): Promise<void> {
-  return db.write("updateRun", (d) => {
-    d.update(smithersRuns).set(patch).where(eq(smithersRuns.runId, runId)).run();
+  return db.write("updateRun", async (q) => {
+    await q.orm.update(smithersRuns).set(patch).where(eq(smithersRuns.runId, runId)).run();
   });
 }
 
 /** `updateRun` inside the caller's transaction. */
-export function setRunFields(d: Drizzle, runId: string, patch: Partial<Omit<NewRunRow, "runId">>): void {
+export async function setRunFields(q: Sql, runId: string, patch: Partial<Omit<NewRunRow, "runId">>): Promise<void> {
   const { names, values } = runFields(patch);
   if (names.length === 0) return;
-  rawStatement(d, `UPDATE ${R.$table} SET ${names.map((n) => `${n} = ?`).join(", ")} WHERE ${R.runId} = ?`).run(...values, runId);
+  await q.run(`UPDATE ${R.$table} SET ${names.map((n) => `${n} = ?`).join(", ")} WHERE ${R.runId} = ?`, ...values, runId);
 }
 
 /**
  * Whether `ownerId` still owns the run. Inside a step's BEGIN IMMEDIATE transaction the answer
  * holds until the commit, so a process that lost the run writes nothing more to it.
  */
-export function ownsRun(d: Drizzle, runId: string, ownerId: string): boolean {
-  return rawStatement(d, OWNS_RUN).get(runId, ownerId) !== null;
+export async function ownsRun(q: Sql, runId: string, ownerId: string): Promise<boolean> {
+  return (await q.get(OWNS_RUN, runId, ownerId)) !== undefined;
 }
 
 /** Stamps the heartbeat while `ownerId` still owns the run; false means another process took it over. */
 export function heartbeatRun(db: SmithersDb, runId: string, ownerId: string, nowMs: number): Promise<boolean> {
-  return db.write("heartbeatRun", (d) => rawStatement(d, HEARTBEAT).run(nowMs, runId, ownerId).changes > 0);
+  return db.write("heartbeatRun", async (q) => (await q.run(HEARTBEAT, nowMs, runId, ownerId)) > 0);
 }
 
 const BEAT = `UPDATE ${R.$table} SET ${R.heartbeatAtMs} = ? WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ? RETURNING ${R.cancelRequestedAtMs} AS cancel`;
 
 /** heartbeatRun that also tells whether someone asked the run to stop (`cancel_requested_at_ms`). */
 export function heartbeat(db: SmithersDb, runId: string, ownerId: string, nowMs: number): Promise<{ owned: boolean; cancelRequested: boolean }> {
-  return db.write("heartbeatRun", (d) => {
-    const row = rawStatement(d, BEAT).get(nowMs, runId, ownerId) as { cancel: number | null } | null;
-    return { owned: row !== null && row !== undefined, cancelRequested: row?.cancel != null };
+  return db.write("heartbeatRun", async (q) => {
+    const row = await q.get<{ cancel: number | null }>(BEAT, nowMs, runId, ownerId);
+    return { owned: row !== undefined, cancelRequested: row?.cancel != null };
   });
 }
 
@@ -152,8 +153,8 @@ function staleCondition(nowMs: number, staleAfterMs: number): SQL | undefined {
  * A child run (a Subflow's, linked to its parent run) is left out: resuming its parent resumes it.
  */
 export function listStaleRuns(db: SmithersDb, options: { nowMs: number; staleAfterMs?: number }): Promise<RunRow[]> {
-  return db.read("listStaleRuns", (d) =>
-    d
+  return db.read("listStaleRuns", (q) =>
+    q.orm
       .select()
       .from(smithersRuns)
       .where(and(staleCondition(options.nowMs, options.staleAfterMs ?? STALE_RUN_THRESHOLD_MS), isNull(smithersRuns.parentRunId)))
@@ -182,20 +183,22 @@ export type ResumeClaim = {
 export function claimRunForResume(db: SmithersDb, claim: ResumeClaim): Promise<boolean> {
   return db.write(
     "claimRunForResume",
-    (d) =>
-      d
-        .update(smithersRuns)
-        .set({ runtimeOwnerId: claim.claimOwnerId, heartbeatAtMs: claim.nowMs })
-        .where(
-          and(
-            eq(smithersRuns.runId, claim.runId),
-            isSame(smithersRuns.runtimeOwnerId, claim.expectedOwnerId),
-            isSame(smithersRuns.heartbeatAtMs, claim.expectedHeartbeatAtMs),
-            staleCondition(claim.nowMs, claim.staleAfterMs ?? STALE_RUN_THRESHOLD_MS),
-          ),
-        )
-        .returning({ runId: smithersRuns.runId })
-        .all().length > 0,
+    async (q) =>
+      (
+        await q.orm
+          .update(smithersRuns)
+          .set({ runtimeOwnerId: claim.claimOwnerId, heartbeatAtMs: claim.nowMs })
+          .where(
+            and(
+              eq(smithersRuns.runId, claim.runId),
+              isSame(q.dialect, smithersRuns.runtimeOwnerId, claim.expectedOwnerId),
+              isSame(q.dialect, smithersRuns.heartbeatAtMs, claim.expectedHeartbeatAtMs),
+              staleCondition(claim.nowMs, claim.staleAfterMs ?? STALE_RUN_THRESHOLD_MS),
+            ),
+          )
+          .returning({ runId: smithersRuns.runId })
+          .all()
+      ).length > 0,
   );
 }
 
@@ -213,13 +216,15 @@ export type ResumeClaimRelease = {
 export function releaseRunResumeClaim(db: SmithersDb, release: ResumeClaimRelease): Promise<boolean> {
   return db.write(
     "releaseRunResumeClaim",
-    (d) =>
-      d
-        .update(smithersRuns)
-        .set({ runtimeOwnerId: release.restoreOwnerId, heartbeatAtMs: release.restoreHeartbeatAtMs })
-        .where(and(eq(smithersRuns.runId, release.runId), eq(smithersRuns.runtimeOwnerId, release.claimOwnerId)))
-        .returning({ runId: smithersRuns.runId })
-        .all().length > 0,
+    async (q) =>
+      (
+        await q.orm
+          .update(smithersRuns)
+          .set({ runtimeOwnerId: release.restoreOwnerId, heartbeatAtMs: release.restoreHeartbeatAtMs })
+          .where(and(eq(smithersRuns.runId, release.runId), eq(smithersRuns.runtimeOwnerId, release.claimOwnerId)))
+          .returning({ runId: smithersRuns.runId })
+          .all()
+      ).length > 0,
   );
 }
 
@@ -231,13 +236,15 @@ export function releaseRunResumeClaim(db: SmithersDb, release: ResumeClaimReleas
 export function claimWaitingRun(db: SmithersDb, claim: { runId: string; fromStatus: string; claimOwnerId: string; nowMs: number }): Promise<boolean> {
   return db.write(
     "claimWaitingRun",
-    (d) =>
-      d
-        .update(smithersRuns)
-        .set({ status: "running", runtimeOwnerId: claim.claimOwnerId, heartbeatAtMs: claim.nowMs })
-        .where(and(eq(smithersRuns.runId, claim.runId), eq(smithersRuns.status, claim.fromStatus), lte(smithersRuns.wakeAtMs, claim.nowMs)))
-        .returning({ runId: smithersRuns.runId })
-        .all().length > 0,
+    async (q) =>
+      (
+        await q.orm
+          .update(smithersRuns)
+          .set({ status: "running", runtimeOwnerId: claim.claimOwnerId, heartbeatAtMs: claim.nowMs })
+          .where(and(eq(smithersRuns.runId, claim.runId), eq(smithersRuns.status, claim.fromStatus), lte(smithersRuns.wakeAtMs, claim.nowMs)))
+          .returning({ runId: smithersRuns.runId })
+          .all()
+      ).length > 0,
   );
 }
 
@@ -249,13 +256,15 @@ export function releaseWaitingClaim(
   // The wake time goes back too (a failed resume may have cleared it): the run stays due for the next pass.
   return db.write(
     "releaseWaitingClaim",
-    (d) =>
-      d
-        .update(smithersRuns)
-        .set({ status: release.status, wakeAtMs: release.wakeAtMs })
-        .where(and(eq(smithersRuns.runId, release.runId), eq(smithersRuns.runtimeOwnerId, release.claimOwnerId), eq(smithersRuns.status, "running")))
-        .returning({ runId: smithersRuns.runId })
-        .all().length > 0,
+    async (q) =>
+      (
+        await q.orm
+          .update(smithersRuns)
+          .set({ status: release.status, wakeAtMs: release.wakeAtMs })
+          .where(and(eq(smithersRuns.runId, release.runId), eq(smithersRuns.runtimeOwnerId, release.claimOwnerId), eq(smithersRuns.status, "running")))
+          .returning({ runId: smithersRuns.runId })
+          .all()
+      ).length > 0,
   );
 }
 
@@ -265,8 +274,8 @@ export function releaseWaitingClaim(
  * waiting status. Child runs are their parent's to resume.
  */
 export function listDueRuns(db: SmithersDb, nowMs: number, limit = 500, withWorkflowPathOnly = false): Promise<RunRow[]> {
-  return db.read("listDueRuns", (d) =>
-    d
+  return db.read("listDueRuns", (q) =>
+    q.orm
       .select()
       .from(smithersRuns)
       .where(
@@ -288,13 +297,13 @@ export function listDueRuns(db: SmithersDb, nowMs: number, limit = 500, withWork
  * run due now, so the daemon's next pass wakes it. A run not waiting is left alone (a running one
  * reads it on its next step).
  */
-export function markRunDue(d: Drizzle, runId: string, nowMs: number): void {
+export async function markRunDue(q: Sql, runId: string, nowMs: number): Promise<void> {
   // A waiting child run (a <Subflow>) is resumed by its parent: every waiting ancestor becomes due too.
   let id: string | null = runId;
   for (let depth = 0; id !== null && depth < MAX_SUBFLOW_DEPTH; depth++) {
-    const marked: { parentRunId: string | null }[] = d
+    const marked: { parentRunId: string | null }[] = await q.orm
       .update(smithersRuns)
-      .set({ wakeAtMs: sql`min(coalesce(${smithersRuns.wakeAtMs}, ${nowMs}), ${nowMs})` })
+      .set({ wakeAtMs: sql.raw(smaller(q.dialect, `coalesce(${R.wakeAtMs}, ${Number(nowMs)})`, String(Number(nowMs)))) })
       .where(and(eq(smithersRuns.runId, id), inArray(smithersRuns.status, [...WAITING_STATUSES])))
       .returning({ parentRunId: smithersRuns.parentRunId })
       .all();
@@ -310,8 +319,8 @@ const MAX_SUBFLOW_DEPTH = 64;
  * `_smithers_runs_created_idx` / `_smithers_runs_status_created_idx` indexes serve both orders.
  */
 export function listRecentRuns(db: SmithersDb, options: { status?: string; limit: number }): Promise<RunRow[]> {
-  return db.read("listRecentRuns", (d) =>
-    d
+  return db.read("listRecentRuns", (q) =>
+    q.orm
       .select()
       .from(smithersRuns)
       .where(options.status === undefined ? undefined : eq(smithersRuns.status, options.status))

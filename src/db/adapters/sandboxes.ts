@@ -1,7 +1,7 @@
 /** `_smithers_sandboxes`: sandbox sessions (bubblewrap, container, remote), keyed by run + sandbox id. */
 import { and, asc, eq, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import { smithersSandboxes } from "../internal-schema.ts";
-import type { SmithersDb } from "../smithers-db.ts";
+import type { SmithersDb } from "../store.ts";
 
 export type SandboxRow = InferSelectModel<typeof smithersSandboxes>;
 export type NewSandboxRow = InferInsertModel<typeof smithersSandboxes>;
@@ -15,17 +15,17 @@ export type NewSandboxRow = InferInsertModel<typeof smithersSandboxes>;
 export function upsertSandbox(db: SmithersDb, row: NewSandboxRow): Promise<void> {
   const { runId: _run, sandboxId: _id, ...rest } = row;
   const set = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
-  return db.write("upsertSandbox", (d) => {
-    const insert = d.insert(smithersSandboxes).values(row);
+  return db.write("upsertSandbox", async (q) => {
+    const insert = q.orm.insert(smithersSandboxes).values(row);
     const target = [smithersSandboxes.runId, smithersSandboxes.sandboxId];
-    if (Object.keys(set).length === 0) insert.onConflictDoNothing({ target }).run();
-    else insert.onConflictDoUpdate({ target, set }).run();
+    if (Object.keys(set).length === 0) await insert.onConflictDoNothing({ target }).run();
+    else await insert.onConflictDoUpdate({ target, set }).run();
   });
 }
 
 export function getSandbox(db: SmithersDb, runId: string, sandboxId: string): Promise<SandboxRow | undefined> {
-  return db.read("getSandbox", (d) =>
-    d
+  return db.read("getSandbox", (q) =>
+    q.orm
       .select()
       .from(smithersSandboxes)
       .where(and(eq(smithersSandboxes.runId, runId), eq(smithersSandboxes.sandboxId, sandboxId)))
@@ -35,7 +35,7 @@ export function getSandbox(db: SmithersDb, runId: string, sandboxId: string): Pr
 
 /** A run's sandboxes by id. */
 export function listSandboxes(db: SmithersDb, runId: string): Promise<SandboxRow[]> {
-  return db.read("listSandboxes", (d) =>
-    d.select().from(smithersSandboxes).where(eq(smithersSandboxes.runId, runId)).orderBy(asc(smithersSandboxes.sandboxId)).all(),
+  return db.read("listSandboxes", (q) =>
+    q.orm.select().from(smithersSandboxes).where(eq(smithersSandboxes.runId, runId)).orderBy(asc(smithersSandboxes.sandboxId)).all(),
   );
 }

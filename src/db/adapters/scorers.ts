@@ -1,7 +1,7 @@
 /** `_smithers_scorers`: scorer results per task attempt (score, reason, latency). */
 import { and, asc, eq, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
 import { smithersScorers } from "../internal-schema.ts";
-import type { SmithersDb } from "../smithers-db.ts";
+import type { SmithersDb } from "../store.ts";
 
 export type ScoreRow = InferSelectModel<typeof smithersScorers>;
 export type NewScoreRow = InferInsertModel<typeof smithersScorers>;
@@ -12,8 +12,8 @@ export type NewScoreRow = InferInsertModel<typeof smithersScorers>;
  * await insertScore(db, { id, runId, nodeId: "write", scorerId: "len", scorerName: "Length", score: 0.8, scoredAtMs: Date.now() });
  */
 export function insertScore(db: SmithersDb, row: NewScoreRow): Promise<void> {
-  return db.write("insertScore", (d) => {
-    d.insert(smithersScorers).values(row).onConflictDoNothing().run();
+  return db.write("insertScore", async (q) => {
+    await q.orm.insert(smithersScorers).values(row).onConflictDoNothing().run();
   });
 }
 
@@ -27,8 +27,8 @@ export function listScores(
   if (filter.iteration !== undefined) conditions.push(eq(smithersScorers.iteration, filter.iteration));
   if (filter.attempt !== undefined) conditions.push(eq(smithersScorers.attempt, filter.attempt));
   if (filter.scorerId !== undefined) conditions.push(eq(smithersScorers.scorerId, filter.scorerId));
-  return db.read("listScores", (d) =>
-    d
+  return db.read("listScores", (q) =>
+    q.orm
       .select()
       .from(smithersScorers)
       .where(and(...conditions))

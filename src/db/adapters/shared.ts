@@ -1,43 +1,28 @@
 /** Small helpers every adapter shares: joining an open transaction and null-safe equality. */
-import type { Statement } from "bun:sqlite";
 import { getTableColumns, getTableName, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { SmithersError } from "../../errors/index.ts";
 import { quoteIdentifier } from "../ddl.ts";
-import type { Drizzle, SmithersDb } from "../smithers-db.ts";
+import { nullSafeEq, type Dialect, type Sql } from "../sql.ts";
+import type { SmithersDb } from "../store.ts";
 
 /**
  * Runs `fn` under BEGIN IMMEDIATE. When the caller already owns an open transaction (which is
  * itself BEGIN IMMEDIATE) the work joins it instead of failing as a nested transaction, so an
  * adapter call made inside `withTransaction` commits or rolls back with the surrounding work.
  */
-export function immediate<T>(db: SmithersDb, label: string, fn: (d: Drizzle) => T): Promise<T> {
+export function immediate<T>(db: SmithersDb, label: string, fn: (q: Sql) => T | Promise<T>): Promise<T> {
   return db.inTransaction() ? db.write(label, fn) : db.withTransaction(label, fn);
 }
 
-/** `column IS value`: equality that also matches NULL to NULL. */
-export function isSame(column: SQLiteColumn, value: unknown): SQL {
-  return sql`${column} IS ${value ?? null}`;
+/** Rows changed by a Drizzle `.run()`: a `{ changes }` object on both backends. */
+export function changedRows(result: unknown): number {
+  return (result as { changes?: number } | undefined)?.changes ?? 0;
 }
 
 /** Parses a JSON column, keeping NULL as null. */
 export function fromJson(text: string | null): unknown {
   return text === null ? null : JSON.parse(text);
-}
-
-const statementCache = new WeakMap<Drizzle, Map<string, unknown>>();
-
-/**
- * A statement built once per connection and reused: the hot paths (node states, attempts,
- * frames, output rows) run thousands of times per run, and building SQL each time costs more
- * than SQLite spends executing it.
- */
-export function cachedStatement<T>(d: Drizzle, key: string, build: () => T): T {
-  let byKey = statementCache.get(d);
-  if (!byKey) statementCache.set(d, (byKey = new Map()));
-  let found = byKey.get(key) as T | undefined;
-  if (found === undefined) byKey.set(key, (found = build()));
-  return found;
 }
 
 /** A Drizzle table's field keys (the TypeScript names of its columns). */
@@ -69,12 +54,21 @@ export function insertSql<T extends SQLiteTable>(table: T, keys: readonly Column
   return `INSERT INTO ${quoteIdentifier(getTableName(table))} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`;
 }
 
+/** The advisory-lock key space of each per-run sequence (PostgreSQL's two-integer lock key). */
+const SEQUENCE_LOCK_SPACE = { events: 1, signals: 2, queue: 3, toolCalls: 4 } as const;
+
 /**
- * A plain bun:sqlite statement for `sqlText`, prepared once per connection. The per-task writes
- * use these: a Drizzle-built statement costs a fresh process ~1-3 ms to build the first time
- * and about twice as much per call, which is most of a short run's cost. Positional `?` only;
- * build `sqlText` with `sqlNames` / `insertSql`, never with hand-written table or column names.
+ * Serialises the writers of one run's sequence (event or signal seq) until the transaction ends.
+ * SQLite needs nothing: BEGIN IMMEDIATE already holds the database's one write lock. PostgreSQL
+ * takes a transaction-scoped advisory lock on (sequence, hash of run id); under READ COMMITTED the
+ * MAX(seq) read after it sees every seq committed by the writer before, so seqs stay gap-free
+ * and unique however many processes write.
  */
-export function rawStatement(d: Drizzle, sqlText: string): Statement {
-  return cachedStatement(d, sqlText, () => d.$client.prepare(sqlText));
+export async function lockRunSequence(q: Sql, sequence: keyof typeof SEQUENCE_LOCK_SPACE, runId: string): Promise<void> {
+  if (q.dialect === "postgres") await q.get("SELECT pg_advisory_xact_lock(?::int, hashtext(?))", SEQUENCE_LOCK_SPACE[sequence], runId);
+}
+
+/** `column IS value` (SQLite) / `IS NOT DISTINCT FROM` (PostgreSQL): equality that also matches NULL to NULL. */
+export function isSame(dialect: Dialect, column: SQLiteColumn, value: unknown): SQL {
+  return sql`${column} ${sql.raw(nullSafeEq(dialect))} ${value ?? null}`;
 }

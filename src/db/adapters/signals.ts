@@ -1,13 +1,14 @@
 /**
  * `_smithers_signals`: inbound messages for waiting runs. Like events, `seq` is MAX+1 under
- * BEGIN IMMEDIATE, and a signal identical in all six fields is stored once (replays and client
+ * the run's sequence lock (BEGIN IMMEDIATE on SQLite, an advisory lock on PostgreSQL), and a signal identical in all six fields is stored once (replays and client
  * retries return the seq it already has).
  */
 import { and, asc, eq, gt, gte, isNull, sql, type InferSelectModel, type SQL } from "drizzle-orm";
 import { SIGNAL_QUERY_LIMIT } from "../constants.ts";
 import { smithersSignals } from "../internal-schema.ts";
-import type { Drizzle, SmithersDb } from "../smithers-db.ts";
-import { immediate, isSame } from "./shared.ts";
+import type { Sql } from "../sql.ts";
+import type { SmithersDb } from "../store.ts";
+import { immediate, isSame, lockRunSequence } from "./shared.ts";
 
 export type SignalRow = InferSelectModel<typeof smithersSignals>;
 
@@ -35,43 +36,46 @@ export type SignalQuery = {
 };
 
 /** insertSignal inside the caller's transaction (sendSignal checks and stores in one). */
-export function insertSignalIn(d: Drizzle, signal: NewSignal): number {
-  return insertOrFindIn(d, signal).seq;
+export async function insertSignalIn(q: Sql, signal: NewSignal): Promise<number> {
+  return (await insertOrFindIn(q, signal)).seq;
 }
 
 /** insertSignalIn that also says whether the signal was already stored (same key, or identical in every field). */
-export function insertOrFindIn(d: Drizzle, signal: NewSignal): { seq: number; duplicate: boolean } {
+export async function insertOrFindIn(q: Sql, signal: NewSignal): Promise<{ seq: number; duplicate: boolean }> {
   const row = { ...signal, correlationId: signal.correlationId ?? null, receivedBy: signal.receivedBy ?? null, dedupeKey: signal.dedupeKey ?? null };
+  // Held until the commit: the duplicate checks and the MAX+1 below see every earlier sender's signal.
+  await lockRunSequence(q, "signals", row.runId);
   if (row.dedupeKey !== null) {
-    const keyed = d
+    const keyed = await q.orm
       .select({ seq: smithersSignals.seq })
       .from(smithersSignals)
       .where(and(eq(smithersSignals.runId, row.runId), eq(smithersSignals.dedupeKey, row.dedupeKey)))
       .get();
     if (keyed) return { seq: keyed.seq, duplicate: true };
   }
-  const existing = d
+  const existing = await q.orm
     .select({ seq: smithersSignals.seq })
     .from(smithersSignals)
     .where(
       and(
         eq(smithersSignals.runId, row.runId),
         eq(smithersSignals.signalName, row.signalName),
-        isSame(smithersSignals.correlationId, row.correlationId),
+        isSame(q.dialect, smithersSignals.correlationId, row.correlationId),
         eq(smithersSignals.payloadJson, row.payloadJson),
         eq(smithersSignals.receivedAtMs, row.receivedAtMs),
-        isSame(smithersSignals.receivedBy, row.receivedBy),
+        isSame(q.dialect, smithersSignals.receivedBy, row.receivedBy),
       ),
     )
     .get();
   if (existing) return { seq: existing.seq, duplicate: true };
-  const seq =
-    d
-      .select({ next: sql<number>`coalesce(max(${smithersSignals.seq}), -1) + 1` })
-      .from(smithersSignals)
-      .where(eq(smithersSignals.runId, row.runId))
-      .get()?.next ?? 0;
-  d.insert(smithersSignals)
+  const next = await q.orm
+    .select({ next: sql<number>`coalesce(max(${smithersSignals.seq}), -1) + 1` })
+    .from(smithersSignals)
+    .where(eq(smithersSignals.runId, row.runId))
+    .get();
+  const seq = Number(next?.next ?? 0);
+  await q.orm
+    .insert(smithersSignals)
     .values({ ...row, seq })
     .run();
   return { seq, duplicate: false };
@@ -83,7 +87,7 @@ export function insertOrFindIn(d: Drizzle, signal: NewSignal): { seq: number; du
  * const seq = await insertSignal(db, { runId, signalName: "approved", payloadJson: "{}", receivedAtMs: Date.now() });
  */
 export function insertSignal(db: SmithersDb, signal: NewSignal): Promise<number> {
-  return immediate(db, "insertSignal", (d) => insertSignalIn(d, signal));
+  return immediate(db, "insertSignal", (q) => insertSignalIn(q, signal));
 }
 
 /** A run's signals in seq (arrival) order. */
@@ -93,8 +97,8 @@ export function querySignals(db: SmithersDb, query: SignalQuery): Promise<Signal
   if (query.correlationId === null) conditions.push(isNull(smithersSignals.correlationId));
   else if (query.correlationId !== undefined) conditions.push(eq(smithersSignals.correlationId, query.correlationId));
   if (query.receivedAfterMs !== undefined) conditions.push(gte(smithersSignals.receivedAtMs, query.receivedAfterMs));
-  return db.read("querySignals", (d) =>
-    d
+  return db.read("querySignals", (q) =>
+    q.orm
       .select()
       .from(smithersSignals)
       .where(and(...conditions))
@@ -105,8 +109,8 @@ export function querySignals(db: SmithersDb, query: SignalQuery): Promise<Signal
 }
 
 /** A run's signals no node took or refused yet, in seq order, after `afterSeq` (what waiting nodes are offered). */
-export function readOpenSignals(d: Drizzle, runId: string, afterSeq = -1): SignalRow[] {
-  return d
+export async function readOpenSignals(q: Sql, runId: string, afterSeq = -1): Promise<SignalRow[]> {
+  return await q.orm
     .select()
     .from(smithersSignals)
     .where(and(eq(smithersSignals.runId, runId), gt(smithersSignals.seq, afterSeq), isNull(smithersSignals.consumedAtMs), isNull(smithersSignals.rejectedJson)))
@@ -116,16 +120,18 @@ export function readOpenSignals(d: Drizzle, runId: string, afterSeq = -1): Signa
 }
 
 /** Records that a node took the signal (inside the step that stores the node's row). */
-export function consumeSignal(d: Drizzle, key: { runId: string; seq: number; nodeId: string; iteration: number; atMs: number }): void {
-  d.update(smithersSignals)
+export async function consumeSignal(q: Sql, key: { runId: string; seq: number; nodeId: string; iteration: number; atMs: number }): Promise<void> {
+  await q.orm
+    .update(smithersSignals)
     .set({ consumedByNodeId: key.nodeId, consumedByIteration: key.iteration, consumedAtMs: key.atMs })
     .where(and(eq(smithersSignals.runId, key.runId), eq(smithersSignals.seq, key.seq)))
     .run();
 }
 
 /** Records that the node it was offered to refused the signal's payload; it is not offered again. */
-export function rejectSignal(d: Drizzle, key: { runId: string; seq: number; errorJson: string }): void {
-  d.update(smithersSignals)
+export async function rejectSignal(q: Sql, key: { runId: string; seq: number; errorJson: string }): Promise<void> {
+  await q.orm
+    .update(smithersSignals)
     .set({ rejectedJson: key.errorJson })
     .where(and(eq(smithersSignals.runId, key.runId), eq(smithersSignals.seq, key.seq)))
     .run();

@@ -6,8 +6,9 @@
 import { and, asc, desc, eq, sql, type InferSelectModel, type SQL } from "drizzle-orm";
 import type { ToolCallStatus } from "../constants.ts";
 import { smithersToolCalls } from "../internal-schema.ts";
-import type { Drizzle, SmithersDb } from "../smithers-db.ts";
-import { immediate } from "./shared.ts";
+import type { Sql } from "../sql.ts";
+import type { SmithersDb } from "../store.ts";
+import { immediate, lockRunSequence } from "./shared.ts";
 
 export type ToolCallRow = InferSelectModel<typeof smithersToolCalls>;
 
@@ -40,7 +41,7 @@ const attemptFilter = (key: AttemptKey) => [
  * const seq = await startToolCall(db, { runId, nodeId, attempt: 1, toolName: "bash", input, startedAtMs: Date.now() });
  */
 export function startToolCall(db: SmithersDb, call: ToolCallStart): Promise<number> {
-  const record = (d: Drizzle) => insertCall(d, call, { status: "started" });
+  const record = (q: Sql) => insertCall(q, call, { status: "started" });
   return call.sideEffect ? db.durableTransaction("startToolCall", record) : immediate(db, "startToolCall", record);
 }
 
@@ -58,8 +59,8 @@ export type ToolCallRecord = ToolCallStart & { finishedAtMs: number } & (
  */
 export function recordToolCall(db: SmithersDb, call: ToolCallRecord): Promise<number> {
   const failed = call.status === "failed";
-  return immediate(db, "recordToolCall", (d) =>
-    insertCall(d, call, {
+  return immediate(db, "recordToolCall", (q) =>
+    insertCall(q, call, {
       status: call.status,
       finishedAtMs: call.finishedAtMs,
       outputJson: failed ? null : JSON.stringify(call.output ?? null),
@@ -69,18 +70,21 @@ export function recordToolCall(db: SmithersDb, call: ToolCallRecord): Promise<nu
 }
 
 /** Inserts a call at the attempt's next seq (0, 1, 2 …), inside the caller's transaction. */
-function insertCall(
-  d: Drizzle,
+async function insertCall(
+  q: Sql,
   call: ToolCallStart,
   outcome: Pick<ToolCallRow, "status"> & Partial<Pick<ToolCallRow, "finishedAtMs" | "outputJson" | "errorJson">>,
-): number {
-  const seq =
-    d
-      .select({ next: sql<number>`coalesce(max(${smithersToolCalls.seq}), -1) + 1` })
-      .from(smithersToolCalls)
-      .where(and(...attemptFilter(call)))
-      .get()?.next ?? 0;
-  d.insert(smithersToolCalls)
+): Promise<number> {
+  // Parallel calls of one attempt number themselves one at a time (see lockRunSequence).
+  await lockRunSequence(q, "toolCalls", `${call.runId}\0${call.nodeId}\0${call.iteration ?? 0}\0${call.attempt}`);
+  const next = await q.orm
+    .select({ next: sql<number>`coalesce(max(${smithersToolCalls.seq}), -1) + 1` })
+    .from(smithersToolCalls)
+    .where(and(...attemptFilter(call)))
+    .get();
+  const seq = Number(next?.next ?? 0);
+  await q.orm
+    .insert(smithersToolCalls)
     .values({
       runId: call.runId,
       nodeId: call.nodeId,
@@ -104,25 +108,27 @@ export function finishToolCall(db: SmithersDb, finish: ToolCallFinish): Promise<
   const status: ToolCallStatus = failed ? "failed" : "succeeded";
   return db.write(
     "finishToolCall",
-    (d) =>
-      d
-        .update(smithersToolCalls)
-        .set({
-          status,
-          finishedAtMs: finish.finishedAtMs,
-          outputJson: failed ? null : JSON.stringify(finish.output ?? null),
-          errorJson: failed ? JSON.stringify(finish.error) : null,
-        })
-        .where(and(...attemptFilter(finish), eq(smithersToolCalls.seq, finish.seq), eq(smithersToolCalls.status, "started")))
-        .returning({ seq: smithersToolCalls.seq })
-        .all().length > 0,
+    async (q) =>
+      (
+        await q.orm
+          .update(smithersToolCalls)
+          .set({
+            status,
+            finishedAtMs: finish.finishedAtMs,
+            outputJson: failed ? null : JSON.stringify(finish.output ?? null),
+            errorJson: failed ? JSON.stringify(finish.error) : null,
+          })
+          .where(and(...attemptFilter(finish), eq(smithersToolCalls.seq, finish.seq), eq(smithersToolCalls.status, "started")))
+          .returning({ seq: smithersToolCalls.seq })
+          .all()
+      ).length > 0,
   );
 }
 
 /** The most recent call made with this idempotency key, if any (its status tells the outcome). */
 export function findToolCallByIdempotencyKey(db: SmithersDb, idempotencyKey: string): Promise<ToolCallRow | undefined> {
-  return db.read("findToolCallByIdempotencyKey", (d) =>
-    d
+  return db.read("findToolCallByIdempotencyKey", (q) =>
+    q.orm
       .select()
       .from(smithersToolCalls)
       .where(eq(smithersToolCalls.idempotencyKey, idempotencyKey))
@@ -138,8 +144,8 @@ export function listToolCalls(db: SmithersDb, filter: { runId: string; nodeId?: 
   if (filter.nodeId !== undefined) conditions.push(eq(smithersToolCalls.nodeId, filter.nodeId));
   if (filter.iteration !== undefined) conditions.push(eq(smithersToolCalls.iteration, filter.iteration));
   if (filter.attempt !== undefined) conditions.push(eq(smithersToolCalls.attempt, filter.attempt));
-  return db.read("listToolCalls", (d) =>
-    d
+  return db.read("listToolCalls", (q) =>
+    q.orm
       .select()
       .from(smithersToolCalls)
       .where(and(...conditions))

@@ -5,7 +5,7 @@
 import { and, asc, eq, type InferSelectModel, type SQL } from "drizzle-orm";
 import { SmithersError } from "../../errors/index.ts";
 import { smithersVectors } from "../internal-schema.ts";
-import type { SmithersDb } from "../smithers-db.ts";
+import type { SmithersDb } from "../store.ts";
 import { fromJson } from "./shared.ts";
 
 type VectorRow = InferSelectModel<typeof smithersVectors>;
@@ -61,14 +61,14 @@ export function upsertVector(db: SmithersDb, vector: NewVector): Promise<void> {
     createdAtMs: vector.createdAtMs,
   };
   const { id: _id, ...set } = row;
-  return db.write("upsertVector", (d) => {
-    d.insert(smithersVectors).values(row).onConflictDoUpdate({ target: smithersVectors.id, set }).run();
+  return db.write("upsertVector", async (q) => {
+    await q.orm.insert(smithersVectors).values(row).onConflictDoUpdate({ target: smithersVectors.id, set }).run();
   });
 }
 
 export function getVector(db: SmithersDb, id: string): Promise<VectorRecord | undefined> {
-  return db.read("getVector", (d) => {
-    const row = d.select().from(smithersVectors).where(eq(smithersVectors.id, id)).get();
+  return db.read("getVector", async (q) => {
+    const row = await q.orm.select().from(smithersVectors).where(eq(smithersVectors.id, id)).get();
     return row ? toRecord(row) : undefined;
   });
 }
@@ -83,20 +83,24 @@ function byNamespace(filter: NamespaceFilter): SQL | undefined {
 
 /** Chunks of a namespace (optionally one document) by document and chunk index. */
 export function listVectors(db: SmithersDb, filter: NamespaceFilter): Promise<VectorRecord[]> {
-  return db.read("listVectors", (d) =>
-    d
-      .select()
-      .from(smithersVectors)
-      .where(byNamespace(filter))
-      .orderBy(asc(smithersVectors.documentId), asc(smithersVectors.chunkIndex), asc(smithersVectors.id))
-      .all()
-      .map(toRecord),
+  return db.read("listVectors", async (q) =>
+    (
+      await q.orm
+        .select()
+        .from(smithersVectors)
+        .where(byNamespace(filter))
+        .orderBy(asc(smithersVectors.documentId), asc(smithersVectors.chunkIndex), asc(smithersVectors.id))
+        .all()
+    ).map(toRecord),
   );
 }
 
 /** Removes the chunks of a namespace (or of one document in it); returns how many. */
 export function deleteVectors(db: SmithersDb, filter: NamespaceFilter): Promise<number> {
-  return db.write("deleteVectors", (d) => d.delete(smithersVectors).where(byNamespace(filter)).returning({ id: smithersVectors.id }).all().length);
+  return db.write(
+    "deleteVectors",
+    async (q) => (await q.orm.delete(smithersVectors).where(byNamespace(filter)).returning({ id: smithersVectors.id }).all()).length,
+  );
 }
 
 function cosine(a: Float32Array, b: Float32Array): number {
@@ -121,8 +125,8 @@ export async function searchVectors(
   db: SmithersDb,
   query: { namespace: string; embedding: Float32Array; topK?: number },
 ): Promise<(VectorRecord & { score: number })[]> {
-  const rows = await db.read("searchVectors", (d) =>
-    d
+  const rows = await db.read("searchVectors", (q) =>
+    q.orm
       .select()
       .from(smithersVectors)
       .where(and(eq(smithersVectors.namespace, query.namespace), eq(smithersVectors.dimensions, query.embedding.length)))
