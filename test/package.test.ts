@@ -35,7 +35,18 @@ describe("package", () => {
   });
 
   test("depends on drizzle-orm, zod 4, effect, fast-xml-parser, croner, @mdx-js/mdx, ai, diff, hono and postgres, and not on React", () => {
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(["@mdx-js/mdx", "ai", "croner", "diff", "drizzle-orm", "effect", "fast-xml-parser", "hono", "postgres", "zod"]);
+    expect(Object.keys(pkg.dependencies).sort()).toEqual([
+      "@mdx-js/mdx",
+      "ai",
+      "croner",
+      "diff",
+      "drizzle-orm",
+      "effect",
+      "fast-xml-parser",
+      "hono",
+      "postgres",
+      "zod",
+    ]);
     expect(pkg.dependencies.zod).toMatch(/^\^4/);
     expect(JSON.stringify(pkg)).not.toContain("react");
   });
