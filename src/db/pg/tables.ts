@@ -15,7 +15,6 @@ import {
   numeric,
   type PgColumn,
   type PgColumnBuilderBase,
-  type PgTable,
   pgTable,
   primaryKey,
   text,
@@ -26,6 +25,9 @@ import {
 import { getTableConfig, type SQLiteColumn, type SQLiteTable } from "drizzle-orm/sqlite-core";
 import { SmithersError } from "../../errors/index.ts";
 import { internalTables } from "../internal-schema.ts";
+import type { PgTwin } from "./tables.types.ts";
+
+export type { PgTwin } from "./tables.types.ts";
 
 /** pg-core 0.45 has no bytea builder; a Buffer in, a Buffer out, as the SQLite blob column gives. */
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => "bytea" });
@@ -100,7 +102,7 @@ function toPgColumn(tableName: string, column: SQLiteColumn, singlePk: boolean):
  * const pgRuns = toPgTable(smithersRuns);
  * createPgTableStatements(pgRuns); // CREATE TABLE IF NOT EXISTS "_smithers_runs" (…)
  */
-export function toPgTable(table: SQLiteTable): PgTable {
+export function toPgTable<T extends SQLiteTable>(table: T): PgTwin<T> {
   const config = getTableConfig(table);
   if (config.foreignKeys.length > 0) unsupported(config.name, config.foreignKeys[0]!.getName(), "a foreign key");
   const byName = new Map<string, string>(); // SQL name -> column key
@@ -113,7 +115,7 @@ export function toPgTable(table: SQLiteTable): PgTable {
     const key = is(column, SQL) ? undefined : byName.get((column as SQLiteColumn).name);
     return key ?? unsupported(config.name, what, "an expression in its key or index");
   };
-  return pgTable(config.name, shape, (t) => {
+  const pg = pgTable(config.name, shape, (t) => {
     // Drizzle wants a non-empty tuple of columns; every list here comes from a table that had one.
     const cols = <C>(list: unknown[], what: string) => list.map((c) => t[keyOf(c, what)]!) as unknown as [C, ...C[]];
     return [
@@ -125,9 +127,11 @@ export function toPgTable(table: SQLiteTable): PgTable {
       }),
     ];
   });
+  // Built from runtime column lists, so TypeScript cannot see the shape; PgTwin states it.
+  return pg as unknown as PgTwin<T>;
 }
 
 /** The `_smithers_*` tables for PostgreSQL, derived from `internalTables` (same keys, same order). */
 export const pgInternalTables = Object.fromEntries(Object.entries(internalTables).map(([key, table]) => [key, toPgTable(table)])) as {
-  [K in keyof typeof internalTables]: PgTable;
+  [K in keyof typeof internalTables]: PgTwin<(typeof internalTables)[K]>;
 };
