@@ -105,10 +105,14 @@ describe("pgInternalTables", () => {
 
 describe("PgTwin", () => {
   test("types the derived columns with the SQLite columns' keys and data types", () => {
-    const runs = pgInternalTables.smithersRuns;
-    // Compile-time assertions: tsc fails the check if the derived type loses a key or its data type.
-    const createdAt: number = runs.createdAtMs.mapFromDriverValue(5);
-    const cached: boolean = pgInternalTables.smithersAttempts.cached.mapFromDriverValue(true);
-    expect([runs.runId.name, createdAt, cached]).toEqual(["run_id", 5, true]);
+    type RunRow = typeof pgInternalTables.smithersRuns.$inferSelect;
+    type AttemptRow = typeof pgInternalTables.smithersAttempts.$inferSelect;
+    // Compile-time assertions: tsc (npm run check) fails if the derived type loses a key or its data type.
+    const row: Pick<RunRow, "runId" | "createdAtMs" | "parentRunId"> = { runId: "r", createdAtMs: 5, parentRunId: null };
+    const cached: AttemptRow["cached"] = true;
+    // @ts-expect-error created_at_ms is a number, not a string
+    const wrong: RunRow["createdAtMs"] = "5";
+    expect([row, cached, String(wrong)]).toEqual([{ runId: "r", createdAtMs: 5, parentRunId: null }, true, "5"]);
+    expect(pgInternalTables.smithersRuns.createdAtMs.name).toBe("created_at_ms");
   });
 });
