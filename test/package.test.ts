@@ -13,13 +13,13 @@ describe("package", () => {
     expect(Object.keys(pkg.exports)).toEqual(expect.arrayContaining([".", "./jsx-runtime", "./jsx-dev-runtime"]));
   });
 
-  test("`npm test` runs the format check, tsc and the linter before the tests, and CI runs exactly the README's command", () => {
+  test("`npm test` runs the format check, tsc and the linter before the tests, and CI installs PostgreSQL then runs exactly the README's command", () => {
     expect(pkg.scripts.test).toBe("npm run check && bun test");
     expect(pkg.scripts.check).toBe("biome ci --colors=off --error-on-warnings && tsc --noEmit && eslint .");
     const ciCommands = readFileSync(join(root, ".ci/run"), "utf8")
       .split("\n")
       .filter((line) => line.trim() && !line.startsWith("#") && !/^(set|cd) /.test(line));
-    expect(ciCommands).toEqual(["npm install && npm test"]);
+    expect(ciCommands).toEqual(["scripts/postgres/ensure.sh >/dev/null", "npm install && npm test"]);
     expect(readFileSync(join(root, "README.md"), "utf8")).toContain("npm install && npm test ");
   });
 
@@ -34,8 +34,19 @@ describe("package", () => {
     expect(runtime.Fragment).toBe(dev.Fragment);
   });
 
-  test("depends on drizzle-orm, zod 4, effect, fast-xml-parser, croner, @mdx-js/mdx, ai, diff and hono, and not on React", () => {
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(["@mdx-js/mdx", "ai", "croner", "diff", "drizzle-orm", "effect", "fast-xml-parser", "hono", "zod"]);
+  test("depends on drizzle-orm, zod 4, effect, fast-xml-parser, croner, @mdx-js/mdx, ai, diff, hono and postgres, and not on React", () => {
+    expect(Object.keys(pkg.dependencies).sort()).toEqual([
+      "@mdx-js/mdx",
+      "ai",
+      "croner",
+      "diff",
+      "drizzle-orm",
+      "effect",
+      "fast-xml-parser",
+      "hono",
+      "postgres",
+      "zod",
+    ]);
     expect(pkg.dependencies.zod).toMatch(/^\^4/);
     expect(JSON.stringify(pkg)).not.toContain("react");
   });
