@@ -2,10 +2,17 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SqliteDb, type SmithersDb } from "../src/db/index.ts";
 
 /** A fresh database path in its own temp directory. */
 export function tempDbPath(name = "smithers.db"): string {
   return join(mkdtempSync(join(tmpdir(), "smithers-test-")), name);
+}
+
+/** The SQLite implementation behind `db`, for SQLite-only tests (raw connection, sync Drizzle); throws on another backend. */
+export function sqliteOf(db: SmithersDb): SqliteDb {
+  if (!(db instanceof SqliteDb)) throw new Error(`expected a SQLite database, got ${db.dialect} at ${db.path}`);
+  return db;
 }
 
 /** Runs a read-only SQL query against a database file. */

@@ -31,7 +31,7 @@ import { Database } from "bun:sqlite";
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openSmithersDb, runs, type SmithersDb } from "../../src/db/index.ts";
+import { runs, SqliteDb, type SmithersDb } from "../../src/db/index.ts";
 import { approve, runWorkflow, sendSignal, supervise, type SuperviseOutcome } from "../../src/engine/index.ts";
 import { markdownTable } from "../markdown-table.ts";
 import workflow from "./workflow.tsx";
@@ -163,7 +163,7 @@ export async function runDaemonBench(n = 10_000): Promise<void> {
   const paths = [join(dir, "timed.db"), join(dir, "counted.db")] as const;
   const dueCount = Math.max(WAITS.length, Math.round(n / 100));
   try {
-    const setup = openSmithersDb(paths[0]);
+    const setup = new SqliteDb(paths[0]);
     const setupStarted = performance.now();
     const due = await startDueRuns(setup, dueCount);
     insertIdleRuns(setup.sqlite, n - dueCount, 5 * n, Date.now());
@@ -176,8 +176,8 @@ export async function runDaemonBench(n = 10_000): Promise<void> {
     for (const suffix of ["", "-wal"]) if (existsSync(paths[0] + suffix)) copyFileSync(paths[0] + suffix, paths[1] + suffix);
     const setupMs = performance.now() - setupStarted;
 
-    const db = openSmithersDb(paths[0]);
-    const counted = openSmithersDb(paths[1]);
+    const db = new SqliteDb(paths[0]);
+    const counted = new SqliteDb(paths[1]);
     try {
       const statuses = db.sqlite
         .query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM _smithers_runs GROUP BY status ORDER BY status")
@@ -194,7 +194,7 @@ export async function runDaemonBench(n = 10_000): Promise<void> {
       const { value: countedOutcomes, counted: c } = await countStatements(() => supervise({ db: counted, resolveWorkflow }));
       const countedMs = performance.now() - countedStarted;
       const woken = countedOutcomes.filter((o) => o.action === "resumed").length;
-      const finished = (d: SmithersDb) =>
+      const finished = (d: SqliteDb) =>
         d.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM _smithers_runs WHERE run_id LIKE 'due-%' AND status = 'finished'").get()!.n;
 
       console.log(

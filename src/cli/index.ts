@@ -71,7 +71,7 @@ up          runs a workflow to completion, printing a line as each task starts a
   --resume              continue run --run-id: finished tasks are kept, failed ones run again
                         (also the peer's forms: --resume true, --resume <run-id>); the workflow
                         file may be left out: the one the run recorded is loaded
-  --db PATH             SQLite file (default: $SMITHERS_DB_PATH, else the workflow's dbPath, else ./smithers.db)
+  --db PATH|URL         SQLite file or postgres:// URL (default: $SMITHERS_DATABASE_URL, $SMITHERS_DB_PATH, the workflow's db, ./smithers.db)
   --root DIR            the tasks' working directory, and the git repository <Worktree> paths
                         resolve against and are added to (default: the current directory)
   --max-concurrency N   cap on tasks running at once
@@ -136,7 +136,7 @@ prune       removes the frames and events of runs that ended (finished, failed, 
             (stored whole), the first and last event and every output row; never a running or
             waiting run. Reports what went and the bytes freed (--vacuum: VACUUM so the file shrinks;
             --dry-run: report only; --json: the report as JSON)
-Every --db defaults to the SMITHERS_DB_PATH environment variable when it is set.
+Every --db takes a SQLite path or a postgres:// URL, and defaults to SMITHERS_DATABASE_URL, else SMITHERS_DB_PATH, when set.
 Every command takes --help (or: smithers help <command>).`;
 
 /** The usage line of `command` (the whole synopsis when the command is unknown). */

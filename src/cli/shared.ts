@@ -1,7 +1,7 @@
 /** What every `smithers` command shares: exit codes, output sinks, argument checks. */
 import { existsSync } from "node:fs";
 import { SmithersError } from "../errors/index.ts";
-import { DURABILITY_MODES, openSmithersDb, type Durability, type SmithersDb } from "../db/index.ts";
+import { DURABILITY_MODES, isPostgresUrl, openSmithersDb, type Durability, type SmithersDb } from "../db/index.ts";
 import { DEFAULT_DB_PATH } from "../engine/index.ts";
 import { parseDuration } from "../jsx/index.ts";
 
@@ -46,15 +46,18 @@ export function positiveInt(text: string | undefined, flag: string): number | un
   return n;
 }
 
-/** The database a command was pointed at: --db, else SMITHERS_DB_PATH, else undefined (the command's default). */
+/**
+ * The database a command was pointed at: --db (a SQLite path or a postgres:// URL), else
+ * SMITHERS_DATABASE_URL, else SMITHERS_DB_PATH, else undefined (the command's default).
+ */
 export function dbPathOption(flag: string | undefined): string | undefined {
-  return flag ?? (process.env.SMITHERS_DB_PATH || undefined);
+  return flag ?? (process.env.SMITHERS_DATABASE_URL || process.env.SMITHERS_DB_PATH || undefined);
 }
 
 /** Opens an existing database for an operator command; a missing file is an error, not a new database. */
 export function openExistingDb(path: string | undefined): SmithersDb {
   const file = dbPathOption(path) ?? DEFAULT_DB_PATH;
-  if (file !== ":memory:" && !existsSync(file)) {
+  if (file !== ":memory:" && !isPostgresUrl(file) && !existsSync(file)) {
     throw new SmithersError("RUN_NOT_FOUND", `No database at ${file} (pass --db PATH)`, { path: file });
   }
   return openSmithersDb(file);

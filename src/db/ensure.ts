@@ -6,10 +6,10 @@ import { WAITING_STATUSES } from "./constants.ts";
 import { internalTables, smithersApprovals, smithersNodes, smithersRuns } from "./internal-schema.ts";
 
 /** Indexes earlier versions created and this one no longer uses: each write would still pay for them. */
-const RETIRED_INDEXES = ["_smithers_events_dedup_idx", "_smithers_attempts_run_state_idx"];
+export const RETIRED_INDEXES = ["_smithers_events_dedup_idx", "_smithers_attempts_run_state_idx"];
 
 /** UPDATE making waiting runs with a decided gate due (see ensureSmithersTables); names from the Drizzle tables. */
-function decidedGateBackfill(): string {
+export function decidedGateBackfill(): string {
   const r = sqlNames(smithersRuns);
   const n = sqlNames(smithersNodes);
   const a = sqlNames(smithersApprovals);

@@ -27,6 +27,7 @@ export {
   loadInput,
   loadStoredInput,
   loadOutputs,
+  loadOutputRows,
   loadOutputKeys,
   readOutputKeys,
   readOutputRowNow,

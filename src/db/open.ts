@@ -1,4 +1,5 @@
 /** Opening a Smithers database: a file path (or ":memory:") is SQLite, a postgres:// URL is PostgreSQL. */
+import { PgDb } from "./pg/pg-db.ts";
 import { SqliteDb } from "./smithers-db.ts";
 import type { SmithersDb as Store, SmithersDbOptions } from "./store.ts";
 
@@ -20,5 +21,5 @@ export function isPostgresUrl(target: string): boolean {
  * @example const db = openSmithersDb(process.env.SMITHERS_DATABASE_URL ?? "smithers.db");
  */
 export function openSmithersDb(target: string, options?: SmithersDbOptions): SmithersDb {
-  return new SqliteDb(target, options);
+  return isPostgresUrl(target) ? new PgDb(target, options) : new SqliteDb(target, options);
 }

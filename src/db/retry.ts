@@ -15,7 +15,7 @@ let retryCounter: RetryCounter | undefined;
 async function loadEffect(): Promise<Fx> {
   fx ??= await import("effect");
   retryCounter ??= fx.Metric.counter(DB_RETRY_METRIC, {
-    description: "SQLite operations retried after SQLITE_BUSY / IOERR",
+    description: "Database operations retried (SQLITE_BUSY / IOERR, PostgreSQL serialization failures, deadlocks, lost connections)",
     incremental: true,
   });
   return fx;
@@ -98,7 +98,13 @@ function retrySchedule({ Schedule, Duration, Effect }: Fx, policy: DbRetryPolicy
  * failure becomes a `DB_WRITE_FAILED` SmithersError. Other errors pass through untouched. Each
  * try first waits up to `lockWaitMs` (asynchronously) for a lock another connection holds.
  */
-export async function withSqliteWriteRetry<T>(label: string, operation: () => Promise<T>, policy: DbRetryPolicy = DB_RETRY_POLICY, lockWaitMs = 0): Promise<T> {
+export async function withSqliteWriteRetry<T>(
+  label: string,
+  operation: () => Promise<T>,
+  policy: DbRetryPolicy = DB_RETRY_POLICY,
+  lockWaitMs = 0,
+  isRetryable: (error: unknown) => boolean = isRetryableSqliteError,
+): Promise<T> {
   // The first try runs outside Effect: nearly every write succeeds at once, and this path is hot.
   const startedAt = performance.now();
   try {
@@ -112,7 +118,7 @@ export async function withSqliteWriteRetry<T>(label: string, operation: () => Pr
         last = waited;
       }
     }
-    if (!isRetryableSqliteError(last) || policy.retries <= 0) throw giveUp(label, last, policy);
+    if (!isRetryable(last) || policy.retries <= 0) throw giveUp(label, last, policy, isRetryable);
   }
   const tryOnce = lockWaitMs > 0 ? () => waitOutLock(operation, lockWaitMs) : operation;
   const effect = await loadEffect();
@@ -121,14 +127,14 @@ export async function withSqliteWriteRetry<T>(label: string, operation: () => Pr
   const retries = Effect.retry(Effect.andThen(Metric.update(retryCounter!, 1), Effect.tryPromise({ try: tryOnce, catch: (e) => e })), {
     schedule: retrySchedule(effect, policy),
     times: policy.retries - 1,
-    while: isRetryableSqliteError,
+    while: isRetryable,
   });
-  return Effect.runPromise(Effect.andThen(firstWait, retries).pipe(Effect.mapError((error: unknown) => giveUp(label, error, policy))));
+  return Effect.runPromise(Effect.andThen(firstWait, retries).pipe(Effect.mapError((error: unknown) => giveUp(label, error, policy, isRetryable))));
 }
 
-function giveUp(label: string, error: unknown, policy: DbRetryPolicy): unknown {
-  return isRetryableSqliteError(error)
-    ? new SmithersError("DB_WRITE_FAILED", `${label}: SQLite stayed busy after ${policy.retries} retries`, {
+function giveUp(label: string, error: unknown, policy: DbRetryPolicy, isRetryable: (error: unknown) => boolean): unknown {
+  return isRetryable(error)
+    ? new SmithersError("DB_WRITE_FAILED", `${label}: the database stayed busy after ${policy.retries} retries`, {
         cause: error,
         label,
         retries: policy.retries,

@@ -35,6 +35,7 @@ const txContext = new AsyncLocalStorage<TxToken>();
 
 export class SqliteDb implements SmithersDb {
   readonly dialect = "sqlite" as const;
+  readonly syncReads = true;
   readonly path: string;
   readonly sqlite: Database;
   readonly db: Drizzle;

@@ -100,6 +100,11 @@ export async function readOutputs(q: Sql, registry: OutputRegistry, runId: strin
   return snapshot;
 }
 
+/** One table's rows of a run, as ctx reads them. */
+export function loadOutputRows(db: SmithersDb, info: OutputTableInfo, runId: string): Promise<OutputRow[]> {
+  return db.read("loadOutputRows", async (q) => (await readOutputRows(q, info, runId)).map(normalizeRow));
+}
+
 export function loadOutputs(db: SmithersDb, registry: OutputRegistry, runId: string): Promise<OutputSnapshot> {
   return db.read("loadOutputs", (q) => readOutputs(q, registry, runId));
 }

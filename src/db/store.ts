@@ -25,6 +25,11 @@ export type StorageSize = { fileBytes: number; freeBytes: number };
 
 export interface SmithersDb {
   readonly dialect: Dialect;
+  /**
+   * True when one output row can be read synchronously (readOutputRowNow: SQLite). Without it a
+   * run holds its output rows in memory, read once when it starts.
+   */
+  readonly syncReads: boolean;
   /** Where the data lives: a file path, ":memory:", or a PostgreSQL URL without its password. */
   readonly path: string;
   /** What a commit survives (see DURABILITY_MODES). */

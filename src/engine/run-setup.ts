@@ -9,6 +9,8 @@ import {
   attempts as attemptRows,
   loadInput,
   loadOutputKeys,
+  loadOutputRows,
+  type OutputRow,
   nodes as nodeRows,
   ralph,
   runs,
@@ -56,6 +58,8 @@ export type RunSetup = {
   loops: Map<string, LoopState>;
   /** Which output rows the run has (their values are read when ctx asks for them). */
   outputKeys: OutputKeys;
+  /** Every output row of the run by table key, when the database cannot read one synchronously (see SmithersDb.syncReads). */
+  outputRows: Record<string, OutputRow[]> | undefined;
   /** Node ids with a finished or skipped iteration (see decide's finishedIds). */
   finishedIds: Set<string>;
   /**
@@ -381,6 +385,11 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
         approvals.listApprovals(o.db, { runId, status: "approved" }),
       ])
     : [[], [], [], {}, []];
+  let outputRows: Record<string, OutputRow[]> | undefined;
+  if (!o.db.syncReads) {
+    outputRows = {};
+    for (const info of o.registry.all()) outputRows[info.key] = resumed ? await loadOutputRows(o.db, info, runId) : [];
+  }
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) {
     // A pending node's wake time is its retry backoff (kept across a crash; a resume after the
@@ -437,6 +446,7 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     states,
     loops,
     outputKeys,
+    outputRows,
     abandoned,
     finishedIds,
     budget,

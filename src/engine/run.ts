@@ -16,6 +16,7 @@ import {
   readOutputKeys,
   readOutputRow,
   readOutputRowNow,
+  loadOutputRows,
   runs,
   stripBookkeeping as strip,
   type Sql,
@@ -153,10 +154,16 @@ export class Run {
     private readonly settings: RunSettings,
     private readonly now: () => number,
   ) {
-    this.index = new OutputIndex((tableKey, nodeId, iteration) => {
-      const info = wf.registry.byKey.get(tableKey);
-      return info && readOutputRowNow(db, info, { runId: s.runId, nodeId, iteration });
-    });
+    if (s.outputRows) {
+      // Rows cannot be read synchronously here: the index keeps every row of the run.
+      this.index = new OutputIndex(() => undefined, { maxEntries: Number.POSITIVE_INFINITY, maxBytes: Number.POSITIVE_INFINITY });
+      for (const [tableKey, rows] of Object.entries(s.outputRows)) for (const row of rows) this.index.addStored(tableKey, row);
+    } else {
+      this.index = new OutputIndex((tableKey, nodeId, iteration) => {
+        const info = wf.registry.byKey.get(tableKey);
+        return info && readOutputRowNow(db, info, { runId: s.runId, nodeId, iteration });
+      });
+    }
     for (const [tableKey, keys] of Object.entries(s.outputKeys)) for (const k of keys) this.index.addKey(tableKey, k.nodeId, k.iteration);
     for (const id of s.finishedIds) this.finishedIds.add(id);
     this.usage = s.usage;
@@ -260,6 +267,10 @@ export class Run {
       for (const task of plan.tasks) if (task.mode !== "timer") this.resolve(task);
       const newTables = this.wf.registry.all().slice(tablesBefore);
       for (const info of newTables) {
+        if (this.s.outputRows) {
+          for (const row of await loadOutputRows(this.db, info, this.s.runId)) this.index.addStored(info.key, row);
+          continue;
+        }
         const keys = await this.db.read("loadOutputKeys", async (q) => await readOutputKeys(q, info, this.s.runId));
         for (const k of keys) this.index.addKey(info.key, k.nodeId, k.iteration);
       }

@@ -5,7 +5,7 @@
  * instead of starting a second one; a child that already finished is only read back. A child that
  * stops to wait (an approval, a signal, a timer) makes the node wait in the same state.
  */
-import { attempts, migrateOutputTables, normalizeRow, readOutputRows, runs, stripBookkeeping, type SmithersDb, type UsageTotals } from "../db/index.ts";
+import { attempts, normalizeRow, readOutputRows, runs, stripBookkeeping, type SmithersDb, type UsageTotals } from "../db/index.ts";
 import type { ModelPricing } from "../agents/index.ts";
 import { addToTotals, carriedUsage, NO_USAGE, remainingBudget, usageSince, type Budget } from "./budget.ts";
 import { SmithersError } from "../errors/index.ts";

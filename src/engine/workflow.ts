@@ -9,9 +9,9 @@ import { resolve } from "node:path";
 import type { z } from "zod";
 import {
   checkDurability,
+  isPostgresUrl,
   openSmithersDb,
   OutputRegistry,
-  type Sql,
   type Drizzle,
   type Durability,
   SqliteDb,
@@ -52,6 +52,9 @@ export type SmithersWorkflow<Input = any> = {
 };
 
 export type CreateSmithersOptions = {
+  /** Where runs are stored: a SQLite file path (or ":memory:") or a postgres:// URL. Default: SMITHERS_DATABASE_URL, else ./smithers.db. */
+  db?: string;
+  /** The same as `db` (the older name). */
   dbPath?: string;
   /** Called with the migration report when a table's type changed or a column was dropped from a schema. */
   onSchemaDrift?: (report: MigrationReport) => void;
@@ -87,11 +90,11 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
   const budget = checkBudget(options);
   const pricing = checkPricing(options.pricing);
   const spend = { budget, ...(pricing ? { pricing } : {}) };
-  // No environment variable is read here: the CLI passes --db (or SMITHERS_DB_PATH) to runWorkflow as dbPath.
-  const defaultPath = options.dbPath || DEFAULT_DB_PATH;
+  // The CLI passes --db (or SMITHERS_DB_PATH) to runWorkflow as dbPath; SMITHERS_DATABASE_URL moves a whole deployment to PostgreSQL.
+  const defaultPath = options.db || options.dbPath || process.env.SMITHERS_DATABASE_URL || DEFAULT_DB_PATH;
 
   const dbFor = (path: string = defaultPath): SmithersDb => {
-    const key = path === ":memory:" ? path : resolve(path);
+    const key = path === ":memory:" || isPostgresUrl(path) ? path : resolve(path);
     let db = databases.get(key);
     if (!db) {
       db = openSmithersDb(path, { durability });

@@ -6,7 +6,7 @@
 import { readdirSync } from "node:fs";
 import { basename, extname, join, resolve } from "node:path";
 import { Hono } from "hono";
-import { openSmithersDb, type SmithersDb } from "../db/index.ts";
+import { isPostgresUrl, openSmithersDb, type SmithersDb } from "../db/index.ts";
 import { loadWorkflowFile } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { errorResponse } from "./errors.ts";
@@ -66,7 +66,7 @@ export async function loadWorkflowsDir(dir: string): Promise<RegisteredWorkflow[
 }
 
 export async function createServer(o: ServerOptions): Promise<SmithersServer> {
-  const dbPath = resolve(o.dbPath);
+  const dbPath = isPostgresUrl(o.dbPath) ? o.dbPath : resolve(o.dbPath);
   const db = openSmithersDb(dbPath);
   const registered = [...(o.workflowsDir ? await loadWorkflowsDir(o.workflowsDir) : []), ...(o.workflows ?? [])];
   const workflows = new Map(registered.map((w) => [w.name, w]));

@@ -34,23 +34,23 @@ forEachBackend((db) => {
     );
 
   describe("computeSchemaSignature", () => {
-    test("is the SHA-256 of table|col:type:notnull:pk|… with columns sorted by name", () => {
+    test("is the SHA-256 of table|col:type:notnull:pk|… with columns sorted by name", async () => {
       createAnalysis();
       const text = "analysis|node_id:text:1:1|run_id:text:1:1|severity:text:0:0|summary:text:1:0";
-      expect(computeSchemaSignature(db().sqlite, "analysis")).toBe(createHash("sha256").update(text).digest("hex"));
+      expect(await computeSchemaSignature(db().sql, "analysis")).toBe(createHash("sha256").update(text).digest("hex"));
     });
 
-    test("changes when a column is added", () => {
+    test("changes when a column is added", async () => {
       createAnalysis();
-      const before = computeSchemaSignature(db().sqlite, "analysis");
+      const before = await computeSchemaSignature(db().sql, "analysis");
       db().sqlite.exec("ALTER TABLE analysis ADD COLUMN score INTEGER");
-      expect(computeSchemaSignature(db().sqlite, "analysis")).not.toBe(before);
+      expect(await computeSchemaSignature(db().sql, "analysis")).not.toBe(before);
     });
 
-    test("throws OUTPUT_NOT_FOUND for a table that does not exist", () => {
+    test("throws OUTPUT_NOT_FOUND for a table that does not exist", async () => {
       let thrown: unknown;
       try {
-        computeSchemaSignature(db().sqlite, "missing");
+        await computeSchemaSignature(db().sql, "missing");
       } catch (error) {
         thrown = error;
       }
@@ -70,7 +70,7 @@ forEachBackend((db) => {
         workflowName: "wf",
         nodeId: "analyze",
         outputTable: "analysis",
-        schemaSig: computeSchemaSignature(db().sqlite, "analysis"),
+        schemaSig: await computeSchemaSignature(db().sql, "analysis"),
         agentSig: "claude@1",
         payloadJson: '{"summary":"ok","severity":"low"}',
       });
@@ -118,7 +118,7 @@ forEachBackend((db) => {
       createAnalysis();
       const miss = await lookupCache(db(), parts, "analysis");
       expect(miss.hit).toBeUndefined();
-      expect(miss.schemaSig).toBe(computeSchemaSignature(db().sqlite, "analysis"));
+      expect(miss.schemaSig).toBe(await computeSchemaSignature(db().sql, "analysis"));
       expect(miss.cacheKey).toBe(computeCacheKey({ ...parts, schemaSig: miss.schemaSig }));
       await db().withTransaction("put", (d) => putCacheIn(d, entry({ cacheKey: miss.cacheKey, schemaSig: miss.schemaSig })));
       const found = await lookupCache(db(), { ...parts, by: { repo: "a" } }, "analysis");

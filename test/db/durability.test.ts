@@ -5,24 +5,24 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { startToolCall } from "../../src/db/adapters/tool-calls.ts";
-import { openSmithersDb, SmithersDb, smithersCron, type Durability } from "../../src/db/index.ts";
+import { openSmithersDb, SmithersDb, smithersCron, type Durability, type SqliteDb } from "../../src/db/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
 import { errorOf, rejection } from "../helpers.ts";
 import { removeTempDirs, tempDbPath } from "./backends.ts";
 
-const opened: SmithersDb[] = [];
+const opened: SqliteDb[] = [];
 afterEach(async () => {
   for (const db of opened.splice(0)) await db.close();
   removeTempDirs();
 });
 
-function open(durability?: Durability): SmithersDb {
+function open(durability?: Durability): SqliteDb {
   const db = new SmithersDb(tempDbPath(), durability === undefined ? {} : { durability });
   opened.push(db);
   return db;
 }
 
-const level = (db: SmithersDb) => (db.sqlite.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+const level = (db: SqliteDb) => (db.sqlite.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
 const cron = { cronId: "c", pattern: "* * * * *", workflowPath: "wf.tsx", createdAtMs: 1 };
 const intent = { runId: "r1", nodeId: "pay", attempt: 1, toolName: "stripe", startedAtMs: 1 };
 
@@ -55,8 +55,8 @@ describe("durability", () => {
 
   test("a durable transaction commits at FULL in process mode and the connection returns to NORMAL, also when it fails", async () => {
     const db = open("process");
-    const inside = await db.durableTransaction("intent", (d) => {
-      d.insert(smithersCron).values(cron).run();
+    const inside = await db.durableTransaction("intent", async (q) => {
+      await q.orm.insert(smithersCron).values(cron);
       return level(db);
     });
     expect(inside).toBe(2);

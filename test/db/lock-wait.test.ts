@@ -85,7 +85,9 @@ describe("SmithersDb under another process's write lock", () => {
     try {
       const holder = await holdLock(path);
       const { maxGapMs } = await withTicker(() =>
-        db.write("cron", (d) => d.insert(smithersCron).values({ cronId: "c", pattern: "* * * * *", workflowPath: "wf.tsx", createdAtMs: 1 }).run()),
+        db.write("cron", async (q) => {
+          await q.orm.insert(smithersCron).values({ cronId: "c", pattern: "* * * * *", workflowPath: "wf.tsx", createdAtMs: 1 });
+        }),
       );
       expect((await holder.done).code).toBe(0);
       expect(db.db.select({ id: smithersCron.cronId }).from(smithersCron).all()).toEqual([{ id: "c" }]);

@@ -2,9 +2,9 @@ import { Database } from "bun:sqlite";
 import { afterEach, describe, expect, test } from "bun:test";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
-import { openSmithersDb, type SmithersDb } from "../../src/db/index.ts";
+import { openSmithersDb, type SqliteDb } from "../../src/db/index.ts";
 import { migrateOutputTables, OutputRegistry, readOutputRow, readOutputRows, writeOutputRow } from "../../src/db/output-tables.ts";
-import { errorOf } from "../helpers.ts";
+import { errorOf, sqliteOf } from "../helpers.ts";
 
 type ColumnInfo = { name: string; type: string; notnull: number; pk: number };
 const tableInfo = (db: Database, table: string) => db.query<ColumnInfo, [string]>('SELECT name, type, "notnull", pk FROM pragma_table_info(?)').all(table);
@@ -31,9 +31,9 @@ const customTable = sqliteTable("audit_log", {
   message: text("message").notNull(),
 });
 
-const opened: SmithersDb[] = [];
-function memoryDb(): SmithersDb {
-  const sdb = openSmithersDb(":memory:");
+const opened: SqliteDb[] = [];
+function memoryDb(): SqliteDb {
+  const sdb = sqliteOf(openSmithersDb(":memory:"));
   opened.push(sdb);
   return sdb;
 }
@@ -253,15 +253,15 @@ describe("writeOutputRow / readOutputRow", () => {
     const sdb = memoryDb();
     const registry = new OutputRegistry(schemas);
     migrateOutputTables(sdb.sqlite, registry.all());
-    return { sdb, d: sdb.db, registry };
+    return { sdb, d: sdb.sql, registry };
   }
 
-  test("round-trips a row: booleans come back as booleans and JSON columns parsed", () => {
+  test("round-trips a row: booleans come back as booleans and JSON columns parsed", async () => {
     const { d, sdb, registry } = setup({ codeReview });
     const info = registry.resolve(codeReview);
     const key = { runId: "r1", nodeId: "review", iteration: 0 };
-    writeOutputRow(d, info, key, { approved: true, score: 7, tags: ["a", "b"], detail: { file: "x.ts", line: 3 } });
-    expect(readOutputRow(d, info, key)).toEqual({
+    await writeOutputRow(d, info, key, { approved: true, score: 7, tags: ["a", "b"], detail: { file: "x.ts", line: 3 } });
+    expect(await readOutputRow(d, info, key)).toEqual({
       runId: "r1",
       nodeId: "review",
       iteration: 0,
@@ -278,15 +278,15 @@ describe("writeOutputRow / readOutputRow", () => {
     });
   });
 
-  test("false is stored as 0 and read back as false", () => {
+  test("false is stored as 0 and read back as false", async () => {
     const { d, registry } = setup({ codeReview });
     const info = registry.resolve("codeReview");
     const key = { runId: "r1", nodeId: "review", iteration: 0 };
-    writeOutputRow(d, info, key, { approved: false, score: 0, tags: [], detail: null });
-    expect(readOutputRow(d, info, key)).toMatchObject({ approved: false, score: 0, tags: [], detail: null });
+    await writeOutputRow(d, info, key, { approved: false, score: 0, tags: [], detail: null });
+    expect(await readOutputRow(d, info, key)).toMatchObject({ approved: false, score: 0, tags: [], detail: null });
   });
 
-  test("null and absent values are SQL NULL in every kind of column, and read back as null", () => {
+  test("null and absent values are SQL NULL in every kind of column, and read back as null", async () => {
     const nullable = z.object({
       flag: z.boolean().nullable(),
       data: z.object({ a: z.number() }).nullable(),
@@ -296,116 +296,116 @@ describe("writeOutputRow / readOutputRow", () => {
     const { d, sdb, registry } = setup({ nullable });
     const info = registry.resolve(nullable);
     const key = { runId: "r1", nodeId: "n", iteration: 0 };
-    writeOutputRow(d, info, key, { flag: null, data: null, when: null });
+    await writeOutputRow(d, info, key, { flag: null, data: null, when: null });
     expect(sdb.sqlite.query('SELECT flag, data, "when", note FROM nullable').get()).toEqual({ flag: null, data: null, when: null, note: null });
-    expect(readOutputRow(d, info, key)).toMatchObject({ flag: null, data: null, when: null, note: null });
+    expect(await readOutputRow(d, info, key)).toMatchObject({ flag: null, data: null, when: null, note: null });
     const when = new Date(1_700_000_000_123);
-    writeOutputRow(d, info, key, { flag: false, data: { a: 1 }, when, note: "x" });
+    await writeOutputRow(d, info, key, { flag: false, data: { a: 1 }, when, note: "x" });
     expect(sdb.sqlite.query('SELECT flag, data, "when", note FROM nullable').get()).toEqual({ flag: 0, data: '{"a":1}', when: 1_700_000_000_123, note: "x" });
-    expect(readOutputRow(d, info, key)).toMatchObject({ flag: false, data: { a: 1 }, when, note: "x" });
+    expect(await readOutputRow(d, info, key)).toMatchObject({ flag: false, data: { a: 1 }, when, note: "x" });
   });
 
-  test("a rewrite without an optional field leaves no trace of its earlier value", () => {
+  test("a rewrite without an optional field leaves no trace of its earlier value", async () => {
     const noted = z.object({ summary: z.string(), note: z.string().optional() });
     const { d, sdb, registry } = setup({ noted });
     const info = registry.resolve(noted);
     const key = { runId: "r1", nodeId: "a", iteration: 0 };
-    writeOutputRow(d, info, key, { summary: "a", note: "old" });
-    expect(writeOutputRow(d, info, key, { summary: "b" })).toEqual({ runId: "r1", nodeId: "a", iteration: 0, summary: "b", note: null });
+    await writeOutputRow(d, info, key, { summary: "a", note: "old" });
+    expect(await writeOutputRow(d, info, key, { summary: "b" })).toEqual({ runId: "r1", nodeId: "a", iteration: 0, summary: "b", note: null });
     expect(sdb.sqlite.query("SELECT summary, note FROM noted").all()).toEqual([{ summary: "b", note: null }]);
   });
 
-  test("writing the same key twice replaces the row", () => {
+  test("writing the same key twice replaces the row", async () => {
     const { d, sdb, registry } = setup({ analysis });
     const info = registry.resolve(analysis);
     const key = { runId: "r1", nodeId: "a", iteration: 0 };
-    writeOutputRow(d, info, key, { summary: "first", severity: "low" });
-    writeOutputRow(d, info, key, { summary: "second", severity: "high" });
+    await writeOutputRow(d, info, key, { summary: "first", severity: "low" });
+    await writeOutputRow(d, info, key, { summary: "second", severity: "high" });
     expect(sdb.sqlite.query("SELECT summary, severity FROM analysis").all()).toEqual([{ summary: "second", severity: "high" }]);
   });
 
-  test("rows of other iterations, nodes and runs are distinct and left alone", () => {
+  test("rows of other iterations, nodes and runs are distinct and left alone", async () => {
     const { d, registry } = setup({ analysis });
     const info = registry.resolve(analysis);
-    writeOutputRow(d, info, { runId: "r1", nodeId: "a", iteration: 0 }, { summary: "i0", severity: "low" });
-    writeOutputRow(d, info, { runId: "r1", nodeId: "a", iteration: 1 }, { summary: "i1", severity: "low" });
-    writeOutputRow(d, info, { runId: "r1", nodeId: "b", iteration: 0 }, { summary: "b", severity: "low" });
-    writeOutputRow(d, info, { runId: "r2", nodeId: "a", iteration: 0 }, { summary: "other run", severity: "low" });
-    expect(readOutputRow(d, info, { runId: "r1", nodeId: "a", iteration: 1 })).toMatchObject({ summary: "i1" });
-    expect(readOutputRows(d, info, "r1").map((r) => [r.nodeId, r.iteration, r.summary])).toEqual([
+    await writeOutputRow(d, info, { runId: "r1", nodeId: "a", iteration: 0 }, { summary: "i0", severity: "low" });
+    await writeOutputRow(d, info, { runId: "r1", nodeId: "a", iteration: 1 }, { summary: "i1", severity: "low" });
+    await writeOutputRow(d, info, { runId: "r1", nodeId: "b", iteration: 0 }, { summary: "b", severity: "low" });
+    await writeOutputRow(d, info, { runId: "r2", nodeId: "a", iteration: 0 }, { summary: "other run", severity: "low" });
+    expect(await readOutputRow(d, info, { runId: "r1", nodeId: "a", iteration: 1 })).toMatchObject({ summary: "i1" });
+    expect((await readOutputRows(d, info, "r1")).map((r) => [r.nodeId, r.iteration, r.summary])).toEqual([
       ["a", 0, "i0"],
       ["a", 1, "i1"],
       ["b", 0, "b"],
     ]);
   });
 
-  test("readOutputRow returns undefined for a key with no row", () => {
+  test("readOutputRow returns undefined for a key with no row", async () => {
     const { d, registry } = setup({ analysis });
-    expect(readOutputRow(d, registry.resolve(analysis), { runId: "r1", nodeId: "a", iteration: 0 })).toBeUndefined();
+    expect(await readOutputRow(d, registry.resolve(analysis), { runId: "r1", nodeId: "a", iteration: 0 })).toBeUndefined();
   });
 
-  test("a payload-only table stores the value in payload and parses it back", () => {
+  test("a payload-only table stores the value in payload and parses it back", async () => {
     const { d, sdb, registry } = setup({ blob });
     const info = registry.resolve(blob);
     const key = { runId: "r1", nodeId: "p", iteration: 0 };
-    writeOutputRow(d, info, key, { payload: { items: [1, 2], ok: true } });
+    await writeOutputRow(d, info, key, { payload: { items: [1, 2], ok: true } });
     expect(tableInfo(sdb.sqlite, "blob").map((c) => c.name)).toEqual(["run_id", "node_id", "iteration", "payload"]);
     expect(sdb.sqlite.query("SELECT payload FROM blob").get()).toEqual({ payload: '{"items":[1,2],"ok":true}' });
-    expect(readOutputRow(d, info, key)).toMatchObject({ payload: { items: [1, 2], ok: true } });
+    expect(await readOutputRow(d, info, key)).toMatchObject({ payload: { items: [1, 2], ok: true } });
   });
 
-  test("a payload-only table round-trips a scalar payload", () => {
+  test("a payload-only table round-trips a scalar payload", async () => {
     const { d, registry } = setup({ blob });
     const info = registry.resolve(blob);
     const key = { runId: "r1", nodeId: "p", iteration: 0 };
-    writeOutputRow(d, info, key, { payload: "just text" });
-    expect(readOutputRow(d, info, key)?.payload).toBe("just text");
+    await writeOutputRow(d, info, key, { payload: "just text" });
+    expect((await readOutputRow(d, info, key))?.payload).toBe("just text");
   });
 
-  test("a date field is stored as milliseconds and read back as a Date", () => {
+  test("a date field is stored as milliseconds and read back as a Date", async () => {
     const { d, sdb, registry } = setup({ stamp: z.object({ at: z.date() }) });
     const info = registry.resolve("stamp");
     const key = { runId: "r1", nodeId: "s", iteration: 0 };
     const at = new Date(1_700_000_000_123);
-    writeOutputRow(d, info, key, { at });
+    await writeOutputRow(d, info, key, { at });
     expect(sdb.sqlite.query("SELECT at FROM stamp").get()).toEqual({ at: 1_700_000_000_123 });
-    expect((readOutputRow(d, info, key)!.at as Date).getTime()).toBe(1_700_000_000_123);
+    expect(((await readOutputRow(d, info, key))!.at as Date).getTime()).toBe(1_700_000_000_123);
   });
 
-  test("values keyed by column name are written too", () => {
+  test("values keyed by column name are written too", async () => {
     const { d, registry } = setup({ analysis: z.object({ rootCause: z.string() }) });
     const info = registry.resolve("analysis");
     const key = { runId: "r1", nodeId: "a", iteration: 0 };
-    writeOutputRow(d, info, key, { root_cause: "race" });
-    expect(readOutputRow(d, info, key)).toMatchObject({ rootCause: "race" });
+    await writeOutputRow(d, info, key, { root_cause: "race" });
+    expect(await readOutputRow(d, info, key)).toMatchObject({ rootCause: "race" });
   });
 
-  test("a custom table is written and read with its own columns", () => {
+  test("a custom table is written and read with its own columns", async () => {
     const { d, sdb, registry } = setup({ audit: customTable });
     const info = registry.resolve(customTable);
     const key = { runId: "r1", nodeId: "log", iteration: 2 };
-    writeOutputRow(d, info, key, { message: "hello" });
-    writeOutputRow(d, info, key, { message: "again" });
+    await writeOutputRow(d, info, key, { message: "hello" });
+    await writeOutputRow(d, info, key, { message: "again" });
     expect(sdb.sqlite.query("SELECT run_id, node_id, iteration, message FROM audit_log").all()).toEqual([
       { run_id: "r1", node_id: "log", iteration: 2, message: "again" },
     ]);
-    expect(readOutputRow(d, info, key)).toEqual({ runId: "r1", nodeId: "log", iteration: 2, message: "again" });
+    expect(await readOutputRow(d, info, key)).toEqual({ runId: "r1", nodeId: "log", iteration: 2, message: "again" });
   });
 
-  test("an optional z.unknown() field may be left out of the row", () => {
+  test("an optional z.unknown() field may be left out of the row", async () => {
     const { d, registry } = setup({ withMeta: z.object({ name: z.string(), meta: z.unknown() }) });
     const info = registry.resolve("withMeta");
     const key = { runId: "r1", nodeId: "m", iteration: 0 };
-    writeOutputRow(d, info, key, { name: "n" });
-    expect(readOutputRow(d, info, key)).toMatchObject({ name: "n", meta: null });
+    await writeOutputRow(d, info, key, { name: "n" });
+    expect(await readOutputRow(d, info, key)).toMatchObject({ name: "n", meta: null });
   });
 
-  test("a field piped into a number reads back as a number", () => {
+  test("a field piped into a number reads back as a number", async () => {
     const schema = z.object({ n: z.string().pipe(z.coerce.number()) });
     const { d, registry } = setup({ piped: schema });
     const info = registry.resolve("piped");
     const key = { runId: "r1", nodeId: "p", iteration: 0 };
-    writeOutputRow(d, info, key, schema.parse({ n: "5" }));
-    expect(readOutputRow(d, info, key)?.n).toBe(5);
+    await writeOutputRow(d, info, key, schema.parse({ n: "5" }));
+    expect((await readOutputRow(d, info, key))?.n).toBe(5);
   });
 });

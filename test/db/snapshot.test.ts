@@ -2,10 +2,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { openSmithersDb } from "../../src/db/index.ts";
+import { sqliteOf } from "../helpers.ts";
 import { migrateOutputTables, OutputRegistry, writeOutputRow } from "../../src/db/output-tables.ts";
 import { loadInput, loadOutputs, writeInput } from "../../src/db/snapshot.ts";
 
-const sdb = openSmithersDb(":memory:");
+const sdb = sqliteOf(openSmithersDb(":memory:"));
 afterAll(() => sdb.close());
 
 const customTable = sqliteTable("legacy_reviews", {
@@ -23,10 +24,10 @@ migrateOutputTables(sdb.sqlite, [registry.input, ...registry.all()]);
 
 describe("loadOutputs", () => {
   test("indexes each table's rows under both its schema key and its table name, booleans and JSON decoded", async () => {
-    await sdb.withTransaction("seed", (d) => {
-      writeOutputRow(d, registry.resolve("codeReview"), { runId: "r1", nodeId: "rev", iteration: 0 }, { approved: true, notes: ["a"] });
-      writeOutputRow(d, registry.resolve("codeReview"), { runId: "r2", nodeId: "rev", iteration: 0 }, { approved: false, notes: [] });
-      writeOutputRow(d, registry.resolve(customTable), { runId: "r1", nodeId: "legacy", iteration: 1 }, { ok: false });
+    await sdb.withTransaction("seed", async (q) => {
+      await writeOutputRow(q, registry.resolve("codeReview"), { runId: "r1", nodeId: "rev", iteration: 0 }, { approved: true, notes: ["a"] });
+      await writeOutputRow(q, registry.resolve("codeReview"), { runId: "r2", nodeId: "rev", iteration: 0 }, { approved: false, notes: [] });
+      await writeOutputRow(q, registry.resolve(customTable), { runId: "r1", nodeId: "legacy", iteration: 1 }, { ok: false });
     });
     const snapshot = await loadOutputs(sdb, registry, "r1");
     expect(snapshot.codeReview).toEqual([{ runId: "r1", nodeId: "rev", iteration: 0, approved: true, notes: ["a"] }]);
@@ -46,7 +47,7 @@ describe("loadInput", () => {
 
   test("a workflow without an input schema stores and returns the whole input as JSON", async () => {
     const free = new OutputRegistry({ out: z.object({ n: z.number() }) });
-    const db = openSmithersDb(":memory:");
+    const db = sqliteOf(openSmithersDb(":memory:"));
     migrateOutputTables(db.sqlite, [free.input]);
     await db.withTransaction("input", (d) => writeInput(d, free, "r1", { nested: { list: [1, 2] } }));
     expect(await loadInput(db, free, "r1")).toEqual({ nested: { list: [1, 2] } });

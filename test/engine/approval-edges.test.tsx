@@ -5,7 +5,7 @@ import { approvalDecisionSchema, approvalSelectionSchema, approve, createSmither
 import { approvals } from "../../src/db/index.ts";
 import { supervise } from "../../src/engine/index.ts";
 import { formatEvent } from "../../src/cli/progress.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { sql, sqliteOf, tempDbPath } from "../helpers.ts";
 
 describe("deciding gates: edges", () => {
   test("a child run's gate with the same node id does not hide the run's own gate", async () => {
@@ -46,7 +46,7 @@ describe("deciding gates: edges", () => {
     expect(await approvals.decideApproval(kit.smithersDb, { runId: "a", nodeId: "g", approved: true, decidedAtMs: 5 })).toBe(true);
     expect(sql(dbPath, "SELECT wake_at_ms FROM _smithers_runs WHERE run_id = 'a'")).toEqual([{ wake_at_ms: 5 }]);
     // A gate decided by an older version, which did not make the run due:
-    kit.smithersDb.sqlite.exec("UPDATE _smithers_approvals SET status = 'approved', decided_at_ms = 7 WHERE run_id = 'b'");
+    sqliteOf(kit.smithersDb).sqlite.exec("UPDATE _smithers_approvals SET status = 'approved', decided_at_ms = 7 WHERE run_id = 'b'");
     const reopened = openSmithersDb(dbPath);
     await reopened.close();
     expect(sql(dbPath, "SELECT run_id, wake_at_ms FROM _smithers_runs ORDER BY run_id")).toEqual([

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { approvalDecisionSchema, approve, createSmithers, deny, runWorkflow, type SmithersEvent } from "../../src/index.ts";
 import { pendingApprovals, supervise } from "../../src/engine/index.ts";
-import { rejection, sql, tempDbPath } from "../helpers.ts";
+import { rejection, sql, sqliteOf, tempDbPath } from "../helpers.ts";
 
 function gated(dbPath: string, onDeny?: "fail" | "continue" | "skip") {
   const calls: string[] = [];
@@ -203,13 +203,14 @@ describe("<Approval>", () => {
     expect(sql(dbPath, "SELECT wake_at_ms > 0 AS timed FROM _smithers_runs WHERE run_id = 'both'")).toEqual([{ timed: 1 }]);
     await approve(smithersDb, { runId: "both" });
     // A child run (parent_run_id set) with a decided gate is not the daemon's to wake.
-    smithersDb.sqlite.exec(
+    const sqlite = sqliteOf(smithersDb).sqlite;
+    sqlite.exec(
       "INSERT INTO _smithers_runs (run_id, parent_run_id, workflow_name, status, created_at_ms) VALUES ('both/sub#0', 'both', 'child', 'waiting-approval', 0)",
     );
-    smithersDb.sqlite.exec(
+    sqlite.exec(
       "INSERT INTO _smithers_nodes (run_id, node_id, iteration, state, updated_at_ms, output_table) VALUES ('both/sub#0', 'g', 0, 'waiting-approval', 0, 'approval')",
     );
-    smithersDb.sqlite.exec("INSERT INTO _smithers_approvals (run_id, node_id, iteration, status) VALUES ('both/sub#0', 'g', 0, 'approved')");
+    sqlite.exec("INSERT INTO _smithers_approvals (run_id, node_id, iteration, status) VALUES ('both/sub#0', 'g', 0, 'approved')");
     const outcomes = await supervise({ db: smithersDb, resolveWorkflow: () => wf });
     expect(outcomes.map((o) => [o.runId, o.action, o.action === "resumed" ? o.result.status : undefined])).toEqual([["both", "resumed", "waiting-timer"]]);
     expect(sql(dbPath, "SELECT node_id FROM done")).toEqual([{ node_id: "after-gate" }]);

@@ -8,10 +8,10 @@ import { createSmithers, runWorkflow } from "../../src/index.ts";
 import { openSmithersDb, type Durability, type SmithersDb } from "../../src/db/index.ts";
 import { loadWorkflowFile, supervise, type SmithersWorkflow } from "../../src/engine/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
-import { errorOf, rejection, sql, tempDbPath } from "../helpers.ts";
+import { errorOf, rejection, sql, sqliteOf, tempDbPath } from "../helpers.ts";
 import { startUntil } from "../e2e/cli-helpers.ts";
 
-const level = (db: SmithersDb) => (db.sqlite.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+const level = (db: SmithersDb) => (sqliteOf(db).sqlite.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
 const out = { charge: z.object({ receipt: z.string(), levelDuringCall: z.number().int() }) };
 
 function payWorkflow(dbPath: string, durability?: Durability) {

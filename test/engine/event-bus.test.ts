@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { asc } from "drizzle-orm";
 import { insertEvent } from "../../src/db/adapters/events.ts";
-import { SmithersDb, smithersEvents } from "../../src/db/index.ts";
+import { SmithersDb, smithersEvents, type SqliteDb } from "../../src/db/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
 import { EventBus, openEventBus, type BusEvent } from "../../src/engine/event-bus.ts";
 import { rejection } from "../helpers.ts";
 
-let db: SmithersDb;
+let db: SqliteDb;
 beforeEach(() => {
   db = new SmithersDb(":memory:");
 });
@@ -29,8 +29,8 @@ describe("EventBus.stage", () => {
     expect(bus.stage(ev("A"))).toBe(0);
     expect(bus.stage(ev("B"))).toBe(1);
     expect(heard).toEqual([]);
-    await db.withTransaction("t", (d) => {
-      bus.writeStagedIn(d);
+    await db.withTransaction("t", async (q) => {
+      await bus.writeStagedIn(q);
       expect(heard).toEqual([]);
     });
     expect(heard).toEqual([
@@ -48,9 +48,9 @@ describe("EventBus.stage", () => {
     const bus = new EventBus({ db, runId: "r1" });
     bus.stage(ev("A"));
     await db
-      .withTransaction("t", (d) => {
+      .withTransaction("t", async (q) => {
         bus.stageInTransaction(ev("Inside"));
-        bus.writeStagedIn(d);
+        await bus.writeStagedIn(q);
         throw new Error("boom");
       })
       .catch(() => undefined);

@@ -90,7 +90,7 @@ async function runSequence(db: SmithersDb, seed: number, trace: Trace): Promise<
     check(row!.frameNo === n, `step ${step} got frame number ${row!.frameNo}, expected ${n}`);
     check(row!.runId === runId, `frame ${n} has run id ${row!.runId}`);
     check(row!.createdAtMs === 1_000 + step, `frame ${n} has created_at_ms ${row!.createdAtMs}`);
-    await db.withTransaction("frames-property", (d) => frames.insertFrame(d, row!));
+    await db.withTransaction("frames-property", (q) => frames.insertFrame(q, row!));
     expected.push(json);
     expectedTrees.push(tree);
     prev = tree;
@@ -100,8 +100,8 @@ async function runSequence(db: SmithersDb, seed: number, trace: Trace): Promise<
   expectedTrees.forEach((tree, n) => same(tree, expected[n]!, `input tree of frame ${n} after appending`));
 
   // What was stored, read straight from the table.
-  const rows = await db.read("frames-property", (d) =>
-    d.$client.query<StoredRow, [string]>("SELECT frame_no, encoding, xml_json, xml_hash FROM _smithers_frames WHERE run_id = ? ORDER BY frame_no").all(runId),
+  const rows = await db.read("frames-property", (q) =>
+    q.all<StoredRow>("SELECT frame_no, encoding, xml_json, xml_hash FROM _smithers_frames WHERE run_id = ? ORDER BY frame_no", runId),
   );
   check(rows.length === expected.length, `stored ${rows.length} rows for ${expected.length} distinct trees`);
   const listed = await frames.listFrames(db, runId);
@@ -173,8 +173,8 @@ describe("frame chains through the database", () => {
           throw new Error(`FRAMES_SEED=${seed} (${JSON.stringify(trace.policy)}): ${(error as Error).message}\nsteps:\n${steps}`, { cause: error });
         }
       }
-      for (const { encoding, count } of await db.read("frames-property", (d) =>
-        d.$client.query<{ encoding: string; count: number }, []>("SELECT encoding, count(*) AS count FROM _smithers_frames GROUP BY encoding").all(),
+      for (const { encoding, count } of await db.read("frames-property", (q) =>
+        q.all<{ encoding: string; count: number }>("SELECT encoding, count(*) AS count FROM _smithers_frames GROUP BY encoding"),
       ))
         encodings.set(encoding, count);
     } finally {

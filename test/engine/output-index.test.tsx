@@ -7,9 +7,9 @@ import { normalizeRow } from "../../src/db/snapshot.ts";
 import { OutputIndex } from "../../src/engine/ctx.ts";
 import { ROW_CACHE_SIZE } from "../../src/engine/constants.ts";
 import { createSmithers, runWorkflow } from "../../src/index.ts";
-import { tempDbPath } from "../helpers.ts";
+import { sqliteOf, tempDbPath } from "../helpers.ts";
 
-const sdb = openSmithersDb(":memory:");
+const sdb = sqliteOf(openSmithersDb(":memory:"));
 afterAll(() => sdb.close());
 const registry = new OutputRegistry({ step: z.object({ n: z.number().int(), text: z.string() }) });
 migrateOutputTables(sdb.sqlite, registry.all());

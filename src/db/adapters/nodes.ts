@@ -12,7 +12,7 @@ const N = sqlNames(smithersNodes);
 
 const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label", "wakeAtMs", "waitJson", "errorJson"])}
   ON CONFLICT (${N.runId}, ${N.nodeId}, ${N.iteration}) DO UPDATE SET ${N.state} = excluded.${N.state},
-    ${N.lastAttempt} = coalesce(excluded.${N.lastAttempt}, ${N.lastAttempt}), ${N.updatedAtMs} = excluded.${N.updatedAtMs},
+    ${N.lastAttempt} = coalesce(excluded.${N.lastAttempt}, ${N.$table}.${N.lastAttempt}), ${N.updatedAtMs} = excluded.${N.updatedAtMs},
     ${N.outputTable} = excluded.${N.outputTable}, ${N.label} = excluded.${N.label}, ${N.wakeAtMs} = excluded.${N.wakeAtMs},
     ${N.waitJson} = excluded.${N.waitJson}, ${N.errorJson} = excluded.${N.errorJson}`;
 

@@ -18,7 +18,7 @@ import {
 } from "drizzle-orm";
 import { STALE_RUN_THRESHOLD_MS, WAITING_STATUSES } from "../constants.ts";
 import { smithersRuns } from "../internal-schema.ts";
-import { smaller, type Sql } from "../sql.ts";
+import { perDialect, smaller, type Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
 import { SmithersError } from "../../errors/index.ts";
 import { isSame, sqlNames } from "./shared.ts";
@@ -34,7 +34,10 @@ export function insertRun(db: SmithersDb, row: NewRunRow): Promise<void> {
 const RUN_COLUMNS = getTableColumns(smithersRuns);
 const R = sqlNames(smithersRuns);
 const RUN_EXISTS = `SELECT 1 FROM ${R.$table} WHERE ${R.runId} = ?`;
-const OWNS_RUN = `SELECT 1 FROM ${R.$table} WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ?`;
+// PostgreSQL: the row lock keeps a claim by another process from landing between this check and the commit.
+const OWNS_RUN = perDialect(
+  (dialect) => `SELECT 1 AS owned FROM ${R.$table} WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ?${dialect === "postgres" ? " FOR UPDATE" : ""}`,
+);
 const HEARTBEAT = `UPDATE ${R.$table} SET ${R.heartbeatAtMs} = ? WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ?`;
 
 /** The set fields of `row` (undefined ones left out, as Drizzle does), as SQL column names and values. */
@@ -125,7 +128,7 @@ export async function setRunFields(q: Sql, runId: string, patch: Partial<Omit<Ne
  * holds until the commit, so a process that lost the run writes nothing more to it.
  */
 export async function ownsRun(q: Sql, runId: string, ownerId: string): Promise<boolean> {
-  return (await q.get(OWNS_RUN, runId, ownerId)) !== undefined;
+  return (await q.get(OWNS_RUN[q.dialect], runId, ownerId)) !== undefined;
 }
 
 /** Stamps the heartbeat while `ownerId` still owns the run; false means another process took it over. */
