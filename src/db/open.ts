@@ -1,5 +1,4 @@
 /** Opening a Smithers database: a file path (or ":memory:") is SQLite, a postgres:// URL is PostgreSQL. */
-import { PgDb } from "./pg/pg-db.ts";
 import { SqliteDb } from "./smithers-db.ts";
 import type { SmithersDb as Store, SmithersDbOptions } from "./store.ts";
 
@@ -21,5 +20,8 @@ export function isPostgresUrl(target: string): boolean {
  * @example const db = openSmithersDb(process.env.SMITHERS_DATABASE_URL ?? "smithers.db");
  */
 export function openSmithersDb(target: string, options?: SmithersDbOptions): SmithersDb {
-  return isPostgresUrl(target) ? new PgDb(target, options) : new SqliteDb(target, options);
+  if (!isPostgresUrl(target)) return new SqliteDb(target, options);
+  // Loaded on first use: the driver and pg-core cost a SQLite-only process ~60 ms of start-up.
+  const { PgDb } = require("./pg/pg-db.ts") as typeof import("./pg/pg-db.ts");
+  return new PgDb(target, options);
 }

@@ -38,6 +38,9 @@ export class SqliteDb implements SmithersDb {
   readonly syncReads = true;
   readonly path: string;
   readonly sqlite: Database;
+  get target(): string {
+    return this.path;
+  }
   readonly db: Drizzle;
   /** What adapters run their statements on (statements prepared once per connection). */
   readonly sql: Sql;

@@ -30,8 +30,10 @@ export interface SmithersDb {
    * run holds its output rows in memory, read once when it starts.
    */
   readonly syncReads: boolean;
-  /** Where the data lives: a file path, ":memory:", or a PostgreSQL URL without its password. */
+  /** Where the data lives: a file path, ":memory:", or a PostgreSQL URL without its password (for messages). */
   readonly path: string;
+  /** What opens this database again (openSmithersDb, runWorkflow's dbPath): the path, or the whole URL. */
+  readonly target: string;
   /** What a commit survives (see DURABILITY_MODES). */
   readonly durability: Durability;
   /** Transactions committed by durableTransaction. */

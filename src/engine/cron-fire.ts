@@ -67,7 +67,7 @@ async function startRun(o: FireDueCronsOptions, row: cronRows.CronRow, runId: st
   const run = runWorkflow(workflow, {
     runId,
     input,
-    dbPath: o.db.path,
+    dbPath: o.db.target,
     workflowPath: row.workflowPath,
     durability: o.durability,
     onEvent: (event) => {

@@ -83,7 +83,7 @@ async function resumeClaimed(
     const result = await runWorkflow(workflow, {
       runId: run.runId,
       resume: true,
-      dbPath: o.db.path,
+      dbPath: o.db.target,
       ownerId: claimOwnerId,
       onEvent: o.onEvent,
       durability: o.durability,

@@ -34,4 +34,17 @@ describe.skipIf(!pg)("smithers on PostgreSQL", () => {
     expect(resumed.code).toBe(0);
     expect(JSON.parse(smithers(["inspect", "gate", "--json"], env).stdout).status).toBe("finished");
   });
+
+  test("a supervise pass on a postgres:// URL with a password resumes an approved run", async () => {
+    const base = new URL(await pg!.createDatabase());
+    base.password = "unused-with-trust-auth";
+    const url = base.toString();
+    expect(smithers(["up", "test/fixtures/approval.tsx", "--db", url, "--run-id", "gate"]).code).toBe(3);
+    expect(smithers(["approve", "gate", "--node", "ship-it", "--yes", "--db", url]).code).toBe(0);
+    const pass = smithers(["supervise", "--db", url]);
+    expect(pass.stderr).toBe("");
+    expect(pass.code).toBe(0);
+    expect(pass.stdout).not.toContain("unused-with-trust-auth");
+    expect(JSON.parse(smithers(["inspect", "gate", "--db", url, "--json"]).stdout).status).toBe("finished");
+  });
 });

@@ -34,6 +34,9 @@ export class PgDb implements SmithersDb {
   readonly syncReads = false;
   readonly path: string;
   readonly client: PgClient;
+  get target(): string {
+    return this.url;
+  }
   /** Autocommit statements on the pool. */
   readonly sql: PgSql;
   private readonly retryPolicy: DbRetryPolicy;
