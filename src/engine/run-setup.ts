@@ -381,7 +381,8 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
         nodeRows.listNodes(o.db, runId),
         attemptRows.listAttempts(o.db, runId),
         ralph.listLoopStates(o.db, runId),
-        loadOutputKeys(o.db, o.registry, runId),
+        // Without synchronous reads the rows themselves are loaded below; their keys come with them.
+        o.db.syncReads ? loadOutputKeys(o.db, o.registry, runId) : {},
         approvals.listApprovals(o.db, { runId, status: "approved" }),
       ])
     : [[], [], [], {}, []];

@@ -13,7 +13,7 @@ import { getToolContext, nextCallIndex, type ToolContext } from "./context.ts";
 import { outcomeUnknown, previousCall, recordedCall, recordedOutcome, recordedResult, throwIfStopped, type CallScope } from "./recorded-call.ts";
 
 /** What a tool's `execute` is given besides its arguments. */
-export type ToolCallContext = {
+export type ToolCallContext = Pick<ToolContext, "runId" | "nodeId" | "iteration" | "attempt" | "rootDir" | "signal"> & {
   /**
    * `${runId}:${nodeId}:${iteration}:${toolName}:${inputDigest}:${n}`, n counting the attempt's
    * earlier calls of this tool with the same input: the same on a retry or resume that asks for
@@ -21,12 +21,6 @@ export type ToolCallContext = {
    * Pass it to external systems that deduplicate (payment APIs, queues).
    */
   idempotencyKey: string;
-  runId: string;
-  nodeId: string;
-  iteration: number;
-  attempt: number;
-  rootDir: string;
-  signal?: AbortSignal;
   /**
    * An earlier call under this key recorded its start and never its outcome (the process died
    * during it): it may or may not have happened. Ask the external system before acting again.

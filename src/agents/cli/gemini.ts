@@ -1,7 +1,7 @@
 import type { AgentEvent, AgentGenerateArgs, AgentUsage } from "../types.ts";
 import { type CallContext, CliAgent, flag, num, obj, type PreparedCall, str, toggle } from "./cli-agent.ts";
 import { type BaseCliAgentOptions, withSystemPrompt } from "./options.ts";
-import { CappedText, type StreamOutcome, type StreamParser } from "./run-cli.ts";
+import { LastSegment, type StreamOutcome, type StreamParser } from "./run-cli.ts";
 
 export type GeminiAgentOptions = BaseCliAgentOptions & {
   /** `--approval-mode`; when given, it replaces yolo's `--yolo` (the CLI refuses both together). */
@@ -70,8 +70,7 @@ export class GeminiAgent extends CliAgent<GeminiAgentOptions> {
 /** Parses `gemini --output-format stream-json` (init, message, tool_use, tool_result, error, result). */
 export class GeminiStreamParser implements StreamParser {
   /** Assistant text since the last tool call: the final answer is the last non-empty one. */
-  private readonly segment: CappedText;
-  private lastSegment = "";
+  private readonly segments: LastSegment;
   private model: string | undefined;
   private complete = false;
   private error: string | undefined;
@@ -80,12 +79,7 @@ export class GeminiStreamParser implements StreamParser {
   private readonly toolNames = new Map<string, string>();
 
   constructor(maxBytes: number) {
-    this.segment = new CappedText(maxBytes);
-  }
-
-  private closeSegment(): void {
-    if (this.segment.value !== "") this.lastSegment = this.segment.value;
-    this.segment.reset();
+    this.segments = new LastSegment(maxBytes);
   }
 
   record(r: Record<string, unknown>, emit: (event: AgentEvent) => void): void {
@@ -94,10 +88,10 @@ export class GeminiStreamParser implements StreamParser {
       const id = str(r.session_id);
       if (id !== undefined) emit({ type: "session", sessionId: id });
     } else if (r.type === "message" && r.role === "assistant" && typeof r.content === "string") {
-      this.segment.append(r.content);
+      this.segments.current.append(r.content);
       emit({ type: "text", text: r.content });
     } else if (r.type === "tool_use") {
-      this.closeSegment();
+      this.segments.close();
       const name = str(r.tool_name) ?? "unknown";
       const id = str(r.tool_id);
       if (id !== undefined) this.toolNames.set(id, name);
@@ -118,8 +112,8 @@ export class GeminiStreamParser implements StreamParser {
   }
 
   outcome(): StreamOutcome {
-    this.closeSegment();
+    const text = this.segments.text();
     const error = this.error ?? (this.complete ? undefined : this.lastError);
-    return { text: this.lastSegment, complete: this.complete, error, usage: this.usage };
+    return { text, complete: this.complete, error, usage: this.usage };
   }
 }

@@ -2,7 +2,7 @@ import { SmithersError } from "../../errors/index.ts";
 import type { AgentEvent, AgentGenerateArgs, AgentUsage } from "../types.ts";
 import { add, type CallContext, CliAgent, flag, num, obj, type PreparedCall, str, toggle } from "./cli-agent.ts";
 import { type BaseCliAgentOptions, withSystemPrompt } from "./options.ts";
-import { CappedText, type StreamOutcome, type StreamParser } from "./run-cli.ts";
+import { LastSegment, type StreamOutcome, type StreamParser } from "./run-cli.ts";
 
 /** OpenCode reaches many providers, each with its own key variable: give keys through `env`, not `apiKey`. */
 export type OpenCodeAgentOptions = Omit<BaseCliAgentOptions, "apiKey"> & {
@@ -65,8 +65,7 @@ export class OpenCodeAgent extends CliAgent<OpenCodeAgentOptions> {
 /** Parses `opencode run --format json` (step_start, text, tool_use, step_finish, error). */
 export class OpenCodeStreamParser implements StreamParser {
   /** Text of the current step: the final answer is the last step's that had any. */
-  private readonly segment: CappedText;
-  private lastSegment = "";
+  private readonly segments: LastSegment;
   private sessionId: string | undefined;
   private complete = false;
   private error: string | undefined;
@@ -74,12 +73,7 @@ export class OpenCodeStreamParser implements StreamParser {
   private usage: AgentUsage | undefined;
 
   constructor(maxBytes: number) {
-    this.segment = new CappedText(maxBytes);
-  }
-
-  private closeSegment(): void {
-    if (this.segment.value !== "") this.lastSegment = this.segment.value;
-    this.segment.reset();
+    this.segments = new LastSegment(maxBytes);
   }
 
   record(r: Record<string, unknown>, emit: (event: AgentEvent) => void): void {
@@ -90,13 +84,13 @@ export class OpenCodeStreamParser implements StreamParser {
     }
     const part = obj(r.part);
     if (r.type === "step_start") {
-      this.closeSegment();
+      this.segments.close();
     } else if (r.type === "text" && typeof part?.text === "string") {
-      if (this.segment.value !== "") this.segment.append("\n");
-      this.segment.append(part.text);
+      if (this.segments.current.value !== "") this.segments.current.append("\n");
+      this.segments.current.append(part.text);
       emit({ type: "text", text: part.text });
     } else if (r.type === "tool_use" && part) {
-      this.closeSegment();
+      this.segments.close();
       const state = obj(part.state);
       const toolName = str(part.tool) ?? "unknown";
       const callId = str(part.callID);
@@ -124,7 +118,6 @@ export class OpenCodeStreamParser implements StreamParser {
   }
 
   outcome(): StreamOutcome {
-    this.closeSegment();
-    return { text: this.lastSegment, complete: this.complete, error: this.error, authError: this.authError, usage: this.usage };
+    return { text: this.segments.text(), complete: this.complete, error: this.error, authError: this.authError, usage: this.usage };
   }
 }

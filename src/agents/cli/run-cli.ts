@@ -69,6 +69,27 @@ export class CappedText {
   }
 }
 
+/**
+ * Streamed assistant text cut into segments (a new step or a tool call ends one): a CLI's final
+ * answer is its last segment that had any text.
+ */
+export class LastSegment {
+  readonly current: CappedText;
+  private last = "";
+  constructor(maxBytes: number) {
+    this.current = new CappedText(maxBytes);
+  }
+  close(): void {
+    if (this.current.value !== "") this.last = this.current.value;
+    this.current.reset();
+  }
+  /** Closes the open segment; the last non-empty one. */
+  text(): string {
+    this.close();
+    return this.last;
+  }
+}
+
 function quote(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`;
 }

@@ -60,30 +60,3 @@ export function addPgColumnStatement(tableName: string, column: PgColumn): strin
   const relaxed = column.notNull && column.default === undefined ? def.replace(" NOT NULL", "") : def;
   return `ALTER TABLE ${quote(tableName)} ADD COLUMN IF NOT EXISTS ${relaxed}`;
 }
-
-/** What pgColumnTypes needs of a client; a postgres.js `Sql` is one. */
-export type PgQueryable = {
-  unsafe(query: string, parameters: string[]): PromiseLike<readonly object[]>;
-};
-
-export type PgColumnType = { name: string; type: string };
-
-/**
- * The columns a table has in the database, in order, each with its type as `format_type` spells
- * it, which is how pg-core's `getSQLType()` spells the types toPgTable produces ("bigint",
- * "timestamp with time zone", "double precision", "jsonb" …). Empty when the table does not exist.
- * The migration report compares the two and reports a change; it never alters a column.
- */
-export async function pgColumnTypes(sql: PgQueryable, tableName: string): Promise<PgColumnType[]> {
-  const rows = await sql.unsafe(
-    `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type
-       FROM pg_attribute a
-      WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
-      ORDER BY a.attnum`,
-    [quote(tableName)],
-  );
-  return rows.map((row) => {
-    const { name, type } = row as PgColumnType;
-    return { name, type };
-  });
-}

@@ -14,9 +14,11 @@ import { decidedGateBackfill, RETIRED_INDEXES } from "../ensure.ts";
 import { quoteIdentifier } from "../ddl.ts";
 import type { MigrationReport, OutputTableInfo } from "../output-tables.ts";
 import { withSqliteWriteRetry } from "../retry.ts";
+import { checkDurability } from "../smithers-db.ts";
 import type { Sql } from "../sql.ts";
 import type { SmithersDb, SmithersDbOptions, StorageSize } from "../store.ts";
-import { addPgColumnStatement, createPgTableStatements, pgColumnTypes } from "./ddl.ts";
+import { liveColumns } from "../schema-signature.ts";
+import { addPgColumnStatement, createPgTableStatements } from "./ddl.ts";
 import { connect, isRetryablePgError, PgSql, redactUrl, type PgClient, type PgClientOptions } from "./driver.ts";
 import { pgInternalTables, toPgTable } from "./tables.ts";
 
@@ -51,7 +53,7 @@ export class PgDb implements SmithersDb {
     options: PgDbOptions = {},
   ) {
     this.path = redactUrl(url);
-    this.mode = options.durability ?? DEFAULT_DURABILITY;
+    this.mode = checkDurability(options.durability ?? DEFAULT_DURABILITY);
     this.retryPolicy = options.retryPolicy ?? DB_RETRY_POLICY;
     this.client = connect(url, options);
     this.sql = new PgSql(this.client);
@@ -80,7 +82,7 @@ export class PgDb implements SmithersDb {
   }
 
   async setDurability(durability: Durability): Promise<void> {
-    this.mode = durability;
+    this.mode = checkDurability(durability);
   }
 
   inTransaction(): boolean {
@@ -222,7 +224,7 @@ async function ensurePgSmithersTables(q: Sql): Promise<void> {
   for (const table of Object.values(pgInternalTables)) {
     const [create, ...indexes] = createPgTableStatements(table);
     await q.exec(create!);
-    const present = new Set((await pgColumnTypes(pgQueryable(q), getTableConfig(table).name)).map((c) => c.name));
+    const present = new Set((await liveColumns(q, getTableConfig(table).name)).map((c) => c.name));
     for (const column of getTableConfig(table).columns) if (!present.has(column.name)) await q.exec(addPgColumnStatement(getTableConfig(table).name, column));
     for (const statement of indexes) await q.exec(statement);
   }
@@ -230,17 +232,12 @@ async function ensurePgSmithersTables(q: Sql): Promise<void> {
   await q.exec(decidedGateBackfill());
 }
 
-/** pgColumnTypes' client shape over the Sql executor. */
-function pgQueryable(q: Sql) {
-  return { unsafe: (text: string, params: string[]) => q.all<object>(text.replace(/\$\d+/g, "?"), ...params) };
-}
-
 /** Forward-only migration of output tables, with the same report as on SQLite. */
 async function migratePgOutputTables(q: Sql, infos: readonly OutputTableInfo[]): Promise<MigrationReport> {
   const report: MigrationReport = { created: [], added: [], typeChanges: [], removed: [] };
   for (const info of infos) {
     const table = toPgTable(info.table);
-    const onDisk = await pgColumnTypes(pgQueryable(q), info.tableName);
+    const onDisk = await liveColumns(q, info.tableName);
     if (onDisk.length === 0) {
       for (const statement of createPgTableStatements(table)) await q.exec(statement);
       report.created.push(info.tableName);

@@ -1,6 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { bigint, getTableConfig, pgTable, text } from "drizzle-orm/pg-core";
-import { addPgColumnStatement, createPgTableStatements, pgColumnDefinition, pgColumnTypes } from "../../../src/db/pg/ddl.ts";
+import { addPgColumnStatement, createPgTableStatements, pgColumnDefinition } from "../../../src/db/pg/ddl.ts";
+import { PgSql, type PgClient } from "../../../src/db/pg/driver.ts";
+import { liveColumns } from "../../../src/db/schema-signature.ts";
+
+/** Each column's name and type as the database reports them (what the migration compares with getSQLType()). */
+const columnTypes = async (sql: PgClient, table: string) => (await liveColumns(new PgSql(sql), table)).map((c) => ({ name: c.name, type: c.type }));
 import { pgInternalTables } from "../../../src/db/pg/tables.ts";
 import { connectPg, pgTestServer } from "../../support/postgres.ts";
 
@@ -58,20 +63,20 @@ describe.skipIf(!pg)("createPgTableStatements", () => {
   });
 });
 
-describe.skipIf(!pg)("pgColumnTypes", () => {
+describe.skipIf(!pg)("liveColumns on PostgreSQL", () => {
   test("reads back, for every internal table, the types getSQLType() declares", async () => {
     const sql = await freshDb();
     for (const table of internal) for (const statement of createPgTableStatements(table)) await sql.unsafe(statement);
     for (const table of internal) {
       const { name, columns } = getTableConfig(table);
-      expect(await pgColumnTypes(sql, name)).toEqual(columns.map((c) => ({ name: c.name, type: c.getSQLType() })));
+      expect(await columnTypes(sql, name)).toEqual(columns.map((c) => ({ name: c.name, type: c.getSQLType() })));
     }
     await sql.end();
   });
 
   test("is empty for a table that does not exist", async () => {
     const sql = await freshDb();
-    const columns = await pgColumnTypes(sql, "no_such_table");
+    const columns = await columnTypes(sql, "no_such_table");
     await sql.end();
     expect(columns).toEqual([]);
   });
@@ -107,7 +112,7 @@ describe.skipIf(!pg)("addPgColumnStatement", () => {
     const sql = await freshDb();
     for (const statement of createPgTableStatements(after)) await sql.unsafe(statement);
     await sql.unsafe(addPgColumnStatement("grown", after.count));
-    const columns = await pgColumnTypes(sql, "grown");
+    const columns = await columnTypes(sql, "grown");
     await sql.end();
     expect(columns).toEqual([
       { name: "id", type: "text" },
