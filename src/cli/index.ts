@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { runs } from "../db/index.ts";
-import { DEFAULT_DB_PATH, loadWorkflowFile, runWorkflow, type RunResult, type SmithersEvent } from "../engine/index.ts";
+import { DEFAULT_DB_PATH, loadWorkflowFile, runWorkflow, type EnqueuedRun, type RunResult, type SmithersEvent } from "../engine/index.ts";
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
 import { formatEvent, formatUsage, newProgress, redraw, renderProgress, trackProgress } from "./progress.ts";
 import { inspectCommand } from "./inspect.ts";
@@ -36,12 +36,15 @@ import { pruneCommand } from "./prune.ts";
 import { psCommand } from "./ps.ts";
 import { eventsCommand } from "./events.ts";
 import { cancelCommand } from "./cancel.ts";
+import { workerCommand } from "./worker.ts";
 import { commandFlags, commandHelp, suggest } from "./help.ts";
 
 export { EXIT };
 
 const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N] [--pricing JSON]
        smithers up --resume <run-id> [--db PATH] [options as above]
+       smithers up <workflow.tsx> --detach [--input '<json>'] [--run-id ID] [--db PATH]
+       smithers worker [--db PATH|URL] [--concurrency N] [--workflows DIR] [--lease D] [--poll-interval D] [--durability process|power] [--quiet]
        smithers ps [--status S] [--limit N] [--json] [--db PATH]
        smithers inspect <run-id> [--json] [--db PATH]
        smithers events <run-id> [--after-seq N] [--type T] [--node ID] [--follow] [--json] [--db PATH]
@@ -57,7 +60,7 @@ const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID
        smithers cron add <workflow.tsx> --schedule "<expr>" [--input JSON] [--tz ZONE] [--id ID] [--db PATH]
        smithers cron list [--json] [--db PATH]
        smithers cron rm <id> [--db PATH]
-       smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token T] [--queue-capacity N] [--max-concurrent N] [--prune-older-than D]
+       smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token T] [--queue-capacity N] [--max-concurrent N] [--lease D] [--prune-older-than D]
        smithers prune [--older-than 7d] [--dry-run] [--vacuum] [--json] [--db PATH]
 
 up          runs a workflow to completion, printing a line as each task starts and finishes
@@ -85,6 +88,22 @@ up          runs a workflow to completion, printing a line as each task starts a
   --max-tokens N        token limit of the run (input plus output), kept the same way
   --pricing JSON        prices for agents that report tokens but no cost, in US dollars per
                         million tokens: '{"<model>":{"inputPerMTok":3,"outputPerMTok":15}}'
+  --detach              do not run it here: queue it (input checked now) for a smithers worker on
+                        the same database, print its run id and exit 0 (with --resume: queue a resume)
+worker      executes runs handed to workers (up --detach, runWorkflow's enqueue, serve --max-concurrent 0)
+            under a lease; also wakes waiting runs that were answered or are due, takes over runs
+            whose owner stopped heartbeating (a dead worker's), and starts due cron slots. Start one
+            on every host; on PostgreSQL idle workers hear of new work at once (LISTEN/NOTIFY).
+            Ctrl-C: take nothing more, finish the runs in flight; twice: exit now (other workers
+            take those runs over once the lease runs out)
+  --concurrency N       runs executing at once in this worker (default 4)
+  --workflows DIR       run only the workflows in DIR (each *.tsx by file name, as serve does);
+                        default: load the workflow file each run recorded
+  --lease D             how long a claim or a run's heartbeat stays good, e.g. 30s (default 30s);
+                        give every worker of a database the same value
+  --poll-interval D     longest pause between looks for work (default 1s)
+  --durability MODE     as for up, for the runs it executes
+  --quiet               print what became of each run, not each task's progress
 ps          lists runs, newest first: id, status, workflow, start, duration, tasks done/total, cost
   --status S            only runs in status S (running, finished, continued, failed, cancelled,
                         waiting-approval, waiting-event, waiting-timer)
@@ -128,7 +147,9 @@ serve       the HTTP API: start runs of the workflows in --workflows DIR (each *
   --host H              address (default 127.0.0.1; another needs --token)
   --token T             require Authorization: Bearer T (default: $SMITHERS_TOKEN)
   --queue-capacity N    runs that may wait to start (default 1024); more are answered 503
-  --max-concurrent N    runs executing at once (default 4)
+  --max-concurrent N    runs executing at once (default 4); 0: only accept them, for smithers worker
+                        processes on the same database to execute
+  --lease D             as for worker (default 30s)
   --prune-older-than D  prune (as smithers prune) runs that ended longer ago than D, at start
                         and every hour
 prune       removes the frames and events of runs that ended (finished, failed, cancelled,
@@ -203,7 +224,10 @@ export function peerResume(args: string[]): string[] {
   return out;
 }
 
-async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResult> {
+/** Flags of `up` that set how this process runs the run: a detached run is run by a worker, with its own. */
+const NOT_WITH_DETACH = ["max-concurrency", "grace-ms", "durability", "root", "max-cost-usd", "max-tokens", "pricing"] as const;
+
+async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResult | EnqueuedRun> {
   const translated = peerResume(args);
   const runIds = new Set(translated.flatMap((arg, i) => (arg === "--run-id" && translated[i + 1] !== undefined ? [translated[i + 1]] : [])));
   if (runIds.size > 1) throw usageError(`--resume and --run-id name different runs (${[...runIds].join(", ")})`);
@@ -222,9 +246,12 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
       "max-cost-usd": { type: "string" },
       "max-tokens": { type: "string" },
       pricing: { type: "string" },
+      detach: { type: "boolean", short: "d" },
     },
   });
   if (positionals.length > 1) throw usageError("up takes exactly one workflow file");
+  const withDetach = values.detach ? NOT_WITH_DETACH.filter((flag) => values[flag] !== undefined) : [];
+  if (withDetach.length > 0) throw usageError(`--${withDetach[0]} cannot be used with --detach: the worker that runs it uses its own settings`);
   if (values.resume && !values["run-id"]) throw usageError("--resume needs --run-id");
   const recorded = positionals[0] === undefined ? await recordedWorkflow(values) : undefined;
   const file = positionals[0] ?? recorded?.file;
@@ -237,6 +264,16 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
   const maxTokens = nonNegativeNumber(values["max-tokens"], "--max-tokens", true);
   const pricing = values.pricing === undefined ? undefined : parseJsonFlag(values.pricing, "--pricing");
   const workflow = await loadWorkflowFile(file);
+  if (values.detach) {
+    return runWorkflow(workflow, {
+      enqueue: true,
+      input,
+      runId: values["run-id"],
+      resume: values.resume,
+      dbPath: recorded?.dbPath ?? dbPathOption(values.db),
+      workflowPath: resolve(file),
+    });
+  }
   const live = io.tty ? liveProgress(io.tty) : undefined;
   return runWorkflow(workflow, {
     input,
@@ -300,6 +337,10 @@ function liveProgress(tty: (text: string) => void) {
 async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<number> {
   const result = await up(args, io, signals);
   io.out(`run ${result.runId} ${result.status}`);
+  if (result.status === "queued") {
+    io.out(`a smithers worker on the same database runs it; follow it with smithers events ${result.runId} --follow`);
+    return EXIT.ok;
+  }
   if (result.usage) io.out(formatUsage(result.usage));
   if (result.status === "finished") {
     io.out(JSON.stringify(result.output ?? null, null, 2));
@@ -337,6 +378,7 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
   signal: (args, io) => signalCommand(args, io),
   human: (args, io) => humanCommand(args, io),
   serve: (args, io, signals) => serveCommand(args, io, signals.cancel),
+  worker: workerCommand,
   prune: (args, io) => pruneCommand(args, io),
   ps: (args, io) => psCommand(args, io),
   events: (args, io, signals) => eventsCommand(args, io, signals.cancel),
@@ -411,7 +453,11 @@ if (import.meta.main) {
   const abandon = new AbortController();
   const onStop = () => {
     if (!cancel.signal.aborted) {
-      console.error("smithers: cancelling; waiting for running tasks to stop (Ctrl-C again to stop waiting)");
+      console.error(
+        process.argv[2] === "worker"
+          ? "smithers worker: taking no more runs; finishing the runs in flight (Ctrl-C again to exit now)"
+          : "smithers: cancelling; waiting for running tasks to stop (Ctrl-C again to stop waiting)",
+      );
       cancel.abort();
     } else if (!abandon.signal.aborted) {
       console.error("smithers: not waiting any longer: task bodies still running are recorded abandoned (Ctrl-C again to exit at once)");

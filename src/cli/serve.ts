@@ -2,7 +2,7 @@
 import { parseArgs } from "node:util";
 import { DEFAULT_DB_PATH, pruneRuns } from "../engine/index.ts";
 import { createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACITY } from "../server/index.ts";
-import { dbPathOption, durationFlag, EXIT, type Io, nonNegativeNumber, positiveInt } from "./shared.ts";
+import { dbPathOption, durationFlag, EXIT, type Io, nonNegativeNumber, positiveInt, usageError } from "./shared.ts";
 
 /** How often `serve --prune-older-than` prunes (and once at start). */
 const SERVE_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -18,18 +18,22 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
       token: { type: "string" },
       "queue-capacity": { type: "string" },
       "max-concurrent": { type: "string" },
+      lease: { type: "string" },
       "prune-older-than": { type: "string" },
     },
     strict: true,
   });
   const port = nonNegativeNumber(values.port, "--port", true) ?? 7331;
   const token = values.token ?? (process.env.SMITHERS_TOKEN || undefined);
+  const leaseMs = durationFlag(values.lease, "--lease");
+  if (leaseMs !== undefined && leaseMs < 100) throw usageError("--lease must be at least 100ms");
   const server = await createServer({
     dbPath: dbPathOption(values.db) ?? DEFAULT_DB_PATH,
     ...(values.workflows ? { workflowsDir: values.workflows } : {}),
     ...(token ? { token } : {}),
     queueCapacity: positiveInt(values["queue-capacity"], "--queue-capacity") ?? DEFAULT_QUEUE_CAPACITY,
-    maxConcurrent: positiveInt(values["max-concurrent"], "--max-concurrent") ?? DEFAULT_MAX_CONCURRENT,
+    maxConcurrent: nonNegativeNumber(values["max-concurrent"], "--max-concurrent", true) ?? DEFAULT_MAX_CONCURRENT,
+    ...(leaseMs === undefined ? {} : { leaseMs }),
   });
   const pruneOlderThanMs = durationFlag(values["prune-older-than"], "--prune-older-than");
   const { url } = await server.start({ port, host: values.host ?? "127.0.0.1" });

@@ -334,9 +334,12 @@ export const smithersSignals = sqliteTable(
 );
 
 /**
- * `_smithers_queue`: runs accepted by `smithers serve` and not yet done. A request is written
- * here before it is acknowledged, so a crash after `202 Accepted` never loses it; the row goes
- * once its run ends (or stops to wait). `started_at_ms` is set while a server executes it.
+ * `_smithers_queue`: runs handed to workers (`smithers serve`, `runWorkflow({ enqueue })`, `up
+ * --detach`) and not yet taken. A request is written here before it is acknowledged, so a crash
+ * after `202 Accepted` never loses it. A worker claims it with a lease (`claimed_by`,
+ * `lease_expires_at_ms`, renewed while it loads the workflow); the row goes in the transaction that
+ * creates or resumes its run, from where the run's own owner and heartbeat are the lease. A claim
+ * whose lease ran out (its worker died) is claimed again.
  */
 export const smithersQueue = sqliteTable(
   "_smithers_queue",
@@ -346,7 +349,12 @@ export const smithersQueue = sqliteTable(
     workflowPath: text("workflow_path").notNull(),
     inputJson: text("input_json"),
     enqueuedAtMs: integer("enqueued_at_ms").notNull(),
+    /** When a worker claimed it (null: waiting). */
     startedAtMs: integer("started_at_ms"),
+    /** The worker holding the claim. */
+    claimedBy: text("claimed_by"),
+    /** When the claim lapses unless renewed; another worker may claim it from then on. */
+    leaseExpiresAtMs: integer("lease_expires_at_ms"),
   },
   (t) => [index("_smithers_queue_order_idx").on(t.startedAtMs, t.enqueuedAtMs)],
 );

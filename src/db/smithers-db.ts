@@ -234,6 +234,11 @@ export class SqliteDb implements SmithersDb {
     });
   }
 
+  /** SQLite has no notifications: workers poll. */
+  async listen(): Promise<undefined> {
+    return undefined;
+  }
+
   /**
    * Refuses new work at once (DB_CLOSED), lets the work already queued finish, then closes the
    * connection. Resolves when it is closed; calling it again returns the same promise.

@@ -62,6 +62,11 @@ export interface SmithersDb {
   storageSize(): Promise<StorageSize>;
   /** Rewrites the database to give free space back. */
   vacuum(): Promise<void>;
+  /**
+   * Calls `onMessage` for each notification on `channel` (PostgreSQL LISTEN, on a connection of its
+   * own) until the returned function is called; undefined where the backend has none (SQLite).
+   */
+  listen(channel: string, onMessage: (payload: string) => void): Promise<(() => Promise<void>) | undefined>;
   /** Refuses new work, lets queued work finish, closes. */
   close(): Promise<void>;
 }

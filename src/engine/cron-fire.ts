@@ -20,6 +20,10 @@ export type FireDueCronsOptions = {
   onEvent?: (event: SmithersEvent) => void;
   /** The durability the started runs commit with (see RunOptions.durability). */
   durability?: Durability;
+  /** How often the started runs heartbeat (RunOptions.heartbeatMs). */
+  heartbeatMs?: number;
+  /** Fires at most this many schedules in the pass (default CRON_FIRE_BATCH). */
+  limit?: number;
 };
 
 type FireBase = { cronId: string; runId: string; slotMs: number };
@@ -70,6 +74,7 @@ async function startRun(o: FireDueCronsOptions, row: cronRows.CronRow, runId: st
     dbPath: o.db.target,
     workflowPath: row.workflowPath,
     durability: o.durability,
+    heartbeatMs: o.heartbeatMs,
     onEvent: (event) => {
       if (event.type === "RunStarted") markStarted();
       o.onEvent?.(event);
@@ -117,7 +122,7 @@ async function fireOne(o: FireDueCronsOptions, row: cronRows.CronRow, nowMs: num
  */
 export async function fireDueCrons(o: FireDueCronsOptions): Promise<CronFire[]> {
   const nowMs = (o.now ?? Date.now)();
-  const due = await cronRows.listDueCrons(o.db, nowMs, CRON_FIRE_BATCH);
+  const due = await cronRows.listDueCrons(o.db, nowMs, Math.min(o.limit ?? CRON_FIRE_BATCH, CRON_FIRE_BATCH));
   return Promise.all(due.map((row) => fireOne(o, row, nowMs)));
 }
 

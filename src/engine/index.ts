@@ -1,5 +1,16 @@
 export { createSmithers, isSmithersWorkflow, DEFAULT_DB_PATH, type SmithersWorkflow, type CreateSmithersOptions } from "./workflow.ts";
-export { runWorkflow, type RunOptions, type RunResult } from "./run-workflow.ts";
+export { runWorkflow, type RunOptions, type RunResult, type EnqueuedRun } from "./run-workflow.ts";
+export { queueName } from "./enqueue.ts";
+export {
+  Worker,
+  runWorker,
+  loadWorkflowsDir,
+  type RegisteredWorkflow,
+  type WorkerOptions,
+  type WorkerOutcome,
+  DEFAULT_WORKER_CONCURRENCY,
+  DEFAULT_POLL_INTERVAL_MS,
+} from "./worker.ts";
 export { decide, type Action, type Failure, type NodeStatus } from "./scheduler.ts";
 export { buildCtx, useCtx, type SmithersCtx, type OutputLookup } from "./ctx.ts";
 export {

@@ -12,6 +12,7 @@ import {
   loadOutputRows,
   type OutputRow,
   nodes as nodeRows,
+  queue,
   ralph,
   runs,
   STALE_RUN_THRESHOLD_MS,
@@ -244,7 +245,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
   let cancelRequested = false;
   const outcome = await o.db.withTransaction("resumeRun", async (q): Promise<"finished" | "retry" | "continue"> => {
     // Ownership is judged under the write lock, so two processes resuming at once cannot both win.
-    const current = (await runs.readRun(q, runId)) ?? run;
+    const current = (await runs.lockRun(q, runId)) ?? run;
     if (current.status === "finished") return "finished"; // finished meanwhile by its owner: only read it back
     if (current.status === "continued") throw continuedError(runId, current.nextRunId);
     // A supervisor that won the claim already wrote its own owner id: that is this caller.
@@ -256,6 +257,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
       });
     }
     const retry = current.status === "failed" || current.status === "cancelled";
+    await queue.handOff(q, runId); // a queued request to resume it is being done now
     abandonedNow = await attemptRows.abandonRunningAttempts(q, runId, o.nowMs, abandoned);
     await nodeRows.resetNodes(q, runId, retry ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
     const budgetChanged = !sameBudget(budget, storedBudget(current.configJson));
@@ -290,24 +292,30 @@ async function startRun(o: SetupOptions, runId: string, budget: Budget): Promise
   const input = validateInput(o.registry, o.input);
   await o.db.withTransaction("startRun", async (q) => {
     // Checked under the write lock, so two processes starting the same run id cannot both pass.
-    if (await runs.runExists(q, runId)) {
-      throw new SmithersError("RUN_EXISTS", `Run "${runId}" already exists; resume it instead (resume: true, or --resume on the CLI)`, { runId });
-    }
-    await runs.insertRunRow(q, {
-      runId,
-      parentRunId: o.parentRunId ?? null,
-      rootDir: o.rootDir ?? process.cwd(),
-      workflowName: o.workflowName,
-      workflowPath: o.workflowPath ?? null,
-      status: "running",
-      createdAtMs: o.nowMs,
-      startedAtMs: o.nowMs,
-      heartbeatAtMs: o.nowMs,
-      runtimeOwnerId: o.ownerId,
-      inputHash: hashInput(input),
-      configJson: budget.maxCostUsd === undefined && budget.maxTokens === undefined ? null : withBudget(null, budget),
-    });
+    const exists = () => new SmithersError("RUN_EXISTS", `Run "${runId}" already exists; resume it instead (resume: true, or --resume on the CLI)`, { runId });
+    if (await runs.runExists(q, runId)) throw exists();
+    // On PostgreSQL another process may insert it between the check and here: then nothing is inserted.
+    const inserted = await runs.insertRunRow(
+      q,
+      {
+        runId,
+        parentRunId: o.parentRunId ?? null,
+        rootDir: o.rootDir ?? process.cwd(),
+        workflowName: o.workflowName,
+        workflowPath: o.workflowPath ?? null,
+        status: "running",
+        createdAtMs: o.nowMs,
+        startedAtMs: o.nowMs,
+        heartbeatAtMs: o.nowMs,
+        runtimeOwnerId: o.ownerId,
+        inputHash: hashInput(input),
+        configJson: budget.maxCostUsd === undefined && budget.maxTokens === undefined ? null : withBudget(null, budget),
+      },
+      { ifAbsent: true },
+    );
+    if (!inserted) throw exists();
     await writeInput(q, o.registry, runId, input);
+    await queue.handOff(q, runId); // its queued request, if it had one, is taken
   });
   return input;
 }

@@ -14,10 +14,18 @@ import { Run, type RunResult } from "./run.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 import { checkPricing, killLeftoverGroup, type ModelPricing } from "../agents/index.ts";
 import { checkBudget } from "./budget.ts";
+import { enqueueRun, type EnqueuedRun } from "./enqueue.ts";
 
 export type { RunResult } from "./run.ts";
+export type { EnqueuedRun } from "./enqueue.ts";
 
 export type RunOptions = {
+  /**
+   * Hand the run to a worker instead of running it here: the input is checked, a request is written
+   * to the database's queue, and the call resolves with `{ runId, status: "queued" }`. Needs
+   * `workflowPath` (the file workers load); takes only input, runId, resume and dbPath besides.
+   */
+  enqueue?: boolean;
   input?: unknown;
   runId?: string;
   resume?: boolean;
@@ -32,6 +40,11 @@ export type RunOptions = {
   parentRunId?: string;
   /** The owner id to run under; a supervisor passes the id it claimed the run with. */
   ownerId?: string;
+  /**
+   * How often the run's heartbeat is written (default 5 s). A supervisor or worker takes a run over
+   * once its heartbeat is older than its threshold (30 s by default), which must be several beats.
+   */
+  heartbeatMs?: number;
   /**
    * How long a task body stopped by its timeout, a cancel or the run failing may take to settle
    * before its attempt is recorded `abandoned` (its body may still be running) and the run moves
@@ -78,7 +91,10 @@ export type RunOptions = {
  * the result is the last run of the chain's (its `runId` is that run's id, never `continued`).
  * Resuming a run that continued resumes the last run of its chain.
  */
-export async function runWorkflow(workflow: SmithersWorkflow, options: RunOptions = {}): Promise<RunResult> {
+export function runWorkflow(workflow: SmithersWorkflow, options: RunOptions & { enqueue: true }): Promise<EnqueuedRun>;
+export function runWorkflow(workflow: SmithersWorkflow, options?: RunOptions): Promise<RunResult>;
+export async function runWorkflow(workflow: SmithersWorkflow, options: RunOptions = {}): Promise<RunResult | EnqueuedRun> {
+  if (options.enqueue) return enqueueRun(workflow, options);
   let runId = options.runId;
   if (options.resume && runId !== undefined) {
     const end = await runs.getChainEnd(workflow.dbFor(options.dbPath), runId);
@@ -99,6 +115,10 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
   const { graceMs } = options;
   if (graceMs !== undefined && !(typeof graceMs === "number" && graceMs >= 0)) {
     throw new SmithersError("INVALID_OPTION", `graceMs must be a number of milliseconds >= 0 (or Infinity), got ${String(graceMs)}`);
+  }
+  const { heartbeatMs = HEARTBEAT_INTERVAL_MS } = options;
+  if (!(typeof heartbeatMs === "number" && heartbeatMs > 0 && Number.isFinite(heartbeatMs))) {
+    throw new SmithersError("INVALID_OPTION", `heartbeatMs must be a number of milliseconds > 0, got ${String(heartbeatMs)}`);
   }
   const budget = checkBudget(options);
   const pricing = checkPricing(options.pricing) ?? workflow.spend?.pricing;
@@ -152,7 +172,7 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
         },
         () => undefined, // a missed beat is harmless; the next one retries
       );
-    }, HEARTBEAT_INTERVAL_MS);
+    }, heartbeatMs);
     if (setup.cancelRequested) run.cancel(); // asked to stop before this process took it over
     heartbeat.unref?.();
     const onAbort = () => run.cancel();

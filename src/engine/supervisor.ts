@@ -23,6 +23,8 @@ export type SuperviseOptions = {
   onEvent?: (event: SmithersEvent) => void;
   /** The durability resumed runs commit with (see RunOptions.durability). */
   durability?: Durability;
+  /** How often resumed runs heartbeat (RunOptions.heartbeatMs); several beats must fit in `staleAfterMs`. */
+  heartbeatMs?: number;
 };
 
 export type SuperviseOutcome =
@@ -38,7 +40,8 @@ function defaultResolver(run: runs.RunRow): Promise<SmithersWorkflow | undefined
   return run.workflowPath ? loadWorkflowFile(run.workflowPath) : undefined;
 }
 
-async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): Promise<SuperviseOutcome> {
+/** Takes a stale run over (compare-and-swap on its owner and heartbeat) and resumes it; resolves when that run settles. */
+export async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): Promise<SuperviseOutcome> {
   // A late heartbeat is not a dead owner: resuming beside a live one would run its task twice.
   if (ownerProcessAlive(run.runtimeOwnerId, run.heartbeatAtMs) === true) {
     const reason = `its owner ${run.runtimeOwnerId} is still running on this host; its heartbeat is late (a task may be blocking its event loop)`;
@@ -87,6 +90,7 @@ async function resumeClaimed(
       ownerId: claimOwnerId,
       onEvent: o.onEvent,
       durability: o.durability,
+      heartbeatMs: o.heartbeatMs,
     });
     return { runId: run.runId, action: "resumed", result };
   } catch (error) {
@@ -105,7 +109,7 @@ function wakeable(o: SuperviseOptions, nowMs: number): Promise<runs.RunRow[]> {
 }
 
 /** Wakes a waiting run that is due: claims it by compare-and-swap on its status, then resumes it. */
-async function wake(o: SuperviseOptions, run: runs.RunRow, nowMs: number): Promise<SuperviseOutcome> {
+export async function wake(o: SuperviseOptions, run: runs.RunRow, nowMs: number): Promise<SuperviseOutcome> {
   const claimOwnerId = newOwnerId();
   const won = await runs.claimWaitingRun(o.db, { runId: run.runId, fromStatus: run.status, claimOwnerId, nowMs });
   if (!won) return { runId: run.runId, action: "lost", reason: "another process woke the run first" };

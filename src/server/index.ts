@@ -3,11 +3,10 @@
  * through a bounded, durable queue, inspect them, decide their waits, and follow their journals
  * as server-sent events.
  */
-import { readdirSync } from "node:fs";
-import { basename, extname, join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { Hono } from "hono";
 import { isPostgresUrl, openSmithersDb, type SmithersDb } from "../db/index.ts";
-import { loadWorkflowFile } from "../engine/index.ts";
+import { loadWorkflowsDir } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { errorResponse } from "./errors.ts";
 import { RunQueue, type RegisteredWorkflow } from "./queue.ts";
@@ -15,6 +14,7 @@ import { registerRoutes } from "./routes.ts";
 
 export { httpStatus } from "./errors.ts";
 export type { RegisteredWorkflow } from "./queue.ts";
+export { loadWorkflowsDir } from "../engine/index.ts";
 
 export const DEFAULT_QUEUE_CAPACITY = 1024;
 export const DEFAULT_MAX_CONCURRENT = 4;
@@ -29,8 +29,10 @@ export type ServerOptions = {
   token?: string;
   /** Runs that may wait to start (default 1024); one more is answered 503. */
   queueCapacity?: number;
-  /** Runs executing at once (default 4). */
+  /** Runs executing at once (default 4); 0: accept runs only, for `smithers worker` processes to execute. */
   maxConcurrent?: number;
+  /** The in-server worker's lease (WorkerOptions.leaseMs, default 30 s). */
+  leaseMs?: number;
   /** Retry-After of a 503 (default 1 s). */
   retryAfterSeconds?: number;
   /** How often an SSE stream looks for new events when nothing woke it (default 100 ms). */
@@ -51,19 +53,6 @@ export type SmithersServer = {
 };
 
 const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
-
-/** Registers every `*.tsx` workflow file in `dir` by its file name. */
-export async function loadWorkflowsDir(dir: string): Promise<RegisteredWorkflow[]> {
-  const files = readdirSync(dir)
-    .filter((f) => extname(f) === ".tsx")
-    .sort();
-  return Promise.all(
-    files.map(async (f) => {
-      const path = resolve(join(dir, f));
-      return { name: basename(f, ".tsx"), path, workflow: await loadWorkflowFile(path) };
-    }),
-  );
-}
 
 export async function createServer(o: ServerOptions): Promise<SmithersServer> {
   const dbPath = isPostgresUrl(o.dbPath) ? o.dbPath : resolve(o.dbPath);
@@ -91,10 +80,10 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
     });
   const queue = new RunQueue({
     db,
-    dbPath,
     workflows,
     capacity: o.queueCapacity ?? DEFAULT_QUEUE_CAPACITY,
     maxConcurrent: o.maxConcurrent ?? DEFAULT_MAX_CONCURRENT,
+    ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
     onEvent: wake,
     onError: o.onError ?? ((runId, error) => console.error(`smithers serve: run ${runId || "(queue)"}:`, error)),

@@ -1,37 +1,51 @@
 /**
- * The server's run queue: admission (bounded, durable before acknowledged) and the worker that
- * executes queued runs, oldest first, at most `maxConcurrent` at once.
+ * The server's run queue: admission (bounded, durable before acknowledged), and a Worker that
+ * executes queued runs of the registered workflows, oldest first, at most `maxConcurrent` at once
+ * (none with 0: then `smithers worker` processes on the same database run them), and that also
+ * wakes those workflows' answered or due waiting runs and takes over their stale ones.
  */
-import { queue, runs, type SmithersDb } from "../db/index.ts";
-import { runWorkflow, SERVER_RUN_ID, validateInput, type SmithersWorkflow } from "../engine/index.ts";
+import { queue, type runs, type SmithersDb } from "../db/index.ts";
+import { SERVER_RUN_ID, validateInput, Worker, type RegisteredWorkflow, type WorkerOutcome } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 
-/** A workflow the server can start: registered under `name` (its file name without extension). */
-export type RegisteredWorkflow = { name: string; path: string; workflow: SmithersWorkflow };
+export type { RegisteredWorkflow } from "../engine/index.ts";
 
 export type RunQueueOptions = {
   db: SmithersDb;
-  dbPath: string;
   workflows: ReadonlyMap<string, RegisteredWorkflow>;
   /** Runs that may wait to start; one more is refused (503). */
   capacity: number;
+  /** Runs this server executes at once; 0: it only accepts them, for workers. */
   maxConcurrent: number;
   /** What a refusal's Retry-After says. */
   retryAfterSeconds: number;
   /** Hears every event of the runs this server executes (wakes SSE followers). */
   onEvent: (runId: string) => void;
-  /** A run that failed to start or threw (its queue row is kept for the next start). */
+  /** A run that failed to start or threw, or a pass that failed on the database. */
   onError: (runId: string, error: unknown) => void;
+  /** The worker's lease (WorkerOptions.leaseMs). */
+  leaseMs?: number;
 };
 
 export class RunQueue {
-  private readonly inFlight = new Map<string, Promise<void>>();
-  private readonly aborts = new Map<string, AbortController>();
-  private stopped = false;
-  private pumping = false;
-  private again = false;
+  private readonly worker: Worker | undefined;
+  private readonly stopWorker = new AbortController();
+  private readonly abandonWorker = new AbortController();
+  private working: Promise<void> | undefined;
 
-  constructor(private readonly o: RunQueueOptions) {}
+  constructor(private readonly o: RunQueueOptions) {
+    this.worker =
+      o.maxConcurrent > 0
+        ? new Worker({
+            db: o.db,
+            concurrency: o.maxConcurrent,
+            workflows: [...o.workflows.values()],
+            ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
+            onEvent: (event) => o.onEvent(event.runId),
+            onOutcome: (outcome) => this.settled(outcome),
+          })
+        : undefined;
+  }
 
   /** Finds a registered workflow by name. */
   workflow(name: string): RegisteredWorkflow {
@@ -80,7 +94,7 @@ export class RunQueue {
       }),
     );
     if (admission.accepted) {
-      this.pump();
+      this.worker?.nudge();
       return;
     }
     if (admission.reason === "full") {
@@ -92,84 +106,33 @@ export class RunQueue {
     throw new SmithersError("RUN_EXISTS", `Run "${request.runId}" already exists or is queued`, { runId: request.runId });
   }
 
-  /** Starts the worker: requests a previous server left started (it crashed) run again. */
+  /** Starts the worker (a request a crashed server had claimed is claimed again once its lease runs out). */
   async start(): Promise<void> {
-    await queue.requeueStarted(this.o.db);
-    this.pump();
+    this.working ??= this.worker?.run(this.stopWorker.signal, this.abandonWorker.signal);
   }
 
-  /** Starts no more runs; with `drain`, waits for the runs in flight. */
+  /** Starts no more runs; with `drain`, waits for the runs in flight (without, they go on until the process ends). */
   async stop(drain = true): Promise<void> {
-    this.stopped = true;
-    if (drain) await Promise.allSettled([...this.inFlight.values()]);
+    this.stopWorker.abort();
+    if (!drain) this.abandonWorker.abort();
+    await this.working;
   }
 
   /** Cancels a run this server executes now, without waiting for its next heartbeat; false when it runs elsewhere (or not at all). */
   cancelLocal(runId: string): boolean {
-    const abort = this.aborts.get(runId);
-    abort?.abort();
-    return abort !== undefined;
+    return this.worker?.cancelLocal(runId) ?? false;
   }
 
   get running(): number {
-    return this.inFlight.size;
+    return this.worker?.running ?? 0;
   }
 
-  /** Claims and starts queued runs while a slot is free (one pass at a time). */
-  pump(): void {
-    if (this.pumping) {
-      this.again = true;
-      return;
+  private settled(outcome: WorkerOutcome): void {
+    if (outcome.action === "error" || outcome.action === "dropped" || outcome.action === "returned" || outcome.action === "cron-failed") {
+      this.o.onError(outcome.runId, new Error(outcome.reason));
+    } else if ((outcome.action === "ran" || outcome.action === "resumed") && outcome.result.status === "failed" && outcome.result.error) {
+      this.o.onError(outcome.runId, outcome.result.error);
     }
-    this.pumping = true;
-    void (async () => {
-      try {
-        do {
-          this.again = false;
-          while (!this.stopped && this.inFlight.size < this.o.maxConcurrent) {
-            const next = await queue.claimNext(this.o.db, Date.now());
-            if (!next) break;
-            const done = this.execute(next).finally(() => {
-              this.inFlight.delete(next.runId);
-              this.pump();
-            });
-            this.inFlight.set(next.runId, done);
-          }
-        } while (this.again && !this.stopped);
-      } catch (error) {
-        this.o.onError("", error);
-      } finally {
-        this.pumping = false;
-      }
-    })();
-  }
-
-  private async execute(row: queue.QueueRow): Promise<void> {
-    const abort = new AbortController();
-    this.aborts.set(row.runId, abort);
-    try {
-      const target = this.o.workflows.get(row.workflowName);
-      if (!target)
-        throw new SmithersError("WORKFLOW_LOAD_FAILED", `Queued run "${row.runId}" names workflow "${row.workflowName}", which this server does not serve`);
-      const exists = (await runs.getRun(this.o.db, row.runId)) !== undefined;
-      await runWorkflow(target.workflow, {
-        runId: row.runId,
-        resume: exists,
-        ...(exists || row.inputJson === null ? {} : { input: JSON.parse(row.inputJson) }),
-        dbPath: this.o.dbPath,
-        workflowPath: target.path,
-        signal: abort.signal,
-        onEvent: () => this.o.onEvent(row.runId),
-      });
-      // Ended, or stopped to wait (the daemon or POST /runs/:id/resume continues it).
-      await queue.remove(this.o.db, row.runId);
-    } catch (error) {
-      this.o.onError(row.runId, error);
-      if (error instanceof SmithersError && error.code !== "DB_WRITE_FAILED" && error.code !== "DB_CLOSED")
-        await queue.remove(this.o.db, row.runId).catch(() => undefined);
-    } finally {
-      this.aborts.delete(row.runId);
-      this.o.onEvent(row.runId);
-    }
+    if (outcome.runId) this.o.onEvent(outcome.runId);
   }
 }

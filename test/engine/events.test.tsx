@@ -168,7 +168,6 @@ describe("SmithersEventSchema", () => {
     const serverDb = openSmithersDb(dbPath);
     const full = new RunQueue({
       db: serverDb,
-      dbPath,
       workflows: new Map([["easy", { name: "easy", path: "easy.tsx", workflow: easy }]]),
       capacity: 0,
       maxConcurrent: 1,

@@ -1,14 +1,16 @@
 /**
- * `_smithers_queue`: the durable queue of runs accepted over HTTP. Admission (the capacity check,
+ * `_smithers_queue`: the durable queue of runs handed to workers. Admission (the capacity check,
  * the duplicate check and the insert, or the refusal event) is one BEGIN IMMEDIATE, so
- * concurrent requests never overfill it and an acknowledged request is always on disk.
+ * concurrent requests never overfill it and an acknowledged request is always on disk. Workers
+ * claim requests with a lease; the transaction that creates or resumes a request's run removes
+ * it (handOff), and from there the run's owner and heartbeat stand for the claim.
  */
-import { and, asc, count, eq, isNotNull, isNull, type InferSelectModel } from "drizzle-orm";
+import { and, asc, count, eq, isNull, type InferSelectModel } from "drizzle-orm";
 import { smithersQueue, smithersRuns } from "../internal-schema.ts";
-import { perDialect } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
 import { insertEventsIn, type NewEvent } from "./events.ts";
-import { changedRows, immediate, lockRunSequence, sqlNames } from "./shared.ts";
+import { changedRows, immediate, lockRunSequence, notifyWorkers, sqlNames } from "./shared.ts";
+import type { Sql } from "../sql.ts";
 
 export type QueueRow = InferSelectModel<typeof smithersQueue>;
 
@@ -25,7 +27,7 @@ export type Admission =
  */
 export function enqueue(
   db: SmithersDb,
-  row: Omit<QueueRow, "startedAtMs">,
+  row: Omit<QueueRow, "startedAtMs" | "claimedBy" | "leaseExpiresAtMs">,
   o: { capacity: number; resume: boolean },
   refusal: (waiting: number) => NewEvent,
 ): Promise<Admission> {
@@ -44,45 +46,107 @@ export function enqueue(
     }
     await q.orm
       .insert(smithersQueue)
-      .values({ ...row, startedAtMs: null })
+      .values({ ...row, startedAtMs: null, claimedBy: null, leaseExpiresAtMs: null })
       .run();
+    await notifyWorkers(q);
     return { accepted: true };
   });
 }
 
 const Q = sqlNames(smithersQueue);
-/** The oldest waiting request; on PostgreSQL locked, skipping requests another server is claiming. */
-const CLAIM_NEXT = perDialect(
-  (dialect) =>
-    `SELECT ${Q.runId} AS "runId" FROM ${Q.$table} WHERE ${Q.startedAtMs} IS NULL ORDER BY ${Q.enqueuedAtMs}, ${Q.runId} LIMIT 1${dialect === "postgres" ? " FOR UPDATE SKIP LOCKED" : ""}`,
-);
+/** A request no worker holds: never claimed, or its claim's lease ran out. */
+const CLAIMABLE = `(${Q.startedAtMs} IS NULL OR ${Q.leaseExpiresAtMs} < ?)`;
+const CLAIM_ORDER = `ORDER BY ${Q.enqueuedAtMs}, ${Q.runId} LIMIT 1`;
 
-/** Marks the oldest waiting request started and returns it (undefined when none waits). */
-export function claimNext(db: SmithersDb, nowMs: number): Promise<QueueRow | undefined> {
+export type Claim = {
+  workerId: string;
+  nowMs: number;
+  leaseMs: number;
+  /** Only requests for these workflows (queue names); all when undefined. */
+  workflows?: readonly string[];
+  /** Requests this worker passes over (it could not load their workflow a moment ago). */
+  skip?: readonly string[];
+};
+
+/**
+ * Claims the oldest request no worker holds, with a lease until `nowMs + leaseMs`, and returns it
+ * (undefined when none is there). On PostgreSQL the row is locked and rows other workers are
+ * claiming are skipped (FOR UPDATE SKIP LOCKED), so concurrent claims never block each other or
+ * take the same request; on SQLite the write lock serialises them.
+ */
+export function claimNext(db: SmithersDb, c: Claim): Promise<QueueRow | undefined> {
   return immediate(db, "claimQueuedRun", async (q) => {
-    const next = await q.get<{ runId: string }>(CLAIM_NEXT[q.dialect]);
+    const params: unknown[] = [c.nowMs];
+    let where = CLAIMABLE;
+    if (c.workflows !== undefined) {
+      if (c.workflows.length === 0) return undefined;
+      where += ` AND ${Q.workflowName} IN (${c.workflows.map(() => "?").join(", ")})`;
+      params.push(...c.workflows);
+    }
+    if (c.skip !== undefined && c.skip.length > 0) {
+      where += ` AND ${Q.runId} NOT IN (${c.skip.map(() => "?").join(", ")})`;
+      params.push(...c.skip);
+    }
+    const lock = q.dialect === "postgres" ? " FOR UPDATE SKIP LOCKED" : "";
+    const next = await q.get<{ runId: string }>(`SELECT ${Q.runId} AS "runId" FROM ${Q.$table} WHERE ${where} ${CLAIM_ORDER}${lock}`, ...params);
     if (!next) return undefined;
-    await q.orm.update(smithersQueue).set({ startedAtMs: nowMs }).where(eq(smithersQueue.runId, next.runId)).run();
-    const row = await q.orm.select().from(smithersQueue).where(eq(smithersQueue.runId, next.runId)).get();
-    return row;
+    return q.orm
+      .update(smithersQueue)
+      .set({ startedAtMs: c.nowMs, claimedBy: c.workerId, leaseExpiresAtMs: c.nowMs + c.leaseMs })
+      .where(eq(smithersQueue.runId, next.runId))
+      .returning()
+      .get();
   });
 }
 
-/**
- * Puts requests marked started back in line: called when a server starts, so the runs a
- * crashed server was executing run again (resumed when their run row exists).
- */
-export function requeueStarted(db: SmithersDb): Promise<number> {
-  return immediate(db, "requeueStarted", async (q) =>
-    changedRows(await q.orm.update(smithersQueue).set({ startedAtMs: null }).where(isNotNull(smithersQueue.startedAtMs)).run()),
+/** Extends the leases of the requests `workerId` holds (those not yet handed to their run); returns how many. */
+export function renewLeases(db: SmithersDb, workerId: string, nowMs: number, leaseMs: number): Promise<number> {
+  return db.write("renewQueueLeases", async (q) =>
+    changedRows(
+      await q.orm
+        .update(smithersQueue)
+        .set({ leaseExpiresAtMs: nowMs + leaseMs })
+        .where(eq(smithersQueue.claimedBy, workerId))
+        .run(),
+    ),
   );
 }
 
-/** Removes a request whose run ended (or stopped to wait). */
-export function remove(db: SmithersDb, runId: string): Promise<void> {
-  return db.write("dequeueRun", async (q) => {
-    await q.orm.delete(smithersQueue).where(eq(smithersQueue.runId, runId)).run();
-  });
+/** Gives a claim back: the request waits again, for any worker. True when `workerId` still held it. */
+export function releaseClaim(db: SmithersDb, runId: string, workerId: string): Promise<boolean> {
+  return db.write(
+    "releaseQueueClaim",
+    async (q) =>
+      changedRows(
+        await q.orm
+          .update(smithersQueue)
+          .set({ startedAtMs: null, claimedBy: null, leaseExpiresAtMs: null })
+          .where(and(eq(smithersQueue.runId, runId), eq(smithersQueue.claimedBy, workerId)))
+          .run(),
+      ) > 0,
+  );
+}
+
+/** Drops a request `workerId` claimed and will not run (its run cannot start); true when it held it. */
+export function removeClaimed(db: SmithersDb, runId: string, workerId: string): Promise<boolean> {
+  return db.write(
+    "dequeueRun",
+    async (q) =>
+      changedRows(
+        await q.orm
+          .delete(smithersQueue)
+          .where(and(eq(smithersQueue.runId, runId), eq(smithersQueue.claimedBy, workerId)))
+          .run(),
+      ) > 0,
+  );
+}
+
+/**
+ * Inside the transaction that creates or resumes a run: its request, if one is queued, is done
+ * (the run's owner and heartbeat hold it from now on).
+ */
+export async function handOff(q: Sql, runId: string): Promise<void> {
+  await q.run(`DELETE FROM ${Q.$table} WHERE ${Q.runId} = ?`, runId);
 }
 
 /** The queued (not yet started) requests, oldest first, or one of them by run id. */

@@ -21,13 +21,15 @@ import { smithersRuns } from "../internal-schema.ts";
 import { perDialect, smaller, type Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
 import { SmithersError } from "../../errors/index.ts";
-import { isSame, sqlNames } from "./shared.ts";
+import { isSame, notifyWorkers, sqlNames } from "./shared.ts";
 
 export type RunRow = InferSelectModel<typeof smithersRuns>;
 export type NewRunRow = InferInsertModel<typeof smithersRuns>;
 
 export function insertRun(db: SmithersDb, row: NewRunRow): Promise<void> {
-  return db.write("insertRun", (q) => insertRunRow(q, row));
+  return db.write("insertRun", async (q) => {
+    await insertRunRow(q, row);
+  });
 }
 
 /** Every column of `_smithers_runs` holds text or an integer, stored as given: no mapping needed. */
@@ -38,6 +40,11 @@ const RUN_EXISTS = `SELECT 1 FROM ${R.$table} WHERE ${R.runId} = ?`;
 const OWNS_RUN = perDialect(
   (dialect) => `SELECT 1 AS owned FROM ${R.$table} WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ?${dialect === "postgres" ? " FOR UPDATE" : ""}`,
 );
+// PostgreSQL: held until the commit, so two processes resuming the run at once judge its owner one after the other.
+const RUN_FIELDS = Object.keys(RUN_COLUMNS)
+  .map((key) => `${R[key as keyof typeof RUN_COLUMNS]} AS "${key}"`)
+  .join(", ");
+const LOCK_RUN = perDialect((dialect) => `SELECT ${RUN_FIELDS} FROM ${R.$table} WHERE ${R.runId} = ?${dialect === "postgres" ? " FOR UPDATE" : ""}`);
 const HEARTBEAT = `UPDATE ${R.$table} SET ${R.heartbeatAtMs} = ? WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ?`;
 
 /** The set fields of `row` (undefined ones left out, as Drizzle does), as SQL column names and values. */
@@ -54,10 +61,14 @@ function runFields(row: Partial<NewRunRow>): { names: string[]; values: (string 
   return { names, values };
 }
 
-/** Inserts a run row inside the caller's transaction. */
-export async function insertRunRow(q: Sql, row: NewRunRow): Promise<void> {
+/**
+ * Inserts a run row inside the caller's transaction. With `ifAbsent`, a run id already taken
+ * (inserted by another process since the caller looked) inserts nothing and returns false.
+ */
+export async function insertRunRow(q: Sql, row: NewRunRow, o: { ifAbsent?: boolean } = {}): Promise<boolean> {
   const { names, values } = runFields(row);
-  await q.run(`INSERT INTO ${R.$table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`, ...values);
+  const onConflict = o.ifAbsent ? ` ON CONFLICT (${R.runId}) DO NOTHING` : "";
+  return (await q.run(`INSERT INTO ${R.$table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})${onConflict}`, ...values)) > 0;
 }
 
 /** True when a run with this id is stored (inside the caller's transaction). */
@@ -104,6 +115,14 @@ export function getChainEnd(db: SmithersDb, runId: string): Promise<RunRow | und
 
 /** How far readChainEnd follows next_run_id (a guard against a cycle written by hand). */
 const MAX_CONTINUATIONS_FOLLOWED = 1_000_000;
+
+/**
+ * The run row inside the caller's transaction, kept from other writers until it commits: SQLite's
+ * write lock does that already, PostgreSQL takes a row lock.
+ */
+export async function lockRun(q: Sql, runId: string): Promise<RunRow | undefined> {
+  return q.get<RunRow>(LOCK_RUN[q.dialect], runId);
+}
 
 /** `getRun` inside the caller's transaction (under its write lock). */
 export async function readRun(q: Sql, runId: string): Promise<RunRow | undefined> {
@@ -155,16 +174,20 @@ function staleCondition(nowMs: number, staleAfterMs: number): SQL | undefined {
  * Runs that claim to be running but whose owner stopped heartbeating, oldest heartbeat first.
  * A child run (a Subflow's, linked to its parent run) is left out: resuming its parent resumes it.
  */
-export function listStaleRuns(db: SmithersDb, options: { nowMs: number; staleAfterMs?: number }): Promise<RunRow[]> {
+export function listStaleRuns(db: SmithersDb, options: { nowMs: number; staleAfterMs?: number; limit?: number }): Promise<RunRow[]> {
   return db.read("listStaleRuns", (q) =>
     q.orm
       .select()
       .from(smithersRuns)
       .where(and(staleCondition(options.nowMs, options.staleAfterMs ?? STALE_RUN_THRESHOLD_MS), isNull(smithersRuns.parentRunId)))
       .orderBy(asc(smithersRuns.heartbeatAtMs), asc(smithersRuns.runId))
+      .limit(options.limit ?? ALL_ROWS)
       .all(),
   );
 }
+
+/** A LIMIT that keeps every row. */
+const ALL_ROWS = 2 ** 31 - 1;
 
 export type ResumeClaim = {
   runId: string;
@@ -297,12 +320,13 @@ export function listDueRuns(db: SmithersDb, nowMs: number, limit = 500, withWork
 
 /**
  * Inside the transaction that stored what a waiting run waits for (a decision, an answer, a signal): makes the
- * run due now, so the daemon's next pass wakes it. A run not waiting is left alone (a running one
+ * run due now, so the daemon's next pass wakes it (idle workers on PostgreSQL hear of it at the commit). A run not waiting is left alone (a running one
  * reads it on its next step).
  */
 export async function markRunDue(q: Sql, runId: string, nowMs: number): Promise<void> {
   // A waiting child run (a <Subflow>) is resumed by its parent: every waiting ancestor becomes due too.
   let id: string | null = runId;
+  let due = false;
   for (let depth = 0; id !== null && depth < MAX_SUBFLOW_DEPTH; depth++) {
     const marked: { parentRunId: string | null }[] = await q.orm
       .update(smithersRuns)
@@ -310,8 +334,10 @@ export async function markRunDue(q: Sql, runId: string, nowMs: number): Promise<
       .where(and(eq(smithersRuns.runId, id), inArray(smithersRuns.status, [...WAITING_STATUSES])))
       .returning({ parentRunId: smithersRuns.parentRunId })
       .all();
+    due ||= marked.length > 0;
     id = marked[0]?.parentRunId ?? null;
   }
+  if (due) await notifyWorkers(q);
 }
 
 /** How far markRunDue follows parent_run_id (a guard against a cycle written by hand). */

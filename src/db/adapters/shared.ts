@@ -68,6 +68,17 @@ export async function lockRunSequence(q: Sql, sequence: keyof typeof SEQUENCE_LO
   if (q.dialect === "postgres") await q.get("SELECT pg_advisory_xact_lock(?::int, hashtext(?))", SEQUENCE_LOCK_SPACE[sequence], runId);
 }
 
+/** The channel workers LISTEN on (PostgreSQL): a run was queued or a waiting run became due. */
+export const WORK_CHANNEL = "smithers_work";
+
+/**
+ * Tells idle workers there is work, delivered when the caller's transaction commits (pg_notify);
+ * nothing on SQLite, where workers poll.
+ */
+export async function notifyWorkers(q: Sql): Promise<void> {
+  if (q.dialect === "postgres") await q.get("SELECT pg_notify(?, '')", WORK_CHANNEL);
+}
+
 /** `column IS value` (SQLite) / `IS NOT DISTINCT FROM` (PostgreSQL): equality that also matches NULL to NULL. */
 export function isSame(dialect: Dialect, column: SQLiteColumn, value: unknown): SQL {
   return sql`${column} ${sql.raw(nullSafeEq(dialect))} ${value ?? null}`;

@@ -148,6 +148,14 @@ export class PgDb implements SmithersDb {
     });
   }
 
+  /** LISTEN on a connection postgres.js keeps for it (and re-listens on after a reconnect). */
+  listen(channel: string, onMessage: (payload: string) => void): Promise<() => Promise<void>> {
+    return this.whenReady(async () => {
+      const { unlisten } = await this.client.listen(channel, onMessage);
+      return unlisten;
+    });
+  }
+
   close(): Promise<void> {
     this.closing ??= this.client.end({ timeout: 5 });
     return this.closing;

@@ -1,0 +1,68 @@
+/** `smithers worker`: executes queued runs, wakes due ones and takes over stale ones until SIGINT/SIGTERM. */
+import { parseArgs } from "node:util";
+import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, loadWorkflowsDir, Worker, type WorkerOutcome } from "../engine/index.ts";
+import { STALE_RUN_THRESHOLD_MS } from "../db/index.ts";
+import { formatEvent } from "./progress.ts";
+import { durabilityFlag, durationFlag, EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
+import type { StopSignals } from "./index.ts";
+
+function describe(o: WorkerOutcome): string {
+  const ended = (r: { status: string; error?: { code: string } }) => `${r.status}${r.error ? ` ${r.error.code}` : ""}`;
+  if (o.action === "ran") return `ran ${o.runId} ${ended(o.result)}`;
+  if (o.action === "resumed") return `resumed ${o.runId} ${ended(o.result)}`;
+  if (o.action === "cron-started") return `cron ${o.cronId} started ${o.runId}${o.result ? ` ${ended(o.result)}` : ""}`;
+  if (o.action === "cron-skipped") return `cron ${o.cronId} skipped ${o.count} missed slot${o.count === 1 ? "" : "s"}`;
+  if (o.action === "cron-failed") return `cron ${o.cronId} failed: ${o.reason}`;
+  if (o.action === "cron-lost") return `cron ${o.cronId} lost ${o.runId}: another worker claimed this slot`;
+  return `${o.action} ${o.runId || "(pass)"}: ${o.reason}`;
+}
+
+export async function workerCommand(args: string[], io: Io, signals: StopSignals): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      db: { type: "string" },
+      concurrency: { type: "string" },
+      workflows: { type: "string" },
+      lease: { type: "string" },
+      "poll-interval": { type: "string" },
+      durability: { type: "string" },
+      quiet: { type: "boolean" },
+    },
+    strict: true,
+  });
+  const concurrency = positiveInt(values.concurrency, "--concurrency") ?? DEFAULT_WORKER_CONCURRENCY;
+  const leaseMs = durationFlag(values.lease, "--lease") ?? STALE_RUN_THRESHOLD_MS;
+  if (leaseMs < 100) throw usageError("--lease must be at least 100ms");
+  const pollIntervalMs = durationFlag(values["poll-interval"], "--poll-interval") ?? DEFAULT_POLL_INTERVAL_MS;
+  if (pollIntervalMs <= 0) throw usageError("--poll-interval must be more than 0");
+  const durability = durabilityFlag(values.durability);
+  const workflows = values.workflows === undefined ? undefined : await loadWorkflowsDir(values.workflows);
+  if (workflows?.length === 0) throw usageError(`--workflows ${values.workflows} holds no *.tsx workflow`);
+  const db = openExistingDb(values.db);
+  try {
+    const worker = new Worker({
+      db,
+      concurrency,
+      leaseMs,
+      pollIntervalMs,
+      ...(workflows ? { workflows } : {}),
+      ...(durability ? { durability } : {}),
+      onEvent: values.quiet
+        ? undefined
+        : (event) => {
+            const line = formatEvent(event);
+            if (line) io.out(`${event.runId.slice(0, 8)} ${line}`);
+          },
+      onOutcome: (o) => (o.action === "error" ? io.err(`smithers worker: ${describe(o)}`) : io.out(describe(o))),
+    });
+    const serving = workflows ? `workflows ${workflows.map((w) => w.name).join(", ")}` : "every workflow file runs recorded";
+    io.out(
+      `smithers worker ${worker.id} on ${db.path}: ${concurrency} at once, lease ${leaseMs} ms, ${serving} (Ctrl-C: finish the runs in flight; twice: exit now)`,
+    );
+    await worker.run(signals.cancel, signals.abandon);
+    return EXIT.ok;
+  } finally {
+    await db.close();
+  }
+}

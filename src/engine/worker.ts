@@ -1,0 +1,363 @@
+/**
+ * A worker: one process of a pool that shares a database (PostgreSQL across hosts, or one SQLite
+ * file). Each pass, while it has a free slot, it
+ *   1. takes over runs whose owner stopped heartbeating (a dead worker's runs),
+ *   2. wakes waiting runs that are due (a decision, answer or signal arrived; a timer is due),
+ *   3. claims queued requests with a lease (FOR UPDATE SKIP LOCKED on PostgreSQL),
+ *   4. fires due cron slots,
+ * and executes what it took in this process. A claimed request is handed to its run in the
+ * transaction that creates (or resumes) the run; from then on the run's owner id and heartbeat
+ * are its lease: every step's commit checks the owner under a lock, and a run whose heartbeat is
+ * older than the lease is taken over by compare-and-swap, by exactly one worker, from its last
+ * committed step. Between passes the worker sleeps until the poll interval ends, a slot frees up,
+ * or (PostgreSQL) a notification says a run was queued or became due.
+ */
+import { readdirSync } from "node:fs";
+import { basename, extname, join, resolve } from "node:path";
+import { queue, runs, STALE_RUN_THRESHOLD_MS, WORK_CHANNEL, type Durability, type SmithersDb } from "../db/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import { HEARTBEAT_INTERVAL_MS } from "./constants.ts";
+import { cronOutcomes, fireDueCrons } from "./cron-fire.ts";
+import type { SmithersEvent } from "./events.ts";
+import { newOwnerId } from "./run-setup.ts";
+import { runWorkflow, type RunResult } from "./run-workflow.ts";
+import { takeOver, wake, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
+import { loadWorkflowFile } from "./workflow-file.ts";
+import type { SmithersWorkflow } from "./workflow.ts";
+
+export const DEFAULT_WORKER_CONCURRENCY = 4;
+export const DEFAULT_POLL_INTERVAL_MS = 1_000;
+/** How long a worker passes over a request whose workflow it could not load (another worker may can). */
+const LOAD_FAILURE_BACKOFF_MS = 60_000;
+/** How many such requests it remembers. */
+const MAX_SKIPPED = 100;
+
+/** A workflow registered under a name (its file name without extension): what `--workflows DIR` and `serve` hold. */
+export type RegisteredWorkflow = { name: string; path: string; workflow: SmithersWorkflow };
+
+export type WorkerOptions = {
+  db: SmithersDb;
+  /** Runs executing at once in this worker (default 4). */
+  concurrency?: number;
+  /**
+   * The workflows this worker runs, by name: it claims only requests for them and takes over or
+   * wakes only their runs. Without it, it loads each request's and run's recorded workflow file.
+   */
+  workflows?: readonly RegisteredWorkflow[];
+  /**
+   * The lease, in ms (default 30 s): a claimed request, or a running run whose heartbeat is older
+   * than this, is taken by another worker. Give every worker of a database the same value.
+   */
+  leaseMs?: number;
+  /** Longest sleep between passes when nothing wakes the worker (default 1 s). */
+  pollIntervalMs?: number;
+  durability?: Durability;
+  /** Every event of the runs this worker executes. */
+  onEvent?: (event: SmithersEvent) => void;
+  /** What became of each run or request the worker took, when it settles. */
+  onOutcome?: (outcome: WorkerOutcome) => void;
+  /** This worker's id in `_smithers_queue.claimed_by` (default host:pid:random). */
+  workerId?: string;
+  now?: () => number;
+};
+
+export type WorkerOutcome =
+  /** Taken over or woken: resumed (its result), or handed back, lost to another worker, or left to its live owner. */
+  | SuperviseOutcome
+  /** A queued request it executed (until the run ended or stopped to wait). */
+  | { runId: string; action: "ran"; result: RunResult }
+  /** A queued request that cannot run (its run exists and runs elsewhere, an input the run refuses…): removed. */
+  | { runId: string; action: "dropped"; reason: string }
+  /** A claimed request given back for other workers: its workflow did not load here. */
+  | { runId: string; action: "returned"; reason: string }
+  /** A pass or a request that failed on the database: the next pass (or lease expiry) retries. */
+  | { runId: string; action: "error"; reason: string };
+
+const reasonOf = (error: unknown) => (error instanceof SmithersError ? `${error.code}: ${error.message}` : String((error as Error)?.message ?? error));
+const DB_TROUBLE = new Set(["DB_WRITE_FAILED", "DB_CLOSED", "DB_UNAVAILABLE"]);
+
+/** Registers every `*.tsx` workflow file in `dir` by its file name. */
+export async function loadWorkflowsDir(dir: string): Promise<RegisteredWorkflow[]> {
+  const files = readdirSync(dir)
+    .filter((f) => extname(f) === ".tsx")
+    .sort();
+  return Promise.all(
+    files.map(async (f) => {
+      const path = resolve(join(dir, f));
+      return { name: basename(f, ".tsx"), path, workflow: await loadWorkflowFile(path) };
+    }),
+  );
+}
+
+export class Worker {
+  readonly id: string;
+  readonly concurrency: number;
+  readonly leaseMs: number;
+  private readonly pollIntervalMs: number;
+  private readonly heartbeatMs: number;
+  private readonly byName: ReadonlyMap<string, RegisteredWorkflow> | undefined;
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly aborts = new Map<string, AbortController>();
+  /** Requests passed over until a time (their workflow did not load here). */
+  private readonly skipped = new Map<string, number>();
+  /** Queue-claimed runs in flight: their leases are renewed until the run takes the request over. */
+  private claimed = 0;
+  private nudged = false;
+  private wakeUp: (() => void) | undefined;
+
+  constructor(private readonly o: WorkerOptions) {
+    this.id = o.workerId ?? newOwnerId();
+    this.concurrency = positive(o.concurrency ?? DEFAULT_WORKER_CONCURRENCY, "concurrency", true);
+    this.leaseMs = positive(o.leaseMs ?? STALE_RUN_THRESHOLD_MS, "leaseMs");
+    this.pollIntervalMs = positive(o.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, "pollIntervalMs");
+    // Several beats per lease, so a run whose owner lives is never judged stale.
+    this.heartbeatMs = Math.min(HEARTBEAT_INTERVAL_MS, Math.max(1, Math.floor(this.leaseMs / 4)));
+    this.byName = o.workflows ? new Map(o.workflows.map((w) => [w.name, w])) : undefined;
+  }
+
+  /** Runs executing in this worker now. */
+  get running(): number {
+    return this.inFlight.size;
+  }
+
+  /** Starts a pass now instead of at the end of the sleep (new work was queued in this process). */
+  nudge(): void {
+    this.nudged = true;
+    this.wakeUp?.();
+  }
+
+  /** Cancels a run this worker executes from the queue, at once; false when it is not one of them. */
+  cancelLocal(runId: string): boolean {
+    const abort = this.aborts.get(runId);
+    abort?.abort();
+    return abort !== undefined;
+  }
+
+  /**
+   * Passes until `stop` aborts, then takes nothing more and waits for the runs in flight to settle
+   * (they end or stop to wait); `abandon` ends that wait at once (the runs left go stale and other
+   * workers take them over once the lease runs out).
+   */
+  async run(stop: AbortSignal, abandon?: AbortSignal): Promise<void> {
+    const unlisten = await this.o.db
+      .listen(WORK_CHANNEL, () => this.nudge())
+      .catch((error: unknown) => {
+        this.report({ runId: "", action: "error", reason: `LISTEN failed, polling only: ${reasonOf(error)}` });
+        return undefined;
+      });
+    const renew = setInterval(() => void this.renewLeases(), Math.max(1, Math.floor(this.leaseMs / 3)));
+    const onStop = () => this.wakeUp?.();
+    stop.addEventListener("abort", onStop, { once: true });
+    try {
+      while (!stop.aborted) {
+        this.nudged = false;
+        try {
+          await this.pass(stop);
+        } catch (error) {
+          this.report({ runId: "", action: "error", reason: reasonOf(error) });
+        }
+        if (!this.nudged && !stop.aborted) await this.sleep();
+      }
+      await this.drain(abandon);
+    } finally {
+      clearInterval(renew);
+      stop.removeEventListener("abort", onStop);
+      await unlisten?.().catch(() => undefined);
+    }
+  }
+
+  /** One pass: fills free slots with stale runs, due runs, queued requests, then due cron slots. */
+  async pass(stop?: AbortSignal): Promise<void> {
+    const nowMs = (this.o.now ?? Date.now)();
+    const free = () => (stop?.aborted ? 0 : this.concurrency - this.inFlight.size);
+    const supervise = this.superviseOptions();
+    if (free() > 0) {
+      for (const run of await runs.listStaleRuns(this.o.db, { nowMs, staleAfterMs: this.leaseMs, limit: free() + this.inFlight.size })) {
+        if (free() <= 0) break;
+        if (this.inFlight.has(run.runId) || !this.serves(run)) continue;
+        this.track(run.runId, takeOver(supervise, run, nowMs));
+      }
+    }
+    if (free() > 0) {
+      for (const run of await runs.listDueRuns(this.o.db, nowMs, free() + this.inFlight.size, this.byName === undefined)) {
+        if (free() <= 0) break;
+        if (this.inFlight.has(run.runId) || !this.serves(run)) continue;
+        this.track(run.runId, wake(supervise, run, nowMs));
+      }
+    }
+    while (free() > 0) {
+      const row = await queue.claimNext(this.o.db, {
+        workerId: this.id,
+        nowMs,
+        leaseMs: this.leaseMs,
+        ...(this.byName ? { workflows: [...this.byName.keys()] } : {}),
+        skip: this.skipList(nowMs),
+      });
+      if (!row) break;
+      this.track(row.runId, this.execute(row));
+    }
+    if (free() > 0 && this.byName === undefined) {
+      // Cron schedules name their workflow file; a worker with a fixed set of workflows leaves them to others.
+      const fires = await fireDueCrons({
+        db: this.o.db,
+        now: () => nowMs,
+        onEvent: this.o.onEvent,
+        durability: this.o.durability,
+        heartbeatMs: this.heartbeatMs,
+        limit: free(),
+      });
+      for (const fire of fires) {
+        if (fire.action !== "started") {
+          for (const outcome of cronOutcomes(fire)) this.report(outcome);
+          continue;
+        }
+        this.track(
+          fire.runId,
+          fire.result.then((result) => cronOutcomes(fire, result)),
+        );
+      }
+    }
+  }
+
+  private superviseOptions(): SuperviseOptions {
+    return {
+      db: this.o.db,
+      staleAfterMs: this.leaseMs,
+      resolveWorkflow: (run) => this.workflowOfRun(run),
+      onEvent: this.o.onEvent,
+      durability: this.o.durability,
+      heartbeatMs: this.heartbeatMs,
+    };
+  }
+
+  /** Whether this worker can load the run's workflow (a named set: one of them; else: a recorded file). */
+  private serves(run: runs.RunRow): boolean {
+    if (!this.byName) return run.workflowPath !== null;
+    return this.registeredFor(run) !== undefined;
+  }
+
+  private registeredFor(run: runs.RunRow): RegisteredWorkflow | undefined {
+    for (const w of this.byName?.values() ?? []) if (run.workflowPath === w.path) return w;
+    for (const w of this.byName?.values() ?? []) if (run.workflowName === w.workflow.name) return w;
+    return undefined;
+  }
+
+  private workflowOfRun(run: runs.RunRow): SmithersWorkflow | Promise<SmithersWorkflow> | undefined {
+    if (this.byName) return this.registeredFor(run)?.workflow;
+    return run.workflowPath === null ? undefined : loadWorkflowFile(run.workflowPath);
+  }
+
+  /** Executes a claimed request: creates its run (or resumes it) and runs it until it ends or waits. */
+  private async execute(row: queue.QueueRow): Promise<WorkerOutcome> {
+    this.claimed++;
+    const abort = new AbortController();
+    this.aborts.set(row.runId, abort);
+    try {
+      let workflow: SmithersWorkflow;
+      try {
+        workflow = this.byName?.get(row.workflowName)?.workflow ?? (await loadWorkflowFile(row.workflowPath));
+      } catch (error) {
+        // Another host may have the file: the request goes back, and this worker passes over it a while.
+        this.skipped.set(row.runId, (this.o.now ?? Date.now)() + LOAD_FAILURE_BACKOFF_MS);
+        await queue.releaseClaim(this.o.db, row.runId, this.id);
+        return { runId: row.runId, action: "returned", reason: reasonOf(error) };
+      }
+      const exists = (await runs.getRun(this.o.db, row.runId)) !== undefined;
+      try {
+        const result = await runWorkflow(workflow, {
+          runId: row.runId,
+          resume: exists,
+          ...(exists || row.inputJson === null ? {} : { input: JSON.parse(row.inputJson) }),
+          dbPath: this.o.db.target,
+          workflowPath: row.workflowPath,
+          heartbeatMs: this.heartbeatMs,
+          signal: abort.signal,
+          onEvent: this.o.onEvent,
+          durability: this.o.durability,
+        });
+        return { runId: row.runId, action: "ran", result };
+      } catch (error) {
+        // On database trouble the claim stays: its lease runs out and a worker tries again.
+        if (error instanceof SmithersError && DB_TROUBLE.has(error.code)) return { runId: row.runId, action: "error", reason: reasonOf(error) };
+        await queue.removeClaimed(this.o.db, row.runId, this.id);
+        return { runId: row.runId, action: "dropped", reason: reasonOf(error) };
+      }
+    } finally {
+      this.claimed--;
+      this.aborts.delete(row.runId);
+    }
+  }
+
+  private track(runId: string, work: Promise<WorkerOutcome | WorkerOutcome[]>): void {
+    const done = work
+      .then(
+        (outcome) => (Array.isArray(outcome) ? outcome : [outcome]).forEach((o) => this.report(o)),
+        (error: unknown) => this.report({ runId, action: "error", reason: reasonOf(error) }),
+      )
+      .finally(() => {
+        this.inFlight.delete(runId);
+        this.nudge(); // a slot is free
+      });
+    this.inFlight.set(runId, done);
+  }
+
+  private report(outcome: WorkerOutcome): void {
+    try {
+      this.o.onOutcome?.(outcome);
+    } catch {
+      // a listener's failure is not the worker's
+    }
+  }
+
+  private async renewLeases(): Promise<void> {
+    if (this.claimed === 0) return;
+    try {
+      await queue.renewLeases(this.o.db, this.id, (this.o.now ?? Date.now)(), this.leaseMs);
+    } catch (error) {
+      this.report({ runId: "", action: "error", reason: `lease renewal failed: ${reasonOf(error)}` });
+    }
+  }
+
+  private skipList(nowMs: number): string[] {
+    for (const [runId, until] of this.skipped) if (until <= nowMs) this.skipped.delete(runId);
+    return [...this.skipped.keys()].slice(-MAX_SKIPPED);
+  }
+
+  private sleep(): Promise<void> {
+    return new Promise<void>((done) => {
+      const timer = setTimeout(finish, this.pollIntervalMs);
+      function finish() {
+        clearTimeout(timer);
+        done();
+      }
+      this.wakeUp = () => {
+        this.wakeUp = undefined;
+        finish();
+      };
+    });
+  }
+
+  private async drain(abandon?: AbortSignal): Promise<void> {
+    if (this.inFlight.size === 0) return;
+    const settled = Promise.allSettled([...this.inFlight.values()]).then(() => undefined);
+    if (!abandon) return settled;
+    if (abandon.aborted) return;
+    await Promise.race([settled, new Promise<void>((done) => abandon.addEventListener("abort", () => done(), { once: true }))]);
+  }
+}
+
+function positive(value: number, name: string, integer = false): number {
+  if (typeof value !== "number" || !(value > 0) || !Number.isFinite(value) || (integer && !Number.isInteger(value))) {
+    throw new SmithersError("INVALID_OPTION", `${name} must be a${integer ? " whole" : ""} number > 0, got ${String(value)}`);
+  }
+  return value;
+}
+
+/**
+ * Runs a worker until `signal` aborts, then waits for its runs in flight (see Worker.run).
+ * @example
+ * await runWorker({ db: openSmithersDb(process.env.SMITHERS_DATABASE_URL!), concurrency: 8, signal });
+ */
+export function runWorker(o: WorkerOptions & { signal: AbortSignal; abandon?: AbortSignal }): Promise<void> {
+  return new Worker(o).run(o.signal, o.abandon);
+}
