@@ -36,6 +36,20 @@ export function connect(url: string, options: PgClientOptions = {}): PgClient {
   });
 }
 
+/**
+ * sqlite-core writes a many-column ON CONFLICT target with table-qualified names, which SQLite
+ * accepts and PostgreSQL refuses (a conflict target names the inserted table's columns): the
+ * qualifiers are dropped.
+ */
+export function unqualifiedConflictTarget(text: string): string {
+  const at = text.indexOf("on conflict (");
+  if (at === -1) return text;
+  const open = at + "on conflict (".length;
+  const close = text.indexOf(")", open);
+  const target = text.slice(open, close).replace(/"(?:[^"]|"")*"\./g, "");
+  return text.slice(0, open) + target + text.slice(close);
+}
+
 /** The Sql executor over a pool (autocommit statements) or over one open transaction. */
 export class PgSql implements Sql {
   readonly dialect = "postgres" as const;
@@ -43,7 +57,7 @@ export class PgSql implements Sql {
 
   constructor(private readonly client: PgClient | PgTransaction) {
     this.orm = drizzle(async (text, params, method) => {
-      const query = this.client.unsafe(numberPlaceholders(text), params as postgres.ParameterOrJSON<never>[]);
+      const query = this.client.unsafe(numberPlaceholders(unqualifiedConflictTarget(text)), params as postgres.ParameterOrJSON<never>[]);
       if (method === "run") return { rows: [], changes: (await query).count } as { rows: unknown[] };
       const rows = (await query.values()) as unknown[][];
       return { rows: method === "get" ? (rows[0] as unknown[]) : rows };
