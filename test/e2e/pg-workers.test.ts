@@ -75,21 +75,22 @@ test.skipIf(!pg)(
       expect(Number((await sql`SELECT count(*) AS n FROM _smithers_queue`)[0]!.n)).toBe(0);
 
       // Every output row exactly once: one per run and node/iteration, none extra.
-      const steps = await sql`SELECT run_id, node_id, iteration, attempt FROM step`;
-      const gates = await sql`SELECT run_id, node_id, iteration, approved FROM approval`;
-      const key = (r: { run_id: string; node_id: string; iteration: number }) => `${r.run_id}:${r.node_id}:${Number(r.iteration)}`;
+      type NodeRow = { run_id: string; node_id: string; iteration: number };
+      const steps = await sql<(NodeRow & { attempt: number })[]>`SELECT run_id, node_id, iteration, attempt FROM step`;
+      const gates = await sql<(NodeRow & { approved: boolean })[]>`SELECT run_id, node_id, iteration, approved FROM approval`;
+      const key = (r: NodeRow) => `${r.run_id}:${r.node_id}:${Number(r.iteration)}`;
       const expected = ids.flatMap((runId) => expectedNodes().map((n) => `${runId}:${n.nodeId}:${n.iteration}`)).sort();
       expect([...steps, ...gates].map(key).sort()).toEqual(expected);
       expect(gates.every((g) => g.approved === true)).toBe(true);
 
       // No attempt's body ran twice; each task finished exactly once, by its last attempt, which wrote its row.
-      const attempts = await sql`SELECT run_id, node_id, iteration, attempt, state FROM _smithers_attempts`;
+      const attempts = await sql<(NodeRow & { attempt: number; state: string })[]>`SELECT run_id, node_id, iteration, attempt, state FROM _smithers_attempts`;
       const lines = readFileSync(execFile, "utf8").trim().split("\n");
       expect(new Set(lines).size).toBe(lines.length);
-      const attemptKeys = new Set(attempts.map((a) => `${key(a as never)} ${a.attempt}`));
+      const attemptKeys = new Set(attempts.map((a) => `${key(a)} ${a.attempt}`));
       for (const line of lines) expect(attemptKeys.has(line)).toBe(true);
-      const byNode = Map.groupBy(attempts, (a) => key(a as never));
-      const stepAttempt = new Map(steps.map((s) => [key(s as never), Number(s.attempt)]));
+      const byNode = Map.groupBy(attempts, (a) => key(a));
+      const stepAttempt = new Map(steps.map((s) => [key(s), Number(s.attempt)]));
       for (const [node, list] of byNode) {
         const done = list.filter((a) => a.state === "finished");
         expect(done.length).toBe(1);
