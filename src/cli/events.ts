@@ -1,10 +1,10 @@
 /**
  * `smithers events <run> [--after-seq N] [--type T] [--node ID] [--follow] [--json]`: a run's
  * event journal (`_smithers_events`) in seq order. `--follow` polls by seq until the run has
- * ended and every event up to its end was printed.
+ * ended and every event up to its end was printed; a run still queued for workers is waited for.
  */
 import { parseArgs } from "node:util";
-import { events, runs, type SmithersDb } from "../db/index.ts";
+import { events, queue, runs, type SmithersDb } from "../db/index.ts";
 import { SmithersEventTypeSchema, type SmithersEvent } from "../engine/index.ts";
 import { isOver } from "../engine/states.ts";
 import { SmithersError } from "../errors/index.ts";
@@ -72,7 +72,17 @@ export async function eventsCommand(args: string[], io: Io, signal?: AbortSignal
   const filter: Filter = { runId, ...(types ? { types } : {}), ...(values.node === undefined ? {} : { nodeId: values.node }) };
   const db = openExistingDb(values.db);
   try {
-    if (!(await runs.getRun(db, runId))) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
+    if (!(await runs.getRun(db, runId))) {
+      // A run queued for workers (up --detach) has no events yet: --follow waits for a worker to start it.
+      if (!(values.follow && (await queue.getRequest(db, runId)))) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
+      while (!(await runs.getRun(db, runId))) {
+        if (signal?.aborted) return EXIT.cancelled;
+        if (!(await queue.getRequest(db, runId)) && !(await runs.getRun(db, runId))) {
+          throw new SmithersError("RUN_NOT_FOUND", `Run "${runId}" left the queue without starting (a worker could not start it)`, { runId });
+        }
+        await Bun.sleep(FOLLOW_POLL_MS);
+      }
+    }
     let last = await printAfter(db, filter, afterSeq, values.json === true, io);
     if (!values.follow) return EXIT.ok;
     while (!signal?.aborted) {

@@ -116,7 +116,8 @@ events      prints a run's events in order (seq, time, what happened)
   --after-seq N         only events after seq N
   --type T              only events of type T (repeat it, or T1,T2)
   --node ID             only events of node ID
-  --follow              keep printing new events until the run has ended (a waiting run has not)
+  --follow              keep printing new events until the run has ended (a waiting run has not);
+                        a run queued for workers (up --detach) is waited for until one starts it
   --json                one JSON object per line: { seq, runId, type, timestampMs, ...payload }
 cancel      stops a run: a waiting run at once; a running one (in any process) at its owner's next
             heartbeat, its running attempts recorded cancelled; then waits for it to end and prints
