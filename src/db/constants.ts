@@ -38,6 +38,15 @@ export const SYNCHRONOUS_LEVEL = { process: "NORMAL", power: "FULL" } as const s
 /** A `running` run whose heartbeat is older than this is stale and may be claimed. */
 export const STALE_RUN_THRESHOLD_MS = 30_000;
 
+/** How often a running engine stamps `_smithers_runs.heartbeat_at_ms` unless told otherwise. */
+export const DEFAULT_HEARTBEAT_MS = 5_000;
+
+/**
+ * Beats a run's owner must have missed before a worker takes the run over, whatever its lease: a
+ * worker with a short lease never takes a live run whose owner beats slowly (`smithers up`).
+ */
+export const MISSED_BEATS_BEFORE_STALE = 4;
+
 /** Default page size of signal queries. */
 export const SIGNAL_QUERY_LIMIT = 200;
 

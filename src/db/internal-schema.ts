@@ -18,6 +18,8 @@ export const smithersRuns = sqliteTable(
     startedAtMs: integer("started_at_ms"),
     finishedAtMs: integer("finished_at_ms"),
     heartbeatAtMs: integer("heartbeat_at_ms"),
+    /** How often its owner heartbeats (null: DEFAULT_HEARTBEAT_MS); no one judges it stale before several beats were missed. */
+    heartbeatMs: integer("heartbeat_ms"),
     runtimeOwnerId: text("runtime_owner_id"),
     cancelRequestedAtMs: integer("cancel_requested_at_ms"),
     vcsType: text("vcs_type"),

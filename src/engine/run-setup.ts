@@ -187,6 +187,8 @@ export type SetupOptions = {
   rootDir?: string;
   ownerId: string;
   nowMs: number;
+  /** How often the owner will heartbeat (stored, so others judge its staleness by it); default DEFAULT_HEARTBEAT_MS. */
+  heartbeatMs?: number;
   /** Limits given for this execution (runWorkflow's options): stored on the run, replacing earlier ones field by field. */
   budget?: Budget;
   /** The workflow's limits (createSmithers'), for a run that has none stored. */
@@ -267,6 +269,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
       status: "running",
       runtimeOwnerId: o.ownerId,
       heartbeatAtMs: o.nowMs,
+      heartbeatMs: o.heartbeatMs ?? null,
       finishedAtMs: null,
       errorJson: null,
       wakeAtMs: null,
@@ -307,6 +310,7 @@ async function startRun(o: SetupOptions, runId: string, budget: Budget): Promise
         createdAtMs: o.nowMs,
         startedAtMs: o.nowMs,
         heartbeatAtMs: o.nowMs,
+        heartbeatMs: o.heartbeatMs ?? null,
         runtimeOwnerId: o.ownerId,
         inputHash: hashInput(input),
         configJson: budget.maxCostUsd === undefined && budget.maxTokens === undefined ? null : withBudget(null, budget),

@@ -142,6 +142,7 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
       rootDir: options.rootDir === undefined ? undefined : resolve(options.rootDir),
       ownerId,
       nowMs: now(),
+      ...(heartbeatMs === HEARTBEAT_INTERVAL_MS ? {} : { heartbeatMs }),
       budget,
       ...(workflow.spend ? { defaultBudget: workflow.spend.budget } : {}),
       ...(pricing ? { pricing } : {}),

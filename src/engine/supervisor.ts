@@ -25,6 +25,8 @@ export type SuperviseOptions = {
   durability?: Durability;
   /** How often resumed runs heartbeat (RunOptions.heartbeatMs); several beats must fit in `staleAfterMs`. */
   heartbeatMs?: number;
+  /** A stale run must also have missed this many of its own heartbeats (workers: MISSED_BEATS_BEFORE_STALE). */
+  missedBeats?: number;
 };
 
 export type SuperviseOutcome =
@@ -56,6 +58,7 @@ export async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: num
     claimOwnerId,
     nowMs,
     staleAfterMs,
+    ...(o.missedBeats === undefined ? {} : { missedBeats: o.missedBeats }),
   });
   if (!won) return { runId: run.runId, action: "lost", reason: "another process claimed or heartbeated the run first" };
   // Handing the run back restores its previous owner and heartbeat, so it stays stale and

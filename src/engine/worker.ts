@@ -14,7 +14,7 @@
  */
 import { readdirSync } from "node:fs";
 import { basename, extname, join, resolve } from "node:path";
-import { queue, runs, STALE_RUN_THRESHOLD_MS, WORK_CHANNEL, type Durability, type SmithersDb } from "../db/index.ts";
+import { MISSED_BEATS_BEFORE_STALE, queue, runs, STALE_RUN_THRESHOLD_MS, WORK_CHANNEL, type Durability, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { HEARTBEAT_INTERVAL_MS } from "./constants.ts";
 import { cronOutcomes, fireDueCrons } from "./cron-fire.ts";
@@ -172,7 +172,13 @@ export class Worker {
     const free = () => (stop?.aborted ? 0 : this.concurrency - this.inFlight.size);
     const supervise = this.superviseOptions();
     if (free() > 0) {
-      for (const run of await runs.listStaleRuns(this.o.db, { nowMs, staleAfterMs: this.leaseMs, limit: free() + this.inFlight.size })) {
+      const stale = await runs.listStaleRuns(this.o.db, {
+        nowMs,
+        staleAfterMs: this.leaseMs,
+        missedBeats: MISSED_BEATS_BEFORE_STALE,
+        limit: free() + this.inFlight.size,
+      });
+      for (const run of stale) {
         if (free() <= 0) break;
         if (this.inFlight.has(run.runId) || !this.serves(run)) continue;
         this.track(run.runId, takeOver(supervise, run, nowMs));
@@ -223,6 +229,7 @@ export class Worker {
     return {
       db: this.o.db,
       staleAfterMs: this.leaseMs,
+      missedBeats: MISSED_BEATS_BEFORE_STALE,
       resolveWorkflow: (run) => this.workflowOfRun(run),
       onEvent: this.o.onEvent,
       durability: this.o.durability,

@@ -129,7 +129,7 @@ describe("Worker", () => {
     await until(async () => (await statusOf(db, "leased")) === "waiting-approval");
   });
 
-  test("takes over a run whose owner died, from its last committed task, without running a finished task again", async () => {
+  test("takes over a run whose owner died (its lease and 4 of its beats missed), from its last committed task, running no finished task again", async () => {
     const dbPath = tempDbPath();
     const dir = dirname(dbPath);
     const execFile = join(dir, "exec.log");
@@ -139,9 +139,15 @@ describe("Worker", () => {
       const db = openDb(dbPath);
       // Run to the approval in this process, then make it look like its owner died mid-run.
       expect((await runWorkflow(mixed, { runId: "orphan", input: { n: 3 }, dbPath, workflowPath: MIXED })).status).toBe("waiting-approval");
-      await runs.updateRun(db, "orphan", { status: "running", runtimeOwnerId: "gone-host:1:dead", heartbeatAtMs: Date.now() - 10_000 });
+      // Its owner (on another host) beat 2 s ago, every 5 s by default: past this worker's 1 s lease, but not 4 missed beats.
+      await runs.updateRun(db, "orphan", { status: "running", runtimeOwnerId: "gone-host:1:dead", heartbeatAtMs: Date.now() - 2_000 });
       const before = readFileSync(execFile, "utf8").trim().split("\n").length;
       const { outcomes } = startWorker(db, { leaseMs: 1_000 });
+      await Bun.sleep(400); // several passes
+      expect(outcomes).toEqual([]);
+      expect((await runs.getRun(db, "orphan"))?.runtimeOwnerId).toBe("gone-host:1:dead");
+      // A minute without a beat: taken over.
+      await runs.updateRun(db, "orphan", { heartbeatAtMs: Date.now() - 60_000 });
       await until(async () => outcomes.find((o) => o.runId === "orphan"));
       expect(outcomes[0]).toMatchObject({ runId: "orphan", action: "resumed", result: { status: "waiting-approval" } });
       expect(readFileSync(execFile, "utf8").trim().split("\n").length).toBe(before); // nothing ran again

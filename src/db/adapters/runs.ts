@@ -16,7 +16,7 @@ import {
   type InferSelectModel,
   type SQL,
 } from "drizzle-orm";
-import { STALE_RUN_THRESHOLD_MS, WAITING_STATUSES } from "../constants.ts";
+import { DEFAULT_HEARTBEAT_MS, STALE_RUN_THRESHOLD_MS, WAITING_STATUSES } from "../constants.ts";
 import { smithersRuns } from "../internal-schema.ts";
 import { perDialect, smaller, type Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
@@ -165,21 +165,29 @@ export function heartbeat(db: SmithersDb, runId: string, ownerId: string, nowMs:
   });
 }
 
-/** `running` with no heartbeat, or a heartbeat older than `staleAfterMs` before `nowMs`. */
-function staleCondition(nowMs: number, staleAfterMs: number): SQL | undefined {
-  return and(eq(smithersRuns.status, "running"), or(isNull(smithersRuns.heartbeatAtMs), lt(smithersRuns.heartbeatAtMs, nowMs - staleAfterMs)));
+/**
+ * `running` with no heartbeat, or a heartbeat older than `staleAfterMs` before `nowMs`; with
+ * `missedBeats`, also older than that many of the run's own beats (a worker with a 2 s lease does
+ * not take over a live run whose owner beats every 5 s). Without it the threshold alone decides
+ * (`supervise --stale-after-ms`: an operator who knows the owner is gone).
+ */
+function staleCondition(nowMs: number, staleAfterMs: number, missedBeats = 0): SQL | undefined {
+  const { heartbeatAtMs, heartbeatMs } = smithersRuns;
+  const old = lt(heartbeatAtMs, nowMs - staleAfterMs);
+  const beats = missedBeats > 0 ? sql`${heartbeatAtMs} < ${nowMs} - ${missedBeats} * coalesce(${heartbeatMs}, ${DEFAULT_HEARTBEAT_MS})` : undefined;
+  return and(eq(smithersRuns.status, "running"), or(isNull(heartbeatAtMs), and(old, beats)));
 }
 
 /**
  * Runs that claim to be running but whose owner stopped heartbeating, oldest heartbeat first.
  * A child run (a Subflow's, linked to its parent run) is left out: resuming its parent resumes it.
  */
-export function listStaleRuns(db: SmithersDb, options: { nowMs: number; staleAfterMs?: number; limit?: number }): Promise<RunRow[]> {
+export function listStaleRuns(db: SmithersDb, options: { nowMs: number; staleAfterMs?: number; missedBeats?: number; limit?: number }): Promise<RunRow[]> {
   return db.read("listStaleRuns", (q) =>
     q.orm
       .select()
       .from(smithersRuns)
-      .where(and(staleCondition(options.nowMs, options.staleAfterMs ?? STALE_RUN_THRESHOLD_MS), isNull(smithersRuns.parentRunId)))
+      .where(and(staleCondition(options.nowMs, options.staleAfterMs ?? STALE_RUN_THRESHOLD_MS, options.missedBeats), isNull(smithersRuns.parentRunId)))
       .orderBy(asc(smithersRuns.heartbeatAtMs), asc(smithersRuns.runId))
       .limit(options.limit ?? ALL_ROWS)
       .all(),
@@ -197,6 +205,8 @@ export type ResumeClaim = {
   claimOwnerId: string;
   nowMs: number;
   staleAfterMs?: number;
+  /** Also require this many of the run's own heartbeats missed (see staleCondition). */
+  missedBeats?: number;
 };
 
 /**
@@ -219,7 +229,7 @@ export function claimRunForResume(db: SmithersDb, claim: ResumeClaim): Promise<b
               eq(smithersRuns.runId, claim.runId),
               isSame(q.dialect, smithersRuns.runtimeOwnerId, claim.expectedOwnerId),
               isSame(q.dialect, smithersRuns.heartbeatAtMs, claim.expectedHeartbeatAtMs),
-              staleCondition(claim.nowMs, claim.staleAfterMs ?? STALE_RUN_THRESHOLD_MS),
+              staleCondition(claim.nowMs, claim.staleAfterMs ?? STALE_RUN_THRESHOLD_MS, claim.missedBeats),
             ),
           )
           .returning({ runId: smithersRuns.runId })
