@@ -70,7 +70,28 @@ describe.skipIf(!pg)("operating PostgreSQL from the CLI", () => {
     }
   }, 30_000);
 
-  test("a worker fires a due cron slot once", async () => {
+  test("a human answer and a signal from the CLI wake a run a worker started; it finishes", async () => {
+    const url = await pg!.createDatabase();
+    expect(smithers(["up", "test/fixtures/waits.tsx", "--detach", "--run-id", "w1", "--db", url]).code).toBe(0);
+    startWorker(url);
+    const sql = connectPg(url);
+    try {
+      const status = async () => (await sql`SELECT status FROM _smithers_runs WHERE run_id = 'w1'`)[0]?.status as string | undefined;
+      await until(async () => (await status()) === "waiting-approval" || (await status()) === "waiting-event");
+      const inbox = JSON.parse(smithers(["human", "list", "--json", "--db", url]).stdout) as { requestId: string }[];
+      expect(inbox.map((r) => r.requestId)).toEqual(["w1:review:0:1"]);
+      expect(smithers(["human", "answer", "w1:review:0:1", "--data", '{"approved":true,"comments":"ok"}', "--db", url]).code).toBe(0);
+      await until(async () => (await status()) === "waiting-event");
+      expect(smithers(["signal", "w1", "feedback", "--data", '{"rating":9,"comment":"x"}', "--db", url]).code).toBe(2); // checked against its schema
+      expect(smithers(["signal", "w1", "feedback", "--data", '{"rating":5,"comment":"great"}', "--db", url]).code).toBe(0);
+      await until(async () => (await status()) === "finished");
+      expect((await sql`SELECT text FROM thanks WHERE run_id = 'w1'`).map((r) => r.text)).toEqual(["thanks for the 5: great"]);
+    } finally {
+      await sql.end();
+    }
+  }, 30_000);
+
+  test("a worker fires due cron slots: their runs, named after the slot, finish", async () => {
     const url = await pg!.createDatabase();
     const add = smithers(["cron", "add", "test/fixtures/steps.tsx", "--schedule", "* * * * * *", "--input", '{"label":"tick"}', "--id", "tick", "--db", url]);
     expect(add.code).toBe(0);
