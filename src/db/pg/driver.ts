@@ -36,6 +36,14 @@ export function connect(url: string, options: PgClientOptions = {}): PgClient {
   });
 }
 
+/**
+ * sqlite-core writes an upsert's conflict target with its table (`on conflict ("t"."a", "t"."b")`);
+ * SQLite accepts that, PostgreSQL rejects it as a syntax error and wants the bare column names.
+ */
+export function bareConflictTarget(text: string): string {
+  return text.replace(/ on conflict \(([^)]*)\)/, (_, columns: string) => ` on conflict (${columns.replace(/"(?:[^"]|"")*"\./g, "")})`);
+}
+
 /** The Sql executor over a pool (autocommit statements) or over one open transaction. */
 export class PgSql implements Sql {
   readonly dialect = "postgres" as const;
@@ -43,7 +51,7 @@ export class PgSql implements Sql {
 
   constructor(private readonly client: PgClient | PgTransaction) {
     this.orm = drizzle(async (text, params, method) => {
-      const query = this.client.unsafe(numberPlaceholders(text), params as postgres.ParameterOrJSON<never>[]);
+      const query = this.client.unsafe(numberPlaceholders(bareConflictTarget(text)), params as postgres.ParameterOrJSON<never>[]);
       if (method === "run") return { rows: [], changes: (await query).count } as { rows: unknown[] };
       const rows = (await query.values()) as unknown[][];
       return { rows: method === "get" ? (rows[0] as unknown[]) : rows };
