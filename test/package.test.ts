@@ -13,8 +13,9 @@ describe("package", () => {
     expect(Object.keys(pkg.exports)).toEqual(expect.arrayContaining([".", "./jsx-runtime", "./jsx-dev-runtime"]));
   });
 
-  test("`npm test` runs the format check, tsc and the linter before the tests, and CI installs PostgreSQL then runs exactly the README's command", () => {
-    expect(pkg.scripts.test).toBe("npm run check && bun test");
+  test("`npm test` runs the format check, tsc and the linter before the tests, then the engine suite on PostgreSQL, and CI installs PostgreSQL then runs exactly the README's command", () => {
+    expect(pkg.scripts.test).toBe("npm run check && bun test && npm run test:pg-engine");
+    expect(pkg.scripts["test:pg-engine"]).toBe("SMITHERS_TEST_BACKEND=postgres bun test --preload ./test/support/pg-preload.ts test/engine");
     expect(pkg.scripts.check).toBe("biome ci --colors=off --error-on-warnings && tsc --noEmit && eslint .");
     const ciCommands = readFileSync(join(root, ".ci/run"), "utf8")
       .split("\n")

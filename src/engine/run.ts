@@ -68,15 +68,23 @@ export type RunSettings = {
   pricing?: ModelPricing;
 };
 
+/** A SQLite or PostgreSQL driver error, possibly wrapped (Drizzle's query error keeps it as `cause`). */
+function isDatabaseError(error: unknown): boolean {
+  for (let e = error, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const name = (e as { name?: unknown }).name;
+    const code = (e as { code?: unknown }).code;
+    if (name === "SQLiteError" || name === "PostgresError" || (typeof code === "string" && code.startsWith("SQLITE_"))) return true;
+  }
+  return false;
+}
+
 /**
- * What a run fails with when a step throws: a SmithersError as is, a SQLite error as a failed
+ * What a run fails with when a step throws: a SmithersError as is, a database error as a failed
  * write, anything else as a fault of the engine itself (ENGINE_ERROR), never mistaken for storage.
  */
 export function asRunError(error: unknown): SmithersError {
   if (SmithersError.is(error)) return error;
-  const name = (error as { name?: unknown } | null)?.name;
-  const code = (error as { code?: unknown } | null)?.code;
-  if (name === "SQLiteError" || (typeof code === "string" && code.startsWith("SQLITE_"))) {
+  if (isDatabaseError(error)) {
     return new SmithersError("DB_WRITE_FAILED", `The run could not record its progress: ${describeThrown(error)}`, { cause: error });
   }
   return new SmithersError("ENGINE_ERROR", `The engine failed: ${describeThrown(error)}`, { cause: error });

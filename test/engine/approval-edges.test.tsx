@@ -5,7 +5,7 @@ import { approvalDecisionSchema, approvalSelectionSchema, approve, createSmither
 import { approvals } from "../../src/db/index.ts";
 import { supervise } from "../../src/engine/index.ts";
 import { formatEvent } from "../../src/cli/progress.ts";
-import { sql, sqliteOf, tempDbPath } from "../helpers.ts";
+import { execute, query, tablesReady, tempDbPath } from "../helpers.ts";
 
 describe("deciding gates: edges", () => {
   test("a child run's gate with the same node id does not hide the run's own gate", async () => {
@@ -28,7 +28,7 @@ describe("deciding gates: edges", () => {
     expect((await runWorkflow(wf, { input: {}, runId: "p" })).status).toBe("waiting-approval");
     expect(await approve(kit.smithersDb, { runId: "p", nodeId: "review" })).toMatchObject({ runId: "p", nodeId: "review" });
     expect(await approve(kit.smithersDb, { runId: "p", nodeId: "review" })).toMatchObject({ runId: "p/sub#0", nodeId: "review" });
-    expect(sql(dbPath, "SELECT run_id, status FROM _smithers_approvals ORDER BY run_id")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, status FROM _smithers_approvals ORDER BY run_id")).toEqual([
       { run_id: "p", status: "approved" },
       { run_id: "p/sub#0", status: "approved" },
     ]);
@@ -44,12 +44,12 @@ describe("deciding gates: edges", () => {
     ));
     for (const runId of ["a", "b"]) expect((await runWorkflow(wf, { input: {}, runId })).status).toBe("waiting-approval");
     expect(await approvals.decideApproval(kit.smithersDb, { runId: "a", nodeId: "g", approved: true, decidedAtMs: 5 })).toBe(true);
-    expect(sql(dbPath, "SELECT wake_at_ms FROM _smithers_runs WHERE run_id = 'a'")).toEqual([{ wake_at_ms: 5 }]);
+    expect(await query(dbPath, "SELECT wake_at_ms FROM _smithers_runs WHERE run_id = 'a'")).toEqual([{ wake_at_ms: 5 }]);
     // A gate decided by an older version, which did not make the run due:
-    sqliteOf(kit.smithersDb).sqlite.exec("UPDATE _smithers_approvals SET status = 'approved', decided_at_ms = 7 WHERE run_id = 'b'");
+    await execute(dbPath, "UPDATE _smithers_approvals SET status = 'approved', decided_at_ms = 7 WHERE run_id = 'b'");
     const reopened = openSmithersDb(dbPath);
     await reopened.close();
-    expect(sql(dbPath, "SELECT run_id, wake_at_ms FROM _smithers_runs ORDER BY run_id")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, wake_at_ms FROM _smithers_runs ORDER BY run_id")).toEqual([
       { run_id: "a", wake_at_ms: 5 },
       { run_id: "b", wake_at_ms: 7 },
     ]);
@@ -72,7 +72,7 @@ describe("deciding gates: edges", () => {
       const result = await runWorkflow(wf, { input: {} });
       expect(result.error?.code).toBe("INVALID_WORKFLOW");
     }
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_approvals")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_approvals")).toEqual([{ n: 0 }]);
   });
 
   test("resuming a run that failed on a denial does not announce the gate again", async () => {
@@ -87,7 +87,7 @@ describe("deciding gates: edges", () => {
     await deny(kit.smithersDb, { runId: "r" });
     expect((await runWorkflow(wf, { runId: "r", resume: true })).error?.code).toBe("APPROVAL_DENIED");
     expect((await runWorkflow(wf, { runId: "r", resume: true })).error?.code).toBe("APPROVAL_DENIED");
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_events WHERE type = 'ApprovalRequested'")).toEqual([{ n: 1 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_events WHERE type = 'ApprovalRequested'")).toEqual([{ n: 1 }]);
   });
 
   test("a waiting child run is named in the progress line, so its own waits can be addressed", () => {
@@ -123,8 +123,8 @@ describe("needs on an Approval", () => {
       </kit.Workflow>
     ));
     await runWorkflow(wf, { input: {}, runId: "r" });
-    const [gate] = sql<{ requested_at_ms: number }>(dbPath, "SELECT requested_at_ms FROM _smithers_approvals");
-    const [built] = sql<{ updated_at_ms: number }>(dbPath, "SELECT updated_at_ms FROM _smithers_nodes WHERE node_id = 'build'");
+    const [gate] = await query<{ requested_at_ms: number }>(dbPath, "SELECT requested_at_ms FROM _smithers_approvals");
+    const [built] = await query<{ updated_at_ms: number }>(dbPath, "SELECT updated_at_ms FROM _smithers_nodes WHERE node_id = 'build'");
     expect(gate!.requested_at_ms).toBeGreaterThanOrEqual(built!.updated_at_ms);
   });
 });
@@ -155,12 +155,13 @@ describe("a child's gate while its parent is still running", () => {
       </kit.Workflow>
     ));
     const run = runWorkflow(wf, { input: {}, runId: "p" });
+    await tablesReady(kit.smithersDb); // on PostgreSQL the tables may still be in the making
     const deadline = Date.now() + 2_000;
-    while (sql(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = 'p/sub#0'")[0]?.status !== "waiting-approval" && Date.now() < deadline)
+    while ((await query(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = 'p/sub#0'"))[0]?.status !== "waiting-approval" && Date.now() < deadline)
       await Bun.sleep(20);
     expect(await approve(kit.smithersDb, { runId: "p" })).toMatchObject({ runId: "p/sub#0", nodeId: "review" });
     expect((await run).status).toBe("finished");
-    const [sub] = sql<{ updated_at_ms: number }>(dbPath, "SELECT updated_at_ms FROM _smithers_nodes WHERE run_id = 'p' AND node_id = 'sub'");
+    const [sub] = await query<{ updated_at_ms: number }>(dbPath, "SELECT updated_at_ms FROM _smithers_nodes WHERE run_id = 'p' AND node_id = 'sub'");
     expect(sub!.updated_at_ms).toBeLessThan(slowEnded);
   });
 });

@@ -12,7 +12,7 @@ import {
   type SmithersEvent,
 } from "../../src/index.ts";
 import { pendingApprovals } from "../../src/engine/index.ts";
-import { rejection, sql, tempDbPath } from "../helpers.ts";
+import { query, rejection, tablesReady, tempDbPath, waitFor } from "../helpers.ts";
 
 const eventTypes = (events: SmithersEvent[], ...types: string[]) => events.filter((e) => types.includes(e.type)).map((e) => e.type);
 
@@ -47,11 +47,11 @@ describe("<Task needsApproval>", () => {
     const events: SmithersEvent[] = [];
     expect(await runWorkflow(wf, { input: {}, runId: "r", onEvent: (e) => events.push(e) })).toEqual({ runId: "r", status: "waiting-approval" });
     expect(calls).toEqual(["build"]);
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
       { node_id: "build", state: "finished" },
       { node_id: "deploy", state: "waiting-approval" },
     ]);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_attempts WHERE node_id = 'deploy'")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_attempts WHERE node_id = 'deploy'")).toEqual([{ n: 0 }]);
     const [pending] = await pendingApprovals(kit.smithersDb, "r");
     expect(pending?.request).toEqual({ title: 'Start task "Deploy to prod"?', metadata: { env: "prod" }, mode: "gate" });
 
@@ -59,7 +59,7 @@ describe("<Task needsApproval>", () => {
     const resumed = await runWorkflow(wf, { runId: "r", resume: true, onEvent: (e) => events.push(e) });
     expect(resumed).toMatchObject({ status: "finished", output: { url: "https://prod.example" } });
     expect(calls).toEqual(["build", "deploy"]);
-    expect(sql(dbPath, "SELECT node_id, url FROM deploy")).toEqual([{ node_id: "deploy", url: "https://prod.example" }]);
+    expect(await query(dbPath, "SELECT node_id, url FROM deploy")).toEqual([{ node_id: "deploy", url: "https://prod.example" }]);
     expect(eventTypes(events, "ApprovalRequested", "ApprovalDecided", "NodeStarted")).toEqual([
       "NodeStarted", // build
       "ApprovalRequested",
@@ -77,7 +77,7 @@ describe("<Task needsApproval>", () => {
     expect(resumed.status).toBe("failed");
     expect(resumed.error?.code).toBe("APPROVAL_DENIED");
     expect(calls).toEqual(["build"]);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM deploy")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM deploy")).toEqual([{ n: 0 }]);
   });
 
   test("an approval is asked once: a task that fails after it was approved is retried on resume without asking again", async () => {
@@ -90,7 +90,7 @@ describe("<Task needsApproval>", () => {
     failing = false;
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
     expect(calls).toEqual(["build", "deploy", "deploy"]);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_events WHERE type = 'ApprovalRequested'")).toEqual([{ n: 1 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_events WHERE type = 'ApprovalRequested'")).toEqual([{ n: 1 }]);
   });
 
   test("in a loop each iteration asks, addressed by --iteration", async () => {
@@ -111,7 +111,7 @@ describe("<Task needsApproval>", () => {
     expect((await rejection(approve(smithersDb, { runId: "r", nodeId: "step", iteration: 0 }))).code).toBe("APPROVAL_DECIDED");
     await approve(smithersDb, { runId: "r", nodeId: "step", iteration: 1 });
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
-    expect(sql(dbPath, "SELECT iteration, i FROM step ORDER BY iteration")).toEqual([
+    expect(await query(dbPath, "SELECT iteration, i FROM step ORDER BY iteration")).toEqual([
       { iteration: 0, i: 0 },
       { iteration: 1, i: 1 },
     ]);
@@ -174,10 +174,10 @@ describe("async waits", () => {
       const withAsync = tempDbPath();
       const a = twoBranches(withAsync, gate, true);
       expect((await runWorkflow(a.wf, { input: {}, runId: "r" })).status).toBe("waiting-approval");
-      expect(sql(withAsync, "SELECT node_id FROM done ORDER BY node_id")).toEqual([{ node_id: "b1" }, { node_id: "b2" }]);
+      expect(await query(withAsync, "SELECT node_id FROM done ORDER BY node_id")).toEqual([{ node_id: "b1" }, { node_id: "b2" }]);
       await approve(a.kit.smithersDb, { runId: "r" });
       expect((await runWorkflow(a.wf, { runId: "r", resume: true })).status).toBe("finished");
-      expect(sql(withAsync, "SELECT node_id FROM done WHERE node_id IN ('after', 'gate') ORDER BY node_id")).toEqual(
+      expect(await query(withAsync, "SELECT node_id FROM done WHERE node_id IN ('after', 'gate') ORDER BY node_id")).toEqual(
         gate === "task" ? [{ node_id: "after" }, { node_id: "gate" }] : [{ node_id: "after" }],
       );
 
@@ -185,14 +185,15 @@ describe("async waits", () => {
       const b = twoBranches(without, gate, false);
       expect((await runWorkflow(b.wf, { input: {}, runId: "r" })).status).toBe("waiting-approval");
       // b1 started in the step that opened the gate; b2 would start later, so it waits for the decision.
-      expect(sql(without, "SELECT node_id FROM done ORDER BY node_id")).toEqual([{ node_id: "b1" }]);
+      expect(await query(without, "SELECT node_id FROM done ORDER BY node_id")).toEqual([{ node_id: "b1" }]);
     });
   }
 });
 
 describe("a decision while the run is still running", () => {
   test("is taken within a poll, not only when the other branch's long task ends", async () => {
-    const kit = createSmithers({ approval: approvalDecisionSchema, done: z.object({ at: z.number() }) }, { dbPath: tempDbPath() });
+    const dbPath = tempDbPath();
+    const kit = createSmithers({ approval: approvalDecisionSchema, done: z.object({ at: z.number() }) }, { dbPath });
     const { Workflow, Task, Approval, Parallel, Sequence, smithers, outputs } = kit;
     const started = Date.now();
     let afterAt = 0;
@@ -216,7 +217,8 @@ describe("a decision while the run is still running", () => {
       </Workflow>
     ));
     const run = runWorkflow(wf, { input: {}, runId: "r" });
-    await Bun.sleep(200);
+    await tablesReady(kit.smithersDb);
+    await waitFor(async () => (await query(dbPath, "SELECT status FROM _smithers_approvals")).length > 0);
     await approve(kit.smithersDb, { runId: "r" });
     expect((await run).status).toBe("finished");
     expect(afterAt).toBeLessThan(slowEndedAt);
@@ -266,13 +268,13 @@ describe("<Approval mode>", () => {
       expect([JSON.stringify(bad), error.code]).toEqual([JSON.stringify(bad), "APPROVAL_INVALID"]);
     }
     expect((await rejection(deny(kit.smithersDb, { runId: "r", selected: "full" }))).code).toBe("APPROVAL_INVALID");
-    expect(sql(dbPath, "SELECT status, decision_json FROM _smithers_approvals")).toEqual([{ status: "requested", decision_json: null }]);
-    expect(sql(dbPath, "SELECT wake_at_ms FROM _smithers_runs")).toEqual([{ wake_at_ms: null }]);
+    expect(await query(dbPath, "SELECT status, decision_json FROM _smithers_approvals")).toEqual([{ status: "requested", decision_json: null }]);
+    expect(await query(dbPath, "SELECT wake_at_ms FROM _smithers_runs")).toEqual([{ wake_at_ms: null }]);
 
     await approve(kit.smithersDb, { runId: "r", selected: "canary", note: "start small", by: "ada" });
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
-    expect(sql(dbPath, "SELECT node_id, selected, notes FROM pick")).toEqual([{ node_id: "choice", selected: "canary", notes: "start small" }]);
-    expect(sql(dbPath, "SELECT note FROM outcome")).toEqual([{ note: "picked canary" }]);
+    expect(await query(dbPath, "SELECT node_id, selected, notes FROM pick")).toEqual([{ node_id: "choice", selected: "canary", notes: "start small" }]);
+    expect(await query(dbPath, "SELECT note FROM outcome")).toEqual([{ note: "picked canary" }]);
   });
 
   test("rank: every option once, best first, or APPROVAL_INVALID and nothing stored", async () => {
@@ -283,11 +285,11 @@ describe("<Approval mode>", () => {
       const error = await rejection(approve(kit.smithersDb, { runId: "r", ranked }));
       expect([ranked.join(","), error.code]).toEqual([ranked.join(","), "APPROVAL_INVALID"]);
     }
-    expect(sql(dbPath, "SELECT status FROM _smithers_approvals")).toEqual([{ status: "requested" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_approvals")).toEqual([{ status: "requested" }]);
     await approve(kit.smithersDb, { runId: "r", ranked: ["full", "canary", "none"] });
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
-    expect(sql(dbPath, "SELECT ranked, notes FROM ranking")).toEqual([{ ranked: JSON.stringify(["full", "canary", "none"]), notes: null }]);
-    expect(sql(dbPath, "SELECT note FROM outcome")).toEqual([{ note: "ranked full>canary>none" }]);
+    expect(await query(dbPath, "SELECT ranked, notes FROM ranking")).toEqual([{ ranked: JSON.stringify(["full", "canary", "none"]), notes: null }]);
+    expect(await query(dbPath, "SELECT note FROM outcome")).toEqual([{ note: "ranked full>canary>none" }]);
   });
 
   test("a denied choice fails the node by default, or skips it with onDeny skip", async () => {
@@ -303,10 +305,10 @@ describe("<Approval mode>", () => {
     await runWorkflow(b.wf, { input: {}, runId: "r" });
     await deny(b.kit.smithersDb, { runId: "r" });
     expect((await runWorkflow(b.wf, { runId: "r", resume: true })).status).toBe("finished");
-    expect(sql(skipping, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+    expect(await query(skipping, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
       { node_id: "after", state: "finished" },
       { node_id: "choice", state: "skipped" },
     ]);
-    expect(sql(skipping, "SELECT note FROM outcome")).toEqual([{ note: "nothing chosen" }]);
+    expect(await query(skipping, "SELECT note FROM outcome")).toEqual([{ note: "nothing chosen" }]);
   });
 });

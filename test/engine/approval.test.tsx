@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { approvalDecisionSchema, approve, createSmithers, deny, runWorkflow, type SmithersEvent } from "../../src/index.ts";
 import { pendingApprovals, supervise } from "../../src/engine/index.ts";
-import { rejection, sql, sqliteOf, tempDbPath } from "../helpers.ts";
+import { execute, query, rejection, tempDbPath } from "../helpers.ts";
 
 function gated(dbPath: string, onDeny?: "fail" | "continue" | "skip") {
   const calls: string[] = [];
@@ -36,12 +36,12 @@ describe("<Approval>", () => {
     const events: SmithersEvent[] = [];
     const first = await runWorkflow(wf, { input: {}, runId: "r", onEvent: (e) => events.push(e) });
     expect(first).toEqual({ runId: "r", status: "waiting-approval" });
-    expect(sql(dbPath, "SELECT status, wake_at_ms FROM _smithers_runs")).toEqual([{ status: "waiting-approval", wake_at_ms: null }]);
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT status, wake_at_ms FROM _smithers_runs")).toEqual([{ status: "waiting-approval", wake_at_ms: null }]);
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
       { node_id: "build", state: "finished" },
       { node_id: "ship-it", state: "waiting-approval" },
     ]);
-    expect(sql(dbPath, "SELECT status, request_json FROM _smithers_approvals")).toEqual([
+    expect(await query(dbPath, "SELECT status, request_json FROM _smithers_approvals")).toEqual([
       { status: "requested", request_json: JSON.stringify({ title: "Ship it?", summary: "all green", metadata: { v: 3 } }) },
     ]);
     expect(events.filter((e) => e.type === "ApprovalRequested" || e.type === "RunWaiting").map((e) => e.type)).toEqual(["ApprovalRequested", "RunWaiting"]);
@@ -54,14 +54,14 @@ describe("<Approval>", () => {
       approved: true,
     });
     // The decision makes the run due in the same transaction: the daemon finds it by wake_at_ms alone.
-    expect(sql(dbPath, "SELECT wake_at_ms FROM _smithers_runs")).toEqual([{ wake_at_ms: Date.parse("2026-11-23T10:00:00Z") }]);
+    expect(await query(dbPath, "SELECT wake_at_ms FROM _smithers_runs")).toEqual([{ wake_at_ms: Date.parse("2026-11-23T10:00:00Z") }]);
     const resumed = await runWorkflow(wf, { runId: "r", resume: true });
     expect(resumed).toMatchObject({ status: "finished", output: { approved: true } });
     expect(calls).toEqual(["build", "deploy"]);
-    expect(sql(dbPath, "SELECT node_id, approved, note, decided_by, decided_at FROM approval")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, approved, note, decided_by, decided_at FROM approval")).toEqual([
       { node_id: "ship-it", approved: 1, note: "go", decided_by: "ada", decided_at: "2026-11-23T10:00:00.000Z" },
     ]);
-    expect(sql(dbPath, "SELECT type FROM _smithers_events WHERE type = 'ApprovalDecided'")).toEqual([{ type: "ApprovalDecided" }]);
+    expect(await query(dbPath, "SELECT type FROM _smithers_events WHERE type = 'ApprovalDecided'")).toEqual([{ type: "ApprovalDecided" }]);
   });
 
   test("denied with the default onDeny, the node fails with APPROVAL_DENIED and nothing after it runs", async () => {
@@ -74,7 +74,7 @@ describe("<Approval>", () => {
     expect(resumed.error?.code).toBe("APPROVAL_DENIED");
     expect(resumed.error?.message).toContain("not today");
     expect(calls).toEqual(["build"]);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM approval")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM approval")).toEqual([{ n: 0 }]);
   });
 
   test("denied with onDeny continue, the decision row is written and downstream reads it", async () => {
@@ -84,7 +84,7 @@ describe("<Approval>", () => {
     await deny(kit.smithersDb, { runId: "r" });
     expect(await runWorkflow(wf, { runId: "r", resume: true })).toMatchObject({ status: "finished", output: { approved: false } });
     expect(calls).toEqual(["build", "deploy"]);
-    expect(sql(dbPath, "SELECT approved FROM approval")).toEqual([{ approved: 0 }]);
+    expect(await query(dbPath, "SELECT approved FROM approval")).toEqual([{ approved: 0 }]);
   });
 
   test("denied with onDeny skip, the node is skipped without a row and the run goes on", async () => {
@@ -93,8 +93,8 @@ describe("<Approval>", () => {
     await runWorkflow(wf, { input: {}, runId: "r" });
     await deny(kit.smithersDb, { runId: "r" });
     expect(await runWorkflow(wf, { runId: "r", resume: true })).toMatchObject({ status: "finished", output: { approved: false } });
-    expect(sql(dbPath, "SELECT state FROM _smithers_nodes WHERE node_id = 'ship-it'")).toEqual([{ state: "skipped" }]);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM approval")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_nodes WHERE node_id = 'ship-it'")).toEqual([{ state: "skipped" }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM approval")).toEqual([{ n: 0 }]);
   });
 
   test("in a Parallel, the other branch keeps running while the approval waits", async () => {
@@ -117,7 +117,7 @@ describe("<Approval>", () => {
       </Workflow>
     ));
     expect((await runWorkflow(wf, { input: {} })).status).toBe("waiting-approval");
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
       { node_id: "gate", state: "waiting-approval" },
       { node_id: "work", state: "finished" },
     ]);
@@ -138,10 +138,10 @@ describe("<Approval>", () => {
     expect((await rejection(approve(smithersDb, { runId: "nope" }))).code).toBe("RUN_NOT_FOUND");
     expect((await rejection(approve(smithersDb, { runId: "r" }))).code).toBe("APPROVAL_AMBIGUOUS");
     expect((await rejection(approve(smithersDb, { runId: "r", nodeId: "c" }))).code).toBe("APPROVAL_NOT_FOUND");
-    expect(sql(dbPath, "SELECT status FROM _smithers_approvals ORDER BY node_id")).toEqual([{ status: "requested" }, { status: "requested" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_approvals ORDER BY node_id")).toEqual([{ status: "requested" }, { status: "requested" }]);
     await approve(smithersDb, { runId: "r", nodeId: "a" });
     expect((await rejection(deny(smithersDb, { runId: "r", nodeId: "a" }))).code).toBe("APPROVAL_DECIDED");
-    expect(sql(dbPath, "SELECT node_id, status FROM _smithers_approvals ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, status FROM _smithers_approvals ORDER BY node_id")).toEqual([
       { node_id: "a", status: "approved" },
       { node_id: "b", status: "requested" },
     ]);
@@ -200,19 +200,20 @@ describe("<Approval>", () => {
     ));
     // A person is the more specific wait; the timer's time is still stored for the daemon.
     expect((await runWorkflow(wf, { input: {}, runId: "both" })).status).toBe("waiting-approval");
-    expect(sql(dbPath, "SELECT wake_at_ms > 0 AS timed FROM _smithers_runs WHERE run_id = 'both'")).toEqual([{ timed: 1 }]);
+    expect(await query(dbPath, "SELECT wake_at_ms > 0 AS timed FROM _smithers_runs WHERE run_id = 'both'")).toEqual([{ timed: 1 }]);
     await approve(smithersDb, { runId: "both" });
     // A child run (parent_run_id set) with a decided gate is not the daemon's to wake.
-    const sqlite = sqliteOf(smithersDb).sqlite;
-    sqlite.exec(
+    await execute(
+      dbPath,
       "INSERT INTO _smithers_runs (run_id, parent_run_id, workflow_name, status, created_at_ms) VALUES ('both/sub#0', 'both', 'child', 'waiting-approval', 0)",
     );
-    sqlite.exec(
+    await execute(
+      dbPath,
       "INSERT INTO _smithers_nodes (run_id, node_id, iteration, state, updated_at_ms, output_table) VALUES ('both/sub#0', 'g', 0, 'waiting-approval', 0, 'approval')",
     );
-    sqlite.exec("INSERT INTO _smithers_approvals (run_id, node_id, iteration, status) VALUES ('both/sub#0', 'g', 0, 'approved')");
+    await execute(dbPath, "INSERT INTO _smithers_approvals (run_id, node_id, iteration, status) VALUES ('both/sub#0', 'g', 0, 'approved')");
     const outcomes = await supervise({ db: smithersDb, resolveWorkflow: () => wf });
     expect(outcomes.map((o) => [o.runId, o.action, o.action === "resumed" ? o.result.status : undefined])).toEqual([["both", "resumed", "waiting-timer"]]);
-    expect(sql(dbPath, "SELECT node_id FROM done")).toEqual([{ node_id: "after-gate" }]);
+    expect(await query(dbPath, "SELECT node_id FROM done")).toEqual([{ node_id: "after-gate" }]);
   });
 });

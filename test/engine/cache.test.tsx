@@ -1,22 +1,11 @@
 /** @jsxImportSource smithers */
-import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, runWorkflow, scriptedAgent, type SmithersEvent } from "../../src/index.ts";
 import type { CachePolicy } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { execute, query, refuseInserts, tablesReady, tempDbPath } from "../helpers.ts";
 
 const outSchema = z.object({ n: z.number() });
-
-/** Runs SQL that changes a database file (the tests' own set-up, never the engine's). */
-function exec(dbPath: string, text: string): void {
-  const db = new Database(dbPath);
-  try {
-    db.run(text);
-  } finally {
-    db.close();
-  }
-}
 
 /** A workflow `name` with one cached compute task `id`, counting how often its body ran. */
 function counted(dbPath: string, name: string, cache: CachePolicy, id = "work") {
@@ -40,15 +29,15 @@ describe("Task cache", () => {
     await runWorkflow(wf, { runId: "miss" });
     await runWorkflow(wf, { runId: "hit", onEvent: (e) => events.push(e) });
     expect(runs.count).toBe(1);
-    expect(sql(dbPath, "SELECT run_id, attempt, state, cached, response_text FROM _smithers_attempts ORDER BY run_id DESC")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, attempt, state, cached, response_text FROM _smithers_attempts ORDER BY run_id DESC")).toEqual([
       { run_id: "miss", attempt: 1, state: "finished", cached: 0, response_text: null },
       { run_id: "hit", attempt: 1, state: "finished", cached: 1, response_text: null },
     ]);
-    expect(sql(dbPath, "SELECT run_id, node_id, state FROM _smithers_nodes ORDER BY run_id")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, node_id, state FROM _smithers_nodes ORDER BY run_id")).toEqual([
       { run_id: "hit", node_id: "work", state: "finished" },
       { run_id: "miss", node_id: "work", state: "finished" },
     ]);
-    expect(sql(dbPath, "SELECT run_id, n FROM out ORDER BY run_id")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, n FROM out ORDER BY run_id")).toEqual([
       { run_id: "hit", n: 1 },
       { run_id: "miss", n: 1 },
     ]);
@@ -71,7 +60,7 @@ describe("Task cache", () => {
     await runWorkflow(wf, { runId: "a" });
     await runWorkflow(wf, { runId: "b" });
     expect(bodies).toBe(2);
-    expect(sql(dbPath, "SELECT run_id, iteration, n FROM out ORDER BY run_id, iteration")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, iteration, n FROM out ORDER BY run_id, iteration")).toEqual([
       { run_id: "a", iteration: 0, n: 1 },
       { run_id: "a", iteration: 1, n: 1 },
       { run_id: "a", iteration: 2, n: 1 },
@@ -79,10 +68,8 @@ describe("Task cache", () => {
       { run_id: "b", iteration: 1, n: 2 },
       { run_id: "b", iteration: 2, n: 2 },
     ]);
-    expect(sql(dbPath, "SELECT run_id, group_concat(cached) AS cached FROM _smithers_attempts GROUP BY run_id ORDER BY run_id")).toEqual([
-      { run_id: "a", cached: "0,1,1" },
-      { run_id: "b", cached: "0,1,1" },
-    ]);
+    const attempts = await query<{ run_id: string; cached: number }>(dbPath, "SELECT run_id, cached FROM _smithers_attempts ORDER BY run_id, iteration");
+    expect(attempts.map((a) => `${a.run_id}:${a.cached}`)).toEqual(["a:0", "a:1", "a:1", "b:0", "b:1", "b:1"]);
   });
 
   test('scope "workflow" (the default) keeps workflows apart; scope "global" shares an entry between them', async () => {
@@ -98,7 +85,7 @@ describe("Task cache", () => {
     await runWorkflow(g1.wf);
     const shared = await runWorkflow(g2.wf);
     expect([g1.runs.count, g2.runs.count, shared.output]).toEqual([1, 0, { n: 1 }]);
-    expect(sql(dbPath, "SELECT workflow_name FROM _smithers_cache ORDER BY created_at_ms, workflow_name")).toEqual([
+    expect(await query(dbPath, "SELECT workflow_name FROM _smithers_cache ORDER BY created_at_ms, workflow_name")).toEqual([
       { workflow_name: "first" },
       { workflow_name: "second" },
       { workflow_name: "first" },
@@ -123,7 +110,7 @@ describe("Task cache", () => {
       </kit.Workflow>
     ));
     await runWorkflow(wf);
-    expect(sql(dbPath, "SELECT node_id, n FROM out ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, n FROM out ORDER BY node_id")).toEqual([
       { node_id: "one", n: 1 },
       { node_id: "three", n: 2 },
       { node_id: "two", n: 1 },
@@ -136,10 +123,14 @@ describe("Task cache", () => {
     await runWorkflow(wf);
     await runWorkflow(wf);
     expect(runs.count).toBe(1);
-    exec(dbPath, "UPDATE _smithers_cache SET created_at_ms = created_at_ms - 60000");
+    await execute(dbPath, "UPDATE _smithers_cache SET created_at_ms = created_at_ms - 60000");
     const expired = await runWorkflow(wf);
     expect([runs.count, expired.output]).toEqual([2, { n: 2 }]);
-    const [entry] = sql<{ age: number; payload_json: string }>(dbPath, "SELECT ? - created_at_ms AS age, payload_json FROM _smithers_cache", Date.now());
+    const [entry] = await query<{ age: number; payload_json: string }>(
+      dbPath,
+      "SELECT ? - created_at_ms AS age, payload_json FROM _smithers_cache",
+      Date.now(),
+    );
     expect(entry!.age).toBeLessThan(60_000);
     expect(entry!.payload_json).toBe('{"n":2}');
     expect((await runWorkflow(wf)).output).toEqual({ n: 2 });
@@ -191,7 +182,7 @@ describe("Task cache", () => {
     await runWorkflow(build(claude));
     const other = await runWorkflow(build(codex));
     expect([claude.calls.length, codex.calls.length, other.output]).toEqual([1, 1, { n: 2 }]);
-    expect(sql(dbPath, "SELECT agent_sig FROM _smithers_cache ORDER BY agent_sig")).toEqual([{ agent_sig: "claude" }, { agent_sig: "codex" }]);
+    expect(await query(dbPath, "SELECT agent_sig FROM _smithers_cache ORDER BY agent_sig")).toEqual([{ agent_sig: "claude" }, { agent_sig: "codex" }]);
   });
 
   test("a cached date field comes back as a Date that passes the schema", async () => {
@@ -228,7 +219,7 @@ describe("Task cache", () => {
     ));
     for (const topic of ["x", "x", "y"]) await runWorkflow(wf, { input: { topic } });
     expect([agent.calls.length, computed]).toEqual([2, 3]);
-    expect(sql(dbPath, "SELECT node_id, count(*) AS entries FROM _smithers_cache GROUP BY node_id")).toEqual([{ node_id: "ask", entries: 2 }]);
+    expect(await query(dbPath, "SELECT node_id, count(*) AS entries FROM _smithers_cache GROUP BY node_id")).toEqual([{ node_id: "ask", entries: 2 }]);
   });
 
   test("tasks without a cache policy leave _smithers_cache empty", async () => {
@@ -243,7 +234,7 @@ describe("Task cache", () => {
     ));
     await runWorkflow(wf);
     await runWorkflow(wf);
-    expect(sql(dbPath, "SELECT count(*) AS entries FROM _smithers_cache")).toEqual([{ entries: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS entries FROM _smithers_cache")).toEqual([{ entries: 0 }]);
   });
 });
 
@@ -286,9 +277,9 @@ describe("Task cache: a key that cannot be made", () => {
       const result = await runWorkflow(wf);
       expect([result.status, result.error?.code, bodies]).toEqual(["failed", "CACHE_KEY_FAILED", 0]);
       expect(result.error?.message).toContain(message);
-      const attempts = sql<{ state: string; error_json: string }>(dbPath, "SELECT state, error_json FROM _smithers_attempts");
+      const attempts = await query<{ state: string; error_json: string }>(dbPath, "SELECT state, error_json FROM _smithers_attempts");
       expect(attempts.map((a) => [a.state, JSON.parse(a.error_json).code])).toEqual([["failed", "CACHE_KEY_FAILED"]]);
-      expect(sql(dbPath, "SELECT (SELECT count(*) FROM out) AS outputs, (SELECT count(*) FROM _smithers_cache) AS entries")).toEqual([
+      expect(await query(dbPath, "SELECT (SELECT count(*) FROM out) AS outputs, (SELECT count(*) FROM _smithers_cache) AS entries")).toEqual([
         { outputs: 0, entries: 0 },
       ]);
     });
@@ -296,34 +287,34 @@ describe("Task cache: a key that cannot be made", () => {
 });
 
 describe("Task cache: crash safety", () => {
-  test("an output row SQLite refuses leaves no cache entry; after the fix a resume stores both", async () => {
+  test("an output row the database refuses leaves no cache entry; after the fix a resume stores both", async () => {
     const dbPath = tempDbPath();
     const { kit, wf, runs } = counted(dbPath, "w", { by: () => "k" });
-    kit.smithersDb; // opens the database and creates the tables
-    exec(dbPath, "CREATE TRIGGER refuse_out BEFORE INSERT ON out BEGIN SELECT RAISE(ABORT, 'refused'); END");
+    await tablesReady(kit.smithersDb); // opens the database and creates the tables
+    const accept = await refuseInserts(dbPath, "out");
     const failed = await runWorkflow(wf, { runId: "r" });
     expect(failed.status).toBe("failed");
-    expect(sql(dbPath, "SELECT (SELECT count(*) FROM out) AS outputs, (SELECT count(*) FROM _smithers_cache) AS entries")).toEqual([
+    expect(await query(dbPath, "SELECT (SELECT count(*) FROM out) AS outputs, (SELECT count(*) FROM _smithers_cache) AS entries")).toEqual([
       { outputs: 0, entries: 0 },
     ]);
-    exec(dbPath, "DROP TRIGGER refuse_out");
+    await accept();
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
     expect(runs.count).toBe(2);
-    expect(sql(dbPath, "SELECT n, (SELECT payload_json FROM _smithers_cache) AS payload FROM out")).toEqual([{ n: 2, payload: '{"n":2}' }]);
+    expect(await query(dbPath, "SELECT n, (SELECT payload_json FROM _smithers_cache) AS payload FROM out")).toEqual([{ n: 2, payload: '{"n":2}' }]);
   });
 
-  test("a cache entry SQLite refuses leaves no output row either; the node is not finished", async () => {
+  test("a cache entry the database refuses leaves no output row either; the node is not finished", async () => {
     const dbPath = tempDbPath();
     const { kit, wf } = counted(dbPath, "w", { by: () => "k" });
-    kit.smithersDb;
-    exec(dbPath, "CREATE TRIGGER refuse_cache BEFORE INSERT ON _smithers_cache BEGIN SELECT RAISE(ABORT, 'refused'); END");
+    await tablesReady(kit.smithersDb);
+    const accept = await refuseInserts(dbPath, "_smithers_cache");
     const failed = await runWorkflow(wf, { runId: "r" });
     expect(failed.status).toBe("failed");
-    expect(sql(dbPath, "SELECT count(*) AS outputs FROM out")).toEqual([{ outputs: 0 }]);
-    expect(sql(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "failed" }]);
-    exec(dbPath, "DROP TRIGGER refuse_cache");
+    expect(await query(dbPath, "SELECT count(*) AS outputs FROM out")).toEqual([{ outputs: 0 }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "failed" }]);
+    await accept();
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
-    expect(sql(dbPath, "SELECT (SELECT count(*) FROM out) AS outputs, (SELECT count(*) FROM _smithers_cache) AS entries")).toEqual([
+    expect(await query(dbPath, "SELECT (SELECT count(*) FROM out) AS outputs, (SELECT count(*) FROM _smithers_cache) AS entries")).toEqual([
       { outputs: 1, entries: 1 },
     ]);
   });

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { approvalDecisionSchema, createSmithers, runWorkflow } from "../../src/index.ts";
 import { requestCancel } from "../../src/engine/index.ts";
-import { rejection, sleepUnlessAborted, sql, tempDbPath } from "../helpers.ts";
+import { rejection, sleepUnlessAborted, query, tempDbPath } from "../helpers.ts";
 
 describe("requestCancel", () => {
   test("a running run is asked; its owner cancels at the next heartbeat, the attempt ends cancelled", async () => {
@@ -29,7 +29,7 @@ describe("requestCancel", () => {
     const result = await running;
     expect(result.status).toBe("cancelled");
     expect(Date.now() - started).toBeLessThan(7_000); // within one heartbeat (5 s)
-    expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "cancelled" }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "cancelled" }]);
     expect((await rejection(requestCancel(smithersDb, "r"))).code).toBe("RUN_ENDED");
     expect((await rejection(requestCancel(smithersDb, "nope"))).code).toBe("RUN_NOT_FOUND");
     // Resuming a cancelled run starts it again: the old request does not stop it.
@@ -41,7 +41,7 @@ describe("requestCancel", () => {
       onEvent: (e) => e.type === "NodeStarted" && setTimeout(() => controller.abort(), 50),
     });
     expect((await again).status).toBe("cancelled");
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_attempts")).toEqual([{ n: 2 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_attempts")).toEqual([{ n: 2 }]);
   }, 15_000);
 
   test("a waiting run is cancelled at once, with its waiting node and a RunCancelled event", async () => {
@@ -54,9 +54,9 @@ describe("requestCancel", () => {
     ));
     expect((await runWorkflow(wf, { runId: "w" })).status).toBe("waiting-approval");
     expect(await requestCancel(smithersDb, "w")).toEqual({ runId: "w", status: "cancelled" });
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "cancelled" }]);
-    expect(sql(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "cancelled" }]);
-    expect(sql<{ type: string }>(dbPath, "SELECT type FROM _smithers_events ORDER BY seq DESC LIMIT 1")).toEqual([{ type: "RunCancelled" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "cancelled" }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "cancelled" }]);
+    expect(await query<{ type: string }>(dbPath, "SELECT type FROM _smithers_events ORDER BY seq DESC LIMIT 1")).toEqual([{ type: "RunCancelled" }]);
   });
 
   test("a run asked to stop before its next heartbeat that then stops to wait ends cancelled, not waiting", async () => {
@@ -77,8 +77,8 @@ describe("requestCancel", () => {
       </Workflow>
     ));
     expect((await runWorkflow(wf, { runId: "s" })).status).toBe("cancelled");
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "cancelled" }]);
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "cancelled" }]);
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
       { node_id: "ok", state: "cancelled" },
       { node_id: "work", state: "finished" },
     ]);

@@ -1,13 +1,12 @@
 /** @jsxImportSource smithers */
 /** <TryCatchFinally> and <Saga> in the engine: retries, resume after a crash or a failed run, frames. */
 import { describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { z } from "zod";
 import { decodeFrameXml, encodeFrameXml, type XmlElement } from "../../src/codec/index.ts";
 import { openSmithersDb } from "../../src/db/index.ts";
 import { readFrame } from "../../src/engine/index.ts";
 import { createSmithers, runWorkflow, Saga, TryCatchFinally, type SmithersError } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { execute, query, tempDbPath } from "../helpers.ts";
 
 /** A kit whose tasks record the order their bodies ran in; a task listed in `failing` throws while it is listed. */
 function kit() {
@@ -28,24 +27,21 @@ function kit() {
 }
 
 /** Rewinds `nodeId` to how a kill -9 during its attempt leaves it (running, no row), with the run's owner dead. */
-function crashDuring(dbPath: string, nodeId: string): void {
-  const raw = new Database(dbPath);
-  raw.exec(`UPDATE _smithers_runs SET status = 'running', runtime_owner_id = 'elsewhere:999999:x', heartbeat_at_ms = 0, finished_at_ms = NULL`);
-  raw.query(`UPDATE _smithers_nodes SET state = 'running' WHERE node_id = ?`).run(nodeId);
-  raw.query(`UPDATE _smithers_attempts SET state = 'running', finished_at_ms = NULL WHERE node_id = ?`).run(nodeId);
-  raw.query(`DELETE FROM step WHERE node_id = ?`).run(nodeId);
-  raw.close();
+async function crashDuring(dbPath: string, nodeId: string): Promise<void> {
+  await execute(dbPath, `UPDATE _smithers_runs SET status = 'running', runtime_owner_id = 'elsewhere:999999:x', heartbeat_at_ms = 0, finished_at_ms = NULL`);
+  await execute(dbPath, `UPDATE _smithers_nodes SET state = 'running' WHERE node_id = ?`, nodeId);
+  await execute(dbPath, `UPDATE _smithers_attempts SET state = 'running', finished_at_ms = NULL WHERE node_id = ?`, nodeId);
+  await execute(dbPath, `DELETE FROM step WHERE node_id = ?`, nodeId);
 }
 
 /** Forgets that `nodeIds` ever started: what a crash before their first attempt leaves. */
-function neverStarted(dbPath: string, ...nodeIds: string[]): void {
-  const raw = new Database(dbPath);
-  for (const table of ["_smithers_nodes", "_smithers_attempts", "step"]) for (const id of nodeIds) raw.query(`DELETE FROM ${table} WHERE node_id = ?`).run(id);
-  raw.close();
+async function neverStarted(dbPath: string, ...nodeIds: string[]): Promise<void> {
+  for (const table of ["_smithers_nodes", "_smithers_attempts", "step"])
+    for (const id of nodeIds) await execute(dbPath, `DELETE FROM ${table} WHERE node_id = ?`, id);
 }
 
-const attempts = (dbPath: string, nodeId: string) =>
-  sql<{ attempt: number; state: string }>(dbPath, "SELECT attempt, state FROM _smithers_attempts WHERE node_id = ? ORDER BY attempt", nodeId).map(
+const attempts = async (dbPath: string, nodeId: string) =>
+  (await query<{ attempt: number; state: string }>(dbPath, "SELECT attempt, state FROM _smithers_attempts WHERE node_id = ? ORDER BY attempt", nodeId)).map(
     (a) => `${a.attempt}:${a.state}`,
   );
 
@@ -60,8 +56,8 @@ describe("<TryCatchFinally> in the engine", () => {
     ));
     expect((await runWorkflow(wf, { input: {} })).status).toBe("finished");
     expect(calls).toEqual(["flaky", "flaky", "flaky", "recover"]);
-    expect(attempts(dbPath, "flaky")).toEqual(["1:failed", "2:failed", "3:failed"]);
-    const [node] = sql<{ state: string; error_json: string }>(dbPath, "SELECT state, error_json FROM _smithers_nodes WHERE node_id = 'flaky'");
+    expect(await attempts(dbPath, "flaky")).toEqual(["1:failed", "2:failed", "3:failed"]);
+    const [node] = await query<{ state: string; error_json: string }>(dbPath, "SELECT state, error_json FROM _smithers_nodes WHERE node_id = 'flaky'");
     expect(node?.state).toBe("failed");
     expect(JSON.parse(node!.error_json)).toMatchObject({ code: "TASK_FAILED", message: 'Task "flaky" failed: flaky broke', nodeId: "flaky" });
   });
@@ -105,17 +101,17 @@ describe("<TryCatchFinally> in the engine", () => {
     ));
     const first = await runWorkflow(wf, { input: {}, runId: "r" });
     expect(first.status).toBe("finished");
-    crashDuring(dbPath, "recover");
-    neverStarted(dbPath, "cleanup");
+    await crashDuring(dbPath, "recover");
+    await neverStarted(dbPath, "cleanup");
     calls.length = 0;
     seen.length = 0;
     const resumed = await runWorkflow(wf, { runId: "r", resume: true });
     expect(resumed.status).toBe("finished");
     expect(calls).toEqual(["recover", "cleanup"]);
     expect(new Set(seen)).toEqual(new Set(['TASK_FAILED Task "deploy" failed: deploy broke']));
-    expect(attempts(dbPath, "deploy")).toEqual(["1:failed"]);
-    expect(attempts(dbPath, "recover")).toEqual(["1:abandoned", "2:finished"]);
-    expect(sql(dbPath, "SELECT node_id, note FROM step ORDER BY node_id")).toEqual([
+    expect(await attempts(dbPath, "deploy")).toEqual(["1:failed"]);
+    expect(await attempts(dbPath, "recover")).toEqual(["1:abandoned", "2:finished"]);
+    expect(await query(dbPath, "SELECT node_id, note FROM step ORDER BY node_id")).toEqual([
       { node_id: "cleanup", note: "cleanup" },
       { node_id: "recover", note: 'Task "deploy" failed: deploy broke' },
     ]);
@@ -131,7 +127,7 @@ describe("<TryCatchFinally> in the engine", () => {
     ));
     await runWorkflow(wf, { input: {}, runId: "r" });
     const db = openSmithersDb(dbPath);
-    const [{ n }] = sql<{ n: number }>(dbPath, "SELECT MAX(frame_no) AS n FROM _smithers_frames") as [{ n: number }];
+    const [{ n }] = (await query<{ n: number }>(dbPath, "SELECT MAX(frame_no) AS n FROM _smithers_frames")) as [{ n: number }];
     const trees: XmlElement[] = [];
     for (let i = 0; i <= n; i++) trees.push(await readFrame(db, "r", i));
     const shape = (el: XmlElement): string =>
@@ -162,7 +158,9 @@ describe("<Saga> in the engine", () => {
     expect(first.error?.details).toMatchObject({ sagaId: "deploy", stepId: "2", nodeId: "c2" });
     expect(first.error?.message).toContain('the compensation of step "2" failed (TASK_FAILED: Task "c2" failed: c2 broke)');
     expect(calls).toEqual(["a1", "a2", "a3", "c2"]);
-    expect(JSON.parse(sql<{ error_json: string }>(dbPath, "SELECT error_json FROM _smithers_runs")[0]!.error_json).code).toBe("SAGA_COMPENSATION_FAILED");
+    expect(JSON.parse((await query<{ error_json: string }>(dbPath, "SELECT error_json FROM _smithers_runs"))[0]!.error_json).code).toBe(
+      "SAGA_COMPENSATION_FAILED",
+    );
 
     // The user fixes the compensation (and, as it happens, the action) and resumes the failed run.
     failing.clear();
@@ -170,9 +168,9 @@ describe("<Saga> in the engine", () => {
     const resumed = await runWorkflow(wf, { runId: "r", resume: true });
     expect(resumed.status).toBe("finished");
     expect(calls).toEqual(["c2", "c1", "after"]);
-    expect(attempts(dbPath, "c2")).toEqual(["1:failed", "2:finished"]);
-    expect(attempts(dbPath, "a3")).toEqual(["1:failed"]);
-    expect(sql(dbPath, "SELECT node_id FROM step WHERE node_id LIKE 'c%' ORDER BY node_id")).toEqual([{ node_id: "c1" }, { node_id: "c2" }]);
+    expect(await attempts(dbPath, "c2")).toEqual(["1:failed", "2:finished"]);
+    expect(await attempts(dbPath, "a3")).toEqual(["1:failed"]);
+    expect(await query(dbPath, "SELECT node_id FROM step WHERE node_id LIKE 'c%' ORDER BY node_id")).toEqual([{ node_id: "c1" }, { node_id: "c2" }]);
   });
 
   test("after a crash during a compensation, resume retries only that one and goes on unwinding; nothing done runs twice", async () => {
@@ -186,14 +184,19 @@ describe("<Saga> in the engine", () => {
     const first = await runWorkflow(wf, { input: {}, runId: "r" });
     expect([first.status, first.error?.nodeId]).toEqual(["failed", "a3"]);
     expect(calls).toEqual(["a1", "a2", "a3", "c2", "c1"]);
-    crashDuring(dbPath, "c2");
-    neverStarted(dbPath, "c1");
+    await crashDuring(dbPath, "c2");
+    await neverStarted(dbPath, "c1");
     calls.length = 0;
     const resumed = await runWorkflow(wf, { runId: "r", resume: true });
     expect([resumed.status, resumed.error?.code, resumed.error?.nodeId]).toEqual(["failed", "TASK_FAILED", "a3"]);
     expect(calls).toEqual(["c2", "c1"]);
-    expect(attempts(dbPath, "c2")).toEqual(["1:abandoned", "2:finished"]);
-    expect(["a1", "a2", "a3", "c1"].map((id) => attempts(dbPath, id))).toEqual([["1:finished"], ["1:finished"], ["1:failed"], ["1:finished"]]);
+    expect(await attempts(dbPath, "c2")).toEqual(["1:abandoned", "2:finished"]);
+    expect(await Promise.all(["a1", "a2", "a3", "c1"].map((id) => attempts(dbPath, id)))).toEqual([
+      ["1:finished"],
+      ["1:finished"],
+      ["1:failed"],
+      ["1:finished"],
+    ]);
   });
 
   test('resuming a "compensate-and-fail" saga that already unwound runs nothing and fails with SAGA_FAILED', async () => {
@@ -226,7 +229,7 @@ describe("<Saga> in the engine", () => {
     ));
     expect((await runWorkflow(wf, { input: {} })).status).toBe("finished");
     expect(calls).toEqual(["a1", "a2", "a3", "c2", "c1", "page"]);
-    expect(sql(dbPath, "SELECT note FROM step WHERE node_id = 'page'")).toEqual([{ note: "SAGA_COMPENSATION_FAILED c1" }]);
+    expect(await query(dbPath, "SELECT note FROM step WHERE node_id = 'page'")).toEqual([{ note: "SAGA_COMPENSATION_FAILED c1" }]);
   });
 
   test("frames show each step with its action and compensation", async () => {
@@ -238,7 +241,7 @@ describe("<Saga> in the engine", () => {
       </Workflow>
     ));
     await runWorkflow(wf, { input: {}, runId: "r" });
-    const [{ n }] = sql<{ n: number }>(dbPath, "SELECT MAX(frame_no) AS n FROM _smithers_frames") as [{ n: number }];
+    const [{ n }] = (await query<{ n: number }>(dbPath, "SELECT MAX(frame_no) AS n FROM _smithers_frames")) as [{ n: number }];
     const tree = await readFrame(openSmithersDb(dbPath), "r", n);
     const saga = tree.children[0]!;
     expect([saga.tag, saga.props]).toEqual(["saga", { id: "deploy", onFailure: "compensate" }]);

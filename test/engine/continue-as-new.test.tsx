@@ -1,13 +1,12 @@
 /** @jsxImportSource smithers */
 /** Continuing a run as a new one: the chain's ids, history per run, and what reaches a continued run (resume, signals, approvals, subflows). */
 import { describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { z } from "zod";
-import { ensureSmithersTables } from "../../src/db/index.ts";
+import { openSmithersDb, runs } from "../../src/db/index.ts";
 import { successorRunId } from "../../src/engine/continue-as-new.ts";
 import { pendingApprovals, SmithersEventSchema, supervise } from "../../src/engine/index.ts";
 import { createSmithers, Parallel, runWorkflow, sendSignal, Sequence, Subflow, type Continuation, type SmithersWorkflow } from "../../src/index.ts";
-import { rejection, sleepUnlessAborted, sql, tempDbPath } from "../helpers.ts";
+import { execute, query, rejection, sleepUnlessAborted, tempDbPath } from "../helpers.ts";
 
 const generationOf = (input: unknown) => (input as { __smithersContinuation?: Continuation }).__smithersContinuation?.generation ?? 0;
 
@@ -57,18 +56,19 @@ describe("a chain of runs", () => {
 
     expect(await runWorkflow(wf, { input: {}, runId: "h" })).toMatchObject({ runId: "h~5", status: "finished", output: { n: 29 } });
 
-    const per = (table: string) => sql<{ run_id: string; n: number }>(dbPath, `SELECT run_id, count(*) AS n FROM ${table} GROUP BY run_id`).map((r) => r.n);
-    expect(per("_smithers_runs").length).toBe(6);
-    expect(per("_smithers_attempts")).toEqual([5, 5, 5, 5, 5, 5]);
+    const per = async (table: string) =>
+      (await query<{ run_id: string; n: number }>(dbPath, `SELECT run_id, count(*) AS n FROM ${table} GROUP BY run_id`)).map((r) => r.n);
+    expect((await per("_smithers_runs")).length).toBe(6);
+    expect(await per("_smithers_attempts")).toEqual([5, 5, 5, 5, 5, 5]);
     // The first run and the last have the same shape of history: nothing accumulates along the chain.
     for (const table of ["_smithers_frames", "_smithers_events", "_smithers_nodes"]) {
-      const counts = per(table);
+      const counts = await per(table);
       expect(Math.max(...counts)).toBeLessThanOrEqual(Math.min(...counts) + 2);
       expect(Math.max(...counts)).toBeLessThan(40); // 30 iterations in one run would be six times this
     }
-    const events = sql<{ run_id: string; type: string; payload_json: string; seq: number; timestamp_ms: number }>(
+    const events = await query<{ run_id: string; type: string; payload_json: string; seq: number; timestamp_ms: number }>(
       dbPath,
-      "SELECT run_id, type, payload_json, seq, timestamp_ms FROM _smithers_events WHERE type = 'RunContinuedAsNew'",
+      "SELECT run_id, type, payload_json, seq, timestamp_ms FROM _smithers_events WHERE type = 'RunContinuedAsNew' ORDER BY run_id",
     );
     for (const e of events) {
       const parsed = SmithersEventSchema.parse({ type: e.type, runId: e.run_id, timestampMs: e.timestamp_ms, ...JSON.parse(e.payload_json) });
@@ -104,11 +104,11 @@ describe("a chain of runs", () => {
 
     expect((await runWorkflow(wf, { input: {}, runId: "s" })).runId).toBe("s~1");
 
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes WHERE run_id = 's' ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes WHERE run_id = 's' ORDER BY node_id")).toEqual([
       { node_id: "fast", state: "finished" },
       { node_id: "slow", state: "finished" },
     ]);
-    expect(sql(dbPath, "SELECT n FROM step WHERE run_id = 's' AND node_id = 'slow'")).toEqual([{ n: 1 }]);
+    expect(await query(dbPath, "SELECT n FROM step WHERE run_id = 's' AND node_id = 'slow'")).toEqual([{ n: 1 }]);
   });
 });
 
@@ -135,7 +135,9 @@ describe("what reaches a continued run", () => {
     const sent = await sendSignal(smithersDb, { runId: "w", name: "go", data: { ok: true } });
 
     expect(sent).toMatchObject({ runId: "w~1", waitingNodes: [{ nodeId: "go", iteration: 0 }] });
-    expect(sql(dbPath, "SELECT run_id, wake_at_ms IS NOT NULL AS due FROM _smithers_runs WHERE status = 'waiting-event'")).toEqual([{ run_id: "w~1", due: 1 }]);
+    expect(await query(dbPath, "SELECT run_id, wake_at_ms IS NOT NULL AS due FROM _smithers_runs WHERE status = 'waiting-event'")).toEqual([
+      { run_id: "w~1", due: 1 },
+    ]);
     const outcomes = await supervise({ db: smithersDb, resolveWorkflow: () => wf });
     expect(outcomes).toMatchObject([{ runId: "w~1", action: "resumed", result: { status: "finished", output: { ok: true } } }]);
   });
@@ -180,7 +182,7 @@ describe("what reaches a continued run", () => {
     ));
 
     expect(await runWorkflow(wf, { input: {}, runId: "p" })).toMatchObject({ runId: "p", status: "finished", output: { n: 2 } });
-    expect(sql(dbPath, "SELECT run_id, parent_run_id, status FROM _smithers_runs ORDER BY created_at_ms, run_id")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, parent_run_id, status FROM _smithers_runs ORDER BY created_at_ms, run_id")).toEqual([
       { run_id: "p", parent_run_id: null, status: "finished" },
       { run_id: "p/sub#0", parent_run_id: "p", status: "continued" },
       { run_id: "p/sub#0~1", parent_run_id: "p", status: "continued" },
@@ -189,20 +191,22 @@ describe("what reaches a continued run", () => {
   });
 });
 
-test("an older database gains the continuation columns of _smithers_runs in place, keeping its runs", () => {
-  const sqlite = new Database(":memory:");
-  sqlite.exec(`CREATE TABLE "_smithers_runs" ("run_id" text PRIMARY KEY NOT NULL, "parent_run_id" text, "workflow_name" text NOT NULL,
-    "workflow_path" text, "workflow_hash" text, "status" text NOT NULL, "created_at_ms" integer NOT NULL, "started_at_ms" integer,
-    "finished_at_ms" integer, "heartbeat_at_ms" integer, "runtime_owner_id" text, "cancel_requested_at_ms" integer, "vcs_type" text,
-    "vcs_root" text, "vcs_revision" text, "input_hash" text, "error_json" text, "config_json" text, "wake_at_ms" integer)`);
-  sqlite.exec(`INSERT INTO "_smithers_runs" ("run_id", "workflow_name", "status", "created_at_ms") VALUES ('old', 'w', 'finished', 1)`);
+test("an older database gains the continuation columns of _smithers_runs in place, keeping its runs", async () => {
+  const dbPath = tempDbPath();
+  await execute(
+    dbPath,
+    `CREATE TABLE "_smithers_runs" ("run_id" text PRIMARY KEY NOT NULL, "parent_run_id" text, "workflow_name" text NOT NULL,
+    "workflow_path" text, "workflow_hash" text, "status" text NOT NULL, "created_at_ms" bigint NOT NULL, "started_at_ms" bigint,
+    "finished_at_ms" bigint, "heartbeat_at_ms" bigint, "runtime_owner_id" text, "cancel_requested_at_ms" bigint, "vcs_type" text,
+    "vcs_root" text, "vcs_revision" text, "input_hash" text, "error_json" text, "config_json" text, "wake_at_ms" bigint)`,
+  );
+  await execute(dbPath, `INSERT INTO "_smithers_runs" ("run_id", "workflow_name", "status", "created_at_ms") VALUES ('old', 'w', 'finished', 1)`);
 
-  ensureSmithersTables(sqlite);
+  const db = openSmithersDb(dbPath);
+  expect((await runs.getRun(db, "old"))?.status).toBe("finished"); // waits for the tables to be brought up to date
+  await db.close();
 
-  const columns = sqlite
-    .query<{ name: string }, []>(`SELECT name FROM pragma_table_info('_smithers_runs')`)
-    .all()
-    .map((c) => c.name);
-  expect(columns).toEqual(expect.arrayContaining(["next_run_id", "continued_from_run_id", "continuation_json", "root_dir"]));
-  expect(sqlite.query("SELECT run_id, status, next_run_id FROM _smithers_runs").all()).toEqual([{ run_id: "old", status: "finished", next_run_id: null }]);
+  const [row] = await query(dbPath, "SELECT * FROM _smithers_runs");
+  expect(Object.keys(row!)).toEqual(expect.arrayContaining(["next_run_id", "continued_from_run_id", "continuation_json", "root_dir"]));
+  expect(row).toMatchObject({ run_id: "old", status: "finished", next_run_id: null });
 });

@@ -2,15 +2,16 @@
 /** `durability` on createSmithers, runWorkflow and supervise, and side-effect intents at FULL in both modes. */
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { z } from "zod";
 import { createSmithers, runWorkflow } from "../../src/index.ts";
 import { openSmithersDb, type Durability, type SmithersDb } from "../../src/db/index.ts";
 import { loadWorkflowFile, supervise, type SmithersWorkflow } from "../../src/engine/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
-import { errorOf, rejection, sql, sqliteOf, tempDbPath } from "../helpers.ts";
+import { databaseExists, errorOf, query, rejection, sqliteOf, sqliteOnly, tempDbPath, tempDir } from "../helpers.ts";
 import { startUntil } from "../e2e/cli-helpers.ts";
 
+const PRAGMA_SYNCHRONOUS = "checks PRAGMA synchronous, the SQLite connection's durability level (PgDb commits both modes alike)";
 const level = (db: SmithersDb) => (sqliteOf(db).sqlite.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
 const out = { charge: z.object({ receipt: z.string(), levelDuringCall: z.number().int() }) };
 
@@ -31,7 +32,7 @@ function payWorkflow(dbPath: string, durability?: Durability) {
 }
 
 describe("durability", () => {
-  test("createSmithers({ durability }) opens its database in that mode (default process)", async () => {
+  sqliteOnly(PRAGMA_SYNCHRONOUS)("createSmithers({ durability }) opens its database in that mode (default process)", async () => {
     expect(level(createSmithers(out, { dbPath: tempDbPath() }).smithersDb)).toBe(1);
     expect(level(createSmithers(out, { dbPath: tempDbPath(), durability: "process" }).smithersDb)).toBe(1);
     expect(level(createSmithers(out, { dbPath: tempDbPath(), durability: "power" }).smithersDb)).toBe(2);
@@ -43,7 +44,7 @@ describe("durability", () => {
   });
 
   for (const mode of ["process", "power"] as const) {
-    test(`in ${mode} mode the side-effect intent is committed at FULL and the connection then returns to its mode`, async () => {
+    sqliteOnly(PRAGMA_SYNCHRONOUS)(`in ${mode} mode the side-effect intent is committed at FULL and the connection then returns to its mode`, async () => {
       const dbPath = tempDbPath();
       const { kit, wf } = payWorkflow(dbPath, mode);
       const result = await runWorkflow(wf, { runId: "r1" });
@@ -52,11 +53,11 @@ describe("durability", () => {
       expect(result.output).toEqual({ receipt: "ok", levelDuringCall: back });
       expect(kit.smithersDb.durableCommits).toBe(1);
       expect(level(kit.smithersDb)).toBe(back);
-      expect(sql(dbPath, "SELECT status, side_effect FROM _smithers_tool_calls")).toEqual([{ status: "succeeded", side_effect: 1 }]);
+      expect(await query(dbPath, "SELECT status, side_effect FROM _smithers_tool_calls")).toEqual([{ status: "succeeded", side_effect: 1 }]);
     });
   }
 
-  test("runWorkflow({ durability }) switches a database already open in another mode for the run, and back after it", async () => {
+  sqliteOnly(PRAGMA_SYNCHRONOUS)("runWorkflow({ durability }) switches a database already open in another mode for the run, and back after it", async () => {
     const dbPath = tempDbPath();
     const { kit, wf } = payWorkflow(dbPath);
     expect(level(kit.smithersDb)).toBe(1);
@@ -70,12 +71,12 @@ describe("durability", () => {
     const { wf } = payWorkflow(dbPath);
     const error = await rejection(runWorkflow(wf, { runId: "r1", durability: "fsync" as Durability }));
     expect(SmithersError.is(error, "INVALID_OPTION")).toBe(true);
-    expect(existsSync(dbPath)).toBe(false);
+    expect(await databaseExists(dbPath)).toBe(false);
   });
 
-  test("supervise({ durability }) resumes a stale run in that mode", async () => {
+  sqliteOnly(PRAGMA_SYNCHRONOUS)("supervise({ durability }) resumes a stale run in that mode", async () => {
     const dbPath = tempDbPath();
-    const callsFile = join(dirname(dbPath), "calls.txt");
+    const callsFile = join(tempDir(), "calls.txt");
     const args = ["up", "test/fixtures/steps.tsx", "--input", '{"label":"s"}', "--db", dbPath, "--run-id", "run-d"];
     const proc = await startUntil(args, { STEP_B: "hang", CALLS_FILE: callsFile }, "start   b");
     for (let i = 0; i < 500 && !(existsSync(callsFile) && readFileSync(callsFile, "utf8").includes("b\n")); i++) await Bun.sleep(10);

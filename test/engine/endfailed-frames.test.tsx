@@ -3,7 +3,7 @@ import { expect, test } from "bun:test";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { createSmithers, runWorkflow } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 
 test("every FrameCommitted event journaled by a run whose step SQLite refused names a stored frame", async () => {
   const dbPath = tempDbPath();
@@ -23,7 +23,9 @@ test("every FrameCommitted event journaled by a run whose step SQLite refused na
   ));
   const result = await runWorkflow(wf, { input: {} });
   expect(result.error?.code).toBe("DB_WRITE_FAILED");
-  const announced = sql<{ p: string }>(dbPath, "SELECT payload_json p FROM _smithers_events WHERE type = 'FrameCommitted'").map((r) => JSON.parse(r.p).frameNo);
-  const stored = sql<{ n: number }>(dbPath, "SELECT frame_no n FROM _smithers_frames").map((r) => r.n);
+  const announced = (await query<{ p: string }>(dbPath, "SELECT payload_json p FROM _smithers_events WHERE type = 'FrameCommitted'")).map(
+    (r) => JSON.parse(r.p).frameNo,
+  );
+  const stored = (await query<{ n: number }>(dbPath, "SELECT frame_no n FROM _smithers_frames")).map((r) => r.n);
   for (const n of announced) expect(stored).toContain(n);
 });

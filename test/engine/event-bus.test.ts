@@ -1,25 +1,24 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { asc } from "drizzle-orm";
 import { insertEvent } from "../../src/db/adapters/events.ts";
-import { SmithersDb, smithersEvents, type SqliteDb } from "../../src/db/index.ts";
+import { openSmithersDb, type SmithersDb } from "../../src/db/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
 import { EventBus, openEventBus, type BusEvent } from "../../src/engine/event-bus.ts";
-import { rejection } from "../helpers.ts";
+import { onPostgres, query, refuseInserts, rejection, tablesReady, tempDbPath } from "../helpers.ts";
 
-let db: SqliteDb;
-beforeEach(() => {
-  db = new SmithersDb(":memory:");
+let dbPath: string;
+let db: SmithersDb;
+beforeEach(async () => {
+  dbPath = tempDbPath();
+  db = openSmithersDb(dbPath);
+  await tablesReady(db);
 });
 afterEach(() => db.close());
 
 const ev = (type: string, extra: Record<string, unknown> = {}): BusEvent => ({ type, runId: "r1", timestampMs: 100, ...extra });
-const stored = () =>
-  db.db
-    .select()
-    .from(smithersEvents)
-    .orderBy(asc(smithersEvents.runId), asc(smithersEvents.seq))
-    .all()
-    .map((r) => [r.seq, r.type, JSON.parse(r.payloadJson)]);
+const stored = async () =>
+  (await query<{ seq: number; type: string; payload_json: string }>(dbPath, "SELECT seq, type, payload_json FROM _smithers_events ORDER BY run_id, seq")).map(
+    (r) => [r.seq, r.type, JSON.parse(r.payload_json)],
+  );
 
 describe("EventBus.stage", () => {
   test("staged events are stored by the caller's transaction and heard only after it commits, in seq order", async () => {
@@ -37,7 +36,7 @@ describe("EventBus.stage", () => {
       [0, "A"],
       [1, "B"],
     ]);
-    expect(stored().map((r) => [r[0], r[1]])).toEqual([
+    expect((await stored()).map((r) => [r[0], r[1]])).toEqual([
       [0, "A"],
       [1, "B"],
     ]);
@@ -54,16 +53,16 @@ describe("EventBus.stage", () => {
         throw new Error("boom");
       })
       .catch(() => undefined);
-    expect(stored()).toEqual([]);
+    expect(await stored()).toEqual([]);
     expect(bus.stagedCount).toBe(1);
     expect(bus.seq).toBe(1);
     await bus.flushStaged();
-    expect(stored().map((r) => [r[0], r[1]])).toEqual([[0, "A"]]);
+    expect((await stored()).map((r) => [r[0], r[1]])).toEqual([[0, "A"]]);
   });
 });
 
 describe("EventBus.emitEventQueued", () => {
-  test("calls listeners at once, in order, with increasing seqs, before anything is stored", () => {
+  test("calls listeners at once, in order, with increasing seqs, before anything is stored", async () => {
     const bus = new EventBus({ db, runId: "r1" });
     const heard: [number, string][] = [];
     bus.on((event, seq) => heard.push([seq, event.type]));
@@ -73,28 +72,23 @@ describe("EventBus.emitEventQueued", () => {
       [0, "A"],
       [1, "B"],
     ]);
-    expect(stored()).toEqual([]);
+    // A read in the same tick, before the background write: only SQLite answers synchronously.
+    if (!onPostgres) expect(await stored()).toEqual([]);
   });
 
   test("persists the event once flushed: run, type and time as columns, the rest as payload_json", async () => {
     const bus = new EventBus({ db, runId: "r1" });
     bus.emitEventQueued(ev("NodeStarted", { nodeId: "a", attempt: 1 }));
     await bus.flush();
-    expect(stored()).toEqual([[0, "NodeStarted", { nodeId: "a", attempt: 1 }]]);
-    expect(
-      db.db
-        .select()
-        .from(smithersEvents)
-        .all()
-        .map((r) => [r.runId, r.timestampMs]),
-    ).toEqual([["r1", 100]]);
+    expect(await stored()).toEqual([[0, "NodeStarted", { nodeId: "a", attempt: 1 }]]);
+    expect(await query(dbPath, "SELECT run_id, timestamp_ms FROM _smithers_events")).toEqual([{ run_id: "r1", timestamp_ms: 100 }]);
   });
 
   test("a burst of queued events is stored completely and in emit order", async () => {
     const bus = new EventBus({ db, runId: "r1" });
     for (let i = 0; i < 1_200; i++) bus.emitEventQueued(ev("Tick", { i }));
     await bus.flush();
-    const rows = stored();
+    const rows = await stored();
     expect(rows).toHaveLength(1_200);
     expect(rows.map((r) => (r[2] as { i: number }).i)).toEqual(rows.map((r) => r[0]));
   });
@@ -109,7 +103,7 @@ describe("EventBus.emitEventQueued", () => {
     bus.on((e) => heard.push(e.type));
     bus.emitEventQueued(ev("A"));
     await bus.flush();
-    expect([heard, (reported[0] as Error).message, stored().length]).toEqual([["A"], "bad listener", 1]);
+    expect([heard, (reported[0] as Error).message, (await stored()).length]).toEqual([["A"], "bad listener", 1]);
   });
 
   test("an unsubscribed listener hears nothing more", () => {
@@ -128,7 +122,7 @@ describe("EventBus.emitEventQueued", () => {
     bus.on((e) => heard.push(e.type));
     bus.emitEventQueued(ev("A"));
     await bus.flush();
-    expect([heard, stored()]).toEqual([["A"], []]);
+    expect([heard, await stored()]).toEqual([["A"], []]);
   });
 });
 
@@ -137,7 +131,7 @@ describe("EventBus.emit", () => {
     const bus = new EventBus({ db, runId: "r1" });
     bus.emitEventQueued(ev("A"));
     expect(await bus.emit(ev("B"))).toBe(1);
-    expect(stored().map((r) => r[1])).toEqual(["A", "B"]);
+    expect((await stored()).map((r) => r[1])).toEqual(["A", "B"]);
   });
 
   test("inside a transaction the event is stored with it, and rolled back with it", async () => {
@@ -147,9 +141,9 @@ describe("EventBus.emit", () => {
       throw new Error("boom");
     });
     expect((await rejection<Error>(failed)).message).toBe("boom");
-    expect(stored()).toEqual([]);
+    expect(await stored()).toEqual([]);
     await db.withTransaction("tx2", () => bus.emit(ev("B")));
-    expect(stored().map((r) => r[1])).toEqual(["B"]);
+    expect((await stored()).map((r) => r[1])).toEqual(["B"]);
   });
 });
 
@@ -158,13 +152,13 @@ describe("EventBus.flush", () => {
     const bus = new EventBus({ db, runId: "r1" });
     bus.emitEventQueued(ev("A"));
     await bus.flush();
-    db.sqlite.exec("CREATE TRIGGER no_b BEFORE INSERT ON _smithers_events WHEN NEW.type = 'B' BEGIN SELECT RAISE(ABORT, 'B refused'); END");
+    await refuseInserts(dbPath, "_smithers_events", "NEW.type = 'B'");
     bus.emitEventQueued(ev("B"));
-    expect((await rejection<Error>(bus.flush())).message).toContain("B refused");
+    expect((await rejection<Error>(bus.flush())).message).toContain("_smithers_events refused");
     await bus.flush();
     bus.emitEventQueued(ev("C"));
     await bus.flush();
-    expect(stored().map((r) => r[1])).toEqual(["A", "C"]);
+    expect((await stored()).map((r) => r[1])).toEqual(["A", "C"]);
   });
 
   test("rejects with DB_CLOSED when the database closed under queued events", async () => {
@@ -182,7 +176,7 @@ describe("EventBus.flush", () => {
 
   test("with nothing queued resolves at once", async () => {
     await new EventBus({ db, runId: "r1" }).flush();
-    expect(stored()).toEqual([]);
+    expect(await stored()).toEqual([]);
   });
 });
 
@@ -194,7 +188,7 @@ describe("EventBus", () => {
     expect(bus.seq).toBe(2);
     expect(bus.emitEventQueued(ev("RunResumed"))).toBe(2);
     await bus.flush();
-    expect(stored().map((r) => [r[0], r[1]])).toEqual([
+    expect((await stored()).map((r) => [r[0], r[1]])).toEqual([
       [0, "RunStarted"],
       [1, "NodeStarted"],
       [2, "RunResumed"],

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { answerHuman, approvalDecisionSchema, approve, createSmithers, runWorkflow, sendSignal, Subflow } from "../../src/index.ts";
 import { SmithersEventSchema, SmithersEventTypeSchema } from "../../src/engine/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 import { openSmithersDb } from "../../src/db/index.ts";
 import { RunQueue } from "../../src/server/queue.ts";
 
@@ -178,7 +178,7 @@ describe("SmithersEventSchema", () => {
     expect(await full.enqueue({ workflow: "easy", runId: "refused" }).catch((e: { code: string }) => e.code)).toBe("QUEUE_FULL");
     await serverDb.close();
 
-    const rows = sql<EventRow>(dbPath, "SELECT run_id, seq, timestamp_ms, type, payload_json FROM _smithers_events ORDER BY run_id, seq");
+    const rows = await query<EventRow>(dbPath, "SELECT run_id, seq, timestamp_ms, type, payload_json FROM _smithers_events ORDER BY run_id, seq");
     const rejected = rows.flatMap((r) => {
       const parsed = SmithersEventSchema.safeParse(asEvent(r));
       return parsed.success ? [] : [`${r.run_id}#${r.seq} ${r.type} ${r.payload_json}: ${parsed.error.message}`];

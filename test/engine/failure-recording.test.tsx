@@ -4,7 +4,7 @@ import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { createSmithers, runWorkflow, scriptedAgent } from "../../src/index.ts";
 import { ERROR_JSON_LIMITS } from "../../src/errors/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 
 type Stored = { state: string; error_json: string | null };
 
@@ -22,9 +22,9 @@ async function runThrowing(thrown: () => unknown) {
     </Workflow>
   ));
   const result = await runWorkflow(wf, { input: {} });
-  const attempts = sql<Stored>(dbPath, "SELECT state, error_json FROM _smithers_attempts");
-  const nodes = sql<{ state: string }>(dbPath, "SELECT state FROM _smithers_nodes");
-  const runs = sql<{ status: string; error_json: string }>(dbPath, "SELECT status, error_json FROM _smithers_runs");
+  const attempts = await query<Stored>(dbPath, "SELECT state, error_json FROM _smithers_attempts");
+  const nodes = await query<{ state: string }>(dbPath, "SELECT state FROM _smithers_nodes");
+  const runs = await query<{ status: string; error_json: string }>(dbPath, "SELECT status, error_json FROM _smithers_runs");
   return { dbPath, result, attempts, nodes, run: runs[0]! };
 }
 
@@ -94,9 +94,9 @@ describe("failure recording", () => {
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("INVALID_OUTPUT");
     const stored = [
-      ...sql<{ t: string | null }>(dbPath, "SELECT error_json AS t FROM _smithers_attempts"),
-      ...sql<{ t: string | null }>(dbPath, "SELECT error_json AS t FROM _smithers_runs"),
-      ...sql<{ t: string | null }>(dbPath, "SELECT payload_json AS t FROM _smithers_events"),
+      ...(await query<{ t: string | null }>(dbPath, "SELECT error_json AS t FROM _smithers_attempts")),
+      ...(await query<{ t: string | null }>(dbPath, "SELECT error_json AS t FROM _smithers_runs")),
+      ...(await query<{ t: string | null }>(dbPath, "SELECT payload_json AS t FROM _smithers_events")),
     ].map((r) => r.t ?? "");
     for (const text of stored) expect(text).not.toContain("Q".repeat(500));
     const total = stored.reduce((n, t) => n + t.length, 0);
@@ -115,7 +115,7 @@ describe("failure recording", () => {
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("finished");
-    expect(sql(dbPath, "SELECT state, meta_json FROM _smithers_attempts")).toEqual([{ state: "finished", meta_json: '{"budget":"5n"}' }]);
+    expect(await query(dbPath, "SELECT state, meta_json FROM _smithers_attempts")).toEqual([{ state: "finished", meta_json: '{"budget":"5n"}' }]);
   });
 
   test("a task whose output cannot be stored fails its attempt with INVALID_OUTPUT, and the run is failed, not stuck", async () => {
@@ -131,9 +131,9 @@ describe("failure recording", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("INVALID_OUTPUT");
-    expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "failed" }]);
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "failed" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
   });
 
   test("a step whose writes SQLite refuses ends the run failed with DB_WRITE_FAILED and leaves nothing running", async () => {
@@ -163,9 +163,9 @@ describe("failure recording", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("DB_WRITE_FAILED");
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_attempts WHERE state = 'running'")).toEqual([{ n: 0 }]);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_nodes WHERE state = 'running'")).toEqual([{ n: 0 }]);
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
-    expect(sql(dbPath, "SELECT type FROM _smithers_events WHERE type = 'RunFailed'")).toEqual([{ type: "RunFailed" }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_attempts WHERE state = 'running'")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_nodes WHERE state = 'running'")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
+    expect(await query(dbPath, "SELECT type FROM _smithers_events WHERE type = 'RunFailed'")).toEqual([{ type: "RunFailed" }]);
   });
 });

@@ -1,6 +1,5 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { z } from "zod";
 import { decodeFrameXml, frameHash, type FrameDelta, type XmlElement } from "../../src/codec/index.ts";
 import { openSmithersDb, frames } from "../../src/db/index.ts";
@@ -16,7 +15,7 @@ import {
   setFrameCacheLimits,
 } from "../../src/engine/index.ts";
 import { FRAME_LRU_BYTES, FRAME_LRU_SIZE } from "../../src/engine/constants.ts";
-import { rejection, sql, tempDbPath } from "../helpers.ts";
+import { execute, query, rejection, tempDbPath } from "../helpers.ts";
 
 const out = { out: z.object({ n: z.number() }) };
 
@@ -52,7 +51,7 @@ async function sequenceRun(n: number, keyframes?: { interval?: number; mode?: "a
 describe("frames of a run", () => {
   test("frame 0 is full XML, later frames are deltas, and every row carries the hash of its frame's XML", async () => {
     const dbPath = await sequenceRun(3);
-    const rows = sql<{ frame_no: number; encoding: string; xml_json: string; xml_hash: string }>(
+    const rows = await query<{ frame_no: number; encoding: string; xml_json: string; xml_hash: string }>(
       dbPath,
       "SELECT frame_no, encoding, xml_json, xml_hash FROM _smithers_frames ORDER BY frame_no",
     );
@@ -81,7 +80,7 @@ describe("frames of a run", () => {
 
   test("a delta for one task's state change is a single set op, whatever the size of the tree", async () => {
     const dbPath = await sequenceRun(200);
-    const deltas = sql<{ xml_json: string }>(dbPath, "SELECT xml_json FROM _smithers_frames WHERE encoding = 'delta' ORDER BY frame_no");
+    const deltas = await query<{ xml_json: string }>(dbPath, "SELECT xml_json FROM _smithers_frames WHERE encoding = 'delta' ORDER BY frame_no");
     const ops = JSON.parse(deltas[100]!.xml_json) as { op: string; path: number[] }[];
     expect(ops.map((o) => [o.op, o.path])).toEqual([
       ["set", [100]],
@@ -93,13 +92,13 @@ describe("frames of a run", () => {
 
   test("with the fixed policy every 50th frame is a keyframe", async () => {
     const dbPath = await sequenceRun(120, { mode: "fixed" });
-    const keyframes = sql<{ frame_no: number }>(dbPath, "SELECT frame_no FROM _smithers_frames WHERE encoding = 'keyframe' ORDER BY frame_no");
+    const keyframes = await query<{ frame_no: number }>(dbPath, "SELECT frame_no FROM _smithers_frames WHERE encoding = 'keyframe' ORDER BY frame_no");
     expect(keyframes.map((r) => r.frame_no)).toEqual([50, 100]);
   });
 
   test("with the adaptive policy a large tree gets a keyframe only once its deltas outweigh the last one", async () => {
     const dbPath = await sequenceRun(120);
-    const rows = sql<{ frame_no: number; encoding: string; bytes: number }>(
+    const rows = await query<{ frame_no: number; encoding: string; bytes: number }>(
       dbPath,
       "SELECT frame_no, encoding, length(xml_json) AS bytes FROM _smithers_frames ORDER BY frame_no",
     );
@@ -147,7 +146,7 @@ describe("frames of unusual plans", () => {
     ));
     const result = await runWorkflow(wf, { runId: "r" });
     expect(result.status).toBe("finished");
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
     const db = openSmithersDb(dbPath);
     expect(await readFrameXml(db, "r", 0)).toBe(
       '<workflow name="inf"><parallel><task id="a" iteration="=0" state="running" output="out" mode="static"/></parallel></workflow>',
@@ -183,7 +182,7 @@ describe("readFrame", () => {
 
   test("a missing link in the delta chain is FRAME_CORRUPT, not a wrong tree", async () => {
     const dbPath = await sequenceRun(4);
-    new Database(dbPath).exec("DELETE FROM _smithers_frames WHERE frame_no = 2");
+    await execute(dbPath, "DELETE FROM _smithers_frames WHERE frame_no = 2");
     clearFrameCache();
     const db = openSmithersDb(dbPath);
     expect((await rejection(readFrame(db, "r", 3))).code).toBe("FRAME_CORRUPT");
@@ -193,7 +192,7 @@ describe("readFrame", () => {
 
   test("a delta that was altered is caught by the hash and reported as FRAME_CORRUPT", async () => {
     const dbPath = await sequenceRun(4);
-    new Database(dbPath).exec(`UPDATE _smithers_frames SET xml_json = replace(xml_json, '"finished"', '"failed"') WHERE frame_no = 2`);
+    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = replace(xml_json, '"finished"', '"failed"') WHERE frame_no = 2`);
     clearFrameCache();
     const db = openSmithersDb(dbPath);
     expect((await rejection(readFrame(db, "r", 2))).code).toBe("FRAME_CORRUPT");
@@ -203,9 +202,8 @@ describe("readFrame", () => {
 
   test("a delta that is not valid JSON or has a path that does not exist is FRAME_CORRUPT", async () => {
     const dbPath = await sequenceRun(3);
-    const raw = new Database(dbPath);
-    raw.exec(`UPDATE _smithers_frames SET xml_json = '[{"op":"set","path":[9,9],"name":"state","value":"x"}]' WHERE frame_no = 1`);
-    raw.exec(`UPDATE _smithers_frames SET xml_json = '{not json' WHERE frame_no = 2`);
+    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = '[{"op":"set","path":[9,9],"name":"state","value":"x"}]' WHERE frame_no = 1`);
+    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = '{not json' WHERE frame_no = 2`);
     clearFrameCache();
     const db = openSmithersDb(dbPath);
     expect((await rejection(readFrame(db, "r", 1))).code).toBe("FRAME_CORRUPT");
@@ -215,7 +213,7 @@ describe("readFrame", () => {
 
   test("a full frame whose XML was damaged is FRAME_CORRUPT", async () => {
     const dbPath = await sequenceRun(2);
-    new Database(dbPath).exec(`UPDATE _smithers_frames SET xml_json = substr(xml_json, 1, 40) WHERE frame_no = 0`);
+    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = substr(xml_json, 1, 40) WHERE frame_no = 0`);
     clearFrameCache();
     const db = openSmithersDb(dbPath);
     expect((await rejection(readFrame(db, "r", 0))).code).toBe("FRAME_CORRUPT");
@@ -228,7 +226,7 @@ describe("readFrame", () => {
     clearFrameCache();
     const db = openSmithersDb(dbPath);
     const first = await readFrame(db, "r", 2);
-    new Database(dbPath).exec("DELETE FROM _smithers_frames");
+    await execute(dbPath, "DELETE FROM _smithers_frames");
     expect(await readFrame(db, "r", 2)).toBe(first);
     expect((await rejection(readFrame(db, "r", 1))).code).toBe("FRAME_NOT_FOUND");
     await db.close();
@@ -258,11 +256,11 @@ describe("isKeyframe", () => {
 });
 
 describe("readFrame cache", () => {
-  test("two in-memory databases with the same run id and frame number do not share cached frames", async () => {
+  test("two databases with the same run id and frame number do not share cached frames", async () => {
     const { FrameChain } = await import("../../src/engine/index.ts");
     clearFrameCache();
-    const a = openSmithersDb(":memory:");
-    const b = openSmithersDb(":memory:");
+    const a = openSmithersDb(tempDbPath());
+    const b = openSmithersDb(tempDbPath());
     for (const [db, id] of [
       [a, "A"],
       [b, "B"],
@@ -314,7 +312,7 @@ describe("readFrame's cache", () => {
     try {
       const tree = await readFrame(db, "r", 3);
       expect(states(tree)).toHaveLength(50);
-      expect(frameHash(tree)).toBe(sql<{ xml_hash: string }>(dbPath, "SELECT xml_hash FROM _smithers_frames WHERE frame_no = 3")[0]!.xml_hash);
+      expect(frameHash(tree)).toBe((await query<{ xml_hash: string }>(dbPath, "SELECT xml_hash FROM _smithers_frames WHERE frame_no = 3"))[0]!.xml_hash);
       expect(frameCacheStats()).toMatchObject({ entries: 0, bytes: 0 });
     } finally {
       setFrameCacheLimits(before);

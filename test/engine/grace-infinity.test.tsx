@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, runWorkflow } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 
 test("graceMs: Infinity waits for a stopped body instead of abandoning it at once", async () => {
   const dbPath = tempDbPath();
@@ -23,7 +23,7 @@ test("graceMs: Infinity waits for a stopped body instead of abandoning it at onc
     </Workflow>
   ));
   const result = await runWorkflow(wf, { input: {}, graceMs: Infinity });
-  const states = sql<{ state: string }>(dbPath, "SELECT state FROM _smithers_attempts ORDER BY attempt").map((r) => r.state);
+  const states = (await query<{ state: string }>(dbPath, "SELECT state FROM _smithers_attempts ORDER BY attempt")).map((r) => r.state);
   expect(result.error?.code).toBe("TASK_TIMEOUT");
   expect(states).toEqual(["failed", "failed"]);
   expect(maxRunning).toBe(1);

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { answerHuman, cancelHuman, createSmithers, humanInbox, runWorkflow, type SmithersErrorCode } from "../../src/index.ts";
 import { supervise } from "../../src/engine/index.ts";
-import { rejection, sql, tempDbPath } from "../helpers.ts";
+import { rejection, query, tempDbPath } from "../helpers.ts";
 
 // The refinement has no JSON Schema form: the answer command cannot see it, the engine can.
 const review = z.object({ approved: z.boolean(), comments: z.string() }).refine((r) => r.approved || r.comments.length > 0, "a rejection needs comments");
@@ -32,8 +32,8 @@ describe("<HumanTask>", () => {
     expect(inbox[0]!.schema).toMatchObject({ type: "object", required: ["approved", "comments"] });
     await answerHuman(smithersDb, { requestId: "r:review:0:1", data: { approved: true, comments: "" }, by: "ada" });
     expect(await runWorkflow(wf, { runId: "r", resume: true })).toMatchObject({ status: "finished", output: { ok: true } });
-    expect(sql(dbPath, "SELECT approved, comments FROM review")).toEqual([{ approved: 1, comments: "" }]);
-    expect(sql(dbPath, "SELECT status, answered_by FROM _smithers_human_requests")).toEqual([{ status: "answered", answered_by: "ada" }]);
+    expect(await query(dbPath, "SELECT approved, comments FROM review")).toEqual([{ approved: 1, comments: "" }]);
+    expect(await query(dbPath, "SELECT status, answered_by FROM _smithers_human_requests")).toEqual([{ status: "answered", answered_by: "ada" }]);
     expect(await humanInbox(smithersDb)).toEqual([]);
   });
 
@@ -55,8 +55,8 @@ describe("<HumanTask>", () => {
     const result = await runWorkflow(wf, { runId: "r", resume: true });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("HUMAN_ANSWER_INVALID");
-    expect(sql(dbPath, "SELECT count(*) AS n FROM review")).toEqual([{ n: 0 }]);
-    expect(sql(dbPath, "SELECT type, payload_json FROM _smithers_events WHERE type = 'HumanAnswered' ORDER BY seq").length).toBe(2);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM review")).toEqual([{ n: 0 }]);
+    expect((await query(dbPath, "SELECT type, payload_json FROM _smithers_events WHERE type = 'HumanAnswered' ORDER BY seq")).length).toBe(2);
   });
 
   test("bad answers are refused with their code and change nothing: unknown id, invalid data, answered twice, cancelled", async () => {
@@ -72,14 +72,14 @@ describe("<HumanTask>", () => {
     const invalid = await rejection(answerHuman(smithersDb, { requestId: "r:review:0:1", data: { approved: "yes" } }));
     expect(invalid.code).toBe("HUMAN_ANSWER_INVALID");
     expect(invalid.message).toContain("comments");
-    expect(sql(dbPath, "SELECT status, response_json FROM _smithers_human_requests")).toEqual([{ status: "pending", response_json: null }]);
+    expect(await query(dbPath, "SELECT status, response_json FROM _smithers_human_requests")).toEqual([{ status: "pending", response_json: null }]);
     await cancelHuman(smithersDb, { requestId: "r:review:0:1" });
     expect((await rejection(answerHuman(smithersDb, { requestId: "r:review:0:1", data: { approved: true, comments: "" } }))).code).toBe("HUMAN_REQUEST_CLOSED");
     // Cancelled: the node fails with HUMAN_TASK_CANCELLED; continueOnFail lets the run finish.
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
-    expect(sql(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "failed" }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "failed" }]);
     expect(
-      sql<{ p: string }>(dbPath, "SELECT payload_json AS p FROM _smithers_events WHERE type = 'NodeFailed'").map((r) => JSON.parse(r.p).error.code),
+      (await query<{ p: string }>(dbPath, "SELECT payload_json AS p FROM _smithers_events WHERE type = 'NodeFailed'")).map((r) => JSON.parse(r.p).error.code),
     ).toEqual(["HUMAN_TASK_CANCELLED"]);
   });
 
@@ -99,7 +99,7 @@ describe("<HumanTask>", () => {
     expect(outcomes.map((o) => (o.action === "resumed" ? [o.runId, o.result.status, o.result.error?.code] : o.action))).toEqual([
       ["r", "failed", "HUMAN_TASK_TIMEOUT"],
     ]);
-    expect(sql(dbPath, "SELECT status FROM _smithers_human_requests")).toEqual([{ status: "expired" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_human_requests")).toEqual([{ status: "expired" }]);
   });
 
   test("inside a loop each iteration asks on its own request id", async () => {
@@ -118,7 +118,7 @@ describe("<HumanTask>", () => {
     expect((await humanInbox(smithersDb)).map((i) => [i.requestId, i.prompt])).toEqual([["r:review:1:1", "Round 1"]]);
     await answerHuman(smithersDb, { requestId: "r:review:1:1", data: { approved: true, comments: "b" } });
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
-    expect(sql(dbPath, "SELECT iteration, comments FROM review ORDER BY iteration")).toEqual([
+    expect(await query(dbPath, "SELECT iteration, comments FROM review ORDER BY iteration")).toEqual([
       { iteration: 0, comments: "a" },
       { iteration: 1, comments: "b" },
     ]);

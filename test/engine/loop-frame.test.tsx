@@ -4,7 +4,7 @@ import { z } from "zod";
 import { openSmithersDb } from "../../src/db/index.ts";
 import { createSmithers, runWorkflow } from "../../src/index.ts";
 import { readFrameXml } from "../../src/engine/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 
 test("no frame shows a finished loop task as pending when its iteration ends", async () => {
   const dbPath = tempDbPath();
@@ -21,7 +21,7 @@ test("no frame shows a finished loop task as pending when its iteration ends", a
   const result = await runWorkflow(wf, { input: {} });
   expect(result.status).toBe("finished");
   const runId = result.runId;
-  const n = sql<{ c: number }>(dbPath, "SELECT COUNT(*) c FROM _smithers_frames")[0]!.c;
+  const n = (await query<{ c: number }>(dbPath, "SELECT COUNT(*) c FROM _smithers_frames"))[0]!.c;
   const db = openSmithersDb(dbPath);
   const seen: string[] = [];
   for (let i = 0; i < n; i++) {

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, runWorkflow } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 
 describe("a long loop", () => {
   test("a task that depends on an id mounted only in an earlier, finished iteration still runs", async () => {
@@ -24,7 +24,7 @@ describe("a long loop", () => {
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("finished");
-    expect(sql(dbPath, "SELECT node_id, iteration FROM step ORDER BY node_id, iteration")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, iteration FROM step ORDER BY node_id, iteration")).toEqual([
       { node_id: "every", iteration: 0 },
       { node_id: "every", iteration: 1 },
       { node_id: "every", iteration: 2 },
@@ -75,6 +75,6 @@ describe("a long loop", () => {
     failAtTwo = false;
     const resumed = await runWorkflow(wf, { runId: "loop-r", resume: true });
     expect(resumed.status).toBe("finished");
-    expect(sql(dbPath, "SELECT count(*) AS n FROM step WHERE node_id = 'every'")).toEqual([{ n: 4 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM step WHERE node_id = 'every'")).toEqual([{ n: 4 }]);
   });
 });

@@ -1,10 +1,12 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { createSmithers, runWorkflow, SmithersError } from "../../src/index.ts";
-import { errorOf, sql, tempDbPath } from "../helpers.ts";
+import { columnTypes, errorOf, onPostgres, query, tempDbPath } from "../helpers.ts";
+
+/** The column type a Zod integer gets on the backend under test. */
+const INTEGER = onPostgres ? "bigint" : "integer";
 
 describe("createSmithers output tables", () => {
   test("a schema field type that cannot be mapped is rejected with UNSUPPORTED_SCHEMA naming the field", () => {
@@ -36,7 +38,7 @@ describe("createSmithers output tables", () => {
       </v2.Workflow>
     ));
     await runWorkflow(wf2, { input: {} });
-    expect(sql(dbPath, "SELECT title, pages FROM report ORDER BY title")).toEqual([
+    expect(await query(dbPath, "SELECT title, pages FROM report ORDER BY title")).toEqual([
       { title: "new", pages: 3 },
       { title: "old", pages: null },
     ]);
@@ -48,10 +50,8 @@ describe("createSmithers output tables", () => {
     const reports: unknown[] = [];
     const v2 = createSmithers({ report: z.object({ pages: z.string() }) }, { dbPath, onSchemaDrift: (r) => reports.push(r) });
     await v2.smithersDb.close();
-    expect(reports).toEqual([
-      { created: [], added: [], removed: [], typeChanges: [{ table: "report", column: "pages", expected: "text", actual: "integer" }] },
-    ]);
-    expect(sql(dbPath, "SELECT lower(type) AS type FROM pragma_table_info('report') WHERE name = 'pages'")).toEqual([{ type: "integer" }]);
+    expect(reports).toEqual([{ created: [], added: [], removed: [], typeChanges: [{ table: "report", column: "pages", expected: "text", actual: INTEGER }] }]);
+    expect((await columnTypes(dbPath, "report")).pages).toBe(INTEGER);
   });
 
   test("a payload-only schema stores the whole output in its payload column", async () => {
@@ -66,7 +66,7 @@ describe("createSmithers output tables", () => {
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.output).toEqual({ payload: { anything: [1, { deep: true }] } });
-    expect(sql(dbPath, "SELECT payload FROM blob")).toEqual([{ payload: '{"anything":[1,{"deep":true}]}' }]);
+    expect(await query(dbPath, "SELECT payload FROM blob")).toEqual([{ payload: '{"anything":[1,{"deep":true}]}' }]);
   });
 
   test("a custom Drizzle table with the bookkeeping columns receives the row", async () => {
@@ -87,7 +87,7 @@ describe("createSmithers output tables", () => {
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("finished");
-    expect(sql(dbPath, "SELECT run_id, node_id, message FROM audit_log")).toEqual([{ run_id: result.runId, node_id: "log", message: "hi" }]);
+    expect(await query(dbPath, "SELECT run_id, node_id, message FROM audit_log")).toEqual([{ run_id: result.runId, node_id: "log", message: "hi" }]);
   });
 
   test("a custom Drizzle table without node_id is rejected with CUSTOM_TABLE_INVALID naming the column", () => {
@@ -111,10 +111,9 @@ describe("runWorkflow authoring errors", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("MISSING_OUTPUT");
-    expect(sql(dbPath, "SELECT status, json_extract(error_json, '$.code') AS code FROM _smithers_runs")).toEqual([
-      { status: "failed", code: "MISSING_OUTPUT" },
-    ]);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_nodes")).toEqual([{ n: 0 }]);
+    const runs = await query<{ status: string; error_json: string }>(dbPath, "SELECT status, error_json FROM _smithers_runs");
+    expect(runs.map((r) => [r.status, JSON.parse(r.error_json).code])).toEqual([["failed", "MISSING_OUTPUT"]]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_nodes")).toEqual([{ n: 0 }]);
   });
 
   test("two Tasks with the same id in one render fail the run with DUPLICATE_ID before anything runs", async () => {
@@ -136,7 +135,7 @@ describe("runWorkflow authoring errors", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.error?.code).toBe("DUPLICATE_ID");
     expect(ran).toBe(0);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
   });
 
   test("an output target that is not one of the workflow's schemas fails with OUTPUT_NOT_FOUND", async () => {
@@ -152,8 +151,6 @@ describe("runWorkflow authoring errors", () => {
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.error?.code).toBe("OUTPUT_NOT_FOUND");
-    const db = new Database(dbPath, { readonly: true });
-    expect(db.query("SELECT status FROM _smithers_runs").all()).toEqual([{ status: "failed" }]);
-    db.close();
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
   });
 });

@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, runWorkflow } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 
 test("a render that throws after a task settled still closes that task's attempt", async () => {
   const dbPath = tempDbPath();
@@ -22,8 +22,8 @@ test("a render that throws after a task settled still closes that task's attempt
   });
   const result = await runWorkflow(wf, { input: {} });
   expect(result.status).toBe("failed");
-  const attempts = sql<{ node_id: string; state: string }>(dbPath, "SELECT node_id, state FROM _smithers_attempts");
-  const runs = sql<{ status: string }>(dbPath, "SELECT status FROM _smithers_runs");
+  const attempts = await query<{ node_id: string; state: string }>(dbPath, "SELECT node_id, state FROM _smithers_attempts");
+  const runs = await query<{ status: string }>(dbPath, "SELECT status FROM _smithers_runs");
   expect(runs[0]!.status).toBe("failed");
   expect(attempts).toEqual([{ node_id: "a", state: "finished" }]);
 });

@@ -1,11 +1,10 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { z } from "zod";
 import { hostname } from "node:os";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { createSmithers, runWorkflow, SmithersError } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { execute, query, tempDbPath, waitFor } from "../helpers.ts";
 
 function twoStep(dbPath: string, behaviour: { failB: boolean; calls: Record<string, number> }) {
   const { Workflow, Task, smithers, outputs } = createSmithers({ input: z.object({ topic: z.string() }), out: z.object({ n: z.number() }) }, { dbPath });
@@ -39,12 +38,12 @@ describe("runWorkflow resume", () => {
     const second = await runWorkflow(wf, { input: { topic: "x" }, runId: first.runId, resume: true });
     expect(second.status).toBe("finished");
     expect(behaviour.calls).toEqual({ a: 1, b: 2 });
-    expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
       { node_id: "a", attempt: 1, state: "finished" },
       { node_id: "b", attempt: 1, state: "failed" },
       { node_id: "b", attempt: 2, state: "finished" },
     ]);
-    expect(sql(dbPath, "SELECT node_id, n FROM out ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, n FROM out ORDER BY node_id")).toEqual([
       { node_id: "a", n: 1 },
       { node_id: "b", n: 2 },
     ]);
@@ -55,14 +54,14 @@ describe("runWorkflow resume", () => {
     const behaviour = { failB: false, calls: {} as Record<string, number> };
     const wf = twoStep(dbPath, behaviour);
     const first = await runWorkflow(wf, { input: { topic: "x" } });
-    const before = sql(dbPath, "SELECT status, finished_at_ms, runtime_owner_id FROM _smithers_runs");
-    const events = sql(dbPath, "SELECT COUNT(*) AS n FROM _smithers_events")[0];
+    const before = await query(dbPath, "SELECT status, finished_at_ms, runtime_owner_id FROM _smithers_runs");
+    const events = (await query(dbPath, "SELECT COUNT(*) AS n FROM _smithers_events"))[0];
     const again = await runWorkflow(wf, { runId: first.runId, resume: true });
     expect(again).toMatchObject({ status: "finished", output: { n: 2 } });
     expect(behaviour.calls).toEqual({ a: 1, b: 1 });
     // Nothing about the run changed: no new events, same finish time and owner.
-    expect(sql(dbPath, "SELECT status, finished_at_ms, runtime_owner_id FROM _smithers_runs")).toEqual(before);
-    expect(sql(dbPath, "SELECT COUNT(*) AS n FROM _smithers_events")[0]).toEqual(events);
+    expect(await query(dbPath, "SELECT status, finished_at_ms, runtime_owner_id FROM _smithers_runs")).toEqual(before);
+    expect((await query(dbPath, "SELECT COUNT(*) AS n FROM _smithers_events"))[0]).toEqual(events);
   });
 
   test("resuming with a different input rejects with INPUT_MISMATCH and changes nothing", async () => {
@@ -71,8 +70,8 @@ describe("runWorkflow resume", () => {
     const first = await runWorkflow(wf, { input: { topic: "x" } });
     const error = await runWorkflow(wf, { input: { topic: "y" }, runId: first.runId, resume: true }).catch((e) => e);
     expect(SmithersError.is(error, "INPUT_MISMATCH")).toBe(true);
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
-    expect(sql(dbPath, "SELECT topic FROM input")).toEqual([{ topic: "x" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
+    expect(await query(dbPath, "SELECT topic FROM input")).toEqual([{ topic: "x" }]);
   });
 
   test("resuming an unknown run rejects with RUN_NOT_FOUND; reusing a run id without resume rejects with RUN_EXISTS", async () => {
@@ -106,7 +105,7 @@ describe("runWorkflow resume", () => {
     slow = false;
     const second = await runWorkflow(wf, { runId: first.runId, resume: true });
     expect(second).toMatchObject({ status: "finished", output: { n: 5 } });
-    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts ORDER BY attempt")).toEqual([
+    expect(await query(dbPath, "SELECT attempt, state FROM _smithers_attempts ORDER BY attempt")).toEqual([
       { attempt: 1, state: "cancelled" },
       { attempt: 2, state: "finished" },
     ]);
@@ -118,16 +117,14 @@ describe("runWorkflow resume", () => {
     const wf = twoStep(dbPath, behaviour);
     const first = await runWorkflow(wf, { input: { topic: "x" } });
     // Rewind b to how a kill -9 during its attempt would leave it: node and attempt running, no row.
-    const raw = new Database(dbPath);
-    raw.exec(`UPDATE _smithers_runs SET status = 'running', runtime_owner_id = 'elsewhere:999999:x', heartbeat_at_ms = 0`);
-    raw.exec(`UPDATE _smithers_nodes SET state = 'running' WHERE node_id = 'b'`);
-    raw.exec(`UPDATE _smithers_attempts SET state = 'running', finished_at_ms = NULL WHERE node_id = 'b'`);
-    raw.exec(`DELETE FROM out WHERE node_id = 'b'`);
-    raw.close();
+    await execute(dbPath, `UPDATE _smithers_runs SET status = 'running', runtime_owner_id = 'elsewhere:999999:x', heartbeat_at_ms = 0`);
+    await execute(dbPath, `UPDATE _smithers_nodes SET state = 'running' WHERE node_id = 'b'`);
+    await execute(dbPath, `UPDATE _smithers_attempts SET state = 'running', finished_at_ms = NULL WHERE node_id = 'b'`);
+    await execute(dbPath, `DELETE FROM out WHERE node_id = 'b'`);
     const resumed = await runWorkflow(wf, { runId: first.runId, resume: true });
     expect(resumed.status).toBe("finished");
     expect(behaviour.calls).toEqual({ a: 1, b: 2 });
-    const attempts = sql<{ attempt: number; state: string; error_json: string | null }>(
+    const attempts = await query<{ attempt: number; state: string; error_json: string | null }>(
       dbPath,
       "SELECT attempt, state, error_json FROM _smithers_attempts WHERE node_id = 'b' ORDER BY attempt",
     );
@@ -142,9 +139,7 @@ describe("runWorkflow resume", () => {
     const dbPath = tempDbPath();
     const wf = twoStep(dbPath, { failB: false, calls: {} });
     const first = await runWorkflow(wf, { input: { topic: "x" } });
-    const raw = new Database(dbPath);
-    raw.query(`UPDATE _smithers_runs SET status = 'running', runtime_owner_id = ?, heartbeat_at_ms = ?`).run(`other-host:1:x`, Date.now());
-    raw.close();
+    await execute(dbPath, `UPDATE _smithers_runs SET status = 'running', runtime_owner_id = ?, heartbeat_at_ms = ?`, `other-host:1:x`, Date.now());
     const error = await runWorkflow(wf, { runId: first.runId, resume: true }).catch((e) => e);
     expect(SmithersError.is(error, "RUN_STILL_RUNNING")).toBe(true);
   });
@@ -153,20 +148,23 @@ describe("runWorkflow resume", () => {
     const dbPath = tempDbPath();
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
     let calls = 0;
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
     const wf = smithers(() => (
       <Workflow name="w">
         <Task id="t" output={outputs.out}>
           {async () => {
             calls++;
-            await Bun.sleep(150);
+            await held; // runs until the resume below has been answered
             return { n: 1 };
           }}
         </Task>
       </Workflow>
     ));
     const live = runWorkflow(wf, { input: {}, runId: "live" });
-    await Bun.sleep(40);
+    await waitFor(() => calls === 1);
     const error = await runWorkflow(wf, { runId: "live", resume: true }).catch((e) => e);
+    release();
     expect(SmithersError.is(error, "RUN_STILL_RUNNING")).toBe(true);
     expect((await live).status).toBe("finished");
     expect(calls).toBe(1);
@@ -177,10 +175,13 @@ describe("runWorkflow resume", () => {
     const behaviour = { failB: false, calls: {} as Record<string, number> };
     const wf = twoStep(dbPath, behaviour);
     const first = await runWorkflow(wf, { input: { topic: "x" } });
-    const raw = new Database(dbPath);
     // pid 1 is alive on every Linux host; only the day-old heartbeat shows the owner is gone.
-    raw.query("UPDATE _smithers_runs SET status = 'running', runtime_owner_id = ?, heartbeat_at_ms = ?").run(`${hostname()}:1:old`, Date.now() - 86_400_000);
-    raw.close();
+    await execute(
+      dbPath,
+      "UPDATE _smithers_runs SET status = 'running', runtime_owner_id = ?, heartbeat_at_ms = ?",
+      `${hostname()}:1:old`,
+      Date.now() - 86_400_000,
+    );
     expect((await runWorkflow(wf, { runId: first.runId, resume: true })).status).toBe("finished");
   });
 
@@ -201,16 +202,14 @@ describe("runWorkflow resume", () => {
     const first = await runWorkflow(wf, { input: {} });
     expect(first.status).toBe("failed");
     // Make it look like the process died after attempt 1 failed, before attempt 2 ran.
-    const raw = new Database(dbPath);
-    raw.exec("DELETE FROM _smithers_attempts WHERE attempt = 2");
-    raw.exec("UPDATE _smithers_nodes SET state = 'pending', last_attempt = 1");
-    raw.exec("UPDATE _smithers_runs SET status = 'running', runtime_owner_id = NULL, error_json = NULL");
-    raw.close();
+    await execute(dbPath, "DELETE FROM _smithers_attempts WHERE attempt = 2");
+    await execute(dbPath, "UPDATE _smithers_nodes SET state = 'pending', last_attempt = 1");
+    await execute(dbPath, "UPDATE _smithers_runs SET status = 'running', runtime_owner_id = NULL, error_json = NULL");
     calls = 0;
     const resumed = await runWorkflow(wf, { runId: first.runId, resume: true });
     expect(resumed.status).toBe("failed");
     expect(calls).toBe(1); // one retry left, not a fresh budget of two attempts
-    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts ORDER BY attempt")).toEqual([
+    expect(await query(dbPath, "SELECT attempt, state FROM _smithers_attempts ORDER BY attempt")).toEqual([
       { attempt: 1, state: "failed" },
       { attempt: 2, state: "failed" },
     ]);
@@ -224,9 +223,8 @@ describe("runWorkflow resume", () => {
       iteration: integer("iteration").notNull().default(0),
       body: text("body").notNull(),
     });
-    const author = new Database(dbPath); // the author owns a custom table's creation
-    author.exec("CREATE TABLE notes (run_id TEXT NOT NULL, node_id TEXT NOT NULL, iteration INTEGER NOT NULL DEFAULT 0, body TEXT NOT NULL)");
-    author.close();
+    // The author owns a custom table's creation.
+    await execute(dbPath, "CREATE TABLE notes (run_id TEXT NOT NULL, node_id TEXT NOT NULL, iteration BIGINT NOT NULL DEFAULT 0, body TEXT NOT NULL)");
     let failB = true;
     // A fresh createSmithers per run, as a new process would have: nothing registered yet.
     const build = () => {
@@ -252,6 +250,6 @@ describe("runWorkflow resume", () => {
     failB = false;
     const resumed = await runWorkflow(build(), { runId: first.runId, resume: true });
     expect(resumed).toMatchObject({ status: "finished", output: { n: 2 } });
-    expect(sql(dbPath, "SELECT node_id, n FROM out")).toEqual([{ node_id: "b", n: 2 }]);
+    expect(await query(dbPath, "SELECT node_id, n FROM out")).toEqual([{ node_id: "b", n: 2 }]);
   });
 });

@@ -1,18 +1,18 @@
 /** @jsxImportSource smithers */
-import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, FatalError, RetryableError, runWorkflow, scriptedAgent, type SmithersEvent } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { execute, query, tempDbPath } from "../helpers.ts";
 
-type AttemptRow = { attempt: number; state: string; started_at_ms: number; finished_at_ms: number; code: string };
+type AttemptRow = { attempt: number; state: string; started_at_ms: number; finished_at_ms: number; code: string | null };
 
-function attemptsOf(dbPath: string, nodeId = "t"): AttemptRow[] {
-  return sql<AttemptRow>(
+async function attemptsOf(dbPath: string, nodeId = "t"): Promise<AttemptRow[]> {
+  const rows = await query<Omit<AttemptRow, "code"> & { error_json: string | null }>(
     dbPath,
-    "SELECT attempt, state, started_at_ms, finished_at_ms, json_extract(error_json, '$.code') AS code FROM _smithers_attempts WHERE node_id = ? ORDER BY attempt",
+    "SELECT attempt, state, started_at_ms, finished_at_ms, error_json FROM _smithers_attempts WHERE node_id = ? ORDER BY attempt",
     nodeId,
   );
+  return rows.map(({ error_json, ...row }) => ({ ...row, code: error_json === null ? null : (JSON.parse(error_json).code ?? null) }));
 }
 
 const retrying = (events: SmithersEvent[]) =>
@@ -20,16 +20,17 @@ const retrying = (events: SmithersEvent[]) =>
 
 function kit() {
   const dbPath = tempDbPath();
-  return { dbPath, ...createSmithers({ out: z.object({ n: z.number() }) }, { dbPath }) };
+  // Not spread: a spread reads every getter, and the kit's `db` (the SQLite Drizzle handle) throws DB_UNSUPPORTED on PostgreSQL.
+  const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+  return { dbPath, Workflow, Task, smithers, outputs };
 }
 
 /** Marks a stopped run as one whose process died (running, owner gone), so resume treats it as a crash. */
-function asCrashed(dbPath: string): void {
-  const raw = new Database(dbPath);
-  raw.exec(
+async function asCrashed(dbPath: string): Promise<void> {
+  await execute(
+    dbPath,
     "UPDATE _smithers_runs SET status = 'running', runtime_owner_id = 'elsewhere:999999:x', heartbeat_at_ms = 0, error_json = NULL, finished_at_ms = NULL",
   );
-  raw.close();
 }
 
 describe("task retries", () => {
@@ -49,13 +50,15 @@ describe("task retries", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect([result.status, result.error?.code]).toEqual(["failed", "TASK_FAILED"]);
     expect(calls).toBe(4);
-    expect(attemptsOf(dbPath).map((a) => [a.attempt, a.state, a.code])).toEqual([
+    expect((await attemptsOf(dbPath)).map((a) => [a.attempt, a.state, a.code])).toEqual([
       [1, "failed", "TASK_FAILED"],
       [2, "failed", "TASK_FAILED"],
       [3, "failed", "TASK_FAILED"],
       [4, "failed", "TASK_FAILED"],
     ]);
-    expect(sql(dbPath, "SELECT state, last_attempt, wake_at_ms FROM _smithers_nodes")).toEqual([{ state: "failed", last_attempt: 4, wake_at_ms: null }]);
+    expect(await query(dbPath, "SELECT state, last_attempt, wake_at_ms FROM _smithers_nodes")).toEqual([
+      { state: "failed", last_attempt: 4, wake_at_ms: null },
+    ]);
   });
 
   test("without a retryPolicy the first retry waits 1 s: the wait is in the NodeRetrying event and stored as the node's wake time", async () => {
@@ -82,10 +85,10 @@ describe("task retries", () => {
     expect(result.status).toBe("cancelled");
     const retry = events.find((e) => e.type === "NodeRetrying") as Extract<SmithersEvent, { type: "NodeRetrying" }>;
     expect([retry.attempt, retry.delayMs]).toEqual([2, 1_000]);
-    const [first] = attemptsOf(dbPath);
+    const [first] = await attemptsOf(dbPath);
     expect(retry.retryAtMs - first!.finished_at_ms).toBeGreaterThanOrEqual(1_000);
-    expect(sql(dbPath, "SELECT state, wake_at_ms FROM _smithers_nodes")).toEqual([{ state: "pending", wake_at_ms: retry.retryAtMs }]);
-    expect(attemptsOf(dbPath)).toHaveLength(1);
+    expect(await query(dbPath, "SELECT state, wake_at_ms FROM _smithers_nodes")).toEqual([{ state: "pending", wake_at_ms: retry.retryAtMs }]);
+    expect(await attemptsOf(dbPath)).toHaveLength(1);
   });
 
   test("a cancel that arrives as a retry is scheduled ends the run at once, not after the wait", async () => {
@@ -102,7 +105,7 @@ describe("task retries", () => {
     ));
     const result = await runWorkflow(wf, { input: {}, signal: controller.signal, onEvent: (e) => e.type === "NodeRetrying" && controller.abort() });
     expect(result.status).toBe("cancelled");
-    expect(attemptsOf(dbPath).map((a) => a.state)).toEqual(["failed"]);
+    expect((await attemptsOf(dbPath)).map((a) => a.state)).toEqual(["failed"]);
   });
 
   test("a static output that fails its schema is not retried by default: it would fail the same way", async () => {
@@ -116,7 +119,7 @@ describe("task retries", () => {
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.error?.code).toBe("INVALID_OUTPUT");
-    expect(attemptsOf(dbPath).map((a) => a.state)).toEqual(["failed"]);
+    expect((await attemptsOf(dbPath)).map((a) => a.state)).toEqual(["failed"]);
   });
 
   test("noRetry runs one attempt even with retries given", async () => {
@@ -132,7 +135,7 @@ describe("task retries", () => {
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
-    expect(attemptsOf(dbPath).map((a) => a.state)).toEqual(["failed"]);
+    expect((await attemptsOf(dbPath)).map((a) => a.state)).toEqual(["failed"]);
   });
 
   test("a FatalError is never retried, not even with retries={Infinity}", async () => {
@@ -149,7 +152,7 @@ describe("task retries", () => {
     ));
     const result = await runWorkflow(wf, { input: {}, onEvent: (e) => events.push(e) });
     expect([result.status, result.error?.message]).toEqual(["failed", 'Task "t" failed: card declined']);
-    expect(attemptsOf(dbPath).map((a) => a.state)).toEqual(["failed"]);
+    expect((await attemptsOf(dbPath)).map((a) => a.state)).toEqual(["failed"]);
     expect(retrying(events)).toEqual([]);
   });
 
@@ -173,7 +176,7 @@ describe("task retries", () => {
       [2, 5],
       [3, 5],
     ]);
-    const [a1, a2] = attemptsOf(dbPath);
+    const [a1, a2] = await attemptsOf(dbPath);
     expect(a2!.started_at_ms - a1!.finished_at_ms).toBeGreaterThanOrEqual(5);
   });
 
@@ -196,7 +199,7 @@ describe("task retries", () => {
     expect(first.status).toBe("cancelled");
     const resumed = await runWorkflow(wf, { runId: first.runId, resume: true });
     expect(resumed).toMatchObject({ status: "finished", output: { n: 25 } });
-    const attempts = attemptsOf(dbPath);
+    const attempts = await attemptsOf(dbPath);
     expect(attempts).toHaveLength(25);
     expect(attempts.at(-1)!.state).toBe("finished");
     expect(attempts.slice(0, -1).every((a) => a.state === "failed" || a.state === "cancelled")).toBe(true);
@@ -218,11 +221,11 @@ describe("task retries", () => {
     ));
     const first = await runWorkflow(wf, { input: {}, signal: controller.signal, onEvent: (e) => e.type === "NodeRetrying" && controller.abort() });
     expect(first.status).toBe("cancelled");
-    const retryAtMs = sql<{ wake_at_ms: number }>(dbPath, "SELECT wake_at_ms FROM _smithers_nodes")[0]!.wake_at_ms;
-    asCrashed(dbPath);
+    const retryAtMs = (await query<{ wake_at_ms: number }>(dbPath, "SELECT wake_at_ms FROM _smithers_nodes"))[0]!.wake_at_ms;
+    await asCrashed(dbPath);
     const resumed = await runWorkflow(wf, { runId: first.runId, resume: true });
     expect(resumed.status).toBe("finished");
-    const [a1, a2] = attemptsOf(dbPath);
+    const [a1, a2] = await attemptsOf(dbPath);
     expect(a1!.state).toBe("failed");
     expect(a2!.started_at_ms).toBeGreaterThanOrEqual(retryAtMs);
     expect(retryAtMs - a1!.finished_at_ms).toBeGreaterThanOrEqual(300);
@@ -245,7 +248,7 @@ describe("task retries", () => {
       const result = await runWorkflow(wf, { input: {} });
       expect(result.error?.code).toBe("INVALID_OUTPUT");
       expect(agent.calls).toHaveLength(calls);
-      expect(attemptsOf(dbPath).map((a) => a.state)).toEqual(["failed"]);
+      expect((await attemptsOf(dbPath)).map((a) => a.state)).toEqual(["failed"]);
     }
   });
 
@@ -272,7 +275,7 @@ describe("task retries", () => {
         Object.keys(bad)[0] === "retryPolicy" ? `retryPolicy.${Object.keys(Object.values(bad)[0] as object)[0]}` : Object.keys(bad)[0],
       );
       expect(calls).toBe(0);
-      expect(sql(dbPath, "SELECT (SELECT count(*) FROM _smithers_attempts) AS attempts, (SELECT count(*) FROM out) AS rows")).toEqual([
+      expect(await query(dbPath, "SELECT (SELECT count(*) FROM _smithers_attempts) AS attempts, (SELECT count(*) FROM out) AS rows")).toEqual([
         { attempts: 0, rows: 0 },
       ]);
     }

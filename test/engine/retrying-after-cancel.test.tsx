@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, runWorkflow, type SmithersEvent } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 
 test("a run cancelled during a timed-out attempt's grace period journals no retry that never happens", async () => {
   const dbPath = tempDbPath();
@@ -29,5 +29,5 @@ test("a run cancelled during a timed-out attempt's grace period journals no retr
   });
   expect(result.status).toBe("cancelled");
   expect(events.map((e) => e.type).filter((t) => t.startsWith("Node"))).toEqual(["NodeStarted", "NodeFailed"]);
-  expect(sql(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "failed" }]);
+  expect(await query(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "failed" }]);
 });

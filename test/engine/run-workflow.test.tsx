@@ -1,9 +1,8 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { Database } from "bun:sqlite";
 import { createSmithers, FatalError, RetryableError, runWorkflow, scriptedAgent, SmithersError, type SmithersEvent } from "../../src/index.ts";
-import { sleepUnlessAborted, sql, tempDbPath } from "../helpers.ts";
+import { execute, query, sleepUnlessAborted, tablesReady, tempDbPath } from "../helpers.ts";
 
 const fast = { initialDelayMs: 1, maxDelayMs: 5 };
 
@@ -35,16 +34,16 @@ describe("runWorkflow", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("finished");
     expect(result.output).toEqual({ approved: true, reason: "fine" });
-    expect(sql(dbPath, "SELECT run_id, node_id, iteration, title, tags FROM note_card")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, node_id, iteration, title, tags FROM note_card")).toEqual([
       { run_id: result.runId, node_id: "static", iteration: 0, title: "t", tags: '["a","b"]' },
     ]);
-    expect(sql(dbPath, "SELECT node_id, value, ok FROM score")).toEqual([{ node_id: "compute", value: 7, ok: 0 }]);
-    expect(sql(dbPath, "SELECT approved, reason FROM verdict")).toEqual([{ approved: 1, reason: "fine" }]);
+    expect(await query(dbPath, "SELECT node_id, value, ok FROM score")).toEqual([{ node_id: "compute", value: 7, ok: 0 }]);
+    expect(await query(dbPath, "SELECT approved, reason FROM verdict")).toEqual([{ approved: 1, reason: "fine" }]);
     expect(judge.calls[0]!.prompt).toContain("Judge it");
     expect(judge.calls[0]!.prompt).toContain("approved");
-    const runs = sql<{ status: string; workflow_name: string }>(dbPath, "SELECT status, workflow_name FROM _smithers_runs");
+    const runs = await query<{ status: string; workflow_name: string }>(dbPath, "SELECT status, workflow_name FROM _smithers_runs");
     expect(runs).toEqual([{ status: "finished", workflow_name: "modes" }]);
-    expect(sql(dbPath, "SELECT node_id, state, last_attempt FROM _smithers_nodes ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, state, last_attempt FROM _smithers_nodes ORDER BY node_id")).toEqual([
       { node_id: "agent", state: "finished", last_attempt: 1 },
       { node_id: "compute", state: "finished", last_attempt: 1 },
       { node_id: "static", state: "finished", last_attempt: 1 },
@@ -65,8 +64,8 @@ describe("runWorkflow", () => {
       </Workflow>
     ));
     const result = await runWorkflow(wf, { input: { who: "ada", count: 2 } });
-    expect(sql(dbPath, "SELECT run_id, who, count FROM input")).toEqual([{ run_id: result.runId, who: "ada", count: 2 }]);
-    expect(sql(dbPath, "SELECT text FROM echo")).toEqual([{ text: "adax2" }]);
+    expect(await query(dbPath, "SELECT run_id, who, count FROM input")).toEqual([{ run_id: result.runId, who: "ada", count: 2 }]);
+    expect(await query(dbPath, "SELECT text FROM echo")).toEqual([{ text: "adax2" }]);
   });
 
   test("input that fails the input schema rejects with INVALID_INPUT and creates no run", async () => {
@@ -81,7 +80,8 @@ describe("runWorkflow", () => {
     ));
     const error = await runWorkflow(wf, { input: { n: "nope" } }).catch((e) => e);
     expect(SmithersError.is(error, "INVALID_INPUT")).toBe(true);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_runs")).toEqual([{ n: 0 }]);
+    await tablesReady(wf.dbFor()); // on PostgreSQL the tables may still be in the making
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_runs")).toEqual([{ n: 0 }]);
   });
 
   test("a task that fails twice then succeeds with retries=2 leaves three attempts, two with their errors", async () => {
@@ -102,7 +102,7 @@ describe("runWorkflow", () => {
     const events: SmithersEvent[] = [];
     const result = await runWorkflow(wf, { input: {}, onEvent: (e) => events.push(e) });
     expect(result.status).toBe("finished");
-    const attempts = sql<{ attempt: number; state: string; error_json: string | null }>(
+    const attempts = await query<{ attempt: number; state: string; error_json: string | null }>(
       dbPath,
       "SELECT attempt, state, error_json FROM _smithers_attempts ORDER BY attempt",
     );
@@ -114,7 +114,7 @@ describe("runWorkflow", () => {
     expect(JSON.parse(attempts[0]!.error_json!)).toMatchObject({ code: "TASK_FAILED", nodeId: "flaky", attempt: 1 });
     expect(JSON.parse(attempts[0]!.error_json!).cause.message).toBe("boom 1");
     expect(events.filter((e) => e.type === "NodeRetrying").length).toBe(2);
-    expect(sql(dbPath, "SELECT n FROM out")).toEqual([{ n: 3 }]);
+    expect(await query(dbPath, "SELECT n FROM out")).toEqual([{ n: 3 }]);
   });
 
   test("a task that keeps failing fails the run with its structured error and writes no row", async () => {
@@ -136,9 +136,9 @@ describe("runWorkflow", () => {
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("TASK_FAILED");
     expect(result.error?.nodeId).toBe("bad");
-    expect(sql(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes")).toEqual([{ node_id: "bad", state: "failed" }]);
-    const run = sql<{ status: string; error_json: string }>(dbPath, "SELECT status, error_json FROM _smithers_runs")[0]!;
+    expect(await query(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes")).toEqual([{ node_id: "bad", state: "failed" }]);
+    const run = (await query<{ status: string; error_json: string }>(dbPath, "SELECT status, error_json FROM _smithers_runs"))[0]!;
     expect(run.status).toBe("failed");
     expect(JSON.parse(run.error_json)).toMatchObject({ code: "TASK_FAILED", nodeId: "bad", attempt: 2 });
   });
@@ -155,8 +155,8 @@ describe("runWorkflow", () => {
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.error?.code).toBe("INVALID_OUTPUT");
-    expect(sql(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
-    const err = JSON.parse(sql<{ error_json: string }>(dbPath, "SELECT error_json FROM _smithers_attempts")[0]!.error_json);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
+    const err = JSON.parse((await query<{ error_json: string }>(dbPath, "SELECT error_json FROM _smithers_attempts"))[0]!.error_json);
     expect(err.code).toBe("INVALID_OUTPUT");
     expect(err.issues[0].path).toEqual(["n"]);
   });
@@ -179,7 +179,7 @@ describe("runWorkflow", () => {
     expect(performance.now() - started).toBeLessThan(1_500);
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("TASK_TIMEOUT");
-    expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "failed" }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "failed" }]);
   });
 
   test("skipIf skips a task without a row and the sequence goes on", async () => {
@@ -197,12 +197,12 @@ describe("runWorkflow", () => {
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("finished");
-    expect(sql(dbPath, "SELECT node_id, n FROM out")).toEqual([{ node_id: "after", n: 2 }]);
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, n FROM out")).toEqual([{ node_id: "after", n: 2 }]);
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
       { node_id: "after", state: "finished" },
       { node_id: "skipped", state: "skipped" },
     ]);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_attempts WHERE node_id = 'skipped'")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_attempts WHERE node_id = 'skipped'")).toEqual([{ n: 0 }]);
   });
 
   test("continueOnFail lets the run finish past a failed task", async () => {
@@ -222,7 +222,7 @@ describe("runWorkflow", () => {
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("finished");
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
       { node_id: "after", state: "finished" },
       { node_id: "optional", state: "failed" },
     ]);
@@ -259,7 +259,7 @@ describe("runWorkflow", () => {
       const result = await runWorkflow(wf, { input: {}, maxConcurrency: runCap });
       expect(result.status).toBe("finished");
       expect(peak).toBe(expected);
-      expect(sql(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 6 }]);
+      expect(await query(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 6 }]);
     }
   });
 
@@ -287,7 +287,7 @@ describe("runWorkflow", () => {
       </Workflow>
     ));
     await runWorkflow(wf, { input: { big: false } });
-    expect(sql(dbPath, "SELECT node_id, size FROM out")).toEqual([{ node_id: "small", size: "small" }]);
+    expect(await query(dbPath, "SELECT node_id, size FROM out")).toEqual([{ node_id: "small", size: "small" }]);
   });
 
   test("ctx reads booleans as booleans and JSON columns parsed, so later tasks can branch on them", async () => {
@@ -332,12 +332,12 @@ describe("runWorkflow", () => {
     });
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("finished");
-    expect(sql(dbPath, "SELECT iteration, n FROM step ORDER BY iteration")).toEqual([
+    expect(await query(dbPath, "SELECT iteration, n FROM step ORDER BY iteration")).toEqual([
       { iteration: 0, n: 1 },
       { iteration: 1, n: 2 },
       { iteration: 2, n: 3 },
     ]);
-    expect(sql(dbPath, "SELECT ralph_id, iteration, done FROM _smithers_ralph")).toEqual([{ ralph_id: "count", iteration: 2, done: 1 }]);
+    expect(await query(dbPath, "SELECT ralph_id, iteration, done FROM _smithers_ralph")).toEqual([{ ralph_id: "count", iteration: 2, done: 1 }]);
   });
 
   test("a Loop that reaches maxIterations fails the run with LOOP_MAX_REACHED when onMaxReached is fail", async () => {
@@ -355,7 +355,7 @@ describe("runWorkflow", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("LOOP_MAX_REACHED");
-    expect(sql(dbPath, "SELECT count(*) AS n FROM step")).toEqual([{ n: 2 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM step")).toEqual([{ n: 2 }]);
   });
 
   test("an agent that never returns valid JSON fails the run, each attempt's error recorded, no output row", async () => {
@@ -372,7 +372,7 @@ describe("runWorkflow", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("INVALID_OUTPUT");
-    const attempts = sql<{ attempt: number; state: string; error_json: string }>(
+    const attempts = await query<{ attempt: number; state: string; error_json: string }>(
       dbPath,
       "SELECT attempt, state, error_json FROM _smithers_attempts ORDER BY attempt",
     );
@@ -381,7 +381,7 @@ describe("runWorkflow", () => {
       [2, "failed", "INVALID_OUTPUT"],
     ]);
     expect(agent.calls.length).toBe(8); // two attempts, each the first call plus three schema corrections
-    expect(sql(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
   });
 
   test("an invalid agent reply is repaired by the validation retry within one attempt", async () => {
@@ -399,7 +399,7 @@ describe("runWorkflow", () => {
     expect(result.output).toEqual({ n: 7 });
     expect(agent.calls[0]!.prompt).not.toContain("expected number");
     expect(agent.calls[1]!.prompt).toContain("expected number"); // the Zod issue, carried into the retry
-    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts")).toEqual([{ attempt: 1, state: "finished" }]);
+    expect(await query(dbPath, "SELECT attempt, state FROM _smithers_attempts")).toEqual([{ attempt: 1, state: "finished" }]);
   });
 
   test("agent={[primary, fallback]} falls through to the fallback when the primary fails", async () => {
@@ -447,10 +447,10 @@ describe("runWorkflow", () => {
       "NodeFinished:b",
       "RunFinished:",
     ]);
-    const rows = sql<{ seq: number; type: string }>(dbPath, "SELECT seq, type FROM _smithers_events WHERE run_id = ? ORDER BY seq", result.runId);
+    const rows = await query<{ seq: number; type: string }>(dbPath, "SELECT seq, type FROM _smithers_events WHERE run_id = ? ORDER BY seq", result.runId);
     expect(rows.map((r) => r.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     expect(rows.map((r) => r.type)).toEqual(seen.map((t) => t.slice(0, t.indexOf(":"))));
-    expect(sql(dbPath, "SELECT frame_no, encoding FROM _smithers_frames WHERE run_id = ? ORDER BY frame_no", result.runId)).toEqual([
+    expect(await query(dbPath, "SELECT frame_no, encoding FROM _smithers_frames WHERE run_id = ? ORDER BY frame_no", result.runId)).toEqual([
       { frame_no: 0, encoding: "full" },
       { frame_no: 1, encoding: "delta" },
       { frame_no: 2, encoding: "delta" },
@@ -476,9 +476,9 @@ describe("runWorkflow", () => {
     const result = await runWorkflow(wf, { input: {}, signal: controller.signal });
     expect(performance.now() - started).toBeLessThan(2_000);
     expect(result.status).toBe("cancelled");
-    expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "cancelled" }]);
-    expect(sql(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "cancelled" }]);
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "cancelled" }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "cancelled" }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "cancelled" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "cancelled" }]);
   });
 
   test("a FatalError is never retried, whatever retries says", async () => {
@@ -498,7 +498,7 @@ describe("runWorkflow", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
     expect(calls).toBe(1);
-    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts")).toEqual([{ attempt: 1, state: "failed" }]);
+    expect(await query(dbPath, "SELECT attempt, state FROM _smithers_attempts")).toEqual([{ attempt: 1, state: "failed" }]);
   });
 
   test("a RetryableError's retryAfterMs sets the wait before the next attempt", async () => {
@@ -549,7 +549,7 @@ describe("runWorkflow", () => {
     expect(performance.now() - started).toBeLessThan(2_000);
     expect(result.status).toBe("failed");
     expect(result.error?.nodeId).toBe("broken");
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
       { node_id: "broken", state: "failed" },
       { node_id: "slow", state: "cancelled" },
     ]);
@@ -561,11 +561,9 @@ describe("runWorkflow", () => {
     const wf = smithers(() => (
       <Workflow name="w">
         <Task id="t" output={outputs.out}>
-          {() => {
+          {async () => {
             // What a resume elsewhere does to an attempt it believes dead.
-            const other = new Database(dbPath);
-            other.exec("UPDATE _smithers_attempts SET state = 'abandoned'");
-            other.close();
+            await execute(dbPath, "UPDATE _smithers_attempts SET state = 'abandoned'");
             return { n: 1 };
           }}
         </Task>
@@ -574,8 +572,8 @@ describe("runWorkflow", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("RUN_OWNED");
-    expect(sql(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
-    expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "abandoned" }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM out")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "abandoned" }]);
   });
 });
 
@@ -587,11 +585,9 @@ describe("ownership", () => {
       <Workflow name="owned">
         <Sequence>
           <Task id="a" output={outputs.out}>
-            {() => {
+            {async () => {
               // Another process claims the run while task a works (its attempt stays `running`).
-              const other = new Database(dbPath);
-              other.exec("UPDATE _smithers_runs SET runtime_owner_id = 'other:1:x', heartbeat_at_ms = 1");
-              other.close();
+              await execute(dbPath, "UPDATE _smithers_runs SET runtime_owner_id = 'other:1:x', heartbeat_at_ms = 1");
               return { n: 1 };
             }}
           </Task>
@@ -604,11 +600,11 @@ describe("ownership", () => {
     const result = await runWorkflow(wf, { runId: "r" });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("RUN_OWNED");
-    expect(sql(dbPath, "SELECT status, runtime_owner_id, finished_at_ms FROM _smithers_runs")).toEqual([
+    expect(await query(dbPath, "SELECT status, runtime_owner_id, finished_at_ms FROM _smithers_runs")).toEqual([
       { status: "running", runtime_owner_id: "other:1:x", finished_at_ms: null },
     ]);
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_attempts")).toEqual([{ node_id: "a", state: "running" }]);
-    expect(sql(dbPath, "SELECT COUNT(*) AS n FROM out")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_attempts")).toEqual([{ node_id: "a", state: "running" }]);
+    expect(await query(dbPath, "SELECT COUNT(*) AS n FROM out")).toEqual([{ n: 0 }]);
   });
 });
 
@@ -642,7 +638,7 @@ describe("tasks that leave the plan while they run", () => {
     const result = await runWorkflow(wf, { runId: "r" });
     expect(result.error?.code).toBeUndefined();
     expect(result.status).toBe("finished");
-    expect(sql(dbPath, "SELECT node_id, n FROM out ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, n FROM out ORDER BY node_id")).toEqual([
       { node_id: "fast", n: 1 },
       { node_id: "last", n: 3 },
       { node_id: "slow", n: 2 },
@@ -652,7 +648,7 @@ describe("tasks that leave the plan while they run", () => {
 
 describe("a dependsOn that can never be met", () => {
   test("fails the run with DEPENDENCY_DEADLOCK right after the last task ends (the ending task's wake-up is not lost)", async () => {
-    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: ":memory:" });
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: tempDbPath() });
     const wf = smithers(() => (
       <Workflow name="never">
         <Task id="first" output={outputs.out}>

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, runWorkflow } from "../../src/index.ts";
 import { openSmithersDb, toolCalls } from "../../src/db/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 
 const fast = { initialDelayMs: 1, maxDelayMs: 5 };
 const out = { charge: z.object({ receipt: z.string() }) };
@@ -33,7 +33,7 @@ describe("ctx.sideEffect", () => {
     expect(result.output).toEqual({ receipt: "r-r1:charge:0:stripe" });
     expect(calls).toEqual([{ key: "r1:charge:0:stripe", uncertain: false }]);
     expect(
-      sql(dbPath, "SELECT node_id, attempt, seq, tool_name, status, side_effect, idempotency_key, input_json, output_json FROM _smithers_tool_calls"),
+      await query(dbPath, "SELECT node_id, attempt, seq, tool_name, status, side_effect, idempotency_key, input_json, output_json FROM _smithers_tool_calls"),
     ).toEqual([
       {
         node_id: "charge",
@@ -47,7 +47,7 @@ describe("ctx.sideEffect", () => {
         output_json: '"r-r1:charge:0:stripe"',
       },
     ]);
-    expect(sql(dbPath, "SELECT type FROM _smithers_events WHERE type LIKE 'ToolCall%' ORDER BY seq")).toEqual([
+    expect(await query(dbPath, "SELECT type FROM _smithers_events WHERE type LIKE 'ToolCall%' ORDER BY seq")).toEqual([
       { type: "ToolCallStarted" },
       { type: "ToolCallFinished" },
     ]);
@@ -72,7 +72,7 @@ describe("ctx.sideEffect", () => {
     expect(result.status).toBe("finished");
     expect(calls).toBe(1);
     expect(result.output).toEqual({ receipt: "receipt-1" });
-    expect(sql(dbPath, "SELECT attempt, status FROM _smithers_tool_calls")).toEqual([{ attempt: 1, status: "succeeded" }]);
+    expect(await query(dbPath, "SELECT attempt, status FROM _smithers_tool_calls")).toEqual([{ attempt: 1, status: "succeeded" }]);
   });
 
   test("an intent without a result (the process died mid-call) is retried with uncertain set and the same key", async () => {
@@ -105,7 +105,7 @@ describe("ctx.sideEffect", () => {
     ));
     await runWorkflow(wf, { runId: "r1" });
     expect(seen).toEqual([{ key: "r1:charge:0:stripe", uncertain: true }]);
-    expect(sql(dbPath, "SELECT attempt, status FROM _smithers_tool_calls ORDER BY attempt")).toEqual([
+    expect(await query(dbPath, "SELECT attempt, status FROM _smithers_tool_calls ORDER BY attempt")).toEqual([
       { attempt: 1, status: "started" },
       { attempt: 1, status: "succeeded" },
     ]);
@@ -130,7 +130,7 @@ describe("ctx.sideEffect", () => {
     const result = await runWorkflow(wf, { runId: "r1" });
     expect(result.output).toEqual({ receipt: "paid" });
     expect(calls).toBe(2);
-    const rows = sql<{ attempt: number; status: string; error_json: string | null }>(
+    const rows = await query<{ attempt: number; status: string; error_json: string | null }>(
       dbPath,
       "SELECT attempt, status, error_json FROM _smithers_tool_calls ORDER BY attempt",
     );

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, runWorkflow, sendSignal } from "../../src/index.ts";
 import { supervise } from "../../src/engine/index.ts";
-import { rejection, sql, tempDbPath } from "../helpers.ts";
+import { rejection, query, tempDbPath } from "../helpers.ts";
 
 const feedback = z.object({ rating: z.number().int().min(1).max(5), comment: z.string() });
 
@@ -27,14 +27,14 @@ describe("<Signal> and <WaitForEvent>", () => {
       </Workflow>
     ));
     expect((await runWorkflow(wf, { input: {}, runId: "r" })).status).toBe("waiting-event");
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "waiting-event" }]);
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes")).toEqual([{ node_id: "user-feedback", state: "waiting-event" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "waiting-event" }]);
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes")).toEqual([{ node_id: "user-feedback", state: "waiting-event" }]);
     const sent = await sendSignal(smithersDb, { runId: "r", name: "user-feedback", data: { rating: 5, comment: "great" } });
     expect(sent).toMatchObject({ seq: 0, waitingNodes: [{ nodeId: "user-feedback", iteration: 0 }] });
     const result = await runWorkflow(wf, { runId: "r", resume: true });
     expect(result).toMatchObject({ status: "finished", output: { text: "5: GREAT" } });
-    expect(sql(dbPath, "SELECT rating, comment FROM feedback")).toEqual([{ rating: 5, comment: "great" }]);
-    expect(sql(dbPath, "SELECT seq, consumed_by_node_id, consumed_at_ms > 0 AS taken FROM _smithers_signals")).toEqual([
+    expect(await query(dbPath, "SELECT rating, comment FROM feedback")).toEqual([{ rating: 5, comment: "great" }]);
+    expect(await query(dbPath, "SELECT seq, consumed_by_node_id, consumed_at_ms > 0 AS taken FROM _smithers_signals")).toEqual([
       { seq: 0, consumed_by_node_id: "user-feedback", taken: 1 },
     ]);
   });
@@ -62,11 +62,11 @@ describe("signals: order, correlation, validation", () => {
     ));
     const result = await runWorkflow(wf, { input: {}, runId: "r" });
     expect(result.status).toBe("finished");
-    expect(sql(dbPath, "SELECT iteration, version FROM deployed ORDER BY iteration")).toEqual([
+    expect(await query(dbPath, "SELECT iteration, version FROM deployed ORDER BY iteration")).toEqual([
       { iteration: 0, version: "1.0.0" },
       { iteration: 1, version: "1.0.1" },
     ]);
-    expect(sql(dbPath, "SELECT seq, consumed_by_node_id AS node, consumed_by_iteration AS it FROM _smithers_signals ORDER BY seq")).toEqual([
+    expect(await query(dbPath, "SELECT seq, consumed_by_node_id AS node, consumed_by_iteration AS it FROM _smithers_signals ORDER BY seq")).toEqual([
       { seq: 0, node: "take", it: 0 },
       { seq: 1, node: "take", it: 1 },
     ]);
@@ -85,14 +85,14 @@ describe("signals: order, correlation, validation", () => {
     expect((await runWorkflow(wf, { input: {}, runId: "r" })).status).toBe("waiting-event");
     const other = await sendSignal(smithersDb, { runId: "r", name: "deployed", correlationId: "d-1", data: { version: "other" } });
     expect(other.waitingNodes).toEqual([]);
-    expect(sql(dbPath, "SELECT wake_at_ms FROM _smithers_runs")).toEqual([{ wake_at_ms: null }]); // nothing for it: not woken
+    expect(await query(dbPath, "SELECT wake_at_ms FROM _smithers_runs")).toEqual([{ wake_at_ms: null }]); // nothing for it: not woken
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("waiting-event");
     const mine = await sendSignal(smithersDb, { runId: "r", name: "deployed", correlationId: "d-2", data: { version: "mine" } });
     expect(mine.waitingNodes).toEqual([{ nodeId: "mine", iteration: 0 }]);
-    expect(sql(dbPath, "SELECT wake_at_ms > 0 AS due FROM _smithers_runs")).toEqual([{ due: 1 }]);
+    expect(await query(dbPath, "SELECT wake_at_ms > 0 AS due FROM _smithers_runs")).toEqual([{ due: 1 }]);
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
-    expect(sql(dbPath, "SELECT version FROM deployed")).toEqual([{ version: "mine" }]);
-    expect(sql(dbPath, "SELECT correlation_id, consumed_by_node_id AS node FROM _smithers_signals ORDER BY seq")).toEqual([
+    expect(await query(dbPath, "SELECT version FROM deployed")).toEqual([{ version: "mine" }]);
+    expect(await query(dbPath, "SELECT correlation_id, consumed_by_node_id AS node FROM _smithers_signals ORDER BY seq")).toEqual([
       { correlation_id: "d-1", node: null },
       { correlation_id: "d-2", node: "mine" },
     ]);
@@ -112,7 +112,7 @@ describe("signals: order, correlation, validation", () => {
     expect(invalid.code).toBe("SIGNAL_INVALID");
     expect(invalid.message).toContain("rating");
     expect(invalid.message).toContain("comment");
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_signals")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_signals")).toEqual([{ n: 0 }]);
     const done = smithers(() => (
       <Workflow name="done">
         <Task id="t" output={outputs.summary}>
@@ -122,7 +122,7 @@ describe("signals: order, correlation, validation", () => {
     ));
     await runWorkflow(done, { input: {}, runId: "over" });
     expect((await rejection(sendSignal(smithersDb, { runId: "over", name: "x", data: {} }))).code).toBe("RUN_ENDED");
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_signals")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_signals")).toEqual([{ n: 0 }]);
   });
 
   test("a signal stored before its node started that fails the node's schema is refused when offered (SignalRejected); the next one is taken", async () => {
@@ -141,8 +141,8 @@ describe("signals: order, correlation, validation", () => {
     const { answerHuman } = await import("../../src/index.ts");
     await answerHuman(smithersDb, { requestId: "r:first:0:1", data: { text: "hi" } });
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
-    expect(sql(dbPath, "SELECT rating FROM feedback")).toEqual([{ rating: 4 }]);
-    const signals = sql<{ seq: number; node: string | null; rejected: string | null }>(
+    expect(await query(dbPath, "SELECT rating FROM feedback")).toEqual([{ rating: 4 }]);
+    const signals = await query<{ seq: number; node: string | null; rejected: string | null }>(
       dbPath,
       "SELECT seq, consumed_by_node_id AS node, rejected_json AS rejected FROM _smithers_signals ORDER BY seq",
     );
@@ -150,7 +150,7 @@ describe("signals: order, correlation, validation", () => {
       [0, null, "SIGNAL_INVALID"],
       [1, "user-feedback", null],
     ]);
-    expect(sql(dbPath, "SELECT type FROM _smithers_events WHERE type LIKE 'Signal%' ORDER BY seq")).toEqual([
+    expect(await query(dbPath, "SELECT type FROM _smithers_events WHERE type LIKE 'Signal%' ORDER BY seq")).toEqual([
       { type: "SignalWaiting" },
       { type: "SignalRejected" },
       { type: "SignalReceived" },
@@ -159,7 +159,7 @@ describe("signals: order, correlation, validation", () => {
 });
 
 describe("signal timeouts", () => {
-  const waitFor = (onTimeout: "fail" | "skip" | "continue", tagged = false) => {
+  const waitFor = (onTimeout: "fail" | "skip" | "continue", tagged = false, timeoutMs = 30) => {
     const dbPath = tempDbPath();
     const k = createSmithers(
       {
@@ -171,7 +171,7 @@ describe("signal timeouts", () => {
     );
     const wf = k.smithers(() => (
       <k.Workflow name="timeouts">
-        <k.WaitForEvent id="w" event="go" output={tagged ? k.outputs.tagged : k.outputs.deployed} timeoutMs={30} onTimeout={onTimeout} tagged={tagged} />
+        <k.WaitForEvent id="w" event="go" output={tagged ? k.outputs.tagged : k.outputs.deployed} timeoutMs={timeoutMs} onTimeout={onTimeout} tagged={tagged} />
         <k.Task id="after" output={k.outputs.after}>
           {{ ok: true }}
         </k.Task>
@@ -185,25 +185,25 @@ describe("signal timeouts", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("SIGNAL_TIMEOUT");
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([{ node_id: "w", state: "failed" }]);
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([{ node_id: "w", state: "failed" }]);
   });
 
   test("skip skips the node; continue with tagged stores { kind: 'timeout' }; a tagged signal stores { kind: 'signal', payload }", async () => {
     const skip = waitFor("skip");
     expect((await runWorkflow(skip.wf, { input: {} })).status).toBe("finished");
-    expect(sql(skip.dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+    expect(await query(skip.dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
       { node_id: "after", state: "finished" },
       { node_id: "w", state: "skipped" },
     ]);
     const cont = waitFor("continue", true);
     expect((await runWorkflow(cont.wf, { input: {} })).status).toBe("finished");
-    expect(sql(cont.dbPath, "SELECT kind, payload FROM tagged")).toEqual([{ kind: "timeout", payload: null }]);
+    expect(await query(cont.dbPath, "SELECT kind, payload FROM tagged")).toEqual([{ kind: "timeout", payload: null }]);
 
     const got = waitFor("continue", true);
     expect((await runWorkflow(got.wf, { input: {}, runId: "g", waitInPlaceMs: 0 })).status).toBe("waiting-event");
     await sendSignal(got.k.smithersDb, { runId: "g", name: "go", data: { version: "2" } });
     expect((await runWorkflow(got.wf, { runId: "g", resume: true })).status).toBe("finished");
-    expect(sql(got.dbPath, "SELECT kind, payload FROM tagged")).toEqual([{ kind: "signal", payload: '{"version":"2"}' }]);
+    expect(await query(got.dbPath, "SELECT kind, payload FROM tagged")).toEqual([{ kind: "signal", payload: '{"version":"2"}' }]);
   });
 
   test("onTimeout continue without tagged is refused at render (no row to store)", async () => {
@@ -218,16 +218,17 @@ describe("signal timeouts", () => {
   });
 
   test("a process that exits while waiting: the run stores the deadline, and the daemon times it out once it passed", async () => {
-    const { dbPath, wf, k } = waitFor("skip");
+    // Long enough that the run surely ends waiting before the deadline, even on a loaded machine.
+    const { dbPath, wf, k } = waitFor("skip", false, 500);
     expect((await runWorkflow(wf, { input: {}, runId: "t", waitInPlaceMs: 0 })).status).toBe("waiting-event");
-    const wake = sql<{ wake: number }>(dbPath, "SELECT wake_at_ms AS wake FROM _smithers_runs")[0]!.wake;
-    expect(sql(dbPath, "SELECT wake_at_ms AS wake FROM _smithers_nodes WHERE node_id = 'w'")).toEqual([{ wake }]);
+    const wake = (await query<{ wake: number }>(dbPath, "SELECT wake_at_ms AS wake FROM _smithers_runs"))[0]!.wake;
+    expect(await query(dbPath, "SELECT wake_at_ms AS wake FROM _smithers_nodes WHERE node_id = 'w'")).toEqual([{ wake }]);
     const early = await supervise({ db: k.smithersDb, resolveWorkflow: () => wf, now: () => wake - 1 });
     expect(early).toEqual([]);
     await Bun.sleep(Math.max(0, wake - Date.now() + 5));
     const outcomes = await supervise({ db: k.smithersDb, resolveWorkflow: () => wf });
     expect(outcomes.map((o) => [o.runId, o.action, o.action === "resumed" ? o.result.status : undefined])).toEqual([["t", "resumed", "finished"]]);
-    expect(sql(dbPath, "SELECT type FROM _smithers_events WHERE type = 'WaitTimedOut'")).toEqual([{ type: "WaitTimedOut" }]);
+    expect(await query(dbPath, "SELECT type FROM _smithers_events WHERE type = 'WaitTimedOut'")).toEqual([{ type: "WaitTimedOut" }]);
   });
 });
 
@@ -259,16 +260,16 @@ describe("async", () => {
   test("without async, a waiting node holds up the whole run: the other lane finishes what runs but starts nothing new", async () => {
     const { dbPath, wf, k } = build(false);
     expect((await runWorkflow(wf, { input: {}, runId: "r" })).status).toBe("waiting-event");
-    expect(sql(dbPath, "SELECT node_id FROM summary ORDER BY node_id")).toEqual([{ node_id: "a" }]);
+    expect(await query(dbPath, "SELECT node_id FROM summary ORDER BY node_id")).toEqual([{ node_id: "a" }]);
     await sendSignal(k.smithersDb, { runId: "r", name: "go", data: { version: "1" } });
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
-    expect(sql(dbPath, "SELECT node_id FROM summary ORDER BY node_id")).toEqual([{ node_id: "a" }, { node_id: "b" }]);
+    expect(await query(dbPath, "SELECT node_id FROM summary ORDER BY node_id")).toEqual([{ node_id: "a" }, { node_id: "b" }]);
   });
 
   test("with async, only what depends on it waits: the other lane runs to its end", async () => {
     const { dbPath, wf } = build(true);
     expect((await runWorkflow(wf, { input: {}, runId: "r" })).status).toBe("waiting-event");
-    expect(sql(dbPath, "SELECT node_id FROM summary ORDER BY node_id")).toEqual([{ node_id: "a" }, { node_id: "b" }]);
+    expect(await query(dbPath, "SELECT node_id FROM summary ORDER BY node_id")).toEqual([{ node_id: "a" }, { node_id: "b" }]);
   });
 });
 
@@ -289,9 +290,9 @@ describe("waiting nodes are visible", () => {
       </Workflow>
     ));
     expect((await runWorkflow(wf, { input: {}, runId: "r" })).status).toBe("waiting-event");
-    expect(sql(dbPath, "SELECT text FROM summary")).toEqual([{ text: "gate is waiting-event" }]);
+    expect(await query(dbPath, "SELECT text FROM summary")).toEqual([{ text: "gate is waiting-event" }]);
     const { readFrameXml } = await import("../../src/engine/index.ts");
-    const frames = sql<{ n: number }>(dbPath, "SELECT frame_no AS n FROM _smithers_frames ORDER BY frame_no");
+    const frames = await query<{ n: number }>(dbPath, "SELECT frame_no AS n FROM _smithers_frames ORDER BY frame_no");
     const last = await readFrameXml(smithersDb, "r", frames.at(-1)!.n);
     expect(last).toMatch(/id="gate"[^>]*state="waiting-event"|state="waiting-event"[^>]*id="gate"/);
   });
@@ -311,11 +312,11 @@ describe("de-duplication", () => {
     const retry = await sendSignal(smithersDb, { runId: "r", name: "deployed", data: { version: "1" }, dedupeKey: "evt-1" });
     const other = await sendSignal(smithersDb, { runId: "r", name: "deployed", data: { version: "2" }, dedupeKey: "evt-2" });
     expect([first.seq, first.duplicate, retry.seq, retry.duplicate, other.seq, other.duplicate]).toEqual([0, false, 0, true, 1, false]);
-    expect(sql(dbPath, "SELECT seq, dedupe_key FROM _smithers_signals ORDER BY seq")).toEqual([
+    expect(await query(dbPath, "SELECT seq, dedupe_key FROM _smithers_signals ORDER BY seq")).toEqual([
       { seq: 0, dedupe_key: "evt-1" },
       { seq: 1, dedupe_key: "evt-2" },
     ]);
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
-    expect(sql(dbPath, "SELECT version FROM deployed")).toEqual([{ version: "1" }]);
+    expect(await query(dbPath, "SELECT version FROM deployed")).toEqual([{ version: "1" }]);
   });
 });

@@ -1,9 +1,8 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
 import { z } from "zod";
 import { createSmithers, runWorkflow, type SmithersEvent } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { databaseExists, query, tempDbPath } from "../helpers.ts";
 
 const fast = { initialDelayMs: 1, maxDelayMs: 1 };
 
@@ -40,7 +39,7 @@ describe("a stopped attempt", () => {
     expect(stats.started).toBe(3);
     expect(stats.maxRunning).toBe(1);
     expect(stats.settled).toBe(3); // the run ended only after its bodies did
-    const attempts = sql<{ attempt: number; state: string; error_json: string }>(
+    const attempts = await query<{ attempt: number; state: string; error_json: string }>(
       dbPath,
       "SELECT attempt, state, error_json FROM _smithers_attempts ORDER BY attempt",
     );
@@ -100,7 +99,7 @@ describe("a stopped attempt", () => {
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
     expect(calls).toBe(0);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM _smithers_tool_calls")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_tool_calls")).toEqual([{ n: 0 }]);
   });
 
   test("a body still running after the grace period is recorded abandoned, with an event saying it may still run", async () => {
@@ -118,7 +117,7 @@ describe("a stopped attempt", () => {
     const result = await runWorkflow(wf, { input: {}, graceMs: 40, onEvent: (e) => events.push(e) });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("TASK_TIMEOUT");
-    const attempts = sql<{ state: string; error_json: string }>(dbPath, "SELECT state, error_json FROM _smithers_attempts ORDER BY attempt");
+    const attempts = await query<{ state: string; error_json: string }>(dbPath, "SELECT state, error_json FROM _smithers_attempts ORDER BY attempt");
     expect(attempts.map((a) => a.state)).toEqual(["abandoned", "abandoned"]);
     expect(JSON.parse(attempts[0]!.error_json)).toMatchObject({ code: "TASK_TIMEOUT", bodyMayBeRunning: true, graceMs: 40 });
     const abandoned = events.filter((e) => e.type === "NodeAbandoned");
@@ -127,7 +126,7 @@ describe("a stopped attempt", () => {
       ["t", 2, "body-unsettled"],
     ]);
     expect(stats.settled).toBe(0); // the run did not wait for them past the grace period
-    const stored = sql<{ type: string }>(dbPath, "SELECT type FROM _smithers_events WHERE type = 'NodeAbandoned'");
+    const stored = await query<{ type: string }>(dbPath, "SELECT type FROM _smithers_events WHERE type = 'NodeAbandoned'");
     expect(stored).toHaveLength(2);
   });
 
@@ -151,7 +150,7 @@ describe("a stopped attempt", () => {
     const result = await runWorkflow(wf, { input: {}, signal: controller.signal });
     expect(result.status).toBe("cancelled");
     expect(bodyEnded).toBe(true);
-    expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "cancelled" }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "cancelled" }]);
   });
 
   test("a cancel of a body that ignores its signal ends the run after the grace period with the attempt abandoned", async () => {
@@ -171,9 +170,9 @@ describe("a stopped attempt", () => {
     ));
     const result = await runWorkflow(wf, { input: {}, signal: controller.signal, graceMs: 30 });
     expect(result.status).toBe("cancelled");
-    const attempts = sql<{ state: string; error_json: string }>(dbPath, "SELECT state, error_json FROM _smithers_attempts");
+    const attempts = await query<{ state: string; error_json: string }>(dbPath, "SELECT state, error_json FROM _smithers_attempts");
     expect(attempts.map((a) => [a.state, JSON.parse(a.error_json).code])).toEqual([["abandoned", "TASK_CANCELLED"]]);
-    expect(sql(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "cancelled" }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "cancelled" }]);
   });
 
   test("an attempt cancelled before its body began never runs the body", async () => {
@@ -195,7 +194,7 @@ describe("a stopped attempt", () => {
     const result = await runWorkflow(wf, { input: {}, signal: controller.signal, onEvent: (e) => e.type === "NodeStarted" && controller.abort() });
     expect(result.status).toBe("cancelled");
     expect(bodies).toBe(0);
-    expect(sql(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "cancelled" }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_attempts")).toEqual([{ state: "cancelled" }]);
   });
 
   test("a negative or non-numeric graceMs is rejected with INVALID_OPTION before anything is written", async () => {
@@ -215,6 +214,6 @@ describe("a stopped attempt", () => {
       );
       expect(error?.code).toBe("INVALID_OPTION");
     }
-    expect(existsSync(dbPath)).toBe(false); // rejected before the database was even opened
+    expect(await databaseExists(dbPath)).toBe(false); // rejected before the database was even opened
   });
 });

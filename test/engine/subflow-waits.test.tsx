@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { approvalDecisionSchema, approve, createSmithers, runWorkflow, sendSignal, Subflow, type SmithersEvent } from "../../src/index.ts";
 import { pendingApprovals, supervise } from "../../src/engine/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 
 type Wait = "approval" | "timer" | "signal";
 
@@ -80,12 +80,14 @@ describe("<Subflow> whose child waits", () => {
     expect(await runWorkflow(wf, { input: {}, runId: "p", onEvent: (e) => events.push(e) })).toEqual({ runId: "p", status: "waiting-approval" });
     // The sibling branch went on: a waiting child holds up only what depends on it.
     expect(calls).toEqual(["side-2"]);
-    expect(sql(dbPath, "SELECT run_id, parent_run_id, status FROM _smithers_runs ORDER BY run_id")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, parent_run_id, status FROM _smithers_runs ORDER BY run_id")).toEqual([
       { run_id: "p", parent_run_id: null, status: "waiting-approval" },
       { run_id: childId, parent_run_id: "p", status: "waiting-approval" },
     ]);
-    expect(sql(dbPath, "SELECT state FROM _smithers_nodes WHERE run_id = 'p' AND node_id = 'sub'")).toEqual([{ state: "waiting-approval" }]);
-    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts WHERE run_id = 'p' AND node_id = 'sub'")).toEqual([{ attempt: 1, state: "waiting" }]);
+    expect(await query(dbPath, "SELECT state FROM _smithers_nodes WHERE run_id = 'p' AND node_id = 'sub'")).toEqual([{ state: "waiting-approval" }]);
+    expect(await query(dbPath, "SELECT attempt, state FROM _smithers_attempts WHERE run_id = 'p' AND node_id = 'sub'")).toEqual([
+      { attempt: 1, state: "waiting" },
+    ]);
     expect(events.filter((e) => e.type === "SubflowWaiting")).toMatchObject([{ nodeId: "sub", childRunId: childId, childStatus: "waiting-approval" }]);
 
     const pending = await pendingApprovals(kit.smithersDb, "p");
@@ -96,19 +98,19 @@ describe("<Subflow> whose child waits", () => {
     const decision = await approve(kit.smithersDb, { runId: "p", by: "ada", now: () => 1_000 });
     expect(decision).toEqual({ runId: childId, nodeId: "review", iteration: 0, approved: true });
     // The decision makes the child due, and its parent with it: the daemon finds the parent by its wake time.
-    expect(sql(dbPath, "SELECT run_id, wake_at_ms FROM _smithers_runs ORDER BY run_id")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, wake_at_ms FROM _smithers_runs ORDER BY run_id")).toEqual([
       { run_id: "p", wake_at_ms: 1_000 },
       { run_id: childId, wake_at_ms: 1_000 },
     ]);
     const outcomes = await supervise({ db: kit.smithersDb, resolveWorkflow: () => wf });
     expect(outcomes.map((o) => [o.runId, o.action, o.action === "resumed" ? o.result.status : undefined])).toEqual([["p", "resumed", "finished"]]);
     expect(calls).toEqual(["side-2", "child-finish", "report"]);
-    expect(sql(dbPath, "SELECT run_id, status FROM _smithers_runs ORDER BY run_id")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, status FROM _smithers_runs ORDER BY run_id")).toEqual([
       { run_id: "p", status: "finished" },
       { run_id: childId, status: "finished" },
     ]);
-    expect(sql(dbPath, "SELECT line FROM report")).toEqual([{ line: "done for ada" }]);
-    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts WHERE run_id = 'p' AND node_id = 'sub' ORDER BY attempt")).toEqual([
+    expect(await query(dbPath, "SELECT line FROM report")).toEqual([{ line: "done for ada" }]);
+    expect(await query(dbPath, "SELECT attempt, state FROM _smithers_attempts WHERE run_id = 'p' AND node_id = 'sub' ORDER BY attempt")).toEqual([
       { attempt: 1, state: "waiting" },
       { attempt: 2, state: "finished" },
     ]);
@@ -120,11 +122,11 @@ describe("<Subflow> whose child waits", () => {
     const fireAt = Date.now() + 400;
     const { wf, kit } = parentOf(dbPath, "timer", calls, fireAt);
     expect(await runWorkflow(wf, { input: {}, runId: "p", waitInPlaceMs: 0 })).toEqual({ runId: "p", status: "waiting-timer" });
-    expect(sql(dbPath, "SELECT run_id, status, wake_at_ms FROM _smithers_runs ORDER BY run_id")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, status, wake_at_ms FROM _smithers_runs ORDER BY run_id")).toEqual([
       { run_id: "p", status: "waiting-timer", wake_at_ms: fireAt },
       { run_id: childId, status: "waiting-timer", wake_at_ms: fireAt },
     ]);
-    expect(sql(dbPath, "SELECT state, wake_at_ms FROM _smithers_nodes WHERE run_id = 'p' AND node_id = 'sub'")).toEqual([
+    expect(await query(dbPath, "SELECT state, wake_at_ms FROM _smithers_nodes WHERE run_id = 'p' AND node_id = 'sub'")).toEqual([
       { state: "waiting-timer", wake_at_ms: fireAt },
     ]);
     expect(await supervise({ db: kit.smithersDb, resolveWorkflow: () => wf, now: () => fireAt - 1 })).toEqual([]);
@@ -142,10 +144,10 @@ describe("<Subflow> whose child waits", () => {
     expect((await runWorkflow(wf, { runId: "p", resume: true })).status).toBe("waiting-event");
     expect(calls).toEqual(["side-2"]);
     await sendSignal(kit.smithersDb, { runId: childId, name: "go", data: { ok: true } });
-    expect(sql<{ wake_at_ms: number | null }>(dbPath, "SELECT wake_at_ms FROM _smithers_runs WHERE run_id = 'p'")[0]?.wake_at_ms).toBeNumber();
+    expect((await query<{ wake_at_ms: number | null }>(dbPath, "SELECT wake_at_ms FROM _smithers_runs WHERE run_id = 'p'"))[0]?.wake_at_ms).toBeNumber();
     const outcomes = await supervise({ db: kit.smithersDb, resolveWorkflow: () => wf });
     expect(outcomes.map((o) => [o.runId, o.action === "resumed" ? o.result.status : o.action])).toEqual([["p", "finished"]]);
     expect(calls).toEqual(["side-2", "child-finish", "report"]);
-    expect(sql(dbPath, "SELECT ok FROM go")).toEqual([{ ok: 1 }]);
+    expect(await query(dbPath, "SELECT ok FROM go")).toEqual([{ ok: 1 }]);
   });
 });

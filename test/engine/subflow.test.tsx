@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, render, runWorkflow, Subflow } from "../../src/index.ts";
-import { errorOf, sleepUnlessAborted, sql, tempDbPath } from "../helpers.ts";
+import { errorOf, sleepUnlessAborted, query, tempDbPath } from "../helpers.ts";
 
 type Behaviour = { calls: string[]; failScan?: boolean; waitInScan?: boolean; started?: () => void };
 
@@ -63,15 +63,15 @@ describe("<Subflow>", () => {
     expect(result.status).toBe("finished");
     expect(result.output).toEqual({ message: "Child said: Scanned acme/app" });
     const childId = `${result.runId}/run-scan#0`;
-    expect(sql(dbPath, "SELECT run_id, parent_run_id, status, workflow_name FROM _smithers_runs ORDER BY created_at_ms, run_id")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, parent_run_id, status, workflow_name FROM _smithers_runs ORDER BY created_at_ms, run_id")).toEqual([
       { run_id: result.runId, parent_run_id: null, status: "finished", workflow_name: "parent-flow" },
       { run_id: childId, parent_run_id: result.runId, status: "finished", workflow_name: "scan-child" },
     ]);
-    expect(sql(dbPath, "SELECT run_id, node_id, summary FROM child_summary")).toEqual([
+    expect(await query(dbPath, "SELECT run_id, node_id, summary FROM child_summary")).toEqual([
       { run_id: result.runId, node_id: "run-scan", summary: "Scanned acme/app" },
     ]);
-    expect(sql(dbPath, "SELECT run_id, node_id, files FROM fetched")).toEqual([{ run_id: childId, node_id: "fetch", files: 3 }]);
-    expect(sql(dbPath, "SELECT run_id, node_id FROM scan_result")).toEqual([{ run_id: childId, node_id: "scan" }]);
+    expect(await query(dbPath, "SELECT run_id, node_id, files FROM fetched")).toEqual([{ run_id: childId, node_id: "fetch", files: 3 }]);
+    expect(await query(dbPath, "SELECT run_id, node_id FROM scan_result")).toEqual([{ run_id: childId, node_id: "scan" }]);
     expect(b.calls).toEqual(["fetch", "scan"]);
   });
 
@@ -85,9 +85,15 @@ describe("<Subflow>", () => {
     expect(result.error?.details.childRunId).toBe(childId);
     expect(result.error?.details.childError).toMatchObject({ code: "TASK_FAILED" });
     expect(result.error?.message).toContain("scan is broken");
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes WHERE run_id = ?", result.runId)).toEqual([{ node_id: "run-scan", state: "failed" }]);
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = ?", childId)).toEqual([{ status: "failed" }]);
-    const attempt = sql<{ error_json: string }>(dbPath, "SELECT error_json FROM _smithers_attempts WHERE run_id = ? AND node_id = 'run-scan'", result.runId);
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes WHERE run_id = ?", result.runId)).toEqual([
+      { node_id: "run-scan", state: "failed" },
+    ]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = ?", childId)).toEqual([{ status: "failed" }]);
+    const attempt = await query<{ error_json: string }>(
+      dbPath,
+      "SELECT error_json FROM _smithers_attempts WHERE run_id = ? AND node_id = 'run-scan'",
+      result.runId,
+    );
     expect(JSON.parse(attempt[0]!.error_json).code).toBe("SUBFLOW_FAILED");
   });
 
@@ -102,7 +108,7 @@ describe("<Subflow>", () => {
     const second = await runWorkflow(wf, { runId: first.runId, resume: true });
     expect(second.status).toBe("finished");
     expect(b.calls).toEqual(["fetch", "scan", "scan", "scan"]);
-    expect(sql(dbPath, "SELECT COUNT(*) AS n FROM _smithers_runs WHERE parent_run_id = ?", first.runId)).toEqual([{ n: 1 }]);
+    expect(await query(dbPath, "SELECT COUNT(*) AS n FROM _smithers_runs WHERE parent_run_id = ?", first.runId)).toEqual([{ n: 1 }]);
   });
 
   test("cancelling the parent cancels the child", async () => {
@@ -111,8 +117,8 @@ describe("<Subflow>", () => {
     const b: Behaviour = { calls: [], waitInScan: true, started: () => setTimeout(() => controller.abort(), 10) };
     const result = await runWorkflow(parentWorkflow(dbPath, b), { input: { repo: "r" }, signal: controller.signal });
     expect(result.status).toBe("cancelled");
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = ?", `${result.runId}/run-scan#0`)).toEqual([{ status: "cancelled" }]);
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes WHERE run_id = ? ORDER BY node_id", `${result.runId}/run-scan#0`)).toEqual([
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = ?", `${result.runId}/run-scan#0`)).toEqual([{ status: "cancelled" }]);
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes WHERE run_id = ? ORDER BY node_id", `${result.runId}/run-scan#0`)).toEqual([
       { node_id: "fetch", state: "finished" },
       { node_id: "scan", state: "cancelled" },
     ]);
@@ -124,7 +130,7 @@ describe("<Subflow>", () => {
     const result = await runWorkflow(parentWorkflow(dbPath, b, { timeoutMs: 100 }), { input: { repo: "r" } });
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("TASK_TIMEOUT");
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = ?", `${result.runId}/run-scan#0`)).toEqual([{ status: "cancelled" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = ?", `${result.runId}/run-scan#0`)).toEqual([{ status: "cancelled" }]);
   });
 
   test("works on an in-memory database: the child shares the parent's connection", async () => {

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { openSmithersDb, runs } from "../../src/db/index.ts";
 import { loadWorkflowFile, supervise } from "../../src/engine/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath, tempDir } from "../helpers.ts";
 import { smithersAsync, startUntil } from "../e2e/cli-helpers.ts";
 
 /** Leaves run `runId` as a dead process does: `running`, its task b half-done, nobody heartbeating. */
@@ -25,7 +25,7 @@ afterEach(() => {
 describe("supervise", () => {
   test("two supervisors racing for the same stale run: exactly one claims and resumes it", async () => {
     const dbPath = tempDbPath();
-    const callsFile = join(dirname(dbPath), "calls.txt");
+    const callsFile = join(tempDir(), "calls.txt");
     await crashDuringB(dbPath, "run-s", callsFile);
     process.env.CALLS_FILE = callsFile;
     const later = () => Date.now() + 60_000; // the dead owner's heartbeat is now 60 s old
@@ -34,29 +34,29 @@ describe("supervise", () => {
     expect(outcomes.filter((o) => o.action === "resumed").map((o) => o.runId)).toEqual(["run-s"]);
     expect(outcomes.filter((o) => o.action !== "resumed" && o.action !== "lost")).toEqual([]);
     expect(lines(callsFile)).toEqual(["a", "b", "b", "c"]);
-    expect(sql(dbPath, "SELECT node_id, COUNT(*) AS n FROM step GROUP BY node_id ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, COUNT(*) AS n FROM step GROUP BY node_id ORDER BY node_id")).toEqual([
       { node_id: "a", n: 1 },
       { node_id: "b", n: 1 },
       { node_id: "c", n: 1 },
     ]);
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
     await one.close();
     await two.close();
   });
 
   test("a run whose owner still heartbeats is left alone", async () => {
     const dbPath = tempDbPath();
-    const callsFile = join(dirname(dbPath), "calls.txt");
+    const callsFile = join(tempDir(), "calls.txt");
     await crashDuringB(dbPath, "run-fresh", callsFile);
     const db = openSmithersDb(dbPath);
     expect(await supervise({ db })).toEqual([]); // heartbeat younger than 30 s
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "running" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "running" }]);
     await db.close();
   });
 
   test("a claimed run whose workflow cannot be loaded is released to its previous owner", async () => {
     const dbPath = tempDbPath();
-    const callsFile = join(dirname(dbPath), "calls.txt");
+    const callsFile = join(tempDir(), "calls.txt");
     await crashDuringB(dbPath, "run-r", callsFile);
     const db = openSmithersDb(dbPath);
     const before = await runs.getRun(db, "run-r");
@@ -69,7 +69,7 @@ describe("supervise", () => {
 
   test("a run whose heartbeat is late but whose owner process is alive here is skipped, not resumed beside it", async () => {
     const dbPath = tempDbPath();
-    const callsFile = join(dirname(dbPath), "calls.txt");
+    const callsFile = join(tempDir(), "calls.txt");
     const args = ["up", "test/fixtures/steps.tsx", "--input", '{"label":"s"}', "--db", dbPath, "--run-id", "run-busy"];
     const owner = await startUntil(args, { STEP_B: "block", BLOCK_MS: "2500", CALLS_FILE: callsFile }, "start   b");
     const pass = await smithersAsync(["supervise", "--db", dbPath, "--stale-after-ms", "0"], { CALLS_FILE: callsFile });
@@ -79,14 +79,14 @@ describe("supervise", () => {
     expect(resume.stderr).toContain("RUN_STILL_RUNNING");
     expect(await owner.exited).toBe(0);
     expect(lines(callsFile)).toEqual(["a", "b", "c"]); // b ran once
-    expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts WHERE node_id = 'b'")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts WHERE node_id = 'b'")).toEqual([
       { node_id: "b", attempt: 1, state: "finished" },
     ]);
   });
 
   test("a claimed run whose resume rejects is released to its previous owner, and the outcome says why", async () => {
     const dbPath = tempDbPath();
-    const callsFile = join(dirname(dbPath), "calls.txt");
+    const callsFile = join(tempDir(), "calls.txt");
     await crashDuringB(dbPath, "run-j", callsFile);
     const db = openSmithersDb(dbPath);
     const before = await runs.getRun(db, "run-j");
@@ -114,20 +114,20 @@ describe("supervise", () => {
     expect(passes.slice(0, 2).map((p) => p.stdout.includes("resumed"))).toEqual([false, false]); // each died with its task
     expect(passes[2]!.stdout).toContain("resumed run-loop failed TASK_CRASH_LOOP");
     expect(passes[2]!.code).toBe(1);
-    expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
       { node_id: "doomed", attempt: 1, state: "abandoned" },
       { node_id: "doomed", attempt: 2, state: "abandoned" },
       { node_id: "doomed", attempt: 3, state: "abandoned" },
       { node_id: "first", attempt: 1, state: "finished" },
     ]);
-    expect(sql(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
       { node_id: "doomed", state: "failed" },
       { node_id: "first", state: "finished" },
     ]);
-    const run = sql<{ status: string; error_json: string }>(dbPath, "SELECT status, error_json FROM _smithers_runs")[0]!;
+    const run = (await query<{ status: string; error_json: string }>(dbPath, "SELECT status, error_json FROM _smithers_runs"))[0]!;
     expect(run.status).toBe("failed");
     expect(JSON.parse(run.error_json)).toMatchObject({ code: "TASK_CRASH_LOOP", nodeId: "doomed", abandons: 3, maxAbandons: 3 });
-    const events = sql<{ type: string; payload_json: string }>(
+    const events = await query<{ type: string; payload_json: string }>(
       dbPath,
       "SELECT type, payload_json FROM _smithers_events WHERE type IN ('NodeAbandoned', 'RunFailed') ORDER BY seq",
     );
@@ -149,7 +149,7 @@ describe("supervise", () => {
     expect(pass.stdout).toContain("resumed run-one failed TASK_CRASH_LOOP");
     const again = await smithersAsync(["up", "test/fixtures/crash-loop.tsx", "--db", dbPath, "--run-id", "run-one", "--resume"], env);
     expect(again.code).not.toBe(1); // it ran the task again, which killed the process again
-    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts WHERE node_id = 'doomed' ORDER BY attempt")).toEqual([
+    expect(await query(dbPath, "SELECT attempt, state FROM _smithers_attempts WHERE node_id = 'doomed' ORDER BY attempt")).toEqual([
       { attempt: 1, state: "abandoned" },
       { attempt: 2, state: "running" },
     ]);
@@ -157,7 +157,7 @@ describe("supervise", () => {
 
   test("two `smithers supervise` processes started together: one resumes the run, the other finds nothing to do", async () => {
     const dbPath = tempDbPath();
-    const callsFile = join(dirname(dbPath), "calls.txt");
+    const callsFile = join(tempDir(), "calls.txt");
     await crashDuringB(dbPath, "run-p", callsFile);
     await Bun.sleep(1_100); // older than --stale-after-ms 1000
     const args = ["supervise", "--db", dbPath, "--stale-after-ms", "1000"];
@@ -170,7 +170,7 @@ describe("supervise", () => {
     ]);
     expect(results.map((r) => r.code)).toEqual([0, 0]);
     expect(lines(callsFile)).toEqual(["a", "b", "b", "c"]);
-    expect(sql(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, attempt, state FROM _smithers_attempts ORDER BY node_id, attempt")).toEqual([
       { node_id: "a", attempt: 1, state: "finished" },
       { node_id: "b", attempt: 1, state: "abandoned" },
       { node_id: "b", attempt: 2, state: "finished" },

@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, runWorkflow } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 
 test("a task that throws a revoked Proxy ends the run failed instead of hanging it `running`", async () => {
   const dbPath = tempDbPath();
@@ -26,5 +26,5 @@ test("a task that throws a revoked Proxy ends the run failed instead of hanging 
     Bun.sleep(2_000).then(() => "still pending"),
   ]);
   expect(outcome).toBe("failed");
-  expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
+  expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "failed" }]);
 });

@@ -1,12 +1,12 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { z } from "zod";
 import { openSmithersDb } from "../../src/db/index.ts";
 import { loadWorkflowFile, supervise } from "../../src/engine/index.ts";
 import { createSmithers, runWorkflow, Timer, type SmithersEvent } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath, tempDir } from "../helpers.ts";
 import { smithersAsync } from "../e2e/cli-helpers.ts";
 
 const fixture = resolve(import.meta.dir, "../fixtures/timer.tsx");
@@ -30,31 +30,31 @@ describe("<Timer>", () => {
     const result = await runWorkflow(wf, { input: {}, onEvent: (e) => events.push(e) });
     expect(result.status).toBe("finished");
     const scheduled = events.find((e) => e.type === "TimerScheduled");
-    const after = sql<{ at: number }>(dbPath, "SELECT at FROM step WHERE node_id = 'after'")[0]!;
+    const after = (await query<{ at: number }>(dbPath, "SELECT at FROM step WHERE node_id = 'after'"))[0]!;
     expect(scheduled && "fireAtMs" in scheduled).toBe(true);
     expect(after.at).toBeGreaterThanOrEqual((scheduled as { fireAtMs: number }).fireAtMs);
     expect(events.filter((e) => e.type.startsWith("Timer")).map((e) => e.type)).toEqual(["TimerScheduled", "TimerFired"]);
-    expect(sql(dbPath, "SELECT node_id, state, wake_at_ms FROM _smithers_nodes WHERE node_id = 'pause'")).toEqual([
+    expect(await query(dbPath, "SELECT node_id, state, wake_at_ms FROM _smithers_nodes WHERE node_id = 'pause'")).toEqual([
       { node_id: "pause", state: "finished", wake_at_ms: null },
     ]);
-    expect(sql(dbPath, "SELECT count(*) AS n FROM step WHERE node_id = 'pause'")).toEqual([{ n: 0 }]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM step WHERE node_id = 'pause'")).toEqual([{ n: 0 }]);
   });
 
   test("a longer timer ends the run waiting-timer with its fire time stored; an early resume waits again without moving it; once due the daemon resumes it", async () => {
     const dbPath = tempDbPath();
     const workflow = await loadWorkflowFile(fixture);
-    const callsFile = `${dbPath}.calls`;
+    const callsFile = join(tempDir(), "calls.txt");
     process.env.CALLS_FILE = callsFile;
     try {
       const first = await runWorkflow(workflow, { input: {}, runId: "t1", dbPath, workflowPath: fixture, waitInPlaceMs: 0 });
       expect(first).toEqual({ runId: "t1", status: "waiting-timer" });
-      const [run] = sql<{ status: string; wake_at_ms: number }>(dbPath, "SELECT status, wake_at_ms FROM _smithers_runs");
-      const [node] = sql<{ state: string; wake_at_ms: number }>(dbPath, "SELECT state, wake_at_ms FROM _smithers_nodes WHERE node_id = 'cool-down'");
+      const [run] = await query<{ status: string; wake_at_ms: number }>(dbPath, "SELECT status, wake_at_ms FROM _smithers_runs");
+      const [node] = await query<{ state: string; wake_at_ms: number }>(dbPath, "SELECT state, wake_at_ms FROM _smithers_nodes WHERE node_id = 'cool-down'");
       expect([run!.status, node!.state]).toEqual(["waiting-timer", "waiting-timer"]);
       expect(run!.wake_at_ms).toBe(node!.wake_at_ms);
       const early = await runWorkflow(workflow, { runId: "t1", resume: true, dbPath, waitInPlaceMs: 0 });
       expect(early.status).toBe("waiting-timer");
-      expect(sql(dbPath, "SELECT wake_at_ms FROM _smithers_nodes WHERE node_id = 'cool-down'")).toEqual([{ wake_at_ms: node!.wake_at_ms }]);
+      expect(await query(dbPath, "SELECT wake_at_ms FROM _smithers_nodes WHERE node_id = 'cool-down'")).toEqual([{ wake_at_ms: node!.wake_at_ms }]);
       const db = openSmithersDb(dbPath);
       try {
         expect(await supervise({ db, now: () => node!.wake_at_ms - 1 })).toEqual([]); // not due yet: nothing to wake
@@ -74,14 +74,14 @@ describe("<Timer>", () => {
     const dbPath = tempDbPath();
     const workflow = await loadWorkflowFile(fixture);
     expect((await runWorkflow(workflow, { input: {}, runId: "t2", dbPath, workflowPath: fixture, waitInPlaceMs: 0 })).status).toBe("waiting-timer");
-    const [node] = sql<{ wake_at_ms: number }>(dbPath, "SELECT wake_at_ms FROM _smithers_nodes WHERE node_id = 'cool-down'");
+    const [node] = await query<{ wake_at_ms: number }>(dbPath, "SELECT wake_at_ms FROM _smithers_nodes WHERE node_id = 'cool-down'");
     await Bun.sleep(Math.max(0, node!.wake_at_ms - Date.now()) + 10);
-    const callsFile = `${dbPath}.calls`;
+    const callsFile = join(tempDir(), "calls.txt");
     const args = ["supervise", "--db", dbPath];
     const results = await Promise.all([smithersAsync(args, { CALLS_FILE: callsFile }), smithersAsync(args, { CALLS_FILE: callsFile })]);
     expect(results.filter((r) => r.stdout.includes("resumed t2 finished"))).toHaveLength(1);
     expect(readFileSync(callsFile, "utf8").trim().split("\n")).toEqual(["after"]);
-    expect(sql(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
   });
 
   test("an until in the past fires at once", async () => {

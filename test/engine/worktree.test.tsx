@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { approve, createSmithers, Parallel, runWorkflow, Subflow, type SmithersWorkflow } from "../../src/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 import { git, gitLines, tempRepo } from "../worktree-helpers.ts";
 
 const schemas = { place: z.object({ cwd: z.string() }) };
@@ -38,7 +38,7 @@ describe("<Worktree> bad input", () => {
     const result = await runWorkflow(inWorktree(dbPath, { path, branch: "feature" }, 3), { input: {}, rootDir: repo });
 
     expect([result.status, result.error?.code]).toEqual(["failed", "WORKTREE_INVALID"]);
-    expect(sql(dbPath, "SELECT attempt, state FROM _smithers_attempts")).toEqual([{ attempt: 1, state: "failed" }]);
+    expect(await query(dbPath, "SELECT attempt, state FROM _smithers_attempts")).toEqual([{ attempt: 1, state: "failed" }]);
     expect(result.error?.message).toContain("is not a worktree of");
     expect(readdirSync(path)).toEqual(["notes.txt"]);
     expect(gitLines(repo, "worktree", "list").length).toBe(1);
@@ -150,7 +150,7 @@ describe("<Worktree> reuse", () => {
 
     expect((await runWorkflow(wf, { input: {}, rootDir: repo })).status).toBe("finished");
 
-    expect(sql(dbPath, "SELECT DISTINCT cwd FROM place")).toEqual([{ cwd: join(repo, "shared") }]);
+    expect(await query(dbPath, "SELECT DISTINCT cwd FROM place")).toEqual([{ cwd: join(repo, "shared") }]);
     expect(gitLines(repo, "worktree", "list").length).toBe(2);
   });
 });
@@ -178,8 +178,8 @@ describe("<Worktree> and runs", () => {
 
     expect((await runWorkflow(wf, { runId: "g", resume: true })).status).toBe("finished");
 
-    expect(sql(dbPath, "SELECT cwd FROM place")).toEqual([{ cwd: join(repo, "after-approval") }]);
-    expect(sql(dbPath, "SELECT root_dir FROM _smithers_runs")).toEqual([{ root_dir: repo }]);
+    expect(await query(dbPath, "SELECT cwd FROM place")).toEqual([{ cwd: join(repo, "after-approval") }]);
+    expect(await query(dbPath, "SELECT root_dir FROM _smithers_runs")).toEqual([{ root_dir: repo }]);
   });
 
   test("a <Subflow> inside a <Worktree> runs its child's tasks in that worktree", async () => {

@@ -90,4 +90,11 @@ describe("asRunError", () => {
     const own = new SmithersError("RUN_OWNED", "taken");
     expect(asRunError(own)).toBe(own);
   });
+
+  test("a PostgreSQL driver error is DB_WRITE_FAILED too, also as the cause Drizzle wraps it in", () => {
+    const pgError = Object.assign(new Error('null value in column "value" violates not-null constraint'), { name: "PostgresError", code: "23502" });
+    expect(asRunError(pgError).code).toBe("DB_WRITE_FAILED");
+    expect(asRunError(new Error("Failed query: insert into …", { cause: pgError })).code).toBe("DB_WRITE_FAILED");
+    expect(asRunError(new Error("wrapper", { cause: new TypeError("x") })).code).toBe("ENGINE_ERROR");
+  });
 });

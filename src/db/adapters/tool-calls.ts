@@ -75,8 +75,9 @@ async function insertCall(
   call: ToolCallStart,
   outcome: Pick<ToolCallRow, "status"> & Partial<Pick<ToolCallRow, "finishedAtMs" | "outputJson" | "errorJson">>,
 ): Promise<number> {
-  // Parallel calls of one attempt number themselves one at a time (see lockRunSequence).
-  await lockRunSequence(q, "toolCalls", `${call.runId}\0${call.nodeId}\0${call.iteration ?? 0}\0${call.attempt}`);
+  // Parallel calls of one attempt number themselves one at a time (see lockRunSequence). The key
+  // is JSON, not NUL-separated: PostgreSQL text cannot hold a NUL byte.
+  await lockRunSequence(q, "toolCalls", JSON.stringify([call.runId, call.nodeId, call.iteration ?? 0, call.attempt]));
   const next = await q.orm
     .select({ next: sql<number>`coalesce(max(${smithersToolCalls.seq}), -1) + 1` })
     .from(smithersToolCalls)

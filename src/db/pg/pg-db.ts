@@ -156,8 +156,12 @@ export class PgDb implements SmithersDb {
     });
   }
 
+  /**
+   * Lets the schema work already started finish first (as on SQLite, where opening migrates at
+   * once, a database opened and closed straight away has its tables), then ends the pool.
+   */
   close(): Promise<void> {
-    this.closing ??= this.client.end({ timeout: 5 });
+    this.closing ??= this.ready.catch(() => undefined).then(() => this.client.end({ timeout: 5 }));
     return this.closing;
   }
 

@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { approvalDecisionSchema, approve, createSmithers, openSmithersDb, runWorkflow, type SmithersDb } from "../../../src/index.ts";
-import { dbRetryCount, events, signals } from "../../../src/db/index.ts";
+import { cron, dbRetryCount, events, ralph, sandboxes, signals } from "../../../src/db/index.ts";
 import { connectPg, pgTestServer } from "../../support/postgres.ts";
 import { rejection } from "../../helpers.ts";
 
@@ -138,6 +138,38 @@ describe.skipIf(!pg)("PgDb", () => {
       expect((await signals.querySignals(dbs[0]!, { runId: "r", limit: 1000 })).length).toBe(60);
     } finally {
       await Promise.all(dbs.map((db) => db.close()));
+    }
+  });
+
+  test("an upsert whose conflict target names several columns or one inserts, then updates (loop state, cron, sandboxes)", async () => {
+    const db = openSmithersDb(await freshUrl());
+    try {
+      for (const [iteration, done] of [
+        [1, false],
+        [2, true],
+      ] as const) {
+        await db.withTransaction("loop", (q) => ralph.setLoopState(q, { runId: "r", ralphId: "l", iteration, done, updatedAtMs: iteration }));
+      }
+      expect((await ralph.listLoopStates(db, "r")).map((l) => [l.iteration, l.done])).toEqual([[2, true]]);
+      await cron.upsertCron(db, { cronId: "c", pattern: "0 3 * * *", workflowPath: "a.tsx", createdAtMs: 1 });
+      await cron.upsertCron(db, { cronId: "c", pattern: "0 4 * * *", workflowPath: "a.tsx", createdAtMs: 1 });
+      expect((await cron.listCrons(db)).map((c) => c.pattern)).toEqual(["0 4 * * *"]);
+      await sandboxes.upsertSandbox(db, { runId: "r", sandboxId: "s", configJson: "{}" });
+      await sandboxes.upsertSandbox(db, { runId: "r", sandboxId: "s", configJson: "{}", status: "shipped" });
+      expect((await sandboxes.listSandboxes(db, "r")).map((b) => b.status)).toEqual(["shipped"]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  test("a database opened and closed at once still gets its tables: close waits for the schema work under way", async () => {
+    const url = await freshUrl();
+    await openSmithersDb(url).close();
+    const sql = connectPg(url);
+    try {
+      expect([...(await sql`SELECT count(*)::int AS n FROM _smithers_runs`)]).toEqual([{ n: 0 }]);
+    } finally {
+      await sql.end();
     }
   });
 
