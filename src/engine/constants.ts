@@ -1,5 +1,5 @@
 /** How often a running engine stamps `_smithers_runs.heartbeat_at_ms` (RunOptions.heartbeatMs overrides it). */
-export { DEFAULT_HEARTBEAT_MS as HEARTBEAT_INTERVAL_MS } from "../db/constants.ts";
+export { DEFAULT_HEARTBEAT_MS as HEARTBEAT_INTERVAL_MS } from "../db/index.ts";
 
 /**
  * How long a task body stopped from outside (timeout, cancel, the run failing) may take to
