@@ -461,7 +461,11 @@ if (import.meta.main) {
       );
       cancel.abort();
     } else if (!abandon.signal.aborted) {
-      console.error("smithers: not waiting any longer: task bodies still running are recorded abandoned (Ctrl-C again to exit at once)");
+      console.error(
+        process.argv[2] === "worker"
+          ? "smithers worker: exiting now; other workers take its runs over once the lease runs out"
+          : "smithers: not waiting any longer: task bodies still running are recorded abandoned (Ctrl-C again to exit at once)",
+      );
       abandon.abort();
     } else process.exit(EXIT.cancelled);
   };

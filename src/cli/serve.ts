@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { DEFAULT_DB_PATH, pruneRuns } from "../engine/index.ts";
 import { createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACITY } from "../server/index.ts";
+import { MIN_LEASE_MS } from "./worker.ts";
 import { dbPathOption, durationFlag, EXIT, type Io, nonNegativeNumber, positiveInt, usageError } from "./shared.ts";
 
 /** How often `serve --prune-older-than` prunes (and once at start). */
@@ -26,7 +27,7 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
   const port = nonNegativeNumber(values.port, "--port", true) ?? 7331;
   const token = values.token ?? (process.env.SMITHERS_TOKEN || undefined);
   const leaseMs = durationFlag(values.lease, "--lease");
-  if (leaseMs !== undefined && leaseMs < 100) throw usageError("--lease must be at least 100ms");
+  if (leaseMs !== undefined && leaseMs < MIN_LEASE_MS) throw usageError(`--lease must be at least ${MIN_LEASE_MS / 1000}s`);
   const server = await createServer({
     dbPath: dbPathOption(values.db) ?? DEFAULT_DB_PATH,
     ...(values.workflows ? { workflowsDir: values.workflows } : {}),
@@ -51,7 +52,7 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
   }
   await new Promise<void>((done) => (stop.aborted ? done() : stop.addEventListener("abort", () => done(), { once: true })));
   clearInterval(pruning);
-  // Runs in flight keep their queue rows: the next start resumes them.
+  // Runs in flight are left to go stale: the next start (or a worker) takes them over once the lease runs out.
   await server.stop({ drain: false });
   return EXIT.ok;
 }

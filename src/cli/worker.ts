@@ -6,6 +6,9 @@ import { formatEvent } from "./progress.ts";
 import { durabilityFlag, durationFlag, EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 import type { StopSignals } from "./index.ts";
 
+/** The shortest --lease: a few beats of 250 ms, long enough that a live owner's pause is not taken for its death. */
+export const MIN_LEASE_MS = 1_000;
+
 function describe(o: WorkerOutcome): string {
   const ended = (r: { status: string; error?: { code: string } }) => `${r.status}${r.error ? ` ${r.error.code}` : ""}`;
   if (o.action === "ran") return `ran ${o.runId} ${ended(o.result)}`;
@@ -33,7 +36,8 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
   });
   const concurrency = positiveInt(values.concurrency, "--concurrency") ?? DEFAULT_WORKER_CONCURRENCY;
   const leaseMs = durationFlag(values.lease, "--lease") ?? STALE_RUN_THRESHOLD_MS;
-  if (leaseMs < 100) throw usageError("--lease must be at least 100ms");
+  // A live owner paused longer than the lease (GC, a synchronous task, clock skew between hosts) would be taken over.
+  if (leaseMs < MIN_LEASE_MS) throw usageError(`--lease must be at least ${MIN_LEASE_MS / 1000}s`);
   const pollIntervalMs = durationFlag(values["poll-interval"], "--poll-interval") ?? DEFAULT_POLL_INTERVAL_MS;
   if (pollIntervalMs <= 0) throw usageError("--poll-interval must be more than 0");
   const durability = durabilityFlag(values.durability);

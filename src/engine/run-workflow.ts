@@ -3,7 +3,7 @@
  * heartbeat while it runs and cancellation from the caller's AbortSignal.
  */
 import { resolve } from "node:path";
-import { checkDurability, runs, type Durability } from "../db/index.ts";
+import { checkDurability, runs, type Durability, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { EventBus, openEventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
@@ -82,6 +82,26 @@ export type RunOptions = {
   pricing?: ModelPricing;
 };
 
+/** Runs holding a durability on a connection, and the mode it had before the first of them. */
+const durabilityHolds = new WeakMap<SmithersDb, { runs: number; before: Durability }>();
+
+/**
+ * Switches `db` to `durability` for a run; the returned function gives it back, and the last run
+ * holding the connection restores the mode it had before the first (runs overlapping on one
+ * connection, as in a worker, keep the mode until all of them ended).
+ */
+async function holdDurability(db: SmithersDb, durability: Durability): Promise<() => Promise<void>> {
+  const hold = durabilityHolds.get(db) ?? { runs: 0, before: db.durability };
+  hold.runs++;
+  durabilityHolds.set(db, hold);
+  if (db.durability !== durability) await db.setDurability(durability);
+  return async () => {
+    if (--hold.runs > 0) return;
+    durabilityHolds.delete(db);
+    if (db.durability !== hold.before) await db.setDurability(hold.before);
+  };
+}
+
 /**
  * Runs (or resumes) a workflow to completion and resolves with its status. Bad input,
  * a changed input on resume, or an unknown run reject with a SmithersError; failures
@@ -125,8 +145,7 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
   const now = () => Date.now();
   const durability = options.durability === undefined ? undefined : checkDurability(options.durability);
   const db = workflow.dbFor(options.dbPath);
-  const previousDurability = db.durability;
-  if (durability !== undefined && previousDurability !== durability) await db.setDurability(durability);
+  const releaseDurability = durability === undefined ? undefined : await holdDurability(db, durability);
   const ownerId = options.ownerId ?? newOwnerId();
   ACTIVE_OWNERS.add(ownerId); // before the owner id is written, so a same-process resume sees it alive
   try {
@@ -188,6 +207,6 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
     }
   } finally {
     ACTIVE_OWNERS.delete(ownerId);
-    if (db.durability !== previousDurability) await db.setDurability(previousDurability);
+    await releaseDurability?.();
   }
 }

@@ -19,6 +19,8 @@ import { SmithersError } from "../errors/index.ts";
 import { HEARTBEAT_INTERVAL_MS } from "./constants.ts";
 import { cronOutcomes, fireDueCrons } from "./cron-fire.ts";
 import type { SmithersEvent } from "./events.ts";
+import { queueName } from "./enqueue.ts";
+import { asRunError } from "./run.ts";
 import { newOwnerId } from "./run-setup.ts";
 import { runWorkflow, type RunResult } from "./run-workflow.ts";
 import { takeOver, wake, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
@@ -31,6 +33,8 @@ export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 const LOAD_FAILURE_BACKOFF_MS = 60_000;
 /** How many such requests it remembers. */
 const MAX_SKIPPED = 100;
+/** Stale or due runs listed beyond the free slots, so runs this worker cannot serve do not hide the rest. */
+const LISTING_SLACK = 100;
 
 /** A workflow registered under a name (its file name without extension): what `--workflows DIR` and `serve` hold. */
 export type RegisteredWorkflow = { name: string; path: string; workflow: SmithersWorkflow };
@@ -100,8 +104,8 @@ export class Worker {
   private readonly aborts = new Map<string, AbortController>();
   /** Requests passed over until a time (their workflow did not load here). */
   private readonly skipped = new Map<string, number>();
-  /** Queue-claimed runs in flight: their leases are renewed until the run takes the request over. */
-  private claimed = 0;
+  /** Requests claimed and not yet handed to their run: their leases are renewed until then. */
+  private readonly claimed = new Set<string>();
   private nudged = false;
   private wakeUp: (() => void) | undefined;
 
@@ -171,24 +175,27 @@ export class Worker {
     const nowMs = (this.o.now ?? Date.now)();
     const free = () => (stop?.aborted ? 0 : this.concurrency - this.inFlight.size);
     const supervise = this.superviseOptions();
+    // Runs it cannot serve (another worker's workflows, a file that did not load here) are passed
+    // over, so the window looks past them; only runs with a recorded file are listed at all.
+    const window = () => free() + this.inFlight.size + this.skipped.size + LISTING_SLACK;
+    const takeable = (run: runs.RunRow) => !this.inFlight.has(run.runId) && !this.skipped.has(run.runId) && this.serves(run);
     if (free() > 0) {
       const stale = await runs.listStaleRuns(this.o.db, {
         nowMs,
         staleAfterMs: this.leaseMs,
         missedBeats: MISSED_BEATS_BEFORE_STALE,
-        limit: free() + this.inFlight.size,
+        withWorkflowPathOnly: true,
+        limit: window(),
       });
       for (const run of stale) {
         if (free() <= 0) break;
-        if (this.inFlight.has(run.runId) || !this.serves(run)) continue;
-        this.track(run.runId, takeOver(supervise, run, nowMs));
+        if (takeable(run)) this.track(run.runId, this.passOverIfReleased(run.runId, takeOver(supervise, run, nowMs)));
       }
     }
     if (free() > 0) {
-      for (const run of await runs.listDueRuns(this.o.db, nowMs, free() + this.inFlight.size, this.byName === undefined)) {
+      for (const run of await runs.listDueRuns(this.o.db, nowMs, window(), true)) {
         if (free() <= 0) break;
-        if (this.inFlight.has(run.runId) || !this.serves(run)) continue;
-        this.track(run.runId, wake(supervise, run, nowMs));
+        if (takeable(run)) this.track(run.runId, this.passOverIfReleased(run.runId, wake(supervise, run, nowMs)));
       }
     }
     while (free() > 0) {
@@ -197,7 +204,7 @@ export class Worker {
         nowMs,
         leaseMs: this.leaseMs,
         ...(this.byName ? { workflows: [...this.byName.keys()] } : {}),
-        skip: this.skipList(nowMs),
+        skip: [...this.inFlight.keys(), ...this.skipList(nowMs)],
       });
       if (!row) break;
       this.track(row.runId, this.execute(row));
@@ -225,6 +232,13 @@ export class Worker {
     }
   }
 
+  /** A run handed back (its workflow did not load here) is passed over a while, like a request. */
+  private async passOverIfReleased(runId: string, outcome: Promise<SuperviseOutcome>): Promise<SuperviseOutcome> {
+    const settled = await outcome;
+    if (settled.action === "released") this.skipped.set(runId, (this.o.now ?? Date.now)() + LOAD_FAILURE_BACKOFF_MS);
+    return settled;
+  }
+
   private superviseOptions(): SuperviseOptions {
     return {
       db: this.o.db,
@@ -239,14 +253,14 @@ export class Worker {
 
   /** Whether this worker can load the run's workflow (a named set: one of them; else: a recorded file). */
   private serves(run: runs.RunRow): boolean {
-    if (!this.byName) return run.workflowPath !== null;
-    return this.registeredFor(run) !== undefined;
+    return this.byName ? this.registeredFor(run) !== undefined : run.workflowPath !== null;
   }
 
+  /** By the file the run recorded: the same path, else the same file name (another host keeps it elsewhere). */
   private registeredFor(run: runs.RunRow): RegisteredWorkflow | undefined {
+    if (run.workflowPath === null) return undefined;
     for (const w of this.byName?.values() ?? []) if (run.workflowPath === w.path) return w;
-    for (const w of this.byName?.values() ?? []) if (run.workflowName === w.workflow.name) return w;
-    return undefined;
+    return this.byName?.get(queueName(run.workflowPath));
   }
 
   private workflowOfRun(run: runs.RunRow): SmithersWorkflow | Promise<SmithersWorkflow> | undefined {
@@ -256,7 +270,7 @@ export class Worker {
 
   /** Executes a claimed request: creates its run (or resumes it) and runs it until it ends or waits. */
   private async execute(row: queue.QueueRow): Promise<WorkerOutcome> {
-    this.claimed++;
+    this.claimed.add(row.runId);
     const abort = new AbortController();
     this.aborts.set(row.runId, abort);
     try {
@@ -279,18 +293,29 @@ export class Worker {
           workflowPath: row.workflowPath,
           heartbeatMs: this.heartbeatMs,
           signal: abort.signal,
-          onEvent: this.o.onEvent,
+          onEvent: (event) => {
+            // Created or resumed: the request was handed to the run in that transaction; no lease to renew.
+            if (event.type === "RunStarted" || event.type === "RunResumed") this.claimed.delete(row.runId);
+            this.o.onEvent?.(event);
+          },
           durability: this.o.durability,
         });
+        // Usually handed off already; not when there was nothing to resume (a finished run, or a
+        // continued one whose chain end ran instead): the request is done either way.
+        await queue.removeClaimed(this.o.db, row.runId, this.id);
         return { runId: row.runId, action: "ran", result };
       } catch (error) {
-        // On database trouble the claim stays: its lease runs out and a worker tries again.
-        if (error instanceof SmithersError && DB_TROUBLE.has(error.code)) return { runId: row.runId, action: "error", reason: reasonOf(error) };
+        const failure = asRunError(error);
+        if (DB_TROUBLE.has(failure.code)) {
+          // Database trouble: the request goes back for the next try (or its lease runs out).
+          await queue.releaseClaim(this.o.db, row.runId, this.id).catch(() => undefined);
+          return { runId: row.runId, action: "error", reason: reasonOf(failure) };
+        }
         await queue.removeClaimed(this.o.db, row.runId, this.id);
-        return { runId: row.runId, action: "dropped", reason: reasonOf(error) };
+        return { runId: row.runId, action: "dropped", reason: reasonOf(failure) };
       }
     } finally {
-      this.claimed--;
+      this.claimed.delete(row.runId);
       this.aborts.delete(row.runId);
     }
   }
@@ -317,9 +342,9 @@ export class Worker {
   }
 
   private async renewLeases(): Promise<void> {
-    if (this.claimed === 0) return;
+    if (this.claimed.size === 0) return;
     try {
-      await queue.renewLeases(this.o.db, this.id, (this.o.now ?? Date.now)(), this.leaseMs);
+      await queue.renewLeases(this.o.db, this.id, [...this.claimed], (this.o.now ?? Date.now)(), this.leaseMs);
     } catch (error) {
       this.report({ runId: "", action: "error", reason: `lease renewal failed: ${reasonOf(error)}` });
     }

@@ -5,7 +5,7 @@
  * wakes those workflows' answered or due waiting runs and takes over their stale ones.
  */
 import { queue, type runs, type SmithersDb } from "../db/index.ts";
-import { SERVER_RUN_ID, validateInput, Worker, type RegisteredWorkflow, type WorkerOutcome } from "../engine/index.ts";
+import { queueName, SERVER_RUN_ID, validateInput, Worker, type RegisteredWorkflow, type WorkerOutcome } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 
 export type { RegisteredWorkflow } from "../engine/index.ts";
@@ -57,10 +57,11 @@ export class RunQueue {
     return found;
   }
 
-  /** The registered workflow a stored run belongs to (by its file, else by its name). */
+  /** The registered workflow a stored run belongs to: by its file, else by its file's name (another host's path). */
   workflowOf(run: runs.RunRow): RegisteredWorkflow {
     for (const w of this.o.workflows.values()) if (run.workflowPath === w.path) return w;
-    for (const w of this.o.workflows.values()) if (run.workflowName === w.workflow.name) return w;
+    const byName = run.workflowPath === null ? undefined : this.o.workflows.get(queueName(run.workflowPath));
+    if (byName) return byName;
     throw new SmithersError("WORKFLOW_LOAD_FAILED", `Run "${run.runId}" belongs to workflow "${run.workflowName}", which this server does not serve`, {
       runId: run.runId,
     });

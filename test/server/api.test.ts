@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createServer, type SmithersServer } from "../../src/server/index.ts";
-import { sql, tempDbPath } from "../helpers.ts";
+import { sql, tempDbPath, waitFor } from "../helpers.ts";
 import { FIXTURES, post, startServer, waitForStatus } from "./helpers.ts";
 
 let current: SmithersServer | undefined;
@@ -70,8 +70,8 @@ describe("smithers serve API", () => {
     await server.stop();
   });
 
-  test("a run waiting at an approval is approved over HTTP, resumed by POST /resume, and finishes", async () => {
-    const { url } = await serve();
+  test("a run waiting at an approval is approved over HTTP; the server wakes it and it finishes", async () => {
+    const { url, dbPath } = await serve();
     await post(`${url}/runs`, { workflow: "gate", runId: "g1" });
     expect(await waitForStatus(url, "g1", ["waiting-approval", "failed"])).toBe("waiting-approval");
     const decided = await post(`${url}/runs/g1/approve`, { by: "ops" });
@@ -79,7 +79,10 @@ describe("smithers serve API", () => {
     expect(((await decided.json()) as { approved: boolean }).approved).toBe(true);
     const again = await post(`${url}/runs/g1/approve`, {});
     expect(again.status).toBeGreaterThanOrEqual(400);
+    expect(await waitForStatus(url, "g1", ["finished", "failed"])).toBe("finished");
+    // A resume queued for the finished run changes nothing and leaves no request behind.
     expect((await post(`${url}/runs/g1/resume`, {})).status).toBe(202);
+    await waitFor(() => sql<{ n: number }>(dbPath, "SELECT count(*) AS n FROM _smithers_queue")[0]?.n === 0, 5_000);
     expect(await waitForStatus(url, "g1", ["finished", "failed"])).toBe("finished");
   });
 

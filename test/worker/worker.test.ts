@@ -120,7 +120,7 @@ describe("Worker", () => {
     const taken = await queue.claimNext(db, { workerId: "other", nowMs: now + 60_001, leaseMs: 1_000 });
     expect([taken?.runId, taken?.claimedBy, taken?.leaseExpiresAtMs]).toEqual(["leased", "other", now + 61_001]);
     // The dead worker's claim is gone: it can neither renew nor drop it.
-    expect(await queue.renewLeases(db, "dead-worker", now, 1_000)).toBe(0);
+    expect(await queue.renewLeases(db, "dead-worker", ["leased"], now, 1_000)).toBe(0);
     expect(await queue.removeClaimed(db, "leased", "dead-worker")).toBe(false);
     // And a worker whose lease is short claims it once it ran out, and runs it.
     expect(await queue.releaseClaim(db, "leased", "other")).toBe(true);
@@ -178,6 +178,16 @@ describe("Worker", () => {
     expect((await queue.getRequest(db, "elsewhere"))?.startedAtMs).toBeNull(); // back in line for another worker
     await Bun.sleep(300); // several passes: it is not claimed again by this worker
     expect(anyFile.outcomes.filter((o) => o.runId === "elsewhere")).toHaveLength(1);
+  });
+
+  test("a worker with a set of workflows wakes a run another host recorded under its own path, by the file's name", async () => {
+    const dbPath = tempDbPath();
+    const db = openDb(dbPath);
+    expect((await runWorkflow(mixed, { runId: "far", input: { n: 2 }, dbPath, workflowPath: "/other-host/flows/mixed.tsx" })).status).toBe("waiting-approval");
+    await approve(db, { runId: "far", nodeId: "gate" });
+    const { outcomes } = startWorker(db, { workflows: [{ name: "mixed", path: MIXED, workflow: mixed }] });
+    await until(async () => outcomes.find((o) => o.runId === "far"));
+    expect(outcomes[0]).toMatchObject({ runId: "far", action: "resumed", result: { status: "finished" } });
   });
 
   test("bad options are INVALID_OPTION", () => {

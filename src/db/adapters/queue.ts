@@ -5,7 +5,7 @@
  * claim requests with a lease; the transaction that creates or resumes a request's run removes
  * it (handOff), and from there the run's owner and heartbeat stand for the claim.
  */
-import { and, asc, count, eq, isNull, type InferSelectModel } from "drizzle-orm";
+import { and, asc, count, eq, inArray, isNull, type InferSelectModel } from "drizzle-orm";
 import { smithersQueue, smithersRuns } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
 import { insertEventsIn, type NewEvent } from "./events.ts";
@@ -54,8 +54,8 @@ export function enqueue(
 }
 
 const Q = sqlNames(smithersQueue);
-/** A request no worker holds: never claimed, or its claim's lease ran out. */
-const CLAIMABLE = `(${Q.startedAtMs} IS NULL OR ${Q.leaseExpiresAtMs} < ?)`;
+/** A request no worker holds: never claimed, its claim's lease ran out, or claimed by a version before leases. */
+const CLAIMABLE = `(${Q.startedAtMs} IS NULL OR ${Q.leaseExpiresAtMs} IS NULL OR ${Q.leaseExpiresAtMs} < ?)`;
 const CLAIM_ORDER = `ORDER BY ${Q.enqueuedAtMs}, ${Q.runId} LIMIT 1`;
 
 export type Claim = {
@@ -99,14 +99,15 @@ export function claimNext(db: SmithersDb, c: Claim): Promise<QueueRow | undefine
   });
 }
 
-/** Extends the leases of the requests `workerId` holds (those not yet handed to their run); returns how many. */
-export function renewLeases(db: SmithersDb, workerId: string, nowMs: number, leaseMs: number): Promise<number> {
+/** Extends the leases of the requests `runIds` that `workerId` still holds; returns how many. */
+export function renewLeases(db: SmithersDb, workerId: string, runIds: readonly string[], nowMs: number, leaseMs: number): Promise<number> {
+  if (runIds.length === 0) return Promise.resolve(0);
   return db.write("renewQueueLeases", async (q) =>
     changedRows(
       await q.orm
         .update(smithersQueue)
         .set({ leaseExpiresAtMs: nowMs + leaseMs })
-        .where(eq(smithersQueue.claimedBy, workerId))
+        .where(and(eq(smithersQueue.claimedBy, workerId), inArray(smithersQueue.runId, [...runIds])))
         .run(),
     ),
   );

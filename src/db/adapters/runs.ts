@@ -182,12 +182,21 @@ function staleCondition(nowMs: number, staleAfterMs: number, missedBeats = 0): S
  * Runs that claim to be running but whose owner stopped heartbeating, oldest heartbeat first.
  * A child run (a Subflow's, linked to its parent run) is left out: resuming its parent resumes it.
  */
-export function listStaleRuns(db: SmithersDb, options: { nowMs: number; staleAfterMs?: number; missedBeats?: number; limit?: number }): Promise<RunRow[]> {
+export function listStaleRuns(
+  db: SmithersDb,
+  options: { nowMs: number; staleAfterMs?: number; missedBeats?: number; withWorkflowPathOnly?: boolean; limit?: number },
+): Promise<RunRow[]> {
   return db.read("listStaleRuns", (q) =>
     q.orm
       .select()
       .from(smithersRuns)
-      .where(and(staleCondition(options.nowMs, options.staleAfterMs ?? STALE_RUN_THRESHOLD_MS, options.missedBeats), isNull(smithersRuns.parentRunId)))
+      .where(
+        and(
+          staleCondition(options.nowMs, options.staleAfterMs ?? STALE_RUN_THRESHOLD_MS, options.missedBeats),
+          isNull(smithersRuns.parentRunId),
+          options.withWorkflowPathOnly ? isNotNull(smithersRuns.workflowPath) : undefined,
+        ),
+      )
       .orderBy(asc(smithersRuns.heartbeatAtMs), asc(smithersRuns.runId))
       .limit(options.limit ?? ALL_ROWS)
       .all(),
