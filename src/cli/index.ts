@@ -37,6 +37,7 @@ import { psCommand } from "./ps.ts";
 import { eventsCommand } from "./events.ts";
 import { cancelCommand } from "./cancel.ts";
 import { workerCommand } from "./worker.ts";
+import { diffCommand, timelineCommand } from "./timeline.ts";
 import { commandFlags, commandHelp, suggest } from "./help.ts";
 
 export { EXIT };
@@ -51,6 +52,8 @@ const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID
        smithers cancel <run-id> [--no-wait] [--timeout-ms N] [--json] [--db PATH]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power]
        smithers frames <run-id> [--frame N] [--db PATH]
+       smithers timeline <run-id> [--json] [--db PATH]
+       smithers diff <run-id> <frameA> <frameB> [--json] [--db PATH]
        smithers approve <run-id> [--node ID] [--iteration N] [--select KEY | --rank K1,K2,…] [--by NAME] [--note TEXT] [--yes] [--db PATH]
        smithers deny <run-id> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes] [--db PATH]
        smithers signal <run-id> <name> [--data JSON] [--correlation-id ID] [--dedupe-key KEY] [--by NAME] [--db PATH]
@@ -133,6 +136,9 @@ supervise   resumes runs whose owner stopped heartbeating, wakes waiting runs th
                         the peer's forms, durations like 30s or 1m (--interval implies --watch)
   --durability MODE     as for up, for the runs it resumes
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
+timeline    the run's frames in order, each with its time and what changed in the plan: nodes
+            mounted (+), unmounted (-), state and prop changes (~) (--json: one object per frame)
+diff        the plan change between two frames of a run, in the same form (--json: one object)
 approve     decides a run's waiting <Approval> or <Task needsApproval> (deny: the same, denied);
             shows the request and asks on a terminal (--yes to skip); --node may be left out when
             one approval waits; a select gate takes --select KEY, a rank gate --rank K1,K2,…
@@ -372,6 +378,8 @@ const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) =>
   up: upCommand,
   supervise: (args, io, signals) => superviseCommand(args, io, signals.cancel),
   frames: framesCommand,
+  timeline: (args, io) => timelineCommand(args, io),
+  diff: (args, io) => diffCommand(args, io),
   inspect: inspectCommand,
   approve: (args, io) => decideCommand("approve", args, io),
   deny: (args, io) => decideCommand("deny", args, io),

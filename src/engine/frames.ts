@@ -221,6 +221,34 @@ export async function readFrame(db: SmithersDb, runId: string, frameNo: number):
   return tree;
 }
 
+/**
+ * Frames `fromNo`..`toNo` of the run as trees, in order, each with its time: the chain up to
+ * `fromNo` is rebuilt once, then every later frame is one step (a delta applied, or a keyframe
+ * read), checked against its stored hash like readFrame.
+ */
+export async function* frameHistory(
+  db: SmithersDb,
+  runId: string,
+  fromNo = 0,
+  toNo = Number.MAX_SAFE_INTEGER,
+): AsyncGenerator<{ frameNo: number; createdAtMs: number; tree: XmlElement }> {
+  const chain = await frames.frameChain(db, runId, fromNo);
+  if (chain.length === 0) return;
+  let live = rebuild(chain, runId, fromNo);
+  yield { frameNo: fromNo, createdAtMs: chain[chain.length - 1]!.createdAtMs, tree: live.toTree() };
+  let at = fromNo;
+  for (const row of await frames.frameRows(db, runId, fromNo + 1, toNo)) {
+    if (row.frameNo !== at + 1) throw corrupt(runId, at + 1, "the frame is missing from the chain");
+    at = row.frameNo;
+    if (row.encoding !== "delta") live = rebuild([row], runId, row.frameNo);
+    else {
+      live.apply(decodeDeltaJson(row.xmlJson), { shapeChecked: true });
+      if (live.hash !== row.xmlHash) throw corrupt(runId, row.frameNo, "rebuilding it does not give its hash");
+    }
+    yield { frameNo: row.frameNo, createdAtMs: row.createdAtMs, tree: live.toTree() };
+  }
+}
+
 /** The frame's XML text. */
 export async function readFrameXml(db: SmithersDb, runId: string, frameNo: number): Promise<string> {
   return encodeFrameXml(await readFrame(db, runId, frameNo));

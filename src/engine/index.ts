@@ -36,6 +36,7 @@ export type { SideEffectCall } from "./side-effect.ts";
 export {
   readFrame,
   readFrameXml,
+  frameHistory,
   clearFrameCache,
   frameCacheStats,
   setFrameCacheLimits,
@@ -48,3 +49,4 @@ export {
 export { validateInput } from "./run-setup.ts";
 export { requestCancel, type CancelOutcome } from "./cancel.ts";
 export { pruneRuns, type PruneOptions, type PruneReport, type PrunedRun } from "./retention.ts";
+export { planChanges, planNodes, type PlanChanges, type PlanNode, type NodeChange } from "./plan-diff.ts";

@@ -58,6 +58,18 @@ export function lastFrameNo(db: SmithersDb, runId: string): Promise<number> {
   );
 }
 
+/** Every frame row of the run from `fromNo` to `toNo`, in order (a timeline reads them all once). */
+export function frameRows(db: SmithersDb, runId: string, fromNo: number, toNo: number): Promise<FrameRow[]> {
+  return db.read("frameRows", (q) =>
+    q.orm
+      .select()
+      .from(smithersFrames)
+      .where(and(eq(smithersFrames.runId, runId), gte(smithersFrames.frameNo, fromNo), lte(smithersFrames.frameNo, toNo)))
+      .orderBy(asc(smithersFrames.frameNo))
+      .all(),
+  );
+}
+
 /**
  * The rows needed to rebuild frame `frameNo`: the nearest full/keyframe at or before it, then
  * every frame after that up to `frameNo`, in order. Empty when no chain start exists.
