@@ -1,10 +1,11 @@
 /**
  * `smithers cancel <run> [--no-wait] [--timeout-ms N]`: stops a run. A waiting run is cancelled at
  * once; a running one is asked, and its owner cancels at its next heartbeat (its attempts end
- * `cancelled`). By default the command waits until the run has ended and prints its status.
+ * `cancelled`). By default the command waits until the run has ended and prints its status. A
+ * request still queued for workers is dropped.
  */
 import { parseArgs } from "node:util";
-import { runs } from "../db/index.ts";
+import { queue, runs } from "../db/index.ts";
 import { requestCancel } from "../engine/index.ts";
 import { isOver } from "../engine/states.ts";
 import { EXIT, nonNegativeMs, openExistingDb, usageError, type Io } from "./shared.ts";
@@ -28,6 +29,15 @@ export async function cancelCommand(args: string[], io: Io, signal?: AbortSignal
     io.out(values.json ? JSON.stringify({ runId, status }) : `run ${runId} ${status}`);
   };
   try {
+    // A request queued for workers and not started is dropped: a new run never starts, and a queued
+    // resume of an ended run leaves it as it ended.
+    if (await queue.removeWaiting(db, runId)) {
+      const run = await runs.getRun(db, runId);
+      if (!run || isOver(run.status)) {
+        report(run ? run.status : "cancelled");
+        return EXIT.ok;
+      }
+    }
     const outcome = await requestCancel(db, runId);
     if (outcome.status === "cancelled" || values["no-wait"]) {
       report(outcome.status);

@@ -107,8 +107,9 @@ worker      executes runs handed to workers (up --detach, runWorkflow's enqueue,
   --poll-interval D     longest pause between looks for work (default 1s)
   --durability MODE     as for up, for the runs it executes
   --quiet               print what became of each run, not each task's progress
-ps          lists runs, newest first: id, status, workflow, start, duration, tasks done/total, cost
-  --status S            only runs in status S (running, finished, continued, failed, cancelled,
+ps          lists runs, newest first: id, status, workflow, start, duration, tasks done/total, cost;
+            runs queued for workers and not started yet come first, status queued
+  --status S            only runs in status S (queued, running, finished, continued, failed, cancelled,
                         waiting-approval, waiting-event, waiting-timer)
   --limit N             at most N runs (default 20)
   --json                a JSON array of runs (see the README)
@@ -124,7 +125,8 @@ events      prints a run's events in order (seq, time, what happened)
   --json                one JSON object per line: { seq, runId, type, timestampMs, ...payload }
 cancel      stops a run: a waiting run at once; a running one (in any process) at its owner's next
             heartbeat, its running attempts recorded cancelled; then waits for it to end and prints
-            its status (exit 2 with RUN_ENDED for a run that already ended)
+            its status (exit 2 with RUN_ENDED for a run that already ended); a run still queued
+            for workers is dropped from the queue
   --no-wait             return once the request is stored
   --timeout-ms N        how long to wait for the run to end (default 60000; exit 1 after it)
   --json                { "runId": …, "status": "cancelled" | "cancel-requested" | <final status> }

@@ -1,6 +1,6 @@
-/** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first. */
+/** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first, after the requests queued for workers. */
 import { parseArgs } from "node:util";
-import { attempts, nodes, runs, type SmithersDb } from "../db/index.ts";
+import { attempts, nodes, queue, runs, type SmithersDb } from "../db/index.ts";
 import { RunStatusSchema } from "../engine/index.ts";
 import { runHeader, type RunHeader } from "./inspect.ts";
 import { EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
@@ -17,8 +17,17 @@ export type RunSummary = RunHeader & {
 
 export const PS_DEFAULT_LIMIT = 20;
 
+/** A request queued for workers (up --detach, enqueue, serve) that no worker has started yet, as a run summary. */
+function queuedSummary(q: queue.QueueRow): RunSummary {
+  const { runId, workflowName, workflowPath, enqueuedAtMs } = q;
+  const header = { runId, status: "queued", workflowName, workflowPath, parentRunId: null, createdAtMs: enqueuedAtMs, startedAtMs: null, finishedAtMs: null };
+  return { ...header, durationMs: null, progress: { done: 0, total: 0 }, costUsd: null };
+}
+
 export async function listRunSummaries(db: SmithersDb, options: { status?: string; limit: number }, nowMs = Date.now()): Promise<RunSummary[]> {
-  const rows = await runs.listRecentRuns(db, options);
+  const queued = options.status === undefined || options.status === "queued" ? (await queue.listWaiting(db)).slice(0, options.limit).map(queuedSummary) : [];
+  if (options.status === "queued") return queued;
+  const rows = await runs.listRecentRuns(db, { ...options, limit: options.limit - queued.length });
   const progress = await nodes.countNodeProgress(
     db,
     rows.map((r) => r.runId),
@@ -28,12 +37,15 @@ export async function listRunSummaries(db: SmithersDb, options: { status?: strin
     for (const r of rows) byRun.set(r.runId, (await attempts.sumRunUsage(q, r.runId)).costUsd);
     return byRun;
   });
-  return rows.map((r) => ({
-    ...runHeader(r),
-    durationMs: r.startedAtMs === null ? null : (r.finishedAtMs ?? nowMs) - r.startedAtMs,
-    progress: progress.get(r.runId) ?? { done: 0, total: 0 },
-    costUsd: costs.get(r.runId) ?? null,
-  }));
+  return [
+    ...queued,
+    ...rows.map((r) => ({
+      ...runHeader(r),
+      durationMs: r.startedAtMs === null ? null : (r.finishedAtMs ?? nowMs) - r.startedAtMs,
+      progress: progress.get(r.runId) ?? { done: 0, total: 0 },
+      costUsd: costs.get(r.runId) ?? null,
+    })),
+  ];
 }
 
 const seconds = (ms: number | null) => (ms === null ? "-" : `${(ms / 1000).toFixed(1)}s`);
@@ -64,8 +76,8 @@ export async function psCommand(args: string[], io: Io): Promise<number> {
   });
   if (positionals.length > 0) throw usageError("ps takes no arguments");
   const status = values.status;
-  if (status !== undefined && !RunStatusSchema.safeParse(status).success) {
-    throw usageError(`--status must be one of ${RunStatusSchema.options.join(", ")}, got "${status}"`);
+  if (status !== undefined && status !== "queued" && !RunStatusSchema.safeParse(status).success) {
+    throw usageError(`--status must be one of queued, ${RunStatusSchema.options.join(", ")}, got "${status}"`);
   }
   const limit = positiveInt(values.limit, "--limit") ?? PS_DEFAULT_LIMIT;
   const db = openExistingDb(values.db);

@@ -40,3 +40,20 @@ test("worker refuses bad flags with exit 2", () => {
   }
   expect(smithers(["worker", "--db", join(tmpdir(), "no-such-dir", "x.db")]).code).toBe(2);
 });
+
+test("ps lists runs queued for workers first; cancel drops a queued run before any worker starts it", () => {
+  const db = tempDbPath();
+  expect(smithers(["up", "test/fixtures/steps.tsx", "--input", '{"label":"a"}', "--run-id", "done", "--db", db]).code).toBe(0);
+  expect(smithers(["up", "test/fixtures/steps.tsx", "--detach", "--input", '{"label":"q"}', "--run-id", "later", "--db", db]).code).toBe(0);
+  const list = JSON.parse(smithers(["ps", "--json", "--db", db]).stdout) as { runId: string; status: string }[];
+  expect(list.map((r) => [r.runId, r.status])).toEqual([
+    ["later", "queued"],
+    ["done", "finished"],
+  ]);
+  expect((JSON.parse(smithers(["ps", "--status", "queued", "--json", "--db", db]).stdout) as { runId: string }[]).map((r) => r.runId)).toEqual(["later"]);
+  const cancelled = smithers(["cancel", "later", "--db", db]);
+  expect([cancelled.code, cancelled.stdout.trim()]).toEqual([0, "run later cancelled"]);
+  expect(sql(db, "SELECT count(*) AS n FROM _smithers_queue")).toEqual([{ n: 0 }]);
+  expect(smithers(["ps", "--status", "queued", "--db", db]).stdout.trim()).toBe("no queued runs");
+  expect(smithers(["cancel", "later", "--db", db]).code).toBe(2); // nothing left to cancel: RUN_NOT_FOUND
+});
