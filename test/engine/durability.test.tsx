@@ -38,6 +38,31 @@ describe("durability", () => {
     expect(level(createSmithers(out, { dbPath: tempDbPath(), durability: "power" }).smithersDb)).toBe(2);
   });
 
+  test("runs overlapping on one connection keep a durability until the last of them ends, then the connection's own comes back", async () => {
+    const dbPath = tempDbPath();
+    const kit = createSmithers({ step: z.object({ n: z.number() }) }, { dbPath });
+    const gates = new Map<string, () => void>();
+    const wf = kit.smithers((ctx) => (
+      <kit.Workflow name="held">
+        <kit.Task id="wait" output={kit.outputs.step}>
+          {() => new Promise<{ n: number }>((done) => gates.set(ctx.runId, () => done({ n: 1 })))}
+        </kit.Task>
+      </kit.Workflow>
+    ));
+    const db = wf.dbFor();
+    expect(db.durability).toBe("process");
+    const a = runWorkflow(wf, { runId: "a", durability: "power" });
+    const b = runWorkflow(wf, { runId: "b", durability: "power" });
+    while (gates.size < 2) await Bun.sleep(5);
+    expect(db.durability).toBe("power");
+    gates.get("a")!();
+    expect((await a).status).toBe("finished");
+    expect(db.durability).toBe("power"); // b still commits durably
+    gates.get("b")!();
+    expect((await b).status).toBe("finished");
+    expect(db.durability).toBe("process");
+  });
+
   test("createSmithers with an unknown durability is INVALID_OPTION at once", () => {
     const error = errorOf(() => createSmithers(out, { dbPath: tempDbPath(), durability: "disk" as Durability }));
     expect(SmithersError.is(error, "INVALID_OPTION")).toBe(true);
