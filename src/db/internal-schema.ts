@@ -357,6 +357,8 @@ export const smithersQueue = sqliteTable(
     claimedBy: text("claimed_by"),
     /** When the claim lapses unless renewed; another worker may claim it from then on. */
     leaseExpiresAtMs: integer("lease_expires_at_ms"),
+    /** Times a worker gave it back because its workflow did not load there (null: never). */
+    returnCount: integer("return_count"),
   },
   (t) => [index("_smithers_queue_order_idx").on(t.startedAtMs, t.enqueuedAtMs)],
 );

@@ -10,6 +10,7 @@ export {
   type WorkerOutcome,
   DEFAULT_WORKER_CONCURRENCY,
   DEFAULT_POLL_INTERVAL_MS,
+  MAX_LOAD_RETURNS,
 } from "./worker.ts";
 export { decide, type Action, type Failure, type NodeStatus } from "./scheduler.ts";
 export { buildCtx, useCtx, type SmithersCtx, type OutputLookup } from "./ctx.ts";

@@ -15,7 +15,7 @@
 import { readdirSync } from "node:fs";
 import { basename, extname, join, resolve } from "node:path";
 import { MISSED_BEATS_BEFORE_STALE, queue, runs, STALE_RUN_THRESHOLD_MS, WORK_CHANNEL, type Durability, type SmithersDb } from "../db/index.ts";
-import { SmithersError } from "../errors/index.ts";
+import { errorToJson, SmithersError } from "../errors/index.ts";
 import { HEARTBEAT_INTERVAL_MS } from "./constants.ts";
 import { cronOutcomes, fireDueCrons } from "./cron-fire.ts";
 import type { SmithersEvent } from "./events.ts";
@@ -31,6 +31,8 @@ export const DEFAULT_WORKER_CONCURRENCY = 4;
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 /** How long a worker passes over a request whose workflow it could not load (another worker may can). */
 const LOAD_FAILURE_BACKOFF_MS = 60_000;
+/** Loads that failed (on any worker) after which a request fails instead of going back. */
+export const MAX_LOAD_RETURNS = 5;
 /** How many such requests it remembers. */
 const MAX_SKIPPED = 100;
 /** Stale or due runs listed beyond the free slots, so runs this worker cannot serve do not hide the rest. */
@@ -278,9 +280,16 @@ export class Worker {
       try {
         workflow = this.byName?.get(row.workflowName)?.workflow ?? (await loadWorkflowFile(row.workflowPath));
       } catch (error) {
+        const nowMs = (this.o.now ?? Date.now)();
+        if ((row.returnCount ?? 0) + 1 >= MAX_LOAD_RETURNS) {
+          // Tried often enough, by this worker or others: the run fails, with why, instead of waiting forever.
+          const failure = new SmithersError("WORKFLOW_LOAD_FAILED", `No worker could load ${row.workflowPath} (${MAX_LOAD_RETURNS} tries): ${reasonOf(error)}`);
+          await queue.failClaimed(this.o.db, row, this.id, JSON.stringify(errorToJson(failure)), nowMs);
+          return { runId: row.runId, action: "dropped", reason: failure.message };
+        }
         // Another host may have the file: the request goes back, and this worker passes over it a while.
-        this.skipped.set(row.runId, (this.o.now ?? Date.now)() + LOAD_FAILURE_BACKOFF_MS);
-        await queue.releaseClaim(this.o.db, row.runId, this.id);
+        this.skipped.set(row.runId, nowMs + LOAD_FAILURE_BACKOFF_MS);
+        await queue.returnClaim(this.o.db, row.runId, this.id);
         return { runId: row.runId, action: "returned", reason: reasonOf(error) };
       }
       const exists = (await runs.getRun(this.o.db, row.runId)) !== undefined;

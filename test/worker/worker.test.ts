@@ -7,7 +7,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { openSmithersDb, queue, runs, type SmithersDb } from "../../src/db/index.ts";
-import { approve, runWorkflow, Worker, type WorkerOutcome } from "../../src/engine/index.ts";
+import { approve, MAX_LOAD_RETURNS, runWorkflow, Worker, type WorkerOutcome } from "../../src/engine/index.ts";
 import mixed from "../fixtures/mixed.tsx";
 import { pgTestServer } from "../support/postgres.ts";
 import { rejection, tempDbPath } from "../helpers.ts";
@@ -178,6 +178,32 @@ describe("Worker", () => {
     expect((await queue.getRequest(db, "elsewhere"))?.startedAtMs).toBeNull(); // back in line for another worker
     await Bun.sleep(300); // several passes: it is not claimed again by this worker
     expect(anyFile.outcomes.filter((o) => o.runId === "elsewhere")).toHaveLength(1);
+  });
+
+  test("a request whose workflow no worker could load fails after MAX_LOAD_RETURNS tries: a failed run says why", async () => {
+    const dbPath = tempDbPath();
+    const db = openDb(dbPath);
+    await queue.enqueue(
+      db,
+      { runId: "lost", workflowName: "gone", workflowPath: "/nowhere/gone.tsx", inputJson: null, enqueuedAtMs: 5 },
+      { capacity: 10, resume: false },
+      () => ({ runId: "_", timestampMs: 0, type: "RunRefused", payloadJson: "{}" }),
+    );
+    // Four workers (each new, so none passes over it yet) give it back once each.
+    for (let i = 1; i < MAX_LOAD_RETURNS; i++) {
+      const w = startWorker(db);
+      await until(async () => w.outcomes.find((o) => o.runId === "lost"));
+      expect(w.outcomes[0]).toMatchObject({ action: "returned" });
+      w.stop.abort();
+      await w.done;
+      expect((await queue.getRequest(db, "lost"))?.returnCount).toBe(i);
+    }
+    const last = startWorker(db);
+    await until(async () => last.outcomes.find((o) => o.runId === "lost"));
+    expect(last.outcomes[0]).toMatchObject({ action: "dropped" });
+    expect(await queue.getRequest(db, "lost")).toBeUndefined();
+    const run = await runs.getRun(db, "lost");
+    expect([run?.status, run?.workflowPath, JSON.parse(run?.errorJson ?? "{}").code]).toEqual(["failed", "/nowhere/gone.tsx", "WORKFLOW_LOAD_FAILED"]);
   });
 
   test("a worker with a set of workflows wakes a run another host recorded under its own path, by the file's name", async () => {

@@ -9,6 +9,7 @@ import { and, asc, count, eq, inArray, isNull, type InferSelectModel } from "dri
 import { smithersQueue, smithersRuns } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
 import { insertEventsIn, type NewEvent } from "./events.ts";
+import { insertRunRow } from "./runs.ts";
 import { changedRows, immediate, lockRunSequence, notifyWorkers, sqlNames } from "./shared.ts";
 import type { Sql } from "../sql.ts";
 
@@ -27,7 +28,7 @@ export type Admission =
  */
 export function enqueue(
   db: SmithersDb,
-  row: Omit<QueueRow, "startedAtMs" | "claimedBy" | "leaseExpiresAtMs">,
+  row: Omit<QueueRow, "startedAtMs" | "claimedBy" | "leaseExpiresAtMs" | "returnCount">,
   o: { capacity: number; resume: boolean },
   refusal: (waiting: number) => NewEvent,
 ): Promise<Admission> {
@@ -46,7 +47,7 @@ export function enqueue(
     }
     await q.orm
       .insert(smithersQueue)
-      .values({ ...row, startedAtMs: null, claimedBy: null, leaseExpiresAtMs: null })
+      .values({ ...row, startedAtMs: null, claimedBy: null, leaseExpiresAtMs: null, returnCount: null })
       .run();
     await notifyWorkers(q);
     return { accepted: true };
@@ -126,6 +127,51 @@ export function releaseClaim(db: SmithersDb, runId: string, workerId: string): P
           .run(),
       ) > 0,
   );
+}
+
+/** Gives a claim back because its workflow did not load here, and counts that; false when `workerId` no longer held it. */
+export function returnClaim(db: SmithersDb, runId: string, workerId: string): Promise<boolean> {
+  return db.write(
+    "returnQueueClaim",
+    async (q) =>
+      (await q.run(
+        `UPDATE ${Q.$table} SET ${Q.startedAtMs} = NULL, ${Q.claimedBy} = NULL, ${Q.leaseExpiresAtMs} = NULL, ${Q.returnCount} = coalesce(${Q.returnCount}, 0) + 1
+          WHERE ${Q.runId} = ? AND ${Q.claimedBy} = ?`,
+        runId,
+        workerId,
+      )) > 0,
+  );
+}
+
+/**
+ * Ends a request that cannot start anywhere (its workflow did not load on any worker that tried):
+ * the request goes, and a new run is stored `failed` with `error`, so `ps` and `inspect` show why.
+ * A resume request of a stored run only goes. False when `workerId` no longer held it.
+ */
+export function failClaimed(db: SmithersDb, row: QueueRow, workerId: string, errorJson: string, nowMs: number): Promise<boolean> {
+  return immediate(db, "failQueuedRun", async (q) => {
+    const removed = changedRows(
+      await q.orm
+        .delete(smithersQueue)
+        .where(and(eq(smithersQueue.runId, row.runId), eq(smithersQueue.claimedBy, workerId)))
+        .run(),
+    );
+    if (removed === 0) return false;
+    await insertRunRow(
+      q,
+      {
+        runId: row.runId,
+        workflowName: row.workflowName,
+        workflowPath: row.workflowPath,
+        status: "failed",
+        createdAtMs: row.enqueuedAtMs,
+        finishedAtMs: nowMs,
+        errorJson,
+      },
+      { ifAbsent: true },
+    );
+    return true;
+  });
 }
 
 /** Drops a request `workerId` claimed and will not run (its run cannot start); true when it held it. */
