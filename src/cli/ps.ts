@@ -1,6 +1,6 @@
 /** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first. */
 import { parseArgs } from "node:util";
-import { attempts, nodes, runs, type SmithersDb } from "../db/index.ts";
+import { attempts, nodes, runs, type SmithersDb, type UsageTotals } from "../db/index.ts";
 import { RunStatusSchema } from "../engine/index.ts";
 import { runHeader, type RunHeader } from "./inspect.ts";
 import { EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
@@ -13,26 +13,33 @@ export type RunSummary = RunHeader & {
   progress: { done: number; total: number };
   /** The cost its agents reported, in US dollars; null when none reported one. */
   costUsd: number | null;
+  /** Tokens and cost its agents reported, summed over all attempts. */
+  usage: UsageTotals;
 };
 
 export const PS_DEFAULT_LIMIT = 20;
 
-export async function listRunSummaries(db: SmithersDb, options: { status?: string; limit: number }, nowMs = Date.now()): Promise<RunSummary[]> {
+export async function listRunSummaries(
+  db: SmithersDb,
+  options: { status?: string; workflow?: string; limit: number },
+  nowMs = Date.now(),
+): Promise<RunSummary[]> {
   const rows = await runs.listRecentRuns(db, options);
   const progress = await nodes.countNodeProgress(
     db,
     rows.map((r) => r.runId),
   );
-  const costs = await db.read("psUsage", async (q) => {
-    const byRun = new Map<string, number | null>();
-    for (const r of rows) byRun.set(r.runId, (await attempts.sumRunUsage(q, r.runId)).costUsd);
+  const usage = await db.read("psUsage", async (q) => {
+    const byRun = new Map<string, UsageTotals>();
+    for (const r of rows) byRun.set(r.runId, await attempts.sumRunUsage(q, r.runId));
     return byRun;
   });
   return rows.map((r) => ({
     ...runHeader(r),
     durationMs: r.startedAtMs === null ? null : (r.finishedAtMs ?? nowMs) - r.startedAtMs,
     progress: progress.get(r.runId) ?? { done: 0, total: 0 },
-    costUsd: costs.get(r.runId) ?? null,
+    costUsd: usage.get(r.runId)?.costUsd ?? null,
+    usage: usage.get(r.runId) ?? { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null },
   }));
 }
 

@@ -1,11 +1,12 @@
 /** The HTTP API's routes: thin adapters from requests (validated with Zod) to engine and db calls. */
 import type { Context, Hono } from "hono";
 import { z } from "zod";
-import { queue, runs, type SmithersDb } from "../db/index.ts";
+import { loadStoredOutputs, nodes as nodeRows, queue, runs, type SmithersDb } from "../db/index.ts";
 import { answerHuman, approve, deny, isOver, requestCancel, sendSignal } from "../engine/index.ts";
 import { ownerAlive } from "../engine/run-setup.ts";
 import { SmithersError } from "../errors/index.ts";
 import { inspectRun } from "../cli/inspect.ts";
+import { listRunSummaries } from "../cli/ps.ts";
 import type { RunQueue } from "./queue.ts";
 import { followRun, startSeq, type FollowOptions } from "./sse.ts";
 
@@ -26,7 +27,11 @@ const SignalBody = z.strictObject({
   dedupeKey: z.string().optional(),
   by: z.string().optional(),
 });
-const ListQuery = z.object({ status: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).optional() });
+const ListQuery = z.object({
+  status: z.string().optional(),
+  workflow: z.string().min(1).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
+});
 
 /** The request's JSON body checked against `schema` (an empty body is `{}`); INVALID_INPUT otherwise. */
 async function body<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
@@ -46,15 +51,6 @@ async function body<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer
 
 /** A queued request as a run summary (it has no run row yet). */
 const queuedRun = (q: queue.QueueRow) => ({ runId: q.runId, workflow: q.workflowName, status: "queued", createdAtMs: q.enqueuedAtMs });
-
-const runSummary = (r: runs.RunRow) => ({
-  runId: r.runId,
-  workflow: r.workflowName,
-  status: r.status,
-  createdAtMs: r.createdAtMs,
-  finishedAtMs: r.finishedAtMs,
-  parentRunId: r.parentRunId,
-});
 
 /** 404 unless the run is stored or queued. */
 async function knownRun(db: SmithersDb, runId: string): Promise<{ run?: runs.RunRow; queued?: queue.QueueRow }> {
@@ -78,10 +74,19 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
   app.get("/runs", async (c) => {
     const q = ListQuery.safeParse(c.req.query());
     if (!q.success) throw new SmithersError("INVALID_INPUT", `Invalid query: ${z.prettifyError(q.error)}`);
-    const limit = q.data.limit ?? 100;
-    const status = q.data.status;
-    const queued = status === undefined || status === "queued" ? (await queue.listWaiting(db)).map(queuedRun) : [];
-    const stored = status === "queued" ? [] : (await runs.listRecentRuns(db, { ...(status ? { status } : {}), limit })).map(runSummary);
+    const { status, workflow, limit = 100 } = q.data;
+    const queued =
+      status === undefined || status === "queued"
+        ? (await queue.listWaiting(db)).filter((r) => workflow === undefined || r.workflowName === workflow).map(queuedRun)
+        : [];
+    // The `ps --json` summary (duration, progress, usage), with `workflow` named as in the rest of the API.
+    const stored =
+      status === "queued"
+        ? []
+        : (await listRunSummaries(db, { ...(status ? { status } : {}), ...(workflow ? { workflow } : {}), limit })).map((r) => ({
+            ...r,
+            workflow: r.workflowName,
+          }));
     return c.json({ runs: [...queued, ...stored].slice(0, limit) });
   });
 
@@ -89,6 +94,21 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
     const found = await knownRun(db, c.req.param("id"));
     if (found.queued) return c.json({ ...queuedRun(found.queued), nodes: [], usage: null });
     return c.json(await inspectRun(db, c.req.param("id")));
+  });
+
+  // Each task's output row (its table's columns but the keys), read without the workflow's schema.
+  app.get("/runs/:id/outputs", async (c) => {
+    const runId = c.req.param("id");
+    const { run } = await knownRun(db, runId);
+    if (!run) return c.json({ outputs: [] });
+    const keys = await nodeRows.listNodes(db, runId);
+    const rows = await loadStoredOutputs(db, runId, keys);
+    return c.json({
+      outputs: keys.flatMap((k) => {
+        const row = rows.get(`${k.nodeId}#${k.iteration}`);
+        return row ? [{ nodeId: k.nodeId, iteration: k.iteration, table: k.outputTable, row }] : [];
+      }),
+    });
   });
 
   app.get("/runs/:id/events", async (c) => {
