@@ -35,6 +35,7 @@ export async function buildDashboard(outDir = DASHBOARD_OUT): Promise<{ files: s
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <title>Smithers</title>
+<link rel="icon" href="data:,">
 ${styles.map((f) => `<link rel="stylesheet" href="/assets/${f}">`).join("\n")}
 <script type="module" src="/assets/${script}"></script>
 </head>

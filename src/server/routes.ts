@@ -1,7 +1,7 @@
 /** The HTTP API's routes: thin adapters from requests (validated with Zod) to engine and db calls. */
 import type { Context, Hono } from "hono";
 import { z } from "zod";
-import { loadStoredOutputs, nodes as nodeRows, queue, runs, type SmithersDb } from "../db/index.ts";
+import { loadOutputRows, loadStoredOutputs, nodes as nodeRows, queue, runs, stripBookkeeping, type OutputRegistry, type SmithersDb } from "../db/index.ts";
 import { answerHuman, approve, deny, isOver, requestCancel, sendSignal } from "../engine/index.ts";
 import { ownerAlive } from "../engine/run-setup.ts";
 import { SmithersError } from "../errors/index.ts";
@@ -96,19 +96,11 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
     return c.json(await inspectRun(db, c.req.param("id")));
   });
 
-  // Each task's output row (its table's columns but the keys), read without the workflow's schema.
+  // Each task's output row as its author sees it (without run, node and iteration keys).
   app.get("/runs/:id/outputs", async (c) => {
     const runId = c.req.param("id");
     const { run } = await knownRun(db, runId);
-    if (!run) return c.json({ outputs: [] });
-    const keys = await nodeRows.listNodes(db, runId);
-    const rows = await loadStoredOutputs(db, runId, keys);
-    return c.json({
-      outputs: keys.flatMap((k) => {
-        const row = rows.get(`${k.nodeId}#${k.iteration}`);
-        return row ? [{ nodeId: k.nodeId, iteration: k.iteration, table: k.outputTable, row }] : [];
-      }),
-    });
+    return c.json({ outputs: run ? await runOutputs(db, o.queue, run) : [] });
   });
 
   app.get("/runs/:id/events", async (c) => {
@@ -171,6 +163,33 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
     // Its owner would see the request at its next heartbeat; when that owner is this server, stop it now.
     if (outcome.status === "cancel-requested") o.queue.cancelLocal(runId);
     return c.json(outcome, outcome.status === "cancelled" ? 200 : 202);
+  });
+}
+
+/**
+ * Read through the workflow's own tables when this server serves it (booleans, JSON and dates
+ * decoded as Drizzle maps them); otherwise the stored columns as they are (a boolean reads 0/1).
+ */
+async function runOutputs(db: SmithersDb, runQueue: RunQueue, run: runs.RunRow) {
+  const keys = await nodeRows.listNodes(db, run.runId);
+  let registry: OutputRegistry | undefined;
+  try {
+    registry = runQueue.workflowOf(run).workflow.registry;
+  } catch {
+    registry = undefined; // a workflow this server does not serve
+  }
+  const rows = new Map<string, Record<string, unknown>>();
+  const known = new Set<string>();
+  for (const info of registry?.all() ?? []) {
+    if (!keys.some((k) => k.outputTable === info.tableName)) continue;
+    known.add(info.tableName);
+    for (const row of await loadOutputRows(db, info, run.runId)) rows.set(`${row.nodeId}#${row.iteration}`, stripBookkeeping(row)!);
+  }
+  const rest = keys.filter((k) => !known.has(k.outputTable));
+  for (const [key, row] of await loadStoredOutputs(db, run.runId, rest)) rows.set(key, row);
+  return keys.flatMap((k) => {
+    const row = rows.get(`${k.nodeId}#${k.iteration}`);
+    return row ? [{ nodeId: k.nodeId, iteration: k.iteration, table: k.outputTable, row }] : [];
   });
 }
 

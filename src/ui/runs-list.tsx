@@ -161,7 +161,7 @@ function StartRun() {
           void start();
         }}
       >
-        <label for="start-workflow">Workflow</label>
+        <label for="start-workflow">Workflow name</label>
         <input id="start-workflow" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
         <label for="start-input">Input (JSON, optional)</label>
         <textarea id="start-input" rows={3} value={input} onInput={(e) => setInput(e.currentTarget.value)} />
