@@ -6,7 +6,10 @@ export default tseslint.config(
   { ignores: ["node_modules/**", "dist/**", "bench/node_modules/**", "bench/compare/**"] },
   {
     files: ["**/*.ts", "**/*.tsx"],
-    languageOptions: { parser: tseslint.parser, parserOptions: { project: ["./tsconfig.json", "./src/ui/tsconfig.json"], tsconfigRootDir: import.meta.dirname } },
+    languageOptions: {
+      parser: tseslint.parser,
+      parserOptions: { project: ["./tsconfig.json", "./src/ui/tsconfig.json"], tsconfigRootDir: import.meta.dirname },
+    },
     plugins: { "@typescript-eslint": tseslint.plugin },
     linterOptions: { reportUnusedDisableDirectives: "error" },
     rules: {
