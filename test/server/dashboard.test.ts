@@ -72,7 +72,7 @@ describe("GET /runs for the dashboard", () => {
     await post(`${url}/runs`, { workflow: "gate", runId: "g1" });
     await waitForStatus(url, "s1", ["finished"]);
     await waitForStatus(url, "g1", ["waiting-approval"]);
-    type Item = { runId: string; workflow: string; progress: { done: number; total: number }; durationMs: number; usage: { inputTokens: number } };
+    type Item = { runId: string; workflow: string; progress: { done: number; total: number }; durationMs: number; usage: unknown };
     const all = ((await (await fetch(`${url}/runs`)).json()) as { runs: Item[] }).runs;
     const byId = new Map(all.map((r) => [r.runId, r]));
     expect(byId.get("s1")?.progress).toEqual({ done: 6, total: 6 });
@@ -92,7 +92,7 @@ describe("GET /runs/:id/outputs", () => {
     await post(`${url}/runs/g2/approve`, { note: "ok" });
     await waitForStatus(url, "g2", ["finished"]);
     const { outputs } = (await (await fetch(`${url}/runs/g2/outputs`)).json()) as {
-      outputs: { nodeId: string; table: string; row: Record<string, unknown> }[];
+      outputs: { nodeId: string; iteration: number; table: string; row: Record<string, unknown> }[];
     };
     const after = outputs.find((o) => o.nodeId === "after");
     expect(after).toEqual({ nodeId: "after", iteration: 0, table: "done", row: { ok: true } });
