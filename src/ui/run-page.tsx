@@ -93,7 +93,7 @@ export function RunPage({ runId }: { runId: string }) {
         <>
           <dl class="facts">
             <dt>Status</dt>
-            <dd data-testid="run-status">
+            <dd data-testid="run-status" aria-live="polite">
               <StatusBadge status={report.status} />
             </dd>
             <dt>Workflow</dt>

@@ -75,6 +75,7 @@ describe.skipIf(!chromiumPath)("the dashboard in Chromium", () => {
 
       await row.getByRole("link").click();
       await page.getByRole("heading", { name: "Waiting for approval: Ship it?" }).waitFor();
+      await page.screenshot({ path: join(SHOTS, "run-approval.png"), fullPage: true });
       // By keyboard: type the note, Tab to Approve, Enter.
       await page.getByLabel("Note (optional)").fill("looks good");
       await page.getByLabel("Note (optional)").press("Tab");
