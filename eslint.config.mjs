@@ -2,11 +2,14 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  // The same files tsc checks (tsconfig.json); bench/compare is outside it and gets Biome's promise rule instead.
-  { ignores: ["node_modules/**", "bench/node_modules/**", "bench/compare/**"] },
+  // The same files tsc checks (tsconfig.json, and src/ui/tsconfig.json for the browser code); bench/compare is outside it and gets Biome's promise rule instead.
+  { ignores: ["node_modules/**", "dist/**", "bench/node_modules/**", "bench/compare/**"] },
   {
     files: ["**/*.ts", "**/*.tsx"],
-    languageOptions: { parser: tseslint.parser, parserOptions: { project: "./tsconfig.json", tsconfigRootDir: import.meta.dirname } },
+    languageOptions: {
+      parser: tseslint.parser,
+      parserOptions: { project: ["./tsconfig.json", "./src/ui/tsconfig.json"], tsconfigRootDir: import.meta.dirname },
+    },
     plugins: { "@typescript-eslint": tseslint.plugin },
     linterOptions: { reportUnusedDisableDirectives: "error" },
     rules: {

@@ -13,14 +13,14 @@ describe("package", () => {
     expect(Object.keys(pkg.exports)).toEqual(expect.arrayContaining([".", "./jsx-runtime", "./jsx-dev-runtime"]));
   });
 
-  test("`npm test` runs the format check, tsc and the linter before the tests, then the engine suite on PostgreSQL, and CI installs PostgreSQL then runs exactly the README's command", () => {
+  test("`npm test` runs the format check, tsc and the linter before the tests, then the engine suite on PostgreSQL, and CI installs PostgreSQL and Chromium then runs exactly the README's command", () => {
     expect(pkg.scripts.test).toBe("npm run check && bun test && npm run test:pg-engine");
     expect(pkg.scripts["test:pg-engine"]).toBe("SMITHERS_TEST_BACKEND=postgres bun test --preload ./test/support/pg-preload.ts test/engine");
-    expect(pkg.scripts.check).toBe("biome ci --colors=off --error-on-warnings && tsc --noEmit && eslint .");
+    expect(pkg.scripts.check).toBe("biome ci --colors=off --error-on-warnings && tsc --noEmit && tsc --noEmit -p src/ui && eslint .");
     const ciCommands = readFileSync(join(root, ".ci/run"), "utf8")
       .split("\n")
       .filter((line) => line.trim() && !line.startsWith("#") && !/^(set|cd) /.test(line));
-    expect(ciCommands).toEqual(["scripts/postgres/ensure.sh >/dev/null", "npm install && npm test"]);
+    expect(ciCommands).toEqual(["scripts/postgres/ensure.sh >/dev/null", "scripts/chromium/ensure.sh >/dev/null", "npm install && npm test"]);
     expect(readFileSync(join(root, "README.md"), "utf8")).toContain("npm install && npm test ");
   });
 
@@ -49,6 +49,14 @@ describe("package", () => {
       "zod",
     ]);
     expect(pkg.dependencies.zod).toMatch(/^\^4/);
-    expect(JSON.stringify(pkg)).not.toContain("react");
+    const all = { ...pkg.dependencies, ...pkg.devDependencies };
+    expect(Object.keys(all).filter((name) => /^react(-dom)?$|^@types\/react/.test(name))).toEqual([]);
+  });
+
+  test("the dashboard's Preact is needed only to build it: a devDependency, and its bundle is in the package's files", () => {
+    expect(pkg.devDependencies.preact).toMatch(/^\^11/);
+    expect(Object.keys(pkg.dependencies)).not.toContain("preact");
+    expect(pkg.scripts.prepare).toBe("bun scripts/build-dashboard.ts");
+    expect(pkg.files).toEqual(expect.arrayContaining(["src", "dist/dashboard"]));
   });
 });

@@ -1,6 +1,6 @@
 /** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first, after the requests queued for workers. */
 import { parseArgs } from "node:util";
-import { attempts, nodes, queue, runs, type SmithersDb } from "../db/index.ts";
+import { attempts, nodes, queue, runs, type SmithersDb, type UsageTotals } from "../db/index.ts";
 import { RunStatusSchema } from "../engine/index.ts";
 import { runHeader, type RunHeader } from "./inspect.ts";
 import { EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
@@ -13,28 +13,47 @@ export type RunSummary = RunHeader & {
   progress: { done: number; total: number };
   /** The cost its agents reported, in US dollars; null when none reported one. */
   costUsd: number | null;
+  /** Tokens and cost its agents reported, summed over all attempts. */
+  usage: UsageTotals;
 };
 
 export const PS_DEFAULT_LIMIT = 20;
+
+const NO_USAGE: UsageTotals = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null };
 
 /** A request queued for workers (up --detach, enqueue, serve) that no worker has started yet, as a run summary. */
 function queuedSummary(q: queue.QueueRow): RunSummary {
   const { runId, workflowName, workflowPath, enqueuedAtMs } = q;
   const header = { runId, status: "queued", workflowName, workflowPath, parentRunId: null, createdAtMs: enqueuedAtMs, startedAtMs: null, finishedAtMs: null };
-  return { ...header, durationMs: null, progress: { done: 0, total: 0 }, costUsd: null };
+  return { ...header, durationMs: null, progress: { done: 0, total: 0 }, costUsd: null, usage: { ...NO_USAGE } };
 }
 
-export async function listRunSummaries(db: SmithersDb, options: { status?: string; limit: number }, nowMs = Date.now()): Promise<RunSummary[]> {
-  const queued = options.status === undefined || options.status === "queued" ? (await queue.listWaiting(db)).slice(0, options.limit).map(queuedSummary) : [];
-  if (options.status === "queued") return queued;
-  const rows = await runs.listRecentRuns(db, { ...options, limit: options.limit - queued.length });
+/**
+ * The runs, newest first, as `ps --json` prints them; with `withQueued`, the requests queued for
+ * workers first (status `queued`, filtered by status and workflow name like the runs).
+ */
+export async function listRunSummaries(
+  db: SmithersDb,
+  options: { status?: string; workflow?: string; limit: number; withQueued?: boolean },
+  nowMs = Date.now(),
+): Promise<RunSummary[]> {
+  const { withQueued, ...filter } = options;
+  const wantsQueued = withQueued === true && (filter.status === undefined || filter.status === "queued");
+  const queued = wantsQueued
+    ? (await queue.listWaiting(db))
+        .filter((q) => filter.workflow === undefined || q.workflowName === filter.workflow)
+        .slice(0, filter.limit)
+        .map(queuedSummary)
+    : [];
+  if (filter.status === "queued") return queued;
+  const rows = filter.limit > queued.length ? await runs.listRecentRuns(db, { ...filter, limit: filter.limit - queued.length }) : [];
   const progress = await nodes.countNodeProgress(
     db,
     rows.map((r) => r.runId),
   );
-  const costs = await db.read("psUsage", async (q) => {
-    const byRun = new Map<string, number | null>();
-    for (const r of rows) byRun.set(r.runId, (await attempts.sumRunUsage(q, r.runId)).costUsd);
+  const usage = await db.read("psUsage", async (q) => {
+    const byRun = new Map<string, UsageTotals>();
+    for (const r of rows) byRun.set(r.runId, await attempts.sumRunUsage(q, r.runId));
     return byRun;
   });
   return [
@@ -43,7 +62,8 @@ export async function listRunSummaries(db: SmithersDb, options: { status?: strin
       ...runHeader(r),
       durationMs: r.startedAtMs === null ? null : (r.finishedAtMs ?? nowMs) - r.startedAtMs,
       progress: progress.get(r.runId) ?? { done: 0, total: 0 },
-      costUsd: costs.get(r.runId) ?? null,
+      costUsd: usage.get(r.runId)?.costUsd ?? null,
+      usage: usage.get(r.runId) ?? { ...NO_USAGE },
     })),
   ];
 }
@@ -82,7 +102,7 @@ export async function psCommand(args: string[], io: Io): Promise<number> {
   const limit = positiveInt(values.limit, "--limit") ?? PS_DEFAULT_LIMIT;
   const db = openExistingDb(values.db);
   try {
-    const list = await listRunSummaries(db, { status, limit });
+    const list = await listRunSummaries(db, { status, limit, withQueued: true });
     if (values.json) io.out(JSON.stringify(list, null, 2));
     else if (list.length === 0) io.out(status === undefined ? "no runs" : `no ${status} runs`);
     else for (const line of formatRunTable(list)) io.out(line);

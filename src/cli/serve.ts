@@ -39,6 +39,7 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
   const pruneOlderThanMs = durationFlag(values["prune-older-than"], "--prune-older-than");
   const { url } = await server.start({ port, host: values.host ?? "127.0.0.1" });
   io.out(`smithers serve listening on ${url}`);
+  io.out(`dashboard: ${url}/${token ? "#token=<your token>" : ""}`);
   // Retention while serving: at start, then every hour, runs that ended longer ago are pruned.
   let pruning: ReturnType<typeof setInterval> | undefined;
   if (pruneOlderThanMs !== undefined) {

@@ -26,6 +26,8 @@ export { camelToSnake } from "./output-schema.ts";
 export {
   loadInput,
   loadStoredInput,
+  loadStoredOutputs,
+  type StoredOutputKey,
   loadOutputs,
   loadOutputRows,
   loadOutputKeys,

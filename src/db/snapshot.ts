@@ -64,6 +64,39 @@ export function loadStoredInput(db: SmithersDb, runId: string): Promise<Record<s
   });
 }
 
+/** Where a task's output row lives: its node, iteration and output table (as `_smithers_nodes` records them). */
+export type StoredOutputKey = { nodeId: string; iteration: number; outputTable: string };
+
+/**
+ * Tasks' output rows read without their workflow (for an operator, like loadStoredInput): per
+ * `nodeId#iteration`, the row's columns but run_id, node_id and iteration, keyed camelCase, JSON
+ * text decoded. A task with no row (or whose table is gone) is absent from the map.
+ */
+export function loadStoredOutputs(db: SmithersDb, runId: string, keys: readonly StoredOutputKey[]): Promise<Map<string, Record<string, unknown>>> {
+  return db.read("loadStoredOutputs", async (q) => {
+    const found = new Map<string, Record<string, unknown>>();
+    const wanted = new Set(keys.map((k) => `${k.nodeId}#${k.iteration}`));
+    for (const table of new Set(keys.map((k) => k.outputTable))) {
+      const exists = await q.get(
+        q.dialect === "postgres" ? "SELECT to_regclass(?) AS t" : "SELECT 1 AS t FROM sqlite_master WHERE type = 'table' AND name = ?",
+        q.dialect === "postgres" ? quoteIdentifier(table) : table,
+      );
+      if (!exists || exists.t === null) continue;
+      for (const row of await q.all<Record<string, unknown>>(`SELECT * FROM ${quoteIdentifier(table)} WHERE run_id = ?`, runId)) {
+        const key = `${String(row.node_id)}#${typeof row.iteration === "number" ? row.iteration : Number(row.iteration ?? 0)}`;
+        if (!wanted.has(key)) continue;
+        const out: Record<string, unknown> = {};
+        for (const [column, value] of Object.entries(row)) {
+          if (column === "run_id" || column === "node_id" || column === "iteration") continue;
+          out[column.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())] = decodeJsonText(value);
+        }
+        found.set(key, out);
+      }
+    }
+    return found;
+  });
+}
+
 function decodeJsonText(value: unknown): unknown {
   if (typeof value !== "string" || !/^\s*[[{]/.test(value)) return value;
   try {

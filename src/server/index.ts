@@ -10,9 +10,11 @@ import { loadWorkflowsDir } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { errorResponse } from "./errors.ts";
 import { RunQueue, type RegisteredWorkflow } from "./queue.ts";
+import { registerDashboard } from "./dashboard.ts";
 import { registerRoutes } from "./routes.ts";
 
 export { httpStatus } from "./errors.ts";
+export { DASHBOARD_DIR } from "./dashboard.ts";
 export type { RegisteredWorkflow } from "./queue.ts";
 export { loadWorkflowsDir } from "../engine/index.ts";
 
@@ -40,6 +42,8 @@ export type ServerOptions = {
   /** Keep-alive comment interval of a quiet SSE stream (default 5 s). */
   heartbeatMs?: number;
   onError?: (runId: string, error: unknown) => void;
+  /** The built dashboard (default dist/dashboard, what scripts/build-dashboard.ts writes). */
+  dashboardDir?: string;
 };
 
 export type SmithersServer = {
@@ -92,6 +96,7 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
   const app = new Hono();
   app.onError((error, c) => errorResponse(c, error));
   app.notFound((c) => c.json({ code: "NOT_FOUND", message: `No route ${c.req.method} ${c.req.path}` }, 404));
+  registerDashboard(app, o.dashboardDir);
   if (o.token !== undefined) {
     const expected = `Bearer ${o.token}`;
     app.use(async (c, next) => {

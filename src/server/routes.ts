@@ -1,11 +1,12 @@
 /** The HTTP API's routes: thin adapters from requests (validated with Zod) to engine and db calls. */
 import type { Context, Hono } from "hono";
 import { z } from "zod";
-import { queue, runs, type SmithersDb } from "../db/index.ts";
+import { loadOutputRows, loadStoredOutputs, nodes as nodeRows, queue, runs, stripBookkeeping, type OutputRegistry, type SmithersDb } from "../db/index.ts";
 import { answerHuman, approve, deny, isOver, requestCancel, sendSignal } from "../engine/index.ts";
 import { ownerAlive } from "../engine/run-setup.ts";
 import { SmithersError } from "../errors/index.ts";
 import { inspectRun } from "../cli/inspect.ts";
+import { listRunSummaries } from "../cli/ps.ts";
 import type { RunQueue } from "./queue.ts";
 import { followRun, startSeq, type FollowOptions } from "./sse.ts";
 
@@ -26,7 +27,11 @@ const SignalBody = z.strictObject({
   dedupeKey: z.string().optional(),
   by: z.string().optional(),
 });
-const ListQuery = z.object({ status: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).optional() });
+const ListQuery = z.object({
+  status: z.string().optional(),
+  workflow: z.string().min(1).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
+});
 
 /** The request's JSON body checked against `schema` (an empty body is `{}`); INVALID_INPUT otherwise. */
 async function body<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
@@ -46,15 +51,6 @@ async function body<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer
 
 /** A queued request as a run summary (it has no run row yet). */
 const queuedRun = (q: queue.QueueRow) => ({ runId: q.runId, workflow: q.workflowName, status: "queued", createdAtMs: q.enqueuedAtMs });
-
-const runSummary = (r: runs.RunRow) => ({
-  runId: r.runId,
-  workflow: r.workflowName,
-  status: r.status,
-  createdAtMs: r.createdAtMs,
-  finishedAtMs: r.finishedAtMs,
-  parentRunId: r.parentRunId,
-});
 
 /** 404 unless the run is stored or queued. */
 async function knownRun(db: SmithersDb, runId: string): Promise<{ run?: runs.RunRow; queued?: queue.QueueRow }> {
@@ -78,10 +74,19 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
   app.get("/runs", async (c) => {
     const q = ListQuery.safeParse(c.req.query());
     if (!q.success) throw new SmithersError("INVALID_INPUT", `Invalid query: ${z.prettifyError(q.error)}`);
-    const limit = q.data.limit ?? 100;
-    const status = q.data.status;
-    const queued = status === undefined || status === "queued" ? (await queue.listWaiting(db)).map(queuedRun) : [];
-    const stored = status === "queued" ? [] : (await runs.listRecentRuns(db, { ...(status ? { status } : {}), limit })).map(runSummary);
+    const { status, workflow, limit = 100 } = q.data;
+    const queued =
+      status === undefined || status === "queued"
+        ? (await queue.listWaiting(db)).filter((r) => workflow === undefined || r.workflowName === workflow).map(queuedRun)
+        : [];
+    // The `ps --json` summary (duration, progress, usage), with `workflow` named as in the rest of the API.
+    const stored =
+      status === "queued"
+        ? []
+        : (await listRunSummaries(db, { ...(status ? { status } : {}), ...(workflow ? { workflow } : {}), limit })).map((r) => ({
+            ...r,
+            workflow: r.workflowName,
+          }));
     return c.json({ runs: [...queued, ...stored].slice(0, limit) });
   });
 
@@ -89,6 +94,13 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
     const found = await knownRun(db, c.req.param("id"));
     if (found.queued) return c.json({ ...queuedRun(found.queued), nodes: [], usage: null });
     return c.json(await inspectRun(db, c.req.param("id")));
+  });
+
+  // Each task's output row as its author sees it (without run, node and iteration keys).
+  app.get("/runs/:id/outputs", async (c) => {
+    const runId = c.req.param("id");
+    const { run } = await knownRun(db, runId);
+    return c.json({ outputs: run ? await runOutputs(db, o.queue, run) : [] });
   });
 
   app.get("/runs/:id/events", async (c) => {
@@ -151,6 +163,33 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
     // Its owner would see the request at its next heartbeat; when that owner is this server, stop it now.
     if (outcome.status === "cancel-requested") o.queue.cancelLocal(runId);
     return c.json(outcome, outcome.status === "cancelled" ? 200 : 202);
+  });
+}
+
+/**
+ * Read through the workflow's own tables when this server serves it (booleans, JSON and dates
+ * decoded as Drizzle maps them); otherwise the stored columns as they are (a boolean reads 0/1).
+ */
+async function runOutputs(db: SmithersDb, runQueue: RunQueue, run: runs.RunRow) {
+  const keys = await nodeRows.listNodes(db, run.runId);
+  let registry: OutputRegistry | undefined;
+  try {
+    registry = runQueue.workflowOf(run).workflow.registry;
+  } catch {
+    registry = undefined; // a workflow this server does not serve
+  }
+  const rows = new Map<string, Record<string, unknown>>();
+  const known = new Set<string>();
+  for (const info of registry?.all() ?? []) {
+    if (!keys.some((k) => k.outputTable === info.tableName)) continue;
+    known.add(info.tableName);
+    for (const row of await loadOutputRows(db, info, run.runId)) rows.set(`${row.nodeId}#${row.iteration}`, stripBookkeeping(row)!);
+  }
+  const rest = keys.filter((k) => !known.has(k.outputTable));
+  for (const [key, row] of await loadStoredOutputs(db, run.runId, rest)) rows.set(key, row);
+  return keys.flatMap((k) => {
+    const row = rows.get(`${k.nodeId}#${k.iteration}`);
+    return row ? [{ nodeId: k.nodeId, iteration: k.iteration, table: k.outputTable, row }] : [];
   });
 }
 

@@ -364,14 +364,19 @@ const MAX_SUBFLOW_DEPTH = 64;
 
 /**
  * Runs newest first (by creation time, then id), all of them or those in `status`; the
- * `_smithers_runs_created_idx` / `_smithers_runs_status_created_idx` indexes serve both orders.
+ * `_smithers_runs_created_idx` / `_smithers_runs_status_created_idx` indexes serve both orders;
+ * a `workflow` filter is applied to what those indexes yield (the dashboard's filter, not a hot path).
  */
-export function listRecentRuns(db: SmithersDb, options: { status?: string; limit: number }): Promise<RunRow[]> {
+export function listRecentRuns(db: SmithersDb, options: { status?: string; workflow?: string; limit: number }): Promise<RunRow[]> {
+  const where = [
+    options.status === undefined ? undefined : eq(smithersRuns.status, options.status),
+    options.workflow === undefined ? undefined : eq(smithersRuns.workflowName, options.workflow),
+  ];
   return db.read("listRecentRuns", (q) =>
     q.orm
       .select()
       .from(smithersRuns)
-      .where(options.status === undefined ? undefined : eq(smithersRuns.status, options.status))
+      .where(and(...where))
       .orderBy(desc(smithersRuns.createdAtMs), desc(smithersRuns.runId))
       .limit(options.limit)
       .all(),

@@ -1,0 +1,85 @@
+/**
+ * The dashboard's calls to the JSON API. With `smithers serve --token`, every call carries
+ * `Authorization: Bearer <token>`: the token comes from the page URL's `#token=…` fragment (never
+ * sent to the server, removed from the address bar at once) or from the sign-in field, and is
+ * kept in sessionStorage for the tab's life.
+ */
+const TOKEN_KEY = "smithers.token";
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Moves a `#token=` fragment into sessionStorage (call once at start). */
+export function adoptTokenFromUrl(): void {
+  const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+  if (!match) return;
+  setToken(decodeURIComponent(match[1] ?? ""));
+  history.replaceState(null, "", location.pathname + location.search);
+}
+
+export const getToken = (): string | null => sessionStorage.getItem(TOKEN_KEY);
+
+export function setToken(token: string): void {
+  if (token === "") sessionStorage.removeItem(TOKEN_KEY);
+  else sessionStorage.setItem(TOKEN_KEY, token);
+}
+
+function headers(extra: Record<string, string> = {}): Record<string, string> {
+  const token = getToken();
+  return { Accept: "application/json", ...extra, ...(token ? { Authorization: `Bearer ${token}` } : {}) };
+}
+
+async function asJson<T>(res: Response): Promise<T> {
+  const body = (await res.json().catch(() => ({}))) as { code?: string; message?: string };
+  if (!res.ok) throw new ApiError(res.status, body.code ?? "HTTP_ERROR", body.message ?? `${res.status} ${res.statusText}`);
+  return body as T;
+}
+
+export async function getJson<T>(path: string, signal?: AbortSignal): Promise<T> {
+  return asJson<T>(await fetch(path, { headers: headers(), ...(signal ? { signal } : {}) }));
+}
+
+export async function postJson<T>(path: string, body: unknown = {}): Promise<T> {
+  return asJson<T>(await fetch(path, { method: "POST", headers: headers({ "Content-Type": "application/json" }), body: JSON.stringify(body) }));
+}
+
+/**
+ * Follows a run's server-sent events until the server ends the stream (the run is over) or
+ * `signal` aborts; calls `onEvent` per event. fetch rather than EventSource, which cannot send
+ * the Authorization header. Resolves with the last seq seen, so a caller can reconnect after it.
+ */
+export async function followEvents(runId: string, afterSeq: number, onEvent: (type: string, seq: number) => void, signal: AbortSignal): Promise<number> {
+  const res = await fetch(`/runs/${encodeURIComponent(runId)}/events?afterSeq=${afterSeq}`, {
+    headers: headers({ Accept: "text/event-stream" }),
+    signal,
+  });
+  if (!res.ok || !res.body) await asJson(res);
+  let last = afterSeq;
+  let buffer = "";
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return last;
+    buffer += value;
+    for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let type = "message";
+      let id: number | undefined;
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) type = line.slice(6).trim();
+        else if (line.startsWith("id:")) id = Number(line.slice(3).trim());
+      }
+      if (id === undefined) continue; // a keep-alive comment
+      last = id;
+      onEvent(type, id);
+    }
+  }
+}

@@ -1,0 +1,173 @@
+/**
+ * The runs list: newest first, filtered by status and workflow (kept in the URL's query so a
+ * filtered view can be linked). Live by polling GET /runs every second: the API has no stream
+ * across runs, and one request a second is cheap next to a stream per listed run.
+ */
+import { useEffect, useState } from "preact/hooks";
+import { getJson, postJson } from "./api.ts";
+import { duration, runDuration, time, usage } from "./format.ts";
+import { linkClick, navigate } from "./nav.ts";
+import { ErrorNote, StatusBadge } from "./shared.tsx";
+import { RUN_STATUSES, type RunListItem } from "./types.ts";
+
+const POLL_MS = 1000;
+
+function useQueryParam(name: string): [string, (v: string) => void] {
+  const [value, setValue] = useState(() => new URLSearchParams(location.search).get(name) ?? "");
+  const update = (v: string) => {
+    const params = new URLSearchParams(location.search);
+    if (v === "") params.delete(name);
+    else params.set(name, v);
+    const query = params.toString();
+    history.replaceState(null, "", `${location.pathname}${query ? `?${query}` : ""}`);
+    setValue(v);
+  };
+  return [value, update];
+}
+
+export function RunsList() {
+  const [status, setStatus] = useQueryParam("status");
+  const [workflow, setWorkflow] = useQueryParam("workflow");
+  const [runs, setRuns] = useState<RunListItem[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [now, setNow] = useState(Date.now());
+
+  useEffect(() => {
+    const abort = new AbortController();
+    const query = new URLSearchParams({ ...(status ? { status } : {}), ...(workflow ? { workflow } : {}) }).toString();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const load = async () => {
+      try {
+        const body = await getJson<{ runs: RunListItem[] }>(`/runs${query ? `?${query}` : ""}`, abort.signal);
+        setRuns(body.runs);
+        setError(null);
+        setNow(Date.now());
+      } catch (e) {
+        if (!abort.signal.aborted) setError(e);
+      }
+      if (!abort.signal.aborted) timer = setTimeout(load, POLL_MS);
+    };
+    void load();
+    return () => {
+      abort.abort();
+      clearTimeout(timer);
+    };
+  }, [status, workflow]);
+
+  const workflows = [...new Set((runs ?? []).map((r) => r.workflow))].sort();
+  return (
+    <section aria-labelledby="runs-title">
+      <h1 id="runs-title">Runs</h1>
+      <StartRun />
+      <form class="filters" aria-label="Filter runs" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Status
+          <select value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+            <option value="">any</option>
+            {RUN_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Workflow
+          <input type="search" list="workflow-names" value={workflow} placeholder="any" onChange={(e) => setWorkflow(e.currentTarget.value.trim())} />
+        </label>
+        <datalist id="workflow-names">
+          {workflows.map((w) => (
+            <option key={w} value={w} />
+          ))}
+        </datalist>
+      </form>
+      {error !== null && <ErrorNote error={error} />}
+      {runs === null ? (
+        <p>Loading…</p>
+      ) : runs.length === 0 ? (
+        <p>No runs{status || workflow ? " match these filters" : " yet"}.</p>
+      ) : (
+        <table class="runs">
+          <caption class="visually-hidden">Runs, newest first, updated every second</caption>
+          <thead>
+            <tr>
+              <th scope="col">Run</th>
+              <th scope="col">Status</th>
+              <th scope="col">Workflow</th>
+              <th scope="col">Started</th>
+              <th scope="col">Duration</th>
+              <th scope="col">Progress</th>
+              <th scope="col">Usage</th>
+            </tr>
+          </thead>
+          <tbody>
+            {runs.map((r) => (
+              <tr key={r.runId} data-run={r.runId}>
+                <th scope="row">
+                  <a href={`/runs/${encodeURIComponent(r.runId)}`} onClick={linkClick(`/runs/${encodeURIComponent(r.runId)}`)}>
+                    <code>{r.runId.slice(0, 8)}</code>
+                  </a>
+                </th>
+                <td>
+                  <StatusBadge status={r.status} />
+                </td>
+                <td>{r.workflow}</td>
+                <td>{time(r.startedAtMs ?? null)}</td>
+                <td>{duration(runDuration(r, now))}</td>
+                <td>
+                  {r.progress ? (
+                    <span class="progress">
+                      <progress
+                        max={Math.max(r.progress.total, 1)}
+                        value={r.progress.done}
+                        aria-label={`${r.progress.done} of ${r.progress.total} tasks done`}
+                      />
+                      {r.progress.done}/{r.progress.total}
+                    </span>
+                  ) : (
+                    "–"
+                  )}
+                </td>
+                <td>{usage(r.usage)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+/** Starts a run of a registered workflow (POST /runs), then opens its page. */
+function StartRun() {
+  const [name, setName] = useState("");
+  const [input, setInput] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  const start = async () => {
+    try {
+      const body = { workflow: name.trim(), ...(input.trim() ? { input: JSON.parse(input) as unknown } : {}) };
+      const { runId } = await postJson<{ runId: string }>("/runs", body);
+      navigate(`/runs/${encodeURIComponent(runId)}`);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <details class="card">
+      <summary>Start a run</summary>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void start();
+        }}
+      >
+        <label for="start-workflow">Workflow name</label>
+        <input id="start-workflow" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <label for="start-input">Input (JSON, optional)</label>
+        <textarea id="start-input" rows={3} value={input} onInput={(e) => setInput(e.currentTarget.value)} />
+        <button type="submit">Start run</button>
+        {error !== null && <ErrorNote error={error} />}
+      </form>
+    </details>
+  );
+}
