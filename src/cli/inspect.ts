@@ -6,6 +6,7 @@
 import { parseArgs } from "node:util";
 import {
   attempts as attemptRows,
+  frames,
   humanRequests,
   loadStoredInput,
   nodes as nodeRows,
@@ -14,7 +15,7 @@ import {
   type SmithersDb,
   type UsageTotals,
 } from "../db/index.ts";
-import { pendingApprovals, type PendingApproval } from "../engine/index.ts";
+import { pendingApprovals, planNodes, readFrame, type PendingApproval } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { addToTotals, NO_USAGE } from "../engine/budget.ts";
 import { formatUsage } from "./progress.ts";
@@ -84,6 +85,25 @@ function parseJson<T>(text: string | null): T | null {
   }
 }
 
+/**
+ * The nodes in the order the workflow declares them (their place in the run's latest frame), each
+ * node's iterations in order; nodes the frame no longer holds come last, as stored. A run without
+ * frames, or whose frame cannot be rebuilt, keeps the stored order.
+ */
+async function inPlanOrder(db: SmithersDb, runId: string, nodes: NodeReport[]): Promise<NodeReport[]> {
+  const last = await frames.lastFrameNo(db, runId);
+  if (last < 0) return nodes;
+  let place: Map<string, number>;
+  try {
+    place = new Map();
+    for (const [i, n] of planNodes(await readFrame(db, runId, last)).entries()) if (!place.has(n.id)) place.set(n.id, i);
+  } catch {
+    return nodes;
+  }
+  const rank = (n: NodeReport) => place.get(n.nodeId) ?? Number.MAX_SAFE_INTEGER;
+  return nodes.toSorted((a, b) => rank(a) - rank(b) || a.iteration - b.iteration);
+}
+
 /** Everything `inspect` shows: the run's row, its nodes and attempts, and its usage totals. */
 export async function inspectRun(db: SmithersDb, runId: string): Promise<InspectReport> {
   const run = await runs.getRun(db, runId);
@@ -123,7 +143,7 @@ export async function inspectRun(db: SmithersDb, runId: string): Promise<Inspect
     budget: parseJson<{ budget?: InspectReport["budget"] }>(run.configJson)?.budget ?? null,
     input: input ?? null,
     usage,
-    nodes: [...byNode.values()],
+    nodes: await inPlanOrder(db, runId, [...byNode.values()]),
     pendingApprovals: approvals,
     pendingHumanRequests: humans
       .filter((h) => h.status === "pending")
