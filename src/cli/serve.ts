@@ -28,6 +28,9 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
   const token = values.token ?? (process.env.SMITHERS_TOKEN || undefined);
   const leaseMs = durationFlag(values.lease, "--lease");
   if (leaseMs !== undefined && leaseMs < MIN_LEASE_MS) throw usageError(`--lease must be at least ${MIN_LEASE_MS / 1000}s`);
+  if (leaseMs !== undefined && values["max-concurrent"] !== undefined && Number(values["max-concurrent"]) === 0) {
+    throw usageError("--lease sets the lease of the server's own worker, and --max-concurrent 0 runs none: give the lease to the smithers worker processes");
+  }
   const server = await createServer({
     dbPath: dbPathOption(values.db) ?? DEFAULT_DB_PATH,
     ...(values.workflows ? { workflowsDir: values.workflows } : {}),

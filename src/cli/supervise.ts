@@ -4,12 +4,13 @@ import { supervise, superviseForever, type SuperviseOutcome } from "../engine/in
 import { formatEvent } from "./progress.ts";
 import { durabilityFlag, durationFlag, EXIT, nonNegativeMs, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
-function describe(o: SuperviseOutcome): string {
+/** One line for an outcome of a pass (the worker prints the same lines for the same outcomes). */
+export function describeOutcome(o: SuperviseOutcome): string {
   if (o.action === "cron-started")
     return `cron ${o.cronId} started ${o.runId}${o.result ? ` ${o.result.status}${o.result.error ? ` ${o.result.error.code}` : ""}` : ""}`;
   if (o.action === "cron-skipped") return `cron ${o.cronId} skipped ${o.count} missed slot${o.count === 1 ? "" : "s"}`;
   if (o.action === "cron-failed") return `cron ${o.cronId} failed: ${o.reason}`;
-  if (o.action === "cron-lost") return `cron ${o.cronId} lost ${o.runId}: another supervisor claimed this slot`;
+  if (o.action === "cron-lost") return `cron ${o.cronId} lost ${o.runId}: another supervisor or worker claimed this slot`;
   if (o.action === "resumed") return `resumed ${o.runId} ${o.result.status}${o.result.error ? ` ${o.result.error.code}` : ""}`;
   return `${o.action} ${o.runId}: ${o.reason}`;
 }
@@ -51,11 +52,11 @@ export async function superviseCommand(args: string[], io: Io, signal: AbortSign
   if (values.watch || interval !== undefined) {
     const intervalMs = interval ?? positiveInt(values["interval-ms"], "--interval-ms") ?? DEFAULT_WATCH_INTERVAL_MS;
     io.out(`watching ${db.path} every ${intervalMs} ms (Ctrl-C to stop)`);
-    await superviseForever({ db, staleAfterMs, intervalMs, signal, onEvent, durability, onOutcome: (o) => io.out(describe(o)) });
+    await superviseForever({ db, staleAfterMs, intervalMs, signal, onEvent, durability, onOutcome: (o) => io.out(describeOutcome(o)) });
     return EXIT.ok;
   }
   const outcomes = await supervise({ db, staleAfterMs, onEvent, durability });
-  for (const o of outcomes) io.out(describe(o));
+  for (const o of outcomes) io.out(describeOutcome(o));
   if (outcomes.length === 0) io.out("no stale runs, no due waits, no due cron slots");
   const failed = (o: SuperviseOutcome) =>
     o.action === "cron-failed" || ((o.action === "resumed" || o.action === "cron-started") && o.result?.status === "failed");

@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, loadWorkflowsDir, Worker, type WorkerOutcome } from "../engine/index.ts";
 import { STALE_RUN_THRESHOLD_MS } from "../db/index.ts";
 import { formatEvent } from "./progress.ts";
+import { describeOutcome } from "./supervise.ts";
 import { durabilityFlag, durationFlag, EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 import type { StopSignals } from "./index.ts";
 
@@ -10,14 +11,9 @@ import type { StopSignals } from "./index.ts";
 export const MIN_LEASE_MS = 1_000;
 
 function describe(o: WorkerOutcome): string {
-  const ended = (r: { status: string; error?: { code: string } }) => `${r.status}${r.error ? ` ${r.error.code}` : ""}`;
-  if (o.action === "ran") return `ran ${o.runId} ${ended(o.result)}`;
-  if (o.action === "resumed") return `resumed ${o.runId} ${ended(o.result)}`;
-  if (o.action === "cron-started") return `cron ${o.cronId} started ${o.runId}${o.result ? ` ${ended(o.result)}` : ""}`;
-  if (o.action === "cron-skipped") return `cron ${o.cronId} skipped ${o.count} missed slot${o.count === 1 ? "" : "s"}`;
-  if (o.action === "cron-failed") return `cron ${o.cronId} failed: ${o.reason}`;
-  if (o.action === "cron-lost") return `cron ${o.cronId} lost ${o.runId}: another worker claimed this slot`;
-  return `${o.action} ${o.runId || "(pass)"}: ${o.reason}`;
+  if (o.action === "ran") return `ran ${o.runId} ${o.result.status}${o.result.error ? ` ${o.result.error.code}` : ""}`;
+  if (o.action === "dropped" || o.action === "returned" || o.action === "error") return `${o.action} ${o.runId || "(pass)"}: ${o.reason}`;
+  return describeOutcome(o);
 }
 
 export async function workerCommand(args: string[], io: Io, signals: StopSignals): Promise<number> {

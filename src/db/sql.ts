@@ -52,6 +52,8 @@ export function jsonField(dialect: Dialect, column: string, key: string): string
 }
 
 const numbered = new Map<string, string>();
+/** Texts kept numbered; past it the cache starts over (texts with IN lists of every length would otherwise pile up in a long-lived worker). */
+const NUMBERED_CACHE_MAX = 4_096;
 
 /**
  * `?` placeholders numbered `$1, $2, …` for PostgreSQL, once per text. A `?` inside a quoted
@@ -73,6 +75,7 @@ export function numberPlaceholders(text: string): string {
     } else out += ch === "?" ? `$${++n}` : ch;
   }
   found = out;
+  if (numbered.size >= NUMBERED_CACHE_MAX) numbered.clear();
   numbered.set(text, found);
   return found;
 }

@@ -3,7 +3,7 @@
  * heartbeat while it runs and cancellation from the caller's AbortSignal.
  */
 import { resolve } from "node:path";
-import { checkDurability, runs, type Durability, type SmithersDb } from "../db/index.ts";
+import { checkDurability, MISSED_BEATS_BEFORE_STALE, runs, STALE_RUN_THRESHOLD_MS, type Durability, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { EventBus, openEventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
@@ -41,8 +41,9 @@ export type RunOptions = {
   /** The owner id to run under; a supervisor passes the id it claimed the run with. */
   ownerId?: string;
   /**
-   * How often the run's heartbeat is written (default 5 s). A supervisor or worker takes a run over
-   * once its heartbeat is older than its threshold (30 s by default), which must be several beats.
+   * How often the run's heartbeat is written (default 5 s, at most 7.5 s). A supervisor or worker
+   * takes a run over once its heartbeat is older than its threshold (30 s by default) and, for a
+   * worker, 4 of these beats.
    */
   heartbeatMs?: number;
   /**
@@ -81,6 +82,9 @@ export type RunOptions = {
   /** Prices by model id (US dollars per million tokens) for agents that report tokens but no cost. Default: createSmithers' `pricing`. */
   pricing?: ModelPricing;
 };
+
+/** The slowest heartbeat a run may ask for: MISSED_BEATS_BEFORE_STALE of them fit in the default stale threshold. */
+const MAX_HEARTBEAT_MS = STALE_RUN_THRESHOLD_MS / MISSED_BEATS_BEFORE_STALE;
 
 /** Runs holding a durability on a connection, and the mode it had before the first of them. */
 const durabilityHolds = new WeakMap<SmithersDb, { runs: number; before: Durability }>();
@@ -137,8 +141,9 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
     throw new SmithersError("INVALID_OPTION", `graceMs must be a number of milliseconds >= 0 (or Infinity), got ${String(graceMs)}`);
   }
   const { heartbeatMs = HEARTBEAT_INTERVAL_MS } = options;
-  if (!(typeof heartbeatMs === "number" && heartbeatMs > 0 && Number.isFinite(heartbeatMs))) {
-    throw new SmithersError("INVALID_OPTION", `heartbeatMs must be a number of milliseconds > 0, got ${String(heartbeatMs)}`);
+  // Several beats must fit in the default stale threshold, which `up --resume` and supervise judge owners by.
+  if (!(typeof heartbeatMs === "number" && heartbeatMs > 0 && heartbeatMs <= MAX_HEARTBEAT_MS)) {
+    throw new SmithersError("INVALID_OPTION", `heartbeatMs must be a number of milliseconds > 0 and at most ${MAX_HEARTBEAT_MS}, got ${String(heartbeatMs)}`);
   }
   const budget = checkBudget(options);
   const pricing = checkPricing(options.pricing) ?? workflow.spend?.pricing;

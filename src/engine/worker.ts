@@ -289,7 +289,7 @@ export class Worker {
         }
         // Another host may have the file: the request goes back, and this worker passes over it a while.
         this.skipped.set(row.runId, nowMs + LOAD_FAILURE_BACKOFF_MS);
-        await queue.returnClaim(this.o.db, row.runId, this.id);
+        await queue.releaseClaim(this.o.db, row.runId, this.id, { counted: true });
         return { runId: row.runId, action: "returned", reason: reasonOf(error) };
       }
       const exists = (await runs.getRun(this.o.db, row.runId)) !== undefined;

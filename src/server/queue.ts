@@ -34,6 +34,9 @@ export class RunQueue {
   private working: Promise<void> | undefined;
 
   constructor(private readonly o: RunQueueOptions) {
+    if (o.leaseMs !== undefined && o.maxConcurrent === 0) {
+      throw new SmithersError("INVALID_OPTION", "leaseMs is the lease of the server's own worker, and maxConcurrent 0 runs none");
+    }
     this.worker =
       o.maxConcurrent > 0
         ? new Worker({

@@ -149,7 +149,7 @@ describe("smithers supervise", () => {
       `cron daemon-waits started ${cronRunId} finished`,
     ]);
     const cronLoser = cron.filter((o) => o.pid !== cronWinner).map((o) => o.line);
-    expect(cronLoser).toEqual(cronLoser.length === 0 ? [] : [`cron daemon-waits lost ${cronRunId}: another supervisor claimed this slot`]);
+    expect(cronLoser).toEqual(cronLoser.length === 0 ? [] : [`cron daemon-waits lost ${cronRunId}: another supervisor or worker claimed this slot`]);
     // Nothing else: no run released, none of the not-due ones touched.
     expect(outcomes.filter((o) => !o.line.startsWith("cron ") && !due.includes(runIdOf(o.line)))).toEqual([]);
 

@@ -39,6 +39,8 @@ test("worker refuses bad flags with exit 2", () => {
     expect(r.stderr).toContain("USAGE");
   }
   expect(smithers(["worker", "--db", join(tmpdir(), "no-such-dir", "x.db")]).code).toBe(2);
+  const lease = smithers(["serve", "--db", db, "--max-concurrent", "0", "--lease", "5s"]);
+  expect([lease.code, lease.stderr.includes("--max-concurrent 0 runs none")]).toEqual([2, true]);
 });
 
 test("ps lists runs queued for workers first; cancel drops a queued run before any worker starts it", () => {

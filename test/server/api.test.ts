@@ -1,19 +1,9 @@
-import { afterEach, describe, expect, test } from "bun:test";
-import { createServer, type SmithersServer } from "../../src/server/index.ts";
+import { describe, expect, test } from "bun:test";
+import { createServer } from "../../src/server/index.ts";
 import { sql, tempDbPath, waitFor } from "../helpers.ts";
-import { FIXTURES, post, startServer, waitForStatus } from "./helpers.ts";
+import { FIXTURES, post, serverPerTest, waitForStatus } from "./helpers.ts";
 
-let current: SmithersServer | undefined;
-afterEach(async () => {
-  await current?.stop();
-  current = undefined;
-});
-
-async function serve(o: Parameters<typeof startServer>[0] = {}) {
-  const s = await startServer(o);
-  current = s.server;
-  return s;
-}
+const serve = serverPerTest();
 
 describe("smithers serve API", () => {
   test("POST /runs answers 202 queued with the request already written to _smithers_queue", async () => {
@@ -61,6 +51,11 @@ describe("smithers serve API", () => {
     expect([denied.status, ((await denied.json()) as { code: string }).code]).toEqual([401, "UNAUTHORIZED"]);
     expect((await fetch(`${url}/runs`, { headers: { Authorization: "Bearer wrong" } })).status).toBe(401);
     expect((await fetch(`${url}/runs`, { headers: { Authorization: "Bearer s3cret" } })).status).toBe(200);
+  });
+
+  test("a lease for the server's own worker with no worker (maxConcurrent 0) is INVALID_OPTION", async () => {
+    const error = await createServer({ dbPath: tempDbPath(), workflowsDir: FIXTURES, maxConcurrent: 0, leaseMs: 5_000 }).catch((e: { code?: string }) => e);
+    expect((error as { code?: string }).code).toBe("INVALID_OPTION");
   });
 
   test("without a token the server refuses a non-loopback host", async () => {

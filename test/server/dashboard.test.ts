@@ -1,21 +1,10 @@
-import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { SmithersServer } from "../../src/server/index.ts";
 import { tempDir } from "../helpers.ts";
-import { post, startServer, waitForStatus } from "./helpers.ts";
+import { post, serverPerTest, waitForStatus } from "./helpers.ts";
 
-let current: SmithersServer | undefined;
-afterEach(async () => {
-  await current?.stop();
-  current = undefined;
-});
-
-async function serve(o: Parameters<typeof startServer>[0] = {}) {
-  const s = await startServer(o);
-  current = s.server;
-  return s;
-}
+const serve = serverPerTest();
 
 /** A stand-in for the built dashboard: a shell and one asset (the real bundle is tested in test/ui). */
 let dashboardDir: string;
@@ -104,7 +93,6 @@ describe("GET /runs/:id/outputs", () => {
     await post(`${first.url}/runs`, { workflow: "steps", runId: "s2" });
     await waitForStatus(first.url, "s2", ["finished"]);
     await first.server.stop();
-    current = undefined;
     const { url } = await serve({ dbPath: first.dbPath, workflowsDir: tempDir() });
     const { outputs } = (await (await fetch(`${url}/runs/s2/outputs`)).json()) as { outputs: { nodeId: string; row: unknown }[] };
     expect(outputs.find((o) => o.nodeId === "step-3")?.row).toEqual({ n: 3 });

@@ -1,3 +1,4 @@
+import { afterEach } from "bun:test";
 import { join } from "node:path";
 import { createServer, type ServerOptions, type SmithersServer } from "../../src/server/index.ts";
 import { tempDbPath } from "../helpers.ts";
@@ -10,6 +11,22 @@ export async function startServer(o: Partial<ServerOptions> = {}): Promise<{ ser
   const server = await createServer({ dbPath, workflowsDir: FIXTURES, pollMs: 20, onError: () => undefined, ...o });
   const { url } = await server.start({ port: 0 });
   return { server, url, dbPath };
+}
+
+/**
+ * startServer for a test file: call it at the file's top level; every server it started is stopped
+ * after each test (one the test stopped itself is left alone).
+ */
+export function serverPerTest(): (o?: Partial<ServerOptions>) => ReturnType<typeof startServer> {
+  const started: SmithersServer[] = [];
+  afterEach(async () => {
+    for (const server of started.splice(0)) await server.stop().catch(() => undefined);
+  });
+  return async (o = {}) => {
+    const s = await startServer(o);
+    started.push(s.server);
+    return s;
+  };
 }
 
 export const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>

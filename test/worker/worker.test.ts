@@ -216,11 +216,14 @@ describe("Worker", () => {
     expect(outcomes[0]).toMatchObject({ runId: "far", action: "resumed", result: { status: "finished" } });
   });
 
-  test("bad options are INVALID_OPTION", () => {
+  test("bad options are INVALID_OPTION", async () => {
     const db = openDb(tempDbPath());
     expect(() => new Worker({ db, concurrency: 0 })).toThrow(expect.objectContaining({ code: "INVALID_OPTION" }));
     expect(() => new Worker({ db, concurrency: 1.5 })).toThrow(expect.objectContaining({ code: "INVALID_OPTION" }));
     expect(() => new Worker({ db, leaseMs: -1 })).toThrow(expect.objectContaining({ code: "INVALID_OPTION" }));
+    // A heartbeat slower than a quarter of the stale threshold would let a live run be taken over.
+    expect((await rejection<{ code: string }>(runWorkflow(mixed, { input: { n: 1 }, dbPath: db.target, heartbeatMs: 60_000 }))).code).toBe("INVALID_OPTION");
+    expect((await rejection<{ code: string }>(runWorkflow(mixed, { input: { n: 1 }, dbPath: db.target, heartbeatMs: 0 }))).code).toBe("INVALID_OPTION");
   });
 });
 

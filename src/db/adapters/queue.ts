@@ -114,29 +114,17 @@ export function renewLeases(db: SmithersDb, workerId: string, runIds: readonly s
   );
 }
 
-/** Gives a claim back: the request waits again, for any worker. True when `workerId` still held it. */
-export function releaseClaim(db: SmithersDb, runId: string, workerId: string): Promise<boolean> {
+/**
+ * Gives a claim back: the request waits again, for any worker; `counted` (its workflow did not load
+ * here) adds one to its return_count. True when `workerId` still held it.
+ */
+export function releaseClaim(db: SmithersDb, runId: string, workerId: string, o: { counted?: boolean } = {}): Promise<boolean> {
+  const counted = o.counted ? `, ${Q.returnCount} = coalesce(${Q.returnCount}, 0) + 1` : "";
   return db.write(
-    "releaseQueueClaim",
-    async (q) =>
-      changedRows(
-        await q.orm
-          .update(smithersQueue)
-          .set({ startedAtMs: null, claimedBy: null, leaseExpiresAtMs: null })
-          .where(and(eq(smithersQueue.runId, runId), eq(smithersQueue.claimedBy, workerId)))
-          .run(),
-      ) > 0,
-  );
-}
-
-/** Gives a claim back because its workflow did not load here, and counts that; false when `workerId` no longer held it. */
-export function returnClaim(db: SmithersDb, runId: string, workerId: string): Promise<boolean> {
-  return db.write(
-    "returnQueueClaim",
+    o.counted ? "returnQueueClaim" : "releaseQueueClaim",
     async (q) =>
       (await q.run(
-        `UPDATE ${Q.$table} SET ${Q.startedAtMs} = NULL, ${Q.claimedBy} = NULL, ${Q.leaseExpiresAtMs} = NULL, ${Q.returnCount} = coalesce(${Q.returnCount}, 0) + 1
-          WHERE ${Q.runId} = ? AND ${Q.claimedBy} = ?`,
+        `UPDATE ${Q.$table} SET ${Q.startedAtMs} = NULL, ${Q.claimedBy} = NULL, ${Q.leaseExpiresAtMs} = NULL${counted} WHERE ${Q.runId} = ? AND ${Q.claimedBy} = ?`,
         runId,
         workerId,
       )) > 0,
