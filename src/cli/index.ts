@@ -147,7 +147,8 @@ supervise   resumes runs whose owner stopped heartbeating, wakes waiting runs th
   --durability MODE     as for up, for the runs it resumes
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
 timeline    the run's frames in order, each with its time and what changed in the plan: nodes
-            mounted (+), unmounted (-), state and prop changes (~) (--json: one object per frame)
+            mounted (+), unmounted (-), state and prop changes (~), and the runs forked from it (⑂)
+            (--json: one object per frame, with its forks)
 diff        the plan change between two frames of a run, in the same form (--json: one object)
 fork        creates a new run (status paused, linked to its parent and frame) holding the run's
             outputs as of frame N; the parent is never changed. Side effects of the parent that the

@@ -86,6 +86,18 @@ export function getRun(db: SmithersDb, runId: string): Promise<RunRow | undefine
  */
 const notSubflowChild = or(isNull(smithersRuns.parentRunId), isNotNull(smithersRuns.forkedFromFrame));
 
+/** Runs forked from `runId` (`smithers fork`, replay), oldest first. */
+export function listForks(db: SmithersDb, runId: string): Promise<RunRow[]> {
+  return db.read("listForks", (q) =>
+    q.orm
+      .select()
+      .from(smithersRuns)
+      .where(and(eq(smithersRuns.parentRunId, runId), isNotNull(smithersRuns.forkedFromFrame)))
+      .orderBy(asc(smithersRuns.createdAtMs), asc(smithersRuns.runId))
+      .all(),
+  );
+}
+
 /** The run's child runs (`<Subflow>`), their children, and so on, in no particular order (forks are not children). */
 export function listDescendantRuns(db: SmithersDb, runId: string): Promise<RunRow[]> {
   return db.read("listDescendantRuns", async (q) => {
