@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sql, tempDbPath, tempDir } from "../helpers.ts";
-import { root, smithers, startUntil } from "./cli-helpers.ts";
+import { root, smithers } from "./cli-helpers.ts";
 
 /** A workflow whose agent task `draft` echoes its prompt; with HANG=1 it writes $MARKER and never answers. */
 const workflowText = (prompt: string) => `/** @jsxImportSource smithers */
