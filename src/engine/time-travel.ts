@@ -313,11 +313,12 @@ export async function rewindRun(db: SmithersDb, o: RewindOptions): Promise<Rewin
           output: call.outputJson === null ? undefined : JSON.parse(call.outputJson),
         });
       } catch (error) {
-        const left = crossed.filter(
-          (c) => !reverted.some((r) => r.attempt === c.attempt && r.seq === c.seq && r.nodeId === c.nodeId && r.iteration === c.iteration),
-        );
         if (!o.force)
-          throw boundary("A rewind", o.runId, left, { frameNo: o.frame, reverted, revertFailed: { call: toCrossed(call), error: errorToJson(error) } });
+          throw boundary("A rewind", o.runId, notReverted(crossed, reverted), {
+            frameNo: o.frame,
+            reverted,
+            revertFailed: { call: toCrossed(call), error: errorToJson(error) },
+          });
         continue;
       }
       await db.write("markToolCallReverted", (q) => history.markToolCallReverted(q, { runId: o.runId, ...call }));
