@@ -88,8 +88,8 @@ export function EventsPage({ runId }: { runId: string }) {
       </h1>
       <form class="filters" aria-label="Filter events" onSubmit={(e) => e.preventDefault()}>
         <label>
-          Type
-          <select value={type} onChange={(e) => setType(e.currentTarget.value)}>
+          <span id="events-type-label">Type</span>
+          <select aria-labelledby="events-type-label" value={type} onChange={(e) => setType(e.currentTarget.value)}>
             <option value="">any</option>
             {EVENT_TYPES.map((t) => (
               <option key={t} value={t}>
@@ -99,8 +99,8 @@ export function EventsPage({ runId }: { runId: string }) {
           </select>
         </label>
         <label>
-          Node
-          <select value={node} onChange={(e) => setNode(e.currentTarget.value)}>
+          <span id="events-node-label">Node</span>
+          <select aria-labelledby="events-node-label" value={node} onChange={(e) => setNode(e.currentTarget.value)}>
             <option value="">any</option>
             {[...new Set([...nodes, ...(node ? [node] : [])])].map((n) => (
               <option key={n} value={n}>
