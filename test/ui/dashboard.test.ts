@@ -104,6 +104,24 @@ describe.skipIf(!chromiumPath)("the dashboard in Chromium", () => {
   );
 
   test(
+    "the theme toggle turns a light tab dark, keeps the choice across a reload, and goes back to the system's",
+    async () => {
+      const page = await open("/");
+      const background = () => page.evaluate("getComputedStyle(document.body).backgroundColor");
+      expect(await background()).toBe("rgb(255, 255, 255)");
+      await page.getByRole("button", { name: "Theme: system. Switch to light" }).click();
+      await page.getByRole("button", { name: "Theme: light. Switch to dark" }).press("Enter");
+      await page.getByRole("button", { name: "Theme: dark. Switch to system" }).waitFor();
+      expect(await background()).toBe("rgb(20, 23, 27)");
+      await page.reload();
+      await page.getByRole("button", { name: "Theme: dark. Switch to system" }).click();
+      expect(await background()).toBe("rgb(255, 255, 255)");
+      await page.close();
+    },
+    TIMEOUT_MS,
+  );
+
+  test(
     "without a token the page asks for one, and signs in with it",
     async () => {
       const page = await h.browser.newPage();

@@ -227,7 +227,7 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
       for (let i = 0; i < 3; i++) {
         const page = await h.open(`/runs/${runId}`);
         // performance.now() in the page: milliseconds since its navigation started, read when all rows are drawn.
-        const handle = await page.waitForFunction(() => document.querySelectorAll(".tree .task .output").length === 1000 && performance.now(), null, {
+        const handle = await page.waitForFunction("document.querySelectorAll('.tree .task .output').length === 1000 && performance.now()", null, {
           timeout: 20_000,
           polling: "raf",
         });
