@@ -68,6 +68,24 @@ describe.skipIf(!chromiumPath)("the dashboard in Chromium", () => {
   );
 
   test(
+    "when the runs stream is refused the list falls back to polling GET /runs, and still shows a new run",
+    async () => {
+      const page = await h.browser.newPage({ colorScheme: "light" });
+      await page.route(
+        (u) => u.pathname === "/runs/stream",
+        (route) => route.abort(),
+      );
+      await page.goto(`${h.url}/#token=${TOKEN}`);
+      await page.getByTestId("live-mode").getByText("Polling every second").waitFor();
+      const runId = await h.start("gate");
+      await page.locator(`tr[data-run="${runId}"] .status`, { hasText: "waiting-approval" }).waitFor({ timeout: 10_000 });
+      expect(await page.getByTestId("live-mode").textContent()).toContain("Polling");
+      await page.close();
+    },
+    TIMEOUT_MS,
+  );
+
+  test(
     "the status filter narrows the list and stays in the URL",
     async () => {
       const gate = { runId: await h.start("gate") };
