@@ -38,6 +38,7 @@ import { eventsCommand } from "./events.ts";
 import { cancelCommand } from "./cancel.ts";
 import { workerCommand } from "./worker.ts";
 import { diffCommand, timelineCommand } from "./timeline.ts";
+import { forkCommand, rewindCommand, type ResumeRun } from "./time-travel.ts";
 import { commandFlags, commandHelp, suggest } from "./help.ts";
 
 export { EXIT };
@@ -54,6 +55,9 @@ const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID
        smithers frames <run-id> [--frame N] [--db PATH]
        smithers timeline <run-id> [--json] [--db PATH]
        smithers diff <run-id> <frameA> <frameB> [--json] [--db PATH]
+       smithers fork <run-id> --frame N [--reset-node ID]… [--input JSON] [--run-id NEW] [--run] [--force] [--workflow FILE] [--json] [--db PATH]
+       smithers replay <run-id> --frame N [--reset-node ID]… [--run-id NEW] [--force] [--workflow FILE] [--db PATH]
+       smithers rewind <run-id> <frame> [--resume] [--force] [--no-revert] [--workflow FILE] [--json] [--db PATH]
        smithers approve <run-id> [--node ID] [--iteration N] [--select KEY | --rank K1,K2,…] [--by NAME] [--note TEXT] [--yes] [--db PATH]
        smithers deny <run-id> [--node ID] [--iteration N] [--by NAME] [--note TEXT] [--yes] [--db PATH]
        smithers signal <run-id> <name> [--data JSON] [--correlation-id ID] [--dedupe-key KEY] [--by NAME] [--db PATH]
@@ -91,6 +95,10 @@ up          runs a workflow to completion, printing a line as each task starts a
   --max-tokens N        token limit of the run (input plus output), kept the same way
   --pricing JSON        prices for agents that report tokens but no cost, in US dollars per
                         million tokens: '{"<model>":{"inputPerMTok":3,"outputPerMTok":15}}'
+  --allow-code-change   resume although the workflow's code changed since the run ran (its file or a
+                        local module it imports); without it such a resume stops with
+                        WORKFLOW_CHANGED naming the tasks whose definitions changed (exit 2).
+                        Finished tasks are kept either way (also: --accept-workflow-change)
   --detach              do not run it here: queue it (input checked now) for a smithers worker on
                         the same database, print its run id and exit 0 (with --resume: queue a resume)
 worker      executes runs handed to workers (up --detach, runWorkflow's enqueue, serve --max-concurrent 0)
@@ -139,8 +147,28 @@ supervise   resumes runs whose owner stopped heartbeating, wakes waiting runs th
   --durability MODE     as for up, for the runs it resumes
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
 timeline    the run's frames in order, each with its time and what changed in the plan: nodes
-            mounted (+), unmounted (-), state and prop changes (~) (--json: one object per frame)
+            mounted (+), unmounted (-), state and prop changes (~), and the runs forked from it (⑂)
+            (--json: one object per frame, with its forks)
 diff        the plan change between two frames of a run, in the same form (--json: one object)
+fork        creates a new run (status paused, linked to its parent and frame) holding the run's
+            outputs as of frame N; the parent is never changed. Side effects of the parent that the
+            fork would run again stop it with SIDE_EFFECT_BOUNDARY (exit 2) unless --force
+  --frame N             the frame to start from (smithers timeline lists them)
+  --reset-node ID       run this task again, and everything downstream of it (repeatable)
+  --input JSON          the fork's input (checked against the input schema); default: the parent's
+  --run-id NEW          the fork's id (default: a new UUID)
+  --run                 execute it now, as up --resume does
+  --force               go on across side effects (recorded as a SideEffectBoundaryCrossed event)
+  --workflow FILE       the workflow file (default: the one the run recorded)
+replay      fork with the parent's input, then execute it (fork --run)
+rewind      resets a finished, failed, cancelled or paused run in place to frame N: outputs,
+            approvals and human requests of tasks not over at N and the frames after N are removed
+            in one transaction (kept in a RunRewound event), those tasks are pending again and the
+            run is paused. Tool calls with side effects it would discard first run their tool's
+            revert, newest first; a call without one (or whose revert throws) stops it with
+            SIDE_EFFECT_BOUNDARY unless --force
+  --resume              continue the run at once, as up --resume does
+  --no-revert           run no reverts (every side effect crossed then needs --force)
 approve     decides a run's waiting <Approval> or <Task needsApproval> (deny: the same, denied);
             shows the request and asks on a terminal (--yes to skip); --node may be left out when
             one approval waits; a select gate takes --select KEY, a rank gate --rank K1,K2,…
@@ -208,6 +236,11 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "INVALID_CRON",
   "CRON_EXISTS",
   "CRON_NOT_FOUND",
+  "NODE_NOT_FOUND",
+  "RUN_NOT_REWINDABLE",
+  // Refusals that a flag overrides: nothing was changed
+  "WORKFLOW_CHANGED",
+  "SIDE_EFFECT_BOUNDARY",
 ]);
 
 /** What stops a run from outside: `cancel` (first Ctrl-C), and `abandon` (second: stop waiting for task bodies). */
@@ -234,7 +267,17 @@ export function peerResume(args: string[]): string[] {
 }
 
 /** Flags of `up` that set how this process runs the run: a detached run is run by a worker, with its own. */
-const NOT_WITH_DETACH = ["max-concurrency", "grace-ms", "durability", "root", "max-cost-usd", "max-tokens", "pricing"] as const;
+const NOT_WITH_DETACH = [
+  "max-concurrency",
+  "grace-ms",
+  "durability",
+  "root",
+  "max-cost-usd",
+  "max-tokens",
+  "pricing",
+  "allow-code-change",
+  "accept-workflow-change",
+] as const;
 
 async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResult | EnqueuedRun> {
   const translated = peerResume(args);
@@ -256,6 +299,8 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
       "max-tokens": { type: "string" },
       pricing: { type: "string" },
       detach: { type: "boolean", short: "d" },
+      "allow-code-change": { type: "boolean" },
+      "accept-workflow-change": { type: "boolean" },
     },
   });
   if (positionals.length > 1) throw usageError("up takes exactly one workflow file");
@@ -298,6 +343,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
     signal: signals.cancel,
     abandonSignal: signals.abandon,
     workflowPath: resolve(file),
+    allowCodeChange: Boolean(values["allow-code-change"] || values["accept-workflow-change"]),
     rootDir: values.root === undefined ? undefined : resolve(values.root),
     onEvent: (event: SmithersEvent) => {
       if (live) {
@@ -376,12 +422,21 @@ async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<
   return EXIT.failed;
 }
 
+/** What fork --run, replay and rewind --resume execute the run with: up --resume. */
+const resumeWith =
+  (io: Io, signals: StopSignals): ResumeRun =>
+  (runId, dbPath, extra) =>
+    upCommand(["--resume", "--run-id", runId, "--db", dbPath, ...extra], io, signals);
+
 const COMMANDS: Record<string, (args: string[], io: Io, signals: StopSignals) => Promise<number>> = {
   up: upCommand,
   supervise: (args, io, signals) => superviseCommand(args, io, signals.cancel),
   frames: framesCommand,
   timeline: (args, io) => timelineCommand(args, io),
   diff: (args, io) => diffCommand(args, io),
+  fork: (args, io, signals) => forkCommand(args, io, resumeWith(io, signals)),
+  replay: (args, io, signals) => forkCommand(args, io, resumeWith(io, signals), true),
+  rewind: (args, io, signals) => rewindCommand(args, io, resumeWith(io, signals)),
   inspect: inspectCommand,
   approve: (args, io) => decideCommand("approve", args, io),
   deny: (args, io) => decideCommand("deny", args, io),

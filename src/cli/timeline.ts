@@ -1,6 +1,6 @@
 /**
- * `smithers timeline <run> [--json]`: the run's frames in order, each with its time and what
- * changed in the plan (nodes mounted, unmounted, state and prop changes).
+ * `smithers timeline <run> [--json]`: the run's frames in order, each with its time, what
+ * changed in the plan (nodes mounted, unmounted, state and prop changes) and the forks made from it.
  * `smithers diff <run> <frameA> <frameB> [--json]`: the plan change between two frames.
  */
 import { parseArgs } from "node:util";
@@ -40,19 +40,28 @@ export async function timelineCommand(args: string[], io: Io): Promise<number> {
   const db = openExistingDb(values.db);
   try {
     await knownRun(db, runId);
+    // Forks made from a frame are shown with it.
+    const forksAt = new Map<number, { runId: string; status: string; createdAtMs: number }[]>();
+    for (const f of await runs.listForks(db, runId)) {
+      const list = forksAt.get(f.forkedFromFrame!) ?? [];
+      list.push({ runId: f.runId, status: f.status, createdAtMs: f.createdAtMs });
+      forksAt.set(f.forkedFromFrame!, list);
+    }
     let before: Parameters<typeof planChanges>[0];
     let count = 0;
     for await (const frame of frameHistory(db, runId)) {
       const changes = planChanges(before, frame.tree);
       before = frame.tree;
       count++;
+      const forks = forksAt.get(frame.frameNo) ?? [];
       if (values.json) {
-        io.out(JSON.stringify({ frameNo: frame.frameNo, createdAtMs: frame.createdAtMs, ...changes }));
+        io.out(JSON.stringify({ frameNo: frame.frameNo, createdAtMs: frame.createdAtMs, ...changes, forks }));
         continue;
       }
       const lines = changeLines(changes);
       io.out(`frame ${frame.frameNo}  ${new Date(frame.createdAtMs).toISOString()}${lines.length === 0 ? "  (no plan change)" : ""}`);
       for (const line of lines) io.out(`  ${line}`);
+      for (const f of forks) io.out(`  ⑂ forked as run ${f.runId} (${f.status})`);
     }
     if (count === 0 && !values.json) io.out("no frames");
     return EXIT.ok;

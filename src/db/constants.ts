@@ -64,8 +64,10 @@ export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
  * A tool call is recorded as `started` (the intent) before it runs, then finished once as
  * `succeeded` or `failed`. `replayed`: a side-effect call that did not run because an earlier
  * attempt's call with the same idempotency key and input succeeded; its row carries that output.
+ * `reverted`: a call whose effect the tool's `revert` undid before `smithers rewind` discarded
+ * it; it is no longer a result a later call replays.
  */
-export const TOOL_CALL_STATUSES = ["started", "succeeded", "failed", "replayed"] as const;
+export const TOOL_CALL_STATUSES = ["started", "succeeded", "failed", "replayed", "reverted"] as const;
 export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
 
 /** Events persisted per BEGIN IMMEDIATE when the event bus drains its queue. */

@@ -54,6 +54,7 @@ export {
 } from "./output-tables.ts";
 export type { SQLiteTable } from "drizzle-orm/sqlite-core";
 export * as frames from "./adapters/frames.ts";
+export * as history from "./adapters/history.ts";
 export * as queue from "./adapters/queue.ts";
 export { WORK_CHANNEL } from "./adapters/shared.ts";
 export * as retention from "./adapters/retention.ts";

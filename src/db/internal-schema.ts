@@ -41,6 +41,8 @@ export const smithersRuns = sqliteTable(
     continuationJson: text("continuation_json"),
     /** The run's root directory (RunOptions.rootDir, else the working directory it started in), kept for its resumes. */
     rootDir: text("root_dir"),
+    /** A run made by `smithers fork` (or replay): the frame of `parent_run_id` it was forked from (null: not a fork). */
+    forkedFromFrame: integer("forked_from_frame"),
   },
   (t) => [
     index("_smithers_runs_status_heartbeat_idx").on(t.status, t.heartbeatAtMs),
@@ -75,6 +77,11 @@ export const smithersNodes = sqliteTable(
     updatedAtMs: integer("updated_at_ms").notNull(),
     outputTable: text("output_table").notNull(),
     label: text("label"),
+    /**
+     * The node's definition signature when it first started (see definitionSignature): a resume
+     * under changed code names the nodes whose definitions differ from what they ran with.
+     */
+    defSig: text("def_sig"),
   },
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration] })],
 );

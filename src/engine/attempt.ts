@@ -21,6 +21,7 @@ import type { Budget } from "./budget.ts";
 import { runSubflow } from "./subflow.ts";
 import { ensureWorktree } from "./worktree.ts";
 import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
+import { definitionSignature } from "./code-pin.ts";
 
 export type AttemptOutcome =
   /** `row`: the output row as written (a custom table may add defaults on disk), for the snapshot. */
@@ -254,6 +255,7 @@ export async function recordStart(q: Sql, a: AttemptInput): Promise<void> {
     updatedAtMs: a.startedAtMs,
     outputTable: a.info.tableName,
     label: task.label ?? null,
+    defSig: definitionSignature(task, a.info.tableName),
   });
   await attempts.insertAttempt(q, {
     runId: a.runId,

@@ -69,6 +69,7 @@ export async function createSuccessor(q: Sql, a: ContinueArgs): Promise<{ nextRu
   await runs.insertRunRow(q, {
     runId: next.runId,
     parentRunId: old.parentRunId,
+    forkedFromFrame: old.forkedFromFrame,
     workflowName: old.workflowName,
     workflowPath: old.workflowPath,
     workflowHash: old.workflowHash,

@@ -35,6 +35,10 @@ export const SmithersEventTypeSchema = z.enum([
   "SubflowWaiting",
   "NodeOutput",
   "RunRefused",
+  "RunForked",
+  "RunRewound",
+  "WorkflowCodeChanged",
+  "SideEffectBoundaryCrossed",
 ]);
 export type SmithersEventType = z.infer<typeof SmithersEventTypeSchema>;
 
@@ -134,6 +138,46 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
     waiting: z.number().int(),
     capacity: z.number().int(),
     retryAfterSeconds: z.number().int(),
+  }),
+  /** The run was made by forking `parentRunId` at frame `frameNo`; `reset`: the node ids it runs again (asked for and downstream). */
+  variant(T.RunForked, {
+    ...base,
+    status: z.literal("paused"),
+    parentRunId: z.string(),
+    frameNo: z.number().int(),
+    resetNodes: z.array(z.string()),
+    reset: z.array(z.string()),
+    copied: z.number().int(),
+  }),
+  /**
+   * The run was reset in place from frame `fromFrame` to `toFrame`; `removed` holds everything
+   * taken out (node rows, output rows, frames, approvals, human requests); `reverted`: the tool
+   * calls whose revert ran.
+   */
+  variant(T.RunRewound, {
+    ...base,
+    status: z.literal("paused"),
+    previousStatus: z.string(),
+    fromFrame: z.number().int(),
+    toFrame: z.number().int(),
+    removed: z.record(z.string(), z.unknown()),
+    reverted: z.array(z.record(z.string(), z.unknown())),
+  }),
+  /** A resume went on with changed code (allowed): the hashes, and the tasks changed, added and removed (see code-check.ts). */
+  variant(T.WorkflowCodeChanged, {
+    ...base,
+    oldHash: z.string(),
+    newHash: z.string(),
+    changed: z.array(z.object({ nodeId: z.string(), iteration: z.number().int() })),
+    added: z.array(z.string()),
+    removed: z.array(z.string()),
+  }),
+  /** fork, replay or rewind went on (forced) across side effects that happened or may have: `calls`, the journal rows concerned. */
+  variant(T.SideEffectBoundaryCrossed, {
+    ...base,
+    command: z.enum(["fork", "rewind"]),
+    fromRunId: z.string().optional(),
+    calls: z.array(z.record(z.string(), z.unknown())),
   }),
 ]);
 

@@ -51,3 +51,6 @@ export { validateInput } from "./run-setup.ts";
 export { requestCancel, type CancelOutcome } from "./cancel.ts";
 export { pruneRuns, type PruneOptions, type PruneReport, type PrunedRun } from "./retention.ts";
 export { planChanges, planNodes, type PlanChanges, type PlanNode, type NodeChange } from "./plan-diff.ts";
+export { forkRun, rewindRun, type CrossedCall, type ForkOptions, type ForkResult, type RewindOptions, type RewindResult } from "./time-travel.ts";
+export { runAtFrame, downstreamOf, type RunAtFrame } from "./history.ts";
+export { workflowCodeHash, definitionSignature, type CodeHash } from "./code-pin.ts";

@@ -195,6 +195,8 @@ export type SetupOptions = {
   defaultBudget?: Budget;
   /** Prices for attempts stored without a cost. */
   pricing?: ModelPricing;
+  /** The hash of the code it runs with (see code-pin.ts): recorded on a new run, and on a resume (checked before, see code-check.ts). */
+  workflowHash?: string;
 };
 
 type Abandoned = RunSetup["abandoned"];
@@ -258,7 +260,8 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
         owner: current.runtimeOwnerId,
       });
     }
-    const retry = current.status === "failed" || current.status === "cancelled";
+    // A paused run (a fork not started, a rewound run) starts its nodes afresh like a failed one.
+    const retry = current.status === "failed" || current.status === "cancelled" || current.status === "paused";
     await queue.handOff(q, runId); // a queued request to resume it is being done now
     abandonedNow = await attemptRows.abandonRunningAttempts(q, runId, o.nowMs, abandoned);
     await nodeRows.resetNodes(q, runId, retry ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
@@ -273,6 +276,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
       finishedAtMs: null,
       errorJson: null,
       wakeAtMs: null,
+      ...(o.workflowHash ? { workflowHash: o.workflowHash } : {}),
       ...(cancelRequested ? {} : { cancelRequestedAtMs: null }),
       ...(budgetChanged ? { configJson: withBudget(current.configJson, budget) } : {}),
     });
@@ -306,6 +310,7 @@ async function startRun(o: SetupOptions, runId: string, budget: Budget): Promise
         rootDir: o.rootDir ?? process.cwd(),
         workflowName: o.workflowName,
         workflowPath: o.workflowPath ?? null,
+        workflowHash: o.workflowHash ?? null,
         status: "running",
         createdAtMs: o.nowMs,
         startedAtMs: o.nowMs,

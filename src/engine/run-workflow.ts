@@ -15,6 +15,9 @@ import type { SmithersWorkflow } from "./workflow.ts";
 import { checkPricing, killLeftoverGroup, type ModelPricing } from "../agents/index.ts";
 import { checkBudget } from "./budget.ts";
 import { enqueueRun, type EnqueuedRun } from "./enqueue.ts";
+import { checkCode } from "./code-check.ts";
+import { workflowCodeHash } from "./code-pin.ts";
+import { existsSync } from "node:fs";
 
 export type { RunResult } from "./run.ts";
 export type { EnqueuedRun } from "./enqueue.ts";
@@ -81,7 +84,23 @@ export type RunOptions = {
   maxTokens?: number;
   /** Prices by model id (US dollars per million tokens) for agents that report tokens but no cost. Default: createSmithers' `pricing`. */
   pricing?: ModelPricing;
+  /**
+   * Resume although the workflow's code changed since the run ran (its recorded hash of the
+   * workflow file and the local modules it imports differs): without it such a resume rejects
+   * with WORKFLOW_CHANGED naming the tasks whose definitions changed. Finished tasks are kept
+   * either way; the change is recorded as a WorkflowCodeChanged event.
+   */
+  allowCodeChange?: boolean;
 };
+
+/** The code hash of the workflow at `path`; undefined when its file cannot be read (nothing to pin to). */
+function codeHashOf(path: string): string | undefined {
+  try {
+    return existsSync(path) ? workflowCodeHash(path).hash : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The slowest heartbeat a run may ask for: MISSED_BEATS_BEFORE_STALE of them fit in the default stale threshold. */
 const MAX_HEARTBEAT_MS = STALE_RUN_THRESHOLD_MS / MISSED_BEATS_BEFORE_STALE;
@@ -152,6 +171,10 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
   const db = workflow.dbFor(options.dbPath);
   const releaseDurability = durability === undefined ? undefined : await holdDurability(db, durability);
   const ownerId = options.ownerId ?? newOwnerId();
+  // The code it runs with: the file it was loaded from, else the module that made the workflow.
+  const codePath = options.workflowPath ?? workflow.sourcePath;
+  const workflowHash = successor || !codePath ? undefined : codeHashOf(codePath);
+  const codeChange = options.resume && !successor ? await checkCode(workflow, db, options.runId, workflowHash, Boolean(options.allowCodeChange)) : undefined;
   ACTIVE_OWNERS.add(ownerId); // before the owner id is written, so a same-process resume sees it alive
   try {
     const setup = await setupRun({
@@ -170,6 +193,7 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
       budget,
       ...(workflow.spend ? { defaultBudget: workflow.spend.budget } : {}),
       ...(pricing ? { pricing } : {}),
+      ...(workflowHash ? { workflowHash } : {}),
     });
     // A new run's journals start empty, and a finished run's are only read back: nothing to look up.
     const continues = setup.resumed && !setup.alreadyFinished;
@@ -182,6 +206,10 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
     const run = new Run(workflow, setup, db, bus, recorder, { ...options, ...(pricing ? { pricing } : {}) }, now);
     if (setup.alreadyFinished) return await run.readBack();
     run.emit({ type: setup.resumed && !successor ? "RunResumed" : "RunStarted", status: "running" });
+    if (codeChange) {
+      const { oldHash, newHash, changed, added, removed } = codeChange;
+      run.emit({ type: "WorkflowCodeChanged", oldHash, newHash, changed, added, removed });
+    }
     for (const a of setup.abandoned) {
       // An agent CLI the dead process had started may still run (its own process group): end it
       // before the retry starts another beside it.

@@ -874,6 +874,11 @@ export class Run {
   }
 
   /** The result of a run that had already finished, read back without running or writing anything. */
+  /** The tasks a render gives now; nothing is written (what a resume under changed code compares, see code-check.ts). */
+  async plannedTasks(): Promise<readonly PlanTask[]> {
+    return (await this.renderPlan()).tasks;
+  }
+
   async readBack(): Promise<RunResult> {
     await this.renderPlan();
     return { runId: this.s.runId, status: "finished", output: this.result(), ...this.usageResult() };

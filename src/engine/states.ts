@@ -26,7 +26,22 @@ export type AttemptState = z.infer<typeof AttemptStateSchema>;
  * `continued`: the run ended by handing its work to a new run (`<ContinueAsNew>`, `<Loop
  * continueAsNewEvery>`), named by its `next_run_id`; like `finished`, it never runs again.
  */
-export const RunStatusSchema = z.enum(["running", "finished", "continued", "failed", "cancelled", "waiting-approval", "waiting-event", "waiting-timer"]);
+/**
+ * `paused`: a run holding its state at a frame that no process executes and none takes over: a
+ * fork not started yet (`smithers fork` without `--run`) or a rewound run; `smithers up --resume`
+ * (or `rewind --resume`) continues it.
+ */
+export const RunStatusSchema = z.enum([
+  "running",
+  "finished",
+  "continued",
+  "failed",
+  "cancelled",
+  "paused",
+  "waiting-approval",
+  "waiting-event",
+  "waiting-timer",
+]);
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
 /** The statuses of a run (and states of a node) that wait for the world: a person, a signal, a time. */

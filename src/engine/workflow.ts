@@ -49,7 +49,20 @@ export type SmithersWorkflow<Input = any> = {
   dbFor(path?: string): SmithersDb;
   /** createSmithers' spend limits and prices: what a run gets unless runWorkflow says otherwise. */
   readonly spend?: { budget: Budget; pricing?: ModelPricing };
+  /** The file that called `smithers(...)`, when the stack tells: whose code a run started without `workflowPath` is pinned to. */
+  readonly sourcePath?: string;
 };
+
+/** The first file on the stack outside this module: the module that called smithers(). */
+function callerFile(): string | undefined {
+  const here = import.meta.path;
+  for (const line of (new Error().stack ?? "").split("\n").slice(1)) {
+    const m = /\(?((?:file:\/\/)?\/[^()]*?):\d+:\d+\)?\s*$/.exec(line);
+    const file = m?.[1]?.replace(/^file:\/\//, "");
+    if (file && file !== here) return file;
+  }
+  return undefined;
+}
 
 export type CreateSmithersOptions = {
   /** Where runs are stored: a SQLite file path (or ":memory:") or a postgres:// URL. Default: SMITHERS_DATABASE_URL, else ./smithers.db. */
@@ -115,6 +128,7 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
 
   function smithers(build: (ctx: SmithersCtx<InputOf<S>>) => SmithersNode, opts: { name?: string; output?: OutputTarget } = {}): SmithersWorkflow<InputOf<S>> {
     if (opts.output !== undefined) registry.resolve(opts.output); // an unknown target fails here, not in the parent's run
+    const sourcePath = callerFile();
     return {
       kind: "smithers.workflow",
       name: opts.name ?? "workflow",
@@ -122,6 +136,7 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
       registry,
       dbFor,
       spend,
+      ...(sourcePath ? { sourcePath } : {}),
       ...(opts.output !== undefined ? { output: opts.output } : {}),
     };
   }

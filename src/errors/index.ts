@@ -95,6 +95,11 @@ export const SMITHERS_ERROR_CODES = [
   "INVALID_FRAME",
   "FRAME_NOT_FOUND",
   "FRAME_CORRUPT",
+  // time travel and code pinning
+  "WORKFLOW_CHANGED",
+  "SIDE_EFFECT_BOUNDARY",
+  "NODE_NOT_FOUND",
+  "RUN_NOT_REWINDABLE",
 ] as const;
 
 export type SmithersErrorCode = (typeof SMITHERS_ERROR_CODES)[number];

@@ -39,11 +39,44 @@ export type DefineToolOptions<S extends z.ZodType, O> = {
   /** Running it twice with the same input does no more harm than once. Metadata for callers; default true. */
   idempotent?: boolean;
   execute(args: z.output<S>, ctx: ToolCallContext): O | Promise<O>;
+  /**
+   * Undoes one call's effect (a side-effect tool): `smithers rewind` runs it, newest call first,
+   * for each call of this tool it is about to discard, before anything is discarded. A revert
+   * that throws keeps the rewind from crossing that call. It may run again for the same call if
+   * the process dies before the call is marked reverted: make it idempotent.
+   */
+  revert?(args: z.output<S>, ctx: ToolRevertContext<O>): void | Promise<void>;
+};
+
+/** What a tool's `revert` is given besides the call's arguments. */
+export type ToolRevertContext<O = unknown> = {
+  runId: string;
+  nodeId: string;
+  iteration: number;
+  attempt: number;
+  /** The call's key, as its `execute` was given it. */
+  idempotencyKey: string;
+  /** `succeeded`: the call returned `output`; `unknown`: its process died during it, it may or may not have happened. */
+  outcome: "succeeded" | "unknown";
+  output: O | undefined;
 };
 
 export type DefinedToolMetadata = { name: string; sideEffect: boolean; idempotent: boolean };
 
 const metadata = new WeakMap<object, DefinedToolMetadata>();
+
+type RevertFn = (args: unknown, ctx: ToolRevertContext) => void | Promise<void>;
+
+/** Reverts by tool name, of every tool defined in this process (a workflow's module defines its tools when loaded). */
+const reverts = new Map<string, RevertFn>();
+
+/**
+ * The `revert` of the tool named `name` defined in this process, or undefined.
+ * @example await toolRevert("shop.place_order")?.(args, ctx);
+ */
+export function toolRevert(name: string): RevertFn | undefined {
+  return reverts.get(name);
+}
 
 /**
  * Smithers' metadata of a tool made by `defineTool`, or undefined for any other tool.
@@ -85,6 +118,11 @@ export function getDefinedToolMetadata(value: unknown): DefinedToolMetadata | un
 export function defineTool<S extends z.ZodType, O>(options: DefineToolOptions<S, O>): Tool<z.output<S>, O> {
   if (!options.name) throw new SmithersError("INVALID_WORKFLOW", "defineTool needs a name");
   const meta: DefinedToolMetadata = { name: options.name, sideEffect: options.sideEffect ?? false, idempotent: options.idempotent ?? true };
+  if (options.revert !== undefined) {
+    if (typeof options.revert !== "function") throw new SmithersError("INVALID_WORKFLOW", `defineTool "${options.name}": revert must be a function`);
+    if (!meta.sideEffect) throw new SmithersError("INVALID_WORKFLOW", `defineTool "${options.name}": revert is for tools with sideEffect: true`);
+    reverts.set(options.name, options.revert as RevertFn);
+  }
   // Built at unknown input and output (the SDK's conditional types cannot resolve a generic S
   // and O), then typed as what it is: execute validates against S and returns O.
   const built: Tool<unknown, unknown> = {

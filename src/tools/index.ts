@@ -2,7 +2,16 @@
 import { edit, read, write } from "./files.ts";
 import { bash, grep } from "./shell.ts";
 
-export { defineTool, getDefinedToolMetadata, inputDigest, type DefineToolOptions, type DefinedToolMetadata, type ToolCallContext } from "./define-tool.ts";
+export {
+  defineTool,
+  getDefinedToolMetadata,
+  inputDigest,
+  toolRevert,
+  type DefineToolOptions,
+  type DefinedToolMetadata,
+  type ToolCallContext,
+  type ToolRevertContext,
+} from "./define-tool.ts";
 export { runWithToolContext, getToolContext, type ToolContext } from "./context.ts";
 export { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TOOL_TIMEOUT_MS } from "./constants.ts";
 export { read, write, edit, grep, bash };

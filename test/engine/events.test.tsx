@@ -2,8 +2,10 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { answerHuman, approvalDecisionSchema, approve, createSmithers, runWorkflow, sendSignal, Subflow } from "../../src/index.ts";
-import { SmithersEventSchema, SmithersEventTypeSchema } from "../../src/engine/index.ts";
-import { query, tempDbPath } from "../helpers.ts";
+import { forkRun, rewindRun, SmithersEventSchema, SmithersEventTypeSchema } from "../../src/engine/index.ts";
+import { query, tempDbPath, tempDir } from "../helpers.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { openSmithersDb } from "../../src/db/index.ts";
 import { RunQueue } from "../../src/server/queue.ts";
 
@@ -177,6 +179,31 @@ describe("SmithersEventSchema", () => {
     });
     expect(await full.enqueue({ workflow: "easy", runId: "refused" }).catch((e: { code: string }) => e.code)).toBe("QUEUE_FULL");
     await serverDb.close();
+
+    // Time travel: a forced fork across a side effect (RunForked, SideEffectBoundaryCrossed), a rewind
+    // (RunRewound), and a resume whose code changed, allowed (WorkflowCodeChanged).
+    let failOnce = true;
+    const effect = smithers(() => (
+      <Workflow name="effect">
+        <Task id="fx" output={outputs.out}>
+          {async (c) => ({ n: await c.sideEffect("note", () => 3) })}
+        </Task>
+        <Task id="flaky" output={outputs.out} noRetry>
+          {() => {
+            if (failOnce) throw new Error("once");
+            return { n: 4 };
+          }}
+        </Task>
+      </Workflow>
+    ));
+    const dir = tempDir();
+    writeFileSync(join(dir, "v1.tsx"), "// version 1");
+    writeFileSync(join(dir, "v2.tsx"), "// version 2");
+    expect((await runWorkflow(effect, { runId: "effect", workflowPath: join(dir, "v1.tsx") })).status).toBe("failed");
+    failOnce = false;
+    await forkRun(effect, { runId: "effect", frame: 0, force: true, newRunId: "forked" });
+    expect((await runWorkflow(effect, { runId: "effect", resume: true, workflowPath: join(dir, "v2.tsx"), allowCodeChange: true })).status).toBe("finished");
+    await rewindRun(effect.dbFor(), { runId: "effect", frame: 0, force: true });
 
     const rows = await query<EventRow>(dbPath, "SELECT run_id, seq, timestamp_ms, type, payload_json FROM _smithers_events ORDER BY run_id, seq");
     const rejected = rows.flatMap((r) => {

@@ -10,15 +10,16 @@ export type NodeUpsert = InferInsertModel<typeof smithersNodes>;
 
 const N = sqlNames(smithersNodes);
 
-const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label", "wakeAtMs", "waitJson", "errorJson"])}
+const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label", "wakeAtMs", "waitJson", "errorJson", "defSig"])}
   ON CONFLICT (${N.runId}, ${N.nodeId}, ${N.iteration}) DO UPDATE SET ${N.state} = excluded.${N.state},
     ${N.lastAttempt} = coalesce(excluded.${N.lastAttempt}, ${N.$table}.${N.lastAttempt}), ${N.updatedAtMs} = excluded.${N.updatedAtMs},
     ${N.outputTable} = excluded.${N.outputTable}, ${N.label} = excluded.${N.label}, ${N.wakeAtMs} = excluded.${N.wakeAtMs},
-    ${N.waitJson} = excluded.${N.waitJson}, ${N.errorJson} = excluded.${N.errorJson}`;
+    ${N.waitJson} = excluded.${N.waitJson}, ${N.errorJson} = excluded.${N.errorJson},
+    ${N.defSig} = coalesce(excluded.${N.defSig}, ${N.$table}.${N.defSig})`;
 
 /**
  * Insert or update one node row (a missing lastAttempt keeps the stored one; a missing
- * errorJson clears it: only a failed node has one). Takes the Drizzle handle so it joins the
+ * errorJson clears it: only a failed node has one; a missing defSig keeps the stored one). Takes the Drizzle handle so it joins the
  * caller's transaction.
  */
 export async function upsertNode(q: Sql, row: NodeUpsert): Promise<void> {
@@ -35,6 +36,7 @@ export async function upsertNode(q: Sql, row: NodeUpsert): Promise<void> {
     row.wakeAtMs ?? null,
     row.waitJson ?? null,
     row.errorJson ?? null,
+    row.defSig ?? null,
   );
 }
 

@@ -80,13 +80,35 @@ export function getRun(db: SmithersDb, runId: string): Promise<RunRow | undefine
   return db.read("getRun", (q) => readRun(q, runId));
 }
 
-/** The run's child runs (`<Subflow>`), their children, and so on, in no particular order. */
+/**
+ * A run its own process drives: not the child of a `<Subflow>` (whose parent run resumes it). A
+ * fork names its parent too, but runs on its own.
+ */
+const notSubflowChild = or(isNull(smithersRuns.parentRunId), isNotNull(smithersRuns.forkedFromFrame));
+
+/** Runs forked from `runId` (`smithers fork`, replay), oldest first. */
+export function listForks(db: SmithersDb, runId: string): Promise<RunRow[]> {
+  return db.read("listForks", (q) =>
+    q.orm
+      .select()
+      .from(smithersRuns)
+      .where(and(eq(smithersRuns.parentRunId, runId), isNotNull(smithersRuns.forkedFromFrame)))
+      .orderBy(asc(smithersRuns.createdAtMs), asc(smithersRuns.runId))
+      .all(),
+  );
+}
+
+/** The run's child runs (`<Subflow>`), their children, and so on, in no particular order (forks are not children). */
 export function listDescendantRuns(db: SmithersDb, runId: string): Promise<RunRow[]> {
   return db.read("listDescendantRuns", async (q) => {
     const found: RunRow[] = [];
     let parents = [runId];
     for (let depth = 0; parents.length > 0 && depth < MAX_SUBFLOW_DEPTH; depth++) {
-      const children: RunRow[] = await q.orm.select().from(smithersRuns).where(inArray(smithersRuns.parentRunId, parents)).all();
+      const children: RunRow[] = await q.orm
+        .select()
+        .from(smithersRuns)
+        .where(and(inArray(smithersRuns.parentRunId, parents), isNull(smithersRuns.forkedFromFrame)))
+        .all();
       found.push(...children);
       parents = children.map((c) => c.runId);
     }
@@ -193,7 +215,7 @@ export function listStaleRuns(
       .where(
         and(
           staleCondition(options.nowMs, options.staleAfterMs ?? STALE_RUN_THRESHOLD_MS, options.missedBeats),
-          isNull(smithersRuns.parentRunId),
+          notSubflowChild,
           options.withWorkflowPathOnly ? isNotNull(smithersRuns.workflowPath) : undefined,
         ),
       )
@@ -327,7 +349,7 @@ export function listDueRuns(db: SmithersDb, nowMs: number, limit = 500, withWork
         and(
           inArray(smithersRuns.status, [...WAITING_STATUSES]),
           lte(smithersRuns.wakeAtMs, nowMs),
-          isNull(smithersRuns.parentRunId),
+          notSubflowChild,
           withWorkflowPathOnly ? isNotNull(smithersRuns.workflowPath) : undefined,
         ),
       )
@@ -347,14 +369,15 @@ export async function markRunDue(q: Sql, runId: string, nowMs: number): Promise<
   let id: string | null = runId;
   let due = false;
   for (let depth = 0; id !== null && depth < MAX_SUBFLOW_DEPTH; depth++) {
-    const marked: { parentRunId: string | null }[] = await q.orm
+    const marked: { parentRunId: string | null; forkedFromFrame: number | null }[] = await q.orm
       .update(smithersRuns)
       .set({ wakeAtMs: sql.raw(smaller(q.dialect, `coalesce(${R.wakeAtMs}, ${Number(nowMs)})`, String(Number(nowMs)))) })
       .where(and(eq(smithersRuns.runId, id), inArray(smithersRuns.status, [...WAITING_STATUSES])))
-      .returning({ parentRunId: smithersRuns.parentRunId })
+      .returning({ parentRunId: smithersRuns.parentRunId, forkedFromFrame: smithersRuns.forkedFromFrame })
       .all();
     due ||= marked.length > 0;
-    id = marked[0]?.parentRunId ?? null;
+    // A fork's parent is not waiting on it.
+    id = marked[0]?.forkedFromFrame === null ? (marked[0]?.parentRunId ?? null) : null;
   }
   if (due) await notifyWorkers(q);
 }

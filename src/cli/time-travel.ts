@@ -1,0 +1,155 @@
+/**
+ * `smithers fork`, `replay` and `rewind`: going back to a frame of a run (src/engine/time-travel.ts).
+ * Each loads the run's recorded workflow file (or --workflow): fork needs its schemas, rewind its
+ * tools' reverts. `fork --run`, `replay` and `rewind --resume` then execute the run as `up --resume` does.
+ */
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { runs } from "../db/index.ts";
+import { DEFAULT_DB_PATH, forkRun, loadWorkflowFile, rewindRun, type CrossedCall } from "../engine/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import { dbPathOption, EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
+
+/** Executes a run as `smithers up --resume --run-id ID` (given by the CLI's entry, which owns `up`). */
+export type ResumeRun = (runId: string, dbPath: string, extra: string[]) => Promise<number>;
+
+function frameArg(text: string | undefined, what: string): number {
+  if (text === undefined) throw usageError(`${what} is required`);
+  const n = Number(text);
+  if (!(text.trim() !== "" && Number.isInteger(n) && n >= 0)) throw usageError(`${what} must be a frame number (a whole number from 0), got "${text}"`);
+  return n;
+}
+
+/** The run's workflow file: --workflow, else the one it recorded (which must still exist). */
+async function workflowFileOf(dbPath: string, runId: string, given: string | undefined): Promise<string | undefined> {
+  const db = openExistingDb(dbPath);
+  try {
+    const run = await runs.getRun(db, runId);
+    if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
+    if (given !== undefined) return resolve(given);
+    if (run.workflowPath && existsSync(run.workflowPath)) return run.workflowPath;
+    return undefined;
+  } finally {
+    await db.close();
+  }
+}
+
+function callLines(calls: readonly CrossedCall[]): string[] {
+  return calls.map(
+    (c) =>
+      `  ${c.toolName} ${c.outcome} in ${c.nodeId}${c.iteration > 0 ? `#${c.iteration}` : ""} attempt ${c.attempt}${c.idempotencyKey ? ` key ${c.idempotencyKey}` : ""}${c.revertible ? " (has a revert)" : ""}`,
+  );
+}
+
+export async function forkCommand(args: string[], io: Io, resume: ResumeRun, replay = false): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      frame: { type: "string", short: "f" },
+      "reset-node": { type: "string", short: "n", multiple: true },
+      input: { type: "string", short: "i" },
+      "run-id": { type: "string" },
+      run: { type: "boolean" },
+      force: { type: "boolean" },
+      workflow: { type: "string" },
+      "allow-code-change": { type: "boolean" },
+      json: { type: "boolean" },
+      db: { type: "string" },
+    },
+  });
+  const command = replay ? "replay" : "fork";
+  const runId = positionals[0];
+  if (!runId || positionals.length > 1) throw usageError(`${command} takes exactly one run id`);
+  if (replay && values.input !== undefined) throw usageError("replay runs with the parent's input; use fork --input JSON --run to change it");
+  if (replay && values.run) throw usageError("replay always runs the fork; --run is for fork");
+  const frame = frameArg(values.frame, "--frame");
+  let input: unknown;
+  if (values.input !== undefined) {
+    try {
+      input = JSON.parse(values.input);
+    } catch (cause) {
+      throw new SmithersError("INVALID_INPUT", `--input is not JSON: ${(cause as Error).message}`, { cause });
+    }
+  }
+  const dbPath = dbPathOption(values.db) ?? DEFAULT_DB_PATH;
+  const file = await workflowFileOf(dbPath, runId, values.workflow);
+  if (!file) throw usageError(`run ${runId} recorded no workflow file that still exists: pass it with --workflow FILE`);
+  const workflow = await loadWorkflowFile(file);
+  const fork = await forkRun(workflow, {
+    runId,
+    frame,
+    ...(values["reset-node"] ? { resetNodes: values["reset-node"] } : {}),
+    ...(input === undefined ? {} : { input }),
+    ...(values["run-id"] ? { newRunId: values["run-id"] } : {}),
+    force: Boolean(values.force),
+    dbPath,
+    workflowPath: file,
+  });
+  if (values.json) io.out(JSON.stringify(fork));
+  else {
+    io.out(`run ${fork.runId} forked from ${runId} at frame ${frame}: ${fork.copied} task${fork.copied === 1 ? "" : "s"} kept`);
+    if (fork.reset.length > 0) io.out(`reset: ${fork.reset.join(", ")}`);
+    if (fork.crossed.length > 0) {
+      io.out(`side effects of ${runId} the fork may run again (--force):`);
+      for (const line of callLines(fork.crossed)) io.out(line);
+    }
+  }
+  if (!replay && !values.run) {
+    if (!values.json) io.out(`start it with smithers up --resume --run-id ${fork.runId}`);
+    return EXIT.ok;
+  }
+  return resume(fork.runId, dbPath, values["allow-code-change"] ? ["--allow-code-change"] : []);
+}
+
+export async function rewindCommand(args: string[], io: Io, resume: ResumeRun): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      resume: { type: "boolean" },
+      force: { type: "boolean" },
+      "no-revert": { type: "boolean" },
+      workflow: { type: "string" },
+      "allow-code-change": { type: "boolean" },
+      json: { type: "boolean" },
+      db: { type: "string" },
+    },
+  });
+  const [runId, frameText] = positionals;
+  if (!runId || frameText === undefined || positionals.length > 2) throw usageError("rewind takes a run id and a frame number");
+  const frame = frameArg(frameText, "the frame");
+  const dbPath = dbPathOption(values.db) ?? DEFAULT_DB_PATH;
+  // Its workflow's module defines its tools, reverts included.
+  const file = await workflowFileOf(dbPath, runId, values.workflow);
+  if (file) await loadWorkflowFile(file);
+  else if (values.resume) throw usageError(`run ${runId} recorded no workflow file that still exists: pass it with --workflow FILE`);
+  const db = openExistingDb(dbPath);
+  let result: Awaited<ReturnType<typeof rewindRun>>;
+  try {
+    result = await rewindRun(db, { runId, frame, force: Boolean(values.force), revert: !values["no-revert"] });
+  } finally {
+    await db.close();
+  }
+  if (values.json) io.out(JSON.stringify(result));
+  else {
+    io.out(
+      `run ${runId} rewound from frame ${result.fromFrame} to frame ${frame}: ${result.removedNodes} task${result.removedNodes === 1 ? "" : "s"} reset, ` +
+        `${result.removedOutputs} output row${result.removedOutputs === 1 ? "" : "s"} and ${result.removedFrames} frame${result.removedFrames === 1 ? "" : "s"} removed (kept in its RunRewound event); status paused`,
+    );
+    if (result.reverted.length > 0) {
+      io.out("reverted:");
+      for (const line of callLines(result.reverted)) io.out(line);
+    }
+    if (result.crossed.length > 0) {
+      io.out("crossed without a revert (--force):");
+      for (const line of callLines(result.crossed)) io.out(line);
+    }
+  }
+  if (!values.resume) {
+    if (!values.json) io.out(`continue it with smithers up --resume --run-id ${runId}`);
+    return EXIT.ok;
+  }
+  return resume(runId, dbPath, values["allow-code-change"] ? ["--allow-code-change"] : []);
+}

@@ -1,0 +1,122 @@
+/**
+ * The check a resume makes when the workflow's code hash differs from the one its run recorded:
+ * the new code is rendered against the run's stored state (nothing is written) and compared with
+ * what the run has: tasks whose definition differs from the one they started with, task ids the
+ * latest frame has and the new render lacks, and the other way round. Without permission the
+ * resume stops with WORKFLOW_CHANGED and that report; with it, the new hash is recorded and a
+ * `WorkflowCodeChanged` event says what changed.
+ */
+import { loadInput, loadOutputKeys, loadOutputRows, nodes as nodeRows, frames, ralph, runs, type OutputRow, type SmithersDb } from "../db/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import { nodeKey } from "../jsx/index.ts";
+import { NO_USAGE } from "./budget.ts";
+import { definitionSignature } from "./code-pin.ts";
+import { withContinuation } from "./continue-as-new.ts";
+import { EventBus } from "./event-bus.ts";
+import { FrameChain, FrameRecorder } from "./frames.ts";
+import { runAtFrame, taskIdsIn } from "./history.ts";
+import { Run } from "./run.ts";
+import type { RunSetup, TrackedNode } from "./run-setup.ts";
+import type { NodeState } from "./states.ts";
+import type { SmithersWorkflow } from "./workflow.ts";
+
+export type CodeChange = {
+  runId: string;
+  oldHash: string;
+  newHash: string;
+  /** Tasks that started under the old code and whose definition is different now. */
+  changed: { nodeId: string; iteration: number }[];
+  /** Task ids the new code renders that the run's latest frame does not have. */
+  added: string[];
+  /** Task ids of the run's latest frame the new code does not render. */
+  removed: string[];
+};
+
+/** Renders the new code against the run's stored state and compares (read only). */
+async function compare(
+  workflow: SmithersWorkflow,
+  db: SmithersDb,
+  runId: string,
+  continuationJson: string | null,
+  oldHash: string,
+  newHash: string,
+): Promise<CodeChange> {
+  const [stored, nodes, loops] = await Promise.all([loadInput(db, workflow.registry, runId), nodeRows.listNodes(db, runId), ralph.listLoopStates(db, runId)]);
+  const states = new Map<string, TrackedNode>();
+  for (const n of nodes) states.set(nodeKey(n.nodeId, n.iteration), { state: n.state as NodeState, lastAttempt: n.lastAttempt ?? 0, failures: 0, abandons: 0 });
+  let outputRows: Record<string, OutputRow[]> | undefined;
+  if (!db.syncReads) {
+    outputRows = {};
+    for (const info of workflow.registry.all()) outputRows[info.key] = await loadOutputRows(db, info, runId);
+  }
+  const setup: RunSetup = {
+    runId,
+    ownerId: "(code check)",
+    input: withContinuation(stored, continuationJson),
+    storedInput: stored,
+    rootDir: process.cwd(),
+    resumed: true,
+    alreadyFinished: false,
+    states,
+    loops: new Map(loops.map((r) => [r.ralphId, { iteration: r.iteration, done: r.done }])),
+    outputKeys: db.syncReads ? await loadOutputKeys(db, workflow.registry, runId) : {},
+    outputRows,
+    finishedIds: new Set(nodes.filter((n) => n.state === "finished" || n.state === "skipped").map((n) => n.nodeId)),
+    abandoned: [],
+    budget: {},
+    usage: NO_USAGE,
+    unpricedModel: undefined,
+    cancelRequested: false,
+  };
+  const tableOf = (task: {
+    mode: string;
+    output: Parameters<typeof workflow.registry.resolve>[0];
+    outputSchema: Parameters<typeof workflow.registry.resolve>[1];
+  }) => (task.mode === "timer" ? "" : workflow.registry.resolve(task.output, task.outputSchema).tableName);
+  const probe = new Run(workflow, setup, db, new EventBus({ db, runId }), new FrameRecorder(FrameChain.start(runId), tableOf), {}, Date.now);
+  const tasks = await probe.plannedTasks();
+  const sigs = new Map(nodes.map((n) => [nodeKey(n.nodeId, n.iteration), n.defSig]));
+  const changed = tasks
+    .filter((t) => {
+      const before = sigs.get(t.key);
+      return before != null && before !== definitionSignature(t, tableOf(t));
+    })
+    .map((t) => ({ nodeId: t.nodeId, iteration: t.iteration }));
+  const last = await frames.lastFrameNo(db, runId);
+  const framed = new Set(last < 0 ? [] : taskIdsIn((await runAtFrame(db, runId, last)).tree));
+  const rendered = new Set(tasks.map((t) => t.nodeId));
+  return {
+    runId,
+    oldHash,
+    newHash,
+    changed,
+    added: [...rendered].filter((id) => !framed.has(id)),
+    removed: [...framed].filter((id) => !rendered.has(id)),
+  };
+}
+
+/**
+ * Before a resume: undefined when the run's recorded code hash is absent, unknown now, or the
+ * same; otherwise what changed, or WORKFLOW_CHANGED (with that report) unless `allow`.
+ */
+export async function checkCode(
+  workflow: SmithersWorkflow,
+  db: SmithersDb,
+  runId: string | undefined,
+  newHash: string | undefined,
+  allow: boolean,
+): Promise<CodeChange | undefined> {
+  if (runId === undefined || newHash === undefined) return undefined;
+  const run = await runs.getRun(db, runId);
+  if (!run?.workflowHash || run.workflowHash === newHash || run.status === "finished" || run.status === "continued") return undefined;
+  const change = await compare(workflow, db, runId, run.continuationJson, run.workflowHash, newHash);
+  if (allow) return change;
+  const names = (list: string[]) => (list.length === 0 ? "none" : list.join(", "));
+  throw new SmithersError(
+    "WORKFLOW_CHANGED",
+    `The code of run "${runId}"'s workflow changed since it ran (hash ${run.workflowHash.slice(0, 12)} → ${newHash.slice(0, 12)}). ` +
+      `Tasks whose definition changed: ${names(change.changed.map((c) => (c.iteration > 0 ? `${c.nodeId}#${c.iteration}` : c.nodeId)))}; added: ${names(change.added)}; removed: ${names(change.removed)}. ` +
+      `Finished tasks are kept either way; resume with --allow-code-change (allowCodeChange: true) to go on with the new code`,
+    change,
+  );
+}

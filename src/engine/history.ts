@@ -1,0 +1,139 @@
+/**
+ * A run as it stood at one of its frames, read from the frame chain: every task that had been
+ * mounted by then with its last state, and every loop's iteration. What fork and rewind keep.
+ * The chain is walked once from frame 0: a delta's ops name the elements they touched, so the
+ * cost is the frames' size, not frames x tree.
+ */
+import { decodeDeltaJson, decodeFrameXml, LiveFrame, type XmlElement } from "../codec/index.ts";
+import { frames, type SmithersDb } from "../db/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import { nodeKey } from "../jsx/index.ts";
+
+export type TaskAtFrame = { nodeId: string; iteration: number; state: string; outputTable: string; label: string | undefined };
+export type LoopAtFrame = { iteration: number; done: boolean };
+
+export type RunAtFrame = {
+  frameNo: number;
+  /** By nodeKey: each task mounted at or before the frame, with the state it last had by then. */
+  tasks: Map<string, TaskAtFrame>;
+  /** By loop id. */
+  loops: Map<string, LoopAtFrame>;
+  /** The frame's own tree. */
+  tree: XmlElement;
+};
+
+function noteElement(el: XmlElement, at: RunAtFrame): void {
+  const p = el.props;
+  if (el.tag === "task" && typeof p.id === "string") {
+    const iteration = typeof p.iteration === "number" ? p.iteration : 0;
+    at.tasks.set(nodeKey(p.id, iteration), {
+      nodeId: p.id,
+      iteration,
+      state: typeof p.state === "string" ? p.state : "pending",
+      outputTable: typeof p.output === "string" ? p.output : "",
+      label: typeof p.label === "string" ? p.label : undefined,
+    });
+  } else if (el.tag === "loop" && typeof p.id === "string") {
+    at.loops.set(p.id, { iteration: typeof p.iteration === "number" ? p.iteration : 0, done: p.done === true });
+  }
+}
+
+function noteTree(el: XmlElement, at: RunAtFrame): void {
+  noteElement(el, at);
+  for (const child of el.children) noteTree(child, at);
+}
+
+/**
+ * The run at frame `frameNo`. FRAME_NOT_FOUND when the run has no such frame; a chain that does
+ * not rebuild to its stored hashes is FRAME_CORRUPT.
+ */
+export async function runAtFrame(db: SmithersDb, runId: string, frameNo: number): Promise<RunAtFrame> {
+  const rows = await frames.frameRows(db, runId, 0, frameNo);
+  if (!Number.isInteger(frameNo) || frameNo < 0 || rows.length === 0 || rows[rows.length - 1]!.frameNo !== frameNo) {
+    throw new SmithersError("FRAME_NOT_FOUND", `Run "${runId}" has no frame ${frameNo}`, { runId, frameNo });
+  }
+  const at: RunAtFrame = { frameNo, tasks: new Map(), loops: new Map(), tree: { tag: "workflow", props: {}, children: [] } };
+  let live: LiveFrame | undefined;
+  let expected = 0;
+  for (const row of rows) {
+    if (row.frameNo !== expected) throw corrupt(runId, expected, "the frame is missing from the chain");
+    expected++;
+    if (row.encoding !== "delta") {
+      live = new LiveFrame(decodeFrameXml(row.xmlJson, { hashChecked: true }));
+      noteTree(live.toTree(), at);
+    } else {
+      if (!live) throw corrupt(runId, row.frameNo, "the chain does not start with a full frame");
+      const delta = decodeDeltaJson(row.xmlJson);
+      live.apply(delta, { shapeChecked: true });
+      for (const op of delta) {
+        if (op.op === "insert") noteTree(op.node, at);
+        else if (op.op === "set") {
+          const el = live.elementAt(op.path);
+          if (el) noteElement(el, at);
+        }
+      }
+    }
+    if (live.hash !== row.xmlHash) throw corrupt(runId, row.frameNo, "rebuilding it does not give its hash");
+  }
+  at.tree = live!.toTree();
+  return at;
+}
+
+const corrupt = (runId: string, frameNo: number, why: string) =>
+  new SmithersError("FRAME_CORRUPT", `Frame ${frameNo} of run "${runId}" cannot be rebuilt: ${why}`, { runId, frameNo });
+
+/** Task ids in the tree, in document order. */
+export function taskIdsIn(tree: XmlElement, into: string[] = []): string[] {
+  if (tree.tag === "task" && typeof tree.props.id === "string") into.push(tree.props.id);
+  for (const child of tree.children) taskIdsIn(child, into);
+  return into;
+}
+
+/** Elements whose children run one after another (a later child waits for the earlier ones). */
+const SEQUENTIAL = new Set(["workflow", "sequence", "loop", "worktree", "try-catch-finally", "try", "catch", "finally", "saga", "step", "action"]);
+
+/**
+ * `ids` and every task downstream of them in the tree: tasks that name one in `dependsOn`, and
+ * tasks after one in an enclosing sequence (a Sequence, a loop body, the workflow itself), to
+ * a fixed point. Only what the tree declares is known: a render that reads an output without
+ * declaring it (`deps`, `needs`, `dependsOn`) is not followed.
+ */
+export function downstreamOf(tree: XmlElement, ids: Iterable<string>): Set<string> {
+  const reset = new Set(ids);
+  const dependsOn = new Map<string, string[]>();
+  // For each task: the tasks after it in each sequential ancestor.
+  const after = new Map<string, Set<string>>();
+  const walk = (el: XmlElement): string[] => {
+    if (el.tag === "task") {
+      const id = String(el.props.id);
+      const deps = el.props.dependsOn;
+      if (Array.isArray(deps)) dependsOn.set(id, deps.map(String));
+      return [id];
+    }
+    const perChild = el.children.map(walk);
+    if (SEQUENTIAL.has(el.tag)) {
+      for (let i = 0; i < perChild.length; i++) {
+        const later = perChild.slice(i + 1).flat();
+        if (later.length === 0) continue;
+        for (const id of perChild[i]!) {
+          let set = after.get(id);
+          if (!set) after.set(id, (set = new Set()));
+          for (const l of later) set.add(l);
+        }
+      }
+    }
+    return perChild.flat();
+  };
+  walk(tree);
+  const grow = (id: string): boolean => {
+    if (reset.has(id)) return false;
+    reset.add(id);
+    return true;
+  };
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const id of [...reset]) for (const l of after.get(id) ?? []) grew = grow(l) || grew;
+    for (const [id, deps] of dependsOn) if (deps.some((d) => reset.has(d))) grew = grow(id) || grew;
+  }
+  return reset;
+}
