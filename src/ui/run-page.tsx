@@ -115,7 +115,7 @@ export function RunPage({ runId }: { runId: string }) {
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []); // a page change moves focus to its title, as a reload would
   const over = report ? OVER.has(report.status) : true;
-  const resumable = report !== null && ["failed", "cancelled", "waiting-approval", "waiting-event", "waiting-timer"].includes(report.status);
+  const resumable = report !== null && ["failed", "cancelled", "paused", "waiting-approval", "waiting-event", "waiting-timer"].includes(report.status);
   return (
     <section aria-labelledby="run-title">
       <p>

@@ -60,6 +60,7 @@ export const RUN_STATUSES = [
   "failed",
   "cancelled",
   "continued",
+  "paused",
 ] as const;
 
 /** Statuses after which a run changes no more (unless resumed). */
@@ -161,4 +162,8 @@ export const EVENT_TYPES = [
   "HumanAnswered",
   "SubflowWaiting",
   "NodeOutput",
+  "RunForked",
+  "RunRewound",
+  "WorkflowCodeChanged",
+  "SideEffectBoundaryCrossed",
 ] as const;
