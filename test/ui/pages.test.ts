@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { approvals, runs } from "../../src/db/index.ts";
-import { chromiumPath, dashboardHarness, SHOTS, TIMEOUT_MS } from "./harness.ts";
+import { chromiumPath, dashboardHarness, SHOTS, TIMEOUT_MS, TOKEN } from "./harness.ts";
 
 describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
   const h = dashboardHarness();
@@ -225,17 +225,19 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
       await h.waitForStatus(runId, ["finished"], 25_000);
       const timings: number[] = [];
       for (let i = 0; i < 3; i++) {
-        const page = await h.open(`/runs/${runId}`);
-        // performance.now() in the page: milliseconds since its navigation started, read when all rows are drawn.
-        const handle = await page.waitForFunction("document.querySelectorAll('.tree .task .output').length === 1000 && performance.now()", null, {
-          timeout: 20_000,
-          polling: "raf",
-        });
+        const page = await h.browser.newPage({ viewport: { width: 1200, height: 720 } });
+        // Set before the page's own script runs: notes performance.now() (ms since the navigation
+        // started) at the DOM change that completes the tree, every task with its output row.
+        await page.addInitScript(`new MutationObserver((_, o) => {
+          if (document.querySelectorAll(".tree .task .output").length === 1000) { window.treeDrawnMs = performance.now(); o.disconnect(); }
+        }).observe(document, { childList: true, subtree: true });`);
+        await page.goto(`${h.url}/runs/${runId}#token=${TOKEN}`);
+        const handle = await page.waitForFunction("window.treeDrawnMs", null, { timeout: 20_000 });
         timings.push(Math.round((await handle.jsonValue()) as number));
         expect(await page.locator('.tree .task[data-task="item-999"] .status').textContent()).toBe("finished");
         await page.close();
       }
-      console.log(`run page of 1,000 tasks: tree with every output drawn ${timings.join(" / ")} ms after navigation (3 loads, browser time)`);
+      console.log(`run page of 1,000 tasks: tree with every output in the DOM ${timings.join(" / ")} ms after navigation started (3 loads, browser time)`);
     },
     TIMEOUT_MS,
   );
