@@ -99,41 +99,52 @@ const SEQUENTIAL = new Set(["workflow", "sequence", "loop", "worktree", "try-cat
  * declaring it (`deps`, `needs`, `dependsOn`) is not followed.
  */
 export function downstreamOf(tree: XmlElement, ids: Iterable<string>): Set<string> {
-  const reset = new Set(ids);
-  const dependsOn = new Map<string, string[]>();
-  // For each task: the tasks after it in each sequential ancestor.
-  const after = new Map<string, Set<string>>();
-  const walk = (el: XmlElement): string[] => {
+  type Where = { parent: XmlElement; index: number }[]; // the task's ancestors, innermost last, with the child index taken
+  const places = new Map<string, Where[]>();
+  const dependents = new Map<string, string[]>();
+  const walk = (el: XmlElement, path: Where) => {
     if (el.tag === "task") {
       const id = String(el.props.id);
+      const list = places.get(id) ?? [];
+      list.push(path);
+      places.set(id, list);
       const deps = el.props.dependsOn;
-      if (Array.isArray(deps)) dependsOn.set(id, deps.map(String));
-      return [id];
-    }
-    const perChild = el.children.map(walk);
-    if (SEQUENTIAL.has(el.tag)) {
-      for (let i = 0; i < perChild.length; i++) {
-        const later = perChild.slice(i + 1).flat();
-        if (later.length === 0) continue;
-        for (const id of perChild[i]!) {
-          let set = after.get(id);
-          if (!set) after.set(id, (set = new Set()));
-          for (const l of later) set.add(l);
+      if (Array.isArray(deps)) {
+        for (const d of deps.map(String)) {
+          const list = dependents.get(d);
+          if (list) list.push(id);
+          else dependents.set(d, [id]);
         }
       }
+      return;
     }
-    return perChild.flat();
+    el.children.forEach((child, index) => walk(child, [...path, { parent: el, index }]));
   };
-  walk(tree);
-  const grow = (id: string): boolean => {
-    if (reset.has(id)) return false;
+  walk(tree, []);
+  const tasksUnder = (el: XmlElement, into: string[]) => {
+    if (el.tag === "task") into.push(String(el.props.id));
+    for (const child of el.children) tasksUnder(child, into);
+  };
+  // Per sequential element: the lowest child index whose later siblings were already taken.
+  const takenFrom = new Map<XmlElement, number>();
+  const reset = new Set<string>();
+  const queue = [...ids];
+  while (queue.length > 0) {
+    const id = queue.pop()!;
+    if (reset.has(id)) continue;
     reset.add(id);
-    return true;
-  };
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const id of [...reset]) for (const l of after.get(id) ?? []) grew = grow(l) || grew;
-    for (const [id, deps] of dependsOn) if (deps.some((d) => reset.has(d))) grew = grow(id) || grew;
+    queue.push(...(dependents.get(id) ?? []));
+    for (const path of places.get(id) ?? []) {
+      for (const { parent, index } of path) {
+        if (!SEQUENTIAL.has(parent.tag)) continue;
+        const from = takenFrom.get(parent) ?? Number.POSITIVE_INFINITY;
+        if (index >= from) continue;
+        const later: string[] = [];
+        for (let i = index + 1; i < Math.min(from, parent.children.length); i++) tasksUnder(parent.children[i]!, later);
+        takenFrom.set(parent, index);
+        queue.push(...later);
+      }
+    }
   }
   return reset;
 }

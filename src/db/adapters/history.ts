@@ -42,6 +42,18 @@ function keyFilter(keys: readonly NodeKey[], nodeCol: string, iterationCol: stri
   return { text: parts.join(" OR "), params };
 }
 
+/** Node ids grouped by iteration (one group, iteration undefined, for a table without the column). */
+function byIteration(keys: readonly NodeKey[], hasIteration: boolean): Map<number | undefined, string[]> {
+  const groups = new Map<number | undefined, string[]>();
+  for (const k of keys) {
+    const at = hasIteration ? k.iteration : undefined;
+    const list = groups.get(at) ?? [];
+    list.push(k.nodeId);
+    groups.set(at, list);
+  }
+  return groups;
+}
+
 /** An output table's columns as the database has them; empty when the table does not exist. */
 async function tableShape(q: Sql, table: string) {
   const columns = await liveColumns(q, table);
@@ -60,14 +72,19 @@ export async function copyOutputRows(q: Sql, table: string, fromRunId: string, t
   const kept = shape.columns.filter((c) => c.name !== "run_id" && !(ownKey.length === 1 && c.primaryKey && c.name !== "node_id"));
   const names = kept.map((c) => quoteIdentifier(c.name)).join(", ");
   let copied = 0;
-  for (const part of chunks(keys)) {
-    const where = keyFilter(part, "node_id", shape.hasIteration ? "iteration" : undefined);
-    copied += await q.run(
-      `INSERT INTO ${quoteIdentifier(table)} (run_id, ${names}) SELECT ?, ${names} FROM ${quoteIdentifier(table)} WHERE run_id = ? AND (${where.text})`,
-      toRunId,
-      fromRunId,
-      ...where.params,
-    );
+  // By iteration, node ids in an IN list: the table's (run_id, node_id, iteration) key serves each statement.
+  for (const [iteration, ids] of byIteration(keys, shape.hasIteration)) {
+    for (const part of chunks(ids)) {
+      const iterationFilter = iteration === undefined ? "" : " AND iteration = ?";
+      copied += await q.run(
+        `INSERT INTO ${quoteIdentifier(table)} (run_id, ${names}) SELECT ?, ${names} FROM ${quoteIdentifier(table)}
+          WHERE run_id = ?${iterationFilter} AND node_id IN (${part.map(() => "?").join(", ")})`,
+        toRunId,
+        fromRunId,
+        ...(iteration === undefined ? [] : [iteration]),
+        ...part,
+      );
+    }
   }
   return copied;
 }
