@@ -1,6 +1,6 @@
 /**
  * What the dashboard reads beyond the run API: a live stream of the runs list, a run's frames
- * (the tree at any frame, with what changed from the one before) and the inbox of decisions
+ * (the tree at any frame, with what changed from the one before, and the runs forked from it) and the inbox of decisions
  * waiting for a person across runs. Read-only adapters over db and engine functions.
  */
 import type { Hono } from "hono";
@@ -45,6 +45,18 @@ export async function pendingApprovalsAcrossRuns(db: SmithersDb): Promise<InboxA
     });
   }
   return out;
+}
+
+export type ForkRef = { runId: string; status: string; createdAtMs: number };
+
+/** The runs forked from each frame of `runId` (`smithers fork`), by frame number. */
+async function forksByFrame(db: SmithersDb, runId: string): Promise<Map<number, ForkRef[]>> {
+  const at = new Map<number, ForkRef[]>();
+  for (const f of await runs.listForks(db, runId)) {
+    if (f.forkedFromFrame === null) continue;
+    at.set(f.forkedFromFrame, [...(at.get(f.forkedFromFrame) ?? []), { runId: f.runId, status: f.status, createdAtMs: f.createdAtMs }]);
+  }
+  return at;
 }
 
 /** `:n` of /runs/:id/frames/:n: a frame number, or `latest`; INVALID_INPUT otherwise. */
@@ -95,11 +107,11 @@ export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: Fol
   app.get("/runs/:id/frames", async (c) => {
     const runId = c.req.param("id");
     await knownRun(db, runId);
-    const list = await frames.listFrames(db, runId);
+    const [list, forks] = await Promise.all([frames.listFrames(db, runId), forksByFrame(db, runId)]);
     return c.json({
       runId,
       count: list.length,
-      frames: list.map((f) => ({ frameNo: f.frameNo, createdAtMs: f.createdAtMs, encoding: f.encoding, bytes: f.bytes })),
+      frames: list.map((f) => ({ frameNo: f.frameNo, createdAtMs: f.createdAtMs, encoding: f.encoding, bytes: f.bytes, forks: forks.get(f.frameNo) ?? [] })),
     });
   });
 
@@ -112,7 +124,8 @@ export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: Fol
     const tree = await readFrame(db, runId, frameNo);
     const before = frameNo > 0 ? await readFrame(db, runId, frameNo - 1) : undefined;
     const [row] = await frames.frameRows(db, runId, frameNo, frameNo);
-    return c.json({ runId, frameNo, lastFrameNo: last, createdAtMs: row?.createdAtMs ?? null, tree, changes: planChanges(before, tree) });
+    const forks = (await forksByFrame(db, runId)).get(frameNo) ?? [];
+    return c.json({ runId, frameNo, lastFrameNo: last, createdAtMs: row?.createdAtMs ?? null, tree, changes: planChanges(before, tree), forks });
   });
 
   // What waits for a person: approvals (gate, select, rank) and human tasks with their JSON Schema.

@@ -1,11 +1,12 @@
 /**
  * The run's frames on a slider: the tree at frame N (rebuilt by the server from keyframes and
- * deltas) with what changed from frame N-1 highlighted. While the slider sits on the last frame it
+ * deltas) with what changed from frame N-1 highlighted, and the runs forked from that frame. While the slider sits on the last frame it
  * follows the run: a new frame (`version` changes with the run's events) moves it along.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { getJson } from "./api.ts";
 import { time } from "./format.ts";
+import { linkClick } from "./nav.ts";
 import { ErrorNote } from "./shared.tsx";
 import { ChangeList, changedKeys, TaskTree } from "./tree.tsx";
 import type { FrameAt, FrameList } from "./types.ts";
@@ -73,6 +74,20 @@ export function Timeline({ runId, version }: { runId: string; version: number })
       </div>
       {shown ? (
         <>
+          {shown.forks.length > 0 && (
+            <p class="forks">
+              Forked from this frame:{" "}
+              {shown.forks.map((f, i) => (
+                <span key={f.runId}>
+                  {i > 0 && ", "}
+                  <a href={`/runs/${encodeURIComponent(f.runId)}`} onClick={linkClick(`/runs/${encodeURIComponent(f.runId)}`)}>
+                    run <code>{f.runId.slice(0, 12)}</code>
+                  </a>{" "}
+                  ({f.status})
+                </span>
+              ))}
+            </p>
+          )}
           <h3>{shown.frameNo === 0 ? "First frame: everything mounted" : `Changes from frame ${shown.frameNo - 1}`}</h3>
           <ChangeList changes={shown.changes} />
           <TaskTree tree={shown.tree} highlight={highlight} label={`Workflow tree at frame ${shown.frameNo}`} />

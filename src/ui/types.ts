@@ -77,11 +77,22 @@ export type FrameChanges = {
   changed: (NodeRef & { props: Record<string, { from?: PropValue; to?: PropValue }> })[];
 };
 
+/** A run forked from a frame (`smithers fork`). */
+export type ForkRef = { runId: string; status: string; createdAtMs: number };
+
 /** GET /runs/:id/frames/:n */
-export type FrameAt = { runId: string; frameNo: number; lastFrameNo: number; createdAtMs: number | null; tree: FrameTree; changes: FrameChanges };
+export type FrameAt = {
+  runId: string;
+  frameNo: number;
+  lastFrameNo: number;
+  createdAtMs: number | null;
+  tree: FrameTree;
+  changes: FrameChanges;
+  forks: ForkRef[];
+};
 
 /** GET /runs/:id/frames */
-export type FrameList = { count: number; frames: { frameNo: number; createdAtMs: number; encoding: string; bytes: number }[] };
+export type FrameList = { count: number; frames: { frameNo: number; createdAtMs: number; encoding: string; bytes: number; forks: ForkRef[] }[] };
 
 export type ApprovalOption = { key: string; label?: string; summary?: string };
 

@@ -1,15 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { forkRun } from "../../src/engine/index.ts";
 import { loadWorkflowsDir, type SmithersServer } from "../../src/server/index.ts";
-import { post, readSse, startServer, waitForStatus } from "./helpers.ts";
+import { FIXTURES, post, readSse, startServer, waitForStatus } from "./helpers.ts";
 
 const DASHBOARD_FIXTURES = join(import.meta.dir, "..", "fixtures", "dashboard");
 
 // One server for the file: every test starts its own runs under its own ids.
 let server: SmithersServer;
 let url: string;
+let dbPath: string;
 beforeAll(async () => {
-  ({ server, url } = await startServer({ workflows: await loadWorkflowsDir(DASHBOARD_FIXTURES) }));
+  ({ server, url, dbPath } = await startServer({ workflows: await loadWorkflowsDir(DASHBOARD_FIXTURES) }));
   await post(`${url}/runs`, { workflow: "steps", runId: "steps-1" });
   await waitForStatus(url, "steps-1", ["finished"]);
 });
@@ -73,6 +75,20 @@ describe("GET /runs/:id/frames/:n", () => {
     expect(f.changes.changed.map((c) => c.id)).toEqual(moved.map((t) => String(t.props.id)));
     expect(f.changes.changed[0]?.props.state?.to).toBe("finished");
     expect(f.changes.mounted).toEqual([]);
+  });
+
+  test("a run forked from frame 2 is listed with that frame, in the list and in the frame", async () => {
+    const steps = (await loadWorkflowsDir(FIXTURES)).find((w) => w.name === "steps")!;
+    await post(`${url}/runs`, { workflow: "steps", runId: "steps-forked" });
+    await waitForStatus(url, "steps-forked", ["finished"]);
+    const fork = await forkRun(steps.workflow, { runId: "steps-forked", frame: 2, newRunId: "steps-fork-1", dbPath });
+    expect(fork.runId).toBe("steps-fork-1");
+    const [, list] = await getJson<{ frames: { frameNo: number; forks: { runId: string; status: string }[] }[] }>("/runs/steps-forked/frames");
+    expect(list.frames.filter((f) => f.forks.length > 0).map((f) => [f.frameNo, f.forks.map((x) => x.runId)])).toEqual([[2, ["steps-fork-1"]]]);
+    const [, two] = await getJson<FrameAt & { forks: { runId: string; status: string }[] }>("/runs/steps-forked/frames/2");
+    expect(two.forks.map((f) => [f.runId, f.status])).toEqual([["steps-fork-1", "paused"]]);
+    const [, three] = await getJson<FrameAt & { forks: unknown[] }>("/runs/steps-forked/frames/3");
+    expect(three.forks).toEqual([]);
   });
 
   test("a frame past the last is 404 FRAME_NOT_FOUND, and a frame that is not a number is 400 INVALID_INPUT", async () => {

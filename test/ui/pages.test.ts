@@ -5,6 +5,9 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { approvals, runs } from "../../src/db/index.ts";
+import { forkRun } from "../../src/engine/index.ts";
+import { loadWorkflowsDir } from "../../src/server/index.ts";
+import { FIXTURES } from "../server/helpers.ts";
 import { chromiumPath, dashboardHarness, SHOTS, TIMEOUT_MS, TOKEN } from "./harness.ts";
 
 describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
@@ -123,10 +126,12 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
   );
 
   test(
-    "the timeline scrubs to frame 0 and back, showing the tree at each frame with its changes highlighted",
+    "the timeline scrubs to frame 0 and back, showing the tree at each frame with its changes highlighted and the runs forked from it",
     async () => {
       const runId = await h.start("steps");
       await h.waitForStatus(runId, ["finished"]);
+      const steps = (await loadWorkflowsDir(FIXTURES)).find((w) => w.name === "steps")!;
+      await forkRun(steps.workflow, { runId, frame: 1, newRunId: `${runId}-fork`, dbPath: h.server.db.path });
       const page = await h.open(`/runs/${runId}`);
       await page.getByText("Timeline").click();
       const slider = page.getByRole("slider", { name: "Frame" });
@@ -156,14 +161,23 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
       ]);
       expect(await timeline.locator(".task.changed").count()).toBe(6); // all mounted at frame 0
 
+      expect(await timeline.locator(".forks").count()).toBe(0);
       await page.keyboard.press("ArrowRight");
       await at(1);
       expect(await timeline.locator(".changes li").allTextContents()).toEqual(["~ step-0: state running → finished", "~ step-1: state pending → running"]);
+      expect(await timeline.locator(".forks").textContent()).toBe(`Forked from this frame: run ${runId.slice(0, 12)} (paused)`);
       await page.screenshot({ path: join(SHOTS, "timeline.png"), fullPage: true });
 
       await page.keyboard.press("End");
       await at(last);
       expect(await timeline.locator(".task.changed").evaluateAll((ts) => ts.map((t) => t.getAttribute("data-task")))).toEqual(["step-5"]);
+      // The fork's link opens the forked run.
+      await slider.focus();
+      await page.keyboard.press("Home");
+      await page.keyboard.press("ArrowRight");
+      await timeline.locator(".forks a").click();
+      await page.waitForURL(`${h.url}/runs/${runId}-fork`);
+      await page.getByTestId("run-status").getByText("paused").waitFor();
       await page.close();
     },
     TIMEOUT_MS,
