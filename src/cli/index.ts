@@ -118,7 +118,7 @@ worker      executes runs handed to workers (up --detach, runWorkflow's enqueue,
 ps          lists runs, newest first: id, status, workflow, start, duration, tasks done/total, cost;
             runs queued for workers and not started yet come first, status queued
   --status S            only runs in status S (queued, running, finished, continued, failed, cancelled,
-                        waiting-approval, waiting-event, waiting-timer)
+                        paused, waiting-approval, waiting-event, waiting-timer)
   --limit N             at most N runs (default 20)
   --json                a JSON array of runs (see the README)
 inspect     shows a run: status, workflow and its file, input, its tasks (state, attempts, time,

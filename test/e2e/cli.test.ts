@@ -321,7 +321,7 @@ describe("smithers approve / deny", () => {
     expect(gate.stdout).toContain("approving lets the task start");
     expect(smithers([...up, "--resume"]).code).toBe(0);
     expect(sql(dbPath, "SELECT plan FROM ship")).toEqual([{ plan: "full" }]);
-  });
+  }, 20_000); // ten CLI processes one after another: slow on a loaded 2-core machine
 
   test("deny fails the run at the gate (onDeny fail): the resumed run exits 1 with APPROVAL_DENIED", () => {
     const dbPath = tempDbPath();
