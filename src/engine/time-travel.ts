@@ -113,6 +113,8 @@ export type ForkOptions = {
   /** Go on although side effects of the parent would run again in the fork (recorded as an event on the fork). */
   force?: boolean;
   dbPath?: string;
+  /** The database (default: the workflow's at dbPath). */
+  db?: SmithersDb;
   /** The workflow file the fork runs (default: the parent's). */
   workflowPath?: string;
   nowMs?: number;
@@ -138,7 +140,7 @@ export type ForkResult = {
  * await runWorkflow(workflow, { runId: fork.runId, resume: true });
  */
 export async function forkRun(workflow: SmithersWorkflow, o: ForkOptions): Promise<ForkResult> {
-  const db = workflow.dbFor(o.dbPath);
+  const db = o.db ?? workflow.dbFor(o.dbPath);
   const nowMs = o.nowMs ?? Date.now();
   const parent = await runs.getRun(db, o.runId);
   if (!parent) throw new SmithersError("RUN_NOT_FOUND", `No run "${o.runId}" in ${db.path}`, { runId: o.runId });

@@ -29,6 +29,10 @@ const STATUS: Partial<Record<SmithersErrorCode, ContentfulStatusCode>> = {
   APPROVAL_DECIDED: 409,
   HUMAN_REQUEST_CLOSED: 409,
   QUEUE_FULL: 503,
+  NODE_NOT_FOUND: 400,
+  SIDE_EFFECT_BOUNDARY: 409,
+  WORKFLOW_CHANGED: 409,
+  RUN_NOT_REWINDABLE: 409,
 };
 
 /** The HTTP status of an error: its code's, else 500. */

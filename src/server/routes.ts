@@ -9,6 +9,7 @@ import { inspectRun } from "../cli/inspect.ts";
 import { listRunSummaries } from "../cli/ps.ts";
 import type { RunQueue } from "./queue.ts";
 import { followRun, startSeq, type FollowOptions } from "./sse.ts";
+import { registerForkRoute } from "./fork-route.ts";
 
 const StartRunBody = z.strictObject({ workflow: z.string().min(1), input: z.unknown().optional(), runId: z.string().min(1).optional() });
 const DecideBody = z.strictObject({
@@ -160,6 +161,8 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
     await o.queue.enqueue({ workflow: o.queue.workflowOf(run).name, runId, resume: true });
     return c.json({ runId, status: "queued" }, 202);
   });
+
+  registerForkRoute(app, { db, queue: o.queue, body });
 
   app.post("/runs/:id/cancel", async (c) => {
     const runId = c.req.param("id");
