@@ -1,12 +1,13 @@
 /**
  * The run's frames on a slider: the tree at frame N (rebuilt by the server from keyframes and
- * deltas) with what changed from frame N-1 highlighted, and the runs forked from that frame. While the slider sits on the last frame it
+ * deltas) with what changed from frame N-1 highlighted, the runs forked from that frame, and a
+ * form that forks the run from it (POST /runs/:id/fork) and opens the fork. While the slider sits on the last frame it
  * follows the run: a new frame (`version` changes with the run's events) moves it along.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { getJson } from "./api.ts";
+import { getJson, postJson } from "./api.ts";
 import { time } from "./format.ts";
-import { linkClick } from "./nav.ts";
+import { linkClick, navigate } from "./nav.ts";
 import { ErrorNote } from "./shared.tsx";
 import { ChangeList, changedKeys, TaskTree } from "./tree.tsx";
 import type { FrameAt, FrameList } from "./types.ts";
@@ -88,6 +89,7 @@ export function Timeline({ runId, version }: { runId: string; version: number })
               ))}
             </p>
           )}
+          <ForkForm runId={runId} frameNo={shown.frameNo} />
           <h3>{shown.frameNo === 0 ? "First frame: everything mounted" : `Changes from frame ${shown.frameNo - 1}`}</h3>
           <ChangeList changes={shown.changes} />
           <TaskTree tree={shown.tree} highlight={highlight} label={`Workflow tree at frame ${shown.frameNo}`} />
@@ -96,5 +98,49 @@ export function Timeline({ runId, version }: { runId: string; version: number })
         <p>Loading frame…</p>
       )}
     </div>
+  );
+}
+
+/** Forks the run from `frameNo` (optionally running some of its tasks again) and opens the fork's page. */
+function ForkForm({ runId, frameNo }: { runId: string; frameNo: number }) {
+  const [reset, setReset] = useState("");
+  const [runNow, setRunNow] = useState(true);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const fork = async () => {
+    setBusy(true);
+    try {
+      const resetNodes = reset
+        .split(",")
+        .map((s) => s.trim())
+        .filter((s) => s !== "");
+      const body = { frame: frameNo, run: runNow, ...(resetNodes.length > 0 ? { resetNodes } : {}) };
+      const made = await postJson<{ runId: string }>(`/runs/${encodeURIComponent(runId)}/fork`, body);
+      navigate(`/runs/${encodeURIComponent(made.runId)}`);
+    } catch (e) {
+      setError(e);
+      setBusy(false);
+    }
+  };
+  return (
+    <form
+      class="fork-form"
+      aria-label={`Fork from frame ${frameNo}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        void fork();
+      }}
+    >
+      <label for="fork-reset">Tasks to run again (optional, comma-separated ids)</label>
+      <input id="fork-reset" value={reset} onInput={(e) => setReset(e.currentTarget.value)} />
+      <label class="check">
+        <input type="checkbox" checked={runNow} onChange={(e) => setRunNow(e.currentTarget.checked)} />
+        Start the fork at once
+      </label>
+      <button type="submit" disabled={busy}>
+        Fork from frame {frameNo}
+      </button>
+      {error !== null && <ErrorNote error={error} />}
+    </form>
   );
 }

@@ -5,9 +5,6 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { approvals, runs } from "../../src/db/index.ts";
-import { forkRun } from "../../src/engine/index.ts";
-import { loadWorkflowsDir } from "../../src/server/index.ts";
-import { FIXTURES } from "../server/helpers.ts";
 import { chromiumPath, dashboardHarness, SHOTS, TIMEOUT_MS, TOKEN } from "./harness.ts";
 
 describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
@@ -126,12 +123,10 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
   );
 
   test(
-    "the timeline scrubs to frame 0 and back, showing the tree at each frame with its changes highlighted and the runs forked from it",
+    "the timeline scrubs to frame 0 and back, showing the tree at each frame with its changes highlighted, and forks the run from frame 1",
     async () => {
       const runId = await h.start("steps");
       await h.waitForStatus(runId, ["finished"]);
-      const steps = (await loadWorkflowsDir(FIXTURES)).find((w) => w.name === "steps")!;
-      await forkRun(steps.workflow, { runId, frame: 1, newRunId: `${runId}-fork`, dbPath: h.server.db.path });
       const page = await h.open(`/runs/${runId}`);
       await page.getByText("Timeline").click();
       const slider = page.getByRole("slider", { name: "Frame" });
@@ -165,19 +160,39 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
       await page.keyboard.press("ArrowRight");
       await at(1);
       expect(await timeline.locator(".changes li").allTextContents()).toEqual(["~ step-0: state running → finished", "~ step-1: state pending → running"]);
-      expect(await timeline.locator(".forks").textContent()).toBe(`Forked from this frame: run ${runId.slice(0, 12)} (paused)`);
-      await page.screenshot({ path: join(SHOTS, "timeline.png"), fullPage: true });
 
       await page.keyboard.press("End");
       await at(last);
       expect(await timeline.locator(".task.changed").evaluateAll((ts) => ts.map((t) => t.getAttribute("data-task")))).toEqual(["step-5"]);
-      // The fork's link opens the forked run.
+      // Fork from frame 1 (started at once): the page opens the fork, which runs step-1 on and finishes.
       await slider.focus();
       await page.keyboard.press("Home");
       await page.keyboard.press("ArrowRight");
+      await at(1);
+      // A task the frame does not hold is refused by the server, and the page says why.
+      const resetField = timeline.getByLabel("Tasks to run again (optional, comma-separated ids)");
+      await resetField.fill("nope");
+      await timeline.getByRole("button", { name: "Fork from frame 1" }).click();
+      expect(await timeline.getByRole("alert").textContent()).toContain("nope");
+      expect(new URL(page.url()).pathname).toBe(`/runs/${runId}`);
+      await resetField.fill("");
+      await timeline.getByRole("button", { name: "Fork from frame 1" }).click();
+      await page.waitForURL((u) => u.pathname.startsWith("/runs/") && u.pathname !== `/runs/${runId}`);
+      const forkId = decodeURIComponent(new URL(page.url()).pathname.split("/").pop()!);
+      await page.getByTestId("run-status").getByText("finished").waitFor({ timeout: 10_000 });
+      const fork = await runs.getRun(h.server.db, forkId);
+      expect([fork?.parentRunId, fork?.forkedFromFrame]).toEqual([runId, 1]);
+      // Back on the parent, frame 1 links to the fork.
+      await page.goBack();
+      await page.getByText("Timeline").click();
+      await page.getByRole("slider", { name: "Frame" }).focus();
+      await page.keyboard.press("Home");
+      await page.keyboard.press("ArrowRight");
+      await at(1);
+      expect(await timeline.locator(".forks").textContent()).toBe(`Forked from this frame: run ${forkId.slice(0, 12)} (finished)`);
+      await page.screenshot({ path: join(SHOTS, "timeline.png"), fullPage: true });
       await timeline.locator(".forks a").click();
-      await page.waitForURL(`${h.url}/runs/${runId}-fork`);
-      await page.getByTestId("run-status").getByText("paused").waitFor();
+      await page.waitForURL(`${h.url}/runs/${forkId}`);
       await page.close();
     },
     TIMEOUT_MS,
