@@ -259,6 +259,10 @@ export type RewindResult = {
   crossed: CrossedCall[];
 };
 
+/** The calls of `crossed` that are not in `reverted`. */
+const notReverted = (crossed: CrossedCall[], reverted: CrossedCall[]) =>
+  crossed.filter((c) => !reverted.some((r) => r.attempt === c.attempt && r.seq === c.seq && r.nodeId === c.nodeId && r.iteration === c.iteration));
+
 const REWINDABLE = new Set(["finished", "failed", "cancelled", "paused"]);
 
 /**
@@ -320,7 +324,7 @@ export async function rewindRun(db: SmithersDb, o: RewindOptions): Promise<Rewin
       reverted.push(toCrossed(call));
     }
   }
-  const left = crossed.filter((c) => !reverted.some((r) => r.attempt === c.attempt && r.seq === c.seq && r.nodeId === c.nodeId && r.iteration === c.iteration));
+  const left = notReverted(crossed, reverted);
   const nodes = await nodeRows.listNodes(db, o.runId);
   const removed = nodes.filter((n) => !kept.has(nodeKey(n.nodeId, n.iteration)));
   const tables = new Set(nodes.map((n) => n.outputTable).filter((t) => t !== ""));
