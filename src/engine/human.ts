@@ -5,7 +5,7 @@
  */
 import { humanRequests, runs, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
-import { checkAgainstJsonSchema } from "../schema/index.ts";
+import { fieldIssues, formatZodIssues, jsonSchemaIssues } from "../schema/index.ts";
 
 /** The request id of ask number `ask` (1, 2, … when answers failed the schema) of a human task. */
 export const humanRequestId = (runId: string, nodeId: string, iteration: number, ask: number) => `${runId}:${nodeId}:${iteration}:${ask}`;
@@ -85,11 +85,14 @@ export function answerHuman(db: SmithersDb, o: AnswerOptions): Promise<{ request
   const nowMs = (o.now ?? Date.now)();
   return db.withTransaction("answerHuman", async (q) => {
     const row = openRequest(await humanRequests.readHumanRequest(q, o.requestId), o.requestId, nowMs);
-    const problems = row.schemaJson ? checkAgainstJsonSchema(JSON.parse(row.schemaJson), o.data) : undefined;
-    if (problems) {
+    const issues = row.schemaJson ? jsonSchemaIssues(JSON.parse(row.schemaJson), o.data) : undefined;
+    if (issues) {
+      const problems = formatZodIssues(issues);
       throw new SmithersError("HUMAN_ANSWER_INVALID", `The answer does not match what "${row.nodeId}" asks for:\n${problems}`, {
         requestId: o.requestId,
         issues: problems,
+        // Each problem at its field's path, for a form to show beside the field.
+        fields: fieldIssues(issues),
       });
     }
     await humanRequests.answerHumanRequestIn(q, { requestId: o.requestId, response: o.data, answeredAtMs: nowMs, answeredBy: o.by ?? null });

@@ -4,4 +4,4 @@
  */
 export { checks, def, enumValues, optionalInput, templatePattern, unwrap, type Def, type Schema, type Unwrapped, type UnwrapSide } from "./walk.ts";
 export { formatIssuePath, formatZodIssues } from "./issues.ts";
-export { checkAgainstJsonSchema, jsonSchemaOf } from "./json-schema.ts";
+export { checkAgainstJsonSchema, fieldIssues, jsonSchemaIssues, jsonSchemaOf, type FieldIssue } from "./json-schema.ts";

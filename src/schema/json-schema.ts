@@ -21,6 +21,15 @@ export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> | undef
  * `path: message` lines. A schema that cannot be read back checks nothing.
  */
 export function checkAgainstJsonSchema(jsonSchema: unknown, value: unknown): string | undefined {
+  const issues = jsonSchemaIssues(jsonSchema, value);
+  return issues ? formatZodIssues(issues) : undefined;
+}
+
+/** A field's problem: its path in the value (keys and indexes) and what is wrong there. */
+export type FieldIssue = { path: (string | number)[]; message: string };
+
+/** Like checkAgainstJsonSchema, as the Zod issues (a form maps each `path` back to its field). */
+export function jsonSchemaIssues(jsonSchema: unknown, value: unknown): z.core.$ZodIssue[] | undefined {
   let schema: z.ZodType;
   try {
     schema = z.fromJSONSchema(jsonSchema as Parameters<typeof z.fromJSONSchema>[0]);
@@ -28,5 +37,9 @@ export function checkAgainstJsonSchema(jsonSchema: unknown, value: unknown): str
     return undefined;
   }
   const parsed = schema.safeParse(value);
-  return parsed.success ? undefined : formatZodIssues(parsed.error.issues);
+  return parsed.success ? undefined : parsed.error.issues;
 }
+
+/** Zod issues as plain `{ path, message }` (symbol keys, which JSON cannot hold, as text). */
+export const fieldIssues = (issues: readonly z.core.$ZodIssue[]): FieldIssue[] =>
+  issues.map((i) => ({ path: i.path.map((k) => (typeof k === "number" ? k : String(k))), message: i.message }));

@@ -40,11 +40,16 @@ export function httpStatus(error: unknown): ContentfulStatusCode {
   return (error instanceof SmithersError && STATUS[error.code]) || 500;
 }
 
-/** Answers with the error as `{ code, message }`; a full queue also says when to retry. */
+/**
+ * Answers with the error as `{ code, message }`, plus `fields` (`{ path, message }` each) when the
+ * error names the fields at fault (a human answer that fails its schema); a full queue also says
+ * when to retry.
+ */
 export function errorResponse(c: Context, error: unknown): Response {
   const status = httpStatus(error);
   const code = error instanceof SmithersError ? error.code : "ENGINE_ERROR";
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof SmithersError && error.code === "QUEUE_FULL") c.header("Retry-After", String(error.details?.retryAfterSeconds ?? 1));
-  return c.json({ code, message }, status);
+  const fields = error instanceof SmithersError && Array.isArray(error.details.fields) ? error.details.fields : undefined;
+  return c.json({ code, message, ...(fields ? { fields } : {}) }, status);
 }

@@ -11,7 +11,9 @@ import { SmithersError } from "../errors/index.ts";
 import { errorResponse } from "./errors.ts";
 import { RunQueue, type RegisteredWorkflow } from "./queue.ts";
 import { registerDashboard } from "./dashboard.ts";
+import { registerDashboardApi } from "./dashboard-api.ts";
 import { registerRoutes } from "./routes.ts";
+import { ANY_RUN } from "./sse.ts";
 
 export { httpStatus } from "./errors.ts";
 export { DASHBOARD_DIR } from "./dashboard.ts";
@@ -64,11 +66,16 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
   const registered = [...(o.workflowsDir ? await loadWorkflowsDir(o.workflowsDir) : []), ...(o.workflows ?? [])];
   const workflows = new Map(registered.map((w) => [w.name, w]));
   const waiters = new Map<string, Set<() => void>>();
-  const wake = (runId: string) => {
-    const set = waiters.get(runId);
+  const wakeOne = (key: string) => {
+    const set = waiters.get(key);
     if (!set) return;
-    waiters.delete(runId);
+    waiters.delete(key);
     for (const f of set) f();
+  };
+  // ANY_RUN's waiters (the runs list's stream) hear every run's events.
+  const wake = (runId: string) => {
+    wakeOne(runId);
+    if (runId !== ANY_RUN) wakeOne(ANY_RUN);
   };
   const waitForEvent = (runId: string, ms: number) =>
     new Promise<void>((done) => {
@@ -124,11 +131,10 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
     });
   }
   app.get("/health", async (c) => c.json({ ok: true, running: queue.running }));
-  registerRoutes(app, {
-    db,
-    queue,
-    follow: { db, pollMs: o.pollMs ?? 100, heartbeatMs: o.heartbeatMs ?? 5_000, waitForEvent },
-  });
+  const follow = { db, pollMs: o.pollMs ?? 100, heartbeatMs: o.heartbeatMs ?? 5_000, waitForEvent };
+  // Before registerRoutes: GET /runs/stream must not be taken for a run id.
+  registerDashboardApi(app, { db, follow });
+  registerRoutes(app, { db, queue, follow });
 
   let server: ReturnType<typeof Bun.serve> | undefined;
   return {
@@ -149,7 +155,7 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
     async stop(s = {}) {
       await server?.stop(true);
       await queue.stop(s.drain ?? true);
-      for (const runId of [...waiters.keys()]) wake(runId);
+      for (const runId of [...waiters.keys()]) wakeOne(runId);
       await db.close();
     },
   };

@@ -50,11 +50,37 @@ async function body<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer
   return parsed.data;
 }
 
+export type RunsQuery = z.infer<typeof ListQuery>;
+
+/** `?status=&workflow=&limit=` checked; INVALID_INPUT otherwise. */
+export function runsQuery(query: Record<string, string>): RunsQuery {
+  const q = ListQuery.safeParse(query);
+  if (!q.success) throw new SmithersError("INVALID_INPUT", `Invalid query: ${z.prettifyError(q.error)}`);
+  return q.data;
+}
+
+/** GET /runs's list: queued requests first, then the stored runs' `ps --json` summaries, newest first. */
+export async function listRunItems(db: SmithersDb, { status, workflow, limit = 100 }: RunsQuery) {
+  const queued =
+    status === undefined || status === "queued"
+      ? (await queue.listWaiting(db)).filter((r) => workflow === undefined || r.workflowName === workflow).map(queuedRun)
+      : [];
+  // The `ps --json` summary (duration, progress, usage), with `workflow` named as in the rest of the API.
+  const stored =
+    status === "queued"
+      ? []
+      : (await listRunSummaries(db, { ...(status ? { status } : {}), ...(workflow ? { workflow } : {}), limit })).map((r) => ({
+          ...r,
+          workflow: r.workflowName,
+        }));
+  return [...queued, ...stored].slice(0, limit);
+}
+
 /** A queued request as a run summary (it has no run row yet). */
 const queuedRun = (q: queue.QueueRow) => ({ runId: q.runId, workflow: q.workflowName, status: "queued", createdAtMs: q.enqueuedAtMs });
 
 /** 404 unless the run is stored or queued. */
-async function knownRun(db: SmithersDb, runId: string): Promise<{ run?: runs.RunRow; queued?: queue.QueueRow }> {
+export async function knownRun(db: SmithersDb, runId: string): Promise<{ run?: runs.RunRow; queued?: queue.QueueRow }> {
   const run = await runs.getRun(db, runId);
   if (run) return { run };
   const queued = await queue.getRequest(db, runId); // accepted, or claimed and not yet set up
@@ -72,24 +98,7 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
     return c.json({ runId, status: "queued" }, 202);
   });
 
-  app.get("/runs", async (c) => {
-    const q = ListQuery.safeParse(c.req.query());
-    if (!q.success) throw new SmithersError("INVALID_INPUT", `Invalid query: ${z.prettifyError(q.error)}`);
-    const { status, workflow, limit = 100 } = q.data;
-    const queued =
-      status === undefined || status === "queued"
-        ? (await queue.listWaiting(db)).filter((r) => workflow === undefined || r.workflowName === workflow).map(queuedRun)
-        : [];
-    // The `ps --json` summary (duration, progress, usage), with `workflow` named as in the rest of the API.
-    const stored =
-      status === "queued"
-        ? []
-        : (await listRunSummaries(db, { ...(status ? { status } : {}), ...(workflow ? { workflow } : {}), limit })).map((r) => ({
-            ...r,
-            workflow: r.workflowName,
-          }));
-    return c.json({ runs: [...queued, ...stored].slice(0, limit) });
-  });
+  app.get("/runs", async (c) => c.json({ runs: await listRunItems(db, runsQuery(c.req.query())) }));
 
   app.get("/runs/:id", async (c) => {
     const found = await knownRun(db, c.req.param("id"));

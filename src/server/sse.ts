@@ -12,13 +12,16 @@ import { isOver } from "../engine/index.ts";
 
 const PAGE = 500;
 
+/** The key `waitForEvent` takes to wake at the next event of any run. */
+export const ANY_RUN = "*";
+
 export type FollowOptions = {
   db: SmithersDb;
   /** Pause between polls when nothing woke the stream. */
   pollMs: number;
   /** A comment line this often keeps proxies and idle timeouts from closing a quiet stream. */
   heartbeatMs: number;
-  /** Resolves at the next event of `runId` this process hears (or after `ms`). */
+  /** Resolves at the next event of `runId` (ANY_RUN: of any run) this process hears (or after `ms`). */
   waitForEvent: (runId: string, ms: number) => Promise<void>;
 };
 

@@ -1,3 +1,5 @@
+import { useState } from "preact/hooks";
+
 /** Moving between the dashboard's pages without reloading (history.pushState; main.tsx listens to popstate). */
 export function navigate(href: string): void {
   history.pushState(null, "", href);
@@ -11,4 +13,18 @@ export function linkClick(href: string) {
     e.preventDefault();
     navigate(href);
   };
+}
+
+/** A query parameter as state, written back to the URL (replaceState) so a filtered view can be linked. */
+export function useQueryParam(name: string): [string, (v: string) => void] {
+  const [value, setValue] = useState(() => new URLSearchParams(location.search).get(name) ?? "");
+  const update = (v: string) => {
+    const params = new URLSearchParams(location.search);
+    if (v === "") params.delete(name);
+    else params.set(name, v);
+    const query = params.toString();
+    history.replaceState(null, "", `${location.pathname}${query ? `?${query}` : ""}`);
+    setValue(v);
+  };
+  return [value, update];
 }

@@ -1,27 +1,45 @@
 /**
- * One run at `/runs/<id>`: its status, tasks (state, attempts, duration, error, output row), the
- * approvals it waits for, and cancel / resume. Live through the run's server-sent events: each
- * event reloads the report (at most every 250 ms); the stream ends when the run does.
+ * One run at `/runs/<id>`: its status, the workflow tree of its latest frame with each task's
+ * state, attempts, duration, error, output row and agent output, the approvals it waits for,
+ * cancel / resume, and the frame timeline. Live through the run's server-sent events: each event
+ * reloads the report (at most every 250 ms), agent output (NodeOutput events) is appended as it
+ * arrives; the stream ends when the run does.
  */
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import { followEvents, getJson, postJson } from "./api.ts";
+import { ApiError, followEvents, getJson, postJson } from "./api.ts";
 import { duration, runDuration, time, usage } from "./format.ts";
 import { linkClick } from "./nav.ts";
 import { ErrorNote, StatusBadge } from "./shared.tsx";
-import { OVER, type OutputRow, type PendingApproval, type RunReport } from "./types.ts";
+import { ApprovalCard } from "./approval-card.tsx";
+import { Timeline } from "./timeline.tsx";
+import { nodeKey, TaskTree } from "./tree.tsx";
+import { OVER, type FrameAt, type FrameTree, type OutputRow, type RunReport } from "./types.ts";
 
 const RELOAD_MS = 250;
 
 function useRun(runId: string) {
   const [report, setReport] = useState<RunReport | null>(null);
   const [outputs, setOutputs] = useState<Map<string, OutputRow>>(new Map());
+  const [tree, setTree] = useState<FrameTree | null>(null);
+  const [logs, setLogs] = useState<Map<string, string>>(new Map());
+  const [version, setVersion] = useState(0);
   const [error, setError] = useState<unknown>(null);
   const path = `/runs/${encodeURIComponent(runId)}`;
   const reload = useCallback(async () => {
     try {
-      const [r, o] = await Promise.all([getJson<RunReport>(path), getJson<{ outputs: OutputRow[] }>(`${path}/outputs`)]);
+      const [r, o, f] = await Promise.all([
+        getJson<RunReport>(path),
+        getJson<{ outputs: OutputRow[] }>(`${path}/outputs`),
+        // A run that has not rendered yet has no frame: 404, and the tasks are listed without one.
+        getJson<FrameAt>(`${path}/frames/latest`).catch((e: unknown) => {
+          if (e instanceof ApiError && e.status === 404) return null;
+          throw e;
+        }),
+      ]);
       setReport(r);
-      setOutputs(new Map(o.outputs.map((x) => [`${x.nodeId}#${x.iteration}`, x])));
+      setOutputs(new Map(o.outputs.map((x) => [nodeKey(x.nodeId, x.iteration), x])));
+      setTree(f?.tree ?? null);
+      setVersion((n) => n + 1);
       setError(null);
     } catch (e) {
       setError(e);
@@ -39,12 +57,22 @@ function useRun(runId: string) {
         void reload();
       }, RELOAD_MS);
     };
+    const onEvent = (type: string, seq: number, payload: Record<string, unknown>) => {
+      after = seq;
+      if (type === "NodeOutput" && typeof payload.text === "string") {
+        const key = nodeKey(payload.nodeId as string, payload.iteration as number);
+        const piece = payload.stream === "tool" ? `\n[tool] ${payload.text}\n` : payload.text;
+        setLogs((m) => new Map(m).set(key, (m.get(key) ?? "") + piece));
+      }
+      soon();
+    };
+    let after = -1;
+    setLogs(new Map()); // the replay from the start rebuilds them
     void (async () => {
       await reload();
-      let after = -1;
       while (!abort.signal.aborted) {
         try {
-          after = await followEvents(runId, after, soon, abort.signal);
+          after = await followEvents(runId, after, onEvent, abort.signal);
           await reload();
           return; // the server ended the stream: the run is over
         } catch {
@@ -69,15 +97,25 @@ function useRun(runId: string) {
     await reload();
     setEpoch((n) => n + 1);
   };
-  return { report, outputs, error, act };
+  return { report, outputs, tree, logs, version, error, act };
 }
 
+/** Before the first frame (a queued run), the report's tasks as a flat tree. */
+const flatTree = (report: RunReport): FrameTree => ({
+  tag: "workflow",
+  props: { name: report.workflowName ?? report.workflow ?? "" },
+  children: report.nodes.map((n) => ({ tag: "task", props: { id: n.nodeId, iteration: n.iteration, state: n.state }, children: [] })),
+});
+
 export function RunPage({ runId }: { runId: string }) {
-  const { report, outputs, error, act } = useRun(runId);
+  const { report, outputs, tree, logs, version, error, act } = useRun(runId);
+  const [timelineOpen, setTimelineOpen] = useState(false);
+  const byKey = new Map((report?.nodes ?? []).map((n) => [nodeKey(n.nodeId, n.iteration), n]));
+  const info = (key: string) => ({ report: byKey.get(key), output: outputs.get(key), log: logs.get(key) });
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []); // a page change moves focus to its title, as a reload would
   const over = report ? OVER.has(report.status) : true;
-  const resumable = report !== null && ["failed", "cancelled", "waiting-approval", "waiting-event", "waiting-timer"].includes(report.status);
+  const resumable = report !== null && ["failed", "cancelled", "paused", "waiting-approval", "waiting-event", "waiting-timer"].includes(report.status);
   return (
     <section aria-labelledby="run-title">
       <p>
@@ -120,88 +158,28 @@ export function RunPage({ runId }: { runId: string }) {
             <button type="button" disabled={!resumable} onClick={() => void act("resume")}>
               Resume run
             </button>
+            <a class="button-link" href={`/runs/${encodeURIComponent(runId)}/events`} onClick={linkClick(`/runs/${encodeURIComponent(runId)}/events`)}>
+              Events
+            </a>
           </div>
           {(report.pendingApprovals ?? []).map((a) => (
             <ApprovalCard
               key={`${a.nodeId}#${a.iteration}`}
               approval={a}
-              onDecide={(verb, note) => act(verb, { node: a.nodeId, iteration: a.iteration, ...(note ? { note } : {}) })}
+              onDecide={(verb, choice) => act(verb, { node: a.nodeId, iteration: a.iteration, ...choice })}
             />
           ))}
-          <h2>Tasks</h2>
-          {report.nodes.length === 0 ? (
+          <h2 id="tree-title">Workflow</h2>
+          {tree === null && report.nodes.length === 0 ? (
             <p>No tasks yet.</p>
           ) : (
-            <table class="tasks">
-              <thead>
-                <tr>
-                  <th scope="col">Task</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Duration</th>
-                  <th scope="col">Error</th>
-                  <th scope="col">Output</th>
-                </tr>
-              </thead>
-              <tbody>
-                {report.nodes.map((n) => {
-                  const out = outputs.get(`${n.nodeId}#${n.iteration}`);
-                  return (
-                    <tr key={`${n.nodeId}#${n.iteration}`} data-task={n.nodeId}>
-                      <th scope="row">
-                        <code>{n.nodeId}</code>
-                        {n.iteration > 0 && <span class="muted"> #{n.iteration}</span>}
-                      </th>
-                      <td>
-                        <StatusBadge status={n.state} />
-                      </td>
-                      <td>{n.attempts}</td>
-                      <td>{duration(n.durationMs)}</td>
-                      <td class="error">{n.error ? `${n.error.code ?? ""} ${n.error.message ?? ""}`.trim() : ""}</td>
-                      <td>{out ? <code class="output">{JSON.stringify(out.row)}</code> : <span class="muted">–</span>}</td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
+            <TaskTree tree={tree ?? flatTree(report)} info={info} label="Workflow tree, latest frame" />
           )}
+          <details class="card" onToggle={(e) => setTimelineOpen(e.currentTarget.open)}>
+            <summary>Timeline</summary>
+            {timelineOpen && <Timeline runId={runId} version={version} />}
+          </details>
         </>
-      )}
-    </section>
-  );
-}
-
-function ApprovalCard({ approval, onDecide }: { approval: PendingApproval; onDecide: (verb: "approve" | "deny", note: string) => Promise<void> }) {
-  const [note, setNote] = useState("");
-  const [busy, setBusy] = useState(false);
-  const id = `note-${approval.nodeId}-${approval.iteration}`;
-  const decide = async (verb: "approve" | "deny") => {
-    setBusy(true);
-    await onDecide(verb, note.trim());
-    setBusy(false);
-  };
-  const simple = approval.request.mode === undefined || approval.request.mode === "gate";
-  return (
-    <section class="card approval" aria-labelledby={`${id}-title`}>
-      <h2 id={`${id}-title`}>Waiting for approval: {approval.request.title ?? approval.nodeId}</h2>
-      {approval.request.summary && <p>{approval.request.summary}</p>}
-      {simple ? (
-        <>
-          <label for={id}>Note (optional)</label>
-          <textarea id={id} rows={2} value={note} onInput={(e) => setNote(e.currentTarget.value)} />
-          <div class="actions">
-            <button type="button" class="primary" disabled={busy} onClick={() => void decide("approve")}>
-              Approve
-            </button>
-            <button type="button" disabled={busy} onClick={() => void decide("deny")}>
-              Deny
-            </button>
-          </div>
-        </>
-      ) : (
-        <p>
-          This approval asks to {approval.request.mode} among options: decide it with <code>smithers approve</code>.
-        </p>
       )}
     </section>
   );

@@ -1,29 +1,17 @@
 /**
  * The runs list: newest first, filtered by status and workflow (kept in the URL's query so a
- * filtered view can be linked). Live by polling GET /runs every second: the API has no stream
- * across runs, and one request a second is cheap next to a stream per listed run.
+ * filtered view can be linked). Live over GET /runs/stream (server-sent `runs` events: the whole
+ * filtered list each time it changes); while that stream is down, GET /runs is polled every
+ * second and the stream is tried again.
  */
 import { useEffect, useState } from "preact/hooks";
-import { getJson, postJson } from "./api.ts";
+import { getJson, postJson, readEvents } from "./api.ts";
 import { duration, runDuration, time, usage } from "./format.ts";
-import { linkClick, navigate } from "./nav.ts";
+import { linkClick, navigate, useQueryParam } from "./nav.ts";
 import { ErrorNote, StatusBadge } from "./shared.tsx";
 import { RUN_STATUSES, type RunListItem } from "./types.ts";
 
 const POLL_MS = 1000;
-
-function useQueryParam(name: string): [string, (v: string) => void] {
-  const [value, setValue] = useState(() => new URLSearchParams(location.search).get(name) ?? "");
-  const update = (v: string) => {
-    const params = new URLSearchParams(location.search);
-    if (v === "") params.delete(name);
-    else params.set(name, v);
-    const query = params.toString();
-    history.replaceState(null, "", `${location.pathname}${query ? `?${query}` : ""}`);
-    setValue(v);
-  };
-  return [value, update];
-}
 
 export function RunsList() {
   const [status, setStatus] = useQueryParam("status");
@@ -31,33 +19,54 @@ export function RunsList() {
   const [runs, setRuns] = useState<RunListItem[] | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [now, setNow] = useState(Date.now());
+  const [live, setLive] = useState(false);
 
   useEffect(() => {
     const abort = new AbortController();
     const query = new URLSearchParams({ ...(status ? { status } : {}), ...(workflow ? { workflow } : {}) }).toString();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const load = async () => {
-      try {
-        const body = await getJson<{ runs: RunListItem[] }>(`/runs${query ? `?${query}` : ""}`, abort.signal);
-        setRuns(body.runs);
-        setError(null);
-        setNow(Date.now());
-      } catch (e) {
-        if (!abort.signal.aborted) setError(e);
+    const suffix = query ? `?${query}` : "";
+    const show = (list: RunListItem[]) => {
+      setRuns(list);
+      setError(null);
+      setNow(Date.now());
+    };
+    void (async () => {
+      while (!abort.signal.aborted) {
+        try {
+          await readEvents(
+            `/runs/stream${suffix}`,
+            (m) => {
+              if (m.type !== "runs") return;
+              setLive(true);
+              show((JSON.parse(m.data) as { runs: RunListItem[] }).runs);
+            },
+            abort.signal,
+          );
+        } catch (e) {
+          if (abort.signal.aborted) return;
+          setError(e);
+        }
+        // The stream dropped (or was refused): poll once a second until it is back.
+        setLive(false);
+        await new Promise((r) => setTimeout(r, POLL_MS));
+        if (abort.signal.aborted) return;
+        try {
+          show((await getJson<{ runs: RunListItem[] }>(`/runs${suffix}`, abort.signal)).runs);
+        } catch (e) {
+          if (!abort.signal.aborted) setError(e);
+        }
       }
-      if (!abort.signal.aborted) timer = setTimeout(load, POLL_MS);
-    };
-    void load();
-    return () => {
-      abort.abort();
-      clearTimeout(timer);
-    };
+    })();
+    return () => abort.abort();
   }, [status, workflow]);
 
   const workflows = [...new Set((runs ?? []).map((r) => r.workflow))].sort();
   return (
     <section aria-labelledby="runs-title">
       <h1 id="runs-title">Runs</h1>
+      <p class="muted" data-testid="live-mode">
+        {live ? "Live: the list follows the server's stream of run changes." : "Polling every second (the live stream is not connected)."}
+      </p>
       <StartRun />
       <form class="filters" aria-label="Filter runs" onSubmit={(e) => e.preventDefault()}>
         <label>
@@ -88,7 +97,7 @@ export function RunsList() {
         <p>No runs{status || workflow ? " match these filters" : " yet"}.</p>
       ) : (
         <table class="runs">
-          <caption class="visually-hidden">Runs, newest first, updated every second</caption>
+          <caption class="visually-hidden">Runs, newest first, {live ? "updated live" : "updated every second"}</caption>
           <thead>
             <tr>
               <th scope="col">Run</th>

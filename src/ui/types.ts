@@ -28,9 +28,10 @@ export type TaskReport = {
 };
 
 export type PendingApproval = {
+  runId?: string;
   nodeId: string;
   iteration: number;
-  request: { title?: string; summary?: string; mode?: "select" | "rank" | "gate"; options?: { key: string; label?: string }[] };
+  request: InboxApproval["request"];
 };
 
 export type RunReport = {
@@ -59,7 +60,121 @@ export const RUN_STATUSES = [
   "failed",
   "cancelled",
   "continued",
+  "paused",
 ] as const;
 
 /** Statuses after which a run changes no more (unless resumed). */
 export const OVER = new Set(["finished", "failed", "cancelled", "continued"]);
+
+/** A frame's tree (src/codec XmlElement): `workflow` at the root, containers, and `task` leaves with `state`. */
+export type PropValue = string | number | boolean | null | PropValue[] | { [k: string]: PropValue };
+export type FrameTree = { tag: string; props: Record<string, PropValue>; children: FrameTree[] };
+
+export type NodeRef = { tag: string; id: string; iteration: number };
+export type FrameChanges = {
+  mounted: (NodeRef & { props: Record<string, PropValue> })[];
+  unmounted: (NodeRef & { props: Record<string, PropValue> })[];
+  changed: (NodeRef & { props: Record<string, { from?: PropValue; to?: PropValue }> })[];
+};
+
+/** A run forked from a frame (`smithers fork`). */
+export type ForkRef = { runId: string; status: string; createdAtMs: number };
+
+/** GET /runs/:id/frames/:n */
+export type FrameAt = {
+  runId: string;
+  frameNo: number;
+  lastFrameNo: number;
+  createdAtMs: number | null;
+  tree: FrameTree;
+  changes: FrameChanges;
+  forks: ForkRef[];
+};
+
+/** GET /runs/:id/frames */
+export type FrameList = { count: number; frames: { frameNo: number; createdAtMs: number; encoding: string; bytes: number; forks: ForkRef[] }[] };
+
+export type ApprovalOption = { key: string; label?: string; summary?: string };
+
+/** GET /inbox's approvals: a gate waiting in a run that has not ended. */
+export type InboxApproval = {
+  runId: string;
+  workflowName: string;
+  runStatus: string;
+  nodeId: string;
+  iteration: number;
+  requestedAtMs: number | null;
+  request: { title?: string; summary?: string; metadata?: Record<string, unknown>; mode?: "select" | "rank" | "gate"; options?: ApprovalOption[] };
+};
+
+/** A JSON Schema as zod's toJSONSchema writes it, the parts a form reads. */
+export type JsonSchema = {
+  type?: string | string[];
+  title?: string;
+  description?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  items?: JsonSchema;
+  enum?: PropValue[];
+  const?: PropValue;
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  default?: unknown;
+};
+
+/** GET /inbox's human tasks. */
+export type InboxHuman = {
+  requestId: string;
+  runId: string;
+  workflowName: string | null;
+  nodeId: string;
+  iteration: number;
+  prompt: string;
+  requestedAtMs: number;
+  expired: boolean;
+  schema: JsonSchema | null;
+};
+
+/** One journal event as GET /runs/:id/events sends it. */
+export type RunEvent = { seq: number; type: string; timestampMs?: number; nodeId?: string; iteration?: number; payload: Record<string, unknown> };
+
+/** Every event type the engine journals (src/engine/events.ts), for the events page's filter. */
+export const EVENT_TYPES = [
+  "RunStarted",
+  "RunResumed",
+  "RunFinished",
+  "RunFailed",
+  "RunCancelled",
+  "RunContinuedAsNew",
+  "NodeStarted",
+  "NodeFinished",
+  "NodeFailed",
+  "NodeRetrying",
+  "NodeSkipped",
+  "NodeCancelled",
+  "NodeAbandoned",
+  "LoopAdvanced",
+  "LoopFinished",
+  "FrameCommitted",
+  "ToolCallStarted",
+  "ToolCallFinished",
+  "RunWaiting",
+  "ApprovalRequested",
+  "ApprovalDecided",
+  "TimerScheduled",
+  "TimerFired",
+  "SignalWaiting",
+  "SignalReceived",
+  "SignalRejected",
+  "WaitTimedOut",
+  "HumanRequested",
+  "HumanAnswered",
+  "SubflowWaiting",
+  "NodeOutput",
+  "RunForked",
+  "RunRewound",
+  "WorkflowCodeChanged",
+  "SideEffectBoundaryCrossed",
+] as const;

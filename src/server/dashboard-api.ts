@@ -1,0 +1,136 @@
+/**
+ * What the dashboard reads beyond the run API: a live stream of the runs list, a run's frames
+ * (the tree at any frame, with what changed from the one before, and the runs forked from it) and the inbox of decisions
+ * waiting for a person across runs. Read-only adapters over db and engine functions.
+ */
+import type { Hono } from "hono";
+import { streamSSE } from "hono/streaming";
+import { approvals, frames, runs, type SmithersDb } from "../db/index.ts";
+import { humanInbox, isOver, planChanges, readFrame, type PendingApproval } from "../engine/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import { knownRun, listRunItems, runsQuery } from "./routes.ts";
+import { ANY_RUN, type FollowOptions } from "./sse.ts";
+
+/** The runs stream reads the list again at least this often (runs other processes execute wake nobody here). */
+const RUNS_STREAM_POLL_MS = 1000;
+/** ...and at most this often: a burst of events (a run of many tasks) costs one read per gap. */
+const RUNS_STREAM_GAP_MS = 150;
+
+/** An approval waiting for a decision, with the run it belongs to. */
+export type InboxApproval = PendingApproval & { runStatus: string };
+
+/** Every approval still requested in a run that has not ended, by run, node and iteration. */
+export async function pendingApprovalsAcrossRuns(db: SmithersDb): Promise<InboxApproval[]> {
+  const rows = await approvals.listApprovals(db, { status: "requested" });
+  const runRows = new Map<string, runs.RunRow | undefined>();
+  const out: InboxApproval[] = [];
+  for (const row of rows) {
+    if (!runRows.has(row.runId)) runRows.set(row.runId, await runs.getRun(db, row.runId));
+    const run = runRows.get(row.runId);
+    if (!run || isOver(run.status)) continue; // a cancelled or failed run's gate can no longer be decided usefully
+    let request: PendingApproval["request"] = {};
+    try {
+      request = row.requestJson ? (JSON.parse(row.requestJson) as PendingApproval["request"]) : {};
+    } catch {
+      request = {};
+    }
+    out.push({
+      runId: row.runId,
+      workflowName: run.workflowName,
+      runStatus: run.status,
+      nodeId: row.nodeId,
+      iteration: row.iteration,
+      requestedAtMs: row.requestedAtMs,
+      request,
+    });
+  }
+  return out;
+}
+
+export type ForkRef = { runId: string; status: string; createdAtMs: number };
+
+/** The runs forked from each frame of `runId` (`smithers fork`), by frame number. */
+async function forksByFrame(db: SmithersDb, runId: string): Promise<Map<number, ForkRef[]>> {
+  const at = new Map<number, ForkRef[]>();
+  for (const f of await runs.listForks(db, runId)) {
+    if (f.forkedFromFrame === null) continue;
+    at.set(f.forkedFromFrame, [...(at.get(f.forkedFromFrame) ?? []), { runId: f.runId, status: f.status, createdAtMs: f.createdAtMs }]);
+  }
+  return at;
+}
+
+/** `:n` of /runs/:id/frames/:n: a frame number, or `latest`; INVALID_INPUT otherwise. */
+function frameParam(text: string, runId: string, last: number): number {
+  if (text === "latest") {
+    if (last < 0) throw new SmithersError("FRAME_NOT_FOUND", `Run "${runId}" has no frames yet`, { runId });
+    return last;
+  }
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) {
+    throw new SmithersError("INVALID_INPUT", `A frame is a number (0, 1, 2 …) or "latest", got ${JSON.stringify(text)}`, { runId });
+  }
+  if (n > last) {
+    const has = last < 0 ? "no frames" : `frames 0 to ${last}`;
+    throw new SmithersError("FRAME_NOT_FOUND", `Run "${runId}" has ${has}; there is no frame ${n}`, { runId, frameNo: n });
+  }
+  return n;
+}
+
+export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: FollowOptions }): void {
+  const { db, follow } = o;
+
+  // The runs list as server-sent `runs` events: the whole (filtered) list whenever it changed.
+  app.get("/runs/stream", async (c) => {
+    const query = runsQuery(c.req.query());
+    return streamSSE(c, async (stream) => {
+      let last = "";
+      let id = 0;
+      let lastWrite = Date.now();
+      while (!stream.aborted) {
+        // Listen before reading, so an event during the read wakes the next pass.
+        const woke = follow.waitForEvent(ANY_RUN, RUNS_STREAM_POLL_MS);
+        const text = JSON.stringify({ runs: await listRunItems(db, query) });
+        if (text !== last) {
+          await stream.writeSSE({ id: String(++id), event: "runs", data: text });
+          last = text;
+          lastWrite = Date.now();
+        } else if (Date.now() - lastWrite >= follow.heartbeatMs) {
+          await stream.write(": keep-alive\n\n");
+          lastWrite = Date.now();
+        }
+        await woke;
+        await Bun.sleep(RUNS_STREAM_GAP_MS);
+      }
+    });
+  });
+
+  app.get("/runs/:id/frames", async (c) => {
+    const runId = c.req.param("id");
+    await knownRun(db, runId);
+    const [list, forks] = await Promise.all([frames.listFrames(db, runId), forksByFrame(db, runId)]);
+    return c.json({
+      runId,
+      count: list.length,
+      frames: list.map((f) => ({ frameNo: f.frameNo, createdAtMs: f.createdAtMs, encoding: f.encoding, bytes: f.bytes, forks: forks.get(f.frameNo) ?? [] })),
+    });
+  });
+
+  // The tree at frame N (rebuilt from its keyframe and deltas) and what changed from frame N-1.
+  app.get("/runs/:id/frames/:n", async (c) => {
+    const runId = c.req.param("id");
+    await knownRun(db, runId);
+    const last = await frames.lastFrameNo(db, runId);
+    const frameNo = frameParam(c.req.param("n"), runId, last);
+    const tree = await readFrame(db, runId, frameNo);
+    const before = frameNo > 0 ? await readFrame(db, runId, frameNo - 1) : undefined;
+    const [row] = await frames.frameRows(db, runId, frameNo, frameNo);
+    const forks = (await forksByFrame(db, runId)).get(frameNo) ?? [];
+    return c.json({ runId, frameNo, lastFrameNo: last, createdAtMs: row?.createdAtMs ?? null, tree, changes: planChanges(before, tree), forks });
+  });
+
+  // What waits for a person: approvals (gate, select, rank) and human tasks with their JSON Schema.
+  app.get("/inbox", async (c) => {
+    const [pending, human] = await Promise.all([pendingApprovalsAcrossRuns(db), humanInbox(db)]);
+    return c.json({ approvals: pending, human });
+  });
+}

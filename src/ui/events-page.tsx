@@ -1,0 +1,146 @@
+/**
+ * A run's journal at `/runs/<id>/events`: every event in order, filtered by type and node (both
+ * kept in the URL's query), following the run live over its server-sent events until it ends.
+ * Pausing stops the stream; following again continues after the last event received.
+ */
+import { useEffect, useRef, useState } from "preact/hooks";
+import { followEvents } from "./api.ts";
+import { linkClick, useQueryParam } from "./nav.ts";
+import { ErrorNote } from "./shared.tsx";
+import { EVENT_TYPES, type RunEvent } from "./types.ts";
+
+const HIDDEN = new Set(["type", "runId", "seq", "timestampMs", "nodeId", "iteration"]);
+
+function details(e: RunEvent): string {
+  const rest = Object.entries(e.payload).filter(([k]) => !HIDDEN.has(k));
+  return rest.map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`).join(" · ");
+}
+
+export function EventsPage({ runId }: { runId: string }) {
+  const [type, setType] = useQueryParam("type");
+  const [node, setNode] = useQueryParam("node");
+  const [follow, setFollow] = useState(true);
+  const [events, setEvents] = useState<RunEvent[]>([]);
+  const [state, setState] = useState<"following" | "paused" | "ended">("following");
+  const [error, setError] = useState<unknown>(null);
+  const lastSeq = useRef(-1);
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+
+  useEffect(() => {
+    if (!follow) {
+      setState("paused");
+      return;
+    }
+    const abort = new AbortController();
+    setState("following");
+    // Events arrive in bursts on replay: batch them into one update per animation frame.
+    let batch: RunEvent[] = [];
+    let scheduled = false;
+    const flush = () => {
+      scheduled = false;
+      const add = batch;
+      batch = [];
+      setEvents((old) => [...old, ...add]);
+    };
+    void (async () => {
+      while (!abort.signal.aborted) {
+        try {
+          await followEvents(
+            runId,
+            lastSeq.current,
+            (t, seq, payload) => {
+              lastSeq.current = seq;
+              const nodeId = typeof payload.nodeId === "string" ? payload.nodeId : undefined;
+              const ts = typeof payload.timestampMs === "number" ? payload.timestampMs : undefined;
+              batch.push({ seq, type: t, payload, ...(nodeId ? { nodeId } : {}), ...(ts ? { timestampMs: ts } : {}) });
+              if (!scheduled) {
+                scheduled = true;
+                requestAnimationFrame(flush);
+              }
+            },
+            abort.signal,
+          );
+          setState("ended");
+          return;
+        } catch (e) {
+          if (abort.signal.aborted) return;
+          setError(e);
+          await new Promise((r) => setTimeout(r, 1000)); // dropped: reconnect after the last seq received
+        }
+      }
+    })();
+    return () => abort.abort();
+  }, [runId, follow]);
+
+  const nodes = [...new Set(events.flatMap((e) => (e.nodeId ? [e.nodeId] : [])))].sort();
+  const shown = events.filter((e) => (type === "" || e.type === type) && (node === "" || e.nodeId === node));
+  const runHref = `/runs/${encodeURIComponent(runId)}`;
+  return (
+    <section aria-labelledby="events-title">
+      <p>
+        <a href={runHref} onClick={linkClick(runHref)}>
+          ← Run {runId.slice(0, 12)}
+        </a>
+      </p>
+      <h1 id="events-title" ref={heading} tabIndex={-1}>
+        Events of run <code>{runId}</code>
+      </h1>
+      <form class="filters" aria-label="Filter events" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          <span id="events-type-label">Type</span>
+          <select aria-labelledby="events-type-label" value={type} onChange={(e) => setType(e.currentTarget.value)}>
+            <option value="">any</option>
+            {EVENT_TYPES.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          <span id="events-node-label">Node</span>
+          <select aria-labelledby="events-node-label" value={node} onChange={(e) => setNode(e.currentTarget.value)}>
+            <option value="">any</option>
+            {[...new Set([...nodes, ...(node ? [node] : [])])].map((n) => (
+              <option key={n} value={n}>
+                {n}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="check">
+          <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.currentTarget.checked)} />
+          Follow live
+        </label>
+      </form>
+      <p role="status" data-testid="events-state">
+        {shown.length} of {events.length} events shown ·{" "}
+        {state === "following" ? "following the run live" : state === "paused" ? "paused" : "the run is over; every event is shown"}
+      </p>
+      {error !== null && <ErrorNote error={error} />}
+      <table class="events">
+        <thead>
+          <tr>
+            <th scope="col">Seq</th>
+            <th scope="col">Time</th>
+            <th scope="col">Type</th>
+            <th scope="col">Node</th>
+            <th scope="col">Details</th>
+          </tr>
+        </thead>
+        <tbody>
+          {shown.map((e) => (
+            <tr key={e.seq} data-seq={e.seq} data-type={e.type}>
+              <td>{e.seq}</td>
+              <td>{e.timestampMs ? new Date(e.timestampMs).toLocaleTimeString() : "–"}</td>
+              <td>{e.type}</td>
+              <td>{e.nodeId ? <code>{e.nodeId}</code> : ""}</td>
+              <td class="details">{details(e)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
