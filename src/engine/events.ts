@@ -1,45 +1,9 @@
 import { z } from "zod";
 import { isWaiting, WAITING_STATUSES, type RunStatus } from "./states.ts";
+import { EVENT_TYPES } from "./names.ts";
 
-/** Every event type the engine emits; `_smithers_events.type` holds one of these. */
-export const SmithersEventTypeSchema = z.enum([
-  "RunStarted",
-  "RunResumed",
-  "RunFinished",
-  "RunFailed",
-  "RunCancelled",
-  "RunContinuedAsNew",
-  "NodeStarted",
-  "NodeFinished",
-  "NodeFailed",
-  "NodeRetrying",
-  "NodeSkipped",
-  "NodeCancelled",
-  "NodeAbandoned",
-  "LoopAdvanced",
-  "LoopFinished",
-  "FrameCommitted",
-  "ToolCallStarted",
-  "ToolCallFinished",
-  "RunWaiting",
-  "ApprovalRequested",
-  "ApprovalDecided",
-  "TimerScheduled",
-  "TimerFired",
-  "SignalWaiting",
-  "SignalReceived",
-  "SignalRejected",
-  "WaitTimedOut",
-  "HumanRequested",
-  "HumanAnswered",
-  "SubflowWaiting",
-  "NodeOutput",
-  "RunRefused",
-  "RunForked",
-  "RunRewound",
-  "WorkflowCodeChanged",
-  "SideEffectBoundaryCrossed",
-]);
+/** Every event type the engine emits (see names.ts). */
+export const SmithersEventTypeSchema = z.enum(EVENT_TYPES);
 export type SmithersEventType = z.infer<typeof SmithersEventTypeSchema>;
 
 const T = SmithersEventTypeSchema.enum;

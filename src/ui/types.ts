@@ -2,7 +2,10 @@
  * What the dashboard reads from the JSON API. The server's types (src/cli/ps.ts RunSummary,
  * src/cli/inspect.ts InspectReport) live in the Bun program, which this browser program does not
  * compile; these restate only the fields the pages show, and the browser tests check them end to end.
+ * The lists of names come from src/engine/names.ts, which imports nothing.
  */
+import { ENDED_RUN_STATUSES, EVENT_TYPES as ENGINE_EVENT_TYPES, RUN_STATUSES as ENGINE_RUN_STATUSES } from "../engine/names.ts";
+
 export type Usage = { inputTokens: number; cachedInputTokens: number; outputTokens: number; costUsd: number | null };
 
 export type RunListItem = {
@@ -50,21 +53,11 @@ export type RunReport = {
 
 export type OutputRow = { nodeId: string; iteration: number; table: string; row: Record<string, unknown> };
 
-export const RUN_STATUSES = [
-  "queued",
-  "running",
-  "waiting-approval",
-  "waiting-event",
-  "waiting-timer",
-  "finished",
-  "failed",
-  "cancelled",
-  "continued",
-  "paused",
-] as const;
+/** What the runs list's status filter offers: every run status, and queued (a request no worker took yet). */
+export const RUN_STATUSES = ["queued", ...ENGINE_RUN_STATUSES] as const;
 
 /** Statuses after which a run changes no more (unless resumed). */
-export const OVER = new Set(["finished", "failed", "cancelled", "continued"]);
+export const OVER: ReadonlySet<string> = new Set(ENDED_RUN_STATUSES);
 
 /** A frame's tree (src/codec XmlElement): `workflow` at the root, containers, and `task` leaves with `state`. */
 export type PropValue = string | number | boolean | null | PropValue[] | { [k: string]: PropValue };
@@ -140,41 +133,5 @@ export type InboxHuman = {
 /** One journal event as GET /runs/:id/events sends it. */
 export type RunEvent = { seq: number; type: string; timestampMs?: number; nodeId?: string; iteration?: number; payload: Record<string, unknown> };
 
-/** Every event type the engine journals (src/engine/events.ts), for the events page's filter. */
-export const EVENT_TYPES = [
-  "RunStarted",
-  "RunResumed",
-  "RunFinished",
-  "RunFailed",
-  "RunCancelled",
-  "RunContinuedAsNew",
-  "NodeStarted",
-  "NodeFinished",
-  "NodeFailed",
-  "NodeRetrying",
-  "NodeSkipped",
-  "NodeCancelled",
-  "NodeAbandoned",
-  "LoopAdvanced",
-  "LoopFinished",
-  "FrameCommitted",
-  "ToolCallStarted",
-  "ToolCallFinished",
-  "RunWaiting",
-  "ApprovalRequested",
-  "ApprovalDecided",
-  "TimerScheduled",
-  "TimerFired",
-  "SignalWaiting",
-  "SignalReceived",
-  "SignalRejected",
-  "WaitTimedOut",
-  "HumanRequested",
-  "HumanAnswered",
-  "SubflowWaiting",
-  "NodeOutput",
-  "RunForked",
-  "RunRewound",
-  "WorkflowCodeChanged",
-  "SideEffectBoundaryCrossed",
-] as const;
+/** Every event type a run's journal can hold, for the events page's filter (RunRefused is the server's own). */
+export const EVENT_TYPES = ENGINE_EVENT_TYPES.filter((t) => t !== "RunRefused");
