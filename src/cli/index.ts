@@ -307,6 +307,8 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
   const withDetach = values.detach ? NOT_WITH_DETACH.filter((flag) => values[flag] !== undefined) : [];
   if (withDetach.length > 0) throw usageError(`--${withDetach[0]} cannot be used with --detach: the worker that runs it uses its own settings`);
   if (values.resume && !values["run-id"]) throw usageError("--resume needs --run-id");
+  if ((values["allow-code-change"] || values["accept-workflow-change"]) && !values.resume)
+    throw usageError("--allow-code-change is for a resume: add --resume");
   const recorded = positionals[0] === undefined ? await recordedWorkflow(values) : undefined;
   const file = positionals[0] ?? recorded?.file;
   if (!file) throw usageError("up takes exactly one workflow file");

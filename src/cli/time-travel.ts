@@ -64,6 +64,7 @@ export async function forkCommand(args: string[], io: Io, resume: ResumeRun, rep
   if (!runId || positionals.length > 1) throw usageError(`${command} takes exactly one run id`);
   if (replay && values.input !== undefined) throw usageError("replay runs with the parent's input; use fork --input JSON --run to change it");
   if (replay && values.run) throw usageError("replay always runs the fork; --run is for fork");
+  if (!replay && !values.run && values["allow-code-change"]) throw usageError("--allow-code-change is for running the fork: add --run");
   const frame = frameArg(values.frame, "--frame");
   let input: unknown;
   if (values.input !== undefined) {
@@ -120,6 +121,7 @@ export async function rewindCommand(args: string[], io: Io, resume: ResumeRun): 
   const [runId, frameText] = positionals;
   if (!runId || frameText === undefined || positionals.length > 2) throw usageError("rewind takes a run id and a frame number");
   const frame = frameArg(frameText, "the frame");
+  if (values["allow-code-change"] && !values.resume) throw usageError("--allow-code-change is for continuing the run: add --resume");
   const dbPath = dbPathOption(values.db) ?? DEFAULT_DB_PATH;
   // Its workflow's module defines its tools, reverts included.
   const file = await workflowFileOf(dbPath, runId, values.workflow);

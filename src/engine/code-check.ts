@@ -6,7 +6,7 @@
  * resume stops with WORKFLOW_CHANGED and that report; with it, the new hash is recorded and a
  * `WorkflowCodeChanged` event says what changed.
  */
-import { loadInput, loadOutputKeys, loadOutputRows, nodes as nodeRows, frames, ralph, runs, type OutputRow, type SmithersDb } from "../db/index.ts";
+import { loadInput, nodes as nodeRows, frames, ralph, runs, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { nodeKey } from "../jsx/index.ts";
 import { NO_USAGE } from "./budget.ts";
@@ -14,9 +14,9 @@ import { definitionSignature } from "./code-pin.ts";
 import { withContinuation } from "./continue-as-new.ts";
 import { EventBus } from "./event-bus.ts";
 import { FrameChain, FrameRecorder } from "./frames.ts";
-import { runAtFrame, taskIdsIn } from "./history.ts";
+import { runAtFrame } from "./history.ts";
 import { Run } from "./run.ts";
-import type { RunSetup, TrackedNode } from "./run-setup.ts";
+import { loadRunOutputs, type RunSetup, type TrackedNode } from "./run-setup.ts";
 import type { NodeState } from "./states.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
@@ -41,14 +41,14 @@ async function compare(
   oldHash: string,
   newHash: string,
 ): Promise<CodeChange> {
-  const [stored, nodes, loops] = await Promise.all([loadInput(db, workflow.registry, runId), nodeRows.listNodes(db, runId), ralph.listLoopStates(db, runId)]);
+  const [stored, nodes, loops, outputs] = await Promise.all([
+    loadInput(db, workflow.registry, runId),
+    nodeRows.listNodes(db, runId),
+    ralph.listLoopStates(db, runId),
+    loadRunOutputs(db, workflow.registry, runId),
+  ]);
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) states.set(nodeKey(n.nodeId, n.iteration), { state: n.state as NodeState, lastAttempt: n.lastAttempt ?? 0, failures: 0, abandons: 0 });
-  let outputRows: Record<string, OutputRow[]> | undefined;
-  if (!db.syncReads) {
-    outputRows = {};
-    for (const info of workflow.registry.all()) outputRows[info.key] = await loadOutputRows(db, info, runId);
-  }
   const setup: RunSetup = {
     runId,
     ownerId: "(code check)",
@@ -59,8 +59,7 @@ async function compare(
     alreadyFinished: false,
     states,
     loops: new Map(loops.map((r) => [r.ralphId, { iteration: r.iteration, done: r.done }])),
-    outputKeys: db.syncReads ? await loadOutputKeys(db, workflow.registry, runId) : {},
-    outputRows,
+    ...outputs,
     finishedIds: new Set(nodes.filter((n) => n.state === "finished" || n.state === "skipped").map((n) => n.nodeId)),
     abandoned: [],
     budget: {},
@@ -83,7 +82,8 @@ async function compare(
     })
     .map((t) => ({ nodeId: t.nodeId, iteration: t.iteration }));
   const last = await frames.lastFrameNo(db, runId);
-  const framed = new Set(last < 0 ? [] : taskIdsIn((await runAtFrame(db, runId, last)).tree));
+  const latest = last < 0 ? undefined : await runAtFrame(db, runId, last);
+  const framed = new Set(latest ? [...latest.mounted].map((key) => latest.tasks.get(key)!.nodeId) : []);
   const rendered = new Set(tasks.map((t) => t.nodeId));
   return {
     runId,

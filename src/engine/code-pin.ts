@@ -4,7 +4,7 @@
  * transitively (not node_modules); a node's definition signature covers what the node does
  * (its mode, prompt, compute body, agents, output schema, retry and timeout settings).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, extname, relative, resolve } from "node:path";
 import { z } from "zod";
 import type { Agent } from "../agents/index.ts";
@@ -67,6 +67,27 @@ export type CodeHash = {
  */
 export function workflowCodeHash(entry: string): CodeHash {
   const root = resolve(entry);
+  // A process that starts many runs of one workflow hashes it once, until one of its files changes.
+  const known = hashed.get(root);
+  if (known?.stamps.every(([file, stamp]) => stampOf(file) === stamp)) return known.result;
+  const result = hashCode(root);
+  hashed.set(root, { result, stamps: result.files.map((file) => [file, stampOf(file)]) });
+  return result;
+}
+
+/** A file's modification time and size ("" when it is gone): what tells a cached hash is stale. */
+function stampOf(file: string): string {
+  try {
+    const s = statSync(file);
+    return `${s.mtimeMs}:${s.size}`;
+  } catch {
+    return "";
+  }
+}
+
+const hashed = new Map<string, { result: CodeHash; stamps: [string, string][] }>();
+
+function hashCode(root: string): CodeHash {
   const base = dirname(root);
   const seen = new Set([root]);
   const queue = [root];

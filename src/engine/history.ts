@@ -20,6 +20,8 @@ export type RunAtFrame = {
   loops: Map<string, LoopAtFrame>;
   /** The frame's own tree. */
   tree: XmlElement;
+  /** Keys (nodeKey) of the tasks in the frame's tree: mounted at that frame. */
+  mounted: Set<string>;
 };
 
 function noteElement(el: XmlElement, at: RunAtFrame): void {
@@ -52,7 +54,7 @@ export async function runAtFrame(db: SmithersDb, runId: string, frameNo: number)
   if (!Number.isInteger(frameNo) || frameNo < 0 || rows.length === 0 || rows[rows.length - 1]!.frameNo !== frameNo) {
     throw new SmithersError("FRAME_NOT_FOUND", `Run "${runId}" has no frame ${frameNo}`, { runId, frameNo });
   }
-  const at: RunAtFrame = { frameNo, tasks: new Map(), loops: new Map(), tree: { tag: "workflow", props: {}, children: [] } };
+  const at: RunAtFrame = { frameNo, tasks: new Map(), loops: new Map(), tree: { tag: "workflow", props: {}, children: [] }, mounted: new Set() };
   let live: LiveFrame | undefined;
   let expected = 0;
   for (const row of rows) {
@@ -76,18 +78,17 @@ export async function runAtFrame(db: SmithersDb, runId: string, frameNo: number)
     if (live.hash !== row.xmlHash) throw corrupt(runId, row.frameNo, "rebuilding it does not give its hash");
   }
   at.tree = live!.toTree();
+  const mount = (el: XmlElement) => {
+    if (el.tag === "task" && typeof el.props.id === "string")
+      at.mounted.add(nodeKey(el.props.id, typeof el.props.iteration === "number" ? el.props.iteration : 0));
+    for (const child of el.children) mount(child);
+  };
+  mount(at.tree);
   return at;
 }
 
 const corrupt = (runId: string, frameNo: number, why: string) =>
   new SmithersError("FRAME_CORRUPT", `Frame ${frameNo} of run "${runId}" cannot be rebuilt: ${why}`, { runId, frameNo });
-
-/** Task ids in the tree, in document order. */
-export function taskIdsIn(tree: XmlElement, into: string[] = []): string[] {
-  if (tree.tag === "task" && typeof tree.props.id === "string") into.push(tree.props.id);
-  for (const child of tree.children) taskIdsIn(child, into);
-  return into;
-}
 
 /** Elements whose children run one after another (a later child waits for the earlier ones). */
 const SEQUENTIAL = new Set(["workflow", "sequence", "loop", "worktree", "try-catch-finally", "try", "catch", "finally", "saga", "step", "action"]);

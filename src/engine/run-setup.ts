@@ -368,6 +368,24 @@ function storedError(errorJson: string | null): NodeError {
   return { code: "TASK_FAILED", message: "The task failed (its error was not recorded)" };
 }
 
+type RunOutputs = Pick<RunSetup, "outputKeys" | "outputRows">;
+
+/**
+ * What ctx reads of a stored run's outputs: which rows exist, where the database reads a row
+ * synchronously when asked; otherwise every row, loaded now (their keys come with them).
+ */
+export async function loadRunOutputs(db: SmithersDb, registry: OutputRegistry, runId: string): Promise<RunOutputs> {
+  if (db.syncReads) return { outputKeys: await loadOutputKeys(db, registry, runId), outputRows: undefined };
+  const outputRows: Record<string, OutputRow[]> = {};
+  for (const info of registry.all()) outputRows[info.key] = await loadOutputRows(db, info, runId);
+  return { outputKeys: {}, outputRows };
+}
+
+/** A run created just now: no output rows. */
+function noOutputs(db: SmithersDb, registry: OutputRegistry): RunOutputs {
+  return { outputKeys: {}, outputRows: db.syncReads ? undefined : Object.fromEntries(registry.all().map((info) => [info.key, []])) };
+}
+
 /** Creates or resumes the run and loads everything the engine keeps in memory. */
 export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const runId = o.runId ?? crypto.randomUUID();
@@ -393,21 +411,15 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const input = withContinuation(storedInput, continuation);
   const rootDir = o.rootDir ?? recordedRoot ?? process.cwd();
   // A run created just now has no nodes, attempts, loops or outputs to load.
-  const [nodes, attempts, loopRows, outputKeys, approved] = resumed
+  const [nodes, attempts, loopRows, { outputKeys, outputRows }, approved] = resumed
     ? await Promise.all([
         nodeRows.listNodes(o.db, runId),
         attemptRows.listAttempts(o.db, runId),
         ralph.listLoopStates(o.db, runId),
-        // Without synchronous reads the rows themselves are loaded below; their keys come with them.
-        o.db.syncReads ? loadOutputKeys(o.db, o.registry, runId) : {},
+        loadRunOutputs(o.db, o.registry, runId),
         approvals.listApprovals(o.db, { runId, status: "approved" }),
       ])
-    : [[], [], [], {}, []];
-  let outputRows: Record<string, OutputRow[]> | undefined;
-  if (!o.db.syncReads) {
-    outputRows = {};
-    for (const info of o.registry.all()) outputRows[info.key] = resumed ? await loadOutputRows(o.db, info, runId) : [];
-  }
+    : [[], [], [], noOutputs(o.db, o.registry), []];
   const states = new Map<string, TrackedNode>();
   for (const n of nodes) {
     // A pending node's wake time is its retry backoff (kept across a crash; a resume after the

@@ -873,12 +873,12 @@ export class Run {
     this.wakeUp();
   }
 
-  /** The result of a run that had already finished, read back without running or writing anything. */
   /** The tasks a render gives now; nothing is written (what a resume under changed code compares, see code-check.ts). */
   async plannedTasks(): Promise<readonly PlanTask[]> {
     return (await this.renderPlan()).tasks;
   }
 
+  /** The result of a run that had already finished, read back without running or writing anything. */
   async readBack(): Promise<RunResult> {
     await this.renderPlan();
     return { runId: this.s.runId, status: "finished", output: this.result(), ...this.usageResult() };

@@ -75,16 +75,10 @@ async function checkedFrame(db: SmithersDb, runId: string, frame: number): Promi
 /** Keys of the tasks over (finished or skipped) at the frame, but those reset. */
 function keptAt(at: RunAtFrame, reset: ReadonlySet<string>): Set<string> {
   // Only the iteration mounted in the frame is reset: earlier iterations of a loop stay done.
-  const mounted = new Set<string>();
-  const walk = (el: RunAtFrame["tree"]) => {
-    if (el.tag === "task") mounted.add(nodeKey(String(el.props.id), typeof el.props.iteration === "number" ? el.props.iteration : 0));
-    for (const child of el.children) walk(child);
-  };
-  walk(at.tree);
   const kept = new Set<string>();
   for (const [key, t] of at.tasks) {
     if (t.state !== "finished" && t.state !== "skipped") continue;
-    if (reset.has(t.nodeId) && mounted.has(key)) continue;
+    if (reset.has(t.nodeId) && at.mounted.has(key)) continue;
     kept.add(key);
   }
   return kept;
@@ -145,16 +139,10 @@ export async function forkRun(workflow: SmithersWorkflow, o: ForkOptions): Promi
   const parent = await runs.getRun(db, o.runId);
   if (!parent) throw new SmithersError("RUN_NOT_FOUND", `No run "${o.runId}" in ${db.path}`, { runId: o.runId });
   const at = await checkedFrame(db, o.runId, o.frame);
-  const inFrame = new Set([...at.tasks.values()].map((t) => t.nodeId));
-  const mountedIds = new Set<string>();
-  const collect = (el: RunAtFrame["tree"]) => {
-    if (el.tag === "task") mountedIds.add(String(el.props.id));
-    for (const child of el.children) collect(child);
-  };
-  collect(at.tree);
+  const mountedIds = new Set([...at.mounted].map((key) => at.tasks.get(key)!.nodeId));
   for (const id of o.resetNodes ?? []) {
     if (!mountedIds.has(id)) {
-      throw new SmithersError("NODE_NOT_FOUND", `Frame ${o.frame} of run "${o.runId}" has no task "${id}"${inFrame.has(id) ? " mounted" : ""}`, {
+      throw new SmithersError("NODE_NOT_FOUND", `Frame ${o.frame} of run "${o.runId}" has no task "${id}" mounted`, {
         runId: o.runId,
         frameNo: o.frame,
         nodeId: id,

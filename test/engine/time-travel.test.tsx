@@ -112,6 +112,36 @@ describe("fork", () => {
   });
 });
 
+describe("runAtFrame", () => {
+  test("across keyframes, each task's state at a frame is the one readFrame shows for it", async () => {
+    const dbPath = tempDbPath();
+    const kit = createSmithers({ out: z.object({ v: z.number() }) }, { dbPath });
+    const wf = kit.smithers(() => (
+      <kit.Workflow name="long">
+        {Array.from({ length: 60 }, (_, i) => (
+          <kit.Task key={i} id={`s${i}`} output={kit.outputs.out}>
+            {{ v: i }}
+          </kit.Task>
+        ))}
+      </kit.Workflow>
+    ));
+    await runWorkflow(wf, { runId: "k", keyframes: { interval: 10, mode: "fixed" } });
+    const db = wf.dbFor();
+    const encodings = await query<{ encoding: string }>(dbPath, "SELECT DISTINCT encoding FROM _smithers_frames WHERE run_id = 'k' ORDER BY encoding");
+    expect(encodings.map((e) => e.encoding)).toEqual(["delta", "full", "keyframe"]);
+    for (const frame of [0, 9, 10, 37, 55]) {
+      const at = await runAtFrame(db, "k", frame);
+      const shown = new Map<string, string>();
+      const walk = (el: XmlElement) => {
+        if (el.tag === "task") shown.set(String(el.props.id), String(el.props.state));
+        for (const c of el.children) walk(c);
+      };
+      walk(await readFrame(db, "k", frame));
+      expect([frame, Object.fromEntries([...at.tasks.values()].map((t) => [t.nodeId, t.state]))]).toEqual([frame, Object.fromEntries(shown)]);
+    }
+  });
+});
+
 describe("rewind", () => {
   test("rewind then resume reaches the same outputs as the uninterrupted run; what it removed is in its event", async () => {
     const dbPath = tempDbPath();
