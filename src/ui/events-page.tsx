@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { followEvents } from "./api.ts";
 import { linkClick, useQueryParam } from "./nav.ts";
-import { ErrorNote } from "./shared.tsx";
+import { ColumnHeads, ErrorNote, FilterSelect } from "./shared.tsx";
 import { EVENT_TYPES, type RunEvent } from "./types.ts";
 
 const HIDDEN = new Set(["type", "runId", "seq", "timestampMs", "nodeId", "iteration"]);
@@ -87,28 +87,8 @@ export function EventsPage({ runId }: { runId: string }) {
         Events of run <code>{runId}</code>
       </h1>
       <form class="filters" aria-label="Filter events" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          <span id="events-type-label">Type</span>
-          <select aria-labelledby="events-type-label" value={type} onChange={(e) => setType(e.currentTarget.value)}>
-            <option value="">any</option>
-            {EVENT_TYPES.map((t) => (
-              <option key={t} value={t}>
-                {t}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          <span id="events-node-label">Node</span>
-          <select aria-labelledby="events-node-label" value={node} onChange={(e) => setNode(e.currentTarget.value)}>
-            <option value="">any</option>
-            {[...new Set([...nodes, ...(node ? [node] : [])])].map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
-        </label>
+        <FilterSelect id="events-type-label" label="Type" value={type} options={EVENT_TYPES} onChange={setType} />
+        <FilterSelect id="events-node-label" label="Node" value={node} options={node && !nodes.includes(node) ? [...nodes, node] : nodes} onChange={setNode} />
         <label class="check">
           <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.currentTarget.checked)} />
           Follow live
@@ -120,15 +100,7 @@ export function EventsPage({ runId }: { runId: string }) {
       </p>
       {error !== null && <ErrorNote error={error} />}
       <table class="events">
-        <thead>
-          <tr>
-            <th scope="col">Seq</th>
-            <th scope="col">Time</th>
-            <th scope="col">Type</th>
-            <th scope="col">Node</th>
-            <th scope="col">Details</th>
-          </tr>
-        </thead>
+        <ColumnHeads names={["Seq", "Time", "Type", "Node", "Details"]} />
         <tbody>
           {shown.map((e) => (
             <tr key={e.seq} data-seq={e.seq} data-type={e.type}>
