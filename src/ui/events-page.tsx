@@ -21,19 +21,16 @@ export function EventsPage({ runId }: { runId: string }) {
   const [node, setNode] = useQueryParam("node");
   const [follow, setFollow] = useState(true);
   const [events, setEvents] = useState<RunEvent[]>([]);
-  const [state, setState] = useState<"following" | "paused" | "ended">("following");
+  const [ended, setEnded] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const lastSeq = useRef(-1);
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []);
 
   useEffect(() => {
-    if (!follow) {
-      setState("paused");
-      return;
-    }
+    if (!follow) return;
     const abort = new AbortController();
-    setState("following");
+    setEnded(false);
     // Events arrive in bursts on replay: batch them into one update per animation frame.
     let batch: RunEvent[] = [];
     let scheduled = false;
@@ -61,7 +58,7 @@ export function EventsPage({ runId }: { runId: string }) {
             },
             abort.signal,
           );
-          setState("ended");
+          setEnded(true);
           return;
         } catch (e) {
           if (abort.signal.aborted) return;
@@ -95,8 +92,7 @@ export function EventsPage({ runId }: { runId: string }) {
         </label>
       </form>
       <p role="status" data-testid="events-state">
-        {shown.length} of {events.length} events shown ·{" "}
-        {state === "following" ? "following the run live" : state === "paused" ? "paused" : "the run is over; every event is shown"}
+        {shown.length} of {events.length} events shown · {!follow ? "paused" : ended ? "the run is over; every event is shown" : "following the run live"}
       </p>
       {error !== null && <ErrorNote error={error} />}
       <table class="events">
