@@ -6,7 +6,7 @@
 import type { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import { approvals, frames, runs, type SmithersDb } from "../db/index.ts";
-import { humanInbox, isOver, planChanges, readFrame, type PendingApproval } from "../engine/index.ts";
+import { frameHistory, humanInbox, isOver, planChanges, type PendingApproval } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { knownRun, listRunItems, runsQuery } from "./routes.ts";
 import { ANY_RUN, type FollowOptions } from "./sse.ts";
@@ -121,11 +121,12 @@ export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: Fol
     await knownRun(db, runId);
     const last = await frames.lastFrameNo(db, runId);
     const frameNo = frameParam(c.req.param("n"), runId, last);
-    const tree = await readFrame(db, runId, frameNo);
-    const before = frameNo > 0 ? await readFrame(db, runId, frameNo - 1) : undefined;
-    const [row] = await frames.frameRows(db, runId, frameNo, frameNo);
+    // Frames N-1 and N in one pass: the chain to N-1 rebuilt once, then N's delta applied (with its time).
+    const read = await Array.fromAsync(frameHistory(db, runId, Math.max(0, frameNo - 1), frameNo));
+    const at = read[read.length - 1]!;
+    const before = read.length > 1 ? read[0]!.tree : undefined;
     const forks = (await forksByFrame(db, runId)).get(frameNo) ?? [];
-    return c.json({ runId, frameNo, lastFrameNo: last, createdAtMs: row?.createdAtMs ?? null, tree, changes: planChanges(before, tree), forks });
+    return c.json({ runId, frameNo, lastFrameNo: last, createdAtMs: at.createdAtMs, tree: at.tree, changes: planChanges(before, at.tree), forks });
   });
 
   // What waits for a person: approvals (gate, select, rank) and human tasks with their JSON Schema.

@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { followEvents } from "./api.ts";
 import { linkClick, useQueryParam } from "./nav.ts";
-import { ErrorNote } from "./shared.tsx";
+import { ColumnHeads, ErrorNote, FilterSelect } from "./shared.tsx";
 import { EVENT_TYPES, type RunEvent } from "./types.ts";
 
 const HIDDEN = new Set(["type", "runId", "seq", "timestampMs", "nodeId", "iteration"]);
@@ -21,19 +21,16 @@ export function EventsPage({ runId }: { runId: string }) {
   const [node, setNode] = useQueryParam("node");
   const [follow, setFollow] = useState(true);
   const [events, setEvents] = useState<RunEvent[]>([]);
-  const [state, setState] = useState<"following" | "paused" | "ended">("following");
+  const [ended, setEnded] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const lastSeq = useRef(-1);
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []);
 
   useEffect(() => {
-    if (!follow) {
-      setState("paused");
-      return;
-    }
+    if (!follow) return;
     const abort = new AbortController();
-    setState("following");
+    setEnded(false);
     // Events arrive in bursts on replay: batch them into one update per animation frame.
     let batch: RunEvent[] = [];
     let scheduled = false;
@@ -61,7 +58,7 @@ export function EventsPage({ runId }: { runId: string }) {
             },
             abort.signal,
           );
-          setState("ended");
+          setEnded(true);
           return;
         } catch (e) {
           if (abort.signal.aborted) return;
@@ -87,48 +84,19 @@ export function EventsPage({ runId }: { runId: string }) {
         Events of run <code>{runId}</code>
       </h1>
       <form class="filters" aria-label="Filter events" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          <span id="events-type-label">Type</span>
-          <select aria-labelledby="events-type-label" value={type} onChange={(e) => setType(e.currentTarget.value)}>
-            <option value="">any</option>
-            {EVENT_TYPES.map((t) => (
-              <option key={t} value={t}>
-                {t}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          <span id="events-node-label">Node</span>
-          <select aria-labelledby="events-node-label" value={node} onChange={(e) => setNode(e.currentTarget.value)}>
-            <option value="">any</option>
-            {[...new Set([...nodes, ...(node ? [node] : [])])].map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
-        </label>
+        <FilterSelect id="events-type-label" label="Type" value={type} options={EVENT_TYPES} onChange={setType} />
+        <FilterSelect id="events-node-label" label="Node" value={node} options={node && !nodes.includes(node) ? [...nodes, node] : nodes} onChange={setNode} />
         <label class="check">
           <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.currentTarget.checked)} />
           Follow live
         </label>
       </form>
       <p role="status" data-testid="events-state">
-        {shown.length} of {events.length} events shown ·{" "}
-        {state === "following" ? "following the run live" : state === "paused" ? "paused" : "the run is over; every event is shown"}
+        {shown.length} of {events.length} events shown · {!follow ? "paused" : ended ? "the run is over; every event is shown" : "following the run live"}
       </p>
       {error !== null && <ErrorNote error={error} />}
       <table class="events">
-        <thead>
-          <tr>
-            <th scope="col">Seq</th>
-            <th scope="col">Time</th>
-            <th scope="col">Type</th>
-            <th scope="col">Node</th>
-            <th scope="col">Details</th>
-          </tr>
-        </thead>
+        <ColumnHeads names={["Seq", "Time", "Type", "Node", "Details"]} />
         <tbody>
           {shown.map((e) => (
             <tr key={e.seq} data-seq={e.seq} data-type={e.type}>

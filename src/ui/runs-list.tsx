@@ -8,7 +8,7 @@ import { useEffect, useState } from "preact/hooks";
 import { getJson, postJson, readEvents } from "./api.ts";
 import { duration, runDuration, time, usage } from "./format.ts";
 import { linkClick, navigate, useQueryParam } from "./nav.ts";
-import { ErrorNote, StatusBadge } from "./shared.tsx";
+import { ColumnHeads, ErrorNote, FilterSelect, StatusBadge } from "./shared.tsx";
 import { RUN_STATUSES, type RunListItem } from "./types.ts";
 
 const POLL_MS = 1000;
@@ -69,17 +69,7 @@ export function RunsList() {
       </p>
       <StartRun />
       <form class="filters" aria-label="Filter runs" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          Status
-          <select value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
-            <option value="">any</option>
-            {RUN_STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </label>
+        <FilterSelect id="runs-status-label" label="Status" value={status} options={RUN_STATUSES} onChange={setStatus} />
         <label>
           Workflow
           <input type="search" list="workflow-names" value={workflow} placeholder="any" onChange={(e) => setWorkflow(e.currentTarget.value.trim())} />
@@ -98,17 +88,7 @@ export function RunsList() {
       ) : (
         <table class="runs">
           <caption class="visually-hidden">Runs, newest first, {live ? "updated live" : "updated every second"}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Run</th>
-              <th scope="col">Status</th>
-              <th scope="col">Workflow</th>
-              <th scope="col">Started</th>
-              <th scope="col">Duration</th>
-              <th scope="col">Progress</th>
-              <th scope="col">Usage</th>
-            </tr>
-          </thead>
+          <ColumnHeads names={["Run", "Status", "Workflow", "Started", "Duration", "Progress", "Usage"]} />
           <tbody>
             {runs.map((r) => (
               <tr key={r.runId} data-run={r.runId}>

@@ -18,15 +18,16 @@ beforeAll(() => {
 const HTML = { Accept: "text/html,application/xhtml+xml" };
 
 describe("registerDashboard", () => {
-  test("the shell is served at /, /runs and /runs/<id> to a browser, and the token still guards the API", async () => {
+  test("the shell is served at /, /runs, /runs/<id>, /runs/<id>/events and /inbox to a browser, and the token still guards the API", async () => {
     const { url } = await serve({ token: "s3cret", dashboardDir });
-    for (const path of ["/", "/runs", "/runs/some-run"]) {
+    for (const path of ["/", "/runs", "/runs/some-run", "/runs/some-run/events", "/inbox"]) {
       const res = await fetch(`${url}${path}`, { headers: HTML });
       expect([path, res.status, res.headers.get("content-type")]).toEqual([path, 200, "text/html; charset=utf-8"]);
       expect(await res.text()).toContain("/assets/main-abc.js");
     }
     expect((await fetch(`${url}/runs`)).status).toBe(401);
     expect((await fetch(`${url}/runs/some-run`, { headers: { Accept: "application/json" } })).status).toBe(401);
+    for (const path of ["/runs/some-run/events", "/inbox"]) expect([path, (await fetch(`${url}${path}`)).status]).toEqual([path, 401]);
   });
 
   test("assets are served with their type and a long cache; other names are 404", async () => {

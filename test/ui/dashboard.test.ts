@@ -14,17 +14,15 @@ import { chromiumPath, dashboardHarness, SHOTS, TIMEOUT_MS, TOKEN } from "./harn
 
 describe.skipIf(!chromiumPath)("the dashboard in Chromium", () => {
   const h = dashboardHarness();
-  const open = (path: string) => h.open(path);
-  const waitForStatusAuthed = (runId: string, statuses: string[]) => h.waitForStatus(runId, statuses);
 
   test(
     "a gate run started in the page waits for approval in the list, is approved on its page, and finishes",
     async () => {
       // A finished run beside it, so the list shows progress of both kinds.
       const steps = { runId: await h.start("steps") };
-      await waitForStatusAuthed(steps.runId, ["finished"]);
+      await h.waitForStatus(steps.runId, ["finished"]);
 
-      const page = await open("/");
+      const page = await h.open("/");
       expect(page.url()).toBe(`${h.url}/`); // the token left the address bar
       await page.getByText("Start a run").click();
       await page.getByLabel("Workflow name").fill("gate");
@@ -89,8 +87,8 @@ describe.skipIf(!chromiumPath)("the dashboard in Chromium", () => {
     "the status filter narrows the list and stays in the URL",
     async () => {
       const gate = { runId: await h.start("gate") };
-      await waitForStatusAuthed(gate.runId, ["waiting-approval"]);
-      const page = await open("/");
+      await h.waitForStatus(gate.runId, ["waiting-approval"]);
+      const page = await h.open("/");
       await page.locator(`tr[data-run="${gate.runId}"]`).waitFor();
       await page.getByLabel("Status").selectOption("finished");
       await page.locator(`tr[data-run="${gate.runId}"]`).waitFor({ state: "detached" });
@@ -107,7 +105,7 @@ describe.skipIf(!chromiumPath)("the dashboard in Chromium", () => {
     "a run page opened by its URL in a dark-themed tab cancels a waiting run",
     async () => {
       const gate = { runId: await h.start("gate") };
-      await waitForStatusAuthed(gate.runId, ["waiting-approval"]);
+      await h.waitForStatus(gate.runId, ["waiting-approval"]);
       const page = await h.browser.newPage({ colorScheme: "dark" });
       await page.goto(`${h.url}/runs/${gate.runId}#token=${TOKEN}`);
       await page.getByRole("heading", { name: "Waiting for approval: Ship it?" }).waitFor();
@@ -124,7 +122,7 @@ describe.skipIf(!chromiumPath)("the dashboard in Chromium", () => {
   test(
     "the theme toggle turns a light tab dark, keeps the choice across a reload, and goes back to the system's",
     async () => {
-      const page = await open("/");
+      const page = await h.open("/");
       const background = () => page.evaluate("getComputedStyle(document.body).backgroundColor");
       expect(await background()).toBe("rgb(255, 255, 255)");
       await page.getByRole("button", { name: "Theme: system. Switch to light" }).click();
@@ -132,6 +130,8 @@ describe.skipIf(!chromiumPath)("the dashboard in Chromium", () => {
       await page.getByRole("button", { name: "Theme: dark. Switch to system" }).waitFor();
       expect(await background()).toBe("rgb(20, 23, 27)");
       await page.reload();
+      await page.getByRole("button", { name: "Theme: dark. Switch to system" }).waitFor();
+      expect(await background()).toBe("rgb(20, 23, 27)"); // applied again at start, not only remembered by the button
       await page.getByRole("button", { name: "Theme: dark. Switch to system" }).click();
       expect(await background()).toBe("rgb(255, 255, 255)");
       await page.close();

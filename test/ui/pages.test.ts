@@ -5,10 +5,19 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { approvals, runs } from "../../src/db/index.ts";
-import { chromiumPath, dashboardHarness, SHOTS, TIMEOUT_MS, TOKEN } from "./harness.ts";
+import type { Page } from "playwright-core";
+import { AUTH, chromiumPath, dashboardHarness, SHOTS, TIMEOUT_MS, TOKEN } from "./harness.ts";
 
 describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
   const h = dashboardHarness();
+  /** The inbox's card (`selector`) of run `runId`: the one that links to the run. */
+  const cardOf = (page: Page, selector: string, runId: string) => page.locator(selector, { has: page.locator(`a[href="/runs/${runId}"]`) });
+  /** Starts a run of `workflow`, waits until it asks for a person, then opens the inbox. */
+  const inboxFor = async (workflow: string) => {
+    const runId = await h.start(workflow);
+    await h.waitForStatus(runId, ["waiting-approval"]);
+    return { runId, page: await h.open("/inbox") };
+  };
 
   test(
     "a gate run started in the page waits on its page, is approved in the inbox with a note, and finishes",
@@ -22,7 +31,7 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
       await page.getByTestId("run-status").getByText("waiting-approval").waitFor({ timeout: 10_000 });
 
       await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Inbox" }).click();
-      const card = page.locator("section.approval", { has: page.locator(`a[href="/runs/${runId}"]`) });
+      const card = cardOf(page, "section.approval", runId);
       await card.getByRole("heading", { name: "Waiting for approval: Ship it?" }).waitFor();
       await card.getByLabel("Note (optional)").fill("ship from the inbox");
       await card.getByRole("button", { name: "Approve" }).click();
@@ -41,10 +50,8 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
   test(
     "select and rank approvals are decided in the inbox: one option chosen, then the options reordered by keyboard",
     async () => {
-      const runId = await h.start("choose");
-      await h.waitForStatus(runId, ["waiting-approval"]);
-      const page = await h.open("/inbox");
-      const plan = page.locator('section.approval[data-approval="plan"]', { has: page.locator(`a[href="/runs/${runId}"]`) });
+      const { runId, page } = await inboxFor("choose");
+      const plan = cardOf(page, 'section.approval[data-approval="plan"]', runId);
       await plan.getByRole("heading", { name: "Waiting for approval: How should 1.4 roll out?" }).waitFor();
       expect(await plan.locator(".metadata").textContent()).toBe("version1.4ownerrelease-team");
       // Approving without a choice is refused in the page.
@@ -53,7 +60,7 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
       await plan.getByLabel("Everyone at once").check();
       await plan.getByRole("button", { name: "Approve" }).click();
 
-      const order = page.locator('section.approval[data-approval="order"]', { has: page.locator(`a[href="/runs/${runId}"]`) });
+      const order = cardOf(page, 'section.approval[data-approval="order"]', runId);
       await order.getByRole("heading", { name: "Waiting for approval: Order the regions" }).waitFor({ timeout: 10_000 });
       // Asia-Pacific to the top: focus its "up" button and press Enter twice.
       await order.getByRole("button", { name: "Move Asia-Pacific up" }).focus();
@@ -77,10 +84,8 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
   test(
     "a human task's form shows the client's and the server's errors at their fields, then a valid answer lets the run finish",
     async () => {
-      const runId = await h.start("human-form");
-      await h.waitForStatus(runId, ["waiting-approval"]);
-      const page = await h.open("/inbox");
-      const card = page.locator("section.human", { has: page.locator(`a[href="/runs/${runId}"]`) });
+      const { runId, page } = await inboxFor("human-form");
+      const card = cardOf(page, "section.human", runId);
       await card.getByText("Review release 1.4: fill in every field.").waitFor();
       const field = (path: string) => card.locator(`[data-field="${path}"]`);
       await card.getByLabel("Title").fill("v1"); // too short: only the server's schema knows
@@ -108,7 +113,7 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
       await card.getByRole("button", { name: "Submit answer" }).click();
       await page.getByRole("status").getByText("Answer to review sent").waitFor();
       await h.waitForStatus(runId, ["finished"]);
-      const report = (await (await fetch(`${h.url}/runs/${runId}/outputs`, { headers: { Authorization: "Bearer dashboard-test-token" } })).json()) as {
+      const report = (await (await fetch(`${h.url}/runs/${runId}/outputs`, { headers: AUTH })).json()) as {
         outputs: { nodeId: string; row: Record<string, unknown> }[];
       };
       expect(report.outputs.find((o) => o.nodeId === "after")?.row).toEqual({ summary: "Release 1.4: high, 2 tags" });
