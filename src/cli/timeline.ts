@@ -5,7 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { frames, runs, type SmithersDb } from "../db/index.ts";
-import { frameHistory, planChanges, readFrame, type NodeChange, type PlanChanges, type PlanNode } from "../engine/index.ts";
+import { forksByFrame, frameHistory, planChanges, readFrame, type NodeChange, type PlanChanges, type PlanNode } from "../engine/index.ts";
 import type { PropValue } from "../codec/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
@@ -41,12 +41,7 @@ export async function timelineCommand(args: string[], io: Io): Promise<number> {
   try {
     await knownRun(db, runId);
     // Forks made from a frame are shown with it.
-    const forksAt = new Map<number, { runId: string; status: string; createdAtMs: number }[]>();
-    for (const f of await runs.listForks(db, runId)) {
-      const list = forksAt.get(f.forkedFromFrame!) ?? [];
-      list.push({ runId: f.runId, status: f.status, createdAtMs: f.createdAtMs });
-      forksAt.set(f.forkedFromFrame!, list);
-    }
+    const forksAt = await forksByFrame(db, runId);
     let before: Parameters<typeof planChanges>[0];
     let count = 0;
     for await (const frame of frameHistory(db, runId)) {

@@ -42,7 +42,8 @@ export type DecideOptions = {
 
 export type Decision = { runId: string; nodeId: string; iteration: number; approved: boolean };
 
-function requestOf(row: approvals.ApprovalRow): PendingApproval["request"] {
+/** What a stored gate asks (its request_json), `{}` when it has none or it does not parse. */
+export function requestOf(row: approvals.ApprovalRow): PendingApproval["request"] {
   try {
     return row.requestJson ? (JSON.parse(row.requestJson) as PendingApproval["request"]) : {};
   } catch {

@@ -28,7 +28,17 @@ export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, t
 export { EventBus } from "./event-bus.ts";
 export { supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
 export { loadWorkflowFile } from "./workflow-file.ts";
-export { approve, checkChoice, deny, findPendingApproval, pendingApprovals, type DecideOptions, type Decision, type PendingApproval } from "./approvals.ts";
+export {
+  approve,
+  checkChoice,
+  deny,
+  findPendingApproval,
+  pendingApprovals,
+  requestOf,
+  type DecideOptions,
+  type Decision,
+  type PendingApproval,
+} from "./approvals.ts";
 export { sendSignal, type SendSignalOptions, type SentSignal } from "./signals.ts";
 export { humanInbox, answerHuman, cancelHuman, humanRequestId, type InboxItem, type AnswerOptions } from "./human.ts";
 export { addCron, listCrons, removeCron, parseCron, type AddCronOptions, type CronSchedule } from "./cron.ts";
@@ -51,6 +61,16 @@ export { validateInput } from "./run-setup.ts";
 export { requestCancel, type CancelOutcome } from "./cancel.ts";
 export { pruneRuns, type PruneOptions, type PruneReport, type PrunedRun } from "./retention.ts";
 export { planChanges, planNodes, type PlanChanges, type PlanNode, type NodeChange } from "./plan-diff.ts";
-export { forkRun, rewindRun, type CrossedCall, type ForkOptions, type ForkResult, type RewindOptions, type RewindResult } from "./time-travel.ts";
+export {
+  forkRun,
+  forksByFrame,
+  rewindRun,
+  type ForkRef,
+  type CrossedCall,
+  type ForkOptions,
+  type ForkResult,
+  type RewindOptions,
+  type RewindResult,
+} from "./time-travel.ts";
 export { runAtFrame, downstreamOf, type RunAtFrame } from "./history.ts";
 export { workflowCodeHash, definitionSignature, type CodeHash } from "./code-pin.ts";

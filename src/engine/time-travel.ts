@@ -214,6 +214,19 @@ export async function forkRun(workflow: SmithersWorkflow, o: ForkOptions): Promi
   return { runId, parentRunId: o.runId, frame: o.frame, copied: copiedRows.length, reset: [...reset], crossed };
 }
 
+export type ForkRef = { runId: string; status: string; createdAtMs: number };
+
+/** The runs forked from each frame of `runId` (fork, replay), by frame number, oldest first. */
+export async function forksByFrame(db: SmithersDb, runId: string): Promise<Map<number, ForkRef[]>> {
+  const at = new Map<number, ForkRef[]>();
+  for (const f of await runs.listForks(db, runId)) {
+    const list = at.get(f.forkedFromFrame!) ?? [];
+    list.push({ runId: f.runId, status: f.status, createdAtMs: f.createdAtMs });
+    at.set(f.forkedFromFrame!, list);
+  }
+  return at;
+}
+
 function hashOrNull(path: string): string | null {
   try {
     return workflowCodeHash(path).hash;

@@ -6,7 +6,7 @@
 import type { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import { approvals, frames, runs, type SmithersDb } from "../db/index.ts";
-import { frameHistory, humanInbox, isOver, planChanges, type PendingApproval } from "../engine/index.ts";
+import { forksByFrame, frameHistory, humanInbox, isOver, planChanges, requestOf, type PendingApproval } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { knownRun, listRunItems, runsQuery } from "./routes.ts";
 import { ANY_RUN, type FollowOptions } from "./sse.ts";
@@ -28,12 +28,6 @@ export async function pendingApprovalsAcrossRuns(db: SmithersDb): Promise<InboxA
     if (!runRows.has(row.runId)) runRows.set(row.runId, await runs.getRun(db, row.runId));
     const run = runRows.get(row.runId);
     if (!run || isOver(run.status)) continue; // a cancelled or failed run's gate can no longer be decided usefully
-    let request: PendingApproval["request"] = {};
-    try {
-      request = row.requestJson ? (JSON.parse(row.requestJson) as PendingApproval["request"]) : {};
-    } catch {
-      request = {};
-    }
     out.push({
       runId: row.runId,
       workflowName: run.workflowName,
@@ -41,22 +35,10 @@ export async function pendingApprovalsAcrossRuns(db: SmithersDb): Promise<InboxA
       nodeId: row.nodeId,
       iteration: row.iteration,
       requestedAtMs: row.requestedAtMs,
-      request,
+      request: requestOf(row),
     });
   }
   return out;
-}
-
-export type ForkRef = { runId: string; status: string; createdAtMs: number };
-
-/** The runs forked from each frame of `runId` (`smithers fork`), by frame number. */
-async function forksByFrame(db: SmithersDb, runId: string): Promise<Map<number, ForkRef[]>> {
-  const at = new Map<number, ForkRef[]>();
-  for (const f of await runs.listForks(db, runId)) {
-    if (f.forkedFromFrame === null) continue;
-    at.set(f.forkedFromFrame, [...(at.get(f.forkedFromFrame) ?? []), { runId: f.runId, status: f.status, createdAtMs: f.createdAtMs }]);
-  }
-  return at;
 }
 
 /** `:n` of /runs/:id/frames/:n: a frame number, or `latest`; INVALID_INPUT otherwise. */
