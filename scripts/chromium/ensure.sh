@@ -24,18 +24,6 @@ find_chromium() {
 
 if find_chromium; then exit 0; fi
 
-if [[ "$(id -u)" != "0" ]]; then
-  echo "Chromium not found and not root: cannot install it (apt-get install chromium)" >&2
-  exit 1
-fi
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "Chromium not found and no apt-get to install it" >&2
-  exit 1
-fi
-
-echo "Installing Chromium (apt-get install chromium) for the dashboard's browser tests" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update >&2
-apt-get install -y --no-install-recommends chromium >&2
+"$(dirname "$0")/../apt-install.sh" Chromium "the dashboard's browser tests" chromium
 
 find_chromium

@@ -30,21 +30,11 @@ find_bindir() {
 
 if find_bindir; then exit 0; fi
 
-if [[ "$(id -u)" != "0" ]]; then
-  echo "PostgreSQL server binaries not found and not root: cannot install them (apt-get install postgresql)" >&2
-  exit 1
-fi
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "PostgreSQL server binaries not found and no apt-get to install them" >&2
-  exit 1
-fi
-
-echo "Installing PostgreSQL (apt-get install postgresql) for the PostgreSQL tests" >&2
 # A policy-rc.d that answers 101 stops the package's maintainer scripts from starting its own
 # cluster: the tests only want the binaries. Keep any policy-rc.d already there.
 policy=/usr/sbin/policy-rc.d
 own_policy=0
-if [[ ! -e "$policy" ]]; then
+if [[ "$(id -u)" == "0" && ! -e "$policy" ]]; then
   printf '#!/bin/sh\nexit 101\n' >"$policy"
   chmod +x "$policy"
   own_policy=1
@@ -52,9 +42,7 @@ fi
 cleanup() { if [[ "$own_policy" == 1 ]]; then rm -f "$policy"; fi; }
 trap cleanup EXIT
 
-export DEBIAN_FRONTEND=noninteractive
-apt-get update >&2
-apt-get install -y --no-install-recommends postgresql >&2
+"$(dirname "$0")/../apt-install.sh" "PostgreSQL server binaries" "the PostgreSQL tests" postgresql
 
 # Belt and braces: should a cluster have started anyway (no invoke-rc.d honouring the policy),
 # stop it so CI leaves no server of its own behind.
