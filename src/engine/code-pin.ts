@@ -143,25 +143,27 @@ function valueText(value: unknown): string | null {
 /**
  * A node's definition signature (16 hex digits): the same for the same definition rendered from
  * the same code and data, different when its prompt, body, agents, schema or settings change.
+ * Computed at every attempt's start, so kept cheap: the fields joined, hashed with Bun.hash (a
+ * change detector, not a digest anyone trusts); the schema's text is made once per schema.
  */
 export function definitionSignature(task: PlanTask, outputTable: string): string {
-  const agents = task.agent === undefined ? null : (Array.isArray(task.agent) ? task.agent : [task.agent as Agent]).map((a) => a.id ?? "(agent)");
-  const text = stableJson({
-    mode: task.mode,
-    output: outputTable,
-    schema: schemaText(task.outputSchema),
-    prompt: task.prompt ?? null,
-    compute: task.compute ? String(task.compute) : null,
-    staticValue: valueText(task.staticValue),
+  const agents = task.agent === undefined ? "" : (Array.isArray(task.agent) ? task.agent : [task.agent as Agent]).map((a) => a.id ?? "(agent)").join(",");
+  const text = [
+    task.mode,
+    outputTable,
+    schemaText(task.outputSchema) ?? "",
+    task.prompt ?? "",
+    task.compute ? String(task.compute) : "",
+    valueText(task.staticValue) ?? "",
     agents,
-    retries: task.retries ?? null,
-    timeoutMs: task.timeoutMs ?? null,
-    skip: task.skip,
-    continueOnFail: task.continueOnFail,
-    dependsOn: task.dependsOn,
-    approval: valueText(task.approval),
-    human: valueText(task.human),
-    event: task.event ? valueText({ ...task.event, payloadSchema: schemaText(task.event.payloadSchema) }) : null,
-  });
-  return new Bun.CryptoHasher("sha256").update(text).digest("hex").slice(0, 16);
+    task.retries ?? "",
+    task.timeoutMs ?? "",
+    task.skip ? 1 : 0,
+    task.continueOnFail ? 1 : 0,
+    task.dependsOn.join(","),
+    task.approval ? valueText(task.approval) : "",
+    task.human ? valueText(task.human) : "",
+    task.event ? valueText({ ...task.event, payloadSchema: schemaText(task.event.payloadSchema) }) : "",
+  ].join("\u0000");
+  return Bun.hash(text).toString(16).padStart(16, "0");
 }
