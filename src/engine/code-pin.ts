@@ -40,9 +40,13 @@ function importsOf(file: string, text: string): string[] {
 /** Smithers' own sources: a workflow that imports them by path (this repository's examples) imports a library, not its code. */
 const LIBRARY_DIR = `${resolve(import.meta.dir, "..")}/`;
 
-/** A local module `specifier` names from `fromFile`, or undefined (a package, Smithers itself, a builtin, or not found). */
+/**
+ * A local module `specifier` names from `fromFile`, or undefined (a package, Smithers itself, a
+ * builtin, or not found). Only paths are local: a bare specifier names a package, and is not
+ * resolved at all (a failed resolution walks every node_modules up to the root).
+ */
 function localModule(specifier: string, fromFile: string): string | undefined {
-  if (/^(node|bun):/.test(specifier)) return undefined;
+  if (!/^(\.{1,2}\/|\/)/.test(specifier)) return undefined;
   let found: string;
   try {
     found = Bun.resolveSync(specifier, dirname(fromFile));

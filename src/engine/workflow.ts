@@ -49,7 +49,11 @@ export type SmithersWorkflow<Input = any> = {
   dbFor(path?: string): SmithersDb;
   /** createSmithers' spend limits and prices: what a run gets unless runWorkflow says otherwise. */
   readonly spend?: { budget: Budget; pricing?: ModelPricing };
-  /** The file that called `smithers(...)`, when the stack tells: whose code a run started without `workflowPath` is pinned to. */
+  /**
+   * The file that called `smithers(...)`, when the stack tells: whose code a run started without
+   * `workflowPath` is pinned to. A helper that returns `smithers(...)` as its last act leaves no
+   * frame (a tail call), so the helper's caller is named; the helper is hashed as its import.
+   */
   readonly sourcePath?: string;
 };
 
