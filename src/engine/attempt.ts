@@ -293,23 +293,49 @@ export function performAttempt(a: AttemptInput): AttemptWork {
 }
 
 async function validated(a: AttemptInput, guard: Guarded<Produced>): Promise<AttemptResult> {
-  const { task, info } = a;
   try {
     const { raw, responseText, cache } = await guard.result;
-    const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
-    if (!parsed.success) {
-      throw new SmithersError(
-        "INVALID_OUTPUT",
-        `Task "${task.nodeId}" produced output that does not match its schema: ${formatZodIssues(parsed.error.issues, "; ")}`,
-        {
-          issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })),
-        },
-      );
-    }
-    assertStorable(task.nodeId, parsed.data);
-    return { ok: true, data: parsed.data as Record<string, unknown>, responseText, finishedAtMs: a.now(), ...(cache ? { cache } : {}) };
+    return { ok: true, data: checkedOutput(a, raw), responseText, finishedAtMs: a.now(), ...(cache ? { cache } : {}) };
   } catch (thrown) {
     return { ok: false, thrown, error: asTaskError(a, thrown), finishedAtMs: a.now(), ...(guard.isStop(thrown) ? { stopped: true } : {}) };
+  }
+}
+
+/** The output as its schema parses it; INVALID_OUTPUT when it does not match or cannot be stored. */
+function checkedOutput(a: AttemptInput, raw: unknown): Record<string, unknown> {
+  const { task, info } = a;
+  const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
+  if (!parsed.success) {
+    throw new SmithersError(
+      "INVALID_OUTPUT",
+      `Task "${task.nodeId}" produced output that does not match its schema: ${formatZodIssues(parsed.error.issues, "; ")}`,
+      {
+        issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })),
+      },
+    );
+  }
+  assertStorable(task.nodeId, parsed.data);
+  return parsed.data as Record<string, unknown>;
+}
+
+/**
+ * An attempt whose work touches nothing outside the engine: a static value, into a table the
+ * engine writes whole (not a custom table read back after its commit), with no cache entry to
+ * look up and no worktree to create. Running it again after a crash is not observable, so its
+ * start and outcome may commit together, with the steps around it (see Run.stepInner).
+ */
+export function isPureAttempt(a: AttemptInput): boolean {
+  const { task } = a;
+  return task.mode === "static" && !task.cache && !task.worktree && !a.info.custom;
+}
+
+/** performAttempt for a pure attempt (isPureAttempt), done at once: its value checked against the schema. */
+export function performPureAttempt(a: AttemptInput): AttemptResult {
+  try {
+    if (a.runSignal.aborted) throw new SmithersError("TASK_CANCELLED", `Task "${a.task.nodeId}" was cancelled`, { nodeId: a.task.nodeId });
+    return { ok: true, data: checkedOutput(a, a.task.staticValue), finishedAtMs: a.now() };
+  } catch (thrown) {
+    return { ok: false, thrown, error: asTaskError(a, thrown), finishedAtMs: a.now() };
   }
 }
 

@@ -68,3 +68,12 @@ export const OUTPUT_TEXT_MAX = 8_000;
 
 /** `smithers prune` without --older-than: runs that ended more than this long ago (7 days). */
 export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60_000;
+
+/**
+ * Steps that start only pure attempts (static values: nothing outside the engine acts) commit
+ * together, at least every this many steps or this many ms, so a long chain of them pays one
+ * commit per group instead of one per step. A crash loses at most the group in flight, which
+ * the resume runs again with the same result.
+ */
+export const PURE_BATCH_MAX_STEPS = 128;
+export const PURE_BATCH_MAX_MS = 20;

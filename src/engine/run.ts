@@ -30,7 +30,16 @@ import { describeThrown, errorJsonText, errorSummaryJson, safeStringify, Smither
 import { nodeKey, render, type CacheKeyContext, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
 import { withRenderContext } from "../jsx/render-context.ts";
 import { Waits } from "./waits.ts";
-import { performAttempt, recordSettle, recordStart, settleOutcome, type AttemptInput, type AttemptResult } from "./attempt.ts";
+import {
+  isPureAttempt,
+  performAttempt,
+  performPureAttempt,
+  recordSettle,
+  recordStart,
+  settleOutcome,
+  type AttemptInput,
+  type AttemptResult,
+} from "./attempt.ts";
 import { ALL_NODES, buildCtx, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
 import { runEndedEvent, type EventBody } from "./events.ts";
@@ -41,7 +50,16 @@ import { decide, DecideMemo, failureIn, type Action, type ContinueFrom } from ".
 import { describeFailure, failureError } from "./failure.ts";
 import { createSuccessor } from "./continue-as-new.ts";
 import { isWaiting, WAITING_STATUSES, type RunStatus, type WaitingStatus } from "./states.ts";
-import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS, OUTPUT_FLUSH_MS, OUTPUT_TEXT_MAX, TIMER_WAIT_IN_PLACE_MS, WAIT_POLL_MS } from "./constants.ts";
+import {
+  DEFAULT_STOP_GRACE_MS,
+  MAX_TIMER_MS,
+  OUTPUT_FLUSH_MS,
+  OUTPUT_TEXT_MAX,
+  PURE_BATCH_MAX_MS,
+  PURE_BATCH_MAX_STEPS,
+  TIMER_WAIT_IN_PLACE_MS,
+  WAIT_POLL_MS,
+} from "./constants.ts";
 import { retryBudget, retryDelay } from "./retry.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
@@ -93,6 +111,7 @@ export function asRunError(error: unknown): SmithersError {
 type Started = { task: PlanTask; tracked: TrackedNode; input: AttemptInput };
 type Ended = Started & { result: AttemptResult };
 type Event = EventBody;
+type Write = (q: Sql) => void | Promise<void>;
 
 export class Run {
   /** Work in flight (a task body running). */
@@ -130,7 +149,16 @@ export class Run {
   /** Frames waiting for the next transaction (see Outbox). */
   private readonly frameBox = new Outbox<frameRows.NewFrame>();
   /** Writes of the step that decided the run is over, committed with the run's final status. */
-  private readonly carried: ((q: Sql) => void | Promise<void>)[] = [];
+  private readonly carried: Write[] = [];
+  /**
+   * Steps that started only pure attempts (isPureAttempt), not committed yet: their writes, in
+   * step order, go first in the next transaction. Nothing outside the engine acted on them, so a
+   * crash before that commit loses nothing anyone saw; the run commits them before it starts
+   * other work, sleeps or ends, and at least every PURE_BATCH_MAX_STEPS steps or PURE_BATCH_MAX_MS.
+   */
+  private batch: Write[] = [];
+  private batchSteps = 0;
+  private batchSinceMs = 0;
   private failure: SmithersError | undefined;
   /** Aborted by the caller's signal: the run ends `cancelled`. */
   private readonly abort = new AbortController();
@@ -577,6 +605,7 @@ export class Run {
     this.emitText(); // agent text so far goes with this step's commit, before the outcomes it settles
     const writes = this.settle(this.ended.splice(0));
     const starts: Started[] = [];
+    let batched: Write[] = [];
     let next: "again" | "done" | { untilMs: number | undefined } = "again";
     try {
       const nowMs = this.now();
@@ -611,31 +640,44 @@ export class Run {
       const frame = this.frames.next(plan, (key) => this.s.states.get(key)?.state, nowMs);
       if (frame) {
         this.frameBox.push(frame);
-        this.emit({ type: "FrameCommitted", frameNo: frame.frameNo, encoding: frame.encoding });
+        // Announced first among the step's events (the frame rows themselves go with the journal).
+        writes.unshift(() => void this.emitInTransaction({ type: "FrameCommitted", frameNo: frame.frameNo, encoding: frame.encoding }));
       }
       // Only once the frame shows how the iteration ended.
       for (const [loopId, iteration] of finishedIterations) this.forgetIteration(loopId, iteration);
       // The run ends here: its last outcomes commit with the run's final status, in one transaction.
       if (next === "done" && starts.length === 0) {
-        this.carried.push(...writes.splice(0));
+        this.carried.push(...this.batch.splice(0), ...writes.splice(0));
         return next;
       }
-      if (writes.length > 0 || starts.length > 0 || this.frameBox.size > 0 || this.bus.stagedCount > 0) {
+      const startWrite: Write = async (q) => {
+        for (const st of starts) {
+          await recordStart(q, st.input);
+          this.emitInTransaction({ type: "NodeStarted", nodeId: st.task.nodeId, iteration: st.task.iteration, attempt: st.input.attempt });
+        }
+      };
+      if (this.defers(starts)) {
+        if (this.batchSteps++ === 0) this.batchSinceMs = performance.now();
+        this.batch.push(...writes.splice(0), startWrite);
+        for (const st of starts) this.ended.push({ ...st, result: performPureAttempt(st.input) });
+        return "again";
+      }
+      batched = this.batch.splice(0);
+      this.batchSteps = 0;
+      if (batched.length > 0 || writes.length > 0 || starts.length > 0 || this.frameBox.size > 0 || this.bus.stagedCount > 0) {
         await this.db.withTransaction("step", async (q) => {
           await this.checkOwner(q);
+          for (const write of batched) await write(q);
           for (const write of writes) await write(q);
-          for (const st of starts) {
-            await recordStart(q, st.input);
-            this.emitInTransaction({ type: "NodeStarted", nodeId: st.task.nodeId, iteration: st.task.iteration, attempt: st.input.attempt });
-          }
+          await startWrite(q);
           await this.journal(q);
         });
       }
     } catch (error) {
       // Nothing of this step was stored (a render, a frame or the transaction failed): its
-      // outcomes go with the run's last transaction, and the attempts it would have started
-      // never started.
-      this.carried.push(...writes);
+      // outcomes (and those of the steps batched before it) go with the run's last transaction,
+      // and the attempts it would have started never started.
+      this.carried.push(...batched, ...this.batch.splice(0), ...writes);
       for (const st of starts) {
         st.tracked.state = "pending";
         st.tracked.lastAttempt = st.input.attempt - 1;
@@ -647,6 +689,16 @@ export class Run {
     for (const st of starts) this.launch(st);
     await this.readCustomRows();
     return next;
+  }
+
+  /**
+   * Whether this step's writes can wait for a later step's commit: it starts only pure attempts
+   * (done at once, in memory) and the group of such steps is still small and young.
+   */
+  private defers(starts: readonly Started[]): boolean {
+    if (starts.length === 0 || this.abort.signal.aborted || this.failure) return false;
+    if (this.batchSteps >= PURE_BATCH_MAX_STEPS || (this.batchSteps > 0 && performance.now() - this.batchSinceMs >= PURE_BATCH_MAX_MS)) return false;
+    return starts.every((st) => isPureAttempt(st.input));
   }
 
   /** Turns one scheduler action into memory changes, writes for the step, and what to do next. */
@@ -912,7 +964,7 @@ export class Run {
     if (this.lost) return { runId, status: "failed", error: this.failure }; // the new owner writes from here on
     // Attempts stopped by a failure or cancel settle with the run's last transaction, and the
     // states they settled into belong in the last frame.
-    const writes = [...this.carried.splice(0), ...this.settle(this.ended.splice(0), true)];
+    const writes = [...this.carried.splice(0), ...this.batch.splice(0), ...this.settle(this.ended.splice(0), true)];
     if (this.plan) {
       try {
         const frame = this.frames.next(this.plan, (key) => this.s.states.get(key)?.state, this.now());
