@@ -157,6 +157,11 @@ export class Run {
    * other work, sleeps or ends, and at least every PURE_BATCH_MAX_STEPS steps or PURE_BATCH_MAX_MS.
    */
   private batch: Write[] = [];
+  /**
+   * This step wrote a wait's rows (a request, a signal taken, a timer): the next step reads them
+   * back from the database (which signal is still free, what was decided), so it commits now.
+   */
+  private waitsWrote = false;
   private batchSteps = 0;
   private batchSinceMs = 0;
   private failure: SmithersError | undefined;
@@ -606,13 +611,16 @@ export class Run {
     const writes = this.settle(this.ended.splice(0));
     const starts: Started[] = [];
     let batched: Write[] = [];
+    this.waitsWrote = false;
     let next: "again" | "done" | { untilMs: number | undefined } = "again";
     try {
       const nowMs = this.now();
       if (this.readsStates) this.renderStale = true;
       // Answers first, then the render that may depend on them (a <Signal>'s children, a ctx read).
       if (this.waits.waiting.size > 0) {
+        const before = writes.length;
         await this.waits.resolveWaits(await this.renderPlan(), nowMs, writes);
+        if (writes.length > before) this.waitsWrote = true;
         if (this.readsStates) this.renderStale = true;
       }
       const plan = await this.renderPlan();
@@ -656,7 +664,7 @@ export class Run {
           this.emitInTransaction({ type: "NodeStarted", nodeId: st.task.nodeId, iteration: st.task.iteration, attempt: st.input.attempt });
         }
       };
-      if (this.defers(starts)) {
+      if (this.defers(starts, next)) {
         if (this.batchSteps++ === 0) this.batchSinceMs = performance.now();
         this.batch.push(...writes.splice(0), startWrite);
         for (const st of starts) this.ended.push({ ...st, result: performPureAttempt(st.input) });
@@ -692,11 +700,12 @@ export class Run {
   }
 
   /**
-   * Whether this step's writes can wait for a later step's commit: it starts only pure attempts
-   * (done at once, in memory) and the group of such steps is still small and young.
+   * Whether this step's writes can wait for a later step's commit: the run steps again at once
+   * (it starts only pure attempts, done in memory now, or it moved a loop on), and the group of
+   * such steps is still small and young. A step that starts other work, sleeps or ends commits.
    */
-  private defers(starts: readonly Started[]): boolean {
-    if (starts.length === 0 || this.abort.signal.aborted || this.failure) return false;
+  private defers(starts: readonly Started[], next: "again" | "done" | { untilMs: number | undefined }): boolean {
+    if (next === "done" || (starts.length === 0 && next !== "again") || this.waitsWrote || this.abort.signal.aborted || this.failure) return false;
     if (this.batchSteps >= PURE_BATCH_MAX_STEPS || (this.batchSteps > 0 && performance.now() - this.batchSinceMs >= PURE_BATCH_MAX_MS)) return false;
     return starts.every((st) => isPureAttempt(st.input));
   }
@@ -720,9 +729,11 @@ export class Run {
         this.suspendedUntilMs = action.untilMs;
         return "done";
       case "fire-timer":
+        this.waitsWrote = true;
         this.waits.fireTimer(action.task, nowMs, writes);
         return undefined;
       case "expire-wait":
+        this.waitsWrote = true;
         this.waits.expireWait(action.task, nowMs, writes);
         return undefined;
       case "fail-run":
@@ -740,23 +751,28 @@ export class Run {
         const { task } = action;
         const tracked = this.tracked(task);
         if (task.mode === "timer") {
+          this.waitsWrote = true;
           this.waits.startTimer(task, tracked, nowMs, writes);
           return undefined;
         }
         if (task.mode === "approval") {
+          this.waitsWrote = true;
           this.waits.requestApproval(task, nowMs, writes);
           return undefined;
         }
         if (task.mode === "event") {
+          this.waitsWrote = true;
           this.waits.startEventWait(task, nowMs, writes);
           return undefined;
         }
         if (task.mode === "human") {
+          this.waitsWrote = true;
           this.waits.askHuman(task, nowMs, 1, writes);
           return undefined;
         }
         // <Task needsApproval>: the first start asks a person instead; once approved the task runs.
         if (task.approval?.mode === "gate" && !tracked.gatePassed) {
+          this.waitsWrote = true;
           this.waits.requestApproval(task, nowMs, writes);
           return undefined;
         }
