@@ -100,12 +100,25 @@ export type Walk = {
  */
 export class DecideMemo {
   private readonly doneBefore = new WeakMap<readonly PlanNode[], number>();
+  private readonly tails = new WeakMap<readonly PlanNode[], Tail>();
   private readonly taskIndex = new WeakMap<Plan, ReadonlyMap<string, PlanTask>>();
   start(children: readonly PlanNode[]): number {
     return this.doneBefore.get(children) ?? 0;
   }
   setStart(children: readonly PlanNode[], index: number): void {
     this.doneBefore.set(children, index);
+  }
+  /** What is known of a group's untouched tail (see Tail), found by one scan the first time the group is walked. */
+  tail(children: readonly PlanNode[], w: Walk): Tail {
+    let found = this.tails.get(children);
+    if (!found) {
+      let plainFrom = children.length;
+      while (plainFrom > 0 && isPlainTask(children[plainFrom - 1]!)) plainFrom--;
+      let touchedMax = children.length - 1;
+      while (touchedMax >= 0 && untouched(children[touchedMax]!, w)) touchedMax--;
+      this.tails.set(children, (found = { plainFrom, touchedMax }));
+    }
+    return found;
   }
   tasksOf(plan: Plan): ReadonlyMap<string, PlanTask> {
     let found = this.taskIndex.get(plan);
@@ -116,13 +129,29 @@ export class DecideMemo {
 
 const indexTasks = (plan: Plan): ReadonlyMap<string, PlanTask> => new Map(plan.tasks.map((t) => [t.nodeId, t]));
 
+/**
+ * A group's children past `touchedMax` have no state yet, and those from `plainFrom` on are plain
+ * tasks (no skip, no unresolved deps): such a task does nothing but take a slot when there is one.
+ * Nodes get a state only by an action a walk decided (or before the first walk, on resume), so
+ * the walk that pushes an action for a child moves `touchedMax` past it. With every slot taken,
+ * a walk stops at the untouched plain tail instead of visiting it: a wide Parallel costs what is
+ * in flight per step, not its width.
+ */
+type Tail = { plainFrom: number; touchedMax: number };
+
+function isPlainTask(node: PlanNode): boolean {
+  return node.kind === "task" && !node.skip && !(node.unresolvedDeps && node.unresolvedDeps.length > 0);
+}
+
 const stateOf = (w: Walk, t: PlanTask) => w.states.get(t.key);
 
 function countRunning(node: PlanNode, w: Walk): number {
   if (node.kind === "task") return stateOf(w, node)?.state === "running" ? 1 : 0;
   const children = childNodes(node);
+  // Children past the touched ones have no state, so none of them runs.
+  const end = w.memo && node.kind === "parallel" ? w.memo.tail(children, w).touchedMax + 1 : children.length;
   let n = 0;
-  for (let i = w.memo?.start(children) ?? 0; i < children.length; i++) n += countRunning(children[i]!, w);
+  for (let i = w.memo?.start(children) ?? 0; i < end; i++) n += countRunning(children[i]!, w);
   return n;
 }
 
@@ -236,8 +265,14 @@ function visitParallel(group: PlanGroup, caps: Cap[], w: Walk): Visit {
   if (cap !== undefined) {
     for (let i = prefix; i < group.children.length; i++) if (!untouched(group.children[i]!, w) && !settled(group.children[i]!, w)) inFlight++;
   }
+  const tail = cap === undefined ? w.memo?.tail(group.children, w) : undefined;
   for (let i = prefix; i < group.children.length; i++) {
     const child = group.children[i]!;
+    if (tail && i > tail.touchedMax && i >= tail.plainFrom && inner.some((c) => c.used >= c.max)) {
+      if (result === "done") result = "busy"; // untouched plain tasks wait for a slot: nothing to decide for them
+      break;
+    }
+    const actionsBefore = w.actions.length;
     const admitting = cap !== undefined && untouched(child, w);
     if (admitting && inFlight >= cap) {
       if (result === "done") result = "busy";
@@ -247,6 +282,7 @@ function visitParallel(group: PlanGroup, caps: Cap[], w: Walk): Visit {
     const r = visit(child, inner, w);
     // A child takes a slot once it starts something; one still waiting on a dependency does not hold one.
     if (admitting && w.actions.slice(startsBefore).some((a) => a.type === "start" || a.type === "retry" || a.type === "skip")) inFlight++;
+    if (tail && w.actions.length > actionsBefore && i > tail.touchedMax) tail.touchedMax = i;
     if (r === "done" && prefix === i) prefix = i + 1;
     if (r === "failed") result = "failed";
     else if (r === "busy" && result === "done") result = "busy";
