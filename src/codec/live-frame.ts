@@ -8,7 +8,7 @@ import { EMPTY_LIST_A, EMPTY_LIST_B, elementHash, headHash, out, toHex } from ".
 import { corrupt, parseDelta, type FrameDelta, type FrameOp } from "./ops.ts";
 import { SmithersError } from "../errors/index.ts";
 import { checkName, checkTree, checkValue, frozenCopy, type PropValue, type XmlElement } from "./tree.ts";
-import { encodeFrameXml } from "./xml.ts";
+import { elementXml } from "./xml.ts";
 
 type Props = XmlElement["props"];
 
@@ -157,8 +157,9 @@ export class LiveFrame {
     return snapshot(this.root);
   }
 
+  /** encodeFrameXml(toTree()), written from the working copy (checked on the way in) without a snapshot. */
   toXml(): string {
-    return encodeFrameXml(this.toTree());
+    return elementXml(this.root, 1, true);
   }
 
   /** A frozen snapshot of the element at `path`, or undefined when there is none. */
