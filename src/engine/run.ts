@@ -244,9 +244,7 @@ export class Run {
 
   /** Inside any transaction of the run: stores the staged frames and events with it. */
   private readonly journal = async (q: Sql): Promise<void> => {
-    await this.frameBox.writeIn(this.db, async (rows) => {
-      for (const f of rows) await frameRows.insertFrame(q, f);
-    });
+    await this.frameBox.writeIn(this.db, async (rows) => await frameRows.insertFrames(q, rows));
     await this.bus.writeStagedIn(q);
   };
 

@@ -7,7 +7,7 @@ import { and, asc, count, eq, gt, gte, inArray, sql, type InferSelectModel, type
 import { smithersEvents } from "../internal-schema.ts";
 import { jsonField, perDialect, type Dialect, type Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
-import { immediate, insertSql, lockRunSequence, sqlNames } from "./shared.ts";
+import { immediate, insertRows, insertSql, lockRunSequence, sqlNames } from "./shared.ts";
 
 export type EventRow = InferSelectModel<typeof smithersEvents>;
 
@@ -44,6 +44,7 @@ const INSERT_EVENT = insertSql(smithersEvents, ["runId", "seq", "timestampMs", "
  * events of the same run just count on from it: no gap, no duplicate.
  */
 async function insertInTransaction(q: Sql, events: readonly NewEvent[], dedupe = true): Promise<number[]> {
+  if (!dedupe) return await insertAllInTransaction(q, events);
   const nextByRun = new Map<string, number>();
   const seqs: number[] = [];
   for (const event of events) {
@@ -63,6 +64,27 @@ async function insertInTransaction(q: Sql, events: readonly NewEvent[], dedupe =
     nextByRun.set(event.runId, seq + 1);
     seqs.push(seq);
   }
+  return seqs;
+}
+
+/** insertInTransaction without de-duplication: the seqs are counted on from one MAX per run, the rows written many per statement. */
+async function insertAllInTransaction(q: Sql, events: readonly NewEvent[]): Promise<number[]> {
+  const nextByRun = new Map<string, number>();
+  const seqs: number[] = [];
+  for (const event of events) {
+    let seq = nextByRun.get(event.runId);
+    if (seq === undefined) {
+      await lockRunSequence(q, "events", event.runId);
+      seq = (await q.get<{ next: number }>(NEXT_SEQ, event.runId))?.next ?? 0;
+    }
+    nextByRun.set(event.runId, seq + 1);
+    seqs.push(seq);
+  }
+  await insertRows(
+    q,
+    INSERT_EVENT,
+    events.map((e, i) => [e.runId, seqs[i], e.timestampMs, e.type, e.payloadJson]),
+  );
   return seqs;
 }
 

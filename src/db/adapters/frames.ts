@@ -7,7 +7,7 @@ import { and, asc, desc, eq, gte, inArray, lte, sql, type InferSelectModel } fro
 import { smithersFrames } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
-import { insertSql } from "./shared.ts";
+import { insertRows, insertSql } from "./shared.ts";
 
 export type FrameRow = InferSelectModel<typeof smithersFrames>;
 export type FrameEncoding = "full" | "keyframe" | "delta";
@@ -21,6 +21,15 @@ const INSERT_FRAME = insertSql(smithersFrames, ["runId", "frameNo", "createdAtMs
 /** Takes the Drizzle handle so it joins the caller's transaction. */
 export async function insertFrame(q: Sql, f: NewFrame): Promise<void> {
   await q.run(INSERT_FRAME, f.runId, f.frameNo, f.createdAtMs, f.body, f.hash, f.encoding);
+}
+
+/** insertFrame for several frames, many per statement. */
+export async function insertFrames(q: Sql, frames: readonly NewFrame[]): Promise<void> {
+  await insertRows(
+    q,
+    INSERT_FRAME,
+    frames.map((f) => [f.runId, f.frameNo, f.createdAtMs, f.body, f.hash, f.encoding]),
+  );
 }
 
 /** Number, encoding and stored size of every frame of the run, in order. */

@@ -54,6 +54,31 @@ export function insertSql<T extends SQLiteTable>(table: T, keys: readonly Column
   return `INSERT INTO ${quoteIdentifier(getTableName(table))} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`;
 }
 
+/** Row counts of multi-row INSERTs, largest first: a few texts to prepare, however many rows. */
+const ROW_CHUNKS = [64, 16, 4, 1];
+const multiRowTexts = new Map<string, string>();
+
+/**
+ * Runs the insertSql text (one row of placeholders) for every row given (each the row's
+ * parameters in order), many rows per statement: a batch of steps writes its frames and events
+ * in a few statements instead of one per row.
+ */
+export async function insertRows(q: Sql, insert: string, rows: readonly (readonly unknown[])[]): Promise<void> {
+  for (let at = 0; at < rows.length; ) {
+    const count = ROW_CHUNKS.find((size) => size <= rows.length - at)!;
+    const key = count + "\0" + insert;
+    let text = multiRowTexts.get(key);
+    if (text === undefined) {
+      const values = insert.slice(insert.lastIndexOf(" VALUES ") + " VALUES ".length);
+      multiRowTexts.set(key, (text = insert + (", " + values).repeat(count - 1)));
+    }
+    const params: unknown[] = [];
+    for (let i = at; i < at + count; i++) params.push(...rows[i]!);
+    await q.run(text, ...params);
+    at += count;
+  }
+}
+
 /** The advisory-lock key space of each per-run sequence (PostgreSQL's two-integer lock key). */
 const SEQUENCE_LOCK_SPACE = { events: 1, signals: 2, queue: 3, toolCalls: 4 } as const;
 
