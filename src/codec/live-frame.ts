@@ -159,7 +159,7 @@ export class LiveFrame {
 
   /** encodeFrameXml(toTree()), written from the working copy (checked on the way in) without a snapshot. */
   toXml(): string {
-    return elementXml(this.root, 1, true);
+    return elementXml(this.root, true);
   }
 
   /** A frozen snapshot of the element at `path`, or undefined when there is none. */

@@ -77,7 +77,7 @@ function fromOrdered(node: Ordered): XmlElement {
  * @example encodeFrameXml({ tag: "task", props: { id: "a", retries: 2 }, children: [] }) // '<task id="a" retries="=2"/>'
  */
 export function encodeFrameXml(root: XmlElement): string {
-  return elementXml(root, 1, false);
+  return elementXml(root, false);
 }
 
 /** An element-shaped tree: a frame, or LiveFrame's working copy. */
@@ -87,24 +87,33 @@ export type XmlShape = { readonly tag: string; readonly props: XmlElement["props
  * The builder's text for options OPTIONS: the same escapes and self-closing tags. `checked`: the
  * tree's names, values and depth were checked already (a LiveFrame's), so they are not again.
  */
-export function elementXml(el: XmlShape, depth: number, checked: boolean): string {
-  if (!checked) {
-    if (depth > FRAME_MAX_DEPTH) throw invalid(`Frame is nested deeper than ${FRAME_MAX_DEPTH} elements`);
-    checkName(el.tag, "tag");
-  }
-  let xml = `<${el.tag}`;
-  for (const name of Object.keys(el.props)) {
-    const value = el.props[name];
+export function elementXml(root: XmlShape, checked: boolean): string {
+  // Pieces joined once: a keyframe of a large run is a long text, built without a rope per element.
+  const parts: string[] = [];
+  const write = (el: XmlShape, depth: number) => {
     if (!checked) {
-      checkName(name, "prop");
-      checkValue(value, name);
+      if (depth > FRAME_MAX_DEPTH) throw invalid(`Frame is nested deeper than ${FRAME_MAX_DEPTH} elements`);
+      checkName(el.tag, "tag");
     }
-    xml += ` ${name}="${escapeAttribute(encodePropValue(value as PropValue))}"`;
-  }
-  if (el.children.length === 0) return `${xml}/>`;
-  xml += ">";
-  for (const child of el.children) xml += elementXml(child, depth + 1, checked);
-  return `${xml}</${el.tag}>`;
+    parts.push("<", el.tag);
+    for (const name of Object.keys(el.props)) {
+      const value = el.props[name];
+      if (!checked) {
+        checkName(name, "prop");
+        checkValue(value, name);
+      }
+      parts.push(" ", name, '="', escapeAttribute(encodePropValue(value as PropValue)), '"');
+    }
+    if (el.children.length === 0) {
+      parts.push("/>");
+      return;
+    }
+    parts.push(">");
+    for (const child of el.children) write(child, depth + 1);
+    parts.push("</", el.tag, ">");
+  };
+  write(root, 1);
+  return parts.join("");
 }
 
 const ATTRIBUTE_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" };

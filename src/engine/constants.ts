@@ -77,3 +77,6 @@ export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60_000;
  */
 export const PURE_BATCH_MAX_STEPS = 128;
 export const PURE_BATCH_MAX_MS = 20;
+
+/** A running engine gives the event loop a turn at least this often (its steps may all resolve as microtasks). */
+export const YIELD_EVERY_MS = 20;

@@ -58,6 +58,7 @@ import {
   PURE_BATCH_MAX_MS,
   PURE_BATCH_MAX_STEPS,
   TIMER_WAIT_IN_PLACE_MS,
+  YIELD_EVERY_MS,
   WAIT_POLL_MS,
 } from "./constants.ts";
 import { retryBudget, retryDelay } from "./retry.ts";
@@ -954,7 +955,15 @@ export class Run {
     const { runId } = this.s;
     try {
       let named = false;
+      let yieldedAtMs = performance.now();
       while (!this.abort.signal.aborted && !this.failure) {
+        // Steps of in-memory work and synchronous SQLite resolve as microtasks: the process's
+        // timers and I/O (the heartbeat, a cancel, a server in the same process) get a turn at
+        // least this often however long a chain of such steps is.
+        if (performance.now() - yieldedAtMs >= YIELD_EVERY_MS) {
+          await new Promise((resolve) => setImmediate(resolve));
+          yieldedAtMs = performance.now();
+        }
         const next = await this.step();
         if (!named && this.plan) {
           named = true;
