@@ -112,7 +112,7 @@ describe("fork, replay, rewind and timeline from the CLI", () => {
       expect([args.join(" "), r.code, r.stderr.includes(code)]).toEqual([args.join(" "), 2, true]);
     }
     expect(sql(db, "SELECT run_id, status FROM _smithers_runs ORDER BY run_id")).toEqual(before);
-  });
+  }, 30_000); // fifteen CLI processes: more than the default 5 s on a busy 2-core machine
 
   test("fork --run re-executes the reset node and what follows it; timeline shows the fork; rewind --resume finishes again", () => {
     const db = tempDbPath();
