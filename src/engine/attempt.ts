@@ -57,6 +57,12 @@ export type AttemptInput = {
   onAgentEvent?: (event: AgentEvent) => void;
   /** A `<Subflow>`'s: the run's limits and spend so far, for the child run (see SubflowWork.spend). */
   budget?: { budget: Budget; spent: UsageTotals; pricing?: ModelPricing };
+  /**
+   * Set for a pure attempt done in the step that started it (see Run.defers): its start and its
+   * outcome commit in one transaction, so recordSettle writes the node and attempt rows once, as
+   * they end, instead of recordStart writing them running first.
+   */
+  startInSettle?: boolean;
 };
 
 /** A child run's spend as one call's usage (tokens; the cost when the child knew it). */
@@ -401,6 +407,7 @@ function usageColumns(usage: AgentUsage | undefined) {
  * process took the run over, RUN_OWNED rolls the step back) and writes the output or the error.
  */
 export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResult, outcome: AttemptOutcome): Promise<void> {
+  if (a.startInSettle) return await recordPureAttempt(q, a, result, outcome);
   const { task, info } = a;
   const key = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
   const node = {
@@ -440,5 +447,39 @@ export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResul
     state,
     wakeAtMs: outcome.kind === "failed" && outcome.retryable ? (outcome.retryAtMs ?? null) : null,
     errorJson: state === "failed" ? JSON.stringify(errorSummaryJson(result.error)) : null,
+  });
+}
+
+/**
+ * recordStart and recordSettle of a pure attempt in one (startInSettle): the attempt row as it
+ * ended, the output row, the node in its outcome's state with the definition signature. A pure
+ * attempt has no agent, cache, usage or response text, and is never suspended.
+ */
+async function recordPureAttempt(q: Sql, a: AttemptInput, result: AttemptResult, outcome: AttemptOutcome): Promise<void> {
+  const { task, info } = a;
+  const ids = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration };
+  const retrying = outcome.kind === "failed" && outcome.retryable;
+  const state = result.ok ? "finished" : outcome.kind === "cancelled" ? "cancelled" : retrying ? "pending" : "failed";
+  const attemptState = result.ok ? "finished" : outcome.kind === "cancelled" ? "cancelled" : "failed";
+  await attempts.insertEndedAttempt(q, {
+    ...ids,
+    attempt: a.attempt,
+    state: attemptState,
+    startedAtMs: a.startedAtMs,
+    finishedAtMs: result.finishedAtMs,
+    errorJson: result.ok ? null : errorJsonText(result.error),
+    metaJson: task.meta ? safeStringify(task.meta) : null,
+  });
+  if (result.ok) await writeOutputRow(q, info, ids, result.data);
+  await nodes.upsertNode(q, {
+    ...ids,
+    state,
+    lastAttempt: a.attempt,
+    updatedAtMs: result.finishedAtMs,
+    outputTable: info.tableName,
+    label: task.label ?? null,
+    wakeAtMs: retrying ? (outcome.retryAtMs ?? null) : null,
+    errorJson: state === "failed" && !result.ok ? JSON.stringify(errorSummaryJson(result.error)) : null,
+    defSig: definitionSignature(task, info.tableName),
   });
 }

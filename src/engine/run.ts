@@ -659,14 +659,18 @@ export class Run {
       }
       const startWrite: Write = async (q) => {
         for (const st of starts) {
-          await recordStart(q, st.input);
+          if (!st.input.startInSettle) await recordStart(q, st.input);
           this.emitInTransaction({ type: "NodeStarted", nodeId: st.task.nodeId, iteration: st.task.iteration, attempt: st.input.attempt });
         }
       };
       if (this.defers(starts, next)) {
         if (this.batchSteps++ === 0) this.batchSinceMs = performance.now();
         this.batch.push(...writes.splice(0), startWrite);
-        for (const st of starts) this.ended.push({ ...st, result: performPureAttempt(st.input) });
+        for (const st of starts) {
+          // Its settle joins this batch (the next step settles it, and commits with it or batches it too).
+          st.input.startInSettle = true;
+          this.ended.push({ ...st, result: performPureAttempt(st.input) });
+        }
         return "again";
       }
       batched = this.batch.splice(0);

@@ -11,6 +11,26 @@ export type NewAttemptRow = InferInsertModel<typeof smithersAttempts>;
 const A = sqlNames(smithersAttempts);
 
 const INSERT_RUNNING = insertSql(smithersAttempts, ["runId", "nodeId", "iteration", "attempt", "state", "startedAtMs", "metaJson"]);
+const INSERT_ENDED = insertSql(smithersAttempts, ["runId", "nodeId", "iteration", "attempt", "state", "startedAtMs", "finishedAtMs", "errorJson", "metaJson"]);
+
+/** An attempt that started and ended within one transaction (no agent, no response text, no usage), as one row. */
+export async function insertEndedAttempt(
+  q: Sql,
+  row: Pick<NewAttemptRow, "runId" | "nodeId" | "iteration" | "attempt" | "state" | "startedAtMs" | "finishedAtMs" | "errorJson" | "metaJson">,
+): Promise<void> {
+  await q.run(
+    INSERT_ENDED,
+    row.runId,
+    row.nodeId,
+    row.iteration ?? 0,
+    row.attempt,
+    row.state,
+    row.startedAtMs,
+    row.finishedAtMs ?? null,
+    row.errorJson ?? null,
+    row.metaJson ?? null,
+  );
+}
 
 export async function insertAttempt(q: Sql, row: NewAttemptRow): Promise<void> {
   if (row.finishedAtMs != null || row.errorJson != null || row.responseText != null) {
