@@ -11,22 +11,14 @@
  * src/ instead, exported to a temporary directory, so edits in progress cannot break or skew a run.
  */
 import { Database } from "bun:sqlite";
-import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { markdownTable } from "../markdown-table.ts";
 import { RESULT_PREFIX, type ChildReport, type RunSpec, type Shape } from "./protocol.ts";
-
-const HERE = import.meta.dir;
-const BENCH_DIR = resolve(HERE, "..");
-const ROOT = resolve(BENCH_DIR, "..");
-// Generated files (`smithers up` workflows, --ours-ref exports) live outside the repo, so no type
-// checker or test runner of the project ever picks them up.
-const WORK_DIR = join(tmpdir(), "smithers-bench-compare");
-const PEER_PKG = join(BENCH_DIR, "node_modules", "smithers-orchestrator", "package.json");
-const PEER_CLI = join(BENCH_DIR, "node_modules", "smithers-orchestrator", "src", "bin", "smithers.js");
-const BUN = process.execPath;
+import { BENCH_DIR, BUN, firstLine, HERE, PEER_CLI, PEER_PKG, ROOT, runChild, WORK_DIR, type OursTree } from "./spawn.ts";
+import { linkTo, upFile } from "./up-file.ts";
 
 type Engine = "ours" | "peer";
 type WorkflowName = Shape | "up" | "floor";
@@ -45,9 +37,6 @@ export type CompareOptions = {
   install: boolean;
   oursRef?: string;
 };
-
-/** Where our engine is loaded from: the repo itself, or a commit's src/ exported by --ours-ref. */
-type OursTree = { root: string; label: string };
 
 type Ok = { ok: true; wallMs: number; rssMb: number; db: { main: number; wal: number; shm: number }; framesBytes: number | null };
 type Failed = { ok: false; kind: "error" | "timeout"; message: string };
@@ -142,25 +131,6 @@ export async function ensurePeer(install: boolean): Promise<boolean> {
   return false;
 }
 
-// ---------------------------------------------------------------------------------------------
-// one child process
-
-type ChildOutcome = { code: number | null; stdout: string; stderr: string; timedOut: boolean; elapsedMs: number };
-
-async function runChild(cmd: string[], cwd: string, env: Record<string, string>, timeoutMs: number): Promise<ChildOutcome> {
-  const started = performance.now();
-  const proc = Bun.spawn(cmd, { cwd, env: { ...process.env, SMITHERS_LOG_LEVEL: "warn", ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    proc.kill("SIGKILL");
-  }, timeoutMs);
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  const elapsedMs = performance.now() - started;
-  clearTimeout(timer);
-  return { code, stdout, stderr, timedOut, elapsedMs };
-}
-
 function fileSize(path: string): number {
   return existsSync(path) ? statSync(path).size : 0;
 }
@@ -181,8 +151,6 @@ function inspectDb(dbPath: string): { db: Ok["db"]; rows: number; framesBytes: n
   }
 }
 
-const firstLine = (s: string) => s.trim().split("\n").filter(Boolean).slice(-3).join(" / ").slice(0, 300);
-
 async function measure(engine: Engine | "floor", workflow: WorkflowName, n: number, opts: CompareOptions, ours: OursTree): Promise<Sample> {
   const dir = mkdtempSync(join(tmpdir(), "smithers-compare-"));
   const dbPath = join(dir, "bench.db");
@@ -191,7 +159,7 @@ async function measure(engine: Engine | "floor", workflow: WorkflowName, n: numb
     let cmd: string[];
     let env: Record<string, string> = {};
     if (workflow === "up") {
-      const file = upFile(engine as Engine, ours);
+      const file = upFile(engine as Engine, ours, UP_TASKS);
       const cli = engine === "ours" ? [join(ours.root, "src/cli/index.ts"), "up", file, "--db", dbPath] : [PEER_CLI, "up", file];
       cmd = [BUN, "--preload", join(HERE, "rss-probe.ts"), ...cli];
       env = { BENCH_DB: dbPath, BENCH_RSS_FILE: rssFile };
@@ -223,65 +191,6 @@ async function measure(engine: Engine | "floor", workflow: WorkflowName, n: numb
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// `smithers up` files: five static tasks in a Sequence, generated under WORK_DIR
-
-function writeIfChanged(path: string, text: string): void {
-  if (!existsSync(path) || readFileSync(path, "utf8") !== text) writeFileSync(path, text);
-}
-
-/** A symlink at `link` to `target`, replacing one that points elsewhere. */
-function linkTo(link: string, target: string): void {
-  let current: string | undefined;
-  try {
-    current = lstatSync(link).isSymbolicLink() ? readlinkSync(link) : "";
-  } catch {
-    current = undefined; // nothing there
-  }
-  if (current === target) return;
-  if (current !== undefined) rmSync(link, { recursive: true, force: true });
-  symlinkSync(target, link, "dir");
-}
-
-function upFile(engine: Engine, ours: OursTree): string {
-  const tasks = Array.from({ length: UP_TASKS }, (_, i) => `      <Task id="t${i}" output={outputs.out}>{{ n: ${i} }}</Task>`).join("\n");
-  const body = `export default smithers(() => (
-  <Workflow name="up${UP_TASKS}">
-    <Sequence>
-${tasks}
-    </Sequence>
-  </Workflow>
-));
-`;
-  let dir: string;
-  let source: string;
-  if (engine === "ours") {
-    dir = join(WORK_DIR, "ours-up", ours.root === ROOT ? "tree" : basename(ours.root));
-    source = `/** @jsxImportSource ${ours.root}/src/jsx */
-// Generated by bench/compare/index.ts. Run as: bun ${ours.root}/src/cli/index.ts up <this file> --db <tmp>
-import { createSmithers } from "${ours.root}/src/index.ts";
-import { z } from "${ours.root}/node_modules/zod/index.js";
-const { Workflow, Task, Sequence, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) });
-${body}`;
-  } else {
-    // Beside a node_modules link to bench/node_modules, where the peer is installed.
-    dir = join(WORK_DIR, "peer-up");
-    mkdirSync(dir, { recursive: true });
-    linkTo(join(dir, "node_modules"), join(BENCH_DIR, "node_modules"));
-    source = `/** @jsxImportSource smithers-orchestrator */
-// Generated by bench/compare/index.ts. Run as: BENCH_DB=<tmp> bun bench/node_modules/smithers-orchestrator/src/bin/smithers.js up <this file>
-// (the peer's \`up\` has no --db flag: the database is createSmithers' dbPath)
-import { createSmithers } from "smithers-orchestrator";
-import { z } from "zod";
-const { Workflow, Task, Sequence, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: process.env.BENCH_DB });
-${body}`;
-  }
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, `up${UP_TASKS}-${engine}.tsx`);
-  writeIfChanged(path, source);
-  return path;
 }
 
 // ---------------------------------------------------------------------------------------------
