@@ -4,8 +4,11 @@
  * table of medians with ours/peer ratios. See bench/README.md.
  *
  *   bun run bench/compare/index.ts [--reps 3] [--n 10,100,1000,10000] [--only ours|peer]
- *                                  [--workflows one,seq,par,loop,up,floor] [--quick]
+ *                                  [--workflows one,seq,par,loop,up,floor,rest] [--quick]
  *                                  [--timeout 600] [--peer-max-n 1000] [--ours-ref GIT_REF] [--json FILE] [--no-install]
+ *
+ * `rest` is a second table, ours only: `smithers ps`, a supervise pass and a new run beside N waiting
+ * and 5N finished runs, for each N of --n from 1,000 up (rest.ts).
  *
  * Ours is the working tree's src/ by default; --ours-ref HEAD (or any commit) measures that commit's
  * src/ instead, exported to a temporary directory, so edits in progress cannot break or skew a run.
@@ -17,12 +20,13 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { markdownTable } from "../markdown-table.ts";
 import { RESULT_PREFIX, type ChildReport, type RunSpec, type Shape } from "./protocol.ts";
+import { measureRestRows, planRestRows, REST_MIN_N, renderRestTable } from "./rest.ts";
 import { BENCH_DIR, BUN, firstLine, HERE, PEER_CLI, PEER_PKG, ROOT, runChild, WORK_DIR, type OursTree } from "./spawn.ts";
 import { linkTo, upFile } from "./up-file.ts";
 
 type Engine = "ours" | "peer";
-type WorkflowName = Shape | "up" | "floor";
-const WORKFLOWS: readonly WorkflowName[] = ["one", "seq", "par", "loop", "up", "floor"];
+type WorkflowName = Shape | "up" | "floor" | "rest";
+const WORKFLOWS: readonly WorkflowName[] = ["one", "seq", "par", "loop", "up", "floor", "rest"];
 const UP_TASKS = 5;
 const FLOOR_NS = [1_000, 10_000];
 
@@ -228,8 +232,8 @@ function oursTree(ref: string | undefined): OursTree {
   linkTo(join(root, "node_modules"), join(ROOT, "node_modules"));
   // The current worker and its helpers, so any commit's engine runs the same workflows.
   mkdirSync(join(root, "bench", "compare"), { recursive: true });
-  copyFileSync(join(BENCH_DIR, "zod.ts"), join(root, "bench", "zod.ts"));
-  for (const f of ["ours.tsx", "protocol.ts"]) copyFileSync(join(HERE, f), join(root, "bench", "compare", f));
+  for (const f of ["zod.ts", "idle-runs.ts", "statement-counter.ts"]) copyFileSync(join(BENCH_DIR, f), join(root, "bench", f));
+  for (const f of ["ours.tsx", "protocol.ts", "rest-child.tsx"]) copyFileSync(join(HERE, f), join(root, "bench", "compare", f));
   return { root, label: `${sha} (--ours-ref ${ref})` };
 }
 
@@ -374,22 +378,34 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
     console.error(`  [${i + 1}/${jobs.length}] ${what}: ${said}`);
     if (!sample.ok) notes.push(`${what}: ${sample.kind}: ${sample.message}`);
   }
+  const restRows = opts.workflows.includes("rest") && opts.engines.includes("ours") ? planRestRows(opts.ns) : [];
+  const restNotes = restRows.length ? await measureRestRows(restRows, opts.reps, ours, opts.timeoutMs) : [];
   const totalS = (performance.now() - benchStarted) / 1000;
   console.log(
     `\nbench/compare: medians of ${opts.reps} run${opts.reps > 1 ? "s" : ""} per cell (Bun ${Bun.version}, ${process.platform}/${process.arch}, ` +
       `${navigator.hardwareConcurrency} cores; ours: ${ours.label}; peer smithers-orchestrator@${peerAvailable ? wantedPeerVersion() : "-"})\n`,
   );
-  console.log(renderTable(rows));
-  console.log(
-    "\nwall: inside the child, around runWorkflow only (after imports and workflow creation); `smithers up`: the whole process, spawn to exit." +
-      "\nDB: main file + -wal + -shm, read by the parent after the child exited. frames: SUM(length(xml_json)) over _smithers_frames." +
-      "\nRSS: the child's own peak (VmHWM). floor rows: plain bun:sqlite, one committed INSERT per task, shown in the ours columns." +
-      `\n— : not measured (the peer above N=${fmtInt(opts.peerMaxN)}, or not selected).`,
-  );
+  if (rows.length) console.log(renderTable(rows));
+  if (rows.length)
+    console.log(
+      "\nwall: inside the child, around runWorkflow only (after imports and workflow creation); `smithers up`: the whole process, spawn to exit." +
+        "\nDB: main file + -wal + -shm, read by the parent after the child exited. frames: SUM(length(xml_json)) over _smithers_frames." +
+        "\nRSS: the child's own peak (VmHWM). floor rows: plain bun:sqlite, one committed INSERT per task, shown in the ours columns." +
+        `\n— : not measured (the peer above N=${fmtInt(opts.peerMaxN)}, or not selected).`,
+    );
   for (const n of notes) console.log(`  ! ${n}`);
+  if (restRows.length) {
+    console.log(`\nRuns at rest (ours only; N from --n, ${fmtInt(REST_MIN_N)} and up): N waiting runs, none due, and 5N finished in the database\n`);
+    console.log(renderRestTable(restRows));
+    console.log(
+      "\nwall: in process, around the one call only (the database opened before, but for the `open` row); whole process: spawn to exit." +
+        "\nstatements: every SQL statement the call or the process executed (bench/statement-counter.ts). RSS: the process's peak (VmHWM).",
+    );
+    for (const n of restNotes) console.log(`  ! ${n}`);
+  }
   console.log(`\nbench/compare: total ${totalS >= 120 ? `${(totalS / 60).toFixed(1)} min` : `${totalS.toFixed(totalS < 10 ? 1 : 0)} s`}`);
   if (opts.json) {
-    writeFileSync(opts.json, JSON.stringify({ bun: Bun.version, options: opts, totalSeconds: totalS, rows }, null, 2));
+    writeFileSync(opts.json, JSON.stringify({ bun: Bun.version, options: opts, totalSeconds: totalS, rows, restRows }, null, 2));
     console.log(`bench/compare: raw samples written to ${opts.json}`);
   }
 }
