@@ -4,33 +4,29 @@
  * table of medians with ours/peer ratios. See bench/README.md.
  *
  *   bun run bench/compare/index.ts [--reps 3] [--n 10,100,1000,10000] [--only ours|peer]
- *                                  [--workflows one,seq,par,loop,up,floor] [--quick]
+ *                                  [--workflows one,seq,par,loop,up,floor,rest] [--quick]
  *                                  [--timeout 600] [--peer-max-n 1000] [--ours-ref GIT_REF] [--json FILE] [--no-install]
+ *
+ * `rest` is a second table, ours only: `smithers ps`, a supervise pass and a new run beside N waiting
+ * and 5N finished runs, for each N of --n from 1,000 up (rest.ts).
  *
  * Ours is the working tree's src/ by default; --ours-ref HEAD (or any commit) measures that commit's
  * src/ instead, exported to a temporary directory, so edits in progress cannot break or skew a run.
  */
 import { Database } from "bun:sqlite";
-import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { markdownTable } from "../markdown-table.ts";
 import { RESULT_PREFIX, type ChildReport, type RunSpec, type Shape } from "./protocol.ts";
-
-const HERE = import.meta.dir;
-const BENCH_DIR = resolve(HERE, "..");
-const ROOT = resolve(BENCH_DIR, "..");
-// Generated files (`smithers up` workflows, --ours-ref exports) live outside the repo, so no type
-// checker or test runner of the project ever picks them up.
-const WORK_DIR = join(tmpdir(), "smithers-bench-compare");
-const PEER_PKG = join(BENCH_DIR, "node_modules", "smithers-orchestrator", "package.json");
-const PEER_CLI = join(BENCH_DIR, "node_modules", "smithers-orchestrator", "src", "bin", "smithers.js");
-const BUN = process.execPath;
+import { measureRestRows, planRestRows, REST_MIN_N, renderRestTable } from "./rest.ts";
+import { BENCH_DIR, BUN, firstLine, HERE, PEER_CLI, PEER_PKG, ROOT, runChild, WORK_DIR, type OursTree } from "./spawn.ts";
+import { linkTo, upFile } from "./up-file.ts";
 
 type Engine = "ours" | "peer";
-type WorkflowName = Shape | "up" | "floor";
-const WORKFLOWS: readonly WorkflowName[] = ["one", "seq", "par", "loop", "up", "floor"];
+type WorkflowName = Shape | "up" | "floor" | "rest";
+const WORKFLOWS: readonly WorkflowName[] = ["one", "seq", "par", "loop", "up", "floor", "rest"];
 const UP_TASKS = 5;
 const FLOOR_NS = [1_000, 10_000];
 
@@ -45,9 +41,6 @@ export type CompareOptions = {
   install: boolean;
   oursRef?: string;
 };
-
-/** Where our engine is loaded from: the repo itself, or a commit's src/ exported by --ours-ref. */
-type OursTree = { root: string; label: string };
 
 type Ok = { ok: true; wallMs: number; rssMb: number; db: { main: number; wal: number; shm: number }; framesBytes: number | null };
 type Failed = { ok: false; kind: "error" | "timeout"; message: string };
@@ -142,25 +135,6 @@ export async function ensurePeer(install: boolean): Promise<boolean> {
   return false;
 }
 
-// ---------------------------------------------------------------------------------------------
-// one child process
-
-type ChildOutcome = { code: number | null; stdout: string; stderr: string; timedOut: boolean; elapsedMs: number };
-
-async function runChild(cmd: string[], cwd: string, env: Record<string, string>, timeoutMs: number): Promise<ChildOutcome> {
-  const started = performance.now();
-  const proc = Bun.spawn(cmd, { cwd, env: { ...process.env, SMITHERS_LOG_LEVEL: "warn", ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    proc.kill("SIGKILL");
-  }, timeoutMs);
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  const elapsedMs = performance.now() - started;
-  clearTimeout(timer);
-  return { code, stdout, stderr, timedOut, elapsedMs };
-}
-
 function fileSize(path: string): number {
   return existsSync(path) ? statSync(path).size : 0;
 }
@@ -181,8 +155,6 @@ function inspectDb(dbPath: string): { db: Ok["db"]; rows: number; framesBytes: n
   }
 }
 
-const firstLine = (s: string) => s.trim().split("\n").filter(Boolean).slice(-3).join(" / ").slice(0, 300);
-
 async function measure(engine: Engine | "floor", workflow: WorkflowName, n: number, opts: CompareOptions, ours: OursTree): Promise<Sample> {
   const dir = mkdtempSync(join(tmpdir(), "smithers-compare-"));
   const dbPath = join(dir, "bench.db");
@@ -191,7 +163,7 @@ async function measure(engine: Engine | "floor", workflow: WorkflowName, n: numb
     let cmd: string[];
     let env: Record<string, string> = {};
     if (workflow === "up") {
-      const file = upFile(engine as Engine, ours);
+      const file = upFile(engine as Engine, ours, UP_TASKS);
       const cli = engine === "ours" ? [join(ours.root, "src/cli/index.ts"), "up", file, "--db", dbPath] : [PEER_CLI, "up", file];
       cmd = [BUN, "--preload", join(HERE, "rss-probe.ts"), ...cli];
       env = { BENCH_DB: dbPath, BENCH_RSS_FILE: rssFile };
@@ -223,65 +195,6 @@ async function measure(engine: Engine | "floor", workflow: WorkflowName, n: numb
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// `smithers up` files: five static tasks in a Sequence, generated under WORK_DIR
-
-function writeIfChanged(path: string, text: string): void {
-  if (!existsSync(path) || readFileSync(path, "utf8") !== text) writeFileSync(path, text);
-}
-
-/** A symlink at `link` to `target`, replacing one that points elsewhere. */
-function linkTo(link: string, target: string): void {
-  let current: string | undefined;
-  try {
-    current = lstatSync(link).isSymbolicLink() ? readlinkSync(link) : "";
-  } catch {
-    current = undefined; // nothing there
-  }
-  if (current === target) return;
-  if (current !== undefined) rmSync(link, { recursive: true, force: true });
-  symlinkSync(target, link, "dir");
-}
-
-function upFile(engine: Engine, ours: OursTree): string {
-  const tasks = Array.from({ length: UP_TASKS }, (_, i) => `      <Task id="t${i}" output={outputs.out}>{{ n: ${i} }}</Task>`).join("\n");
-  const body = `export default smithers(() => (
-  <Workflow name="up${UP_TASKS}">
-    <Sequence>
-${tasks}
-    </Sequence>
-  </Workflow>
-));
-`;
-  let dir: string;
-  let source: string;
-  if (engine === "ours") {
-    dir = join(WORK_DIR, "ours-up", ours.root === ROOT ? "tree" : basename(ours.root));
-    source = `/** @jsxImportSource ${ours.root}/src/jsx */
-// Generated by bench/compare/index.ts. Run as: bun ${ours.root}/src/cli/index.ts up <this file> --db <tmp>
-import { createSmithers } from "${ours.root}/src/index.ts";
-import { z } from "${ours.root}/node_modules/zod/index.js";
-const { Workflow, Task, Sequence, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) });
-${body}`;
-  } else {
-    // Beside a node_modules link to bench/node_modules, where the peer is installed.
-    dir = join(WORK_DIR, "peer-up");
-    mkdirSync(dir, { recursive: true });
-    linkTo(join(dir, "node_modules"), join(BENCH_DIR, "node_modules"));
-    source = `/** @jsxImportSource smithers-orchestrator */
-// Generated by bench/compare/index.ts. Run as: BENCH_DB=<tmp> bun bench/node_modules/smithers-orchestrator/src/bin/smithers.js up <this file>
-// (the peer's \`up\` has no --db flag: the database is createSmithers' dbPath)
-import { createSmithers } from "smithers-orchestrator";
-import { z } from "zod";
-const { Workflow, Task, Sequence, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: process.env.BENCH_DB });
-${body}`;
-  }
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, `up${UP_TASKS}-${engine}.tsx`);
-  writeIfChanged(path, source);
-  return path;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -319,8 +232,8 @@ function oursTree(ref: string | undefined): OursTree {
   linkTo(join(root, "node_modules"), join(ROOT, "node_modules"));
   // The current worker and its helpers, so any commit's engine runs the same workflows.
   mkdirSync(join(root, "bench", "compare"), { recursive: true });
-  copyFileSync(join(BENCH_DIR, "zod.ts"), join(root, "bench", "zod.ts"));
-  for (const f of ["ours.tsx", "protocol.ts"]) copyFileSync(join(HERE, f), join(root, "bench", "compare", f));
+  for (const f of ["zod.ts", "idle-runs.ts", "statement-counter.ts"]) copyFileSync(join(BENCH_DIR, f), join(root, "bench", f));
+  for (const f of ["ours.tsx", "protocol.ts", "rest-child.tsx"]) copyFileSync(join(HERE, f), join(root, "bench", "compare", f));
   return { root, label: `${sha} (--ours-ref ${ref})` };
 }
 
@@ -465,22 +378,34 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
     console.error(`  [${i + 1}/${jobs.length}] ${what}: ${said}`);
     if (!sample.ok) notes.push(`${what}: ${sample.kind}: ${sample.message}`);
   }
+  const restRows = opts.workflows.includes("rest") && opts.engines.includes("ours") ? planRestRows(opts.ns) : [];
+  const restNotes = restRows.length ? await measureRestRows(restRows, opts.reps, ours, opts.timeoutMs) : [];
   const totalS = (performance.now() - benchStarted) / 1000;
   console.log(
     `\nbench/compare: medians of ${opts.reps} run${opts.reps > 1 ? "s" : ""} per cell (Bun ${Bun.version}, ${process.platform}/${process.arch}, ` +
       `${navigator.hardwareConcurrency} cores; ours: ${ours.label}; peer smithers-orchestrator@${peerAvailable ? wantedPeerVersion() : "-"})\n`,
   );
-  console.log(renderTable(rows));
-  console.log(
-    "\nwall: inside the child, around runWorkflow only (after imports and workflow creation); `smithers up`: the whole process, spawn to exit." +
-      "\nDB: main file + -wal + -shm, read by the parent after the child exited. frames: SUM(length(xml_json)) over _smithers_frames." +
-      "\nRSS: the child's own peak (VmHWM). floor rows: plain bun:sqlite, one committed INSERT per task, shown in the ours columns." +
-      `\n— : not measured (the peer above N=${fmtInt(opts.peerMaxN)}, or not selected).`,
-  );
+  if (rows.length) console.log(renderTable(rows));
+  if (rows.length)
+    console.log(
+      "\nwall: inside the child, around runWorkflow only (after imports and workflow creation); `smithers up`: the whole process, spawn to exit." +
+        "\nDB: main file + -wal + -shm, read by the parent after the child exited. frames: SUM(length(xml_json)) over _smithers_frames." +
+        "\nRSS: the child's own peak (VmHWM). floor rows: plain bun:sqlite, one committed INSERT per task, shown in the ours columns." +
+        `\n— : not measured (the peer above N=${fmtInt(opts.peerMaxN)}, or not selected).`,
+    );
   for (const n of notes) console.log(`  ! ${n}`);
+  if (restRows.length) {
+    console.log(`\nRuns at rest (ours only; N from --n, ${fmtInt(REST_MIN_N)} and up): N waiting runs, none due, and 5N finished in the database\n`);
+    console.log(renderRestTable(restRows));
+    console.log(
+      "\nwall: in process, around the one call only (the database opened before, but for the `open` row); whole process: spawn to exit." +
+        "\nstatements: every SQL statement the call or the process executed (bench/statement-counter.ts). RSS: the process's peak (VmHWM).",
+    );
+    for (const n of restNotes) console.log(`  ! ${n}`);
+  }
   console.log(`\nbench/compare: total ${totalS >= 120 ? `${(totalS / 60).toFixed(1)} min` : `${totalS.toFixed(totalS < 10 ? 1 : 0)} s`}`);
   if (opts.json) {
-    writeFileSync(opts.json, JSON.stringify({ bun: Bun.version, options: opts, totalSeconds: totalS, rows }, null, 2));
+    writeFileSync(opts.json, JSON.stringify({ bun: Bun.version, options: opts, totalSeconds: totalS, rows, restRows }, null, 2));
     console.log(`bench/compare: raw samples written to ${opts.json}`);
   }
 }

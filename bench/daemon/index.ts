@@ -6,8 +6,8 @@
  * <Approval> then approved with approve(), on a <Timer> that has since fired, and on a signal then
  * sent with sendSignal() (approve and sendSignal mark the run due, as in production). The other
  * waiting runs, spread over waiting-approval (gate still requested), waiting-event (nothing sent)
- * and waiting-timer (a day or more away), and the 5N finished runs are bulk-inserted with
- * prepared statements in one transaction: a run row and a node row each, a gate row per approval.
+ * and waiting-timer (a day or more away), and the 5N finished runs are bulk-inserted by
+ * ../idle-runs.ts.
  *
  * Measured:
  * (a) the look-up, runs.listDueRuns as a pass calls it (with the workflow-path filter, as
@@ -18,82 +18,22 @@
  *     end: wall ms of a pass on one copy of the database with nothing counted, and the statements
  *     of the same pass on an identical copy, counted, in all and per woken run.
  *
- * What is counted: every execution of a prepared statement, i.e. each call of run, get, all,
- * values, raw or iterate on the native statement prototype that every bun:sqlite Statement
- * delegates to (a JS Statement's own methods are set per instance, so its prototype cannot be
- * wrapped), plus each Database.prototype.exec/run call (BEGIN, COMMIT, PRAGMA …). Every connection
- * of the process is counted: the resumed runs open their own. Preparing counts nothing; an exec
- * holding several statements counts once. The wrappers are installed for the counted calls only.
+ * What is counted: see ../statement-counter.ts; every connection of the process is counted (the
+ * resumed runs open their own). The wrappers are installed for the counted calls only.
  *
  *   bun run bench/daemon/index.ts [N]      # default 10,000
  */
-import { Database } from "bun:sqlite";
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runs, SqliteDb, type SmithersDb } from "../../src/db/index.ts";
 import { approve, runWorkflow, sendSignal, supervise, type SuperviseOutcome } from "../../src/engine/index.ts";
+import { insertIdleRuns, WAITING_STATUS, WAITS } from "../idle-runs.ts";
 import { markdownTable } from "../markdown-table.ts";
+import { countStatements } from "../statement-counter.ts";
 import workflow from "./workflow.tsx";
 
 const workflowPath = join(import.meta.dir, "workflow.tsx");
-const WAITS = ["approval", "timer", "signal"] as const;
-const WAITING_STATUS = { approval: "waiting-approval", timer: "waiting-timer", signal: "waiting-event" } as const;
-const EXECUTE = ["run", "get", "all", "values", "raw", "iterate"] as const;
-
-type Counted = { total: number; byKind: Map<string, number>; sql: string[] };
-
-const kindOf = (text: string) => /^\s*(\w+)/.exec(text)?.[1]?.toUpperCase() ?? "?";
-
-/** Runs `fn` with every statement execution of the process counted (see the header), by first keyword. */
-async function countStatements<T>(fn: () => Promise<T>, keepSql = false): Promise<{ value: T; counted: Counted }> {
-  const probe = new Database(":memory:");
-  const nativeProto = Object.getPrototypeOf((probe.prepare("SELECT 1") as unknown as { native: object }).native) as Record<string, unknown>;
-  probe.close();
-  const counted: Counted = { total: 0, byKind: new Map(), sql: [] };
-  const kinds = new WeakMap<object, string>();
-  const note = (kind: string) => {
-    counted.total++;
-    counted.byKind.set(kind, (counted.byKind.get(kind) ?? 0) + 1);
-  };
-  const restore: (() => void)[] = [];
-  const wrap = (
-    target: Record<string, unknown>,
-    name: string,
-    kind: (self: object, args: unknown[]) => string,
-    text: (self: object, args: unknown[]) => string,
-  ) => {
-    const original = target[name];
-    if (typeof original !== "function") return;
-    target[name] = function (this: object, ...args: unknown[]) {
-      note(kind(this, args));
-      const result = (original as (...a: unknown[]) => unknown).apply(this, args);
-      if (keepSql) counted.sql.push(text(this, args)); // after the call: the text then shows the bound values
-      return result;
-    };
-    restore.push(() => (target[name] = original));
-  };
-  // A statement's kind is read from its text once (toString expands the bound parameters).
-  const statementKind = (self: object) => {
-    let kind = kinds.get(self);
-    if (kind === undefined) kinds.set(self, (kind = kindOf(String(self))));
-    return kind;
-  };
-  for (const name of EXECUTE) wrap(nativeProto, name, statementKind, (self) => String(self));
-  const dbProto = Database.prototype as unknown as Record<string, unknown>;
-  for (const name of ["exec", "run"])
-    wrap(
-      dbProto,
-      name,
-      (_self, args) => kindOf(String(args[0])),
-      (_self, args) => String(args[0]),
-    );
-  try {
-    return { value: await fn(), counted };
-  } finally {
-    for (const undo of restore.reverse()) undo();
-  }
-}
 
 /** The due runs, really run: each waits, then is approved or signalled (or its timer comes due). */
 async function startDueRuns(db: SmithersDb, count: number): Promise<string[]> {
@@ -108,28 +48,6 @@ async function startDueRuns(db: SmithersDb, count: number): Promise<string[]> {
     ids.push(runId);
   }
   return ids;
-}
-
-/** The runs that are not due, waiting and finished, in one transaction of prepared INSERTs. */
-function insertIdleRuns(sqlite: Database, waiting: number, finished: number, nowMs: number): void {
-  const run = sqlite.prepare("INSERT INTO _smithers_runs (run_id, workflow_name, status, created_at_ms, wake_at_ms) VALUES (?, 'w', ?, ?, ?)");
-  const node = sqlite.prepare(
-    "INSERT INTO _smithers_nodes (run_id, node_id, iteration, state, updated_at_ms, output_table, wake_at_ms) VALUES (?, 'wait', 0, ?, ?, 'step', ?)",
-  );
-  const gate = sqlite.prepare("INSERT INTO _smithers_approvals (run_id, node_id, iteration, status, requested_at_ms) VALUES (?, 'wait', 0, ?, ?)");
-  sqlite.transaction(() => {
-    for (let i = 0; i < waiting; i++) {
-      const wait = WAITS[i % WAITS.length]!;
-      const wakeAtMs = wait === "timer" ? nowMs + 86_400_000 + i : null;
-      run.run(`w${i}`, WAITING_STATUS[wait], nowMs, wakeAtMs);
-      node.run(`w${i}`, WAITING_STATUS[wait], nowMs, wakeAtMs);
-      if (wait === "approval") gate.run(`w${i}`, "requested", nowMs);
-    }
-    for (let i = 0; i < finished; i++) {
-      run.run(`f${i}`, "finished", nowMs, null);
-      node.run(`f${i}`, "finished", nowMs, null);
-    }
-  })();
 }
 
 const fmt = (n: number) => n.toLocaleString("en-US");

@@ -39,12 +39,7 @@ export async function listRunSummaries(
 ): Promise<RunSummary[]> {
   const { withQueued, ...filter } = options;
   const wantsQueued = withQueued === true && (filter.status === undefined || filter.status === "queued");
-  const queued = wantsQueued
-    ? (await queue.listWaiting(db))
-        .filter((q) => filter.workflow === undefined || q.workflowName === filter.workflow)
-        .slice(0, filter.limit)
-        .map(queuedSummary)
-    : [];
+  const queued = wantsQueued ? (await queue.listWaiting(db, { workflowName: filter.workflow, limit: filter.limit })).map(queuedSummary) : [];
   if (filter.status === "queued") return queued;
   const rows = filter.limit > queued.length ? await runs.listRecentRuns(db, { ...filter, limit: filter.limit - queued.length }) : [];
   const progress = await nodes.countNodeProgress(

@@ -8,6 +8,13 @@ import { internalTables, smithersApprovals, smithersNodes, smithersRuns } from "
 /** Indexes earlier versions created and this one no longer uses: each write would still pay for them. */
 export const RETIRED_INDEXES = ["_smithers_events_dedup_idx", "_smithers_attempts_run_state_idx"];
 
+/**
+ * `PRAGMA user_version` of a SQLite database whose runs have been through decidedGateBackfill.
+ * The backfill reads every waiting run without a wake time (all runs waiting on a person or a
+ * signal), so it runs once per database, not on every open.
+ */
+export const GATES_BACKFILLED_USER_VERSION = 1;
+
 /** UPDATE making waiting runs with a decided gate due (see ensureSmithersTables); names from the Drizzle tables. */
 export function decidedGateBackfill(): string {
   const r = sqlNames(smithersRuns);
@@ -34,7 +41,8 @@ function addMissingColumns(sqlite: Database, table: SQLiteTable): void {
 
 /**
  * CREATE TABLE IF NOT EXISTS for every `_smithers_*` table, the columns an older database lacks,
- * then its indexes, dropping retired ones. Idempotent.
+ * then its indexes, dropping retired ones; the first open by this version also backfills wake
+ * times (see GATES_BACKFILLED_USER_VERSION). Idempotent.
  */
 export function ensureSmithersTables(sqlite: Database): void {
   // IMMEDIATE so a concurrent opener waits on the busy handler instead of failing to upgrade a read lock.
@@ -48,8 +56,13 @@ export function ensureSmithersTables(sqlite: Database): void {
       }
       for (const name of RETIRED_INDEXES) sqlite.exec(`DROP INDEX IF EXISTS "${name}"`);
       // Runs waiting on a gate decided before deciding made a run due (wake_at_ms): due now, so the
-      // daemon, which finds runs by their wake time alone, still wakes them. Later opens find none.
-      sqlite.exec(decidedGateBackfill());
+      // daemon, which finds runs by their wake time alone, still wakes them. Since then deciding
+      // marks the run due itself, so once done (recorded in the same transaction) it is not repeated.
+      const { user_version } = sqlite.query<{ user_version: number }, []>("PRAGMA user_version").get()!;
+      if (user_version < GATES_BACKFILLED_USER_VERSION) {
+        sqlite.exec(decidedGateBackfill());
+        sqlite.exec(`PRAGMA user_version = ${GATES_BACKFILLED_USER_VERSION}`);
+      }
     })
     .immediate();
 }

@@ -61,10 +61,7 @@ export function runsQuery(query: Record<string, string>): RunsQuery {
 
 /** GET /runs's list: queued requests first, then the stored runs' `ps --json` summaries, newest first. */
 export async function listRunItems(db: SmithersDb, { status, workflow, limit = 100 }: RunsQuery) {
-  const queued =
-    status === undefined || status === "queued"
-      ? (await queue.listWaiting(db)).filter((r) => workflow === undefined || r.workflowName === workflow).map(queuedRun)
-      : [];
+  const queued = status === undefined || status === "queued" ? (await queue.listWaiting(db, { workflowName: workflow, limit })).map(queuedRun) : [];
   // The `ps --json` summary (duration, progress, usage), with `workflow` named as in the rest of the API.
   const stored =
     status === "queued"

@@ -5,7 +5,7 @@ import { approvalDecisionSchema, approvalSelectionSchema, approve, createSmither
 import { approvals } from "../../src/db/index.ts";
 import { supervise } from "../../src/engine/index.ts";
 import { formatEvent } from "../../src/cli/progress.ts";
-import { execute, query, tablesReady, tempDbPath } from "../helpers.ts";
+import { execute, onPostgres, query, tablesReady, tempDbPath } from "../helpers.ts";
 
 describe("deciding gates: edges", () => {
   test("a child run's gate with the same node id does not hide the run's own gate", async () => {
@@ -45,8 +45,9 @@ describe("deciding gates: edges", () => {
     for (const runId of ["a", "b"]) expect((await runWorkflow(wf, { input: {}, runId })).status).toBe("waiting-approval");
     expect(await approvals.decideApproval(kit.smithersDb, { runId: "a", nodeId: "g", approved: true, decidedAtMs: 5 })).toBe(true);
     expect(await query(dbPath, "SELECT wake_at_ms FROM _smithers_runs WHERE run_id = 'a'")).toEqual([{ wake_at_ms: 5 }]);
-    // A gate decided by an older version, which did not make the run due:
+    // A gate decided by an older version, which did not make the run due (nor record on SQLite that it backfilled):
     await execute(dbPath, "UPDATE _smithers_approvals SET status = 'approved', decided_at_ms = 7 WHERE run_id = 'b'");
+    if (!onPostgres) await execute(dbPath, "PRAGMA user_version = 0");
     const reopened = openSmithersDb(dbPath);
     await reopened.close();
     expect(await query(dbPath, "SELECT run_id, wake_at_ms FROM _smithers_runs ORDER BY run_id")).toEqual([

@@ -184,17 +184,30 @@ export async function handOff(q: Sql, runId: string): Promise<void> {
   await q.run(`DELETE FROM ${Q.$table} WHERE ${Q.runId} = ?`, runId);
 }
 
-/** The queued (not yet started) requests, oldest first, or one of them by run id. */
-export function listWaiting(db: SmithersDb, runId?: string): Promise<QueueRow[]> {
+/**
+ * The queued (not yet started) requests, oldest first: all of them, those of one workflow, one by
+ * run id, or the first `limit` (`smithers ps` reads a page, not the whole queue).
+ */
+export function listWaiting(db: SmithersDb, o: { runId?: string; workflowName?: string; limit?: number } = {}): Promise<QueueRow[]> {
   return db.read("listQueuedRuns", (q) =>
     q.orm
       .select()
       .from(smithersQueue)
-      .where(and(isNull(smithersQueue.startedAtMs), runId === undefined ? undefined : eq(smithersQueue.runId, runId)))
+      .where(
+        and(
+          isNull(smithersQueue.startedAtMs),
+          o.runId === undefined ? undefined : eq(smithersQueue.runId, o.runId),
+          o.workflowName === undefined ? undefined : eq(smithersQueue.workflowName, o.workflowName),
+        ),
+      )
       .orderBy(asc(smithersQueue.enqueuedAtMs))
+      .limit(o.limit ?? ALL_ROWS)
       .all(),
   );
 }
+
+/** A LIMIT that keeps every row. */
+const ALL_ROWS = 2 ** 31 - 1;
 
 /** How many requests wait to start. */
 export function countWaiting(db: SmithersDb): Promise<number> {

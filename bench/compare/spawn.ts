@@ -1,0 +1,36 @@
+/** What the bench/compare parent shares between its rows: where things are, and how one child process is run. */
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const HERE = import.meta.dir;
+export const BENCH_DIR = resolve(HERE, "..");
+export const ROOT = resolve(BENCH_DIR, "..");
+// Generated files (`smithers up` workflows, --ours-ref exports) live outside the repo, so no type
+// checker or test runner of the project ever picks them up.
+export const WORK_DIR = join(tmpdir(), "smithers-bench-compare");
+export const PEER_PKG = join(BENCH_DIR, "node_modules", "smithers-orchestrator", "package.json");
+export const PEER_CLI = join(BENCH_DIR, "node_modules", "smithers-orchestrator", "src", "bin", "smithers.js");
+export const BUN = process.execPath;
+
+/** Where our engine is loaded from: the repo itself, or a commit's src/ exported by --ours-ref. */
+export type OursTree = { root: string; label: string };
+
+export type ChildOutcome = { code: number | null; stdout: string; stderr: string; timedOut: boolean; elapsedMs: number };
+
+/** Runs `cmd` to its end (SIGKILL after `timeoutMs`); `elapsedMs` is from spawn to exit. */
+export async function runChild(cmd: string[], cwd: string, env: Record<string, string>, timeoutMs: number): Promise<ChildOutcome> {
+  const started = performance.now();
+  const proc = Bun.spawn(cmd, { cwd, env: { ...process.env, SMITHERS_LOG_LEVEL: "warn", ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    proc.kill("SIGKILL");
+  }, timeoutMs);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const elapsedMs = performance.now() - started;
+  clearTimeout(timer);
+  return { code, stdout, stderr, timedOut, elapsedMs };
+}
+
+/** The last lines of a child's output, for an error cell's note. */
+export const firstLine = (s: string) => s.trim().split("\n").filter(Boolean).slice(-3).join(" / ").slice(0, 300);
