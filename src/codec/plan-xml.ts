@@ -22,7 +22,8 @@ export type PlanXml = {
  */
 function props(entries: Record<string, PropValue | undefined>): Record<string, PropValue> {
   const out: Record<string, PropValue> = {};
-  for (const [name, value] of Object.entries(entries)) {
+  for (const name in entries) {
+    const value = entries[name];
     if (value === undefined || value === false || (typeof value === "number" && !Number.isFinite(value))) continue;
     out[name] = value;
   }

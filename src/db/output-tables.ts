@@ -182,14 +182,22 @@ function keyWhere(info: OutputTableInfo, key: Partial<OutputKey> & { runId: stri
  * is there, absent ones null, so a rewrite leaves nothing of the row before; a custom table gets
  * only the columns given, so its own defaults apply to the rest.
  */
+/** Each table's fields with their SQL column names, listed once (a row is built per task attempt). */
+const fieldLists = new WeakMap<OutputTableInfo, readonly { field: string; name: string }[]>();
+function fieldsOf(info: OutputTableInfo): readonly { field: string; name: string }[] {
+  let found = fieldLists.get(info);
+  if (!found) fieldLists.set(info, (found = Object.entries(getTableColumns(info.table)).map(([field, column]) => ({ field, name: column.name }))));
+  return found;
+}
+
 export function outputRowFor(info: OutputTableInfo, key: OutputKey, values: Record<string, unknown>): Record<string, unknown> {
   const row: Record<string, unknown> = {};
-  for (const [field, column] of Object.entries(getTableColumns(info.table))) {
-    if (column.name === "run_id") row[field] = key.runId;
-    else if (column.name === "node_id") row[field] = key.nodeId;
-    else if (column.name === "iteration") row[field] = key.iteration;
+  for (const { field, name } of fieldsOf(info)) {
+    if (name === "run_id") row[field] = key.runId;
+    else if (name === "node_id") row[field] = key.nodeId;
+    else if (name === "iteration") row[field] = key.iteration;
     else if (field in values) row[field] = values[field];
-    else if (column.name in values) row[field] = values[column.name];
+    else if (name in values) row[field] = values[name];
     else if (!info.custom) row[field] = null;
   }
   return row;
@@ -243,7 +251,7 @@ export async function writeOutputRow(q: Sql, info: OutputTableInfo, key: OutputK
     else await q.run(statements.remove, key.runId, key.nodeId);
   }
   await q.run(statements.insert, ...statements.encode(row));
-  for (const field of Object.keys(getTableColumns(info.table))) row[field] ??= null;
+  for (const { field } of fieldsOf(info)) row[field] ??= null;
   return row;
 }
 

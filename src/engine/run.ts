@@ -432,6 +432,7 @@ export class Run {
 
   /** Stages the text buffered for one attempt (or for all) as NodeOutput events. */
   private emitText(key?: string): void {
+    if (this.textBuffers.size === 0) return;
     for (const k of key === undefined ? [...this.textBuffers.keys()] : [key]) {
       const buffered = this.textBuffers.get(k);
       if (!buffered) continue;

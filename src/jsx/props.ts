@@ -122,8 +122,8 @@ export const ACCEPTED_PROPS = {
  * undefined count as absent; the engine's own `smithers:` markers are always accepted).
  */
 export function checkProps(component: string, props: object, accepted: ReadonlySet<string>): void {
-  for (const [name, value] of Object.entries(props)) {
-    if (value === undefined || accepted.has(name) || name.startsWith("smithers:")) continue;
+  for (const name of Object.keys(props)) {
+    if (accepted.has(name) || (props as Record<string, unknown>)[name] === undefined || name.startsWith("smithers:")) continue;
     const id = (props as { id?: unknown }).id;
     const where = `<${component}${typeof id === "string" ? ` id="${id}"` : ""}>`;
     const peer = PEER_ONLY_PROPS.has(name);
