@@ -73,8 +73,12 @@ export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
 /** Events persisted per BEGIN IMMEDIATE when the event bus drains its queue. */
 export const EVENT_BATCH_MAX = 500;
 
-/** A WAL at least this large is checkpointed and truncated when a run ends. */
-export const WAL_CHECKPOINT_MIN_BYTES = 256 * 1024;
+/**
+ * A WAL at least this large is checkpointed and truncated when a run ends. A new database's
+ * schema alone is a few hundred KB of WAL: below this, the fsync of a truncating checkpoint
+ * would cost a short run more than the run itself (SQLite folds a small WAL in on its own).
+ */
+export const WAL_CHECKPOINT_MIN_BYTES = 1024 * 1024;
 
 /** Statuses of a run that waits for the world (a person, a signal, a time); what the daemon looks at. */
 export const WAITING_STATUSES = ["waiting-approval", "waiting-event", "waiting-timer"] as const;
