@@ -4,7 +4,7 @@
  * speed: a keyframe of a large run is thousands of elements) and parsed with fast-xml-parser;
  * decodeFrameXml(encodeFrameXml(t)) deep-equals t.
  */
-import { XMLBuilder, XMLParser, XMLValidator } from "fast-xml-parser";
+import type * as FastXml from "fast-xml-parser";
 import { SmithersError } from "../errors/index.ts";
 import { FRAME_MAX_DEPTH } from "./constants.ts";
 import { decodePropValue, encodePropValue } from "./prop-text.ts";
@@ -27,8 +27,20 @@ const OPTIONS = {
 // XML name can start with lets decode undo the renaming unambiguously.
 const RENAMED = "\u0001";
 // Both keep no state between calls (parse makes a fresh parser per document), so one of each serves all.
-const builder = new XMLBuilder(OPTIONS);
-const parser = new XMLParser({ ...OPTIONS, onDangerousProperty: (name: string) => RENAMED + name });
+// fast-xml-parser is loaded on the first read of a keyframe: a process that only writes frames
+// (a new run, `smithers up`) never needs it (~8 MB and ~15 ms of start-up).
+let library: { builder: FastXml.XMLBuilder; parser: FastXml.XMLParser; validator: typeof FastXml.XMLValidator } | undefined;
+function fastXml(): NonNullable<typeof library> {
+  if (!library) {
+    const { XMLBuilder, XMLParser, XMLValidator } = require("fast-xml-parser") as typeof FastXml;
+    library = {
+      builder: new XMLBuilder(OPTIONS),
+      parser: new XMLParser({ ...OPTIONS, onDangerousProperty: (name: string) => RENAMED + name }),
+      validator: XMLValidator,
+    };
+  }
+  return library;
+}
 
 const ATTRS = ":@";
 type Ordered = Record<string, unknown> & { [ATTRS]?: Record<string, string> };
@@ -122,7 +134,7 @@ const escapeAttribute = (text: string) => (ATTRIBUTE_SPECIAL.test(text) ? text.r
 
 /** fast-xml-parser's builder over the same tree: what encodeFrameXml must equal (tests compare them). */
 export function builderFrameXml(root: XmlElement): string {
-  return builder.build([toOrdered(root, 1)]) as string;
+  return fastXml().builder.build([toOrdered(root, 1)]) as string;
 }
 
 /**
@@ -134,12 +146,12 @@ export function decodeFrameXml(xml: string, options: { hashChecked?: boolean } =
   // A caller that compares the result with a stored hash catches a damaged text anyway, so the
   // separate well-formedness pass (a third of the decode time) can be skipped.
   if (!options.hashChecked) {
-    const verdict = XMLValidator.validate(xml);
+    const verdict = fastXml().validator.validate(xml);
     if (verdict !== true) throw invalid(`Frame XML is not well-formed: ${verdict.err.msg} (line ${verdict.err.line})`);
   }
   let parsed: Ordered[];
   try {
-    parsed = parser.parse(xml) as Ordered[];
+    parsed = fastXml().parser.parse(xml) as Ordered[];
   } catch (cause) {
     throw invalid(`Frame XML does not parse: ${(cause as Error).message}`, cause);
   }
