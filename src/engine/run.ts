@@ -962,13 +962,6 @@ export class Run {
       let named = false;
       let yieldedAtMs = performance.now();
       while (!this.abort.signal.aborted && !this.failure) {
-        // Steps of in-memory work and synchronous SQLite resolve as microtasks: the process's
-        // timers and I/O (the heartbeat, a cancel, a server in the same process) get a turn at
-        // least this often however long a chain of such steps is.
-        if (performance.now() - yieldedAtMs >= YIELD_EVERY_MS) {
-          await new Promise((resolve) => setImmediate(resolve));
-          yieldedAtMs = performance.now();
-        }
         const next = await this.step();
         if (!named && this.plan) {
           named = true;
@@ -980,7 +973,17 @@ export class Run {
         if (next === "done") break;
         // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting,
         // or the run was cancelled or failed during the step (its wake-up came before this sleep).
-        if (next !== "again" && this.ended.length === 0 && !this.abort.signal.aborted && !this.failure) await this.sleep(this.pollWhileWaiting(next.untilMs));
+        if (next !== "again" && this.ended.length === 0 && !this.abort.signal.aborted && !this.failure) {
+          await this.sleep(this.pollWhileWaiting(next.untilMs));
+          yieldedAtMs = performance.now();
+        } else if (performance.now() - yieldedAtMs >= YIELD_EVERY_MS) {
+          // Steps of in-memory work and synchronous SQLite resolve as microtasks: the process's
+          // timers and I/O (the heartbeat, a Ctrl-C, a server in the same process) get a turn at
+          // least this often however long a chain of such steps is. Like a sleep, it is followed
+          // by the loop's check for a cancel or failure that came meanwhile.
+          await new Promise((resolve) => setImmediate(resolve));
+          yieldedAtMs = performance.now();
+        }
       }
     } catch (error) {
       if (SmithersError.is(error, "RUN_OWNED")) this.lost = true;
