@@ -8,7 +8,6 @@ import {
   applyDelta,
   decodeDeltaJson,
   decodeFrameXml,
-  encodeDelta,
   encodeDeltaJson,
   encodeFrameXml,
   LiveFrame,
@@ -92,7 +91,7 @@ export class FrameChain {
     if (!this.live) {
       this.live = new LiveFrame(Array.isArray(next) ? applyDelta(EMPTY, next) : next);
     } else {
-      delta = Array.isArray(next) ? next : encodeDelta(this.live.toTree(), next);
+      delta = Array.isArray(next) ? next : this.live.deltaTo(next);
       if (delta.length === 0) return undefined;
       this.live.apply(delta, { shapeChecked: true });
     }
