@@ -8,7 +8,6 @@ import { EMPTY_LIST_A, EMPTY_LIST_B, elementHash, headHash, out, toHex } from ".
 import { corrupt, parseDelta, type FrameDelta, type FrameOp } from "./ops.ts";
 import { SmithersError } from "../errors/index.ts";
 import { checkName, checkTree, checkValue, frozenCopy, type PropValue, type XmlElement } from "./tree.ts";
-import { encodeDelta } from "./diff.ts";
 import { elementXml } from "./xml.ts";
 
 type Props = XmlElement["props"];
@@ -161,14 +160,6 @@ export class LiveFrame {
   /** encodeFrameXml(toTree()), written from the working copy (checked on the way in) without a snapshot. */
   toXml(): string {
     return elementXml(this.root, true);
-  }
-
-  /**
-   * encodeDelta(toTree(), next), diffed against the working copy itself (it has the same tag,
-   * props and children), so a frame after a new render costs no snapshot of the changed elements.
-   */
-  deltaTo(next: XmlElement): FrameDelta {
-    return encodeDelta(this.root as unknown as XmlElement, next);
   }
 
   /** A frozen snapshot of the element at `path`, or undefined when there is none. */

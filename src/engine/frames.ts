@@ -8,6 +8,7 @@ import {
   applyDelta,
   decodeDeltaJson,
   decodeFrameXml,
+  encodeDelta,
   encodeDeltaJson,
   encodeFrameXml,
   LiveFrame,
@@ -91,7 +92,7 @@ export class FrameChain {
     if (!this.live) {
       this.live = new LiveFrame(Array.isArray(next) ? applyDelta(EMPTY, next) : next);
     } else {
-      delta = Array.isArray(next) ? next : this.live.deltaTo(next);
+      delta = Array.isArray(next) ? next : encodeDelta(this.live.toTree(), next);
       if (delta.length === 0) return undefined;
       this.live.apply(delta, { shapeChecked: true });
     }
