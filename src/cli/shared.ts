@@ -5,10 +5,13 @@ import { DURABILITY_MODES, isPostgresUrl, openSmithersDb, type Durability, type 
 import { DEFAULT_DB_PATH } from "../engine/index.ts";
 import { parseDuration } from "../jsx/index.ts";
 
-export const EXIT = { ok: 0, failed: 1, usage: 2, waiting: 3, cancelled: 130 } as const;
+export { EXIT } from "./constants.ts";
 
 /** Where a command writes; `tty`, only when stdout is a terminal, writes raw text (a redrawn status line). */
 export type Io = { out: (line: string) => void; err: (line: string) => void; tty?: (text: string) => void };
+
+/** What stops a run from outside: `cancel` (first Ctrl-C), and `abandon` (second: stop waiting for task bodies). */
+export type StopSignals = { cancel: AbortSignal; abandon?: AbortSignal };
 
 export const usageError = (message: string) => new SmithersError("USAGE", message);
 

@@ -4,8 +4,7 @@ import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, loadWorkflowsDir,
 import { STALE_RUN_THRESHOLD_MS } from "../db/index.ts";
 import { formatEvent } from "./progress.ts";
 import { describeOutcome } from "./supervise.ts";
-import { durabilityFlag, durationFlag, EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
-import type { StopSignals } from "./index.ts";
+import { durabilityFlag, durationFlag, EXIT, openExistingDb, positiveInt, usageError, type Io, type StopSignals } from "./shared.ts";
 
 /** The shortest --lease: a few beats of 250 ms, long enough that a live owner's pause is not taken for its death. */
 export const MIN_LEASE_MS = 1_000;

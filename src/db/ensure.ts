@@ -48,11 +48,23 @@ export function ensureSmithersTables(sqlite: Database): void {
   // IMMEDIATE so a concurrent opener waits on the busy handler instead of failing to upgrade a read lock.
   sqlite
     .transaction(() => {
+      // Read under the write lock. A table created now has every column; a database without a
+      // runs table (a new one) has no retired index and no waiting run to repair.
+      const existing = new Set(
+        sqlite
+          .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table'")
+          .all()
+          .map((t) => t.name),
+      );
       for (const table of Object.values(internalTables)) {
         const [create, ...indexes] = createTableStatements(table);
-        sqlite.exec(create!);
-        addMissingColumns(sqlite, table);
+        if (existing.has(getTableConfig(table).name)) addMissingColumns(sqlite, table);
+        else sqlite.exec(create!);
         for (const sql of indexes) sqlite.exec(sql);
+      }
+      if (!existing.has(getTableConfig(smithersRuns).name)) {
+        sqlite.exec(`PRAGMA user_version = ${GATES_BACKFILLED_USER_VERSION}`); // nothing to backfill in a new database
+        return;
       }
       for (const name of RETIRED_INDEXES) sqlite.exec(`DROP INDEX IF EXISTS "${name}"`);
       // Runs waiting on a gate decided before deciding made a run due (wake_at_ms): due now, so the

@@ -3,7 +3,7 @@
  * parsed by croner; a schedule stores its next fire time so the daemon finds due ones by index.
  */
 import { resolve } from "node:path";
-import { Cron } from "croner";
+import type { Cron } from "croner";
 import { cron as cronRows, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 
@@ -36,6 +36,8 @@ export type AddCronOptions = {
 
 /** A parsed pattern; an invalid pattern or time zone is INVALID_CRON. */
 export function parseCron(schedule: string, timezone = "UTC"): Cron {
+  // croner is loaded on the first pattern read (synchronously, as this is): a process that reads none, like `smithers up`, does not load it.
+  const { Cron } = require("croner") as typeof import("croner");
   let pattern: Cron;
   try {
     pattern = new Cron(schedule, { timezone, paused: true });

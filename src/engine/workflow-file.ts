@@ -1,6 +1,5 @@
 /** Loading a workflow from a `.tsx`/`.ts` file whose default export is `smithers(...)`. */
 import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import { SmithersError } from "../errors/index.ts";
 import { registerMdx } from "../mdx/index.ts";
 import { isSmithersWorkflow, type SmithersWorkflow } from "./workflow.ts";
@@ -9,7 +8,8 @@ export async function loadWorkflowFile(file: string): Promise<SmithersWorkflow> 
   registerMdx(); // a workflow may import .mdx prompts
   let mod: Record<string, unknown>;
   try {
-    mod = await import(pathToFileURL(resolve(file)).href);
+    // Bun.pathToFileURL, not node:url's: that module costs a few ms of start-up to load.
+    mod = await import(Bun.pathToFileURL(resolve(file)).href);
   } catch (cause) {
     if (cause instanceof SmithersError) throw cause;
     throw new SmithersError("WORKFLOW_LOAD_FAILED", `Could not load ${file}: ${(cause as Error)?.message ?? String(cause)}`, { cause });

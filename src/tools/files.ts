@@ -1,15 +1,18 @@
 /** The file tools: `read`, `write` and `edit`, confined to the context's root directory. */
-import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
 import { SmithersError, describeThrown } from "../errors/index.ts";
 import { defineTool, type ToolCallContext } from "./define-tool.ts";
 import { resolveInRoot } from "./sandbox.ts";
 
+/** node:fs/promises, loaded on a file tool's first call: a process that calls none does not pay for loading it. */
+const fsPromises = () => import("node:fs/promises");
+
 const pathSchema = z.string().min(1).describe("File path, relative to the root directory or absolute inside it");
 
 /** Reads a file as UTF-8, refusing one larger than the output cap. */
 async function readCapped(path: string, label: string, ctx: ToolCallContext): Promise<string> {
+  const { readFile, stat } = await fsPromises();
   let info: Awaited<ReturnType<typeof stat>>;
   try {
     info = await stat(path);
@@ -60,6 +63,7 @@ export const write = defineTool({
   async execute(args, ctx) {
     refuseLarge(args.content, "content", ctx);
     const path = resolveInRoot(ctx.rootDir, args.path);
+    const { mkdir, writeFile } = await fsPromises();
     await mkdir(dirname(path), { recursive: true });
     await writeFile(path, args.content, "utf8");
     return "ok";
@@ -94,7 +98,7 @@ export const edit = defineTool({
     }
     if (patched === false)
       throw new SmithersError("TOOL_FAILED", `The patch does not apply to ${args.path}: its context lines do not match the file`, { path: args.path });
-    await writeFile(path, patched, "utf8");
+    await (await fsPromises()).writeFile(path, patched, "utf8");
     return "ok";
   },
 });

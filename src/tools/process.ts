@@ -3,9 +3,8 @@
  * and stderr interleaved and capped, and the whole group killed with SIGKILL at the timeout, at
  * the attempt's stop, and when the main process exits (so a call leaves no process behind).
  */
-import { spawn } from "node:child_process";
 import { SmithersError } from "../errors/index.ts";
-import { trackGroup, untrackGroup } from "../agents/cli/process-group.ts";
+import { childProcess, trackGroup, untrackGroup } from "../agents/cli/process-group.ts";
 
 export type ProcessOptions = {
   /** Named in errors: `bash`, `grep`. */
@@ -59,7 +58,7 @@ function outputBuffer(max: number) {
 export function runProcess(cmd: string, args: readonly string[], options: ProcessOptions): Promise<ProcessResult> {
   return new Promise((resolvePromise, reject) => {
     const output = outputBuffer(options.maxOutputBytes);
-    const child = spawn(cmd, args, { cwd: options.cwd, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = childProcess().spawn(cmd, args, { cwd: options.cwd, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     if (child.pid !== undefined) trackGroup(child.pid); // killed with this process if it exits first
     let failure: unknown;
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;

@@ -40,9 +40,10 @@ describe("the db layer's SQL texts", () => {
   // Code reading output tables (output-tables.ts, snapshot.ts, history.ts' copies and deletes) is exempt: run_id, node_id and iteration are the fixed contract every output
   // table (custom ones too) carries, not names of internal-schema.ts.
   const EXEMPT = new Set(["internal-schema.ts", "output-tables.ts", "snapshot.ts", "history.ts"]);
-  // PostgreSQL's own catalog names (read by pg/ddl.ts's column report and schema-signature.ts's live columns) are the server's
-  // contract, not names of internal-schema.ts.
+  // The databases' own catalog names (PostgreSQL's, read by pg/ddl.ts's column report and schema-signature.ts's live columns;
+  // SQLite's sqlite_master, read by ensure.ts for the tables a database has) are the server's contract, not names of internal-schema.ts.
   const CATALOG_NAMES = new Set([
+    "sqlite_master",
     "pg_attribute",
     "pg_index",
     "format_type",

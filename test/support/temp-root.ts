@@ -6,11 +6,13 @@
  * starts under it (Bun reads the directory when resolving modules).
  */
 import { afterAll } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const root = mkdtempSync(join(tmpdir(), "smithers-suite-"));
+// Open like /tmp itself: the PostgreSQL tests run the server as the postgres user, under it.
+chmodSync(root, 0o1777);
 process.env.TMPDIR = root;
 // A hook in a preloaded file runs once, after the last test file (bun test emits no process exit event).
 afterAll(() => rmSync(root, { recursive: true, force: true }));

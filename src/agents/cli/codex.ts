@@ -1,4 +1,3 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SmithersError } from "../../errors/index.ts";
@@ -76,6 +75,8 @@ export class CodexAgent extends CliAgent<CodexAgentOptions> {
   protected async prepare(call: AgentGenerateArgs, context: CallContext): Promise<PreparedCall> {
     const o = this.options;
     const strict: StrictSchema | undefined = call.outputSchema && o.nativeStructuredOutput !== false ? toStrictJsonSchema(call.outputSchema) : undefined;
+    // Loaded here, not at start-up: a process that never calls Codex does not pay for it.
+    const { mkdtemp, readFile, rm, writeFile } = await import("node:fs/promises");
     const dir = await mkdtemp(join(tmpdir(), "smithers-codex-"));
     const lastMessageFile = join(dir, "last-message.txt");
     const args = ["exec", "--json"];

@@ -1,4 +1,4 @@
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { GROUP_POLL_MS, KILL_GRACE_MS } from "./constants.ts";
 
@@ -6,6 +6,12 @@ import { GROUP_POLL_MS, KILL_GRACE_MS } from "./constants.ts";
  * Process groups of CLI agents. Each CLI runs as the leader of its own group (setsid), so
  * everything it starts (shells, test runners, servers) can be ended with one signal to `-pid`.
  */
+
+/**
+ * node:child_process, loaded on the first spawn (synchronously, as spawning is): a process that
+ * starts no agent CLI or tool command, like a plain `smithers up`, does not pay for loading it.
+ */
+export const childProcess = (): typeof import("node:child_process") => require("node:child_process");
 
 /** Groups started here whose members may still be alive; SIGKILLed when this process exits. */
 const liveGroups = new Set<number>();
@@ -176,7 +182,7 @@ export type GroupChild = {
  * `endGroup(pid)`; it is unregistered once no member runs.
  */
 export function spawnGroup(command: string, args: readonly string[], options: { cwd: string; env: Record<string, string> }): GroupChild {
-  const child = spawn(command, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+  const child = childProcess().spawn(command, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
   const pid = child.pid;
   if (pid === undefined) {
     // Spawning failed (the 'error' event says why); nothing to register.

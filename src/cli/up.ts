@@ -1,0 +1,189 @@
+/** `smithers up`: runs (or queues, with --detach) a workflow file and prints its progress and result. */
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { runs } from "../db/index.ts";
+import { DEFAULT_DB_PATH, loadWorkflowFile, runWorkflow, type EnqueuedRun, type RunResult, type SmithersEvent } from "../engine/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import type { ModelPricing } from "../agents/index.ts";
+import { formatEvent, formatUsage, newProgress, redraw, renderProgress, trackProgress } from "./progress.ts";
+import { peerResume } from "./peer-resume.ts";
+import type { ResumeRun } from "./time-travel.ts";
+import {
+  dbPathOption,
+  durabilityFlag,
+  EXIT,
+  type Io,
+  nonNegativeMs,
+  nonNegativeNumber,
+  openExistingDb,
+  parseInput,
+  parseJsonFlag,
+  positiveInt,
+  type StopSignals,
+  usageError,
+} from "./shared.ts";
+
+/** Flags of `up` that set how this process runs the run: a detached run is run by a worker, with its own. */
+const NOT_WITH_DETACH = [
+  "max-concurrency",
+  "grace-ms",
+  "durability",
+  "root",
+  "max-cost-usd",
+  "max-tokens",
+  "pricing",
+  "allow-code-change",
+  "accept-workflow-change",
+] as const;
+
+async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResult | EnqueuedRun> {
+  const translated = peerResume(args);
+  const runIds = new Set(translated.flatMap((arg, i) => (arg === "--run-id" && translated[i + 1] !== undefined ? [translated[i + 1]] : [])));
+  if (runIds.size > 1) throw usageError(`--resume and --run-id name different runs (${[...runIds].join(", ")})`);
+  const { values, positionals } = parseArgs({
+    args: translated,
+    allowPositionals: true,
+    options: {
+      input: { type: "string" },
+      "run-id": { type: "string" },
+      resume: { type: "boolean" },
+      db: { type: "string" },
+      "max-concurrency": { type: "string" },
+      "grace-ms": { type: "string" },
+      durability: { type: "string" },
+      root: { type: "string" },
+      "max-cost-usd": { type: "string" },
+      "max-tokens": { type: "string" },
+      pricing: { type: "string" },
+      detach: { type: "boolean", short: "d" },
+      "allow-code-change": { type: "boolean" },
+      "accept-workflow-change": { type: "boolean" },
+    },
+  });
+  if (positionals.length > 1) throw usageError("up takes exactly one workflow file");
+  const withDetach = values.detach ? NOT_WITH_DETACH.filter((flag) => values[flag] !== undefined) : [];
+  if (withDetach.length > 0) throw usageError(`--${withDetach[0]} cannot be used with --detach: the worker that runs it uses its own settings`);
+  if (values.resume && !values["run-id"]) throw usageError("--resume needs --run-id");
+  if ((values["allow-code-change"] || values["accept-workflow-change"]) && !values.resume)
+    throw usageError("--allow-code-change is for a resume: add --resume");
+  const recorded = positionals[0] === undefined ? await recordedWorkflow(values) : undefined;
+  const file = positionals[0] ?? recorded?.file;
+  if (!file) throw usageError("up takes exactly one workflow file");
+  const maxConcurrency = positiveInt(values["max-concurrency"], "--max-concurrency");
+  const graceMs = nonNegativeMs(values["grace-ms"], "--grace-ms");
+  const durability = durabilityFlag(values.durability);
+  const input = parseInput(values.input);
+  const maxCostUsd = nonNegativeNumber(values["max-cost-usd"], "--max-cost-usd");
+  const maxTokens = nonNegativeNumber(values["max-tokens"], "--max-tokens", true);
+  const pricing = values.pricing === undefined ? undefined : parseJsonFlag(values.pricing, "--pricing");
+  const workflow = await loadWorkflowFile(file);
+  if (values.detach) {
+    return runWorkflow(workflow, {
+      enqueue: true,
+      input,
+      runId: values["run-id"],
+      resume: values.resume,
+      dbPath: recorded?.dbPath ?? dbPathOption(values.db),
+      workflowPath: resolve(file),
+    });
+  }
+  const live = io.tty ? liveProgress(io.tty) : undefined;
+  return runWorkflow(workflow, {
+    input,
+    runId: values["run-id"],
+    resume: values.resume,
+    dbPath: recorded?.dbPath ?? dbPathOption(values.db),
+    maxConcurrency,
+    graceMs,
+    durability,
+    ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
+    ...(maxTokens === undefined ? {} : { maxTokens }),
+    ...(pricing === undefined ? {} : { pricing: pricing as ModelPricing }),
+    signal: signals.cancel,
+    abandonSignal: signals.abandon,
+    workflowPath: resolve(file),
+    allowCodeChange: Boolean(values["allow-code-change"] || values["accept-workflow-change"]),
+    rootDir: values.root === undefined ? undefined : resolve(values.root),
+    onEvent: (event: SmithersEvent) => {
+      if (live) {
+        trackProgress(live, event);
+        return live.draw();
+      }
+      const line = formatEvent(event);
+      if (line) io.out(line);
+    },
+  }).finally(() => live?.stop());
+}
+
+/**
+ * `up --resume --run-id X` without a file: the workflow file the run recorded, and the database
+ * it was read from (the workflow's own dbPath is not known before the file is loaded).
+ */
+async function recordedWorkflow(values: { resume?: boolean; "run-id"?: string; db?: string }): Promise<{ file: string; dbPath: string } | undefined> {
+  const runId = values["run-id"];
+  if (!values.resume || runId === undefined) return undefined;
+  const dbPath = dbPathOption(values.db) ?? DEFAULT_DB_PATH;
+  const db = openExistingDb(dbPath);
+  try {
+    const run = await runs.getRun(db, runId);
+    if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
+    if (!run.workflowPath) throw usageError(`run ${runId} recorded no workflow file: pass it (smithers up <workflow.tsx> --resume --run-id ${runId})`);
+    if (!existsSync(run.workflowPath)) throw usageError(`run ${runId}'s workflow file ${run.workflowPath} is gone: pass its new path`);
+    return { file: run.workflowPath, dbPath };
+  } finally {
+    await db.close();
+  }
+}
+
+/** The redrawn status line of `up` on a terminal: on each event and every 250 ms (the elapsed time moves). */
+function liveProgress(tty: (text: string) => void) {
+  const state = Object.assign(newProgress(Date.now()), {
+    draw: () => tty(redraw(renderProgress(state, Date.now(), (process.stdout.columns ?? 100) - 1))),
+    stop: () => {
+      clearInterval(timer);
+      tty(redraw(""));
+    },
+  });
+  const timer = setInterval(state.draw, 250);
+  return state;
+}
+
+export async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<number> {
+  const result = await up(args, io, signals);
+  io.out(`run ${result.runId} ${result.status}`);
+  if (result.status === "queued") {
+    io.out(`a smithers worker on the same database runs it; follow it with smithers events ${result.runId} --follow`);
+    return EXIT.ok;
+  }
+  if (result.usage) io.out(formatUsage(result.usage));
+  if (result.status === "finished") {
+    io.out(JSON.stringify(result.output ?? null, null, 2));
+    return EXIT.ok;
+  }
+  if (result.status === "cancelled") return EXIT.cancelled;
+  if (result.status === "waiting-approval") {
+    io.out(
+      `the run waits for a person: smithers approve ${result.runId} (or deny) for an approval, smithers human list / answer for a human task; then run this command again with --resume (or let smithers supervise --watch resume it)`,
+    );
+    return EXIT.waiting;
+  }
+  if (result.status === "waiting-event") {
+    io.out(
+      `the run waits for a signal: smithers signal ${result.runId} <name> --data JSON (for a <Subflow>'s child, its run id shown above); smithers supervise --watch then resumes it`,
+    );
+    return EXIT.waiting;
+  }
+  if (result.status === "waiting-timer") {
+    io.out(`the run waits for a timer: smithers supervise --watch resumes it when due (or run this command again with --resume then)`);
+    return EXIT.waiting;
+  }
+  if (result.error) io.err(`smithers: ${result.error.code}: ${result.error.message}`);
+  return EXIT.failed;
+}
+
+/** What fork --run, replay and rewind --resume execute the run with: up --resume. */
+export const resumeWith =
+  (io: Io, signals: StopSignals): ResumeRun =>
+  (runId, dbPath, extra) =>
+    upCommand(["--resume", "--run-id", runId, "--db", dbPath, ...extra], io, signals);
