@@ -132,7 +132,9 @@ export async function startPostgres(options: PostgresServerOptions = {}): Promis
   if (!found.found) throw new Error(`PostgreSQL is not available: ${found.reason}`);
   const binDir = found.binDir;
   const pgCtl = join(binDir, "pg_ctl");
-  const root = mkdtempSync(join(tmpdir(), "smithers-pg-"));
+  // SMITHERS_PG_TMPDIR: set by the test suite, whose own TMPDIR is removed after its last test,
+  // while this directory must outlive the test process (the watchdog stops the server from it).
+  const root = mkdtempSync(join(process.env.SMITHERS_PG_TMPDIR ?? tmpdir(), "smithers-pg-"));
   const dataDir = join(root, "data");
   const logFile = join(root, "server.log");
   if (isRoot()) {

@@ -6,13 +6,14 @@
  * starts under it (Bun reads the directory when resolving modules).
  */
 import { afterAll } from "bun:test";
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+// A PostgreSQL test server's directory stays in the system's: it is stopped and removed from
+// there by a watchdog after this process ends (scripts/postgres/server.ts).
+process.env.SMITHERS_PG_TMPDIR ??= tmpdir();
 const root = mkdtempSync(join(tmpdir(), "smithers-suite-"));
-// Open like /tmp itself: the PostgreSQL tests run the server as the postgres user, under it.
-chmodSync(root, 0o1777);
 process.env.TMPDIR = root;
 // A hook in a preloaded file runs once, after the last test file (bun test emits no process exit event).
 afterAll(() => rmSync(root, { recursive: true, force: true }));
