@@ -59,8 +59,8 @@ export type AttemptInput = {
   budget?: { budget: Budget; spent: UsageTotals; pricing?: ModelPricing };
   /**
    * Set for a pure attempt done in the step that started it (see Run.defers): its start and its
-   * outcome commit in one transaction, so recordSettle writes the node and attempt rows once, as
-   * they end, instead of recordStart writing them running first.
+   * outcome commit in one transaction, so recordStart writes nothing and recordSettle writes the
+   * node and attempt rows once, as they ended.
    */
   startInSettle?: boolean;
 };
@@ -407,7 +407,6 @@ function usageColumns(usage: AgentUsage | undefined) {
  * process took the run over, RUN_OWNED rolls the step back) and writes the output or the error.
  */
 export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResult, outcome: AttemptOutcome): Promise<void> {
-  if (a.startInSettle) return await recordPureAttempt(q, a, result, outcome);
   const { task, info } = a;
   const key = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
   const node = {
@@ -418,11 +417,18 @@ export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResul
     updatedAtMs: result.finishedAtMs,
     outputTable: info.tableName,
     label: task.label ?? null,
+    // Started in this transaction (startInSettle): recordStart wrote no row, so this one carries what it would have.
+    ...(a.startInSettle ? { defSig: definitionSignature(task, info.tableName) } : {}),
   };
   const usage = usageColumns(result.usage);
+  // The attempt row, closed; or written once, as it ended, when its start wrote none.
+  const close = (patch: Parameters<typeof attempts.finishAttempt>[2]) =>
+    a.startInSettle
+      ? attempts.insertEndedAttempt(q, { ...key, startedAtMs: a.startedAtMs, metaJson: task.meta ? safeStringify(task.meta) : null, ...patch })
+      : closeAttempt(q, key, patch);
   if (result.ok) {
     const { cache } = result;
-    await closeAttempt(q, key, {
+    await close({
       state: "finished",
       finishedAtMs: result.finishedAtMs,
       responseText: result.responseText ?? null,
@@ -435,51 +441,17 @@ export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResul
     return;
   }
   if (outcome.kind === "suspended") {
-    await closeAttempt(q, key, { state: "waiting", finishedAtMs: result.finishedAtMs, ...usage });
+    await close({ state: "waiting", finishedAtMs: result.finishedAtMs, ...usage });
     await nodes.upsertNode(q, { ...node, state: outcome.status, wakeAtMs: outcome.wakeAtMs ?? null });
     return;
   }
   const state = outcome.kind === "cancelled" ? "cancelled" : outcome.kind === "failed" && outcome.retryable ? "pending" : "failed";
   const attemptState = result.abandoned ? "abandoned" : outcome.kind === "cancelled" ? "cancelled" : "failed";
-  await closeAttempt(q, key, { state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error), ...usage });
+  await close({ state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error), ...usage });
   await nodes.upsertNode(q, {
     ...node,
     state,
     wakeAtMs: outcome.kind === "failed" && outcome.retryable ? (outcome.retryAtMs ?? null) : null,
     errorJson: state === "failed" ? JSON.stringify(errorSummaryJson(result.error)) : null,
-  });
-}
-
-/**
- * recordStart and recordSettle of a pure attempt in one (startInSettle): the attempt row as it
- * ended, the output row, the node in its outcome's state with the definition signature. A pure
- * attempt has no agent, cache, usage or response text, and is never suspended.
- */
-async function recordPureAttempt(q: Sql, a: AttemptInput, result: AttemptResult, outcome: AttemptOutcome): Promise<void> {
-  const { task, info } = a;
-  const ids = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration };
-  const retrying = outcome.kind === "failed" && outcome.retryable;
-  const state = result.ok ? "finished" : outcome.kind === "cancelled" ? "cancelled" : retrying ? "pending" : "failed";
-  const attemptState = result.ok ? "finished" : outcome.kind === "cancelled" ? "cancelled" : "failed";
-  await attempts.insertEndedAttempt(q, {
-    ...ids,
-    attempt: a.attempt,
-    state: attemptState,
-    startedAtMs: a.startedAtMs,
-    finishedAtMs: result.finishedAtMs,
-    errorJson: result.ok ? null : errorJsonText(result.error),
-    metaJson: task.meta ? safeStringify(task.meta) : null,
-  });
-  if (result.ok) await writeOutputRow(q, info, ids, result.data);
-  await nodes.upsertNode(q, {
-    ...ids,
-    state,
-    lastAttempt: a.attempt,
-    updatedAtMs: result.finishedAtMs,
-    outputTable: info.tableName,
-    label: task.label ?? null,
-    wakeAtMs: retrying ? (outcome.retryAtMs ?? null) : null,
-    errorJson: state === "failed" && !result.ok ? JSON.stringify(errorSummaryJson(result.error)) : null,
-    defSig: definitionSignature(task, info.tableName),
   });
 }

@@ -113,6 +113,8 @@ type Started = { task: PlanTask; tracked: TrackedNode; input: AttemptInput };
 type Ended = Started & { result: AttemptResult };
 type Event = EventBody;
 type Write = (q: Sql) => void | Promise<void>;
+/** What a step tells the run loop: step again at once, the run is over, or sleep until a time (or until work ends). */
+type StepNext = "again" | "done" | { untilMs: number | undefined };
 
 export class Run {
   /** Work in flight (a task body running). */
@@ -158,11 +160,6 @@ export class Run {
    * other work, sleeps or ends, and at least every PURE_BATCH_MAX_STEPS steps or PURE_BATCH_MAX_MS.
    */
   private batch: Write[] = [];
-  /**
-   * This step wrote a wait's rows (a request, a signal taken, a timer): the next step reads them
-   * back from the database (which signal is still free, what was decided), so it commits now.
-   */
-  private waitsWrote = false;
   private batchSteps = 0;
   private batchSinceMs = 0;
   private failure: SmithersError | undefined;
@@ -528,8 +525,8 @@ export class Run {
    * Settles ended attempts in memory (states, snapshot, retry timers) and returns the writes
    * that record them, with their events, for the step's transaction.
    */
-  private settle(ended: Ended[], runEnding = false): ((q: Sql) => void | Promise<void>)[] {
-    const writes: ((q: Sql) => void | Promise<void>)[] = [];
+  private settle(ended: Ended[], runEnding = false): Write[] {
+    const writes: Write[] = [];
     for (const e of ended) {
       const { task, tracked: t } = e;
       const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt: e.input.attempt };
@@ -596,7 +593,7 @@ export class Run {
    * together; only then does the new attempts' work start. Writes are replayable (a busy retry
    * runs them again); memory is never changed inside the transaction.
    */
-  private async step(): Promise<"again" | "done" | { untilMs: number | undefined }> {
+  private async step(): Promise<StepNext> {
     this.stepping = true;
     try {
       return await this.stepInner();
@@ -605,22 +602,19 @@ export class Run {
     }
   }
 
-  private async stepInner(): Promise<"again" | "done" | { untilMs: number | undefined }> {
+  private async stepInner(): Promise<StepNext> {
     this.budgetHeld = undefined; // decided again each step: the held task may be gone from the plan
     this.emitText(); // agent text so far goes with this step's commit, before the outcomes it settles
     const writes = this.settle(this.ended.splice(0));
     const starts: Started[] = [];
     let batched: Write[] = [];
-    this.waitsWrote = false;
-    let next: "again" | "done" | { untilMs: number | undefined } = "again";
+    let next: StepNext = "again";
     try {
       const nowMs = this.now();
       if (this.readsStates) this.renderStale = true;
       // Answers first, then the render that may depend on them (a <Signal>'s children, a ctx read).
       if (this.waits.waiting.size > 0) {
-        const before = writes.length;
         await this.waits.resolveWaits(await this.renderPlan(), nowMs, writes);
-        if (writes.length > before) this.waitsWrote = true;
         if (this.readsStates) this.renderStale = true;
       }
       const plan = await this.renderPlan();
@@ -706,10 +700,13 @@ export class Run {
   /**
    * Whether this step's writes can wait for a later step's commit: the run steps again at once
    * (it starts only pure attempts, done in memory now, or it moved a loop on), and the group of
-   * such steps is still small and young. A step that starts other work, sleeps or ends commits.
+   * such steps is still small and young. A step that starts other work, sleeps or ends commits;
+   * so does one after which a node waits for the world, since each step then reads the
+   * database for its answer (which signal is still free, what was decided) and must see every
+   * write before it.
    */
-  private defers(starts: readonly Started[], next: "again" | "done" | { untilMs: number | undefined }): boolean {
-    if (next === "done" || (starts.length === 0 && next !== "again") || this.waitsWrote || this.abort.signal.aborted || this.failure) return false;
+  private defers(starts: readonly Started[], next: StepNext): boolean {
+    if (next === "done" || (starts.length === 0 && next !== "again") || this.waits.waiting.size > 0 || this.abort.signal.aborted || this.failure) return false;
     if (this.batchSteps >= PURE_BATCH_MAX_STEPS || (this.batchSteps > 0 && performance.now() - this.batchSinceMs >= PURE_BATCH_MAX_MS)) return false;
     return starts.every((st) => isPureAttempt(st.input));
   }
@@ -719,7 +716,7 @@ export class Run {
     action: Action,
     nowMs: number,
     starts: Started[],
-    writes: ((q: Sql) => void | Promise<void>)[],
+    writes: Write[],
     finishedIterations: [loopId: string, iteration: number][],
   ): "done" | { untilMs: number | undefined } | undefined {
     switch (action.type) {
@@ -733,11 +730,9 @@ export class Run {
         this.suspendedUntilMs = action.untilMs;
         return "done";
       case "fire-timer":
-        this.waitsWrote = true;
         this.waits.fireTimer(action.task, nowMs, writes);
         return undefined;
       case "expire-wait":
-        this.waitsWrote = true;
         this.waits.expireWait(action.task, nowMs, writes);
         return undefined;
       case "fail-run":
@@ -755,28 +750,23 @@ export class Run {
         const { task } = action;
         const tracked = this.tracked(task);
         if (task.mode === "timer") {
-          this.waitsWrote = true;
           this.waits.startTimer(task, tracked, nowMs, writes);
           return undefined;
         }
         if (task.mode === "approval") {
-          this.waitsWrote = true;
           this.waits.requestApproval(task, nowMs, writes);
           return undefined;
         }
         if (task.mode === "event") {
-          this.waitsWrote = true;
           this.waits.startEventWait(task, nowMs, writes);
           return undefined;
         }
         if (task.mode === "human") {
-          this.waitsWrote = true;
           this.waits.askHuman(task, nowMs, 1, writes);
           return undefined;
         }
         // <Task needsApproval>: the first start asks a person instead; once approved the task runs.
         if (task.approval?.mode === "gate" && !tracked.gatePassed) {
-          this.waitsWrote = true;
           this.waits.requestApproval(task, nowMs, writes);
           return undefined;
         }
@@ -875,7 +865,7 @@ export class Run {
   }
 
   /** A task whose process died under it `maxAbandons` times fails instead of starting again. */
-  private crashLoop(task: PlanTask, t: TrackedNode, nowMs: number, writes: ((q: Sql) => void | Promise<void>)[]): void {
+  private crashLoop(task: PlanTask, t: TrackedNode, nowMs: number, writes: Write[]): void {
     const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt: t.lastAttempt };
     const error = new SmithersError(
       "TASK_CRASH_LOOP",
@@ -973,14 +963,13 @@ export class Run {
         if (next === "done") break;
         // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting,
         // or the run was cancelled or failed during the step (its wake-up came before this sleep).
-        if (next !== "again" && this.ended.length === 0 && !this.abort.signal.aborted && !this.failure) {
-          await this.sleep(this.pollWhileWaiting(next.untilMs));
-          yieldedAtMs = performance.now();
-        } else if (performance.now() - yieldedAtMs >= YIELD_EVERY_MS) {
-          // Steps of in-memory work and synchronous SQLite resolve as microtasks: the process's
-          // timers and I/O (the heartbeat, a Ctrl-C, a server in the same process) get a turn at
-          // least this often however long a chain of such steps is. Like a sleep, it is followed
-          // by the loop's check for a cancel or failure that came meanwhile.
+        if (next !== "again" && this.ended.length === 0 && !this.abort.signal.aborted && !this.failure) await this.sleep(this.pollWhileWaiting(next.untilMs));
+        if (performance.now() - yieldedAtMs >= YIELD_EVERY_MS) {
+          // Steps of in-memory work and synchronous SQLite resolve as microtasks, and so does a
+          // sleep that work ending in a microtask wakes: the process's timers and I/O (the
+          // heartbeat, a Ctrl-C, a server in the same process) get a turn at least this often
+          // however long a chain of such steps is. The loop's check for a cancel or failure that
+          // came meanwhile follows.
           await new Promise((resolve) => setImmediate(resolve));
           yieldedAtMs = performance.now();
         }

@@ -11,25 +11,45 @@ export type NewAttemptRow = InferInsertModel<typeof smithersAttempts>;
 const A = sqlNames(smithersAttempts);
 
 const INSERT_RUNNING = insertSql(smithersAttempts, ["runId", "nodeId", "iteration", "attempt", "state", "startedAtMs", "metaJson"]);
-const INSERT_ENDED = insertSql(smithersAttempts, ["runId", "nodeId", "iteration", "attempt", "state", "startedAtMs", "finishedAtMs", "errorJson", "metaJson"]);
+/** What closing an attempt sets: finishAttempt on a running row, or insertEndedAttempt's row. */
+export type AttemptClose = Pick<
+  Partial<NewAttemptRow>,
+  | "state"
+  | "finishedAtMs"
+  | "errorJson"
+  | "responseText"
+  | "metaJson"
+  | "cached"
+  | "inputTokens"
+  | "cachedInputTokens"
+  | "outputTokens"
+  | "costUsd"
+  | "agentModel"
+>;
 
-/** An attempt that started and ended within one transaction (no agent, no response text, no usage), as one row. */
+const CLOSE_FIELDS = [
+  "state",
+  "finishedAtMs",
+  "errorJson",
+  "responseText",
+  "metaJson",
+  "cached",
+  "inputTokens",
+  "cachedInputTokens",
+  "outputTokens",
+  "costUsd",
+  "agentModel",
+] as const satisfies readonly (keyof AttemptClose)[];
+
+const INSERT_ENDED = insertSql(smithersAttempts, ["runId", "nodeId", "iteration", "attempt", "startedAtMs", ...CLOSE_FIELDS]);
+
+/** An attempt started and closed within one transaction, written once as it ended (what finishAttempt would leave). */
 export async function insertEndedAttempt(
   q: Sql,
-  row: Pick<NewAttemptRow, "runId" | "nodeId" | "iteration" | "attempt" | "state" | "startedAtMs" | "finishedAtMs" | "errorJson" | "metaJson">,
+  row: { runId: string; nodeId: string; iteration: number; attempt: number; startedAtMs: number } & AttemptClose,
 ): Promise<void> {
-  await q.run(
-    INSERT_ENDED,
-    row.runId,
-    row.nodeId,
-    row.iteration ?? 0,
-    row.attempt,
-    row.state,
-    row.startedAtMs,
-    row.finishedAtMs ?? null,
-    row.errorJson ?? null,
-    row.metaJson ?? null,
-  );
+  const close = CLOSE_FIELDS.map((field) => (field === "cached" ? Boolean(row.cached) : field === "state" ? (row.state ?? "finished") : (row[field] ?? null)));
+  await q.run(INSERT_ENDED, row.runId, row.nodeId, row.iteration, row.attempt, row.startedAtMs, ...close);
 }
 
 export async function insertAttempt(q: Sql, row: NewAttemptRow): Promise<void> {
@@ -57,24 +77,7 @@ const FINISH_RUNNING = `UPDATE ${A.$table}
  * Closes a `running` attempt; returns 0 when it was not running any more (taken over).
  * `cached`: its output came from `_smithers_cache` and its body did not run.
  */
-export function finishAttempt(
-  q: Sql,
-  key: { runId: string; nodeId: string; iteration: number; attempt: number },
-  patch: Pick<
-    Partial<NewAttemptRow>,
-    | "state"
-    | "finishedAtMs"
-    | "errorJson"
-    | "responseText"
-    | "metaJson"
-    | "cached"
-    | "inputTokens"
-    | "cachedInputTokens"
-    | "outputTokens"
-    | "costUsd"
-    | "agentModel"
-  >,
-): Promise<number> {
+export function finishAttempt(q: Sql, key: { runId: string; nodeId: string; iteration: number; attempt: number }, patch: AttemptClose): Promise<number> {
   return q.run(
     FINISH_RUNNING,
     patch.state ?? "finished",

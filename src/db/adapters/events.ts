@@ -44,48 +44,45 @@ const INSERT_EVENT = insertSql(smithersEvents, ["runId", "seq", "timestampMs", "
  * events of the same run just count on from it: no gap, no duplicate.
  */
 async function insertInTransaction(q: Sql, events: readonly NewEvent[], dedupe = true): Promise<number[]> {
-  if (!dedupe) return await insertAllInTransaction(q, events);
-  const nextByRun = new Map<string, number>();
+  const seqOf = seqCounter(q);
+  if (!dedupe) {
+    // Each event is new: its seq counted on, the rows written many per statement.
+    const seqs: number[] = [];
+    for (const event of events) seqs.push(await seqOf(event.runId));
+    await insertRows(
+      q,
+      INSERT_EVENT,
+      events.map((e, i) => [e.runId, seqs[i], e.timestampMs, e.type, e.payloadJson]),
+    );
+    return seqs;
+  }
   const seqs: number[] = [];
   for (const event of events) {
-    if (dedupe) {
-      const found = await q.get<{ seq: number }>(FIND_DUPLICATE[q.dialect], event.runId, event.timestampMs, event.type, event.payloadJson);
-      if (found) {
-        seqs.push(found.seq);
-        continue;
-      }
+    // One at a time: an identical event earlier in the same batch is found as stored.
+    const found = await q.get<{ seq: number }>(FIND_DUPLICATE[q.dialect], event.runId, event.timestampMs, event.type, event.payloadJson);
+    if (found) {
+      seqs.push(found.seq);
+      continue;
     }
-    let seq = nextByRun.get(event.runId);
-    if (seq === undefined) {
-      await lockRunSequence(q, "events", event.runId);
-      seq = (await q.get<{ next: number }>(NEXT_SEQ, event.runId))?.next ?? 0;
-    }
+    const seq = await seqOf(event.runId);
     await q.run(INSERT_EVENT, event.runId, seq, event.timestampMs, event.type, event.payloadJson);
-    nextByRun.set(event.runId, seq + 1);
     seqs.push(seq);
   }
   return seqs;
 }
 
-/** insertInTransaction without de-duplication: the seqs are counted on from one MAX per run, the rows written many per statement. */
-async function insertAllInTransaction(q: Sql, events: readonly NewEvent[]): Promise<number[]> {
+/** The next seq of each run within one transaction: the run's sequence locked and its MAX read once, then counted on. */
+function seqCounter(q: Sql): (runId: string) => Promise<number> {
   const nextByRun = new Map<string, number>();
-  const seqs: number[] = [];
-  for (const event of events) {
-    let seq = nextByRun.get(event.runId);
+  return async (runId) => {
+    let seq = nextByRun.get(runId);
     if (seq === undefined) {
-      await lockRunSequence(q, "events", event.runId);
-      seq = (await q.get<{ next: number }>(NEXT_SEQ, event.runId))?.next ?? 0;
+      await lockRunSequence(q, "events", runId);
+      seq = (await q.get<{ next: number }>(NEXT_SEQ, runId))?.next ?? 0;
     }
-    nextByRun.set(event.runId, seq + 1);
-    seqs.push(seq);
-  }
-  await insertRows(
-    q,
-    INSERT_EVENT,
-    events.map((e, i) => [e.runId, seqs[i], e.timestampMs, e.type, e.payloadJson]),
-  );
-  return seqs;
+    nextByRun.set(runId, seq + 1);
+    return seq;
+  };
 }
 
 /**
