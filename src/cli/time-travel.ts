@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { runs } from "../db/index.ts";
+import { history, runs } from "../db/index.ts";
 import { DEFAULT_DB_PATH, forkRun, loadWorkflowFile, rewindRun, type CrossedCall } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { dbPathOption, EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
@@ -130,6 +130,13 @@ export async function rewindCommand(args: string[], io: Io, resume: ResumeRun): 
   const db = openExistingDb(dbPath);
   let result: Awaited<ReturnType<typeof rewindRun>>;
   try {
+    // Reverts are defined by the workflow's module: without it every side effect would look
+    // unrevertible, and --force would discard calls whose revert exists.
+    if (!file && !values["no-revert"] && (await db.read("standingSideEffects", (q) => history.standingSideEffects(q, runId))).length > 0) {
+      throw usageError(
+        `run ${runId} made side-effect calls, whose reverts its workflow defines, and recorded no workflow file that still exists: pass it with --workflow FILE, or --no-revert`,
+      );
+    }
     result = await rewindRun(db, { runId, frame, force: Boolean(values.force), revert: !values["no-revert"] });
   } finally {
     await db.close();

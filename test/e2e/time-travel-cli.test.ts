@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { sql, tempDbPath, tempDir } from "../helpers.ts";
+import { execute, sql, tempDbPath, tempDir } from "../helpers.ts";
 import { root, smithers } from "./cli-helpers.ts";
 
 /** A workflow whose agent task `draft` echoes its prompt; with HANG=1 it writes $MARKER and never answers. */
@@ -149,4 +149,20 @@ describe("fork, replay, rewind and timeline from the CLI", () => {
     expect(replay.code).toBe(0);
     expect(readFileSync(calls, "utf8").trim().split("\n").sort()).toEqual(["a", "b", "c"]);
   });
+
+  test("rewind of a run whose side effects' reverts live in a workflow file that is gone is a usage error, not a silent loss of the reverts", async () => {
+    const db = tempDbPath();
+    const dir = tempDir();
+    const env = { EFFECT_FILE: join(dir, "effects.log"), HANG: "0" };
+    expect(smithers(["up", "test/fixtures/tool-crash.tsx", "--run-id", "paid", "--db", db], env).code).toBe(0);
+    // As if the file had moved since the run.
+    await execute(db, "UPDATE _smithers_runs SET workflow_path = ? WHERE run_id = 'paid'", join(dir, "moved.tsx"));
+    const asked = smithers(["rewind", "paid", "0", "--db", db], env);
+    expect([asked.code, asked.stderr.includes("USAGE"), asked.stderr.includes("--workflow FILE")]).toEqual([2, true, true]);
+    // --no-revert says the reverts are not wanted: the rewind reaches the side-effect guard, which --force passes.
+    const guarded = smithers(["rewind", "paid", "0", "--no-revert", "--db", db], env);
+    expect([guarded.code, guarded.stderr.includes("SIDE_EFFECT_BOUNDARY")]).toEqual([2, true]);
+    expect(smithers(["rewind", "paid", "0", "--no-revert", "--force", "--db", db], env).code).toBe(0);
+    expect(sql(db, "SELECT status FROM _smithers_runs WHERE run_id = 'paid'")).toEqual([{ status: "paused" }]);
+  }, 30_000);
 });
