@@ -19,13 +19,11 @@ export type RunSummary = RunHeader & {
 
 export const PS_DEFAULT_LIMIT = 20;
 
-const NO_USAGE: UsageTotals = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null };
-
 /** A request queued for workers (up --detach, enqueue, serve) that no worker has started yet, as a run summary. */
-function queuedSummary(q: queue.QueueRow): RunSummary {
+export function queuedSummary(q: queue.QueueRow): RunSummary {
   const { runId, workflowName, workflowPath, enqueuedAtMs } = q;
   const header = { runId, status: "queued", workflowName, workflowPath, parentRunId: null, createdAtMs: enqueuedAtMs, startedAtMs: null, finishedAtMs: null };
-  return { ...header, durationMs: null, progress: { done: 0, total: 0 }, costUsd: null, usage: { ...NO_USAGE } };
+  return { ...header, durationMs: null, progress: { done: 0, total: 0 }, costUsd: null, usage: { ...attempts.NO_USAGE } };
 }
 
 /**
@@ -46,11 +44,12 @@ export async function listRunSummaries(
     db,
     rows.map((r) => r.runId),
   );
-  const usage = await db.read("psUsage", async (q) => {
-    const byRun = new Map<string, UsageTotals>();
-    for (const r of rows) byRun.set(r.runId, await attempts.sumRunUsage(q, r.runId));
-    return byRun;
-  });
+  const usage = await db.read("psUsage", (q) =>
+    attempts.sumUsageByRun(
+      q,
+      rows.map((r) => r.runId),
+    ),
+  );
   return [
     ...queued,
     ...rows.map((r) => ({
@@ -58,7 +57,7 @@ export async function listRunSummaries(
       durationMs: r.startedAtMs === null ? null : (r.finishedAtMs ?? nowMs) - r.startedAtMs,
       progress: progress.get(r.runId) ?? { done: 0, total: 0 },
       costUsd: usage.get(r.runId)?.costUsd ?? null,
-      usage: usage.get(r.runId) ?? { ...NO_USAGE },
+      usage: usage.get(r.runId) ?? { ...attempts.NO_USAGE },
     })),
   ];
 }

@@ -4,12 +4,12 @@
  * resuming it with a higher limit goes on from the task that was held back. The limits are
  * stored on the run (`config_json`), so a resume by the daemon keeps them.
  */
-import type { UsageTotals } from "../db/index.ts";
+import { attempts, type UsageTotals } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 
 export type Budget = { maxCostUsd?: number; maxTokens?: number };
 
-export const NO_USAGE: UsageTotals = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null };
+export const NO_USAGE: UsageTotals = attempts.NO_USAGE;
 
 /** Checks limits given as options: each a finite number >= 0 (0 lets no agent run). */
 export function checkBudget(budget: { maxCostUsd?: unknown; maxTokens?: unknown }): Budget {

@@ -2,11 +2,11 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { loadOutputRows, loadStoredOutputs, nodes as nodeRows, queue, runs, stripBookkeeping, type OutputRegistry, type SmithersDb } from "../db/index.ts";
-import { answerHuman, approve, deny, isOver, requestCancel, sendSignal } from "../engine/index.ts";
+import { answerHuman, approve, deny, isOver, requestCancel, RunStatusSchema, sendSignal } from "../engine/index.ts";
 import { ownerAlive } from "../engine/run-setup.ts";
 import { SmithersError } from "../errors/index.ts";
 import { inspectRun } from "../cli/inspect.ts";
-import { listRunSummaries } from "../cli/ps.ts";
+import { listRunSummaries, queuedSummary } from "../cli/ps.ts";
 import type { RunQueue } from "./queue.ts";
 import { followRun, startSeq, type FollowOptions } from "./sse.ts";
 import { registerForkRoute } from "./fork-route.ts";
@@ -29,7 +29,7 @@ const SignalBody = z.strictObject({
   by: z.string().optional(),
 });
 const ListQuery = z.object({
-  status: z.string().optional(),
+  status: z.union([z.literal("queued"), RunStatusSchema]).optional(),
   workflow: z.string().min(1).optional(),
   limit: z.coerce.number().int().min(1).max(1000).optional(),
 });
@@ -61,20 +61,10 @@ export function runsQuery(query: Record<string, string>): RunsQuery {
 
 /** GET /runs's list: queued requests first, then the stored runs' `ps --json` summaries, newest first. */
 export async function listRunItems(db: SmithersDb, { status, workflow, limit = 100 }: RunsQuery) {
-  const queued = status === undefined || status === "queued" ? (await queue.listWaiting(db, { workflowName: workflow, limit })).map(queuedRun) : [];
   // The `ps --json` summary (duration, progress, usage), with `workflow` named as in the rest of the API.
-  const stored =
-    status === "queued"
-      ? []
-      : (await listRunSummaries(db, { ...(status ? { status } : {}), ...(workflow ? { workflow } : {}), limit })).map((r) => ({
-          ...r,
-          workflow: r.workflowName,
-        }));
-  return [...queued, ...stored].slice(0, limit);
+  const items = await listRunSummaries(db, { ...(status ? { status } : {}), ...(workflow ? { workflow } : {}), limit, withQueued: true });
+  return items.map((r) => ({ ...r, workflow: r.workflowName }));
 }
-
-/** A queued request as a run summary (it has no run row yet). */
-const queuedRun = (q: queue.QueueRow) => ({ runId: q.runId, workflow: q.workflowName, status: "queued", createdAtMs: q.enqueuedAtMs });
 
 /** 404 unless the run is stored or queued. */
 export async function knownRun(db: SmithersDb, runId: string): Promise<{ run?: runs.RunRow; queued?: queue.QueueRow }> {
@@ -99,7 +89,7 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
 
   app.get("/runs/:id", async (c) => {
     const found = await knownRun(db, c.req.param("id"));
-    if (found.queued) return c.json({ ...queuedRun(found.queued), nodes: [], usage: null });
+    if (found.queued) return c.json({ ...queuedSummary(found.queued), workflow: found.queued.workflowName, nodes: [], usage: null });
     return c.json(await inspectRun(db, c.req.param("id")));
   });
 

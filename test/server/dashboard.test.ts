@@ -71,6 +71,11 @@ describe("GET /runs for the dashboard", () => {
     expect(byId.get("s1")?.durationMs).toBeGreaterThanOrEqual(0);
     const gates = ((await (await fetch(`${url}/runs?workflow=server-gate`)).json()) as { runs: Item[] }).runs;
     expect(gates.map((r) => r.runId)).toEqual(["g1"]);
+    const waiting = ((await (await fetch(`${url}/runs?status=waiting-approval`)).json()) as { runs: Item[] }).runs;
+    expect(waiting.map((r) => r.runId)).toEqual(["g1"]);
+    // A status no run can have is refused, as `smithers ps --status` refuses it, not answered with an empty list.
+    const bogus = await fetch(`${url}/runs?status=bogus`);
+    expect([bogus.status, ((await bogus.json()) as { code: string }).code]).toEqual([400, "INVALID_INPUT"]);
   });
 });
 

@@ -1,5 +1,5 @@
 /** `_smithers_attempts`: every execution attempt of every node, kept as history. */
-import { and, eq, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import { and, eq, inArray, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import { insertSql, sqlNames } from "./shared.ts";
 import { smithersAttempts, smithersNodes } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";
@@ -168,6 +168,9 @@ export function recordAgentProcess(db: SmithersDb, key: AttemptKey, pid: number,
 /** A run's usage: tokens and cost summed over its attempts (cost null when no attempt had one). */
 export type UsageTotals = { inputTokens: number; cachedInputTokens: number; outputTokens: number; costUsd: number | null };
 
+/** Nothing consumed. */
+export const NO_USAGE: UsageTotals = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null };
+
 export async function sumRunUsage(q: Sql, runId: string): Promise<UsageTotals> {
   const row = await q.orm
     .select({
@@ -186,7 +189,34 @@ export async function sumRunUsage(q: Sql, runId: string): Promise<UsageTotals> {
       outputTokens: Number(row.outputTokens),
       costUsd: row.costUsd === null ? null : Number(row.costUsd),
     };
-  return { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null }; // (an aggregate always has a row)
+  return { ...NO_USAGE }; // (an aggregate always has a row)
+}
+
+/** sumRunUsage of each of `runIds`, in one grouped query (a run with no attempts has no entry). */
+export async function sumUsageByRun(q: Sql, runIds: readonly string[]): Promise<Map<string, UsageTotals>> {
+  const byRun = new Map<string, UsageTotals>();
+  if (runIds.length === 0) return byRun;
+  const rows = await q.orm
+    .select({
+      runId: smithersAttempts.runId,
+      inputTokens: sql<number>`coalesce(sum(${smithersAttempts.inputTokens}), 0)`,
+      cachedInputTokens: sql<number>`coalesce(sum(${smithersAttempts.cachedInputTokens}), 0)`,
+      outputTokens: sql<number>`coalesce(sum(${smithersAttempts.outputTokens}), 0)`,
+      costUsd: sql<number | null>`sum(${smithersAttempts.costUsd})`,
+    })
+    .from(smithersAttempts)
+    .where(inArray(smithersAttempts.runId, [...runIds]))
+    .groupBy(smithersAttempts.runId)
+    .all();
+  for (const r of rows) {
+    byRun.set(r.runId, {
+      inputTokens: Number(r.inputTokens),
+      cachedInputTokens: Number(r.cachedInputTokens),
+      outputTokens: Number(r.outputTokens),
+      costUsd: r.costUsd === null ? null : Number(r.costUsd),
+    });
+  }
+  return byRun;
 }
 
 /** Stores costs priced after the fact (attempts recorded without one, priced on resume). */
