@@ -26,6 +26,8 @@ import { linkTo, upFile } from "./up-file.ts";
 
 type Engine = "ours" | "peer";
 type WorkflowName = Shape | "up" | "floor" | "rest";
+/** Rows measured without being a --workflows choice: the floors beside `floor`'s bun:sqlite rows. */
+type RowKind = WorkflowName | "warm" | "imports";
 const WORKFLOWS: readonly WorkflowName[] = ["one", "seq", "par", "loop", "up", "floor", "rest"];
 const UP_TASKS = 5;
 const FLOOR_NS = [1_000, 10_000];
@@ -47,7 +49,7 @@ type Failed = { ok: false; kind: "error" | "timeout"; message: string };
 type Sample = Ok | Failed;
 
 /** One table row: a workflow at one size; `ours` holds the floor's samples on floor rows. */
-type Row = { label: string; workflow: WorkflowName; n: number; cells: Partial<Record<Engine, Sample[] | "skip">> };
+type Row = { label: string; workflow: RowKind; n: number; cells: Partial<Record<Engine, Sample[] | "skip">> };
 
 // ---------------------------------------------------------------------------------------------
 // options
@@ -155,21 +157,28 @@ function inspectDb(dbPath: string): { db: Ok["db"]; rows: number; framesBytes: n
   }
 }
 
-async function measure(engine: Engine | "floor", workflow: WorkflowName, n: number, opts: CompareOptions, ours: OursTree): Promise<Sample> {
+async function measure(engine: Engine | "floor", workflow: RowKind, n: number, opts: CompareOptions, ours: OursTree): Promise<Sample> {
   const dir = mkdtempSync(join(tmpdir(), "smithers-compare-"));
   const dbPath = join(dir, "bench.db");
   const rssFile = join(dir, "peak-rss-kb");
   try {
     let cmd: string[];
     let env: Record<string, string> = {};
-    if (workflow === "up") {
-      const file = upFile(engine as Engine, ours, UP_TASKS);
-      const cli = engine === "ours" ? [join(ours.root, "src/cli/index.ts"), "up", file, "--db", dbPath] : [PEER_CLI, "up", file];
+    const wholeProcess = workflow === "up" || workflow === "imports";
+    if (wholeProcess) {
+      const file = workflow === "up" ? upFile(engine as Engine, ours, UP_TASKS) : "";
+      const cli =
+        workflow === "imports"
+          ? [join(HERE, "imports-floor.ts")]
+          : engine === "ours"
+            ? [join(ours.root, "src/cli/index.ts"), "up", file, "--db", dbPath]
+            : [PEER_CLI, "up", file];
       cmd = [BUN, "--preload", join(HERE, "rss-probe.ts"), ...cli];
       env = { BENCH_DB: dbPath, BENCH_RSS_FILE: rssFile };
     } else {
       const worker = engine === "floor" ? join(HERE, "floor.ts") : engine === "ours" ? join(ours.root, "bench/compare/ours.tsx") : join(HERE, "peer.jsx");
-      const spec: RunSpec = { shape: (workflow === "floor" ? "seq" : workflow) as Shape, n, dbPath };
+      const shape = (workflow === "floor" ? "seq" : workflow === "warm" ? "one" : workflow) as Shape;
+      const spec: RunSpec = { shape, n, dbPath, ...(workflow === "warm" ? { warm: true } : {}) };
       cmd = [BUN, worker, JSON.stringify(spec)];
     }
     const out = await runChild(cmd, dir, env, opts.timeoutMs);
@@ -177,7 +186,7 @@ async function measure(engine: Engine | "floor", workflow: WorkflowName, n: numb
     if (out.code !== 0) return { ok: false, kind: "error", message: `exit ${out.code}: ${firstLine(out.stderr || out.stdout)}` };
     let wallMs: number;
     let rssMb: number;
-    if (workflow === "up") {
+    if (wholeProcess) {
       wallMs = out.elapsedMs; // the whole process, spawn to exit
       rssMb = existsSync(rssFile) ? Number(readFileSync(rssFile, "utf8")) / 1024 : Number.NaN;
     } else {
@@ -187,6 +196,7 @@ async function measure(engine: Engine | "floor", workflow: WorkflowName, n: numb
       wallMs = r.wallMs;
       rssMb = r.peakRssKb / 1024;
     }
+    if (workflow === "imports") return { ok: true, wallMs, rssMb, db: { main: 0, wal: 0, shm: 0 }, framesBytes: null };
     const seen = inspectDb(dbPath);
     if (seen.rows !== n) return { ok: false, kind: "error", message: `finished but wrote ${seen.rows} rows to "out", expected ${n}` };
     return { ok: true, wallMs, rssMb, db: seen.db, framesBytes: seen.framesBytes };
@@ -261,6 +271,11 @@ function plan(opts: CompareOptions, peerAvailable: boolean): Row[] {
     for (const n of FLOOR_NS.filter((n) => opts.ns.includes(n))) {
       rows.push({ label: `floor-${n} (bun:sqlite)`, workflow: "floor", n, cells: { ours: [] } });
     }
+    // The fixed costs' floors: the one-task run again in a process that has run it once (what is
+    // left once the code is compiled), and a process that only imports zod and Drizzle (the part
+    // of `smithers up` no engine can skip: the workflow file imports both).
+    rows.push({ label: "floor: one task, warm (2nd run in process)", workflow: "warm", n: 1, cells: { ours: [] } });
+    rows.push({ label: "floor: bun + zod + drizzle imports (whole process)", workflow: "imports", n: 1, cells: { ours: [] } });
   }
   return rows;
 }
@@ -368,7 +383,7 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
   );
   const notes: string[] = [];
   for (const [i, job] of jobs.entries()) {
-    const runner = job.row.workflow === "floor" ? "floor" : job.engine;
+    const runner = job.row.workflow === "floor" || job.row.workflow === "imports" ? "floor" : job.engine;
     const sample = await measure(runner, job.row.workflow, job.row.n, opts, ours);
     (job.row.cells[job.engine] as Sample[]).push(sample);
     const what = `${job.row.label} ${runner} rep ${job.rep + 1}/${opts.reps}`;
@@ -390,7 +405,8 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
     console.log(
       "\nwall: inside the child, around runWorkflow only (after imports and workflow creation); `smithers up`: the whole process, spawn to exit." +
         "\nDB: main file + -wal + -shm, read by the parent after the child exited. frames: SUM(length(xml_json)) over _smithers_frames." +
-        "\nRSS: the child's own peak (VmHWM). floor rows: plain bun:sqlite, one committed INSERT per task, shown in the ours columns." +
+        "\nRSS: the child's own peak (VmHWM). floor rows: plain bun:sqlite, one committed INSERT per task, shown in the ours columns;" +
+        "\n  the warm floor: the one-task run timed as the second run in its process; the imports floor: `bun` importing zod and Drizzle's SQLite core, spawn to exit." +
         `\n— : not measured (the peer above N=${fmtInt(opts.peerMaxN)}, or not selected).`,
     );
   for (const n of notes) console.log(`  ! ${n}`);
