@@ -26,8 +26,13 @@ import { linkTo, upFile } from "./up-file.ts";
 
 type Engine = "ours" | "peer";
 type WorkflowName = Shape | "up" | "floor" | "rest";
-/** Rows measured without being a --workflows choice: the floors beside `floor`'s bun:sqlite rows. */
-type RowKind = WorkflowName | "warm" | "imports";
+/** Rows measured without being a --workflows choice: the import floor beside `floor`'s bun:sqlite rows. */
+type RowKind = WorkflowName | "imports";
+/**
+ * How a row's run differs from the plain one (ours only, with `floor`): `warm`, timed as the second
+ * run of its workflow in its process; `no-jit`, with JavaScriptCore's JIT off (BUN_JSC_useJIT=0).
+ */
+type Variant = "warm" | "no-jit";
 const WORKFLOWS: readonly WorkflowName[] = ["one", "seq", "par", "loop", "up", "floor", "rest"];
 const UP_TASKS = 5;
 const FLOOR_NS = [1_000, 10_000];
@@ -49,7 +54,7 @@ type Failed = { ok: false; kind: "error" | "timeout"; message: string };
 type Sample = Ok | Failed;
 
 /** One table row: a workflow at one size; `ours` holds the floor's samples on floor rows. */
-type Row = { label: string; workflow: RowKind; n: number; cells: Partial<Record<Engine, Sample[] | "skip">> };
+type Row = { label: string; workflow: RowKind; n: number; variant?: Variant; cells: Partial<Record<Engine, Sample[] | "skip">> };
 
 // ---------------------------------------------------------------------------------------------
 // options
@@ -157,7 +162,7 @@ function inspectDb(dbPath: string): { db: Ok["db"]; rows: number; framesBytes: n
   }
 }
 
-async function measure(engine: Engine | "floor", workflow: RowKind, n: number, opts: CompareOptions, ours: OursTree): Promise<Sample> {
+async function measure(engine: Engine | "floor", workflow: RowKind, n: number, opts: CompareOptions, ours: OursTree, variant?: Variant): Promise<Sample> {
   const dir = mkdtempSync(join(tmpdir(), "smithers-compare-"));
   const dbPath = join(dir, "bench.db");
   const rssFile = join(dir, "peak-rss-kb");
@@ -177,9 +182,9 @@ async function measure(engine: Engine | "floor", workflow: RowKind, n: number, o
       env = { BENCH_DB: dbPath, BENCH_RSS_FILE: rssFile };
     } else {
       const worker = engine === "floor" ? join(HERE, "floor.ts") : engine === "ours" ? join(ours.root, "bench/compare/ours.tsx") : join(HERE, "peer.jsx");
-      const shape = (workflow === "floor" ? "seq" : workflow === "warm" ? "one" : workflow) as Shape;
-      const spec: RunSpec = { shape, n, dbPath, ...(workflow === "warm" ? { warm: true } : {}) };
+      const spec: RunSpec = { shape: (workflow === "floor" ? "seq" : workflow) as Shape, n, dbPath, ...(variant === "warm" ? { warm: true } : {}) };
       cmd = [BUN, worker, JSON.stringify(spec)];
+      if (variant === "no-jit") env = { BUN_JSC_useJIT: "0" };
     }
     const out = await runChild(cmd, dir, env, opts.timeoutMs);
     if (out.timedOut) return { ok: false, kind: "timeout", message: `killed after ${opts.timeoutMs / 1000} s` };
@@ -271,10 +276,17 @@ function plan(opts: CompareOptions, peerAvailable: boolean): Row[] {
     for (const n of FLOOR_NS.filter((n) => opts.ns.includes(n))) {
       rows.push({ label: `floor-${n} (bun:sqlite)`, workflow: "floor", n, cells: { ours: [] } });
     }
-    // The fixed costs' floors: the one-task run again in a process that has run it once (what is
-    // left once the code is compiled), and a process that only imports zod and Drizzle (the part
-    // of `smithers up` no engine can skip: the workflow file imports both).
-    rows.push({ label: "floor: one task, warm (2nd run in process)", workflow: "warm", n: 1, cells: { ours: [] } });
+    // What the engine costs once its code is compiled: the run again in a process that has run
+    // the same workflow once (one task, and each shape at 1,000); what the JIT costs in memory:
+    // seq at the largest N with it off; and a process that only imports zod and Drizzle, the
+    // part of `smithers up` no engine can skip (the workflow file imports both).
+    rows.push({ label: "one task, warm (2nd run in process)", workflow: "one", n: 1, variant: "warm", cells: { ours: [] } });
+    if (opts.ns.includes(1_000))
+      for (const shape of ["seq", "par", "loop"] as const)
+        rows.push({ label: `${shape}-1000, warm (2nd run in process)`, workflow: shape, n: 1_000, variant: "warm", cells: { ours: [] } });
+    const largest = Math.max(...opts.ns.filter((n) => n >= 1_000));
+    if (Number.isFinite(largest))
+      rows.push({ label: `seq-${largest}, JIT off (BUN_JSC_useJIT=0)`, workflow: "seq", n: largest, variant: "no-jit", cells: { ours: [] } });
     rows.push({ label: "floor: bun + zod + drizzle imports (whole process)", workflow: "imports", n: 1, cells: { ours: [] } });
   }
   return rows;
@@ -384,7 +396,7 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
   const notes: string[] = [];
   for (const [i, job] of jobs.entries()) {
     const runner = job.row.workflow === "floor" || job.row.workflow === "imports" ? "floor" : job.engine;
-    const sample = await measure(runner, job.row.workflow, job.row.n, opts, ours);
+    const sample = await measure(runner, job.row.workflow, job.row.n, opts, ours, job.row.variant);
     (job.row.cells[job.engine] as Sample[]).push(sample);
     const what = `${job.row.label} ${runner} rep ${job.rep + 1}/${opts.reps}`;
     const said = sample.ok
@@ -406,7 +418,8 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
       "\nwall: inside the child, around runWorkflow only (after imports and workflow creation); `smithers up`: the whole process, spawn to exit." +
         "\nDB: main file + -wal + -shm, read by the parent after the child exited. frames: SUM(length(xml_json)) over _smithers_frames." +
         "\nRSS: the child's own peak (VmHWM). floor rows: plain bun:sqlite, one committed INSERT per task, shown in the ours columns;" +
-        "\n  the warm floor: the one-task run timed as the second run in its process; the imports floor: `bun` importing zod and Drizzle's SQLite core, spawn to exit." +
+        "\nwarm rows: the same workflow run once on a scratch database first, then timed (RSS covers both runs). JIT off: the same run interpreted only." +
+        "\nimports floor: `bun` importing zod and Drizzle's SQLite core, spawn to exit, with the same preload as the `smithers up` row." +
         `\n— : not measured (the peer above N=${fmtInt(opts.peerMaxN)}, or not selected).`,
     );
   for (const n of notes) console.log(`  ! ${n}`);

@@ -10,74 +10,65 @@ import { z } from "../zod.ts";
 import { parseSpec, peakRssKb, report, type Shape } from "./protocol.ts";
 
 const spec = parseSpec(process.argv[2]);
-const { Workflow, Task, Sequence, Parallel, Loop, smithers, outputs, smithersDb } = createSmithers(
-  { out: z.object({ n: z.number() }) },
-  { dbPath: spec.dbPath },
-);
 const ids = Array.from({ length: spec.n }, (_, i) => i);
 
-const workflows: Record<Shape, () => ReturnType<typeof smithers>> = {
-  one: () =>
-    smithers(() => (
-      <Workflow name="one">
-        <Task id="t0" output={outputs.out}>
-          {{ n: 0 }}
-        </Task>
-      </Workflow>
-    )),
-  seq: () =>
-    smithers(() => (
-      <Workflow name="seq">
-        <Sequence>
-          {ids.map((i) => (
-            <Task key={i} id={`t${i}`} output={outputs.out}>
-              {{ n: i }}
-            </Task>
-          ))}
-        </Sequence>
-      </Workflow>
-    )),
-  par: () =>
-    smithers(() => (
-      <Workflow name="par">
-        <Parallel maxConcurrency={8}>
-          {ids.map((i) => (
-            <Task key={i} id={`t${i}`} output={outputs.out}>
-              {{ n: i }}
-            </Task>
-          ))}
-        </Parallel>
-      </Workflow>
-    )),
-  loop: () =>
-    smithers((ctx) => (
-      <Workflow name="loop">
-        <Loop id="l" until={ctx.iterationCount(outputs.out, "t") >= spec.n} maxIterations={spec.n}>
-          <Task id="t" output={outputs.out}>
-            {{ n: ctx.iterationCount(outputs.out, "t") }}
+/** The workflow of `shape` on a database of its own. */
+function workflowOn(shape: Shape, dbPath: string) {
+  const { Workflow, Task, Sequence, Parallel, Loop, smithers, outputs, smithersDb } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+  const workflows: Record<Shape, () => ReturnType<typeof smithers>> = {
+    one: () =>
+      smithers(() => (
+        <Workflow name="one">
+          <Task id="t0" output={outputs.out}>
+            {{ n: 0 }}
           </Task>
-        </Loop>
-      </Workflow>
-    )),
-};
+        </Workflow>
+      )),
+    seq: () =>
+      smithers(() => (
+        <Workflow name="seq">
+          <Sequence>
+            {ids.map((i) => (
+              <Task key={i} id={`t${i}`} output={outputs.out}>
+                {{ n: i }}
+              </Task>
+            ))}
+          </Sequence>
+        </Workflow>
+      )),
+    par: () =>
+      smithers(() => (
+        <Workflow name="par">
+          <Parallel maxConcurrency={8}>
+            {ids.map((i) => (
+              <Task key={i} id={`t${i}`} output={outputs.out}>
+                {{ n: i }}
+              </Task>
+            ))}
+          </Parallel>
+        </Workflow>
+      )),
+    loop: () =>
+      smithers((ctx) => (
+        <Workflow name="loop">
+          <Loop id="l" until={ctx.iterationCount(outputs.out, "t") >= spec.n} maxIterations={spec.n}>
+            <Task id="t" output={outputs.out}>
+              {{ n: ctx.iterationCount(outputs.out, "t") }}
+            </Task>
+          </Loop>
+        </Workflow>
+      )),
+  };
+  return { wf: workflows[shape](), smithersDb };
+}
 
-const wf = workflows[spec.shape]();
 if (spec.warm) {
-  // The same workflow once, untimed, into its own database: the timed run below then finds the
-  // engine's code compiled, as the second run of a long-lived process (a worker, a server) does.
-  const scratch = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: `${spec.dbPath}.warm.db` });
-  const first = await runWorkflow(
-    scratch.smithers(() => (
-      <scratch.Workflow name="warm">
-        <scratch.Task id="t0" output={scratch.outputs.out}>
-          {{ n: 0 }}
-        </scratch.Task>
-      </scratch.Workflow>
-    )),
-    { input: {} },
-  );
+  // The same workflow once, untimed, on a scratch database: the timed run below then finds the
+  // engine's code compiled, as every run after the first of a long-lived process (a worker, a server) does.
+  const first = await runWorkflow(workflowOn(spec.shape, `${spec.dbPath}.warm.db`).wf, { input: {} });
   if (first.status !== "finished") throw new Error(`warm-up run ${first.status}`);
 }
+const { wf, smithersDb } = workflowOn(spec.shape, spec.dbPath);
 // The peer opens (and creates) its database inside createSmithers, before its timer starts;
 // ours opens lazily in runWorkflow, so open it here to time the same thing on both sides.
 void smithersDb;

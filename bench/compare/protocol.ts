@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 export type Shape = "one" | "seq" | "par" | "loop";
 export const SHAPES: readonly Shape[] = ["one", "seq", "par", "loop"];
 
-/** `warm`: run the workflow once into a scratch database first, and time only the second run. */
+/** `warm`: run the same workflow once on a scratch database first, and time only the second run. */
 export type RunSpec = { shape: Shape; n: number; dbPath: string; warm?: boolean };
 
 /** The child's own measurements: wall time around the run only, and its peak RSS. */
