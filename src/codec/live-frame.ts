@@ -32,7 +32,7 @@ type LiveNode = {
 
 function freezeProps(props: Props): Props {
   const copy: Record<string, PropValue> = {};
-  for (const [name, value] of Object.entries(props)) copy[name] = frozenCopy(value!);
+  for (const name of Object.keys(props)) copy[name] = frozenCopy(props[name]!);
   return Object.freeze(copy);
 }
 

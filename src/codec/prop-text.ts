@@ -17,6 +17,8 @@ const unicodeEscape = (ch: string) => `\\u${ch.charCodeAt(0).toString(16).padSta
 
 export function encodePropValue(value: PropValue): string {
   if (typeof value === "string" && !value.startsWith(PROP_JSON_MARKER) && CARRIED_AS_IS.test(value)) return value;
+  // A finite number's or a boolean's JSON text is its String() text, all ASCII: nothing to escape.
+  if ((typeof value === "number" && Number.isFinite(value)) || typeof value === "boolean") return PROP_JSON_MARKER + String(value);
   return PROP_JSON_MARKER + JSON.stringify(value).replace(JSON_UNSAFE, unicodeEscape);
 }
 

@@ -11,8 +11,18 @@ const XML_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 // Parsers and Zod records treat these keys as the prototype, so they could never round-trip.
 const RESERVED_NAMES: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"]);
 
+// Names seen valid: a frame repeats a few tags and prop names thousands of times. Bounded, so a
+// run that invents names (props of a custom element) cannot grow it without end.
+const KNOWN_NAMES = new Set<string>();
+const KNOWN_NAMES_MAX = 4_096;
+
 /** A tag or prop name: an ASCII letter or `_`, then letters, digits, `_ . -`. */
-export const isXmlName = (name: string): boolean => XML_NAME.test(name) && !RESERVED_NAMES.has(name);
+export function isXmlName(name: string): boolean {
+  if (KNOWN_NAMES.has(name)) return true;
+  if (!XML_NAME.test(name) || RESERVED_NAMES.has(name)) return false;
+  if (KNOWN_NAMES.size < KNOWN_NAMES_MAX) KNOWN_NAMES.add(name);
+  return true;
+}
 
 export const XmlNameSchema = z.string().refine(isXmlName, "must be an XML name ([A-Za-z_][A-Za-z0-9_.-]*)");
 
@@ -77,9 +87,10 @@ export function checkValue(value: unknown, name: string): asserts value is PropV
 export function checkTree(el: XmlElement, depth = 1): void {
   if (depth > FRAME_MAX_DEPTH) throw invalid(`Frame is nested deeper than ${FRAME_MAX_DEPTH} elements`);
   checkName(el.tag, "tag");
-  for (const [name, value] of Object.entries(el.props)) {
+  const props = el.props;
+  for (const name of Object.keys(props)) {
     checkName(name, "prop");
-    checkValue(value, name);
+    checkValue(props[name], name);
   }
   for (const child of el.children) checkTree(child, depth + 1);
 }

@@ -24,6 +24,16 @@ describe("encodeFrameXml / decodeFrameXml", () => {
     expect(back.props).toEqual(props);
   });
 
+  test("a number's or a boolean's attribute text is the marker and its JSON text, for every kind of number", () => {
+    const values = [0, -0, 1, -1, 0.1, -0.125, 1e21, 1e-7, 5e-324, 2 ** 53, -(2 ** 31), Number.MAX_VALUE, Number.MIN_VALUE, true, false];
+    for (let i = 0; i < 500; i++) values.push((Math.random() - 0.5) * 10 ** Math.floor(Math.random() * 40 - 20));
+    for (const value of values) {
+      const xml = encodeFrameXml(el("task", { v: value }));
+      expect(xml).toBe(`<task v="=${JSON.stringify(value)}"/>`);
+      expect(decodeFrameXml(xml).props.v).toBe(JSON.parse(JSON.stringify(value)));
+    }
+  });
+
   test("XML-special characters survive: & < > \" ' and ]]>", () => {
     const text = `a & b < c > d " e ' f ]]> g &amp; &#10;`;
     const { xml, back } = roundTrip(el("task", { text }));
