@@ -15,6 +15,13 @@ const ids = Array.from({ length: spec.n }, (_, i) => i);
 /** The workflow of `shape` on a database of its own. */
 function workflowOn(shape: Shape, dbPath: string) {
   const { Workflow, Task, Sequence, Parallel, Loop, smithers, outputs, smithersDb } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+  // seq and par hold the same tasks; only their container differs.
+  const tasks = () =>
+    ids.map((i) => (
+      <Task key={i} id={`t${i}`} output={outputs.out}>
+        {{ n: i }}
+      </Task>
+    ));
   const workflows: Record<Shape, () => ReturnType<typeof smithers>> = {
     one: () =>
       smithers(() => (
@@ -27,25 +34,13 @@ function workflowOn(shape: Shape, dbPath: string) {
     seq: () =>
       smithers(() => (
         <Workflow name="seq">
-          <Sequence>
-            {ids.map((i) => (
-              <Task key={i} id={`t${i}`} output={outputs.out}>
-                {{ n: i }}
-              </Task>
-            ))}
-          </Sequence>
+          <Sequence>{tasks()}</Sequence>
         </Workflow>
       )),
     par: () =>
       smithers(() => (
         <Workflow name="par">
-          <Parallel maxConcurrency={8}>
-            {ids.map((i) => (
-              <Task key={i} id={`t${i}`} output={outputs.out}>
-                {{ n: i }}
-              </Task>
-            ))}
-          </Parallel>
+          <Parallel maxConcurrency={8}>{tasks()}</Parallel>
         </Workflow>
       )),
     loop: () =>
