@@ -265,10 +265,11 @@ function visitParallel(group: PlanGroup, caps: Cap[], w: Walk): Visit {
   if (cap !== undefined) {
     for (let i = prefix; i < group.children.length; i++) if (!untouched(group.children[i]!, w) && !settled(group.children[i]!, w)) inFlight++;
   }
-  const tail = cap === undefined ? w.memo?.tail(group.children, w) : undefined;
+  // Kept up to date under subtreeConcurrency too: countRunning reads touchedMax for every parallel.
+  const tail = w.memo?.tail(group.children, w);
   for (let i = prefix; i < group.children.length; i++) {
     const child = group.children[i]!;
-    if (tail && i > tail.touchedMax && i >= tail.plainFrom && inner.some((c) => c.used >= c.max)) {
+    if (tail && cap === undefined && i > tail.touchedMax && i >= tail.plainFrom && inner.some((c) => c.used >= c.max)) {
       if (result === "done") result = "busy"; // untouched plain tasks wait for a slot: nothing to decide for them
       break;
     }

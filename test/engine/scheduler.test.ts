@@ -397,6 +397,36 @@ describe("DecideMemo", () => {
     expect(summary(decide(p, s, NOW, Infinity, memo))).toEqual(["wait"]);
   });
 
+  test("under a run's maxConcurrency and a subtreeConcurrency group, it agrees with a fresh walk and never starts past the limit", () => {
+    const sub = (cap: number, ...children: SmithersNode[]) => jsx(Parallel, { subtreeConcurrency: cap, children });
+    const wide = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => task(`${prefix}${i}`));
+    const shapes = [
+      () => wf(sub(3, ...wide(6, "s"))),
+      () => wf(par(undefined, sub(2, ...wide(4, "s")), ...wide(5, "p"))),
+      () => wf(par(3, seq(task("a"), task("b")), sub(3, ...wide(5, "s")), ...wide(4, "p"))),
+    ];
+    for (const shape of shapes) {
+      for (const max of [1, 2, 3, Infinity]) {
+        const p = plan(shape());
+        const memo = new DecideMemo();
+        const s = states();
+        const running: string[] = [];
+        for (let step = 0; step < 60; step++) {
+          const fresh = decide(p, s, NOW, max);
+          expect(summary(decide(p, s, NOW, max, memo))).toEqual(summary(fresh));
+          for (const a of fresh) if (a.type === "start") running.push(a.task.key);
+          for (const key of running) s.set(key, { state: "running" });
+          expect(running.length).toBeLessThanOrEqual(max);
+          // One task ends per step, oldest first, so the others stay in flight across steps.
+          const done = running.shift();
+          if (done === undefined) break;
+          s.set(done, { state: "finished" });
+        }
+        expect(outcome(decide(p, s, NOW, max, memo))).toBe("finished");
+      }
+    }
+  });
+
   test("skips the finished prefix of a long sequence instead of walking it again", () => {
     const ids = Array.from({ length: 50 }, (_, i) => `t${i}`);
     const p = plan(wf(...ids.map((id) => task(id))));
