@@ -605,7 +605,9 @@ export class Run {
   private async stepInner(): Promise<StepNext> {
     this.budgetHeld = undefined; // decided again each step: the held task may be gone from the plan
     this.emitText(); // agent text so far goes with this step's commit, before the outcomes it settles
-    const writes = this.settle(this.ended.splice(0));
+    const ended = this.ended.splice(0);
+    const settlesWork = ended.some((e) => !isPureAttempt(e.input)); // see defers
+    const writes = this.settle(ended);
     const starts: Started[] = [];
     let batched: Write[] = [];
     let next: StepNext = "again";
@@ -658,7 +660,7 @@ export class Run {
           this.emitInTransaction({ type: "NodeStarted", nodeId: st.task.nodeId, iteration: st.task.iteration, attempt: st.input.attempt });
         }
       };
-      if (this.defers(starts, next)) {
+      if (this.defers(starts, next, settlesWork)) {
         if (this.batchSteps++ === 0) this.batchSinceMs = performance.now();
         this.batch.push(...writes.splice(0), startWrite);
         for (const st of starts) {
@@ -701,12 +703,14 @@ export class Run {
    * Whether this step's writes can wait for a later step's commit: the run steps again at once
    * (it starts only pure attempts, done in memory now, or it moved a loop on), and the group of
    * such steps is still small and young. A step that starts other work, sleeps or ends commits;
-   * so does one after which a node waits for the world, since each step then reads the
-   * database for its answer (which signal is still free, what was decided) and must see every
-   * write before it.
+   * so does one that settles an attempt which ran outside memory (`settlesWork`: it acted on the
+   * world, and a crash must not make the resume run it again), and one after which a node waits
+   * for the world, since each step then reads the database for its answer (which signal is still
+   * free, what was decided) and must see every write before it.
    */
-  private defers(starts: readonly Started[], next: StepNext): boolean {
-    if (next === "done" || (starts.length === 0 && next !== "again") || this.waits.waiting.size > 0 || this.abort.signal.aborted || this.failure) return false;
+  private defers(starts: readonly Started[], next: StepNext, settlesWork: boolean): boolean {
+    if (settlesWork || next === "done" || (starts.length === 0 && next !== "again") || this.waits.waiting.size > 0 || this.abort.signal.aborted || this.failure)
+      return false;
     if (this.batchSteps >= PURE_BATCH_MAX_STEPS || (this.batchSteps > 0 && performance.now() - this.batchSinceMs >= PURE_BATCH_MAX_MS)) return false;
     return starts.every((st) => isPureAttempt(st.input));
   }

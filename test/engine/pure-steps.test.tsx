@@ -60,6 +60,36 @@ describe("a chain of static tasks", () => {
     expect(rows.filter((r) => r.length !== 1)).toEqual([]);
   });
 
+  test("a compute task's outcome commits in its own step, not held back with the static tasks after it", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, Sequence, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="work-then-chain">
+        <Sequence>
+          <Task id="work" output={outputs.out}>
+            {async () => ({ n: -1 })}
+          </Task>
+          {Array.from({ length: 300 }, (_, i) => (
+            <Task key={i} id={`s${i}`} output={outputs.out}>
+              {{ n: i }}
+            </Task>
+          ))}
+        </Sequence>
+      </Workflow>
+    ));
+    let staticRowsWhenHeard: Promise<{ n: number }[]> | undefined;
+    const result = await runWorkflow(wf, {
+      input: {},
+      onEvent: (event) => {
+        // Read at once from another connection: what was committed together with the work's outcome.
+        if (event.type === "NodeFinished" && (event as { nodeId: string }).nodeId === "work")
+          staticRowsWhenHeard = query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM out WHERE node_id <> 'work'");
+      },
+    });
+    expect(result.status).toBe("finished");
+    expect((await staticRowsWhenHeard)?.[0]?.n).toBe(0);
+  });
+
   test("a value that fails its schema mid-chain fails the run with INVALID_OUTPUT; the tasks before it are stored finished, its own attempt failed", async () => {
     const dbPath = tempDbPath();
     const result = await runWorkflow(chain(dbPath, 300, 200), { input: {} });
