@@ -78,7 +78,7 @@ export const smithersNodes = sqliteTable(
     outputTable: text("output_table").notNull(),
     label: text("label"),
     /**
-     * The node's definition signature when it first started (see definitionSignature): a resume
+     * The node's definition signature as of its latest attempt's start (see definitionSignature): a resume
      * under changed code names the nodes whose definitions differ from what they ran with.
      */
     defSig: text("def_sig"),

@@ -177,11 +177,6 @@ function keyWhere(info: OutputTableInfo, key: Partial<OutputKey> & { runId: stri
   return and(...parts);
 }
 
-/**
- * The row `writeOutputRow` stores for `values`, by field name. In a generated table every column
- * is there, absent ones null, so a rewrite leaves nothing of the row before; a custom table gets
- * only the columns given, so its own defaults apply to the rest.
- */
 /** Each table's fields with their SQL column names, listed once (a row is built per task attempt). */
 const fieldLists = new WeakMap<OutputTableInfo, readonly { field: string; name: string }[]>();
 function fieldsOf(info: OutputTableInfo): readonly { field: string; name: string }[] {
@@ -190,6 +185,11 @@ function fieldsOf(info: OutputTableInfo): readonly { field: string; name: string
   return found;
 }
 
+/**
+ * The row `writeOutputRow` stores for `values`, by field name. In a generated table every column
+ * is there, absent ones null, so a rewrite leaves nothing of the row before; a custom table gets
+ * only the columns given, so its own defaults apply to the rest.
+ */
 export function outputRowFor(info: OutputTableInfo, key: OutputKey, values: Record<string, unknown>): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   for (const { field, name } of fieldsOf(info)) {

@@ -7,10 +7,9 @@
  */
 import { events, nodes, runs, WAITING_STATUSES, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
+import { isOver } from "./states.ts";
 
 export type CancelOutcome = { runId: string; status: "cancel-requested" | "cancelled" };
-
-const ENDED = new Set(["finished", "failed", "cancelled", "continued"]);
 
 /**
  * Asks run `runId` to stop. RUN_NOT_FOUND for no such run, RUN_ENDED for one that already ended.
@@ -21,7 +20,7 @@ export function requestCancel(db: SmithersDb, runId: string, nowMs: number = Dat
   return db.withTransaction("requestCancel", async (q) => {
     const run = await runs.readRun(q, runId);
     if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
-    if (ENDED.has(run.status)) throw new SmithersError("RUN_ENDED", `Run "${runId}" already ended (${run.status})`, { runId, status: run.status });
+    if (isOver(run.status)) throw new SmithersError("RUN_ENDED", `Run "${runId}" already ended (${run.status})`, { runId, status: run.status });
     if ((WAITING_STATUSES as readonly string[]).includes(run.status)) {
       await nodes.resetNodes(q, runId, [...WAITING_STATUSES], "cancelled", nowMs);
       await runs.setRunFields(q, runId, { status: "cancelled", finishedAtMs: nowMs, cancelRequestedAtMs: nowMs, wakeAtMs: null });

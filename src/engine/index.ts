@@ -73,4 +73,3 @@ export {
   type RewindResult,
 } from "./time-travel.ts";
 export { runAtFrame, downstreamOf, type RunAtFrame } from "./history.ts";
-export { workflowCodeHash, definitionSignature, type CodeHash } from "./code-pin.ts";

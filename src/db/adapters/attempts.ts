@@ -172,24 +172,7 @@ export type UsageTotals = { inputTokens: number; cachedInputTokens: number; outp
 export const NO_USAGE: UsageTotals = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null };
 
 export async function sumRunUsage(q: Sql, runId: string): Promise<UsageTotals> {
-  const row = await q.orm
-    .select({
-      inputTokens: sql<number>`coalesce(sum(${smithersAttempts.inputTokens}), 0)`,
-      cachedInputTokens: sql<number>`coalesce(sum(${smithersAttempts.cachedInputTokens}), 0)`,
-      outputTokens: sql<number>`coalesce(sum(${smithersAttempts.outputTokens}), 0)`,
-      costUsd: sql<number | null>`sum(${smithersAttempts.costUsd})`,
-    })
-    .from(smithersAttempts)
-    .where(eq(smithersAttempts.runId, runId))
-    .get();
-  if (row)
-    return {
-      inputTokens: Number(row.inputTokens),
-      cachedInputTokens: Number(row.cachedInputTokens),
-      outputTokens: Number(row.outputTokens),
-      costUsd: row.costUsd === null ? null : Number(row.costUsd),
-    };
-  return { ...NO_USAGE }; // (an aggregate always has a row)
+  return (await sumUsageByRun(q, [runId])).get(runId) ?? { ...NO_USAGE };
 }
 
 /** sumRunUsage of each of `runIds`, in one grouped query (a run with no attempts has no entry). */

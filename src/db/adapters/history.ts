@@ -16,7 +16,8 @@ import {
 } from "../internal-schema.ts";
 import { liveColumns } from "../schema-signature.ts";
 import type { Sql } from "../sql.ts";
-import { insertSql, sqlNames } from "./shared.ts";
+import { setLoopState } from "./ralph.ts";
+import { insertRows, insertSql, sqlNames } from "./shared.ts";
 import type { NodeRow } from "./nodes.ts";
 
 export type NodeKey = { nodeId: string; iteration: number };
@@ -112,9 +113,13 @@ const N = sqlNames(smithersNodes);
 const NODE_FIELDS = ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label", "defSig"] as const;
 const INSERT_NODE = insertSql(smithersNodes, [...NODE_FIELDS]);
 
-/** Inserts node rows (a new run's: no conflict expected). */
+/** Inserts node rows (a new run's: no conflict expected), many per statement. */
 export async function insertNodeRows(q: Sql, rows: readonly Omit<NodeRow, "wakeAtMs" | "waitJson" | "errorJson">[]): Promise<void> {
-  for (const r of rows) await q.run(INSERT_NODE, r.runId, r.nodeId, r.iteration, r.state, r.lastAttempt, r.updatedAtMs, r.outputTable, r.label, r.defSig);
+  await insertRows(
+    q,
+    INSERT_NODE,
+    rows.map((r) => [r.runId, r.nodeId, r.iteration, r.state, r.lastAttempt, r.updatedAtMs, r.outputTable, r.label, r.defSig]),
+  );
 }
 
 /**
@@ -156,8 +161,7 @@ const L = sqlNames(smithersRalph);
 /** Replaces the run's loop states with `loops`. */
 export async function replaceLoopStates(q: Sql, runId: string, loops: ReadonlyMap<string, { iteration: number; done: boolean }>, nowMs: number): Promise<void> {
   await q.run(`DELETE FROM ${L.$table} WHERE ${L.runId} = ?`, runId);
-  for (const [ralphId, l] of loops)
-    await q.orm.insert(smithersRalph).values({ runId, ralphId, iteration: l.iteration, done: l.done, updatedAtMs: nowMs }).run();
+  for (const [ralphId, l] of loops) await setLoopState(q, { runId, ralphId, iteration: l.iteration, done: l.done, updatedAtMs: nowMs });
 }
 
 const A = sqlNames(smithersApprovals);
