@@ -50,6 +50,8 @@ export const smithersRuns = sqliteTable(
     // `smithers ps`: newest first, all runs or those of one status.
     index("_smithers_runs_created_idx").on(t.createdAtMs),
     index("_smithers_runs_status_created_idx").on(t.status, t.createdAtMs),
+    // A run's forks (every timeline and frames request) and its <Subflow> children.
+    index("_smithers_runs_parent_idx").on(t.parentRunId),
   ],
 );
 
