@@ -10,7 +10,8 @@ import { FRAME_MAX_DEPTH } from "./constants.ts";
 import { decodePropValue, encodePropValue } from "./prop-text.ts";
 import { checkName, checkValue, isXmlName, type PropValue, type XmlElement } from "./tree.ts";
 
-const OPTIONS = {
+/** fast-xml-parser's options for frame XML (the codec property test builds with them too, as the oracle of elementXml). */
+export const FRAME_XML_OPTIONS = {
   preserveOrder: true,
   ignoreAttributes: false,
   attributeNamePrefix: "",
@@ -29,13 +30,12 @@ const RENAMED = "\u0001";
 // Both keep no state between calls (parse makes a fresh parser per document), so one of each serves all.
 // fast-xml-parser is loaded on the first read of a keyframe: a process that only writes frames
 // (a new run, `smithers up`) never needs it (~8 MB and ~15 ms of start-up).
-let library: { builder: FastXml.XMLBuilder; parser: FastXml.XMLParser; validator: typeof FastXml.XMLValidator } | undefined;
+let library: { parser: FastXml.XMLParser; validator: typeof FastXml.XMLValidator } | undefined;
 function fastXml(): NonNullable<typeof library> {
   if (!library) {
-    const { XMLBuilder, XMLParser, XMLValidator } = require("fast-xml-parser") as typeof FastXml;
+    const { XMLParser, XMLValidator } = require("fast-xml-parser") as typeof FastXml;
     library = {
-      builder: new XMLBuilder(OPTIONS),
-      parser: new XMLParser({ ...OPTIONS, onDangerousProperty: (name: string) => RENAMED + name }),
+      parser: new XMLParser({ ...FRAME_XML_OPTIONS, onDangerousProperty: (name: string) => RENAMED + name }),
       validator: XMLValidator,
     };
   }
@@ -46,24 +46,6 @@ const ATTRS = ":@";
 type Ordered = Record<string, unknown> & { [ATTRS]?: Record<string, string> };
 
 const invalid = (message: string, cause?: unknown) => new SmithersError("INVALID_FRAME", message, cause === undefined ? {} : { cause });
-
-function toOrdered(el: XmlElement, depth: number): Ordered {
-  if (depth > FRAME_MAX_DEPTH) throw invalid(`Frame is nested deeper than ${FRAME_MAX_DEPTH} elements`);
-  checkName(el.tag, "tag");
-  const node: Ordered = { [el.tag]: el.children.map((c) => toOrdered(c, depth + 1)) };
-  const names = Object.keys(el.props);
-  if (names.length > 0) {
-    const attrs: Record<string, string> = {};
-    for (const name of names) {
-      const value = el.props[name];
-      checkName(name, "prop");
-      checkValue(value, name);
-      attrs[name] = encodePropValue(value);
-    }
-    node[ATTRS] = attrs;
-  }
-  return node;
-}
 
 function originalName(name: string, what: "tag" | "attribute"): string {
   const original = name.startsWith(RENAMED) ? name.slice(RENAMED.length) : name;
@@ -96,7 +78,7 @@ export function encodeFrameXml(root: XmlElement): string {
 export type XmlShape = { readonly tag: string; readonly props: XmlElement["props"]; readonly children: readonly XmlShape[] };
 
 /**
- * The builder's text for options OPTIONS: the same escapes and self-closing tags. `checked`: the
+ * The builder's text for FRAME_XML_OPTIONS: the same escapes and self-closing tags. `checked`: the
  * tree's names, values and depth were checked already (a LiveFrame's), so they are not again.
  */
 export function elementXml(root: XmlShape, checked: boolean): string {
@@ -131,11 +113,6 @@ export function elementXml(root: XmlShape, checked: boolean): string {
 const ATTRIBUTE_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" };
 const ATTRIBUTE_SPECIAL = /[&<>"']/g;
 const escapeAttribute = (text: string) => (ATTRIBUTE_SPECIAL.test(text) ? text.replace(ATTRIBUTE_SPECIAL, (ch) => ATTRIBUTE_ESCAPES[ch]!) : text);
-
-/** fast-xml-parser's builder over the same tree: what encodeFrameXml must equal (tests compare them). */
-export function builderFrameXml(root: XmlElement): string {
-  return fastXml().builder.build([toOrdered(root, 1)]) as string;
-}
 
 /**
  * The frame an XML text holds; INVALID_FRAME when the text is not well-formed, holds text content,

@@ -4,7 +4,7 @@
  * Reproduce a failure with CODEC_SEED=<seed> (the seed is in the failure message).
  */
 import { describe, expect, test } from "bun:test";
-import { XMLValidator } from "fast-xml-parser";
+import { XMLBuilder, XMLValidator } from "fast-xml-parser";
 import {
   applyDelta,
   decodeDeltaJson,
@@ -16,13 +16,26 @@ import {
   LiveFrame,
   type XmlElement,
 } from "../../src/codec/index.ts";
-import { builderFrameXml } from "../../src/codec/xml.ts";
+import { encodePropValue } from "../../src/codec/prop-text.ts";
+import { FRAME_XML_OPTIONS } from "../../src/codec/xml.ts";
 import { cloneFrame, createRng, randomFrame, randomStep } from "./random-frames.ts";
 
 const SEQUENCES = 1000;
 const STEPS = 5;
 const FIRST_SEED = 20_240_601;
 const only = process.env.CODEC_SEED === undefined ? undefined : Number(process.env.CODEC_SEED);
+
+// The oracle of the hand-written encoder: fast-xml-parser's builder with the codec's options, over
+// its "preserveOrder" shape ({ tag: children, ":@": attributes }).
+const builder = new XMLBuilder(FRAME_XML_OPTIONS);
+type Ordered = Record<string, unknown>;
+function toOrdered(el: XmlElement): Ordered {
+  const node: Ordered = { [el.tag]: el.children.map(toOrdered) };
+  const names = Object.keys(el.props);
+  if (names.length > 0) node[":@"] = Object.fromEntries(names.map((name) => [name, encodePropValue(el.props[name]!)]));
+  return node;
+}
+const builderFrameXml = (root: XmlElement): string => builder.build([toOrdered(root)]) as string;
 
 // JSON text compares prop order too, which toEqual ignores; the generator never makes -0 or NaN.
 // expect() only on a mismatch: tens of thousands of passing matcher calls would dominate the run.
