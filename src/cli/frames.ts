@@ -3,14 +3,13 @@ import { parseArgs } from "node:util";
 import { frames, runs } from "../db/index.ts";
 import { readFrameXml } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
-import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
+import { EXIT, frameNumber, openExistingDb, usageError, type Io } from "./shared.ts";
 
 export async function framesCommand(args: string[], io: Io): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { frame: { type: "string" }, db: { type: "string" } } });
   const runId = positionals[0];
   if (!runId || positionals.length > 1) throw usageError("frames takes exactly one run id");
-  const frameNo = values.frame === undefined ? undefined : Number(values.frame);
-  if (frameNo !== undefined && !(Number.isInteger(frameNo) && frameNo >= 0)) throw usageError("--frame must be a frame number (0, 1, 2 …)");
+  const frameNo = values.frame === undefined ? undefined : frameNumber(values.frame, "--frame");
   const db = openExistingDb(values.db);
   try {
     if (!(await runs.getRun(db, runId))) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });

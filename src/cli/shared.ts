@@ -23,6 +23,14 @@ export function nonNegativeMs(text: string | undefined, flag: string): number | 
   return n;
 }
 
+/** A frame number (0, 1, 2 …) given as `flag` (an option or a positional's name); USAGE when missing or not one. */
+export function frameNumber(text: string | undefined, flag: string): number {
+  if (text === undefined) throw usageError(`${flag} is required`);
+  const n = Number(text);
+  if (!(text.trim() !== "" && Number.isInteger(n) && n >= 0)) throw usageError(`${flag} must be a frame number (0, 1, 2 …), got "${text}"`);
+  return n;
+}
+
 /** A duration flag in the peer's form: a number with a unit ("500ms", "30s", "1m", "2h"), or a bare number of ms. */
 export function durationFlag(text: string | undefined, flag: string): number | undefined {
   if (text === undefined) return undefined;

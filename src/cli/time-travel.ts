@@ -1,7 +1,7 @@
 /**
  * `smithers fork`, `replay` and `rewind`: going back to a frame of a run (src/engine/time-travel.ts).
  * Each loads the run's recorded workflow file (or --workflow): fork needs its schemas, rewind its
- * tools' reverts. `fork --run`, `replay` and `rewind --resume` then execute the run as `up --resume` does.
+ * tools' reverts. `fork --run`, `replay` and `rewind --resume` then execute the run from that file as `up FILE --resume` does.
  */
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
@@ -9,17 +9,13 @@ import { parseArgs } from "node:util";
 import { history, runs } from "../db/index.ts";
 import { DEFAULT_DB_PATH, forkRun, loadWorkflowFile, rewindRun, type CrossedCall } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
-import { dbPathOption, EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
+import { dbPathOption, EXIT, frameNumber, openExistingDb, parseInput, usageError, type Io } from "./shared.ts";
 
-/** Executes a run as `smithers up --resume --run-id ID` (given by the CLI's entry, which owns `up`). */
-export type ResumeRun = (runId: string, dbPath: string, extra: string[]) => Promise<number>;
-
-function frameArg(text: string | undefined, what: string): number {
-  if (text === undefined) throw usageError(`${what} is required`);
-  const n = Number(text);
-  if (!(text.trim() !== "" && Number.isInteger(n) && n >= 0)) throw usageError(`${what} must be a frame number (a whole number from 0), got "${text}"`);
-  return n;
-}
+/**
+ * Executes a run as `smithers up [FILE] --resume --run-id ID` (given by the CLI's entry, which owns
+ * `up`): with `file`, the workflow is loaded from it, else from the file the run recorded.
+ */
+export type ResumeRun = (runId: string, dbPath: string, extra: string[], file?: string) => Promise<number>;
 
 /** The run's workflow file: --workflow, else the one it recorded (which must still exist). */
 async function workflowFileOf(dbPath: string, runId: string, given: string | undefined): Promise<string | undefined> {
@@ -64,16 +60,16 @@ export async function forkCommand(args: string[], io: Io, resume: ResumeRun, rep
   if (!runId || positionals.length > 1) throw usageError(`${command} takes exactly one run id`);
   if (replay && values.input !== undefined) throw usageError("replay runs with the parent's input; use fork --input JSON --run to change it");
   if (replay && values.run) throw usageError("replay always runs the fork; --run is for fork");
-  if (!replay && !values.run && values["allow-code-change"]) throw usageError("--allow-code-change is for running the fork: add --run");
-  const frame = frameArg(values.frame, "--frame");
-  let input: unknown;
-  if (values.input !== undefined) {
-    try {
-      input = JSON.parse(values.input);
-    } catch (cause) {
-      throw new SmithersError("INVALID_INPUT", `--input is not JSON: ${(cause as Error).message}`, { cause });
-    }
+  if (values["allow-code-change"]) {
+    throw usageError(
+      `${command} takes no --allow-code-change: a fork is pinned to the code it is made with (the workflow file it loads: --workflow FILE, else the run's recorded one), so running it never meets a code change`,
+    );
   }
+  const running = replay || values.run;
+  if (values.json && running)
+    throw usageError(`${replay ? "replay" : "fork --run"} takes no --json: running the fork prints the run's progress, which is not JSON`);
+  const frame = frameNumber(values.frame, "--frame");
+  const input = parseInput(values.input);
   const dbPath = dbPathOption(values.db) ?? DEFAULT_DB_PATH;
   const file = await workflowFileOf(dbPath, runId, values.workflow);
   if (!file) throw usageError(`run ${runId} recorded no workflow file that still exists: pass it with --workflow FILE`);
@@ -97,11 +93,11 @@ export async function forkCommand(args: string[], io: Io, resume: ResumeRun, rep
       for (const line of callLines(fork.crossed)) io.out(line);
     }
   }
-  if (!replay && !values.run) {
+  if (!running) {
     if (!values.json) io.out(`start it with smithers up --resume --run-id ${fork.runId}`);
     return EXIT.ok;
   }
-  return resume(fork.runId, dbPath, values["allow-code-change"] ? ["--allow-code-change"] : []);
+  return resume(fork.runId, dbPath, [], file);
 }
 
 export async function rewindCommand(args: string[], io: Io, resume: ResumeRun): Promise<number> {
@@ -120,8 +116,9 @@ export async function rewindCommand(args: string[], io: Io, resume: ResumeRun): 
   });
   const [runId, frameText] = positionals;
   if (!runId || frameText === undefined || positionals.length > 2) throw usageError("rewind takes a run id and a frame number");
-  const frame = frameArg(frameText, "the frame");
+  const frame = frameNumber(frameText, "the frame");
   if (values["allow-code-change"] && !values.resume) throw usageError("--allow-code-change is for continuing the run: add --resume");
+  if (values.json && values.resume) throw usageError("rewind --resume takes no --json: continuing the run prints its progress, which is not JSON");
   const dbPath = dbPathOption(values.db) ?? DEFAULT_DB_PATH;
   // Its workflow's module defines its tools, reverts included.
   const file = await workflowFileOf(dbPath, runId, values.workflow);
@@ -160,5 +157,5 @@ export async function rewindCommand(args: string[], io: Io, resume: ResumeRun): 
     if (!values.json) io.out(`continue it with smithers up --resume --run-id ${runId}`);
     return EXIT.ok;
   }
-  return resume(runId, dbPath, values["allow-code-change"] ? ["--allow-code-change"] : []);
+  return resume(runId, dbPath, values["allow-code-change"] ? ["--allow-code-change"] : [], file);
 }

@@ -8,7 +8,7 @@ import { frames, runs, type SmithersDb } from "../db/index.ts";
 import { forksByFrame, frameHistory, planChanges, readFrame, type NodeChange, type PlanChanges, type PlanNode } from "../engine/index.ts";
 import type { PropValue } from "../codec/index.ts";
 import { SmithersError } from "../errors/index.ts";
-import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
+import { EXIT, frameNumber, openExistingDb, usageError, type Io } from "./shared.ts";
 
 const nodeName = (n: { tag: string; id: string; iteration: number }) => `${n.tag} ${n.id}${n.iteration > 0 ? ` (iteration ${n.iteration})` : ""}`;
 const shown = (v: PropValue | undefined) => (v === undefined ? "(none)" : typeof v === "string" ? v : JSON.stringify(v));
@@ -65,18 +65,12 @@ export async function timelineCommand(args: string[], io: Io): Promise<number> {
   }
 }
 
-function frameArg(text: string | undefined, name: string): number {
-  const n = Number(text);
-  if (text === undefined || !(text.trim() !== "" && Number.isInteger(n) && n >= 0)) throw usageError(`${name} must be a frame number (0, 1, 2 …)`);
-  return n;
-}
-
 export async function diffCommand(args: string[], io: Io): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { json: { type: "boolean" }, db: { type: "string" } } });
   if (positionals.length !== 3) throw usageError("diff takes a run id and two frame numbers");
   const [runId, a, b] = positionals as [string, string, string];
-  const from = frameArg(a, "frameA");
-  const to = frameArg(b, "frameB");
+  const from = frameNumber(a, "frameA");
+  const to = frameNumber(b, "frameB");
   const db = openExistingDb(values.db);
   try {
     await knownRun(db, runId);

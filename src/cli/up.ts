@@ -182,8 +182,8 @@ export async function upCommand(args: string[], io: Io, signals: StopSignals): P
   return EXIT.failed;
 }
 
-/** What fork --run, replay and rewind --resume execute the run with: up --resume. */
+/** What fork --run, replay and rewind --resume execute the run with: up [FILE] --resume (FILE: the workflow file they loaded). */
 export const resumeWith =
   (io: Io, signals: StopSignals): ResumeRun =>
-  (runId, dbPath, extra) =>
-    upCommand(["--resume", "--run-id", runId, "--db", dbPath, ...extra], io, signals);
+  (runId, dbPath, extra, file) =>
+    upCommand([...(file === undefined ? [] : [file]), "--resume", "--run-id", runId, "--db", dbPath, ...extra], io, signals);

@@ -113,7 +113,8 @@ fork        creates a new run (status paused, linked to its parent and frame) ho
   --reset-node ID       run this task again, and everything downstream of it (repeatable)
   --input JSON          the fork's input (checked against the input schema); default: the parent's
   --run-id NEW          the fork's id (default: a new UUID)
-  --run                 execute it now, as up --resume does
+  --run                 execute it now, as up --resume does (not with --json). A fork is pinned to
+                        the code it is made with, so fork and replay refuse --allow-code-change
   --force               go on across side effects (recorded as a SideEffectBoundaryCrossed event)
   --workflow FILE       the workflow file (default: the one the run recorded)
 replay      fork with the parent's input, then execute it (fork --run)
@@ -123,7 +124,7 @@ rewind      resets a finished, failed, cancelled or paused run in place to frame
             run is paused. Tool calls with side effects it would discard first run their tool's
             revert, newest first; a call without one (or whose revert throws) stops it with
             SIDE_EFFECT_BOUNDARY unless --force
-  --resume              continue the run at once, as up --resume does
+  --resume              continue the run at once, as up --resume does (not with --json)
   --no-revert           run no reverts (every side effect crossed then needs --force)
 approve     decides a run's waiting <Approval> or <Task needsApproval> (deny: the same, denied);
             shows the request and asks on a terminal (--yes to skip); --node may be left out when

@@ -11,6 +11,15 @@ import type { Agent } from "../agents/index.ts";
 import type { PlanTask } from "../jsx/index.ts";
 import { stableJson } from "./run-setup.ts";
 
+/** The code hash of the workflow at `path`; undefined when its file is gone or cannot be read (nothing to pin to). */
+export function codeHashOf(path: string): string | undefined {
+  try {
+    return existsSync(path) ? workflowCodeHash(path).hash : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const SCANNED: Record<string, "ts" | "tsx" | "js" | "jsx"> = {
   ".ts": "ts",
   ".mts": "ts",

@@ -16,8 +16,7 @@ import { checkPricing, killLeftoverGroup, type ModelPricing } from "../agents/in
 import { checkBudget } from "./budget.ts";
 import { enqueueRun, type EnqueuedRun } from "./enqueue.ts";
 import { checkCode } from "./code-check.ts";
-import { workflowCodeHash } from "./code-pin.ts";
-import { existsSync } from "node:fs";
+import { codeHashOf } from "./code-pin.ts";
 
 export type { RunResult } from "./run.ts";
 export type { EnqueuedRun } from "./enqueue.ts";
@@ -92,15 +91,6 @@ export type RunOptions = {
    */
   allowCodeChange?: boolean;
 };
-
-/** The code hash of the workflow at `path`; undefined when its file cannot be read (nothing to pin to). */
-function codeHashOf(path: string): string | undefined {
-  try {
-    return existsSync(path) ? workflowCodeHash(path).hash : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /** The slowest heartbeat a run may ask for: MISSED_BEATS_BEFORE_STALE of them fit in the default stale threshold. */
 const MAX_HEARTBEAT_MS = STALE_RUN_THRESHOLD_MS / MISSED_BEATS_BEFORE_STALE;

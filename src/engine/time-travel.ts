@@ -13,7 +13,7 @@ import { errorToJson, SmithersError } from "../errors/index.ts";
 import { nodeKey } from "../jsx/index.ts";
 import { toolRevert } from "../tools/index.ts";
 import { storedBudget, withBudget } from "./budget.ts";
-import { workflowCodeHash } from "./code-pin.ts";
+import { codeHashOf } from "./code-pin.ts";
 import { clearFrameCache } from "./frames.ts";
 import { downstreamOf, runAtFrame, type RunAtFrame } from "./history.ts";
 import { hashInput, validateInput } from "./run-setup.ts";
@@ -187,7 +187,8 @@ export async function forkRun(workflow: SmithersWorkflow, o: ForkOptions): Promi
       forkedFromFrame: o.frame,
       workflowName: parent.workflowName,
       workflowPath,
-      workflowHash: workflowPath ? hashOrNull(workflowPath) : parent.workflowHash,
+      // A file that is gone pins nothing new: the fork keeps its parent's code hash.
+      workflowHash: (workflowPath ? codeHashOf(workflowPath) : undefined) ?? parent.workflowHash,
       status: "paused",
       createdAtMs: nowMs,
       inputHash: hashInput(input),
@@ -225,14 +226,6 @@ export async function forksByFrame(db: SmithersDb, runId: string): Promise<Map<n
     at.set(f.forkedFromFrame!, list);
   }
   return at;
-}
-
-function hashOrNull(path: string): string | null {
-  try {
-    return workflowCodeHash(path).hash;
-  } catch {
-    return null;
-  }
 }
 
 export type RewindOptions = {

@@ -1,6 +1,6 @@
 /** Code pinning across a kill -9, and fork / replay / rewind / timeline from the CLI. */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execute, sql, tempDbPath, tempDir } from "../helpers.ts";
 import { root, smithers } from "./cli-helpers.ts";
@@ -92,6 +92,7 @@ describe("fork, replay, rewind and timeline from the CLI", () => {
     expect(smithers(["up", "test/fixtures/steps.tsx", "--input", '{"label":"x"}', "--run-id", "base", "--db", db]).code).toBe(0);
     expect(smithers(["up", "test/fixtures/approval.tsx", "--run-id", "waits", "--db", db]).code).toBe(3);
     const before = sql(db, "SELECT run_id, status FROM _smithers_runs ORDER BY run_id");
+    const framesBefore = sql(db, "SELECT run_id, count(*) AS n FROM _smithers_frames GROUP BY run_id ORDER BY run_id");
     const cases: [string[], string][] = [
       [["fork", "nope", "--frame", "0"], "RUN_NOT_FOUND"],
       [["fork", "base", "--frame", "999"], "FRAME_NOT_FOUND"],
@@ -100,7 +101,14 @@ describe("fork, replay, rewind and timeline from the CLI", () => {
       [["fork", "base", "--frame", "1", "--reset-node", "zzz"], "NODE_NOT_FOUND"],
       [["fork", "base", "--frame", "1", "--input", '{"label":5}'], "INVALID_INPUT"],
       [["replay", "base", "--frame", "1", "--input", "{}"], "USAGE"],
+      // A fork is pinned to the code it is made with: --allow-code-change could do nothing.
       [["fork", "base", "--frame", "1", "--allow-code-change"], "USAGE"],
+      [["fork", "base", "--frame", "1", "--run", "--allow-code-change"], "USAGE"],
+      [["replay", "base", "--frame", "1", "--allow-code-change"], "USAGE"],
+      // Running prints the run's progress, which is not JSON.
+      [["fork", "base", "--frame", "1", "--run", "--json"], "USAGE"],
+      [["replay", "base", "--frame", "1", "--json"], "USAGE"],
+      [["rewind", "base", "0", "--resume", "--json"], "USAGE"],
       [["rewind", "base", "0", "--allow-code-change"], "USAGE"],
       [["up", "test/fixtures/steps.tsx", "--allow-code-change"], "USAGE"],
       [["rewind", "base", "999"], "FRAME_NOT_FOUND"],
@@ -112,7 +120,8 @@ describe("fork, replay, rewind and timeline from the CLI", () => {
       expect([args.join(" "), r.code, r.stderr.includes(code)]).toEqual([args.join(" "), 2, true]);
     }
     expect(sql(db, "SELECT run_id, status FROM _smithers_runs ORDER BY run_id")).toEqual(before);
-  }, 30_000); // fifteen CLI processes: more than the default 5 s on a busy 2-core machine
+    expect(sql(db, "SELECT run_id, count(*) AS n FROM _smithers_frames GROUP BY run_id ORDER BY run_id")).toEqual(framesBefore);
+  }, 45_000); // twenty-one CLI processes: more than the default 5 s on a busy 2-core machine
 
   test("fork --run re-executes the reset node and what follows it; timeline shows the fork; rewind --resume finishes again", () => {
     const db = tempDbPath();
@@ -149,6 +158,24 @@ describe("fork, replay, rewind and timeline from the CLI", () => {
     expect(replay.code).toBe(0);
     expect(readFileSync(calls, "utf8").trim().split("\n").sort()).toEqual(["a", "b", "c"]);
   });
+
+  test("rewind --resume of a run whose recorded workflow file was moved runs the --workflow file given", () => {
+    const dir = project();
+    const db = tempDbPath();
+    writeFileSync(join(dir, "wf.tsx"), workflowText("Write a haiku about rivers."));
+    expect(smithers(["up", join(dir, "wf.tsx"), "--run-id", "moved", "--db", db]).code).toBe(0);
+    // Moved as is (same name and content, so the same code hash): the path the run recorded is gone.
+    mkdirSync(join(dir, "moved"));
+    renameSync(join(dir, "wf.tsx"), join(dir, "moved", "wf.tsx"));
+    const rewind = smithers(["rewind", "moved", "0", "--workflow", join(dir, "moved", "wf.tsx"), "--resume", "--db", db]);
+    expect([rewind.code, rewind.stderr]).toEqual([0, ""]);
+    expect(rewind.stdout).toContain("run moved finished");
+    expect(sql(db, "SELECT status FROM _smithers_runs WHERE run_id = 'moved'")).toEqual([{ status: "finished" }]);
+    expect(sql(db, "SELECT node_id, text FROM out WHERE run_id = 'moved' ORDER BY node_id")).toEqual([
+      { node_id: "draft", text: "Write a haiku about rivers." },
+      { node_id: "first", text: "kept" },
+    ]);
+  }, 30_000);
 
   test("rewind of a run whose side effects' reverts live in a workflow file that is gone is a usage error, not a silent loss of the reverts", async () => {
     const db = tempDbPath();

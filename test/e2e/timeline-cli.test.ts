@@ -40,6 +40,10 @@ test("timeline shows each frame's plan changes; diff shows the change between tw
     [["diff", "t", "0", "4", "--db", db], "FRAME_NOT_FOUND"],
     [["diff", "t", "0", "x", "--db", db], "USAGE"],
     [["diff", "t", "0", "--db", db], "USAGE"],
+    [["diff", "t", " ", "1", "--db", db], "USAGE"],
+    // frames, diff, fork and rewind read a frame number with the same parser: an empty one is not frame 0.
+    [["frames", "t", "--frame", "", "--db", db], "USAGE"],
+    [["frames", "t", "--frame", "1.5", "--db", db], "USAGE"],
   ] as const) {
     const r = smithers([...args]);
     expect([r.code, r.stderr.includes(message)]).toEqual([2, true]);

@@ -1,12 +1,13 @@
 /** @jsxImportSource smithers */
 import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import { z } from "zod";
 import { ToolLoopAgent } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { approvalDecisionSchema, createSmithers, defineTool, runWorkflow } from "../../src/index.ts";
 import { forkRun, readFrame, rewindRun, runAtFrame } from "../../src/engine/index.ts";
 import type { SmithersError } from "../../src/errors/index.ts";
-import { query, tempDbPath } from "../helpers.ts";
+import { execute, query, tempDbPath, tempDir } from "../helpers.ts";
 import type { XmlElement } from "../../src/codec/index.ts";
 
 /** Every row of every table that has a run_id column, for one run: what "byte-identical" compares. */
@@ -109,6 +110,21 @@ describe("fork", () => {
     expect(calls.length).toBe(10);
     const v = await query<{ v: number }>(dbPath, "SELECT v FROM out WHERE run_id = 'q' AND node_id = 't9'");
     expect(Number(v[0]?.v)).toBe(59);
+  });
+
+  test("a fork of a run whose recorded workflow file is gone keeps the parent's code hash, so resuming it is not WORKFLOW_CHANGED", async () => {
+    const dbPath = tempDbPath();
+    const { wf, calls } = tenTasks(dbPath);
+    expect((await runWorkflow(wf, { runId: "p", input: { base: 0 } })).status).toBe("finished");
+    const [parent] = await query<{ workflow_hash: string | null }>(dbPath, "SELECT workflow_hash FROM _smithers_runs WHERE run_id = 'p'");
+    expect(parent?.workflow_hash).toMatch(/^[0-9a-f]{64}$/);
+    // As if the file had moved since the run.
+    await execute(dbPath, "UPDATE _smithers_runs SET workflow_path = ? WHERE run_id = 'p'", join(tempDir(), "moved.tsx"));
+    await forkRun(wf, { runId: "p", frame: 0, newRunId: "f" });
+    expect(await query(dbPath, "SELECT workflow_hash FROM _smithers_runs WHERE run_id = 'f'")).toEqual([{ workflow_hash: parent!.workflow_hash }]);
+    calls.length = 0;
+    expect((await runWorkflow(wf, { runId: "f", resume: true })).status).toBe("finished");
+    expect(calls.length).toBe(10);
   });
 });
 
