@@ -21,7 +21,7 @@ import { parseArgs } from "node:util";
 import { markdownTable } from "../markdown-table.ts";
 import { RESULT_PREFIX, type ChildReport, type RunSpec, type Shape } from "./protocol.ts";
 import { measureRestRows, planRestRows, REST_MIN_N, renderRestTable } from "./rest.ts";
-import { BENCH_DIR, BUN, firstLine, HERE, PEER_CLI, PEER_PKG, ROOT, runChild, WORK_DIR, type OursTree } from "./spawn.ts";
+import { BENCH_DIR, BUN, firstLine, fmtInt, fmtMs, HERE, median, PEER_CLI, PEER_PKG, ROOT, runChild, WORK_DIR, type OursTree } from "./spawn.ts";
 import { linkTo, upFile } from "./up-file.ts";
 
 type Engine = "ours" | "peer";
@@ -95,13 +95,29 @@ export function parseCompareArgs(argv: string[]): CompareOptions {
   if (unknown.length) throw new Error(`unknown workflow(s) ${unknown.join(",")}; known: ${WORKFLOWS.join(",")}`);
   const reps = Number(values.reps ?? (quick ? 1 : 3));
   if (!Number.isInteger(reps) || reps < 1) throw new Error(`--reps wants a positive integer, got ${values.reps}`);
+  const positive = (flag: string, given: string | undefined, fallback: number) => {
+    const x = given === undefined ? fallback : Number(given);
+    if (given !== undefined && (given.trim() === "" || !Number.isFinite(x) || x <= 0)) throw new Error(`--${flag} wants a positive number, got ${given}`);
+    return x;
+  };
+  const timeoutS = positive("timeout", values.timeout, 600);
+  const peerMaxN = positive("peer-max-n", values["peer-max-n"], 1_000);
+  // A selection that measures nothing would print an empty report: say why instead.
+  const mainRows = workflows.some((w) => w !== "rest" && (w !== "floor" || engines.includes("ours")));
+  const restRows = workflows.includes("rest") && engines.includes("ours") && ns.some((n) => n >= REST_MIN_N);
+  if (!mainRows && !restRows) {
+    const why = workflows.includes("rest")
+      ? `rest is measured on ours only, at N of ${fmtInt(REST_MIN_N)} and up (engines: ${engines.join(" and ")}; --n ${ns.join(",")})`
+      : "floor is measured on ours only";
+    throw new Error(`--workflows ${workflows.join(",")} measures nothing: ${why}`);
+  }
   return {
     reps,
     ns: [...new Set(ns)].sort((a, b) => a - b),
     engines,
     workflows,
-    timeoutMs: Number(values.timeout ?? 600) * 1_000,
-    peerMaxN: Number(values["peer-max-n"] ?? 1_000),
+    timeoutMs: timeoutS * 1_000,
+    peerMaxN,
     json: values.json,
     install: values["no-install"] !== true,
     oursRef: values["ours-ref"],
@@ -295,12 +311,6 @@ function plan(opts: CompareOptions, peerAvailable: boolean): Row[] {
 // ---------------------------------------------------------------------------------------------
 // the table
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
-
 type Summary = { wallMs: number; rssMb: number; dbBytes: number; framesBytes: number | null } | { failed: "error" | "timeout" } | "skip" | undefined;
 
 function summarize(cell: Sample[] | "skip" | undefined): Summary {
@@ -318,8 +328,6 @@ function summarize(cell: Sample[] | "skip" | undefined): Summary {
   };
 }
 
-const fmtInt = (x: number) => Math.round(x).toLocaleString("en-US");
-const fmtMs = (x: number) => (x >= 100 ? fmtInt(x) : x >= 10 ? x.toFixed(1) : x >= 1 ? x.toFixed(2) : x.toPrecision(2));
 const fmtKb = (bytes: number) => (bytes >= 10 * 1024 ? fmtInt(bytes / 1024) : (bytes / 1024).toFixed(1));
 const fmtRatio = (a: number, b: number) => {
   const r = a / b;
@@ -405,9 +413,13 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
     console.error(`  [${i + 1}/${jobs.length}] ${what}: ${said}`);
     if (!sample.ok) notes.push(`${what}: ${sample.kind}: ${sample.message}`);
   }
+  if (jobs.length === 0 && !(opts.workflows.includes("rest") && opts.engines.includes("ours")))
+    throw new Error(`nothing to measure: every cell of --workflows ${opts.workflows.join(",")} is skipped (the peer not installed, or N above --peer-max-n)`);
   const restRows = opts.workflows.includes("rest") && opts.engines.includes("ours") ? planRestRows(opts.ns) : [];
-  const restNotes = restRows.length ? await measureRestRows(restRows, opts.reps, ours, opts.timeoutMs) : [];
-  const totalS = (performance.now() - benchStarted) / 1000;
+  const writeJson = (totalSeconds: number) => {
+    if (opts.json) writeFileSync(opts.json, JSON.stringify({ bun: Bun.version, options: opts, totalSeconds, rows, restRows }, null, 2));
+  };
+  const seconds = () => (performance.now() - benchStarted) / 1000;
   console.log(
     `\nbench/compare: medians of ${opts.reps} run${opts.reps > 1 ? "s" : ""} per cell (Bun ${Bun.version}, ${process.platform}/${process.arch}, ` +
       `${navigator.hardwareConcurrency} cores; ours: ${ours.label}; peer smithers-orchestrator@${peerAvailable ? wantedPeerVersion() : "-"})\n`,
@@ -423,7 +435,12 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
         `\n— : not measured (the peer above N=${fmtInt(opts.peerMaxN)}, or not selected).`,
     );
   for (const n of notes) console.log(`  ! ${n}`);
+  // The main table is out (and in --json) before the rest rows are measured: nothing they do can lose it.
+  writeJson(seconds());
+  if (opts.workflows.includes("rest") && opts.engines.includes("ours") && restRows.length === 0)
+    console.log(`\nbench/compare: no rest rows: rest is measured at N of ${fmtInt(REST_MIN_N)} and up, and --n is ${opts.ns.join(",")}`);
   if (restRows.length) {
+    const restNotes = await measureRestRows(restRows, opts.reps, ours, opts.timeoutMs);
     console.log(`\nRuns at rest (ours only; N from --n, ${fmtInt(REST_MIN_N)} and up): N waiting runs, none due, and 5N finished in the database\n`);
     console.log(renderRestTable(restRows));
     console.log(
@@ -432,11 +449,19 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
     );
     for (const n of restNotes) console.log(`  ! ${n}`);
   }
+  const totalS = seconds();
   console.log(`\nbench/compare: total ${totalS >= 120 ? `${(totalS / 60).toFixed(1)} min` : `${totalS.toFixed(totalS < 10 ? 1 : 0)} s`}`);
   if (opts.json) {
-    writeFileSync(opts.json, JSON.stringify({ bun: Bun.version, options: opts, totalSeconds: totalS, rows, restRows }, null, 2));
+    writeJson(totalS);
     console.log(`bench/compare: raw samples written to ${opts.json}`);
   }
 }
 
-if (import.meta.main) await runCompareBench(process.argv.slice(2));
+if (import.meta.main) {
+  try {
+    await runCompareBench(process.argv.slice(2));
+  } catch (e) {
+    console.error(`bench/compare: ${(e as Error).message}`);
+    process.exit(1);
+  }
+}

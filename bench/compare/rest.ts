@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { markdownTable } from "../markdown-table.ts";
 import { RESULT_PREFIX } from "./protocol.ts";
 import type { RestReport, RestSpec, RestStep } from "./rest-child.tsx";
-import { BUN, firstLine, HERE, runChild, type OursTree } from "./spawn.ts";
+import { BUN, firstLine, fmtInt, fmtMs, HERE, median, runChild, type OursTree } from "./spawn.ts";
 import { upFile } from "./up-file.ts";
 
 /** The smallest N a `rest` row is measured at (of the bench's --n sizes): below it nothing could show growth. */
@@ -123,7 +123,16 @@ export async function measureRestRows(rows: RestRow[], reps: number, ours: OursT
     for (const n of new Set(rows.map((r) => r.waiting))) {
       const path = join(dir, `rest-${n}.db`);
       const started = performance.now();
-      await seed(ours, path, n, timeoutMs);
+      try {
+        await seed(ours, path, n, timeoutMs);
+      } catch (e) {
+        // Its rows are shown failed and the other sizes still measured.
+        const message = (e as Error).message;
+        console.error(`  rest: ${message}`);
+        notes.push(`rest: ${message}`);
+        for (const row of rows) if (row.waiting === n) row.samples.push({ ok: false, kind: "error", message });
+        continue;
+      }
       console.error(
         `  rest: built ${n.toLocaleString("en-US")} waiting + ${(FINISHED_PER_WAITING * n).toLocaleString("en-US")} finished runs in ${((performance.now() - started) / 1000).toFixed(1)} s`,
       );
@@ -132,6 +141,7 @@ export async function measureRestRows(rows: RestRow[], reps: number, ours: OursT
     let done = 0;
     for (let rep = 0; rep < reps; rep++) {
       for (const row of rows) {
+        if (!templates.has(row.waiting)) continue;
         const sample = await measureOnce(row, templates.get(row.waiting)!, ours, timeoutMs);
         row.samples.push(sample);
         const what = `${row.label} at ${row.waiting.toLocaleString("en-US")} waiting, rep ${rep + 1}/${reps}`;
@@ -145,14 +155,6 @@ export async function measureRestRows(rows: RestRow[], reps: number, ours: OursT
   }
   return notes;
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
-const fmtInt = (x: number) => Math.round(x).toLocaleString("en-US");
-const fmtMs = (x: number) => (x >= 100 ? fmtInt(x) : x >= 10 ? x.toFixed(1) : x >= 1 ? x.toFixed(2) : x.toPrecision(2));
 
 export function renderRestTable(rows: readonly RestRow[]): string {
   const header = ["at rest", "waiting runs", "finished runs", "wall ms ours", "wall ms peer", "statements ours", "RSS MB ours"];

@@ -34,3 +34,12 @@ export async function runChild(cmd: string[], cwd: string, env: Record<string, s
 
 /** The last lines of a child's output, for an error cell's note. */
 export const firstLine = (s: string) => s.trim().split("\n").filter(Boolean).slice(-3).join(" / ").slice(0, 300);
+
+/** The median of `xs` (the mean of the middle two for an even count). */
+export const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+export const fmtInt = (x: number) => Math.round(x).toLocaleString("en-US");
+export const fmtMs = (x: number) => (x >= 100 ? fmtInt(x) : x >= 10 ? x.toFixed(1) : x >= 1 ? x.toFixed(2) : x.toPrecision(2));

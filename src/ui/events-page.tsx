@@ -50,7 +50,15 @@ export function EventsPage({ runId }: { runId: string }) {
               lastSeq.current = seq;
               const nodeId = typeof payload.nodeId === "string" ? payload.nodeId : undefined;
               const ts = typeof payload.timestampMs === "number" ? payload.timestampMs : undefined;
-              batch.push({ seq, type: t, payload, ...(nodeId ? { nodeId } : {}), ...(ts ? { timestampMs: ts } : {}) });
+              const iteration = typeof payload.iteration === "number" ? payload.iteration : undefined;
+              batch.push({
+                seq,
+                type: t,
+                payload,
+                ...(nodeId ? { nodeId } : {}),
+                ...(ts ? { timestampMs: ts } : {}),
+                ...(iteration !== undefined ? { iteration } : {}),
+              });
               if (!scheduled) {
                 scheduled = true;
                 requestAnimationFrame(flush);
@@ -103,7 +111,10 @@ export function EventsPage({ runId }: { runId: string }) {
               <td>{e.seq}</td>
               <td>{e.timestampMs ? new Date(e.timestampMs).toLocaleTimeString() : "–"}</td>
               <td>{e.type}</td>
-              <td>{e.nodeId ? <code>{e.nodeId}</code> : ""}</td>
+              <td>
+                {e.nodeId ? <code>{e.nodeId}</code> : ""}
+                {e.nodeId && (e.iteration ?? 0) > 0 && <span class="muted"> #{e.iteration}</span>}
+              </td>
               <td class="details">{details(e)}</td>
             </tr>
           ))}

@@ -8,6 +8,7 @@ import { ApiError, getJson, postJson } from "./api.ts";
 import { ApprovalCard } from "./approval-card.tsx";
 import { time } from "./format.ts";
 import { linkClick } from "./nav.ts";
+import { placeErrors } from "./field-errors.ts";
 import { type FieldErrors, SchemaForm } from "./schema-form.tsx";
 import { ErrorNote } from "./shared.tsx";
 import type { InboxApproval, InboxHuman } from "./types.ts";
@@ -54,7 +55,7 @@ export function InboxPage() {
     try {
       await postJson(`/human/${encodeURIComponent(item.requestId)}/answer`, { data });
     } catch (e) {
-      if (e instanceof ApiError && e.fields) return Object.fromEntries(e.fields.map((f) => [f.path.join("."), f.message]));
+      if (e instanceof ApiError && e.fields) return placeErrors(item.schema ?? {}, e.fields);
       return { "": e instanceof Error ? e.message : String(e) };
     }
     setDone(`Answer to ${item.nodeId} sent; run ${item.runId.slice(0, 12)} continues.`);

@@ -21,8 +21,8 @@ function useRun(runId: string) {
   const [report, setReport] = useState<RunReport | null>(null);
   const [outputs, setOutputs] = useState<Map<string, OutputRow>>(new Map());
   const [tree, setTree] = useState<FrameTree | null>(null);
+  const [lastFrameNo, setLastFrameNo] = useState<number | null>(null);
   const [logs, setLogs] = useState<Map<string, string>>(new Map());
-  const [version, setVersion] = useState(0);
   const [error, setError] = useState<unknown>(null);
   const path = `/runs/${encodeURIComponent(runId)}`;
   const reload = useCallback(async () => {
@@ -39,7 +39,7 @@ function useRun(runId: string) {
       setReport(r);
       setOutputs(new Map(o.outputs.map((x) => [nodeKey(x.nodeId, x.iteration), x])));
       setTree(f?.tree ?? null);
-      setVersion((n) => n + 1);
+      setLastFrameNo(f?.lastFrameNo ?? null);
       setError(null);
     } catch (e) {
       setError(e);
@@ -97,7 +97,7 @@ function useRun(runId: string) {
     await reload();
     setEpoch((n) => n + 1);
   };
-  return { report, outputs, tree, logs, version, error, act };
+  return { report, outputs, tree, lastFrameNo, logs, error, act };
 }
 
 /** Before the first frame (a queued run), the report's tasks as a flat tree. */
@@ -108,7 +108,7 @@ const flatTree = (report: RunReport): FrameTree => ({
 });
 
 export function RunPage({ runId }: { runId: string }) {
-  const { report, outputs, tree, logs, version, error, act } = useRun(runId);
+  const { report, outputs, tree, lastFrameNo, logs, error, act } = useRun(runId);
   const [timelineOpen, setTimelineOpen] = useState(false);
   const byKey = new Map((report?.nodes ?? []).map((n) => [nodeKey(n.nodeId, n.iteration), n]));
   const info = (key: string) => ({ report: byKey.get(key), output: outputs.get(key), log: logs.get(key) });
@@ -177,7 +177,7 @@ export function RunPage({ runId }: { runId: string }) {
           )}
           <details class="card" onToggle={(e) => setTimelineOpen(e.currentTarget.open)}>
             <summary>Timeline</summary>
-            {timelineOpen && <Timeline runId={runId} version={version} />}
+            {timelineOpen && <Timeline runId={runId} lastFrameNo={lastFrameNo} />}
           </details>
         </>
       )}

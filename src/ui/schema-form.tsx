@@ -7,20 +7,12 @@
  * problems comes back at its field's path and is shown beside that field.
  */
 import { useState } from "preact/hooks";
+import { type FieldErrors, kindOf } from "./field-errors.ts";
 import type { JsonSchema } from "./types.ts";
 
-/** Problems by field path (`contact.name`; "" for the whole answer). */
-export type FieldErrors = Record<string, string>;
+export type { FieldErrors };
 
 type Values = Record<string, string | boolean>;
-
-const kindOf = (s: JsonSchema): string => {
-  if (s.enum) return "enum";
-  const t = Array.isArray(s.type) ? s.type.find((x) => x !== "null") : s.type;
-  if (t === "object" && s.properties) return "object";
-  if (t === "array" && s.items && ["string", "number", "integer", "boolean"].includes(kindOf(s.items))) return "list";
-  return t === "string" || t === "number" || t === "integer" || t === "boolean" ? t : "json";
-};
 
 const titleOf = (s: JsonSchema, key: string) => s.title ?? key.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/^./, (c) => c.toUpperCase());
 
@@ -65,7 +57,14 @@ function collect(schema: JsonSchema, values: Values, path: string[], required: b
         .split("\n")
         .map((l) => l.trim())
         .filter((l) => l !== "");
-      return lines.map((l) => (item === "number" || item === "integer" ? Number(l) : item === "boolean" ? l === "true" : l));
+      return lines.map((l, i) => {
+        if (item === "boolean") return l === "true";
+        if (item !== "number" && item !== "integer") return l;
+        const n = Number(l);
+        if (!Number.isFinite(n)) errors[key] ??= `Line ${i + 1}: enter a number`;
+        else if (item === "integer" && !Number.isInteger(n)) errors[key] ??= `Line ${i + 1}: enter a whole number`;
+        return n;
+      });
     }
     case "json": {
       if (text.trim() === "") return undefined;

@@ -2,7 +2,7 @@
  * The run's frames on a slider: the tree at frame N (rebuilt by the server from keyframes and
  * deltas) with what changed from frame N-1 highlighted, the runs forked from that frame, and a
  * form that forks the run from it (POST /runs/:id/fork) and opens the fork. While the slider sits on the last frame it
- * follows the run: a new frame (`version` changes with the run's events) moves it along.
+ * follows the run: a new frame (the run page's latest, `lastFrameNo`) moves it along.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { getJson, postJson } from "./api.ts";
@@ -10,26 +10,19 @@ import { time } from "./format.ts";
 import { linkClick, navigate } from "./nav.ts";
 import { ErrorNote } from "./shared.tsx";
 import { ChangeList, changedKeys, TaskTree } from "./tree.tsx";
-import type { FrameAt, FrameList } from "./types.ts";
+import type { FrameAt } from "./types.ts";
 
-export function Timeline({ runId, version }: { runId: string; version: number }) {
+export function Timeline({ runId, lastFrameNo }: { runId: string; lastFrameNo: number | null }) {
   const path = `/runs/${encodeURIComponent(runId)}/frames`;
-  const [list, setList] = useState<FrameList | null>(null);
   const [at, setAt] = useState<number | null>(null);
   const [frame, setFrame] = useState<FrameAt | null>(null);
   const [error, setError] = useState<unknown>(null);
   const following = useRef(true);
 
+  // The run page's latest frame says how many there are; on the last one the slider moves along.
   useEffect(() => {
-    const abort = new AbortController();
-    getJson<FrameList>(path, abort.signal)
-      .then((l) => {
-        setList(l);
-        if (l.count > 0 && (following.current || at === null)) setAt(l.count - 1);
-      })
-      .catch((e: unknown) => abort.signal.aborted || setError(e));
-    return () => abort.abort();
-  }, [path, version]);
+    if (lastFrameNo !== null && (following.current || at === null)) setAt(lastFrameNo);
+  }, [lastFrameNo]);
 
   useEffect(() => {
     if (at === null) return;
@@ -44,9 +37,8 @@ export function Timeline({ runId, version }: { runId: string; version: number })
   }, [path, at]);
 
   if (error !== null) return <ErrorNote error={error} />;
-  if (!list) return <p>Loading frames…</p>;
-  if (list.count === 0) return <p>No frames yet.</p>;
-  const last = list.count - 1;
+  if (lastFrameNo === null) return <p>No frames yet.</p>;
+  const last = lastFrameNo;
   const shown = frame && frame.frameNo === at ? frame : null;
   const highlight = shown ? changedKeys(shown.changes) : undefined;
   const count = shown ? shown.changes.mounted.length + shown.changes.unmounted.length + shown.changes.changed.length : 0;

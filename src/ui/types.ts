@@ -84,9 +84,6 @@ export type FrameAt = {
   forks: ForkRef[];
 };
 
-/** GET /runs/:id/frames */
-export type FrameList = { count: number; frames: { frameNo: number; createdAtMs: number; encoding: string; bytes: number; forks: ForkRef[] }[] };
-
 export type ApprovalOption = { key: string; label?: string; summary?: string };
 
 /** GET /inbox's approvals: a gate waiting in a run that has not ended. */

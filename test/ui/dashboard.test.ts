@@ -31,7 +31,10 @@ describe.skipIf(!chromiumPath)("the dashboard in Chromium", () => {
       const runId = decodeURIComponent(new URL(page.url()).pathname.split("/").pop()!);
 
       await page.getByRole("link", { name: "All runs" }).click();
-      await page.getByTestId("live-mode").getByText("Live").waitFor(); // the list follows the server's stream, not polling
+      await page
+        .getByTestId("live-mode")
+        .getByText(/^Live:/)
+        .waitFor(); // the list follows the server's stream, not polling
       const row = page.locator(`tr[data-run="${runId}"]`);
       await row.locator(".status", { hasText: "waiting-approval" }).waitFor({ timeout: 10_000 });
       expect(await row.locator("td").nth(1).textContent()).toBe("server-gate");

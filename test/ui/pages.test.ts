@@ -93,23 +93,31 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
       await card.getByLabel("Reviewers").fill("2.5"); // not an integer: the page says so before sending
       await card.getByLabel("Approved").check();
       await card.getByLabel("Severity").selectOption("high");
-      await card.getByLabel("Tags (one per line)").fill("release\nurgent");
+      await card.getByLabel("Tags (one per line)").fill("release\nmuch-too-long-a-tag"); // the second item too long: the server says so at tags.1
+      await card.getByLabel("Ratings (one per line)").fill("4\nabc"); // not a number: the page says so before sending
       await card.getByLabel("Email").fill("ada@example.com");
       await card.getByRole("button", { name: "Submit answer" }).click();
       expect(await field("reviewers").locator(".field-error").textContent()).toBe("Enter a whole number");
-      expect(await card.locator(".field-error").count()).toBe(1);
+      expect(await field("ratings").locator(".field-error").textContent()).toBe("Line 2: enter a number");
+      expect(await card.locator(".field-error").count()).toBe(2);
 
       await card.getByLabel("Reviewers").fill("2");
+      await card.getByLabel("Ratings (one per line)").fill("4\n4.5");
       await card.getByRole("button", { name: "Submit answer" }).click();
       await field("title").locator(".field-error").waitFor();
       expect(await field("title").locator(".field-error").textContent()).toContain("3");
       expect(await field("contact.name").locator(".field-error").count()).toBe(1); // the nested object's empty name
+      // The list item's problem is shown at its list, with its line.
+      expect(await field("tags").locator(".field-error").textContent()).toMatch(/^Line 2: .*12/);
+      expect(await card.getByLabel("Tags (one per line)").getAttribute("aria-invalid")).toBe("true");
+      expect(await card.locator(".field-error").count()).toBe(3);
       expect(await card.getByLabel("Title").getAttribute("aria-invalid")).toBe("true");
       expect(await field("reviewers").locator(".field-error").count()).toBe(0);
       await page.screenshot({ path: join(SHOTS, "inbox-human.png"), fullPage: true });
 
       await card.getByLabel("Title").fill("Release 1.4");
       await card.getByLabel("Name").fill("Ada");
+      await card.getByLabel("Tags (one per line)").fill("release\nurgent");
       await card.getByRole("button", { name: "Submit answer" }).click();
       await page.getByRole("status").getByText("Answer to review sent").waitFor();
       await h.waitForStatus(runId, ["finished"]);
@@ -121,6 +129,8 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
         reviewers: 2,
         score: 7.5,
         contact: { name: "Ada", email: "ada@example.com" },
+        tags: ["release", "urgent"],
+        ratings: [4, 4.5],
       });
       await page.close();
     },

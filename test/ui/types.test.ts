@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { SmithersEventSchema } from "../../src/engine/events.ts";
-import { RunStatusSchema } from "../../src/engine/states.ts";
+import { WAITING_STATUSES } from "../../src/db/constants.ts";
 import { EVENT_TYPES, RUN_STATUSES } from "../../src/ui/types.ts";
+import { serverPerTest } from "../server/helpers.ts";
 
 describe("EVENT_TYPES", () => {
   test("the events page offers exactly the types the journal's event union has a payload variant for (the server's own RunRefused aside)", () => {
@@ -12,7 +13,20 @@ describe("EVENT_TYPES", () => {
 });
 
 describe("RUN_STATUSES", () => {
-  test("the runs list's status filter offers every run status, and queued", () => {
-    expect(new Set(RUN_STATUSES)).toEqual(new Set(["queued", ...RunStatusSchema.options]));
+  const start = serverPerTest();
+
+  test("every status the runs list's filter offers is one GET /runs?status= accepts (and it refuses one it does not know)", async () => {
+    const { url } = await start();
+    for (const status of RUN_STATUSES) {
+      const res = await fetch(`${url}/runs?status=${encodeURIComponent(status)}`);
+      expect([status, res.status]).toEqual([status, 200]);
+    }
+    expect((await fetch(`${url}/runs?status=bogus`)).status).toBe(400);
+  });
+
+  test("the filter offers queued and the database's waiting statuses (lists written apart from names.ts)", () => {
+    expect(RUN_STATUSES).toContain("queued");
+    for (const status of WAITING_STATUSES) expect(RUN_STATUSES).toContain(status);
+    expect(new Set(RUN_STATUSES).size).toBe(RUN_STATUSES.length);
   });
 });
