@@ -53,6 +53,8 @@ export class SqliteDb implements SmithersDb {
   private activeTx: TxToken | null = null;
   private closed = false;
   private closing: Promise<void> | undefined;
+  /** Openers sharing this connection (openSmithersDb): close() closes it when the last of them does. */
+  private holders = 1;
 
   constructor(path: string, options: SmithersDbOptions = {}) {
     this.mode = checkDurability(options.durability ?? DEFAULT_DURABILITY);
@@ -234,6 +236,16 @@ export class SqliteDb implements SmithersDb {
     });
   }
 
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  retain(): this {
+    if (this.closed) throw new SmithersError("DB_CLOSED", `Database ${this.path} is closed`);
+    this.holders++;
+    return this;
+  }
+
   /** SQLite has no notifications: workers poll. */
   async listen(): Promise<undefined> {
     return undefined;
@@ -245,6 +257,10 @@ export class SqliteDb implements SmithersDb {
    */
   close(): Promise<void> {
     if (this.inTransaction()) return Promise.reject(this.waitsOnItself("close"));
+    if (this.holders > 1) {
+      this.holders--;
+      return Promise.resolve();
+    }
     if (!this.closing) {
       this.closed = true;
       this.closing = this.tail.then(() => this.sqlite.close());
