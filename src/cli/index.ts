@@ -57,6 +57,11 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "CRON_NOT_FOUND",
   "NODE_NOT_FOUND",
   "RUN_NOT_REWINDABLE",
+  // A database file that cannot serve (a wrong --db, permissions, a damaged file): nothing was written
+  "DB_READ_ONLY",
+  "DB_NOT_A_DATABASE",
+  "DB_CORRUPT",
+  "DB_OPEN_FAILED",
   // Refusals that a flag overrides: nothing was changed
   "WORKFLOW_CHANGED",
   "SIDE_EFFECT_BOUNDARY",

@@ -8,6 +8,11 @@ const STATUS: Partial<Record<SmithersErrorCode, ContentfulStatusCode>> = {
   FORBIDDEN: 403,
   UNSUPPORTED_MEDIA_TYPE: 415,
   DB_WRITE_FAILED: 503,
+  // The server's database cannot serve: no request can be answered until an operator mends it.
+  DB_READ_ONLY: 503,
+  DB_NOT_A_DATABASE: 503,
+  DB_CORRUPT: 503,
+  DB_OPEN_FAILED: 503,
   RUN_NOT_FOUND: 404,
   APPROVAL_NOT_FOUND: 404,
   HUMAN_REQUEST_NOT_FOUND: 404,
