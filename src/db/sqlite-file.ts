@@ -10,6 +10,7 @@ import { SmithersError } from "../errors/index.ts";
 
 /** The first 16 bytes of every SQLite 3 database file. */
 const SQLITE_MAGIC = "SQLite format 3\0";
+const HEADER_BYTES = 100;
 
 /** Paths SQLite does not treat as a file: in-memory, a private temporary database, a URI. */
 function isPlainFile(path: string): boolean {
@@ -43,13 +44,17 @@ export function checkSqliteFile(path: string): void {
   } catch (error) {
     throw openFailed(path, `it cannot be read (${errnoOf(error)})`, "give this user read and write access to it, or pass --db another path", error);
   }
-  if (size > 0 && !startsLikeSqlite(path)) {
+  const header = size > 0 ? readHeader(path) : undefined;
+  if (header !== undefined && header.subarray(0, SQLITE_MAGIC.length).toString("latin1") !== SQLITE_MAGIC) {
     throw new SmithersError(
       "DB_NOT_A_DATABASE",
       `${path} is not a SQLite database; nothing was written to it: pass --db the path of a Smithers database, or of a new file`,
       { path },
     );
   }
+  const expected = header === undefined ? 0 : expectedBytes(header);
+  // Pages may still sit in a WAL or hot journal beside it (a checkpoint cut short): then SQLite judges.
+  if (size < expected && fileBytes(`${path}-wal`) === 0 && fileBytes(`${path}-journal`) === 0) throw corrupt(path, `cut short: it is ${size} bytes, its header says ${expected}`);
   try {
     accessSync(path, constants.W_OK);
   } catch (error) {
@@ -61,22 +66,58 @@ export function checkSqliteFile(path: string): void {
 function checkNewFileDir(path: string): void {
   const dir = dirname(path);
   try {
-    if (statSync(dir).isDirectory()) return;
+    if (!statSync(dir).isDirectory()) throw openFailed(path, `${dir} is not a directory`, "pass --db a path in an existing directory");
   } catch (error) {
+    if (SmithersError.is(error)) throw error;
     if (errnoOf(error) !== "ENOENT" && errnoOf(error) !== "ENOTDIR") return; // let SQLite say what is wrong
+    throw openFailed(path, `the directory ${dir} does not exist`, "create it, or pass --db a path in an existing directory");
   }
-  throw openFailed(path, `the directory ${dir} does not exist`, "create it, or pass --db a path in an existing directory");
+  try {
+    accessSync(dir, constants.W_OK);
+  } catch (error) {
+    throw readOnly(path, `it does not exist, and its directory ${dir} is ${errnoOf(error) === "EROFS" ? "on a read-only file system" : "not writable by this user"}`, error);
+  }
 }
 
-function startsLikeSqlite(path: string): boolean {
+/** The database header: the first 100 bytes (fewer when the file is shorter). */
+function readHeader(path: string): Buffer {
   const fd = openSync(path, "r");
   try {
-    const head = Buffer.alloc(SQLITE_MAGIC.length);
-    const read = readSync(fd, head, 0, head.length, 0);
-    return read === head.length && head.toString("latin1") === SQLITE_MAGIC;
+    const head = Buffer.alloc(HEADER_BYTES);
+    return head.subarray(0, readSync(fd, head, 0, head.length, 0));
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * The size the header promises: at least its first page, and every page when the header's page
+ * count is valid (its version-valid-for number matches the change counter, as every SQLite since
+ * 3.7.0 writes it). A shorter file was cut short.
+ */
+function expectedBytes(header: Buffer): number {
+  if (header.length < HEADER_BYTES) return HEADER_BYTES;
+  const raw = header.readUInt16BE(16);
+  const pageSize = raw === 1 ? 65_536 : raw;
+  const pages = header.readUInt32BE(28);
+  const valid = pages > 0 && header.readUInt32BE(24) === header.readUInt32BE(92);
+  return pageSize * (valid ? pages : 1);
+}
+
+function fileBytes(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+function corrupt(path: string, why: string, cause?: unknown): SmithersError {
+  return new SmithersError(
+    "DB_CORRUPT",
+    `Database ${path} is damaged (${why}): restore it from a backup, or save what is left with \`sqlite3 ${path} .recover | sqlite3 recovered.db\``,
+    { path, ...(cause === undefined ? {} : { cause }) },
+  );
 }
 
 function readOnly(path: string, why: string, cause?: unknown): SmithersError {
@@ -111,11 +152,7 @@ export function sqliteOpenError(path: string, error: unknown): unknown {
     });
   }
   if (code.startsWith("SQLITE_CORRUPT")) {
-    return new SmithersError(
-      "DB_CORRUPT",
-      `Database ${path} is damaged, perhaps cut short (SQLite: ${sqlite}): restore it from a backup, or save what is left with \`sqlite3 ${path} .recover | sqlite3 recovered.db\``,
-      { path, cause: error },
-    );
+    return corrupt(path, `SQLite: ${sqlite}`, error);
   }
   if (code.startsWith("SQLITE_CANTOPEN") || code === "SQLITE_PERM" || code === "SQLITE_AUTH") {
     return openFailed(path, `SQLite: ${sqlite}`, "check that its directory exists and this user may write there, or pass --db another path", error);
