@@ -8,6 +8,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { openSmithersDb, queue, runs, type SmithersDb } from "../../src/db/index.ts";
 import { approve, MAX_LOAD_RETURNS, runWorkflow, Worker, type WorkerOutcome } from "../../src/engine/index.ts";
+import { listRunSummaries } from "../../src/cli/ps.ts";
 import mixed from "../fixtures/mixed.tsx";
 import { pgTestServer } from "../support/postgres.ts";
 import { rejection, tempDbPath } from "../helpers.ts";
@@ -204,6 +205,25 @@ describe("Worker", () => {
     expect(await queue.getRequest(db, "lost")).toBeUndefined();
     const run = await runs.getRun(db, "lost");
     expect([run?.status, run?.workflowPath, JSON.parse(run?.errorJson ?? "{}").code]).toEqual(["failed", "/nowhere/gone.tsx", "WORKFLOW_LOAD_FAILED"]);
+  });
+
+  test("a request whose run fails before its row exists (an input its workflow now refuses) is stored failed with the reason, for ps to show", async () => {
+    const dbPath = tempDbPath();
+    const db = openDb(dbPath);
+    // Queued while the workflow's input was { n: string }; the workflow has changed since.
+    await queue.enqueue(
+      db,
+      { runId: "refused", workflowName: "mixed", workflowPath: MIXED, inputJson: '{"n":"one"}', enqueuedAtMs: 5 },
+      { capacity: 10, resume: false },
+      () => ({ runId: "_", timestampMs: 0, type: "RunRefused", payloadJson: "{}" }),
+    );
+    const { outcomes } = startWorker(db, { workflows: [{ name: "mixed", path: MIXED, workflow: mixed }] });
+    await until(async () => outcomes.find((o) => o.runId === "refused"));
+    expect(outcomes[0]).toMatchObject({ runId: "refused", action: "dropped", reason: expect.stringContaining("INVALID_INPUT") });
+    expect(await queue.getRequest(db, "refused")).toBeUndefined();
+    const run = await runs.getRun(db, "refused");
+    expect([run?.status, run?.workflowPath, JSON.parse(run?.errorJson ?? "{}").code]).toEqual(["failed", MIXED, "INVALID_INPUT"]);
+    expect((await listRunSummaries(db, { limit: 10, withQueued: true })).map((r) => [r.runId, r.status])).toEqual([["refused", "failed"]]);
   });
 
   test("a worker with a set of workflows wakes a run another host recorded under its own path, by the file's name", async () => {
