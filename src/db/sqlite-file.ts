@@ -35,7 +35,13 @@ export function checkSqliteFile(path: string): void {
     size = stat.size;
   } catch (error) {
     if (SmithersError.is(error)) throw error;
-    if (errnoOf(error) !== "ENOENT") throw openFailed(path, `cannot look at it (${errnoOf(error) || String(error)})`, "check the permissions of its directories, or pass --db another path", error);
+    if (errnoOf(error) !== "ENOENT")
+      throw openFailed(
+        path,
+        `cannot look at it (${errnoOf(error) || String(error)})`,
+        "check the permissions of its directories, or pass --db another path",
+        error,
+      );
     checkNewFileDir(path);
     return;
   }
@@ -54,7 +60,8 @@ export function checkSqliteFile(path: string): void {
   }
   const expected = header === undefined ? 0 : expectedBytes(header);
   // Pages may still sit in a WAL or hot journal beside it (a checkpoint cut short): then SQLite judges.
-  if (size < expected && fileBytes(`${path}-wal`) === 0 && fileBytes(`${path}-journal`) === 0) throw corrupt(path, `cut short: it is ${size} bytes, its header says ${expected}`);
+  if (size < expected && fileBytes(`${path}-wal`) === 0 && fileBytes(`${path}-journal`) === 0)
+    throw corrupt(path, `cut short: it is ${size} bytes, its header says ${expected}`);
   try {
     accessSync(path, constants.W_OK);
   } catch (error) {
@@ -75,7 +82,11 @@ function checkNewFileDir(path: string): void {
   try {
     accessSync(dir, constants.W_OK);
   } catch (error) {
-    throw readOnly(path, `it does not exist, and its directory ${dir} is ${errnoOf(error) === "EROFS" ? "on a read-only file system" : "not writable by this user"}`, error);
+    throw readOnly(
+      path,
+      `it does not exist, and its directory ${dir} is ${errnoOf(error) === "EROFS" ? "on a read-only file system" : "not writable by this user"}`,
+      error,
+    );
   }
 }
 
@@ -146,10 +157,14 @@ export function sqliteOpenError(path: string, error: unknown): unknown {
     return readOnly(path, code === "SQLITE_READONLY_DIRECTORY" ? `its directory ${dirname(path)} is not writable` : `SQLite: ${sqlite}`, error);
   }
   if (code === "SQLITE_NOTADB") {
-    return new SmithersError("DB_NOT_A_DATABASE", `${path} is not a SQLite database (SQLite: ${sqlite}): pass --db the path of a Smithers database, or of a new file`, {
-      path,
-      cause: error,
-    });
+    return new SmithersError(
+      "DB_NOT_A_DATABASE",
+      `${path} is not a SQLite database (SQLite: ${sqlite}): pass --db the path of a Smithers database, or of a new file`,
+      {
+        path,
+        cause: error,
+      },
+    );
   }
   if (code.startsWith("SQLITE_CORRUPT")) {
     return corrupt(path, `SQLite: ${sqlite}`, error);

@@ -40,6 +40,16 @@ async function realDatabase(dir: string): Promise<string> {
   return path;
 }
 
+/** The message `new SqliteDb(path)` fails with ("" when it opens). */
+function messageOpening(path: string): string {
+  try {
+    new SqliteDb(path);
+    return "";
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
 /** The code each way of opening a database gives for `path`: new SqliteDb, openSmithersDb, a workflow's own database. */
 async function codesOpening(path: string): Promise<string[]> {
   const codeOf = (open: () => unknown) => {
@@ -60,12 +70,7 @@ describe.skipIf(onPostgres)("opening a database file that cannot serve", () => {
     writeFileSync(path, "shopping list\n- milk\n- a database, apparently\n");
     const before = stateOf(path);
     expect(await codesOpening(path)).toEqual(["DB_NOT_A_DATABASE", "DB_NOT_A_DATABASE", "DB_NOT_A_DATABASE"]);
-    let message = "";
-    try {
-      new SqliteDb(path);
-    } catch (error) {
-      message = (error as Error).message;
-    }
+    const message = messageOpening(path);
     expect(message).toContain(path);
     expect(message).toContain("pass --db");
     expectUnchanged(path, before);
@@ -79,14 +84,7 @@ describe.skipIf(onPostgres)("opening a database file that cannot serve", () => {
     writeFileSync(path, whole.subarray(0, Math.floor(whole.length / 2)));
     const before = stateOf(path);
     expect(await codesOpening(path)).toEqual(["DB_CORRUPT", "DB_CORRUPT", "DB_CORRUPT"]);
-    const error = (() => {
-      try {
-        new SqliteDb(path);
-      } catch (e) {
-        return e as Error;
-      }
-    })();
-    expect(error?.message).toContain(".recover");
+    expect(messageOpening(path)).toContain(".recover");
     expectUnchanged(path, before);
   });
 

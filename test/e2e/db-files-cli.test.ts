@@ -87,9 +87,12 @@ describe.skipIf(onPostgres)("the CLI on a database file that cannot serve", () =
     expectRefusedByEveryCommand(path, "DB_READ_ONLY", asUnprivileged);
   });
 
-  test.skipIf(readOnlyFsUnavailable !== undefined)("a database on a read-only file system: up, ps, inspect and serve exit 2 with DB_READ_ONLY, also as root", () => {
-    const dir = tempDir();
-    const path = realDatabase(dir);
-    expectRefusedByEveryCommand(path, "DB_READ_ONLY", onReadOnlyFs(dir));
-  });
+  test.skipIf(readOnlyFsUnavailable !== undefined)(
+    "a database on a read-only file system: up, ps, inspect and serve exit 2 with DB_READ_ONLY, also as root",
+    () => {
+      const dir = tempDir();
+      const path = realDatabase(dir);
+      expectRefusedByEveryCommand(path, "DB_READ_ONLY", onReadOnlyFs(dir));
+    },
+  );
 });

@@ -28,7 +28,10 @@ function probeReadOnlyFs(): string | undefined {
   if (!Bun.which("unshare")) return "no unshare command: cannot make a read-only file system";
   const dir = mkdtempSync(join(tmpdir(), "smithers-rofs-"));
   try {
-    const probe = Bun.spawnSync([...onReadOnlyFs(dir), "sh", "-c", `touch "${dir}/x" 2>/dev/null && echo writable || echo read-only`], { stdout: "pipe", stderr: "pipe" });
+    const probe = Bun.spawnSync([...onReadOnlyFs(dir), "sh", "-c", `touch "${dir}/x" 2>/dev/null && echo writable || echo read-only`], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const said = probe.stdout.toString().trim();
     if (said === "read-only") return undefined;
     return `cannot mount a read-only file system here (unshare -m needs CAP_SYS_ADMIN): ${said || probe.stderr.toString().trim()}`;
