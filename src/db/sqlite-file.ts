@@ -67,6 +67,14 @@ export function checkSqliteFile(path: string): void {
   } catch (error) {
     throw readOnly(path, `${errnoOf(error) === "EROFS" ? "on a read-only file system" : "not writable by this user"}`, error);
   }
+  // A WAL or shared-memory file another user left beside it (a process of theirs was killed) makes it read-only here too.
+  for (const side of [`${path}-wal`, `${path}-shm`, `${path}-journal`]) {
+    try {
+      accessSync(side, constants.W_OK);
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT") throw readOnly(path, `${side} beside it is not writable by this user`, error);
+    }
+  }
 }
 
 /** A new database: its directory must exist (SQLite creates the file, never the directory). */

@@ -11,7 +11,7 @@ import { openSmithersDb, SqliteDb } from "../../src/db/index.ts";
 import { runWorkflow } from "../../src/engine/index.ts";
 import steps from "../fixtures/steps.tsx";
 import { onPostgres, rejection, tempDir } from "../helpers.ts";
-import { asUnprivileged, onReadOnlyFs, readOnlyFsUnavailable, unprivilegedUnavailable } from "../support/restricted.ts";
+import { asUnprivileged, onReadOnlyFs, otherUserUnavailable, readOnlyFsUnavailable, unprivilegedUnavailable } from "../support/restricted.ts";
 
 type FileState = { bytes: Buffer; mtimeMs: number; dir: string[] };
 
@@ -138,12 +138,14 @@ function reachableTempDir(): string {
   return dir;
 }
 
-/** Opens `path` in a separate process (as `prefix` runs it) and prints the error code, or "opened". */
-function openInProcess(prefix: string[], path: string): string {
+/** Opens `path` in a separate process (as `prefix` runs it): the error's code and message, or "opened". */
+function openInProcess(prefix: string[], path: string): { code: string; message?: string } {
   const script = `import { openSmithersDb } from ${JSON.stringify(resolve("src/db/index.ts"))};
-try { const db = openSmithersDb(process.argv[1]); await db.close(); console.log("opened"); } catch (e) { console.log(e.code ?? String(e)); }`;
+try { const db = openSmithersDb(process.argv[1]); await db.close(); console.log(JSON.stringify({ code: "opened" })); }
+catch (e) { console.log(JSON.stringify({ code: e.code ?? String(e), message: e.message })); }`;
   const proc = Bun.spawnSync([...prefix, process.execPath, "-e", script, path], { stdout: "pipe", stderr: "pipe" });
-  return `${proc.stdout.toString().trim()}${proc.stderr.toString().trim()}`;
+  const out = proc.stdout.toString().trim();
+  return out.startsWith("{") ? JSON.parse(out) : { code: `${out}${proc.stderr.toString().trim()}` };
 }
 
 describe.skipIf(onPostgres)("opening a read-only database", () => {
@@ -155,7 +157,7 @@ describe.skipIf(onPostgres)("opening a read-only database", () => {
       chmodSync(dir, 0o777); // SQLite could create its -wal and -shm here: it must not
       chmodSync(path, 0o444);
       const before = stateOf(path);
-      expect(openInProcess(asUnprivileged, path)).toBe("DB_READ_ONLY");
+      expect(openInProcess(asUnprivileged, path).code).toBe("DB_READ_ONLY");
       expectUnchanged(path, before);
     },
   );
@@ -166,18 +168,39 @@ describe.skipIf(onPostgres)("opening a read-only database", () => {
     chmodSync(path, 0o666);
     chmodSync(dir, 0o555);
     const before = stateOf(path);
-    expect(openInProcess(asUnprivileged, path)).toBe("DB_READ_ONLY");
+    expect(openInProcess(asUnprivileged, path).code).toBe("DB_READ_ONLY");
     expectUnchanged(path, before);
   });
+
+  test.skipIf(otherUserUnavailable !== undefined)(
+    "a writable file whose WAL another user's killed process left behind is DB_READ_ONLY naming the WAL, and is left as it was",
+    async () => {
+      const dir = reachableTempDir();
+      const path = await realDatabase(dir);
+      // This user's process writes and is killed: its -wal and -shm stay, writable by this user only.
+      const writer = `import { Database } from "bun:sqlite"; const db = new Database(process.argv[1]); db.exec("INSERT INTO _smithers_events (run_id, seq, timestamp_ms, type, payload_json) VALUES ('r1', 999, 0, 'X', '{}')"); process.kill(process.pid, "SIGKILL");`;
+      Bun.spawnSync([process.execPath, "-e", writer, path]);
+      chmodSync(dir, 0o777);
+      chmodSync(path, 0o666);
+      const before = stateOf(path);
+      expect(before.dir).toEqual(["real.db", "real.db-shm", "real.db-wal"]);
+      const walBefore = readFileSync(`${path}-wal`);
+      const refused = openInProcess(asUnprivileged, path);
+      expect(refused.code).toBe("DB_READ_ONLY");
+      expect(refused.message).toContain(`${path}-wal beside it is not writable`);
+      expectUnchanged(path, before);
+      expect(readFileSync(`${path}-wal`).equals(walBefore)).toBe(true);
+    },
+  );
 
   test.skipIf(readOnlyFsUnavailable !== undefined)("a database on a read-only file system is DB_READ_ONLY even for root", async () => {
     const dir = tempDir();
     const path = await realDatabase(dir);
     mkdirSync(join(dir, "empty"));
     const before = stateOf(path);
-    expect(openInProcess(onReadOnlyFs(dir), path)).toBe("DB_READ_ONLY");
+    expect(openInProcess(onReadOnlyFs(dir), path).code).toBe("DB_READ_ONLY");
     // A new file on a read-only file system cannot be made either.
-    expect(openInProcess(onReadOnlyFs(dir), join(dir, "empty", "new.db"))).toBe("DB_READ_ONLY");
+    expect(openInProcess(onReadOnlyFs(dir), join(dir, "empty", "new.db")).code).toBe("DB_READ_ONLY");
     expectUnchanged(path, before);
     expect(readdirSync(join(dir, "empty"))).toEqual([]);
   });

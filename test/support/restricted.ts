@@ -14,6 +14,9 @@ const isRoot = process.getuid?.() === 0;
 export const unprivilegedUnavailable: string | undefined =
   isRoot && !Bun.which("setpriv") ? "running as root without setpriv: no unprivileged user to run as" : undefined;
 
+/** Why files of one user cannot be left for another to open here (that needs root); undefined when they can. */
+export const otherUserUnavailable: string | undefined = isRoot ? unprivilegedUnavailable : "not root: cannot leave files for another user to open";
+
 /** The prefix that runs a command as a user file permissions bind (none needed when not root). */
 export const asUnprivileged: string[] = isRoot ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
 
