@@ -16,8 +16,10 @@ export const ERROR_KINDS = {
   unauthorized: { http: 401, exit: 2 },
   forbidden: { http: 403, exit: 2 },
   "unsupported-media": { http: 415, exit: 2 },
-  /** Something outside the request is not usable now (the database, a full queue): retry later or fix the environment. */
+  /** Something outside the request is not usable now (the database, a full queue): retry later. */
   unavailable: { http: 503, exit: 1 },
+  /** The machine's set-up is wrong (a database file read-only, damaged or not a database): fix it, then run again. */
+  environment: { http: 503, exit: 2 },
   /** A run (or a task in it) failed for this reason; the run's status says `failed`. */
   "run-failure": { http: 500, exit: 1 },
   /** A bug or broken state inside Smithers or its storage. */
@@ -113,6 +115,13 @@ export const ERROR_TABLE = {
   DB_CLOSED: { kind: "unavailable", summary: "The database connection was closed." },
   DB_SYNC_READ_UNSUPPORTED: { kind: "internal", summary: "A synchronous read was asked of a backend that has none (PostgreSQL)." },
   DB_UNAVAILABLE: { kind: "unavailable", summary: "The database cannot be reached." },
+  DB_READ_ONLY: {
+    kind: "environment",
+    summary: "The database file (or its directory, or a -wal/-shm beside it) cannot be written by this user or file system.",
+  },
+  DB_NOT_A_DATABASE: { kind: "environment", summary: "The file given as the database is not a SQLite database." },
+  DB_CORRUPT: { kind: "environment", summary: "The database file is damaged or cut short; restore a backup or try `sqlite3 FILE .recover`." },
+  DB_OPEN_FAILED: { kind: "environment", summary: "The database cannot be opened or created there (a missing directory, a directory given as the file)." },
   DB_UNSUPPORTED: { kind: "bad-input", summary: "The operation exists only on another backend (e.g. the Drizzle handle on SQLite)." },
   SCHEMA_DRIFT: { kind: "internal", summary: "Stored data does not have the shape its table promises." },
   INVALID_FRAME: { kind: "internal", summary: "A frame could not be encoded." },

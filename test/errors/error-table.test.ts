@@ -23,10 +23,10 @@ describe("ERROR_TABLE", () => {
     }
   });
 
-  test("a caller's mistake (bad input, not found, conflict) is exit 2 and a 4xx; a failed run or an internal failure is exit 1 and a 5xx", () => {
+  test("a caller's mistake (4xx) or a wrong set-up is exit 2; a failed run or an internal failure is exit 1 and a 5xx", () => {
     for (const code of SMITHERS_ERROR_CODES) {
       const status = httpStatus(new SmithersError(code, "x"));
-      expect([code, exitCodeOf(code) === 2]).toEqual([code, status >= 400 && status < 500]);
+      expect([code, exitCodeOf(code) === 2]).toEqual([code, (status >= 400 && status < 500) || errorKind(code) === "environment"]);
     }
     expect(httpStatus(new Error("plain"))).toBe(500);
   });
