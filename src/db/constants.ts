@@ -79,5 +79,4 @@ export const EVENT_BATCH_MAX = 500;
  */
 export const WAL_CHECKPOINT_MIN_BYTES = 1024 * 1024;
 
-/** Statuses of a run that waits for the world (a person, a signal, a time); what the daemon looks at. */
-export const WAITING_STATUSES = ["waiting-approval", "waiting-event", "waiting-timer"] as const;
+export { WAITING_STATUSES } from "../contract/index.ts";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { isWaiting, WAITING_STATUSES, type RunStatus } from "./states.ts";
-import { EVENT_TYPES } from "./names.ts";
+import { EVENT_TYPES } from "../contract/index.ts";
 
 /** Every event type the engine emits (see names.ts). */
 export const SmithersEventTypeSchema = z.enum(EVENT_TYPES);

@@ -73,3 +73,4 @@ export {
   type RewindResult,
 } from "./time-travel.ts";
 export { runAtFrame, downstreamOf, type RunAtFrame } from "./history.ts";
+export { inspectRun, listRunItems, listRunSummaries, pendingApprovalsAcrossRuns, queuedSummary, runHeader } from "./queries/index.ts";

@@ -1,9 +1,9 @@
 /** A run a daemon claims and cannot resume is handed back and says why: a RunResumeFailed event, shown by ps. */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { listRunSummaries, formatRunTable } from "../../src/cli/ps.ts";
+import { formatRunTable } from "../../src/cli/ps.ts";
 import { events, openSmithersDb } from "../../src/db/index.ts";
-import { supervise } from "../../src/engine/index.ts";
+import { listRunSummaries, supervise } from "../../src/engine/index.ts";
 import { approvalDecisionSchema, approve, createSmithers, runWorkflow } from "../../src/index.ts";
 import { tempDbPath } from "../helpers.ts";
 

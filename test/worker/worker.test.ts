@@ -4,11 +4,10 @@
  * SQLite for most; PostgreSQL for LISTEN/NOTIFY and for two workers contending for one queue.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { openSmithersDb, queue, runs, type SmithersDb } from "../../src/db/index.ts";
-import { approve, MAX_LOAD_RETURNS, runWorkflow, Worker, type WorkerOutcome } from "../../src/engine/index.ts";
-import { listRunSummaries } from "../../src/cli/ps.ts";
+import { approve, listRunSummaries, MAX_LOAD_RETURNS, runWorkflow, Worker, type WorkerOutcome } from "../../src/engine/index.ts";
 import mixed from "../fixtures/mixed.tsx";
 import { pgTestServer } from "../support/postgres.ts";
 import { rejection, tempDbPath } from "../helpers.ts";
@@ -230,12 +229,15 @@ describe("Worker", () => {
 
   test("a claim whose run failed on a write lock held past every retry is taken up again on the next pass once the lock is free, not left idle until its lease runs out", async () => {
     const dbPath = tempDbPath();
+    // A copy of its own: a module another test already loaded in this process would load at once, before the lock is taken.
+    const slowLoad = join(dirname(SLOW_LOAD), `.slow-load-${process.pid}.tsx`);
+    copyFileSync(SLOW_LOAD, slowLoad);
     // Few, short retries: this worker gives up on the held lock in well under a second.
     const db = openSmithersDb(dbPath, { busyTimeoutMs: 100, retryPolicy: { retries: 1, baseDelayMs: 20, maxDelayMs: 50, jitter: 0 } });
     open.push(db);
     await queue.enqueue(
       db,
-      { runId: "held", workflowName: "slow-load", workflowPath: SLOW_LOAD, inputJson: null, enqueuedAtMs: 1 },
+      { runId: "held", workflowName: "slow-load", workflowPath: slowLoad, inputJson: null, enqueuedAtMs: 1 },
       { capacity: 10, resume: false },
       () => ({ runId: "_", timestampMs: 0, type: "RunRefused", payloadJson: "{}" }),
     );
@@ -255,6 +257,7 @@ describe("Worker", () => {
     } finally {
       delete process.env.SLOW_LOAD_MS;
       holder.kill();
+      rmSync(slowLoad, { force: true });
     }
   }, 30_000);
 
