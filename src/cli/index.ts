@@ -44,6 +44,7 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "INVALID_INPUT",
   "INVALID_OPTION",
   "INPUT_MISMATCH",
+  "INVALID_RUN_ID",
   "RUN_NOT_FOUND",
   "RUN_EXISTS",
   "RUN_OWNED",
@@ -57,6 +58,9 @@ const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
   "CRON_NOT_FOUND",
   "NODE_NOT_FOUND",
   "RUN_NOT_REWINDABLE",
+  // serve refusing to start: fixed by a flag or a longer token
+  "TOKEN_TOO_SHORT",
+  "TLS_REQUIRED",
   // Refusals that a flag overrides: nothing was changed
   "WORKFLOW_CHANGED",
   "SIDE_EFFECT_BOUNDARY",
