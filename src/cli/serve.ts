@@ -34,7 +34,8 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
   const token = tokenOption(values.token, values["token-file"], io);
   const maxBodyBytes = byteSize(values["max-body"], "--max-body");
   const tls = tlsOption(values["tls-cert"], values["tls-key"]);
-  if (tls && values["insecure-http"]) throw usageError("--insecure-http says a proxy in front terminates TLS, --tls-cert that this server does: pass one of them");
+  if (tls && values["insecure-http"])
+    throw usageError("--insecure-http says a proxy in front terminates TLS, --tls-cert that this server does: pass one of them");
   const leaseMs = durationFlag(values.lease, "--lease");
   if (leaseMs !== undefined && leaseMs < MIN_LEASE_MS) throw usageError(`--lease must be at least ${MIN_LEASE_MS / 1000}s`);
   if (leaseMs !== undefined && values["max-concurrent"] !== undefined && Number(values["max-concurrent"]) === 0) {
@@ -81,7 +82,9 @@ function tokenOption(flag: string | undefined, file: string | undefined, io: Io)
   if (flag !== undefined && file !== undefined) throw usageError("pass the token once: --token-file PATH (or SMITHERS_TOKEN), not also --token");
   if (file !== undefined) return readFlagFile(file, "--token-file").trim();
   if (flag === undefined) return process.env.SMITHERS_TOKEN || undefined;
-  io.err("smithers serve: warning: --token is readable by every user of this machine (ps, /proc/<pid>/cmdline); pass --token-file PATH or SMITHERS_TOKEN instead");
+  io.err(
+    "smithers serve: warning: --token is readable by every user of this machine (ps, /proc/<pid>/cmdline); pass --token-file PATH or SMITHERS_TOKEN instead",
+  );
   return flag;
 }
 

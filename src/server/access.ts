@@ -53,7 +53,10 @@ export const loopbackOnly: MiddlewareHandler = async (c, next) => {
   const host = c.req.header("Host");
   const origin = c.req.header("Origin");
   if (!loopbackHost(host) || (origin !== undefined && !sameLoopbackOrigin(origin, host!))) {
-    return errorResponse(c, new SmithersError("FORBIDDEN", "Without a token the server answers only requests addressed to and coming from its own loopback origin"));
+    return errorResponse(
+      c,
+      new SmithersError("FORBIDDEN", "Without a token the server answers only requests addressed to and coming from its own loopback origin"),
+    );
   }
   if (c.req.method === "POST" && !(c.req.header("Content-Type") ?? "").toLowerCase().startsWith("application/json")) {
     return errorResponse(c, new SmithersError("UNSUPPORTED_MEDIA_TYPE", "POST bodies must be application/json"));
@@ -69,7 +72,11 @@ export const loopbackOnly: MiddlewareHandler = async (c, next) => {
 export function bodyLimitOf(maxBytes: number): MiddlewareHandler {
   return bodyLimit({
     maxSize: maxBytes,
-    onError: (c) => errorResponse(c, new SmithersError("BODY_TOO_LARGE", `The request body is over the server's limit of ${maxBytes} bytes (serve --max-body)`, { maxBytes })),
+    onError: (c) =>
+      errorResponse(
+        c,
+        new SmithersError("BODY_TOO_LARGE", `The request body is over the server's limit of ${maxBytes} bytes (serve --max-body)`, { maxBytes }),
+      ),
   });
 }
 

@@ -37,7 +37,12 @@ describe("request body limit", () => {
 
   test("a streamed body without Content-Length is cut off at the limit with 413 BODY_TOO_LARGE", async () => {
     const { url } = await serve({ maxBodyBytes: 16 * 1024 });
-    const res = await fetch(`${url}/runs`, { method: "POST", headers: { "content-type": "application/json" }, body: streamedBody(64), duplex: "half" } as RequestInit);
+    const res = await fetch(`${url}/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: streamedBody(64),
+      duplex: "half",
+    } as RequestInit);
     expect(await codeOf(res)).toEqual([413, "BODY_TOO_LARGE"]);
   });
 
@@ -149,7 +154,12 @@ describe("token and TLS", () => {
       expect([health.status, await health.json()]).toEqual([200, { ok: true, running: 0 }]);
       expect((await fetch(`${url}/health`, { tls: { ca: cert } })).status).toBe(401);
       // Plain HTTP to the TLS port gets no answer from the API.
-      expect(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.status, () => "refused")).not.toBe(200);
+      expect(
+        await fetch(`http://127.0.0.1:${port}/health`).then(
+          (r) => r.status,
+          () => "refused",
+        ),
+      ).not.toBe(200);
     } finally {
       await server.stop();
     }

@@ -100,11 +100,8 @@ export function selfSigned(): { cert: string; key: string; certPath: string; key
   const dir = tempDir();
   const certPath = join(dir, "cert.pem");
   const keyPath = join(dir, "key.pem");
-  execFileSync(
-    "openssl",
-    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=localhost"]
-      .concat(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", keyPath, "-out", certPath]),
-    { stdio: "ignore" },
-  );
+  const subject = ["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"];
+  const ecKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+  execFileSync("openssl", ["req", "-x509", ...ecKey, "-days", "1", ...subject, "-keyout", keyPath, "-out", certPath], { stdio: "ignore" });
   return { cert: readFileSync(certPath, "utf8"), key: readFileSync(keyPath, "utf8"), certPath, keyPath };
 }
