@@ -114,7 +114,9 @@ export function createRunsFeeds(o: { db: SmithersDb; follow: FollowOptions }) {
       return streamSSE(c, async (stream) => {
         let feed = feeds.get(key);
         if (!feed) {
-          const created = new RunsFeed({ ...o, query }, () => feeds.get(key) === created && feeds.delete(key));
+          const created = new RunsFeed({ ...o, query }, () => {
+            if (feeds.get(key) === created) feeds.delete(key);
+          });
           feeds.set(key, created);
           feed = created;
         }
