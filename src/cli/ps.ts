@@ -1,7 +1,7 @@
 /** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first, after the requests queued for workers. */
 import { parseArgs } from "node:util";
-import { attempts, nodes, queue, runs, type SmithersDb, type UsageTotals } from "../db/index.ts";
-import { RunStatusSchema } from "../engine/index.ts";
+import { attempts, events, nodes, queue, runs, type SmithersDb, type UsageTotals } from "../db/index.ts";
+import { isOver, RESUME_EVENTS, RunStatusSchema } from "../engine/index.ts";
 import { runHeader, type RunHeader } from "./inspect.ts";
 import { EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
@@ -15,6 +15,11 @@ export type RunSummary = RunHeader & {
   costUsd: number | null;
   /** Tokens and cost its agents reported, summed over all attempts. */
   usage: UsageTotals;
+  /**
+   * For a run not ended: the last try to resume it failed (RunResumeFailed, not followed by a
+   * resume that went ahead): why, which process tried, when. Null otherwise.
+   */
+  resumeFailure: { reason: string; by: string; atMs: number } | null;
 };
 
 export const PS_DEFAULT_LIMIT = 20;
@@ -23,7 +28,7 @@ export const PS_DEFAULT_LIMIT = 20;
 export function queuedSummary(q: queue.QueueRow): RunSummary {
   const { runId, workflowName, workflowPath, enqueuedAtMs } = q;
   const header = { runId, status: "queued", workflowName, workflowPath, parentRunId: null, createdAtMs: enqueuedAtMs, startedAtMs: null, finishedAtMs: null };
-  return { ...header, durationMs: null, progress: { done: 0, total: 0 }, costUsd: null, usage: { ...attempts.NO_USAGE } };
+  return { ...header, durationMs: null, progress: { done: 0, total: 0 }, costUsd: null, usage: { ...attempts.NO_USAGE }, resumeFailure: null };
 }
 
 /**
@@ -50,6 +55,17 @@ export async function listRunSummaries(
       rows.map((r) => r.runId),
     ),
   );
+  const resumes = await events.latestEventsOf(
+    db,
+    rows.filter((r) => !isOver(r.status)).map((r) => r.runId),
+    RESUME_EVENTS,
+  );
+  const resumeFailure = (runId: string): RunSummary["resumeFailure"] => {
+    const last = resumes.get(runId);
+    if (last?.type !== "RunResumeFailed") return null;
+    const { reason, by } = JSON.parse(last.payloadJson) as { reason: string; by: string };
+    return { reason, by, atMs: last.timestampMs };
+  };
   return [
     ...queued,
     ...rows.map((r) => ({
@@ -58,6 +74,7 @@ export async function listRunSummaries(
       progress: progress.get(r.runId) ?? { done: 0, total: 0 },
       costUsd: usage.get(r.runId)?.costUsd ?? null,
       usage: usage.get(r.runId) ?? { ...attempts.NO_USAGE },
+      resumeFailure: resumeFailure(r.runId),
     })),
   ];
 }
@@ -79,7 +96,14 @@ export function formatRunTable(list: readonly RunSummary[]): string[] {
     ]),
   ];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  "));
+  const table = rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  "));
+  // Below the table: why a run that should go on did not.
+  const notes = list.flatMap((r) =>
+    r.resumeFailure
+      ? [`! ${r.runId}: resuming failed at ${new Date(r.resumeFailure.atMs).toISOString()} (${r.resumeFailure.by}): ${r.resumeFailure.reason}`]
+      : [],
+  );
+  return [...table, ...notes];
 }
 
 export async function psCommand(args: string[], io: Io): Promise<number> {

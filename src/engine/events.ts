@@ -25,6 +25,12 @@ const variant = <K extends SmithersEventType, S extends z.ZodRawShape>(type: K, 
 export const SmithersEventSchema = z.discriminatedUnion("type", [
   variant(T.RunStarted, { ...base, status: z.literal("running") }),
   variant(T.RunResumed, { ...base, status: z.literal("running") }),
+  /**
+   * A process claimed the run to resume it (a stale owner's, or a wait that is over) and could
+   * not: its workflow did not load there, or resuming failed. The claim was handed back; `by` is
+   * the process (owner id) that tried. Repeats of the same reason are journalled once.
+   */
+  variant(T.RunResumeFailed, { ...base, reason: z.string(), by: z.string() }),
   variant(T.RunFinished, { ...base, status: z.literal("finished") }),
   variant(T.RunFailed, { ...base, status: z.literal("failed"), error: ErrorJsonSchema }),
   variant(T.RunCancelled, { ...base, status: z.literal("cancelled") }),

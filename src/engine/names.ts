@@ -7,6 +7,7 @@
 export const EVENT_TYPES = [
   "RunStarted",
   "RunResumed",
+  "RunResumeFailed",
   "RunFinished",
   "RunFailed",
   "RunCancelled",
