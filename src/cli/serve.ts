@@ -1,5 +1,5 @@
 /** `smithers serve`: the HTTP API until SIGINT/SIGTERM. */
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { DEFAULT_DB_PATH, pruneRuns } from "../engine/index.ts";
 import { createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACITY } from "../server/index.ts";
@@ -80,7 +80,12 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
  */
 function tokenOption(flag: string | undefined, file: string | undefined, io: Io): string | undefined {
   if (flag !== undefined && file !== undefined) throw usageError("pass the token once: --token-file PATH (or SMITHERS_TOKEN), not also --token");
-  if (file !== undefined) return readFlagFile(file, "--token-file").trim();
+  if (file !== undefined) {
+    const token = readFlagFile(file, "--token-file").trim();
+    // Checked after reading, so a missing file is the error reported.
+    if ((statSync(file).mode & 0o077) !== 0) io.err(`smithers serve: warning: ${file} is readable by other users; chmod 600 it`);
+    return token;
+  }
   if (flag === undefined) return process.env.SMITHERS_TOKEN || undefined;
   io.err(
     "smithers serve: warning: --token is readable by every user of this machine (ps, /proc/<pid>/cmdline); pass --token-file PATH or SMITHERS_TOKEN instead",

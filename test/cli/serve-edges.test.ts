@@ -1,6 +1,6 @@
 /** `smithers serve`'s token, TLS and body-limit flags, and reserved run ids on the CLI, as real processes. */
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { byteSize } from "../../src/cli/serve.ts";
 import { cli, root, smithers } from "../e2e/cli-helpers.ts";
@@ -78,6 +78,13 @@ describe("smithers serve", () => {
     } finally {
       expect(await server.stop()).not.toContain("warning");
     }
+  });
+
+  test("a token file other users may read is warned about", async () => {
+    const path = tokenFile(TOKEN);
+    chmodSync(path, 0o644);
+    const server = await serve(["--token-file", path]);
+    expect(await server.stop()).toContain(`warning: ${path} is readable by other users; chmod 600 it`);
   });
 
   test("--insecure-http lets a proxy-fronted server listen off loopback over plain HTTP", async () => {
