@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { byteSize } from "../../src/cli/serve.ts";
-import { cli, root, smithers } from "../e2e/cli-helpers.ts";
+import { cli, root, smithers, smithersAsync } from "../e2e/cli-helpers.ts";
 import { sql, tempDbPath, tempDir } from "../helpers.ts";
 import { FIXTURES, selfSigned } from "../server/helpers.ts";
 
@@ -44,7 +44,7 @@ const tokenFile = (text: string) => {
 };
 
 describe("smithers serve", () => {
-  test("refuses to start, exit 2 with a code: short tokens, plain HTTP off loopback, bad sizes, flags that do not go together", () => {
+  test("refuses to start, exit 2 with a code: short tokens, plain HTTP off loopback, bad sizes, flags that do not go together", async () => {
     const { certPath, keyPath } = selfSigned();
     const cases: [string[], Record<string, string>, string][] = [
       [["--token", "s3cret"], {}, "TOKEN_TOO_SHORT"],
@@ -61,10 +61,10 @@ describe("smithers serve", () => {
       [["--token-file", join(tempDir(), "missing")], {}, "USAGE"],
     ];
     for (const [args, env, code] of cases) {
-      const r = smithers(["serve", "--port", "0", "--db", tempDbPath(), ...args], { SMITHERS_TOKEN: "", ...env });
+      const r = await smithersAsync(["serve", "--port", "0", "--db", tempDbPath(), ...args], { SMITHERS_TOKEN: "", ...env });
       expect([args.join(" "), r.code, r.stderr]).toEqual([args.join(" "), 2, expect.stringContaining(`smithers: ${code}:`)]);
     }
-  });
+  }, 60_000); // twelve processes: over bun's 5 s default on a loaded machine
 
   test("--token-file with --tls-cert/--tls-key serves HTTPS off loopback; a client trusting the certificate gets answers, with the token only", async () => {
     const { cert, certPath, keyPath } = selfSigned();
@@ -141,7 +141,7 @@ describe("reserved run ids on the CLI", () => {
     expect([fork.code, fork.stderr]).toEqual([2, expect.stringContaining("INVALID_RUN_ID")]);
     expect(sql(db, "SELECT run_id FROM _smithers_runs")).toEqual([{ run_id: "parent" }]);
     expect(sql(db, "SELECT count(*) AS n FROM _smithers_queue")).toEqual([{ n: 0 }]);
-  });
+  }, 60_000);
 });
 
 describe("byteSize", () => {
