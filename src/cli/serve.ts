@@ -2,7 +2,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { DEFAULT_DB_PATH, pruneRuns } from "../engine/index.ts";
-import { createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACITY } from "../server/index.ts";
+import { checkListen, createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACITY } from "../server/index.ts";
 import { MIN_LEASE_MS } from "./worker.ts";
 import { dbPathOption, durationFlag, EXIT, type Io, nonNegativeNumber, positiveInt, usageError } from "./shared.ts";
 
@@ -36,6 +36,9 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
   const tls = tlsOption(values["tls-cert"], values["tls-key"]);
   if (tls && values["insecure-http"])
     throw usageError("--insecure-http says a proxy in front terminates TLS, --tls-cert that this server does: pass one of them");
+  const host = values.host ?? "127.0.0.1";
+  // Also checked by start(); here too, so a refused address creates no database file first.
+  checkListen({ host, token, tls: tls !== undefined, insecureHttp: Boolean(values["insecure-http"]) });
   const leaseMs = durationFlag(values.lease, "--lease");
   if (leaseMs !== undefined && leaseMs < MIN_LEASE_MS) throw usageError(`--lease must be at least ${MIN_LEASE_MS / 1000}s`);
   if (leaseMs !== undefined && values["max-concurrent"] !== undefined && Number(values["max-concurrent"]) === 0) {
@@ -53,7 +56,7 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
     ...(leaseMs === undefined ? {} : { leaseMs }),
   });
   const pruneOlderThanMs = durationFlag(values["prune-older-than"], "--prune-older-than");
-  const { url } = await server.start({ port, host: values.host ?? "127.0.0.1" });
+  const { url } = await server.start({ port, host });
   io.out(`smithers serve listening on ${url}`);
   io.out(`dashboard: ${url}/${token === undefined ? "" : "#token=<your token>"}`);
   // Retention while serving: at start, then every hour, runs that ended longer ago are pruned.

@@ -18,7 +18,7 @@ import { ANY_RUN } from "./sse.ts";
 
 export { httpStatus } from "./errors.ts";
 export { DASHBOARD_DIR } from "./dashboard.ts";
-export { DEFAULT_MAX_BODY_BYTES, MIN_TOKEN_LENGTH } from "./access.ts";
+export { checkListen, DEFAULT_MAX_BODY_BYTES, MIN_TOKEN_LENGTH } from "./access.ts";
 export type { RegisteredWorkflow } from "./queue.ts";
 export { loadWorkflowsDir } from "../engine/index.ts";
 

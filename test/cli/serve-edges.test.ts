@@ -1,6 +1,6 @@
 /** `smithers serve`'s token, TLS and body-limit flags, and reserved run ids on the CLI, as real processes. */
 import { describe, expect, test } from "bun:test";
-import { chmodSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { byteSize } from "../../src/cli/serve.ts";
 import { cli, root, smithers, smithersAsync } from "../e2e/cli-helpers.ts";
@@ -44,7 +44,7 @@ const tokenFile = (text: string) => {
 };
 
 describe("smithers serve", () => {
-  test("refuses to start, exit 2 with a code: short tokens, plain HTTP off loopback, bad sizes, flags that do not go together", async () => {
+  test("refuses to start, exit 2 with a code and no database created: short tokens, plain HTTP off loopback, bad sizes, flags that do not go together", async () => {
     const { certPath, keyPath } = selfSigned();
     const cases: [string[], Record<string, string>, string][] = [
       [["--token", "s3cret"], {}, "TOKEN_TOO_SHORT"],
@@ -61,8 +61,9 @@ describe("smithers serve", () => {
       [["--token-file", join(tempDir(), "missing")], {}, "USAGE"],
     ];
     for (const [args, env, code] of cases) {
-      const r = await smithersAsync(["serve", "--port", "0", "--db", tempDbPath(), ...args], { SMITHERS_TOKEN: "", ...env });
-      expect([args.join(" "), r.code, r.stderr]).toEqual([args.join(" "), 2, expect.stringContaining(`smithers: ${code}:`)]);
+      const db = tempDbPath();
+      const r = await smithersAsync(["serve", "--port", "0", "--db", db, ...args], { SMITHERS_TOKEN: "", ...env });
+      expect([args.join(" "), r.code, r.stderr, existsSync(db)]).toEqual([args.join(" "), 2, expect.stringContaining(`smithers: ${code}:`), false]);
     }
   }, 60_000); // twelve processes: over bun's 5 s default on a loaded machine
 
