@@ -54,7 +54,6 @@ export const DB_RETRY_METRIC = "smithers.db.retries";
 
 /** Lifecycle of a human request; only `pending` rows can be answered, cancelled or expired. */
 export const HUMAN_REQUEST_STATUSES = ["pending", "answered", "cancelled", "expired"] as const;
-export type HumanRequestStatus = (typeof HUMAN_REQUEST_STATUSES)[number];
 
 /** Lifecycle of an approval gate; only `requested` rows can be decided. */
 export const APPROVAL_STATUSES = ["requested", "approved", "denied"] as const;

@@ -214,14 +214,6 @@ export function listWaiting(db: SmithersDb, o: { runId?: string; workflowName?: 
 /** A LIMIT that keeps every row. */
 const ALL_ROWS = 2 ** 31 - 1;
 
-/** How many requests wait to start. */
-export function countWaiting(db: SmithersDb): Promise<number> {
-  return db.read(
-    "countQueuedRuns",
-    async (q) => (await q.orm.select({ n: count() }).from(smithersQueue).where(isNull(smithersQueue.startedAtMs)).get())?.n ?? 0,
-  );
-}
-
 /** The request for a run, waiting or started (undefined when none is queued). */
 export function getRequest(db: SmithersDb, runId: string): Promise<QueueRow | undefined> {
   return db.read("getQueuedRun", (q) => q.orm.select().from(smithersQueue).where(eq(smithersQueue.runId, runId)).get());
