@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SmithersError } from "../errors/index.ts";
 import { isWaiting, WAITING_STATUSES, type RunStatus } from "./states.ts";
 import { EVENT_TYPES } from "../contract/index.ts";
 
@@ -153,6 +154,17 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
 
 /** The run id the server's own events (RunRefused) are journalled under. */
 export const SERVER_RUN_ID = "_server";
+
+/**
+ * Refuses a run id chosen for a new run (INVALID_RUN_ID): ids starting with `_` are reserved for
+ * Smithers' own journals such as SERVER_RUN_ID, whose events a run of that name would mix with its own.
+ */
+export function checkNewRunId(runId: string): void {
+  if (runId === "" || runId.startsWith("_")) {
+    const why = runId === "" ? "a run id cannot be empty" : `ids starting with "_" are reserved (${SERVER_RUN_ID} journals the server's own events)`;
+    throw new SmithersError("INVALID_RUN_ID", `Run id ${JSON.stringify(runId)} refused: ${why}`, { runId });
+  }
+}
 export type SmithersEvent = z.infer<typeof SmithersEventSchema>;
 
 /** The event of one type. @example const e: EventOf<"NodeFailed"> = ...; e.error */

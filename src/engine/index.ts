@@ -16,6 +16,7 @@ export { decide, type Action, type Failure, type NodeStatus } from "./scheduler.
 export { buildCtx, useCtx, type SmithersCtx, type OutputLookup } from "./ctx.ts";
 export {
   SERVER_RUN_ID,
+  checkNewRunId,
   SmithersEventSchema,
   SmithersEventTypeSchema,
   type EventOf,

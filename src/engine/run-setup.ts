@@ -30,6 +30,7 @@ import { nodeKey } from "../jsx/index.ts";
 import type { NodeError, NodeStatus } from "./scheduler.ts";
 import { withContinuation } from "./continue-as-new.ts";
 import type { NodeState } from "./states.ts";
+import { checkNewRunId } from "./events.ts";
 import { normalizeUsage, priceUsage, processStartTime, type ModelPricing } from "../agents/index.ts";
 import { addToTotals, carriedUsage, NO_USAGE, storedBudget, withBudget, type Budget } from "./budget.ts";
 
@@ -379,6 +380,7 @@ function noOutputs(db: SmithersDb, registry: OutputRegistry): RunOutputs {
 export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const runId = o.runId ?? crypto.randomUUID();
   const resumed = Boolean(o.resume);
+  if (!resumed) checkNewRunId(runId);
   // Resuming a failed/cancelled run gives its failed nodes a fresh retry budget; a crashed run keeps its count.
   const {
     input: storedInput,

@@ -16,6 +16,8 @@ export const ERROR_KINDS = {
   unauthorized: { http: 401, exit: 2 },
   forbidden: { http: 403, exit: 2 },
   "unsupported-media": { http: 415, exit: 2 },
+  /** The request is larger than the server reads. */
+  "too-large": { http: 413, exit: 2 },
   /** Something outside the request is not usable now (the database, a full queue): retry later. */
   unavailable: { http: 503, exit: 1 },
   /** The machine's set-up is wrong (a database file read-only, damaged or not a database): fix it, then run again. */
@@ -35,6 +37,7 @@ export const ERROR_TABLE = {
   // input and authoring
   INVALID_INPUT: { kind: "bad-input", summary: "The run's input does not match the workflow's input schema." },
   INPUT_MISMATCH: { kind: "bad-input", summary: "A resume was given an input that differs from the stored one." },
+  INVALID_RUN_ID: { kind: "bad-input", summary: "A new run was given a reserved id: empty, or starting with `_` (as `_server`)." },
   MISSING_OUTPUT: { kind: "bad-input", summary: "A `<Task>` or `<Subflow>` has no `output`." },
   DUPLICATE_ID: { kind: "bad-input", summary: "Two nodes of one workflow render with the same id." },
   INVALID_WORKFLOW: { kind: "bad-input", summary: "The workflow's tree is not one Smithers can run (rendering failed, a component misused)." },
@@ -54,6 +57,12 @@ export const ERROR_TABLE = {
   FORBIDDEN: { kind: "forbidden", summary: "A server without a token answered a request that is not loopback-to-loopback." },
   UNSUPPORTED_MEDIA_TYPE: { kind: "unsupported-media", summary: "A POST body is not `application/json`." },
   QUEUE_FULL: { kind: "unavailable", summary: "The server's run queue is at capacity; retry after `Retry-After` seconds." },
+  BODY_TOO_LARGE: { kind: "too-large", summary: "A request body is over the server's limit (`serve --max-body`, default 1 MiB)." },
+  TOKEN_TOO_SHORT: { kind: "bad-input", summary: "The server's bearer token has fewer than 16 characters; `serve` refuses to start." },
+  TLS_REQUIRED: {
+    kind: "bad-input",
+    summary: "`serve` on a non-loopback host needs `--tls-cert`/`--tls-key`, or `--insecure-http` when a proxy terminates TLS.",
+  },
   // execution
   INVALID_OUTPUT: { kind: "run-failure", summary: "A task's result does not match its output schema." },
   AGENT_FAILED: { kind: "run-failure", summary: "An agent call failed." },

@@ -5,17 +5,12 @@
  */
 import type { Hono } from "hono";
 import type { FrameAt, FrameList, Inbox } from "../contract/index.ts";
-import { streamSSE } from "hono/streaming";
 import { frames, type SmithersDb } from "../db/index.ts";
-import { forksByFrame, frameHistory, humanInbox, listRunItems, pendingApprovalsAcrossRuns, planChanges } from "../engine/index.ts";
+import { forksByFrame, frameHistory, humanInbox, pendingApprovalsAcrossRuns, planChanges } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { knownRun, runsQuery } from "./routes.ts";
-import { ANY_RUN, type FollowOptions } from "./sse.ts";
-
-/** The runs stream reads the list again at least this often (runs other processes execute wake nobody here). */
-const RUNS_STREAM_POLL_MS = 1000;
-/** ...and at most this often: a burst of events (a run of many tasks) costs one read per gap. */
-const RUNS_STREAM_GAP_MS = 150;
+import { createRunsFeeds } from "./runs-feed.ts";
+import type { FollowOptions } from "./sse.ts";
 
 /** `:n` of /runs/:id/frames/:n: a frame number, or `latest`; INVALID_INPUT otherwise. */
 function frameParam(text: string, runId: string, last: number): number {
@@ -38,29 +33,8 @@ export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: Fol
   const { db, follow } = o;
 
   // The runs list as server-sent `runs` events: the whole (filtered) list whenever it changed.
-  app.get("/runs/stream", async (c) => {
-    const query = runsQuery(c.req.query());
-    return streamSSE(c, async (stream) => {
-      let last = "";
-      let id = 0;
-      let lastWrite = Date.now();
-      while (!stream.aborted) {
-        // Listen before reading, so an event during the read wakes the next pass.
-        const woke = follow.waitForEvent(ANY_RUN, RUNS_STREAM_POLL_MS);
-        const text = JSON.stringify({ runs: await listRunItems(db, query) });
-        if (text !== last) {
-          await stream.writeSSE({ id: String(++id), event: "runs", data: text });
-          last = text;
-          lastWrite = Date.now();
-        } else if (Date.now() - lastWrite >= follow.heartbeatMs) {
-          await stream.write(": keep-alive\n\n");
-          lastWrite = Date.now();
-        }
-        await woke;
-        await Bun.sleep(RUNS_STREAM_GAP_MS);
-      }
-    });
-  });
+  const feeds = createRunsFeeds({ db, follow });
+  app.get("/runs/stream", (c) => feeds.stream(c, runsQuery(c.req.query())));
 
   app.get("/runs/:id/frames", async (c) => {
     const runId = c.req.param("id");

@@ -3,7 +3,19 @@ import type { Context, Hono } from "hono";
 import type { OutputRow, QueuedRunReport, RunListItem } from "../contract/index.ts";
 import { z } from "zod";
 import { loadOutputRows, loadStoredOutputs, nodes as nodeRows, queue, runs, stripBookkeeping, type OutputRegistry, type SmithersDb } from "../db/index.ts";
-import { answerHuman, approve, deny, inspectRun, isOver, listRunItems, queuedSummary, requestCancel, RunStatusSchema, sendSignal } from "../engine/index.ts";
+import {
+  answerHuman,
+  approve,
+  checkNewRunId,
+  deny,
+  inspectRun,
+  isOver,
+  listRunItems,
+  queuedSummary,
+  requestCancel,
+  RunStatusSchema,
+  sendSignal,
+} from "../engine/index.ts";
 import { ownerAlive } from "../engine/run-setup.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { RunQueue } from "./queue.ts";
@@ -72,6 +84,7 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
 
   app.post("/runs", async (c) => {
     const b = await body(c, StartRunBody);
+    if (b.runId !== undefined) checkNewRunId(b.runId); // here: the queue would accept it, and the run fail later
     const runId = b.runId ?? crypto.randomUUID();
     await o.queue.enqueue({ workflow: b.workflow, runId, input: b.input });
     return c.json({ runId, status: "queued" }, 202);
