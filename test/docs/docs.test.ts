@@ -9,6 +9,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { renderErrorsPage } from "../../scripts/docs-errors.ts";
 import { main } from "../../src/cli/index.ts";
 import { ERROR_TABLE } from "../../src/errors/index.ts";
+import { ACCEPTED_PROPS } from "../../src/jsx/props.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const CODES = new Set(Object.keys(ERROR_TABLE));
@@ -167,6 +168,25 @@ describe("docs/reference/cli.md", () => {
     }
     expect([...new Set(wrong)]).toEqual([]);
   });
+});
+
+describe("docs/reference/components.md", () => {
+  const page = read(join(ROOT, "docs/reference/components.md"));
+  /** The table row of a component (`| `<Name>` …`), or for Task its own table's first column. */
+  const documented = (component: string): string => {
+    if (component === "Task") return page.slice(page.indexOf("`<Task>` props"), page.indexOf("## Waits"));
+    const label = component === "SagaStep" ? "Saga.Step" : component;
+    return page.split("\n").find((line) => line.startsWith(`| \`<${label}>\``)) ?? "";
+  };
+
+  for (const [component, props] of Object.entries(ACCEPTED_PROPS)) {
+    if (component === "SagaStepDef") continue; // the entries of <Saga steps>, spelled out in Saga's row
+    test(`lists every prop <${component}> takes`, () => {
+      const text = documented(component);
+      const missing = [...props].filter((prop) => prop !== "children" && !text.includes(`\`${prop}\``));
+      expect({ component, missing }).toEqual({ component, missing: [] });
+    });
+  }
 });
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
