@@ -76,7 +76,7 @@ ps          lists runs, newest first: id, status, workflow, start, duration, tas
   --status S            only runs in status S (queued, running, finished, continued, failed, cancelled,
                         paused, waiting-approval, waiting-event, waiting-timer)
   --limit N             at most N runs (default 20)
-  --json                a JSON array of runs (see the README)
+  --json                a JSON array of runs (see docs/reference/cli.md)
 inspect     shows a run: status, workflow and its file, input, its tasks (state, attempts, time,
             error), pending approvals, human requests and waits, and the tokens and cost its agents
             used (--json: the same as one JSON object)
