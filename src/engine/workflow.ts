@@ -20,7 +20,7 @@ import {
   type SmithersDb,
   type SQLiteTable,
 } from "../db/index.ts";
-import * as components from "../jsx/components.ts";
+import * as components from "../jsx/components/index.ts";
 import { Saga, SagaStep, TryCatchFinally } from "../jsx/compose.ts";
 import { ContinueAsNew, continueAsNew } from "../jsx/continue-as-new.ts";
 import { Worktree } from "../jsx/worktree.ts";

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { isPlainObject } from "../json/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { cacheSpecOf, workflowDefaultCache } from "./cache-policy.ts";
-import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./components.ts";
+import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./components/index.ts";
 import { COMPOSE_HOST, renderSaga, renderTry, type RenderSection, type SagaProps, type TryCatchFinallyProps } from "./compose.ts";
 import { CONTINUE_AS_NEW_HOST, planContinue } from "./continue-as-new.ts";
 import { WORKTREE_HOST, worktreeSpec } from "./worktree.ts";
