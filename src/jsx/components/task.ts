@@ -1,7 +1,7 @@
 /** `<Task>` and `<Subflow>`: the durable steps, each writing one validated row to its output table. */
 import type { z } from "zod";
 import type { Agent } from "../../agents/index.ts";
-import { makeElement, type SmithersElement, type SmithersNode } from "../element.ts";
+import { makeElement, type SmithersElement } from "../element.ts";
 import type { CachePolicy, OutputTarget, RetryPolicy, TaskRunContext } from "../plan.ts";
 import { HOST, type DepsSpec, type RowOf } from "./host.ts";
 
