@@ -1,6 +1,6 @@
 export type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentTimeout, AgentUsage, StructuredAttempt } from "./types.ts";
 export { addUsage, checkPricing, normalizeUsage, priceUsage, type ModelPrice, type ModelPricing } from "./usage.ts";
-export { describeSchema } from "./describe-schema.ts";
+export { describeSchema } from "../schema/index.ts";
 export { extractJson } from "./extract-json.ts";
 export { buildPrompt, generateStructured } from "./structured.ts";
 export { scriptedAgent } from "./scripted.ts";

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { formatIssuePath, formatZodIssues } from "../schema/index.ts";
-import { describeSchema } from "./describe-schema.ts";
+import { describeSchema } from "../schema/index.ts";
 import { extractJson } from "./extract-json.ts";
 import type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentUsage, StructuredAttempt } from "./types.ts";
 import { addUsage, normalizeUsage, priceUsage, type ModelPricing } from "./usage.ts";

@@ -263,3 +263,8 @@ export type Inbox = { approvals: InboxApproval[]; human: InboxHuman[] };
 
 /** Each SSE event's data on GET /runs/:id/events: the journalled event (its type's fields) with its place in the journal. */
 export type JournalEvent = Record<string, unknown> & { type: string; runId: string; seq: number; timestampMs: number };
+
+/** What a task's side-effect call reports (tools/); the engine adds run, node, iteration and attempt to make its ToolCall events. */
+export type ToolCallReport =
+  | { type: "ToolCallStarted"; toolName: string }
+  | { type: "ToolCallFinished"; toolName: string; status: "succeeded" | "failed" | "replayed" };

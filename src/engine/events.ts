@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { isWaiting, WAITING_STATUSES, type RunStatus } from "./states.ts";
-import { EVENT_TYPES } from "../contract/index.ts";
+import { EVENT_TYPES, type ToolCallReport } from "../contract/index.ts";
 
 /** Every event type the engine emits (see names.ts). */
 export const SmithersEventTypeSchema = z.enum(EVENT_TYPES);
@@ -176,8 +176,12 @@ export type OmitEach<E, K extends PropertyKey> = E extends unknown ? Omit<E, K> 
 /** An event before the bus stamps it with the run id and the time. */
 export type EventBody = OmitEach<SmithersEvent, "runId" | "timestampMs">;
 
-/** What a task's side-effect call reports; the engine adds the node, iteration and attempt. */
-export type ToolCallReport = OmitEach<EventOf<"ToolCallStarted" | "ToolCallFinished">, "runId" | "timestampMs" | "nodeId" | "iteration" | "attempt">;
+export type { ToolCallReport };
+// The contract's ToolCallReport is exactly the ToolCall events without what the engine adds: a change to either fails here.
+type DerivedToolCallReport = OmitEach<EventOf<"ToolCallStarted" | "ToolCallFinished">, "runId" | "timestampMs" | "nodeId" | "iteration" | "attempt">;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const toolCallReportMatches: Same<ToolCallReport, DerivedToolCallReport> = true;
+void toolCallReportMatches;
 
 /** The event a run ends with, for its final status. */
 export function runEndedEvent(status: RunStatus, error: Record<string, unknown> | undefined): EventBody {

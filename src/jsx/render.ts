@@ -15,7 +15,7 @@ import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
 import { isPromptElement, promptText } from "./prompt-text.ts";
 import { renderContext } from "./render-context.ts";
-import { describeSchema } from "../agents/index.ts";
+import { describeSchema } from "../schema/index.ts";
 import { retryPropsOf } from "./retry-props.ts";
 import type { ApprovalSpec, EventWaitSpec, HumanTaskSpec, TimerSpec, LoopState, Plan, PlanGroup, PlanLoop, PlanNode, PlanTask, WorktreeSpec } from "./plan.ts";
 

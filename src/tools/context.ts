@@ -5,7 +5,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { SmithersDb } from "../db/index.ts";
-import type { ToolCallReport } from "../engine/index.ts";
+import type { ToolCallReport } from "../contract/index.ts";
 
 export type ToolContext = {
   db: SmithersDb;

@@ -5,7 +5,7 @@
  */
 import { toolCalls, type SmithersDb } from "../db/index.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
-import type { ToolCallReport } from "../engine/index.ts";
+import type { ToolCallReport } from "../contract/index.ts";
 
 export type CallScope = {
   db: SmithersDb;

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { isPlainObject } from "../json/index.ts";
-import { checks, def, type Def, enumValues, optionalInput, type Schema, templatePattern, unwrap } from "../schema/index.ts";
+import { checks, def, type Def, enumValues, optionalInput, type Schema, templatePattern, unwrap } from "./walk.ts";
 
 // A backstop only: recursion through z.lazy is caught by the `path` check first.
 const MAX_DEPTH = 24;
