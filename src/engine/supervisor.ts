@@ -8,7 +8,7 @@ import { events, runs, STALE_RUN_THRESHOLD_MS, type Durability, type SmithersDb 
 import { SmithersError } from "../errors/index.ts";
 import { cronOutcomes, fireDueCrons, type CronOutcome } from "./cron-fire.ts";
 import type { SmithersEvent } from "./events.ts";
-import { newOwnerId, ownerProcessAlive } from "./run-setup.ts";
+import { newOwnerId, ownerProcessAlive } from "./owner.ts";
 import { runWorkflow, type RunResult } from "./run-workflow.ts";
 import { loadWorkflowFile } from "./workflow-file.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
@@ -42,11 +42,16 @@ function defaultResolver(run: runs.RunRow): Promise<SmithersWorkflow | undefined
   return run.workflowPath ? loadWorkflowFile(run.workflowPath) : undefined;
 }
 
+/** The time heartbeats are judged by: the injected clock (tests), else the database's (see runs.databaseNow). */
+export function clockOf(o: { db: SmithersDb; now?: () => number }): Promise<number> {
+  return o.now ? Promise.resolve(o.now()) : runs.databaseNow(o.db);
+}
+
 /** Takes a stale run over (compare-and-swap on its owner and heartbeat) and resumes it; resolves when that run settles. */
 export async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): Promise<SuperviseOutcome> {
   // A late heartbeat is not a dead owner: resuming beside a live one would run its task twice.
-  if (ownerProcessAlive(run.runtimeOwnerId, run.heartbeatAtMs) === true) {
-    const reason = `its owner ${run.runtimeOwnerId} is still running on this host; its heartbeat is late (a task may be blocking its event loop)`;
+  if (ownerProcessAlive(run.runtimeOwnerId) === true) {
+    const reason = `its owner ${run.runtimeOwnerId} is still running here; its heartbeat is late (a task may be blocking its event loop)`;
     return { runId: run.runId, action: "skipped", reason };
   }
   const claimOwnerId = newOwnerId();
@@ -150,8 +155,7 @@ export async function wake(o: SuperviseOptions, run: runs.RunRow, nowMs: number)
  * const outcomes = await supervise({ db: openSmithersDb("smithers.db") });
  */
 export async function supervise(o: SuperviseOptions): Promise<SuperviseOutcome[]> {
-  const now = o.now ?? Date.now;
-  const nowMs = now();
+  const nowMs = await clockOf(o);
   const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
   const started: Promise<SuperviseOutcome>[] = [];
   for (const run of stale) started.push(takeOver(o, run, nowMs));
@@ -170,7 +174,7 @@ export async function superviseForever(
   o: SuperviseOptions & { intervalMs: number; signal: AbortSignal; onOutcome?: (o: SuperviseOutcome) => void },
 ): Promise<void> {
   while (!o.signal.aborted) {
-    const nowMs = (o.now ?? Date.now)();
+    const nowMs = await clockOf(o);
     const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
     // A claim or release that fails (the database stayed busy) is reported; the next pass retries.
     const report = (run: runs.RunRow, outcome: Promise<SuperviseOutcome>) =>
