@@ -4,7 +4,7 @@
  * A run it cannot resume (no workflow file, a file that no longer loads) has its claim released,
  * so another supervisor, or a person, can take it.
  */
-import { events, runs, STALE_RUN_THRESHOLD_MS, type Durability, type SmithersDb } from "../db/index.ts";
+import { events, MISSED_BEATS_BEFORE_STALE, runs, type Durability, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { cronOutcomes, fireDueCrons, type CronOutcome } from "./cron-fire.ts";
 import type { SmithersEvent } from "./events.ts";
@@ -15,7 +15,10 @@ import type { SmithersWorkflow } from "./workflow.ts";
 
 export type SuperviseOptions = {
   db: SmithersDb;
-  /** A `running` run whose heartbeat is older than this is stale (default 30 s). */
+  /**
+   * A `running` run whose heartbeat is older than this is stale (an operator who knows its owner
+   * is gone). Default: once it missed MISSED_BEATS_BEFORE_STALE of its own heartbeats.
+   */
   staleAfterMs?: number;
   /** The workflow of a stale run; default: import the file the run was started from. */
   resolveWorkflow?: (run: runs.RunRow) => SmithersWorkflow | undefined | Promise<SmithersWorkflow | undefined>;
@@ -28,6 +31,12 @@ export type SuperviseOptions = {
   /** A stale run must also have missed this many of its own heartbeats (workers: MISSED_BEATS_BEFORE_STALE). */
   missedBeats?: number;
 };
+
+/** How a pass judges staleness: the threshold given, else the run's own heartbeat interval. */
+function staleness(o: SuperviseOptions): { staleAfterMs: number; missedBeats?: number } {
+  if (o.staleAfterMs !== undefined) return { staleAfterMs: o.staleAfterMs, ...(o.missedBeats === undefined ? {} : { missedBeats: o.missedBeats }) };
+  return { staleAfterMs: 0, missedBeats: o.missedBeats ?? MISSED_BEATS_BEFORE_STALE };
+}
 
 export type SuperviseOutcome =
   | { runId: string; action: "resumed"; result: RunResult }
@@ -55,15 +64,13 @@ export async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: num
     return { runId: run.runId, action: "skipped", reason };
   }
   const claimOwnerId = newOwnerId();
-  const staleAfterMs = o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS;
   const won = await runs.claimRunForResume(o.db, {
     runId: run.runId,
     expectedOwnerId: run.runtimeOwnerId,
     expectedHeartbeatAtMs: run.heartbeatAtMs,
     claimOwnerId,
     nowMs,
-    staleAfterMs,
-    ...(o.missedBeats === undefined ? {} : { missedBeats: o.missedBeats }),
+    ...staleness(o),
   });
   if (!won) return { runId: run.runId, action: "lost", reason: "another process claimed or heartbeated the run first" };
   // Handing the run back restores its previous owner and heartbeat, so it stays stale and
@@ -156,7 +163,7 @@ export async function wake(o: SuperviseOptions, run: runs.RunRow, nowMs: number)
  */
 export async function supervise(o: SuperviseOptions): Promise<SuperviseOutcome[]> {
   const nowMs = await clockOf(o);
-  const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
+  const stale = await runs.listStaleRuns(o.db, { nowMs, ...staleness(o) });
   const started: Promise<SuperviseOutcome>[] = [];
   for (const run of stale) started.push(takeOver(o, run, nowMs));
   for (const run of await wakeable(o, nowMs)) started.push(wake(o, run, nowMs));
@@ -175,7 +182,7 @@ export async function superviseForever(
 ): Promise<void> {
   while (!o.signal.aborted) {
     const nowMs = await clockOf(o);
-    const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
+    const stale = await runs.listStaleRuns(o.db, { nowMs, ...staleness(o) });
     // A claim or release that fails (the database stayed busy) is reported; the next pass retries.
     const report = (run: runs.RunRow, outcome: Promise<SuperviseOutcome>) =>
       void outcome
