@@ -29,10 +29,7 @@ function placeOfThisProcess(): string {
   const boot = readOr(() => readFileSync("/proc/sys/kernel/random/boot_id", "utf8"));
   if (!boot) return "";
   const namespaces = ["pid", "net"].map((ns) => readOr(() => readlinkSync(`/proc/self/ns/${ns}`))).join("|");
-  return new Bun.CryptoHasher("sha256")
-    .update(`${boot}|${namespaces}`)
-    .digest("hex")
-    .slice(0, PLACE_LENGTH);
+  return new Bun.CryptoHasher("sha256").update(`${boot}|${namespaces}`).digest("hex").slice(0, PLACE_LENGTH);
 }
 
 const PLACE_LENGTH = 16;

@@ -87,7 +87,11 @@ describe.skipIf(skipReason !== undefined)("a worker cut off from PostgreSQL", ()
       const ownedByA = `SELECT count(*) AS n FROM _smithers_runs WHERE status = 'running' AND runtime_owner_id LIKE '%:${a.proc.pid}:%'`;
       await until("worker A to take 3 runs", 20_000, async () => (await count(ownedByA)) === 3);
       const b = start(workerArgs(url, 8));
-      await until("A to commit the held step", 20_000, async () => (await count("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep'")) > 0);
+      await until(
+        "A to commit the held step",
+        20_000,
+        async () => (await count("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep'")) > 0,
+      );
       const aRunsAtCut = await count(ownedByA);
 
       ns.cut();

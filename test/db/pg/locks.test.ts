@@ -56,7 +56,13 @@ describe.skipIf(!pg)("locks on PostgreSQL", () => {
       await storedRun(db, "due", { status: "waiting-timer", wakeAtMs: 1_000 });
       const nowMs = Date.now();
       const claim = () =>
-        runs.claimRunForResume(db, { runId: "stale", expectedOwnerId: stale.runtimeOwnerId, expectedHeartbeatAtMs: stale.heartbeatAtMs, claimOwnerId: "me", nowMs });
+        runs.claimRunForResume(db, {
+          runId: "stale",
+          expectedOwnerId: stale.runtimeOwnerId,
+          expectedHeartbeatAtMs: stale.heartbeatAtMs,
+          claimOwnerId: "me",
+          nowMs,
+        });
       const wake = () => runs.claimWaitingRun(db, { runId: "due", fromStatus: "waiting-timer", claimOwnerId: "me", nowMs });
       const holder = await holdOpen(url, (tx) => tx`SELECT run_id FROM _smithers_runs FOR UPDATE`);
       expect(await within(2_000, claim())).toBe(false);
@@ -99,7 +105,9 @@ describe.skipIf(!pg)("locks on PostgreSQL", () => {
       await sql.unsafe(`ALTER TABLE _smithers_runs DROP COLUMN wake_at_ms`);
       await openSmithersDb(url).close();
       expect((await sql`SELECT count(*)::int AS n FROM pg_indexes WHERE indexname = ${index}`)[0]!.n).toBe(1);
-      expect((await sql`SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = '_smithers_runs' AND column_name = 'wake_at_ms'`)[0]!.n).toBe(1);
+      expect(
+        (await sql`SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = '_smithers_runs' AND column_name = 'wake_at_ms'`)[0]!.n,
+      ).toBe(1);
     } finally {
       await sql.end();
     }
