@@ -21,7 +21,7 @@ import { smithersRuns } from "../internal-schema.ts";
 import { perDialect, smaller, type Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
 import { SmithersError } from "../../errors/index.ts";
-import { isSame, notifyWorkers, sqlNames } from "./shared.ts";
+import { isSame, notifyWorkers, sqlNames, unlockedRow } from "./shared.ts";
 
 export type RunRow = InferSelectModel<typeof smithersRuns>;
 export type NewRunRow = InferInsertModel<typeof smithersRuns>;
@@ -250,17 +250,6 @@ export function listStaleRuns(
 /** A LIMIT that keeps every row. */
 const ALL_ROWS = 2 ** 31 - 1;
 
-/**
- * The run's row for a claim. On PostgreSQL a row another transaction holds locked (a step being
- * committed, perhaps by a process cut off from the database mid-transaction) is skipped, not
- * waited on: the claim fails now and the next pass tries again, so one stuck run never holds up
- * its claimer. SQLite's write lock leaves no row locked by anyone else.
- */
-function unlockedRun(dialect: Sql["dialect"], runId: string): SQL {
-  if (dialect !== "postgres") return eq(smithersRuns.runId, runId);
-  return sql`${smithersRuns.runId} = (SELECT ${sql.raw(R.runId)} FROM ${sql.raw(R.$table)} WHERE ${sql.raw(R.runId)} = ${runId} FOR UPDATE SKIP LOCKED)`;
-}
-
 export type ResumeClaim = {
   runId: string;
   /** The owner and heartbeat seen when the run was found stale. */
@@ -290,7 +279,7 @@ export function claimRunForResume(db: SmithersDb, claim: ResumeClaim): Promise<b
           .set({ runtimeOwnerId: claim.claimOwnerId, heartbeatAtMs: claim.nowMs })
           .where(
             and(
-              unlockedRun(q.dialect, claim.runId),
+              unlockedRow(q.dialect, smithersRuns.runId, claim.runId),
               isSame(q.dialect, smithersRuns.runtimeOwnerId, claim.expectedOwnerId),
               isSame(q.dialect, smithersRuns.heartbeatAtMs, claim.expectedHeartbeatAtMs),
               staleCondition(claim.nowMs, claim.staleAfterMs ?? STALE_RUN_THRESHOLD_MS, claim.missedBeats),
@@ -341,7 +330,9 @@ export function claimWaitingRun(db: SmithersDb, claim: { runId: string; fromStat
         await q.orm
           .update(smithersRuns)
           .set({ status: "running", runtimeOwnerId: claim.claimOwnerId, heartbeatAtMs: claim.nowMs })
-          .where(and(unlockedRun(q.dialect, claim.runId), eq(smithersRuns.status, claim.fromStatus), lte(smithersRuns.wakeAtMs, claim.nowMs)))
+          .where(
+            and(unlockedRow(q.dialect, smithersRuns.runId, claim.runId), eq(smithersRuns.status, claim.fromStatus), lte(smithersRuns.wakeAtMs, claim.nowMs)),
+          )
           .returning({ runId: smithersRuns.runId })
           .all()
       ).length > 0,

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { getTableConfig } from "drizzle-orm/pg-core";
-import { openSmithersDb, runs, type SmithersDb } from "../../../src/db/index.ts";
+import { cron, openSmithersDb, runs, type SmithersDb } from "../../../src/db/index.ts";
 import { pgInternalTables } from "../../../src/db/pg/tables.ts";
 import { connectPg, pgTestServer } from "../../support/postgres.ts";
 
@@ -71,6 +71,22 @@ describe.skipIf(!pg)("locks on PostgreSQL", () => {
       expect(await claim()).toBe(true);
       expect(await wake()).toBe(true);
       expect((await runs.getRun(db, "stale"))?.runtimeOwnerId).toBe("me");
+    } finally {
+      await db.close();
+    }
+  });
+
+  test("a claim of a cron slot whose row another transaction holds is refused at once", async () => {
+    const url = await pg!.createDatabase();
+    const db = openSmithersDb(url);
+    try {
+      await cron.insertCron(db, { cronId: "nightly", pattern: "0 3 * * *", workflowPath: "wf.tsx", createdAtMs: 1, nextRunAtMs: 1_000 });
+      const claim = () =>
+        cron.claimCronSlot(db, { cronId: "nightly", expectedNextRunAtMs: 1_000, slotMs: 1_000, runId: "slot", nextRunAtMs: 2_000, skipped: 0 });
+      const holder = await holdOpen(url, (tx) => tx`SELECT cron_id FROM _smithers_cron FOR UPDATE`);
+      expect(await within(2_000, claim())).toBe(false);
+      await holder.release();
+      expect(await claim()).toBe(true);
     } finally {
       await db.close();
     }
