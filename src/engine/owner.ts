@@ -37,12 +37,16 @@ let place: string | undefined;
 const thisPlace = () => (place ??= placeOfThisProcess());
 
 /**
- * The owner id process `pid` of this place has (its start time read from /proc), tagged `tag`.
+ * The owner id process `pid` of this place has (its start time read from /proc), tagged `tag`;
+ * without /proc, `host:pid:tag`, which no other process judges by its pid.
  * @example ownerIdOf(process.pid, "a1b2c3d4") // "box:4242:a1b2c3d4:9f86d081884c7d65.123456"
  */
 export function ownerIdOf(pid: number, tag: string): string {
-  return `${hostname()}:${pid}:${tag}:${thisPlace()}.${processStartTime(pid) ?? ""}`;
+  const start = pid === process.pid ? (ownStart ??= processStartTime(pid)) : processStartTime(pid);
+  return thisPlace() && start ? `${hostname()}:${pid}:${tag}:${thisPlace()}.${start}` : `${hostname()}:${pid}:${tag}`;
 }
+
+let ownStart: string | undefined;
 
 /** A fresh owner id for this process, so a later process can tell whether the owner is still alive. */
 export function newOwnerId(): string {

@@ -41,37 +41,55 @@ async function until(what: string, timeoutMs: number, check: () => Promise<boole
   }
 }
 
-describe.skipIf(skipReason !== undefined)("a worker cut off from PostgreSQL", () => {
-  test("stalls nothing: B runs every run A does not hold locked during the cut; no row twice, no finished body again, A's late commits refused, A carries on", async () => {
-    const ns = createNetns("part");
-    const server = await startPostgres({ hosts: [ns.hostAddress] });
-    const url = await server.createDatabase();
-    const urlA = url.replace("127.0.0.1", ns.hostAddress);
-    const execFile = join(tempDir(), "exec.log");
-    writeFileSync(execFile, "");
-    const sql = connectPg(url);
-    const env = { ...process.env, PARTITION_EXEC_FILE: execFile, PARTITION_PAUSE_MS: "300" };
-    const workerArgs = (db: string, concurrency: number) => [
-      process.execPath,
-      cli,
-      "worker",
-      "--db",
-      db,
-      "--concurrency",
-      String(concurrency),
-      "--lease",
-      `${LEASE_MS}ms`,
-      "--poll-interval",
-      "200ms",
-      "--quiet",
-    ];
-    const spawned: Bun.Subprocess<"ignore", "pipe", "pipe">[] = [];
-    const start = (argv: string[]) => {
+type Worker = { proc: Bun.Subprocess<"ignore", "pipe", "pipe">; output: Promise<string> };
+
+/**
+ * A namespace `a` over a veth pair, a server listening on both sides, an empty database (`url`
+ * from here, `urlA` from the namespace), the fixture's execution log, and workers to start.
+ */
+async function partitionSetup(pauseMs: number) {
+  const ns = createNetns("part");
+  const server = await startPostgres({ hosts: [ns.hostAddress] }).catch((error: unknown) => {
+    ns.remove();
+    throw error;
+  });
+  const url = await server.createDatabase();
+  const execFile = join(tempDir(), "exec.log");
+  writeFileSync(execFile, "");
+  const sql = connectPg(url);
+  const spawned: Worker["proc"][] = [];
+  return {
+    ns,
+    url,
+    urlA: url.replace("127.0.0.1", ns.hostAddress),
+    execFile,
+    sql,
+    /** `smithers worker` on `db`; in the namespace with `inNs`; its clock `skewMs` off. */
+    worker(db: string, concurrency: number, o: { inNs?: boolean; skewMs?: number } = {}): Worker {
+      const bun = [process.execPath, ...(o.skewMs ? ["--preload", join(root, "test/support/skew-clock.ts")] : [])];
+      const args = [cli, "worker", "--db", db, "--concurrency", String(concurrency), "--lease", `${LEASE_MS}ms`, "--poll-interval", "200ms", "--quiet"];
+      const argv = o.inNs ? ns.exec([...bun, ...args]) : [...bun, ...args];
+      const env = { ...process.env, PARTITION_EXEC_FILE: execFile, PARTITION_PAUSE_MS: String(pauseMs), SMITHERS_TEST_CLOCK_SKEW_MS: String(o.skewMs ?? 0) };
       const proc = Bun.spawn(argv, { cwd: root, env, stdout: "pipe", stderr: "pipe" });
       spawned.push(proc);
-      return { proc, output: Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]).then(([o, e]) => `${o}\n${e}`) };
-    };
-    const count = async (text: string, ...params: (string | number)[]) => Number((await sql.unsafe(text, params))[0]!.n);
+      return { proc, output: Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]).then(([out, err]) => `${out}\n${err}`) };
+    },
+    count: async (text: string) => Number((await sql.unsafe(text))[0]!.n),
+    /** Each execution the log records: `runId:nodeId:iteration attempt pid`. */
+    executions: () => readFileSync(execFile, "utf8").trim().split("\n"),
+    async cleanup() {
+      for (const p of spawned) p.kill("SIGKILL");
+      await Promise.all(spawned.map((p) => p.exited));
+      await sql.end({ timeout: 1 });
+      await server.stop();
+      ns.remove();
+    },
+  };
+}
+
+describe.skipIf(skipReason !== undefined)("a worker cut off from PostgreSQL", () => {
+  test("stalls nothing: B runs every run A does not hold locked during the cut; no row twice, no finished body again, A's late commits refused, A carries on", async () => {
+    const { ns, url, urlA, sql, worker, count, executions, cleanup } = await partitionSetup(300);
     const unfinished = () => sql.unsafe<{ run_id: string }[]>("SELECT run_id FROM _smithers_runs WHERE status <> 'finished' ORDER BY run_id");
     try {
       for (const [n, runId] of [HELD, ...OTHERS].entries()) {
@@ -83,10 +101,10 @@ describe.skipIf(skipReason !== undefined)("a worker cut off from PostgreSQL", ()
         BEGIN IF NEW.run_id = '${HELD}' AND NEW.node_id = 's1' THEN PERFORM pg_sleep(2); END IF; RETURN NEW; END $$`);
       await sql.unsafe("CREATE TRIGGER hold_step BEFORE INSERT ON step FOR EACH ROW EXECUTE FUNCTION hold_step()");
 
-      const a = start(ns.exec(workerArgs(urlA, 3)));
+      const a = worker(urlA, 3, { inNs: true });
       const ownedByA = `SELECT count(*) AS n FROM _smithers_runs WHERE status = 'running' AND runtime_owner_id LIKE '%:${a.proc.pid}:%'`;
       await until("worker A to take 3 runs", 20_000, async () => (await count(ownedByA)) === 3);
-      const b = start(workerArgs(url, 8));
+      const b = worker(url, 8);
       await until(
         "A to commit the held step",
         20_000,
@@ -96,8 +114,7 @@ describe.skipIf(skipReason !== undefined)("a worker cut off from PostgreSQL", ()
 
       ns.cut();
       const cutAt = Date.now();
-      const ps = start([process.execPath, cli, "ps", "--db", url]);
-      const psExit = await ps.proc.exited;
+      const psExit = await Bun.spawn([process.execPath, cli, "ps", "--db", url], { cwd: root, stdout: "ignore", stderr: "ignore" }).exited;
       const psMs = Date.now() - cutAt;
       // Every run B can run is finished while A is still cut off: those left are held locked by A's open transactions.
       let lockedAtHeal: string[] = [];
@@ -148,11 +165,11 @@ describe.skipIf(skipReason !== undefined)("a worker cut off from PostgreSQL", ()
         expect(done.length).toBe(1);
         expect(Math.max(...list.map((x) => Number(x.attempt)))).toBe(Number(done[0]!.attempt));
       }
-      const lines = readFileSync(execFile, "utf8").trim().split("\n");
-      const executions = lines.map((l) => l.split(" ").slice(0, 2).join(" "));
-      expect(new Set(executions).size).toBe(executions.length);
+      const lines = executions();
+      const begun = lines.map((l) => l.split(" ").slice(0, 2).join(" "));
+      expect(new Set(begun).size).toBe(begun.length);
       const attemptKeys = new Set(attempts.map((x) => `${x.run_id}:${x.node_id}:0 ${x.attempt}`));
-      for (const e of executions) expect(attemptKeys.has(e)).toBe(true);
+      for (const e of begun) expect(attemptKeys.has(e)).toBe(true);
       // The runs queued after the heal ran in A.
       const afterPids = new Set(lines.filter((l) => AFTER.some((id) => l.startsWith(`${id}:`))).map((l) => l.split(" ")[2]));
       expect([...afterPids]).toEqual([String(a.proc.pid)]);
@@ -163,11 +180,29 @@ describe.skipIf(skipReason !== undefined)("a worker cut off from PostgreSQL", ()
           `left for the heal (locked by A): ${leftAtHeal.join(", ") || "none"}; ps answered in ${psMs} ms`,
       );
     } finally {
-      for (const p of spawned) p.kill("SIGKILL");
-      await Promise.all(spawned.map((p) => p.exited));
-      await sql.end({ timeout: 1 });
-      await server.stop();
-      ns.remove();
+      await cleanup();
     }
   }, 120_000);
+
+  test("clock skew between hosts does not make a live run stale: B, a minute ahead, leaves the run of A, a minute behind, alone", async () => {
+    const { urlA, url, worker, count, executions, cleanup } = await partitionSetup(600);
+    try {
+      await runWorkflow(partition, { enqueue: true, workflowPath: FIXTURE, dbPath: url, runId: "skewed", input: { n: 0 } });
+      const a = worker(urlA, 1, { inNs: true, skewMs: -60_000 });
+      await until(
+        "A to take the run",
+        20_000,
+        async () => (await count(`SELECT count(*) AS n FROM _smithers_runs WHERE runtime_owner_id LIKE '%:${a.proc.pid}:%'`)) === 1,
+      );
+      const b = worker(url, 1, { skewMs: 60_000 });
+      await until("the run to finish", 30_000, async () => (await count("SELECT count(*) AS n FROM _smithers_runs WHERE status = 'finished'")) === 1);
+      b.proc.kill("SIGTERM");
+      expect(await b.proc.exited).toBe(0);
+      expect(await b.output).not.toContain("skewed");
+      expect(new Set(executions().map((l) => l.split(" ")[2]))).toEqual(new Set([String(a.proc.pid)]));
+      expect(await count("SELECT count(*) AS n FROM _smithers_attempts WHERE state <> 'finished'")).toBe(0);
+    } finally {
+      await cleanup();
+    }
+  }, 60_000);
 });
