@@ -32,9 +32,9 @@ export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 /** How long a worker passes over a request whose workflow it could not load (another worker may can). */
 const LOAD_FAILURE_BACKOFF_MS = 60_000;
 /**
- * How long a worker passes over a run it could not claim because its row was locked (a step in
- * flight, perhaps of a process cut off mid-transaction): not at once, or every pass that a
- * finished run starts would ask again.
+ * The longest a worker passes over a run it could not claim because its row was locked (a step in
+ * flight, perhaps of a process cut off mid-transaction): a poll interval, not at once, or every
+ * pass that a finished run starts would ask again.
  */
 const LOCKED_BACKOFF_MS = 1_000;
 /** Loads that failed (on any worker) after which a request fails instead of going back. */
@@ -247,11 +247,15 @@ export class Worker {
   /**
    * A run not taken is passed over a while instead of asked for again on every pass: handed back
    * (its workflow did not load here) like a request; its owner still runs here, for a lease (its
-   * heartbeat may come back); lost (another process held or took it), for a moment.
+   * heartbeat may come back); lost (another process held or took it), for a poll interval.
    */
   private async passOverUntaken(runId: string, outcome: Promise<SuperviseOutcome>): Promise<SuperviseOutcome> {
     const settled = await outcome;
-    const backoffs: Partial<Record<SuperviseOutcome["action"], number>> = { released: LOAD_FAILURE_BACKOFF_MS, skipped: this.leaseMs, lost: LOCKED_BACKOFF_MS };
+    const backoffs: Partial<Record<SuperviseOutcome["action"], number>> = {
+      released: LOAD_FAILURE_BACKOFF_MS,
+      skipped: this.leaseMs,
+      lost: Math.min(this.pollIntervalMs, LOCKED_BACKOFF_MS),
+    };
     const backoff = backoffs[settled.action];
     if (backoff !== undefined) this.skipped.set(runId, this.localNow() + backoff);
     return settled;
