@@ -6,8 +6,8 @@
  *
  * Safety: every output row exists once, no finished task's body ran again, A's late commits are
  * refused (RUN_OWNED), and A takes new runs after the heal. Liveness: while A is cut off, B
- * finishes every run it can, i.e. every run whose row A does not hold locked; a read-only command
- * (`smithers ps`) answers at once.
+ * finishes every run it can, i.e. every run whose row A does not hold locked, and one queued by
+ * `up --detach` during the cut; a read-only command (`smithers ps`) answers at once.
  */
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -28,6 +28,8 @@ const CUT_MS = 3 * LEASE_MS;
 const HELD = "held";
 const OTHERS = Array.from({ length: 7 }, (_, i) => `r${i}`);
 const AFTER = ["after0", "after1"];
+/** A run queued with `up --detach` while A is cut off. */
+const DURING = "during";
 
 const pgFound = ensurePostgresBinDir();
 const skipReason = pgFound.found ? netnsUnavailable() : pgFound.reason;
@@ -116,6 +118,10 @@ describe.skipIf(skipReason !== undefined)("a worker cut off from PostgreSQL", ()
       const cutAt = Date.now();
       const psExit = await Bun.spawn([process.execPath, cli, "ps", "--db", url], { cwd: root, stdout: "ignore", stderr: "ignore" }).exited;
       const psMs = Date.now() - cutAt;
+      // A run queued during the cut is one B can run.
+      const upArgs = ["up", FIXTURE, "--detach", "--db", url, "--run-id", DURING, "--input", '{"n":9}'];
+      const upExit = await Bun.spawn([process.execPath, cli, ...upArgs], { cwd: root, stdout: "ignore", stderr: "ignore" }).exited;
+      const upMs = Date.now() - cutAt - psMs;
       // Every run B can run is finished while A is still cut off: those left are held locked by A's open transactions.
       let lockedAtHeal: string[] = [];
       let allItCouldMs: number | undefined;
@@ -130,6 +136,7 @@ describe.skipIf(skipReason !== undefined)("a worker cut off from PostgreSQL", ()
         await Bun.sleep(100);
       }
       const leftAtHeal = (await unfinished()).map((r) => r.run_id);
+      const duringAtHeal = await count(`SELECT count(*) AS n FROM _smithers_runs WHERE run_id = '${DURING}' AND status = 'finished'`);
       ns.heal();
 
       await until("every run to finish after the heal", 60_000, async () => (await unfinished()).length === 0);
@@ -140,20 +147,22 @@ describe.skipIf(skipReason !== undefined)("a worker cut off from PostgreSQL", ()
         await runWorkflow(partition, { enqueue: true, workflowPath: FIXTURE, dbPath: url, runId, input: { n } });
       }
       const finished = "SELECT count(*) AS n FROM _smithers_runs WHERE status = 'finished'";
-      await until("A to run the runs queued after the heal", 60_000, async () => (await count(finished)) === 1 + OTHERS.length + AFTER.length);
+      await until("A to run the runs queued after the heal", 60_000, async () => (await count(finished)) === 2 + OTHERS.length + AFTER.length);
       a.proc.kill("SIGTERM");
       expect(await a.proc.exited).toBe(0);
       const aOutput = await a.output;
 
       expect(psExit).toBe(0);
       expect(psMs).toBeLessThan(CUT_MS); // answered while A was still cut off
+      expect(upExit).toBe(0);
+      expect(duringAtHeal).toBe(1);
       expect(aRunsAtCut).toBe(3);
       expect(leftAtHeal).toEqual(lockedAtHeal);
       expect(leftAtHeal.length).toBeLessThan(aRunsAtCut); // B took at least one of A's runs and finished it during the cut
       expect(allItCouldMs).toBeDefined();
 
       // Each output row once; each task finished once, by its last attempt; no body ran twice.
-      const all = [HELD, ...OTHERS, ...AFTER];
+      const all = [HELD, ...OTHERS, DURING, ...AFTER];
       const rows = await sql<{ run_id: string; node_id: string }[]>`SELECT run_id, node_id FROM step`;
       const expected = all.flatMap((runId) => Array.from({ length: STEPS }, (_, i) => `${runId}:s${i}`)).sort();
       expect(rows.map((r) => `${r.run_id}:${r.node_id}`).sort()).toEqual(expected);
@@ -177,7 +186,7 @@ describe.skipIf(skipReason !== undefined)("a worker cut off from PostgreSQL", ()
       expect(aOutput).toContain("RUN_OWNED");
       console.log(
         `partition: A held ${aRunsAtCut} runs at the cut; B had run all it could ${allItCouldMs} ms into the ${CUT_MS} ms cut; ` +
-          `left for the heal (locked by A): ${leftAtHeal.join(", ") || "none"}; ps answered in ${psMs} ms`,
+          `left for the heal (locked by A): ${leftAtHeal.join(", ") || "none"}; ps answered in ${psMs} ms, up --detach in ${upMs} ms`,
       );
     } finally {
       await cleanup();
