@@ -150,24 +150,32 @@ export class Worker {
 
   /**
    * Passes until `stop` aborts, then takes nothing more and waits for the runs in flight to settle
-   * (they end or stop to wait); `abandon` ends that wait at once (the runs left go stale and other
-   * workers take them over once the lease runs out).
+   * (they end or stop to wait); `abandon` ends that wait at once, and any wait on the database (the
+   * runs left go stale and other workers take them over once the lease runs out).
    */
   async run(stop: AbortSignal, abandon?: AbortSignal): Promise<void> {
-    const unlisten = await this.o.db
-      .listen(WORK_CHANNEL, () => this.nudge())
-      .catch((error: unknown) => {
-        this.report({ runId: "", action: "error", reason: `LISTEN failed, polling only: ${reasonOf(error)}` });
-        return undefined;
-      });
+    // Once abandoned, nothing more is awaited from the database: it may not answer at all (a partition).
+    const abandoned = new Promise<undefined>((done) => {
+      if (abandon?.aborted) done(undefined);
+      abandon?.addEventListener("abort", () => done(undefined), { once: true });
+    });
+    const unlessAbandoned = <T>(work: Promise<T>) => Promise.race([work, abandoned]);
+    const unlisten = await unlessAbandoned(
+      this.o.db
+        .listen(WORK_CHANNEL, () => this.nudge())
+        .catch((error: unknown) => {
+          this.report({ runId: "", action: "error", reason: `LISTEN failed, polling only: ${reasonOf(error)}` });
+          return undefined;
+        }),
+    );
     const renew = setInterval(() => void this.renewLeases(), Math.max(1, Math.floor(this.leaseMs / 3)));
     const onStop = () => this.wakeUp?.();
     stop.addEventListener("abort", onStop, { once: true });
     try {
-      while (!stop.aborted) {
+      while (!stop.aborted && !abandon?.aborted) {
         this.nudged = false;
         try {
-          await this.pass(stop);
+          await unlessAbandoned(this.pass(stop));
         } catch (error) {
           this.report({ runId: "", action: "error", reason: reasonOf(error) });
         }
@@ -177,7 +185,7 @@ export class Worker {
     } finally {
       clearInterval(renew);
       stop.removeEventListener("abort", onStop);
-      await unlisten?.().catch(() => undefined);
+      await unlessAbandoned(unlisten?.().catch(() => undefined) ?? Promise.resolve());
     }
   }
 

@@ -28,6 +28,10 @@ type TxToken = { readonly db: PgDb; readonly label: string; readonly q: PgSql; r
 
 const txContext = new AsyncLocalStorage<TxToken>();
 
+/** How long close() waits for schema work, then for queries in flight, in seconds. */
+const CLOSE_TIMEOUT_S = 5;
+const FALSE = () => false;
+
 /** The advisory lock every process takes for schema changes (key space 0). */
 const SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(0, 0)";
 
@@ -187,14 +191,18 @@ export class PgDb implements SmithersDb {
 
   /**
    * Lets the schema work already started finish first (as on SQLite, where opening migrates at
-   * once, a database opened and closed straight away has its tables), then ends the pool.
+   * once, a database opened and closed straight away has its tables; up to CLOSE_TIMEOUT_S), then
+   * ends the pool.
    */
   close(): Promise<void> {
     if (this.holders > 1) {
       this.holders--;
       return Promise.resolve();
     }
-    this.closing ??= this.ready.catch(() => undefined).then(() => this.client.end({ timeout: 5 }));
+    // Schema work gets a while to finish; a server that does not answer it (a partition) does not
+    // hold the close for ever, and then neither do the queries waiting behind it.
+    const gaveUp = new Promise<boolean>((done) => setTimeout(() => done(true), CLOSE_TIMEOUT_S * 1000).unref());
+    this.closing ??= Promise.race([this.ready.then(FALSE, FALSE), gaveUp]).then((stuck) => this.client.end({ timeout: stuck ? 0 : CLOSE_TIMEOUT_S }));
     return this.closing;
   }
 
