@@ -35,11 +35,11 @@ const pgFound = ensurePostgresBinDir();
 const skipReason = pgFound.found ? netnsUnavailable() : pgFound.reason;
 if (skipReason) console.warn(`\n!!! partition test SKIPPED: ${skipReason} !!!\n`);
 
-async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+async function until(what: string, timeoutMs: number, check: () => Promise<boolean>, pollMs = 50): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
+    await Bun.sleep(pollMs);
   }
 }
 
@@ -107,10 +107,19 @@ describe.skipIf(skipReason !== undefined)("a worker cut off from PostgreSQL", ()
       const ownedByA = `SELECT count(*) AS n FROM _smithers_runs WHERE status = 'running' AND runtime_owner_id LIKE '%:${a.proc.pid}:%'`;
       await until("worker A to take 3 runs", 20_000, async () => (await count(ownedByA)) === 3);
       const b = worker(url, 8);
+      // Cut while the held step waits in the trigger and A's other runs are between transactions
+      // (in a task body): their rows are free, so B can take them over during the cut.
+      const aBackends = `SELECT count(*) FILTER (WHERE wait_event = 'PgSleep') AS sleeping,
+          count(*) FILTER (WHERE state <> 'idle' AND wait_event IS DISTINCT FROM 'PgSleep') AS busy
+        FROM pg_stat_activity WHERE client_addr = '${ns.nsAddress}'`;
       await until(
-        "A to commit the held step",
+        "A to commit the held step while its other runs are in a task body",
         20_000,
-        async () => (await count("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep'")) > 0,
+        async () => {
+          const [row] = await sql.unsafe<{ sleeping: number; busy: number }[]>(aBackends);
+          return Number(row?.sleeping) === 1 && Number(row?.busy) === 0;
+        },
+        5,
       );
       const aRunsAtCut = await count(ownedByA);
 
