@@ -1,10 +1,11 @@
 /**
  * A throwaway PostgreSQL server for tests and benches: initdb into a fresh temporary directory,
  * pg_ctl on a free loopback port, removed again by stop() or, at the latest, when this process
- * exits. Never a shared long-lived server; nothing listens beyond 127.0.0.1.
+ * exits. Never a shared long-lived server; nothing listens beyond 127.0.0.1 unless a test names
+ * another local address (`hosts`, e.g. a veth to a network namespace).
  */
 import { type ChildProcess, type SpawnSyncReturns, spawn, spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,6 +20,8 @@ export type PostgresServerOptions = {
   fsync?: boolean;
   /** max_connections; 200 by default so concurrent-worker tests have room. */
   maxConnections?: number;
+  /** Local IPv4 addresses to listen on besides 127.0.0.1, each trusted (pg_hba.conf) for clients of its own address. */
+  hosts?: readonly string[];
 };
 
 export type PostgresServer = {
@@ -154,12 +157,16 @@ export async function startPostgres(options: PostgresServerOptions = {}): Promis
   const initArgs = ["-D", dataDir, "-A", "trust", "-U", SUPERUSER, "-E", "UTF8", "--locale=C", ...(durable ? [] : ["--no-sync"])];
   const init = await run(join(binDir, "initdb"), initArgs, root);
   if (init.code !== 0) fail(`initdb failed (exit ${init.code})`, init.output.trim());
+  const hosts = options.hosts ?? [];
+  for (const host of hosts) if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(host)) fail(`Not an IPv4 address: ${host}`, "");
+  // Clients on the other side of such an address's link (its /24) may connect, as loopback ones do.
+  if (hosts.length > 0) appendFileSync(join(dataDir, "pg_hba.conf"), hosts.map((h) => `host all all ${h.replace(/\.\d+$/, ".0")}/24 trust\n`).join(""));
 
   let port = 0;
   for (let attempt = 1; ; attempt++) {
     port = await freePort();
     const settings = [
-      "-c listen_addresses=127.0.0.1",
+      `-c listen_addresses=${["127.0.0.1", ...hosts].join(",")}`,
       `-p ${port}`,
       `-k '${root}'`,
       `-c max_connections=${options.maxConnections ?? 200}`,

@@ -204,12 +204,18 @@ function stdoutIsTty(): boolean {
   }
 }
 
+/** Commands that run or wait for runs: a first Ctrl-C or SIGTERM lets them finish what is in flight. */
+const STOPS_GRACEFULLY = new Set(["up", "supervise", "fork", "replay", "rewind", "serve", "worker", "events", "cancel"]);
+
 if (import.meta.main) {
   // First Ctrl-C cancels: running tasks get their grace period to stop. Second: bodies still
   // running are recorded abandoned at once and the run ends. Third: exit without waiting.
   const cancel = new AbortController();
   const abandon = new AbortController();
   const onStop = () => {
+    // A command that neither runs nor waits for runs has nothing to finish: it exits at once,
+    // even while it waits on a database another process holds locked.
+    if (!STOPS_GRACEFULLY.has(process.argv[2] ?? "") || (process.argv[2] === "up" && process.argv.includes("--detach"))) process.exit(EXIT.cancelled);
     if (!cancel.signal.aborted) {
       console.error(
         process.argv[2] === "worker"

@@ -96,7 +96,8 @@ cancel      stops a run: a waiting run at once; a running one (in any process) a
   --json                { "runId": …, "status": "cancelled" | "cancel-requested" | <final status> }
 supervise   resumes runs whose owner stopped heartbeating, wakes waiting runs that were answered or are due,
             and starts due cron slots (one pass, or --watch to keep looking)
-  --stale-after-ms N    heartbeat age that makes a running run stale (default 30000)
+  --stale-after-ms N    heartbeat age that makes a running run stale (default: 4 of the run's own
+                        heartbeats missed, 20 s at the default 5 s beat)
   --interval-ms N       pause between passes with --watch (default 1000)
   --interval D, --stale-threshold D
                         the peer's forms, durations like 30s or 1m (--interval implies --watch)

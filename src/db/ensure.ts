@@ -15,16 +15,29 @@ export const RETIRED_INDEXES = ["_smithers_events_dedup_idx", "_smithers_attempt
  */
 export const GATES_BACKFILLED_USER_VERSION = 1;
 
-/** UPDATE making waiting runs with a decided gate due (see ensureSmithersTables); names from the Drizzle tables. */
-export function decidedGateBackfill(): string {
+/** Which waiting runs have a decided gate but no wake time (see decidedGateBackfill), and the gates. */
+function undatedDecidedGates(): { where: string; gates: string } {
   const r = sqlNames(smithersRuns);
   const n = sqlNames(smithersNodes);
   const a = sqlNames(smithersApprovals);
   const gates = `FROM ${n.$table} n JOIN ${a.$table} a ON a.${a.runId} = n.${n.runId} AND a.${a.nodeId} = n.${n.nodeId} AND a.${a.iteration} = n.${n.iteration}
     WHERE n.${n.runId} = ${r.$table}.${r.runId} AND n.${n.state} = 'waiting-approval' AND a.${a.status} <> 'requested'`;
   const waiting = WAITING_STATUSES.map((status) => `'${status}'`).join(", ");
+  return { where: `${r.status} IN (${waiting}) AND ${r.wakeAtMs} IS NULL AND EXISTS (SELECT 1 ${gates})`, gates };
+}
+
+/** UPDATE making waiting runs with a decided gate due (see ensureSmithersTables); names from the Drizzle tables. */
+export function decidedGateBackfill(): string {
+  const r = sqlNames(smithersRuns);
+  const a = sqlNames(smithersApprovals);
+  const { where, gates } = undatedDecidedGates();
   return `UPDATE ${r.$table} SET ${r.wakeAtMs} = coalesce((SELECT max(a.${a.decidedAtMs}) ${gates}), 0)
-    WHERE ${r.status} IN (${waiting}) AND ${r.wakeAtMs} IS NULL AND EXISTS (SELECT 1 ${gates})`;
+    WHERE ${where}`;
+}
+
+/** A query with a row when decidedGateBackfill has something to do (a plain read: it waits on no lock). */
+export function decidedGateBackfillPending(): string {
+  return `SELECT 1 AS pending FROM ${sqlNames(smithersRuns).$table} WHERE ${undatedDecidedGates().where} LIMIT 1`;
 }
 
 /** ADD COLUMN for each column a table created by an earlier version lacks (must run before its indexes). */

@@ -2,8 +2,6 @@
  * Starting or resuming a run: input validation and persistence, the resume checks (input
  * unchanged, previous owner gone), and the repair of what a dead or failed run left behind.
  */
-import { readFileSync } from "node:fs";
-import { hostname } from "node:os";
 import {
   approvals,
   attempts as attemptRows,
@@ -15,7 +13,6 @@ import {
   queue,
   ralph,
   runs,
-  STALE_RUN_THRESHOLD_MS,
   writeInput,
   type OutputKeys,
   type OutputRegistry,
@@ -31,7 +28,8 @@ import type { NodeError, NodeStatus } from "./scheduler.ts";
 import { withContinuation } from "./continue-as-new.ts";
 import type { NodeState } from "./states.ts";
 import { checkNewRunId } from "./events.ts";
-import { normalizeUsage, priceUsage, processStartTime, type ModelPricing } from "../agents/index.ts";
+import { normalizeUsage, priceUsage, type ModelPricing } from "../agents/index.ts";
+import { ownerAlive } from "./owner.ts";
 import { addToTotals, carriedUsage, NO_USAGE, storedBudget, withBudget, type Budget } from "./budget.ts";
 
 export type TrackedNode = NodeStatus & {
@@ -83,66 +81,7 @@ export type RunSetup = {
 /** SHA-256 of the input's canonical JSON: what a resume's input is compared by. */
 export const hashInput = (input: unknown) => hashJson(input);
 
-/** `host:pid:random`, so a later process can tell whether the owner is still alive. */
-export function newOwnerId(): string {
-  return `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
-}
-
-/** Owner ids of the runs this process is executing right now. */
-export const ACTIVE_OWNERS = new Set<string>();
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: string }).code === "EPERM";
-  }
-}
-
-/** When process `pid` started (ms since the epoch, to about a second), where /proc tells; else undefined. */
-function processStartedAtMs(pid: number): number | undefined {
-  const ticks = Number(processStartTime(pid));
-  if (!Number.isFinite(ticks)) return undefined;
-  try {
-    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1]);
-    return Number.isFinite(bootSeconds) ? bootSeconds * 1000 + (ticks / CLOCK_TICKS_PER_SECOND) * 1000 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Linux's USER_HZ: /proc counts process start times in these. */
-const CLOCK_TICKS_PER_SECOND = 100;
-
-/**
- * What this host can tell about a run's owner without its heartbeat: `true` when the owner is a
- * live process here (this process and executing the run, or another process here that started
- * before the run's last heartbeat, so not a later process that reused the pid), `false` when it
- * is provably gone, `undefined` when it runs on another host (or /proc cannot say).
- */
-export function ownerProcessAlive(ownerId: string | null, heartbeatAtMs: number | null): boolean | undefined {
-  if (!ownerId) return false;
-  const [host, pidText] = ownerId.split(":");
-  const pid = Number(pidText);
-  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return undefined;
-  if (pid === process.pid) return ACTIVE_OWNERS.has(ownerId);
-  if (!pidAlive(pid)) return false;
-  const startedAtMs = processStartedAtMs(pid);
-  if (startedAtMs === undefined) return undefined;
-  return heartbeatAtMs === null || startedAtMs <= heartbeatAtMs + 1_000; // /proc's boot time is in whole seconds
-}
-
-/**
- * Whether a run's owner may still be executing it: decided by the process where this host can
- * tell (a live owner whose heartbeat is late, e.g. a task blocking its event loop, still owns
- * the run), else by the heartbeat's age.
- */
-export function ownerAlive(ownerId: string | null, heartbeatAtMs: number | null, nowMs: number): boolean {
-  const local = ownerProcessAlive(ownerId, heartbeatAtMs);
-  if (local !== undefined) return local;
-  return heartbeatAtMs !== null && nowMs - heartbeatAtMs < STALE_RUN_THRESHOLD_MS;
-}
+export { ACTIVE_OWNERS, newOwnerId, ownerAlive, ownerProcessAlive } from "./owner.ts";
 
 export function validateInput(registry: OutputRegistry, input: unknown): unknown {
   const schema = registry.input.schema;
@@ -244,7 +183,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
     if (current.status === "continued") throw continuedError(runId, current.nextRunId);
     // A supervisor that won the claim already wrote its own owner id: that is this caller.
     const claimedByCaller = current.runtimeOwnerId === o.ownerId;
-    if (current.status === "running" && !claimedByCaller && ownerAlive(current.runtimeOwnerId, current.heartbeatAtMs, o.nowMs)) {
+    if (current.status === "running" && !claimedByCaller && ownerAlive(current.runtimeOwnerId, current.heartbeatAtMs, o.nowMs, current.heartbeatMs)) {
       throw new SmithersError("RUN_STILL_RUNNING", `Run "${runId}" is still running in process ${current.runtimeOwnerId}`, {
         runId,
         owner: current.runtimeOwnerId,

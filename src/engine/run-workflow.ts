@@ -7,7 +7,8 @@ import { checkDurability, MISSED_BEATS_BEFORE_STALE, runs, STALE_RUN_THRESHOLD_M
 import { SmithersError } from "../errors/index.ts";
 import { EventBus, openEventBus } from "./event-bus.ts";
 import type { SmithersEvent } from "./events.ts";
-import { ACTIVE_OWNERS, newOwnerId, setupRun } from "./run-setup.ts";
+import { setupRun } from "./run-setup.ts";
+import { ACTIVE_OWNERS, newOwnerId } from "./owner.ts";
 import { DEFAULT_KEYFRAME_POLICY, FrameChain, FrameRecorder, type KeyframePolicy } from "./frames.ts";
 import { HEARTBEAT_INTERVAL_MS } from "./constants.ts";
 import { Run, type RunResult } from "./run.ts";
@@ -179,7 +180,8 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
       parentRunId: options.parentRunId,
       rootDir: options.rootDir === undefined ? undefined : resolve(options.rootDir),
       ownerId,
-      nowMs: now(),
+      // The database's clock: the run's first heartbeat, and its previous owner's judged by it.
+      nowMs: await runs.databaseNow(db),
       ...(heartbeatMs === HEARTBEAT_INTERVAL_MS ? {} : { heartbeatMs }),
       budget,
       ...(workflow.spend ? { defaultBudget: workflow.spend.budget } : {}),
@@ -209,7 +211,7 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
       run.emit({ type: "NodeAbandoned", ...ids, reason: "process-died", ...(killed ? { killedAgentPid: a.agentPid! } : {}) });
     }
     const heartbeat = setInterval(() => {
-      runs.heartbeat(db, setup.runId, ownerId, now()).then(
+      runs.heartbeat(db, setup.runId, ownerId).then(
         ({ owned, cancelRequested }) => {
           if (!owned) run.lostOwnership();
           else if (cancelRequested) run.cancel(); // `smithers cancel` from another process

@@ -4,18 +4,21 @@
  * A run it cannot resume (no workflow file, a file that no longer loads) has its claim released,
  * so another supervisor, or a person, can take it.
  */
-import { events, runs, STALE_RUN_THRESHOLD_MS, type Durability, type SmithersDb } from "../db/index.ts";
+import { events, MISSED_BEATS_BEFORE_STALE, runs, type Durability, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { cronOutcomes, fireDueCrons, type CronOutcome } from "./cron-fire.ts";
 import type { SmithersEvent } from "./events.ts";
-import { newOwnerId, ownerProcessAlive } from "./run-setup.ts";
+import { newOwnerId, ownerProcessAlive } from "./owner.ts";
 import { runWorkflow, type RunResult } from "./run-workflow.ts";
 import { loadWorkflowFile } from "./workflow-file.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
 export type SuperviseOptions = {
   db: SmithersDb;
-  /** A `running` run whose heartbeat is older than this is stale (default 30 s). */
+  /**
+   * A `running` run whose heartbeat is older than this is stale (an operator who knows its owner
+   * is gone). Default: once it missed MISSED_BEATS_BEFORE_STALE of its own heartbeats.
+   */
   staleAfterMs?: number;
   /** The workflow of a stale run; default: import the file the run was started from. */
   resolveWorkflow?: (run: runs.RunRow) => SmithersWorkflow | undefined | Promise<SmithersWorkflow | undefined>;
@@ -28,6 +31,12 @@ export type SuperviseOptions = {
   /** A stale run must also have missed this many of its own heartbeats (workers: MISSED_BEATS_BEFORE_STALE). */
   missedBeats?: number;
 };
+
+/** How a pass judges staleness: the threshold given, else the run's own heartbeat interval. */
+function staleness(o: SuperviseOptions): { staleAfterMs: number; missedBeats?: number } {
+  if (o.staleAfterMs !== undefined) return { staleAfterMs: o.staleAfterMs, ...(o.missedBeats === undefined ? {} : { missedBeats: o.missedBeats }) };
+  return { staleAfterMs: 0, missedBeats: o.missedBeats ?? MISSED_BEATS_BEFORE_STALE };
+}
 
 export type SuperviseOutcome =
   | { runId: string; action: "resumed"; result: RunResult }
@@ -42,23 +51,26 @@ function defaultResolver(run: runs.RunRow): Promise<SmithersWorkflow | undefined
   return run.workflowPath ? loadWorkflowFile(run.workflowPath) : undefined;
 }
 
+/** The time heartbeats are judged by: the injected clock (tests), else the database's (see runs.databaseNow). */
+export function clockOf(o: { db: SmithersDb; now?: () => number }): Promise<number> {
+  return o.now ? Promise.resolve(o.now()) : runs.databaseNow(o.db);
+}
+
 /** Takes a stale run over (compare-and-swap on its owner and heartbeat) and resumes it; resolves when that run settles. */
 export async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: number): Promise<SuperviseOutcome> {
   // A late heartbeat is not a dead owner: resuming beside a live one would run its task twice.
-  if (ownerProcessAlive(run.runtimeOwnerId, run.heartbeatAtMs) === true) {
-    const reason = `its owner ${run.runtimeOwnerId} is still running on this host; its heartbeat is late (a task may be blocking its event loop)`;
+  if (ownerProcessAlive(run.runtimeOwnerId) === true) {
+    const reason = `its owner ${run.runtimeOwnerId} is still running here; its heartbeat is late (a task may be blocking its event loop)`;
     return { runId: run.runId, action: "skipped", reason };
   }
   const claimOwnerId = newOwnerId();
-  const staleAfterMs = o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS;
   const won = await runs.claimRunForResume(o.db, {
     runId: run.runId,
     expectedOwnerId: run.runtimeOwnerId,
     expectedHeartbeatAtMs: run.heartbeatAtMs,
     claimOwnerId,
     nowMs,
-    staleAfterMs,
-    ...(o.missedBeats === undefined ? {} : { missedBeats: o.missedBeats }),
+    ...staleness(o),
   });
   if (!won) return { runId: run.runId, action: "lost", reason: "another process claimed or heartbeated the run first" };
   // Handing the run back restores its previous owner and heartbeat, so it stays stale and
@@ -150,9 +162,8 @@ export async function wake(o: SuperviseOptions, run: runs.RunRow, nowMs: number)
  * const outcomes = await supervise({ db: openSmithersDb("smithers.db") });
  */
 export async function supervise(o: SuperviseOptions): Promise<SuperviseOutcome[]> {
-  const now = o.now ?? Date.now;
-  const nowMs = now();
-  const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
+  const nowMs = await clockOf(o);
+  const stale = await runs.listStaleRuns(o.db, { nowMs, ...staleness(o) });
   const started: Promise<SuperviseOutcome>[] = [];
   for (const run of stale) started.push(takeOver(o, run, nowMs));
   for (const run of await wakeable(o, nowMs)) started.push(wake(o, run, nowMs));
@@ -170,8 +181,8 @@ export async function superviseForever(
   o: SuperviseOptions & { intervalMs: number; signal: AbortSignal; onOutcome?: (o: SuperviseOutcome) => void },
 ): Promise<void> {
   while (!o.signal.aborted) {
-    const nowMs = (o.now ?? Date.now)();
-    const stale = await runs.listStaleRuns(o.db, { nowMs, staleAfterMs: o.staleAfterMs ?? STALE_RUN_THRESHOLD_MS });
+    const nowMs = await clockOf(o);
+    const stale = await runs.listStaleRuns(o.db, { nowMs, ...staleness(o) });
     // A claim or release that fails (the database stayed busy) is reported; the next pass retries.
     const report = (run: runs.RunRow, outcome: Promise<SuperviseOutcome>) =>
       void outcome

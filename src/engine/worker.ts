@@ -21,9 +21,9 @@ import { cronOutcomes, fireDueCrons } from "./cron-fire.ts";
 import type { SmithersEvent } from "./events.ts";
 import { queueName } from "./enqueue.ts";
 import { asRunError } from "./run.ts";
-import { newOwnerId } from "./run-setup.ts";
+import { newOwnerId } from "./owner.ts";
 import { runWorkflow, type RunResult } from "./run-workflow.ts";
-import { takeOver, wake, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
+import { clockOf, takeOver, wake, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
 import { loadWorkflowFile } from "./workflow-file.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
@@ -31,6 +31,12 @@ export const DEFAULT_WORKER_CONCURRENCY = 4;
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 /** How long a worker passes over a request whose workflow it could not load (another worker may can). */
 const LOAD_FAILURE_BACKOFF_MS = 60_000;
+/**
+ * The longest a worker passes over a run it could not claim because its row was locked (a step in
+ * flight, perhaps of a process cut off mid-transaction): a poll interval, not at once, or every
+ * pass that a finished run starts would ask again.
+ */
+const LOCKED_BACKOFF_MS = 1_000;
 /** Loads that failed (on any worker) after which a request fails instead of going back. */
 export const MAX_LOAD_RETURNS = 5;
 /** How many such requests it remembers. */
@@ -104,7 +110,10 @@ export class Worker {
   private readonly byName: ReadonlyMap<string, RegisteredWorkflow> | undefined;
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly aborts = new Map<string, AbortController>();
-  /** Requests passed over until a time (their workflow did not load here). */
+  /**
+   * Runs and requests passed over until a time (this worker's own clock): their workflow did not
+   * load here, their owner still runs here, or another process held or took them.
+   */
   private readonly skipped = new Map<string, number>();
   /** Requests claimed and not yet handed to their run: their leases are renewed until then. */
   private readonly claimed = new Set<string>();
@@ -141,24 +150,32 @@ export class Worker {
 
   /**
    * Passes until `stop` aborts, then takes nothing more and waits for the runs in flight to settle
-   * (they end or stop to wait); `abandon` ends that wait at once (the runs left go stale and other
-   * workers take them over once the lease runs out).
+   * (they end or stop to wait); `abandon` ends that wait at once, and any wait on the database (the
+   * runs left go stale and other workers take them over once the lease runs out).
    */
   async run(stop: AbortSignal, abandon?: AbortSignal): Promise<void> {
-    const unlisten = await this.o.db
-      .listen(WORK_CHANNEL, () => this.nudge())
-      .catch((error: unknown) => {
-        this.report({ runId: "", action: "error", reason: `LISTEN failed, polling only: ${reasonOf(error)}` });
-        return undefined;
-      });
+    // Once abandoned, nothing more is awaited from the database: it may not answer at all (a partition).
+    const abandoned = new Promise<undefined>((done) => {
+      if (abandon?.aborted) done(undefined);
+      abandon?.addEventListener("abort", () => done(undefined), { once: true });
+    });
+    const unlessAbandoned = <T>(work: Promise<T>) => Promise.race([work, abandoned]);
+    const unlisten = await unlessAbandoned(
+      this.o.db
+        .listen(WORK_CHANNEL, () => this.nudge())
+        .catch((error: unknown) => {
+          this.report({ runId: "", action: "error", reason: `LISTEN failed, polling only: ${reasonOf(error)}` });
+          return undefined;
+        }),
+    );
     const renew = setInterval(() => void this.renewLeases(), Math.max(1, Math.floor(this.leaseMs / 3)));
     const onStop = () => this.wakeUp?.();
     stop.addEventListener("abort", onStop, { once: true });
     try {
-      while (!stop.aborted) {
+      while (!stop.aborted && !abandon?.aborted) {
         this.nudged = false;
         try {
-          await this.pass(stop);
+          await unlessAbandoned(this.pass(stop));
         } catch (error) {
           this.report({ runId: "", action: "error", reason: reasonOf(error) });
         }
@@ -168,13 +185,14 @@ export class Worker {
     } finally {
       clearInterval(renew);
       stop.removeEventListener("abort", onStop);
-      await unlisten?.().catch(() => undefined);
+      await unlessAbandoned(unlisten?.().catch(() => undefined) ?? Promise.resolve());
     }
   }
 
   /** One pass: fills free slots with stale runs, due runs, queued requests, then due cron slots. */
   async pass(stop?: AbortSignal): Promise<void> {
-    const nowMs = (this.o.now ?? Date.now)();
+    // The database's clock: another host's heartbeats and leases are compared with it, not with ours.
+    const nowMs = await clockOf(this.o);
     const free = () => (stop?.aborted ? 0 : this.concurrency - this.inFlight.size);
     const supervise = this.superviseOptions();
     // Runs it cannot serve (another worker's workflows, a file that did not load here) are passed
@@ -191,13 +209,13 @@ export class Worker {
       });
       for (const run of stale) {
         if (free() <= 0) break;
-        if (takeable(run)) this.track(run.runId, this.passOverIfReleased(run.runId, takeOver(supervise, run, nowMs)));
+        if (takeable(run)) this.track(run.runId, this.passOverUntaken(run.runId, takeOver(supervise, run, nowMs)));
       }
     }
     if (free() > 0) {
       for (const run of await runs.listDueRuns(this.o.db, nowMs, window(), true)) {
         if (free() <= 0) break;
-        if (takeable(run)) this.track(run.runId, this.passOverIfReleased(run.runId, wake(supervise, run, nowMs)));
+        if (takeable(run)) this.track(run.runId, this.passOverUntaken(run.runId, wake(supervise, run, nowMs)));
       }
     }
     while (free() > 0) {
@@ -206,7 +224,7 @@ export class Worker {
         nowMs,
         leaseMs: this.leaseMs,
         ...(this.byName ? { workflows: [...this.byName.keys()] } : {}),
-        skip: [...this.inFlight.keys(), ...this.skipList(nowMs)],
+        skip: [...this.inFlight.keys(), ...this.skipList()],
       });
       if (!row) break;
       this.track(row.runId, this.execute(row));
@@ -234,11 +252,25 @@ export class Worker {
     }
   }
 
-  /** A run handed back (its workflow did not load here) is passed over a while, like a request. */
-  private async passOverIfReleased(runId: string, outcome: Promise<SuperviseOutcome>): Promise<SuperviseOutcome> {
+  /**
+   * A run not taken is passed over a while instead of asked for again on every pass: handed back
+   * (its workflow did not load here) like a request; its owner still runs here, for a lease (its
+   * heartbeat may come back); lost (another process held or took it), for a poll interval.
+   */
+  private async passOverUntaken(runId: string, outcome: Promise<SuperviseOutcome>): Promise<SuperviseOutcome> {
     const settled = await outcome;
-    if (settled.action === "released") this.skipped.set(runId, (this.o.now ?? Date.now)() + LOAD_FAILURE_BACKOFF_MS);
+    const backoffs: Partial<Record<SuperviseOutcome["action"], number>> = {
+      released: LOAD_FAILURE_BACKOFF_MS,
+      skipped: this.leaseMs,
+      lost: Math.min(this.pollIntervalMs, LOCKED_BACKOFF_MS),
+    };
+    const backoff = backoffs[settled.action];
+    if (backoff !== undefined) this.skipped.set(runId, this.localNow() + backoff);
     return settled;
+  }
+
+  private localNow(): number {
+    return (this.o.now ?? Date.now)();
   }
 
   private superviseOptions(): SuperviseOptions {
@@ -280,7 +312,7 @@ export class Worker {
       try {
         workflow = this.byName?.get(row.workflowName)?.workflow ?? (await loadWorkflowFile(row.workflowPath));
       } catch (error) {
-        const nowMs = (this.o.now ?? Date.now)();
+        const nowMs = await clockOf(this.o);
         if ((row.returnCount ?? 0) + 1 >= MAX_LOAD_RETURNS) {
           // Tried often enough, by this worker or others: the run fails, with why, instead of waiting forever.
           const failure = new SmithersError("WORKFLOW_LOAD_FAILED", `No worker could load ${row.workflowPath} (${MAX_LOAD_RETURNS} tries): ${reasonOf(error)}`);
@@ -288,7 +320,7 @@ export class Worker {
           return { runId: row.runId, action: "dropped", reason: failure.message };
         }
         // Another host may have the file: the request goes back, and this worker passes over it a while.
-        this.skipped.set(row.runId, nowMs + LOAD_FAILURE_BACKOFF_MS);
+        this.skipped.set(row.runId, this.localNow() + LOAD_FAILURE_BACKOFF_MS);
         await queue.releaseClaim(this.o.db, row.runId, this.id, { counted: true });
         return { runId: row.runId, action: "returned", reason: reasonOf(error) };
       }
@@ -354,13 +386,14 @@ export class Worker {
   private async renewLeases(): Promise<void> {
     if (this.claimed.size === 0) return;
     try {
-      await queue.renewLeases(this.o.db, this.id, [...this.claimed], (this.o.now ?? Date.now)(), this.leaseMs);
+      await queue.renewLeases(this.o.db, this.id, [...this.claimed], await clockOf(this.o), this.leaseMs);
     } catch (error) {
       this.report({ runId: "", action: "error", reason: `lease renewal failed: ${reasonOf(error)}` });
     }
   }
 
-  private skipList(nowMs: number): string[] {
+  private skipList(): string[] {
+    const nowMs = this.localNow();
     for (const [runId, until] of this.skipped) if (until <= nowMs) this.skipped.delete(runId);
     return [...this.skipped.keys()].slice(-MAX_SKIPPED);
   }

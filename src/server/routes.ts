@@ -16,7 +16,7 @@ import {
   RunStatusSchema,
   sendSignal,
 } from "../engine/index.ts";
-import { ownerAlive } from "../engine/run-setup.ts";
+import { ownerAlive } from "../engine/owner.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { RunQueue } from "./queue.ts";
 import { followRun, startSeq, type FollowOptions } from "./sse.ts";
@@ -155,7 +155,7 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
     const { run } = await knownRun(db, runId);
     if (!run) throw new SmithersError("RUN_EXISTS", `Run "${runId}" is queued already`, { runId });
     // Refused now rather than accepted and dropped by the worker.
-    if (run.status === "running" && ownerAlive(run.runtimeOwnerId, run.heartbeatAtMs, Date.now())) {
+    if (run.status === "running" && ownerAlive(run.runtimeOwnerId, run.heartbeatAtMs, await runs.databaseNow(db), run.heartbeatMs)) {
       throw new SmithersError("RUN_STILL_RUNNING", `Run "${runId}" is running in process ${run.runtimeOwnerId}`, { runId });
     }
     await o.queue.enqueue({ workflow: o.queue.workflowOf(run).name, runId, resume: true });

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import {
   claimRunForResume,
   claimWaitingRun,
+  databaseNow,
   releaseWaitingClaim,
   getRun,
   heartbeatRun,
@@ -51,6 +52,16 @@ forEachBackend((db) => {
       expect(await heartbeatRun(db(), "r1", "owner-a", NOW + 10)).toBe(true);
       const row = await getRun(db(), "r1");
       expect([row?.heartbeatAtMs, row?.runtimeOwnerId]).toEqual([NOW + 10, "owner-a"]);
+    });
+
+    test("without a time, stamps the database's clock (what every host compares heartbeats with)", async () => {
+      await insertRun(db(), run("r1"));
+      const before = await databaseNow(db());
+      expect(await heartbeatRun(db(), "r1", "owner-a")).toBe(true);
+      const after = await databaseNow(db());
+      const beat = (await getRun(db(), "r1"))?.heartbeatAtMs ?? 0;
+      expect(beat >= before && beat <= after).toBe(true);
+      expect(Math.abs(after - Date.now())).toBeLessThan(5_000); // this host's clock is right here: the two agree
     });
 
     test("reports false and changes nothing once another owner has claimed the run", async () => {

@@ -8,6 +8,7 @@ import { copyFileSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { openSmithersDb, queue, runs, type SmithersDb } from "../../src/db/index.ts";
 import { approve, listRunSummaries, MAX_LOAD_RETURNS, runWorkflow, Worker, type WorkerOutcome } from "../../src/engine/index.ts";
+import { ownerIdOf } from "../../src/engine/owner.ts";
 import mixed from "../fixtures/mixed.tsx";
 import { pgTestServer } from "../support/postgres.ts";
 import { rejection, tempDbPath } from "../helpers.ts";
@@ -156,6 +157,27 @@ describe("Worker", () => {
       expect((await runs.getRun(db, "orphan"))?.runtimeOwnerId).not.toBe("gone-host:1:dead");
     } finally {
       delete process.env.MIXED_EXEC_FILE;
+    }
+  });
+
+  test("a stale run whose owner still runs here is passed over for a lease, not asked about on every pass, and taken once the owner is gone", async () => {
+    const dbPath = tempDbPath();
+    const db = openDb(dbPath);
+    expect((await runWorkflow(mixed, { runId: "late", input: { n: 4 }, dbPath, workflowPath: MIXED })).status).toBe("waiting-approval");
+    const owner = Bun.spawn(["sleep", "30"]);
+    await Bun.sleep(50);
+    try {
+      // A live process here (a task blocking its event loop, say) a minute behind on its heartbeat.
+      await runs.updateRun(db, "late", { status: "running", runtimeOwnerId: ownerIdOf(owner.pid, "live"), heartbeatAtMs: Date.now() - 60_000 });
+      const { outcomes } = startWorker(db, { leaseMs: 1_000, pollIntervalMs: 10 });
+      await Bun.sleep(600); // dozens of passes
+      expect(outcomes.filter((o) => o.runId === "late").map((o) => o.action)).toEqual(["skipped"]);
+      owner.kill("SIGKILL");
+      await owner.exited;
+      await until(async () => outcomes.find((o) => o.runId === "late" && o.action === "resumed"), 5_000);
+      expect(outcomes.filter((o) => o.runId === "late").map((o) => o.action)).toEqual(["skipped", "resumed"]);
+    } finally {
+      owner.kill("SIGKILL");
     }
   });
 

@@ -5,6 +5,7 @@
 import { and, asc, eq, lte, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import { smithersCron } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
+import { unlockedRow } from "./shared.ts";
 
 export type CronRow = InferSelectModel<typeof smithersCron>;
 export type NewCronRow = InferInsertModel<typeof smithersCron>;
@@ -105,7 +106,8 @@ export type CronSlotClaim = {
 /**
  * Claims a due slot by compare-and-swap on next_run_at_ms: of several schedulers that read the
  * same row exactly one moves it on. Records the slot, its run id and the skipped slots, and
- * clears the previous error. Returns whether this caller won.
+ * clears the previous error. Returns whether this caller won (false at once for a row another
+ * transaction holds locked).
  */
 export function claimCronSlot(db: SmithersDb, c: CronSlotClaim): Promise<boolean> {
   return db.write(
@@ -121,7 +123,9 @@ export function claimCronSlot(db: SmithersDb, c: CronSlotClaim): Promise<boolean
             skippedSlots: sql`${smithersCron.skippedSlots} + ${c.skipped}`,
             errorJson: null,
           })
-          .where(and(eq(smithersCron.cronId, c.cronId), eq(smithersCron.enabled, true), eq(smithersCron.nextRunAtMs, c.expectedNextRunAtMs)))
+          .where(
+            and(unlockedRow(q.dialect, smithersCron.cronId, c.cronId), eq(smithersCron.enabled, true), eq(smithersCron.nextRunAtMs, c.expectedNextRunAtMs)),
+          )
           .returning({ cronId: smithersCron.cronId })
           .all()
       ).length > 0,

@@ -21,7 +21,7 @@ import { smithersRuns } from "../internal-schema.ts";
 import { perDialect, smaller, type Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
 import { SmithersError } from "../../errors/index.ts";
-import { isSame, notifyWorkers, sqlNames } from "./shared.ts";
+import { isSame, notifyWorkers, sqlNames, unlockedRow } from "./shared.ts";
 
 export type RunRow = InferSelectModel<typeof smithersRuns>;
 export type NewRunRow = InferInsertModel<typeof smithersRuns>;
@@ -45,7 +45,26 @@ const RUN_FIELDS = Object.keys(RUN_COLUMNS)
   .map((key) => `${R[key as keyof typeof RUN_COLUMNS]} AS "${key}"`)
   .join(", ");
 const LOCK_RUN = perDialect((dialect) => `SELECT ${RUN_FIELDS} FROM ${R.$table} WHERE ${R.runId} = ?${dialect === "postgres" ? " FOR UPDATE" : ""}`);
-const HEARTBEAT = `UPDATE ${R.$table} SET ${R.heartbeatAtMs} = ? WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ?`;
+/**
+ * The database's clock in ms since the epoch. Heartbeats, claims and staleness are judged by it,
+ * so clock skew between the hosts of a PostgreSQL deployment cannot make a live run look stale.
+ */
+const CLOCK_MS = perDialect((dialect) =>
+  dialect === "postgres" ? "(extract(epoch from clock_timestamp()) * 1000)::bigint" : "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+);
+const NOW_OR_CLOCK = perDialect((dialect) => `coalesce(${dialect === "postgres" ? "?::bigint" : "?"}, ${CLOCK_MS[dialect]})`);
+const HEARTBEAT = perDialect(
+  (dialect) => `UPDATE ${R.$table} SET ${R.heartbeatAtMs} = ${NOW_OR_CLOCK[dialect]} WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ?`,
+);
+
+/**
+ * What the database's clock says now: the time a process compares heartbeats and leases with
+ * (an injected test clock aside). On SQLite, one host's clock, read the same way.
+ */
+export async function databaseNow(db: SmithersDb): Promise<number> {
+  const row = await db.read("databaseNow", (q) => q.get<{ now: number | string }>(`SELECT ${CLOCK_MS[q.dialect]} AS now`));
+  return Number(row?.now);
+}
 
 /** The set fields of `row` (undefined ones left out, as Drizzle does), as SQL column names and values. */
 function runFields(row: Partial<NewRunRow>): { names: string[]; values: (string | number | null)[] } {
@@ -172,17 +191,20 @@ export async function ownsRun(q: Sql, runId: string, ownerId: string): Promise<b
   return (await q.get(OWNS_RUN[q.dialect], runId, ownerId)) !== undefined;
 }
 
-/** Stamps the heartbeat while `ownerId` still owns the run; false means another process took it over. */
-export function heartbeatRun(db: SmithersDb, runId: string, ownerId: string, nowMs: number): Promise<boolean> {
-  return db.write("heartbeatRun", async (q) => (await q.run(HEARTBEAT, nowMs, runId, ownerId)) > 0);
+/**
+ * Stamps the heartbeat (at `nowMs`, else the database's clock) while `ownerId` still owns the run;
+ * false means another process took it over.
+ */
+export function heartbeatRun(db: SmithersDb, runId: string, ownerId: string, nowMs?: number): Promise<boolean> {
+  return db.write("heartbeatRun", async (q) => (await q.run(HEARTBEAT[q.dialect], nowMs ?? null, runId, ownerId)) > 0);
 }
 
-const BEAT = `UPDATE ${R.$table} SET ${R.heartbeatAtMs} = ? WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ? RETURNING ${R.cancelRequestedAtMs} AS cancel`;
+const BEAT = perDialect((dialect) => `${HEARTBEAT[dialect]} RETURNING ${R.cancelRequestedAtMs} AS cancel`);
 
 /** heartbeatRun that also tells whether someone asked the run to stop (`cancel_requested_at_ms`). */
-export function heartbeat(db: SmithersDb, runId: string, ownerId: string, nowMs: number): Promise<{ owned: boolean; cancelRequested: boolean }> {
+export function heartbeat(db: SmithersDb, runId: string, ownerId: string, nowMs?: number): Promise<{ owned: boolean; cancelRequested: boolean }> {
   return db.write("heartbeatRun", async (q) => {
-    const row = await q.get<{ cancel: number | null }>(BEAT, nowMs, runId, ownerId);
+    const row = await q.get<{ cancel: number | null }>(BEAT[q.dialect], nowMs ?? null, runId, ownerId);
     return { owned: row !== undefined, cancelRequested: row?.cancel != null };
   });
 }
@@ -243,7 +265,7 @@ export type ResumeClaim = {
 /**
  * Compare-and-swap: takes ownership of a stale run only if its owner and heartbeat are still
  * the ones observed and it is still stale, in one UPDATE. Of several supervisors racing for the
- * same run exactly one gets `true`.
+ * same run exactly one gets `true`; a row locked by another transaction gives `false` at once.
  * @example
  * if (await claimRunForResume(db, { runId, expectedOwnerId, expectedHeartbeatAtMs, claimOwnerId: me, nowMs })) resume(runId);
  */
@@ -257,7 +279,7 @@ export function claimRunForResume(db: SmithersDb, claim: ResumeClaim): Promise<b
           .set({ runtimeOwnerId: claim.claimOwnerId, heartbeatAtMs: claim.nowMs })
           .where(
             and(
-              eq(smithersRuns.runId, claim.runId),
+              unlockedRow(q.dialect, smithersRuns.runId, claim.runId),
               isSame(q.dialect, smithersRuns.runtimeOwnerId, claim.expectedOwnerId),
               isSame(q.dialect, smithersRuns.heartbeatAtMs, claim.expectedHeartbeatAtMs),
               staleCondition(claim.nowMs, claim.staleAfterMs ?? STALE_RUN_THRESHOLD_MS, claim.missedBeats),
@@ -308,7 +330,9 @@ export function claimWaitingRun(db: SmithersDb, claim: { runId: string; fromStat
         await q.orm
           .update(smithersRuns)
           .set({ status: "running", runtimeOwnerId: claim.claimOwnerId, heartbeatAtMs: claim.nowMs })
-          .where(and(eq(smithersRuns.runId, claim.runId), eq(smithersRuns.status, claim.fromStatus), lte(smithersRuns.wakeAtMs, claim.nowMs)))
+          .where(
+            and(unlockedRow(q.dialect, smithersRuns.runId, claim.runId), eq(smithersRuns.status, claim.fromStatus), lte(smithersRuns.wakeAtMs, claim.nowMs)),
+          )
           .returning({ runId: smithersRuns.runId })
           .all()
       ).length > 0,

@@ -1,5 +1,5 @@
 /** Small helpers every adapter shares: joining an open transaction and null-safe equality. */
-import { getTableColumns, getTableName, sql, type SQL } from "drizzle-orm";
+import { eq, getTableColumns, getTableName, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { SmithersError } from "../../errors/index.ts";
 import { quoteIdentifier } from "../ddl.ts";
@@ -107,4 +107,16 @@ export async function notifyWorkers(q: Sql): Promise<void> {
 /** `column IS value` (SQLite) / `IS NOT DISTINCT FROM` (PostgreSQL): equality that also matches NULL to NULL. */
 export function isSame(dialect: Dialect, column: SQLiteColumn, value: unknown): SQL {
   return sql`${column} ${sql.raw(nullSafeEq(dialect))} ${value ?? null}`;
+}
+
+/**
+ * `column = value` for a claim's UPDATE, where PostgreSQL skips the row while another transaction
+ * holds it locked (FOR UPDATE SKIP LOCKED): the claim fails at once instead of waiting (on a
+ * process cut off from the database mid-transaction, perhaps) and is tried again on a later pass.
+ * SQLite's write lock leaves no row locked by anyone else.
+ */
+export function unlockedRow(dialect: Dialect, column: SQLiteColumn, value: string): SQL {
+  if (dialect !== "postgres") return eq(column, value);
+  const name = sql.raw(quoteIdentifier(column.name));
+  return sql`${column} = (SELECT ${name} FROM ${sql.raw(quoteIdentifier(getTableName(column.table)))} WHERE ${name} = ${value} FOR UPDATE SKIP LOCKED)`;
 }

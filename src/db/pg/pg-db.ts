@@ -2,9 +2,10 @@
  * PgDb: the PostgreSQL implementation of SmithersDb. A pool of connections; each transaction runs
  * on one of them at READ COMMITTED, and the statements that need more take it: a run's sequences
  * (events, signals, tool calls) under a per-run advisory lock, the owner check of a step under a
- * row lock on its run (FOR UPDATE), claims of queued runs with FOR UPDATE SKIP LOCKED. Schema
- * work (the internal tables, output tables) runs first, under one advisory lock across
- * processes, and every other operation waits for it.
+ * row lock on its run (FOR UPDATE), claims with FOR UPDATE SKIP LOCKED. Schema work (the
+ * internal tables, output tables) runs first, and every other operation waits for it: a look at
+ * the catalogs, and only when something is missing, the DDL under one advisory lock across
+ * processes (so opening a current database takes no lock at all).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { getTableConfig } from "drizzle-orm/pg-core";
@@ -20,11 +21,16 @@ import type { SmithersDb, SmithersDbOptions, StorageSize } from "../store.ts";
 import { liveColumns } from "../schema-signature.ts";
 import { addPgColumnStatement, createPgTableStatements } from "./ddl.ts";
 import { connect, isRetryablePgError, PgSql, redactUrl, type PgClient, type PgClientOptions } from "./driver.ts";
+import { pgSchemaCurrent } from "./schema-check.ts";
 import { pgInternalTables, toPgTable } from "./tables.ts";
 
 type TxToken = { readonly db: PgDb; readonly label: string; readonly q: PgSql; readonly onCommit: (() => void)[]; readonly onRollback: (() => void)[] };
 
 const txContext = new AsyncLocalStorage<TxToken>();
+
+/** How long close() waits for schema work, then for queries in flight, in seconds. */
+const CLOSE_TIMEOUT_S = 5;
+const FALSE = () => false;
 
 /** The advisory lock every process takes for schema changes (key space 0). */
 const SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(0, 0)";
@@ -63,10 +69,14 @@ export class PgDb implements SmithersDb {
     this.ready =
       options.ensureTables === false
         ? Promise.resolve()
-        : this.schemaWork("ensureSmithersTables", async (q) => {
-            if (schema) await q.exec(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(schema)}`);
-            await ensurePgSmithersTables(q);
-          });
+        : this.schemaWork(
+            "ensureSmithersTables",
+            async (q) => {
+              if (schema) await q.exec(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(schema)}`);
+              await ensurePgSmithersTables(q);
+            },
+            async (q) => ((await pgSchemaCurrent(q, schema)) ? { done: undefined } : undefined),
+          );
     // A failure is reported by the first operation that waits for it, not as an unhandled rejection.
     this.ready.catch(() => undefined);
   }
@@ -127,7 +137,18 @@ export class PgDb implements SmithersDb {
 
   /** Creates and forward-migrates output tables before any later operation runs. */
   ensureOutputTables(infos: readonly OutputTableInfo[]): Promise<MigrationReport> {
-    const report = this.schemaWork("ensureOutputTables", (q) => migratePgOutputTables(q, infos));
+    const report = this.schemaWork(
+      "ensureOutputTables",
+      async (q) => {
+        const plan = await planPgOutputTables(q, infos);
+        for (const statement of plan.statements) await q.exec(statement);
+        return plan.report;
+      },
+      async (q) => {
+        const plan = await planPgOutputTables(q, infos);
+        return plan.statements.length === 0 ? { done: plan.report } : undefined;
+      },
+    );
     this.ready = report.then(() => undefined);
     this.ready.catch(() => undefined);
     return report;
@@ -170,14 +191,18 @@ export class PgDb implements SmithersDb {
 
   /**
    * Lets the schema work already started finish first (as on SQLite, where opening migrates at
-   * once, a database opened and closed straight away has its tables), then ends the pool.
+   * once, a database opened and closed straight away has its tables; up to CLOSE_TIMEOUT_S), then
+   * ends the pool.
    */
   close(): Promise<void> {
     if (this.holders > 1) {
       this.holders--;
       return Promise.resolve();
     }
-    this.closing ??= this.ready.catch(() => undefined).then(() => this.client.end({ timeout: 5 }));
+    // Schema work gets a while to finish; a server that does not answer it (a partition) does not
+    // hold the close for ever, and then neither do the queries waiting behind it.
+    const gaveUp = new Promise<boolean>((done) => setTimeout(() => done(true), CLOSE_TIMEOUT_S * 1000).unref());
+    this.closing ??= Promise.race([this.ready.then(FALSE, FALSE), gaveUp]).then((stuck) => this.client.end({ timeout: stuck ? 0 : CLOSE_TIMEOUT_S }));
     return this.closing;
   }
 
@@ -191,11 +216,16 @@ export class PgDb implements SmithersDb {
     return this.ready.then(run);
   }
 
-  /** Schema work in a transaction of its own, after the schema work before it, under the schema lock. */
-  private schemaWork<T>(label: string, fn: (q: Sql) => Promise<T>): Promise<T> {
+  /**
+   * Schema work after the schema work before it: `current` looks without a lock and answers when
+   * there is nothing to do; otherwise `fn` runs in a transaction of its own under the schema lock.
+   */
+  private schemaWork<T>(label: string, fn: (q: Sql) => Promise<T>, current: (q: Sql) => Promise<{ done: T } | undefined>): Promise<T> {
     const previous = this.ready ?? Promise.resolve();
-    return previous.then(() =>
-      this.retry(
+    return previous.then(async () => {
+      const looked = await this.retry(label, () => current(this.sql));
+      if (looked) return looked.done;
+      return this.retry(
         label,
         () =>
           this.client.begin(async (tx) => {
@@ -203,8 +233,8 @@ export class PgDb implements SmithersDb {
             await q.exec(SCHEMA_LOCK);
             return fn(q);
           }) as Promise<T>,
-      ),
-    );
+      );
+    });
   }
 
   private retry<T>(label: string, operation: () => Promise<T>): Promise<T> {
@@ -260,14 +290,15 @@ async function ensurePgSmithersTables(q: Sql): Promise<void> {
   await q.exec(decidedGateBackfill());
 }
 
-/** Forward-only migration of output tables, with the same report as on SQLite. */
-async function migratePgOutputTables(q: Sql, infos: readonly OutputTableInfo[]): Promise<MigrationReport> {
+/** Forward-only migration of output tables, with the same report as on SQLite: the DDL it needs, not yet run. */
+async function planPgOutputTables(q: Sql, infos: readonly OutputTableInfo[]): Promise<{ statements: string[]; report: MigrationReport }> {
   const report: MigrationReport = { created: [], added: [], typeChanges: [], removed: [] };
+  const statements: string[] = [];
   for (const info of infos) {
     const table = toPgTable(info.table);
     const onDisk = await liveColumns(q, info.tableName);
     if (onDisk.length === 0) {
-      for (const statement of createPgTableStatements(table)) await q.exec(statement);
+      statements.push(...createPgTableStatements(table));
       report.created.push(info.tableName);
       continue;
     }
@@ -277,7 +308,7 @@ async function migratePgOutputTables(q: Sql, infos: readonly OutputTableInfo[]):
     for (const column of wanted) {
       const actual = types.get(column.name);
       if (actual === undefined) {
-        await q.exec(addPgColumnStatement(info.tableName, column));
+        statements.push(addPgColumnStatement(info.tableName, column));
         report.added.push({ table: info.tableName, column: column.name });
       } else if (actual !== column.getSQLType().toLowerCase()) {
         report.typeChanges.push({ table: info.tableName, column: column.name, expected: column.getSQLType(), actual });
@@ -287,5 +318,5 @@ async function migratePgOutputTables(q: Sql, infos: readonly OutputTableInfo[]):
     const wantedNames = new Set(wanted.map((c) => c.name));
     for (const name of types.keys()) if (!wantedNames.has(name)) report.removed.push({ table: info.tableName, column: name });
   }
-  return report;
+  return { statements, report };
 }
