@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import type { Store } from "./store.ts";
 
-export type Invariant = { name: string; checked: number; violations: string[] };
+export type Invariant = { name: string; checked: number; violations: string[]; notes?: string[] };
 
 const ENDED = new Set(["finished", "continued", "failed", "cancelled"]);
 /** The soak workflows' task tables: every row in them was written by a body that logged its execution. */
@@ -53,11 +53,13 @@ async function runsSettled(store: Store, acked: ReadonlySet<string>, now: number
   const byRun = Map.groupBy(open, (n) => n.run_id);
   const queued = await store.all<{ run_id: string; claimed_by: string | null }>("SELECT run_id, claimed_by FROM _smithers_queue");
   const violations: string[] = [];
+  const notes: string[] = [];
   for (const run of runs) {
     if (ENDED.has(run.status)) continue;
     if (run.status.startsWith("waiting-")) {
       const reason = await waitReason(store, run, byRun.get(run.run_id) ?? [], now);
-      if (!reason) violations.push(`${run.run_id}: ${run.status}, but what it waits for has come (wake_at_ms ${run.wake_at_ms ?? "null"}): not woken`);
+      if (reason) notes.push(`${run.run_id}: ${run.status}: ${reason}`);
+      else violations.push(`${run.run_id}: ${run.status}, but what it waits for has come (wake_at_ms ${run.wake_at_ms ?? "null"}): not woken`);
       continue;
     }
     const beat = run.heartbeat_at_ms === null ? "never" : `${now - Number(run.heartbeat_at_ms)} ms ago`;
@@ -66,7 +68,7 @@ async function runsSettled(store: Store, acked: ReadonlySet<string>, now: number
   for (const q of queued) violations.push(`${q.run_id}: still queued (claimed by ${q.claimed_by ?? "nobody"})`);
   const known = new Set([...runs.map((r) => r.run_id), ...queued.map((q) => q.run_id)]);
   for (const id of acked) if (!known.has(id)) violations.push(`${id}: its start was acknowledged, but there is no run or queued request`);
-  return { name: "every run ended or waits for a stated reason", checked: runs.length + queued.length, violations };
+  return { name: "every run ended or waits for a stated reason", checked: runs.length + queued.length, violations, notes };
 }
 
 /** I2: one output row per task that finished, none twice, none for a task that did not finish. */
@@ -167,6 +169,13 @@ export async function dbFigures(store: Store): Promise<Record<string, number>> {
     out[`failed: ${code}`] = (out[`failed: ${code}`] ?? 0) + 1;
   }
   for (const r of await store.all<{ state: string; n: number }>("SELECT state, count(*) AS n FROM _smithers_attempts GROUP BY state")) out[`attempts ${r.state}`] = Number(r.n);
+  const took = (await store.all<{ ms: number }>("SELECT finished_at_ms - created_at_ms AS ms FROM _smithers_runs WHERE finished_at_ms IS NOT NULL"))
+    .map((r) => Number(r.ms))
+    .sort((a, b) => a - b);
+  const at = (q: number) => (took.length === 0 ? 0 : took[Math.min(took.length - 1, Math.floor(q * took.length))]! / 1000);
+  out["run duration median, s"] = at(0.5);
+  out["run duration p95, s"] = at(0.95);
+  out["run duration max, s"] = at(1);
   const retries = await store.all<{ n: number }>("SELECT count(*) AS n FROM _smithers_events WHERE type = 'NodeRetrying'");
   out["retries (NodeRetrying events)"] = Number(retries[0]?.n ?? 0);
   return out;

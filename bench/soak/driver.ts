@@ -5,6 +5,7 @@
  * `soak.go` through `smithers signal` or `POST /runs/:id/signals`). It keeps a ledger of the runs
  * whose start was acknowledged, which the checker holds against the database.
  */
+import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Pool } from "./procs.ts";
 import { ROOT } from "./procs.ts";
@@ -41,9 +42,12 @@ export type Driver = {
 };
 
 const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
-const codeOf = (text: string) => /\b([A-Z][A-Z_]{4,})\b/.exec(text)?.[1] ?? (text.trim().split("\n").pop() ?? "").slice(0, 80);
+/** The error code a failed command printed (`smithers: CODE: …`), else its first line naming an error. */
+const codeOf = (text: string) =>
+  /\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b/.exec(text)?.[1] ?? (text.split("\n").find((l) => /error/i.test(l)) ?? text.trim().split("\n")[0] ?? "").trim().slice(0, 80);
 
-export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => string | undefined; denyP: number }): Driver {
+/** `refusalLog`: every refused start or answer is appended there whole (the counters keep only its code). */
+export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => string | undefined; denyP: number; refusalLog: string }): Driver {
   const { pool, store } = o;
   const acked: Driver["acked"] = new Map();
   const counters: Counters = {};
@@ -63,23 +67,36 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
     void p.finally(() => inFlight.delete(p));
   };
 
-  async function http(path: string, body: unknown): Promise<{ ok: boolean; code: string }> {
+  type Outcome = { ok: boolean; code: string; text?: string };
+  const refused = (how: string, id: string, r: Outcome) => {
+    count(refusals, `${how}: ${r.code}`);
+    appendFileSync(o.refusalLog, `${new Date().toISOString()} ${how} ${id}: ${r.code}\n${r.text ?? ""}\n`);
+  };
+
+  async function http(path: string, body: unknown): Promise<Outcome> {
     const url = o.serveUrl();
     if (!url) return { ok: false, code: "SERVE_DOWN" };
     try {
       const res = await fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
       const text = await res.text();
-      return { ok: res.ok, code: res.ok ? "" : ((JSON.parse(text || "{}") as { code?: string }).code ?? `HTTP_${res.status}`) };
+      if (res.ok) return { ok: true, code: "" };
+      let code = `HTTP_${res.status}`;
+      try {
+        code = (JSON.parse(text) as { code?: string }).code ?? code;
+      } catch {
+        // not JSON: the status says it
+      }
+      return { ok: false, code, text };
     } catch (e) {
       return { ok: false, code: (e as Error).name === "TimeoutError" ? "HTTP_TIMEOUT" : "HTTP_UNREACHABLE" };
     }
   }
 
-  async function cliRun(args: string[]): Promise<{ ok: boolean; code: string }> {
+  async function cliRun(args: string[]): Promise<Outcome> {
     cli++;
     try {
       const r = await pool.run([...args, "--db", store.target]);
-      return { ok: r.code === 0, code: r.timedOut ? "CLI_TIMEOUT" : r.code === 0 ? "" : codeOf(r.out) };
+      return { ok: r.code === 0, code: r.timedOut ? "CLI_TIMEOUT" : r.code === 0 ? "" : codeOf(r.out), text: r.out };
     } finally {
       cli--;
     }
@@ -104,8 +121,10 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
       track(
         child.proc.exited.then((code) => {
           ups--;
-          if (code === 0 || code === 1 || code === 3) acked.set(runId, { kind, channel });
-          count(counters, child.proc.signalCode === "SIGKILL" ? "up killed" : `up exit ${code}`);
+          // Its last line names the run and how it stopped; an exit 1 without it is an error before the run began.
+          const named = readFileSync(child.log, "utf8").includes(`run ${runId} `);
+          if (named) acked.set(runId, { kind, channel });
+          count(counters, child.proc.signalCode === "SIGKILL" ? "up killed" : `up exit ${code}${named ? "" : " (no run)"}`);
         }),
       );
       return;
@@ -115,7 +134,7 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
         ? await http("/runs", { workflow: kind, runId, input })
         : await cliRun(["up", workflowPath(kind), "--detach", "--run-id", runId, "--input", JSON.stringify(input)]);
     if (started.ok) acked.set(runId, { kind, channel });
-    else count(refusals, `start via ${channel}: ${started.code}`);
+    else refused(`start via ${channel}`, runId, started);
   }
 
   async function decide(runId: string, nodeId: string, iteration: number, key: string): Promise<void> {
@@ -128,7 +147,7 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
     // Decided already (a racing answer, or an answer whose reply was lost to a kill): nothing left to do.
     if (r.ok || r.code === "APPROVAL_DECIDED" || r.code === "APPROVAL_NOT_FOUND") done.add(key);
     if (r.ok) count(counters, how);
-    else count(refusals, `${how}: ${r.code}`);
+    else refused(how, runId, r);
   }
 
   async function signal(runId: string, n: number): Promise<void> {
@@ -141,7 +160,7 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
     if (r.ok) {
       done.add(runId);
       count(counters, how);
-    } else count(refusals, `${how}: ${r.code}`);
+    } else refused(how, runId, r);
   }
 
   async function answer(now = false): Promise<void> {

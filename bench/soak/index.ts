@@ -5,10 +5,10 @@
  *   bun run bench/soak/index.ts --minutes 10 --db sqlite
  *   bun run bench/soak/index.ts --minutes 10 --db postgres
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { markdownTable } from "../markdown-table.ts";
 import { checkInvariants, dbFigures } from "./check.ts";
@@ -120,7 +120,7 @@ async function main(): Promise<number> {
       const c = pool.daemon("serve");
       return c && c.proc.exitCode === null && c.proc.signalCode === null ? serveUrl : undefined;
     };
-    const driver = createDriver({ pool, store, serveUrl: serveAlive, denyP: o.denyP });
+    const driver = createDriver({ pool, store, serveUrl: serveAlive, denyP: o.denyP, refusalLog: join(dir, "refused.log") });
     driver.acked.set("s00000-pipeline", { kind: "pipeline", channel: "up" });
     const kills: Record<string, number> = {};
     const workStart = Date.now();
@@ -173,7 +173,9 @@ async function main(): Promise<number> {
 
     const { invariants, exec } = await checkInvariants(store, { execFile, acked: new Set(driver.acked.keys()) });
     const figures = await dbFigures(store);
-    report({ o, invariants, exec, figures, driver, kills, exits, pool, workMs: o.minutes * 60_000, settledMs, open, totalMs: endAt - workStart });
+    const text = report({ o, invariants, exec, figures, driver, kills, exits, pool, workMs: o.minutes * 60_000, settledMs, open, totalMs: endAt - workStart });
+    console.log(text);
+    writeFileSync(join(dir, "report.md"), `${text}\n`);
     const failed = invariants.some((i) => i.violations.length > 0);
     keepDir ||= failed;
     if (keepDir) console.log(`\nkept for inspection: ${dir}`);
@@ -185,6 +187,9 @@ async function main(): Promise<number> {
   } finally {
     await pool.stopAll(5_000);
     await store?.close();
+    // The server's log names the cause of any failed statement (the processes print only drizzle's "Failed query").
+    const pgLog = pg ? join(dirname(pg.server.dataDir), "server.log") : undefined;
+    if (pgLog && existsSync(pgLog)) copyFileSync(pgLog, join(dir, "postgres.log"));
     await pg?.server.stop();
     if (!keepDir) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
   }
@@ -205,20 +210,25 @@ type ReportInput = {
   totalMs: number;
 };
 
-function report(r: ReportInput): void {
+function report(r: ReportInput): string {
+  const lines: string[] = [];
+  const log = (line: string) => lines.push(line);
   const total = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
-  console.log(`\n## Invariants (${r.o.backend}, ${r.o.minutes} min)\n`);
-  console.log(
+  log(`\n## Invariants (${r.o.backend}, ${r.o.minutes} min)\n`);
+  log(
     markdownTable(
       ["invariant", "checked", "violations", "result"],
       r.invariants.map((i) => [i.name, fmt(i.checked), fmt(i.violations.length), i.violations.length === 0 ? "holds" : "FAILS"]),
     ),
   );
+  for (const note of r.invariants.flatMap((i) => i.notes ?? [])) log(`  still waiting, with a reason: ${note}`);
   for (const i of r.invariants.filter((x) => x.violations.length > 0)) {
-    console.log(`\n${i.name}: ${i.violations.length} violation(s)`);
-    for (const v of i.violations.slice(0, 20)) console.log(`  - ${v}`);
-    if (i.violations.length > 20) console.log(`  … and ${i.violations.length - 20} more`);
+    log(`\n${i.name}: ${i.violations.length} violation(s)`);
+    for (const v of i.violations.slice(0, 20)) log(`  - ${v}`);
+    if (i.violations.length > 20) log(`  … and ${i.violations.length - 20} more`);
   }
+  // A request to a server that is down, or killed before it answered, is refused by design; anything else is worth reading.
+  const expected = Object.fromEntries(Object.entries(r.driver.refusals).filter(([k]) => /: (SERVE_DOWN|HTTP_UNREACHABLE|HTTP_TIMEOUT)$/.test(k)));
   const ended = (r.figures["runs finished"] ?? 0) + (r.figures["runs failed"] ?? 0) + (r.figures["runs cancelled"] ?? 0);
   const committed = r.figures["attempts finished"] ?? 0;
   const rows: [string, number | string][] = [
@@ -227,27 +237,31 @@ function report(r: ReportInput): void {
     ...Object.entries(r.figures),
     ["kills (kill -9)", total(r.kills)],
     ...Object.entries(r.kills).map(([k, n]): [string, number] => [`  of ${k}`, n]),
+    ["daemons that exited by themselves (restarted)", r.pool.crashes.length],
     ["task bodies executed", r.exec.bodies],
     ["bodies of attempts killed mid-way (legitimate re-runs)", r.exec.reRuns],
-    ["refused starts and answers", total(r.driver.refusals)],
+    ["refused starts and answers: serve down or killed mid-request", total(expected)],
+    ["refused starts and answers: any other reason (refused.log)", total(r.driver.refusals) - total(expected)],
     ...Object.entries(r.driver.refusals).map(([k, n]): [string, number] => [`  ${k}`, n]),
     ["settle time, s", r.settledMs / 1000],
     ["runs or requests still open when settling stopped", r.open],
     ["runs ended per minute (work + settle)", (ended / r.totalMs) * 60_000],
     ["tasks committed per second (work + settle)", (committed / r.totalMs) * 1000],
   ];
-  console.log(`\n## Figures\n`);
-  console.log(markdownTable(["figure", "value"], rows.map(([k, v]) => [k, typeof v === "number" ? fmt(v) : v])));
+  log(`\n## Figures\n`);
+  log(markdownTable(["figure", "value"], rows.map(([k, v]) => [k, typeof v === "number" ? fmt(v) : v])));
+  for (const c of r.pool.crashes) log(`\ndaemon ${c.name} exited by itself (exit ${c.code}), started again; its log: ${c.log}`);
   const unclean = r.exits.filter((e) => e.code !== 0 || e.forced);
-  if (unclean.length > 0) console.log(`\nprocesses that did not stop cleanly on SIGTERM: ${unclean.map((e) => `${e.name} (${e.forced ? "killed after 15 s" : `exit ${e.code}`})`).join(", ")}`);
+  if (unclean.length > 0) log(`\nprocesses that did not stop cleanly on SIGTERM: ${unclean.map((e) => `${e.name} (${e.forced ? "killed after 15 s" : `exit ${e.code}`})`).join(", ")}`);
   const notable = notableLogLines(r.pool.logDir, NOTABLE);
   if (notable.size > 0) {
-    console.log("\nlog lines worth reading (first 5 per process kind):");
+    log("\nlog lines worth reading (first 5 per process kind):");
     for (const [kind, lines] of notable) {
-      console.log(`  ${kind}: ${lines.length} line(s)`);
-      for (const l of lines.slice(0, 5)) console.log(`    ${l}`);
+      log(`  ${kind}: ${lines.length} line(s)`);
+      for (const l of lines.slice(0, 5)) log(`    ${l}`);
     }
   }
+  return lines.join("\n");
 }
 
 try {

@@ -26,6 +26,8 @@ export type Pool = {
   /** SIGTERM every daemon and transient process, waits up to `graceMs`, then SIGKILLs what is left; their exit codes. */
   stopAll(graceMs: number): Promise<{ name: string; code: number | null; forced: boolean }[]>;
   logDir: string;
+  /** Daemons that exited without being killed or stopped (each is started again, as a service manager would): name, exit code, log file. */
+  crashes: { name: string; code: number | null; log: string }[];
 };
 
 /** `daemons`: each daemon's name and arguments (after the CLI path). */
@@ -33,6 +35,8 @@ export function createPool(o: { logDir: string; env: Record<string, string>; dae
   const live = new Map<string, Child>();
   const transient = new Set<Child>();
   const restarts = new Set<ReturnType<typeof setTimeout>>();
+  const killed = new WeakSet<Child>();
+  const crashes: Pool["crashes"] = [];
   let counter = 0;
   let stopping = false;
 
@@ -47,11 +51,21 @@ export function createPool(o: { logDir: string; env: Record<string, string>; dae
 
   const pool: Pool = {
     logDir: o.logDir,
+    crashes,
     startDaemon(name) {
       const args = o.daemons[name];
       if (!args) throw new Error(`no daemon ${name}`);
       const child = spawn(name, name.replace(/-\w+$/, ""), args);
       live.set(name, child);
+      void child.proc.exited.then((code) => {
+        if (stopping || killed.has(child) || live.get(name) !== child) return;
+        crashes.push({ name, code, log: child.log });
+        const timer = setTimeout(() => {
+          restarts.delete(timer);
+          if (!stopping) pool.startDaemon(name);
+        }, 1_000);
+        restarts.add(timer);
+      });
       return child;
     },
     startTransient(kind, args) {
@@ -74,6 +88,7 @@ export function createPool(o: { logDir: string; env: Record<string, string>; dae
       return { code, out: `${out}${err}`, timedOut };
     },
     async kill9(child, restartAfterMs) {
+      killed.add(child);
       child.proc.kill("SIGKILL");
       await child.proc.exited;
       if (live.get(child.name) !== child) return;
