@@ -18,11 +18,19 @@ type AttemptRow = { run_id: string; node_id: string; iteration: number; attempt:
 
 const nodeKey = (r: { run_id: string; node_id: string; iteration: number }) => `${r.run_id} ${r.node_id} ${Number(r.iteration)}`;
 
+/** Answers the soak's driver got an acknowledgement for: signalled run ids, decided gates as `runId|nodeId|iteration`. */
+export type Answered = { signals: ReadonlySet<string>; gates: ReadonlySet<string> };
+
 /** Why a waiting run waits, or undefined when what it waits for has come (it should have been woken). */
-async function waitReason(store: Store, run: RunRow, waiting: NodeRow[], now: number): Promise<string | undefined> {
+async function waitReason(store: Store, run: RunRow, waiting: NodeRow[], now: number, answered: Answered): Promise<string | undefined> {
   if (run.wake_at_ms !== null && Number(run.wake_at_ms) <= now) return undefined; // marked due: an answer arrived or a time passed
   if (run.status === "waiting-approval") {
-    const open = await store.all("SELECT 1 AS x FROM _smithers_approvals WHERE run_id = ? AND status = 'requested'", run.run_id);
+    const open = await store.all<{ node_id: string; iteration: number }>(
+      "SELECT node_id, iteration FROM _smithers_approvals WHERE run_id = ? AND status = 'requested'",
+      run.run_id,
+    );
+    // A decision that was acknowledged and is not stored was lost.
+    if (open.some((g) => answered.gates.has(`${run.run_id}|${g.node_id}|${Number(g.iteration)}`))) return undefined;
     return open.length > 0 ? "approval not decided" : undefined;
   }
   if (run.status === "waiting-timer") {
@@ -39,13 +47,21 @@ async function waitReason(store: Store, run: RunRow, waiting: NodeRow[], now: nu
       );
       if (sent.length > 0) return undefined;
     }
-    return "no signal sent";
+    const signals = await store.all<{ c: number; r: number; n: number }>(
+      "SELECT count(consumed_by_node_id) AS c, count(rejected_json) AS r, count(*) AS n FROM _smithers_signals WHERE run_id = ?",
+      run.run_id,
+    );
+    const s = signals[0];
+    const stored = s ? `${s.n} signal(s) stored, ${s.c} taken, ${s.r} refused` : "";
+    // A signal that was acknowledged and is neither waiting to be taken nor taken was lost.
+    if (answered.signals.has(run.run_id)) return undefined;
+    return `no signal sent (${stored})`;
   }
   return undefined;
 }
 
 /** I1: every run ended, or waits for something that has not come; nothing acknowledged was lost, nothing left queued. */
-async function runsSettled(store: Store, acked: ReadonlySet<string>, now: number): Promise<Invariant> {
+async function runsSettled(store: Store, acked: ReadonlySet<string>, answered: Answered, now: number): Promise<Invariant> {
   const runs = await store.all<RunRow>("SELECT run_id, status, runtime_owner_id, heartbeat_at_ms, wake_at_ms FROM _smithers_runs");
   const open = await store.all<NodeRow>(
     "SELECT run_id, node_id, iteration, state, wake_at_ms, wait_json, output_table FROM _smithers_nodes WHERE state IN ('waiting-approval', 'waiting-event', 'waiting-timer', 'pending')",
@@ -57,9 +73,9 @@ async function runsSettled(store: Store, acked: ReadonlySet<string>, now: number
   for (const run of runs) {
     if (ENDED.has(run.status)) continue;
     if (run.status.startsWith("waiting-")) {
-      const reason = await waitReason(store, run, byRun.get(run.run_id) ?? [], now);
+      const reason = await waitReason(store, run, byRun.get(run.run_id) ?? [], now, answered);
       if (reason) notes.push(`${run.run_id}: ${run.status}: ${reason}`);
-      else violations.push(`${run.run_id}: ${run.status}, but what it waits for has come (wake_at_ms ${run.wake_at_ms ?? "null"}): not woken`);
+      else violations.push(`${run.run_id}: ${run.status}, but what it waits for has come (wake_at_ms ${run.wake_at_ms ?? "null"}): not woken, or the answer was lost`);
       continue;
     }
     const beat = run.heartbeat_at_ms === null ? "never" : `${now - Number(run.heartbeat_at_ms)} ms ago`;
@@ -153,10 +169,13 @@ async function eventsGapFree(store: Store): Promise<Invariant> {
   return { name: "events gap-free per run", checked: per.length, violations };
 }
 
-export async function checkInvariants(store: Store, o: { execFile: string; acked: ReadonlySet<string> }): Promise<{ invariants: Invariant[]; exec: ExecStats }> {
+export async function checkInvariants(
+  store: Store,
+  o: { execFile: string; acked: ReadonlySet<string>; answered: Answered },
+): Promise<{ invariants: Invariant[]; exec: ExecStats }> {
   const now = Date.now();
   const bodies = await bodiesOnce(store, o.execFile);
-  const invariants = [await runsSettled(store, o.acked, now), await outputsOnce(store), bodies, await nothingRunning(store), await eventsGapFree(store)];
+  const invariants = [await runsSettled(store, o.acked, o.answered, now), await outputsOnce(store), bodies, await nothingRunning(store), await eventsGapFree(store)];
   return { invariants, exec: { bodies: bodies.bodies, reRuns: bodies.reRuns } };
 }
 
@@ -179,4 +198,29 @@ export async function dbFigures(store: Store): Promise<Record<string, number>> {
   const retries = await store.all<{ n: number }>("SELECT count(*) AS n FROM _smithers_events WHERE type = 'NodeRetrying'");
   out["retries (NodeRetrying events)"] = Number(retries[0]?.n ?? 0);
   return out;
+}
+
+/** Events after which a run pauses by design: it waits for a person, a signal, a time or a retry's backoff. */
+const WAIT_EVENTS = new Set(["RunWaiting", "TimerScheduled", "SignalWaiting", "ApprovalRequested", "NodeRetrying"]);
+
+/**
+ * The longest pauses between two consecutive events of a run that were not waits by design: a
+ * process killed with the run in hand (until another takes it over), or a step that stalled.
+ */
+export async function longestPauses(store: Store, n: number): Promise<string[]> {
+  const events = await store.all<{ run_id: string; seq: number; timestamp_ms: number; type: string }>(
+    "SELECT run_id, seq, timestamp_ms, type FROM _smithers_events ORDER BY run_id, seq",
+  );
+  const gaps: { ms: number; text: string }[] = [];
+  for (let i = 1; i < events.length; i++) {
+    const a = events[i - 1]!;
+    const b = events[i]!;
+    if (a.run_id !== b.run_id || WAIT_EVENTS.has(a.type)) continue;
+    const ms = Number(b.timestamp_ms) - Number(a.timestamp_ms);
+    gaps.push({ ms, text: `${a.run_id}: ${(ms / 1000).toFixed(1)} s from ${a.type} (seq ${a.seq}) to ${b.type}` });
+  }
+  return gaps
+    .sort((x, y) => y.ms - x.ms)
+    .slice(0, n)
+    .map((g) => g.text);
 }

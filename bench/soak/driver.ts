@@ -34,6 +34,8 @@ export type Driver = {
   answer(now?: boolean): Promise<void>;
   /** Runs whose start was acknowledged (exit 0/1/3 of up, exit 0 of up --detach, 202 of POST /runs), with how. */
   acked: Map<string, { kind: Kind; channel: Channel }>;
+  /** Answers that were acknowledged: signalled run ids, and decided gates as `runId|nodeId|iteration`. */
+  answered: { signals: Set<string>; gates: Set<string> };
   counters: Counters;
   /** Error codes of answers and starts that were refused, with how often. */
   refusals: Counters;
@@ -61,6 +63,7 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
   const due = new Map<string, number>();
   const done = new Set<string>();
   const busy = new Set<string>();
+  const answered: Driver["answered"] = { signals: new Set(), gates: new Set() };
 
   const track = (p: Promise<unknown>) => {
     inFlight.add(p);
@@ -146,8 +149,10 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
     const how = `${verb} via ${viaHttp ? "http" : "cli"}`;
     // Decided already (a racing answer, or an answer whose reply was lost to a kill): nothing left to do.
     if (r.ok || r.code === "APPROVAL_DECIDED" || r.code === "APPROVAL_NOT_FOUND") done.add(key);
-    if (r.ok) count(counters, how);
-    else refused(how, runId, r);
+    if (r.ok) {
+      answered.gates.add(key);
+      count(counters, how);
+    } else refused(how, runId, r);
   }
 
   async function signal(runId: string, n: number): Promise<void> {
@@ -159,6 +164,7 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
     const how = `signal via ${viaHttp ? "http" : "cli"}`;
     if (r.ok) {
       done.add(runId);
+      answered.signals.add(runId);
       count(counters, how);
     } else refused(how, runId, r);
   }
@@ -190,6 +196,7 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
     submit,
     answer,
     acked,
+    answered,
     counters,
     refusals,
     idle: async () => {

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { markdownTable } from "../markdown-table.ts";
-import { checkInvariants, dbFigures } from "./check.ts";
+import { checkInvariants, dbFigures, longestPauses } from "./check.ts";
 import { createDriver, WORKFLOWS_DIR, workflowPath } from "./driver.ts";
 import { createPool, notableLogLines, type Pool } from "./procs.ts";
 import { openStore, startSoakPostgres, type Backend, type Store } from "./store.ts";
@@ -28,7 +28,7 @@ const USAGE = `Usage: bun run bench/soak/index.ts [--minutes N] [--db sqlite|pos
 
 const ENDED_SQL = "('finished', 'failed', 'cancelled', 'continued')";
 /** Log lines worth reading when something fails. */
-const NOTABLE = /locked|TypeError|uncaught|Unhandled|panic|SQLITE_|ENGINE_ERROR|DB_WRITE_FAILED|released|error /i;
+const NOTABLE = /database is locked|TypeError|uncaught|unhandled|panic|SQLITE_|ENGINE_ERROR|DB_WRITE_FAILED|released |deadlock|Failed query/i;
 
 function flags() {
   const { values } = parseArgs({
@@ -171,9 +171,10 @@ async function main(): Promise<number> {
     const exits = await pool.stopAll(15_000);
     const endAt = Date.now();
 
-    const { invariants, exec } = await checkInvariants(store, { execFile, acked: new Set(driver.acked.keys()) });
+    const { invariants, exec } = await checkInvariants(store, { execFile, acked: new Set(driver.acked.keys()), answered: driver.answered });
     const figures = await dbFigures(store);
-    const text = report({ o, invariants, exec, figures, driver, kills, exits, pool, workMs: o.minutes * 60_000, settledMs, open, totalMs: endAt - workStart });
+    const pauses = await longestPauses(store, 5);
+    const text = report({ o, invariants, exec, figures, pauses, driver, kills, exits, pool, workMs: o.minutes * 60_000, settledMs, open, totalMs: endAt - workStart });
     console.log(text);
     writeFileSync(join(dir, "report.md"), `${text}\n`);
     const failed = invariants.some((i) => i.violations.length > 0);
@@ -200,6 +201,7 @@ type ReportInput = {
   invariants: Awaited<ReturnType<typeof checkInvariants>>["invariants"];
   exec: Awaited<ReturnType<typeof checkInvariants>>["exec"];
   figures: Record<string, number>;
+  pauses: string[];
   driver: ReturnType<typeof createDriver>;
   kills: Record<string, number>;
   exits: { name: string; code: number | null; forced: boolean }[];
@@ -250,6 +252,8 @@ function report(r: ReportInput): string {
   ];
   log(`\n## Figures\n`);
   log(markdownTable(["figure", "value"], rows.map(([k, v]) => [k, typeof v === "number" ? fmt(v) : v])));
+  log("\nlongest pauses inside runs, not waits (a kill -9 costs up to the lease, 2 s, for a worker's run, and ~20 s, four missed 5 s beats, for an up's):");
+  for (const p of r.pauses) log(`  ${p}`);
   for (const c of r.pool.crashes) log(`\ndaemon ${c.name} exited by itself (exit ${c.code}), started again; its log: ${c.log}`);
   const unclean = r.exits.filter((e) => e.code !== 0 || e.forced);
   if (unclean.length > 0) log(`\nprocesses that did not stop cleanly on SIGTERM: ${unclean.map((e) => `${e.name} (${e.forced ? "killed after 15 s" : `exit ${e.code}`})`).join(", ")}`);
