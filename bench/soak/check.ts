@@ -75,7 +75,10 @@ async function runsSettled(store: Store, acked: ReadonlySet<string>, answered: A
     if (run.status.startsWith("waiting-")) {
       const reason = await waitReason(store, run, byRun.get(run.run_id) ?? [], now, answered);
       if (reason) notes.push(`${run.run_id}: ${run.status}: ${reason}`);
-      else violations.push(`${run.run_id}: ${run.status}, but what it waits for has come (wake_at_ms ${run.wake_at_ms ?? "null"}): not woken, or the answer was lost`);
+      else
+        violations.push(
+          `${run.run_id}: ${run.status}, but what it waits for has come (wake_at_ms ${run.wake_at_ms ?? "null"}): not woken, or the answer was lost`,
+        );
       continue;
     }
     const beat = run.heartbeat_at_ms === null ? "never" : `${now - Number(run.heartbeat_at_ms)} ms ago`;
@@ -124,9 +127,11 @@ async function bodiesOnce(store: Store, execFile: string): Promise<Invariant & E
     const key = `${runId} ${nodeId} ${iteration} ${attempt}`;
     runs.set(key, (runs.get(key) ?? 0) + 1);
   }
-  const attempts = (await store.all<AttemptRow & { output_table: string }>(
-    "SELECT a.run_id, a.node_id, a.iteration, a.attempt, a.state, n.output_table FROM _smithers_attempts a JOIN _smithers_nodes n ON n.run_id = a.run_id AND n.node_id = a.node_id AND n.iteration = a.iteration",
-  )).filter((a) => BODY_TABLE.test(a.output_table));
+  const attempts = (
+    await store.all<AttemptRow & { output_table: string }>(
+      "SELECT a.run_id, a.node_id, a.iteration, a.attempt, a.state, n.output_table FROM _smithers_attempts a JOIN _smithers_nodes n ON n.run_id = a.run_id AND n.node_id = a.node_id AND n.iteration = a.iteration",
+    )
+  ).filter((a) => BODY_TABLE.test(a.output_table));
   const violations: string[] = [];
   const recorded = new Map(attempts.map((a) => [`${nodeKey(a)} ${Number(a.attempt)}`, a]));
   for (const [key, n] of runs) {
@@ -140,7 +145,9 @@ async function bodiesOnce(store: Store, execFile: string): Promise<Invariant & E
     if (!last) continue;
     const times = runs.get(`${node} ${Number(last.attempt)}`) ?? 0;
     if (times !== 1) violations.push(`${node}: attempt ${last.attempt} committed, its body ran ${times} times`);
-    for (const a of list) if (Number(a.attempt) > Number(last.attempt)) violations.push(`${node}: attempt ${a.attempt} (${a.state}) started after attempt ${last.attempt} committed`);
+    for (const a of list)
+      if (Number(a.attempt) > Number(last.attempt))
+        violations.push(`${node}: attempt ${a.attempt} (${a.state}) started after attempt ${last.attempt} committed`);
   }
   const reRuns = [...runs.keys()].filter((k) => recorded.get(k)?.state === "abandoned").length;
   return { name: "no body of a committed task ran twice", checked: lines.length, violations, bodies: lines.length, reRuns };
@@ -175,52 +182,12 @@ export async function checkInvariants(
 ): Promise<{ invariants: Invariant[]; exec: ExecStats }> {
   const now = Date.now();
   const bodies = await bodiesOnce(store, o.execFile);
-  const invariants = [await runsSettled(store, o.acked, o.answered, now), await outputsOnce(store), bodies, await nothingRunning(store), await eventsGapFree(store)];
+  const invariants = [
+    await runsSettled(store, o.acked, o.answered, now),
+    await outputsOnce(store),
+    bodies,
+    await nothingRunning(store),
+    await eventsGapFree(store),
+  ];
   return { invariants, exec: { bodies: bodies.bodies, reRuns: bodies.reRuns } };
-}
-
-/** Figures of the database for the report: runs by status, failures by code, retries, abandoned attempts. */
-export async function dbFigures(store: Store): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const r of await store.all<{ status: string; n: number }>("SELECT status, count(*) AS n FROM _smithers_runs GROUP BY status")) out[`runs ${r.status}`] = Number(r.n);
-  for (const r of await store.all<{ error_json: string | null }>("SELECT error_json FROM _smithers_runs WHERE status = 'failed'")) {
-    const code = (JSON.parse(r.error_json ?? "{}") as { code?: string }).code ?? "unknown";
-    out[`failed: ${code}`] = (out[`failed: ${code}`] ?? 0) + 1;
-  }
-  for (const r of await store.all<{ state: string; n: number }>("SELECT state, count(*) AS n FROM _smithers_attempts GROUP BY state")) out[`attempts ${r.state}`] = Number(r.n);
-  const took = (await store.all<{ ms: number }>("SELECT finished_at_ms - created_at_ms AS ms FROM _smithers_runs WHERE finished_at_ms IS NOT NULL"))
-    .map((r) => Number(r.ms))
-    .sort((a, b) => a - b);
-  const at = (q: number) => (took.length === 0 ? 0 : took[Math.min(took.length - 1, Math.floor(q * took.length))]! / 1000);
-  out["run duration median, s"] = at(0.5);
-  out["run duration p95, s"] = at(0.95);
-  out["run duration max, s"] = at(1);
-  const retries = await store.all<{ n: number }>("SELECT count(*) AS n FROM _smithers_events WHERE type = 'NodeRetrying'");
-  out["retries (NodeRetrying events)"] = Number(retries[0]?.n ?? 0);
-  return out;
-}
-
-/** Events after which a run pauses by design: it waits for a person, a signal, a time or a retry's backoff. */
-const WAIT_EVENTS = new Set(["RunWaiting", "TimerScheduled", "SignalWaiting", "ApprovalRequested", "NodeRetrying"]);
-
-/**
- * The longest pauses between two consecutive events of a run that were not waits by design: a
- * process killed with the run in hand (until another takes it over), or a step that stalled.
- */
-export async function longestPauses(store: Store, n: number): Promise<string[]> {
-  const events = await store.all<{ run_id: string; seq: number; timestamp_ms: number; type: string }>(
-    "SELECT run_id, seq, timestamp_ms, type FROM _smithers_events ORDER BY run_id, seq",
-  );
-  const gaps: { ms: number; text: string }[] = [];
-  for (let i = 1; i < events.length; i++) {
-    const a = events[i - 1]!;
-    const b = events[i]!;
-    if (a.run_id !== b.run_id || WAIT_EVENTS.has(a.type)) continue;
-    const ms = Number(b.timestamp_ms) - Number(a.timestamp_ms);
-    gaps.push({ ms, text: `${a.run_id}: ${(ms / 1000).toFixed(1)} s from ${a.type} (seq ${a.seq}) to ${b.type}` });
-  }
-  return gaps
-    .sort((x, y) => y.ms - x.ms)
-    .slice(0, n)
-    .map((g) => g.text);
 }

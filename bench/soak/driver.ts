@@ -80,7 +80,12 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
     const url = o.serveUrl();
     if (!url) return { ok: false, code: "SERVE_DOWN" };
     try {
-      const res = await fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
+      const res = await fetch(`${url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(15_000),
+      });
       const text = await res.text();
       if (res.ok) return { ok: true, code: "" };
       let code = `HTTP_${res.status}`;
@@ -177,7 +182,10 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
       "SELECT run_id FROM _smithers_runs WHERE workflow_name = 'soak-signal' AND status NOT IN ('finished', 'failed', 'cancelled', 'continued')",
     );
     const todo: { key: string; go: () => Promise<void> }[] = [
-      ...gates.map((g) => ({ key: `${g.run_id}|${g.node_id}|${g.iteration}`, go: () => decide(g.run_id, g.node_id, Number(g.iteration), `${g.run_id}|${g.node_id}|${g.iteration}`) })),
+      ...gates.map((g) => ({
+        key: `${g.run_id}|${g.node_id}|${g.iteration}`,
+        go: () => decide(g.run_id, g.node_id, Number(g.iteration), `${g.run_id}|${g.node_id}|${g.iteration}`),
+      })),
       ...waiting.map((w) => ({ key: w.run_id, go: () => signal(w.run_id, Number(/^s(\d+)/.exec(w.run_id)?.[1] ?? 0)) })),
     ];
     const t = Date.now();

@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { markdownTable } from "../markdown-table.ts";
-import { checkInvariants, dbFigures, longestPauses } from "./check.ts";
+import { checkInvariants } from "./check.ts";
+import { dbFigures, longestPauses, wakeLatencies } from "./figures.ts";
 import { createDriver, WORKFLOWS_DIR, workflowPath } from "./driver.ts";
 import { createPool, notableLogLines, type Pool } from "./procs.ts";
 import { openStore, startSoakPostgres, type Backend, type Store } from "./store.ts";
@@ -47,7 +48,8 @@ function flags() {
   });
   const num = (name: keyof typeof values, min: number, max = Number.POSITIVE_INFINITY) => {
     const n = Number(values[name]);
-    if (!(n >= min && n <= max)) throw new Error(`--${name} must be a number from ${min}${max < Number.POSITIVE_INFINITY ? ` to ${max}` : ""}, got ${String(values[name])}`);
+    if (!(n >= min && n <= max))
+      throw new Error(`--${name} must be a number from ${min}${max < Number.POSITIVE_INFINITY ? ` to ${max}` : ""}, got ${String(values[name])}`);
     return n;
   };
   if (values.db !== "sqlite" && values.db !== "postgres") throw new Error(`--db must be sqlite or postgres, got ${values.db}`);
@@ -112,7 +114,16 @@ async function main(): Promise<number> {
   try {
     console.log(`soak: ${o.minutes} min on ${o.backend} (${target}), kill -9 every ~${o.killEveryMs / 1000} s; files in ${dir}`);
     // One run before anything else: it creates the database and its tables, which the other commands expect to exist.
-    const first = await pool.run(["up", workflowPath("pipeline"), "--db", target, "--run-id", "s00000-pipeline", "--input", '{"n":0,"onDeny":"fail","wait":"2s"}']);
+    const first = await pool.run([
+      "up",
+      workflowPath("pipeline"),
+      "--db",
+      target,
+      "--run-id",
+      "s00000-pipeline",
+      "--input",
+      '{"n":0,"onDeny":"fail","wait":"2s"}',
+    ]);
     if (first.code !== 0 && first.code !== 1) throw new Error(`the first run failed to start (exit ${first.code}):\n${first.out}`);
     store = openStore(o.backend, target);
     for (const name of ["worker-a", "worker-b", "supervise", "serve"]) pool.startDaemon(name);
@@ -142,7 +153,9 @@ async function main(): Promise<number> {
       if (Date.now() - lastReport >= 30_000) {
         lastReport = Date.now();
         const ended = await store.all<{ n: number }>(`SELECT count(*) AS n FROM _smithers_runs WHERE status IN ${ENDED_SQL}`);
-        console.log(`  ${Math.round((lastReport - workStart) / 1000)} s: ${driver.acked.size} runs started, ${ended[0]?.n ?? 0} ended, ${Object.values(kills).reduce((a, b) => a + b, 0)} kills`);
+        console.log(
+          `  ${Math.round((lastReport - workStart) / 1000)} s: ${driver.acked.size} runs started, ${ended[0]?.n ?? 0} ended, ${Object.values(kills).reduce((a, b) => a + b, 0)} kills`,
+        );
       }
       await sleep(250);
     }
@@ -174,7 +187,22 @@ async function main(): Promise<number> {
     const { invariants, exec } = await checkInvariants(store, { execFile, acked: new Set(driver.acked.keys()), answered: driver.answered });
     const figures = await dbFigures(store);
     const pauses = await longestPauses(store, 5);
-    const text = report({ o, invariants, exec, figures, pauses, driver, kills, exits, pool, workMs: o.minutes * 60_000, settledMs, open, totalMs: endAt - workStart });
+    const wakes = await wakeLatencies(store);
+    const text = report({
+      o,
+      invariants,
+      exec,
+      figures: { ...figures, ...wakes.figures },
+      pauses: [...pauses, ...wakes.worst.map((w) => `slowest wake: ${w}`)],
+      driver,
+      kills,
+      exits,
+      pool,
+      workMs: o.minutes * 60_000,
+      settledMs,
+      open,
+      totalMs: endAt - workStart,
+    });
     console.log(text);
     writeFileSync(join(dir, "report.md"), `${text}\n`);
     const failed = invariants.some((i) => i.violations.length > 0);
@@ -251,12 +279,20 @@ function report(r: ReportInput): string {
     ["tasks committed per second (work + settle)", (committed / r.totalMs) * 1000],
   ];
   log(`\n## Figures\n`);
-  log(markdownTable(["figure", "value"], rows.map(([k, v]) => [k, typeof v === "number" ? fmt(v) : v])));
+  log(
+    markdownTable(
+      ["figure", "value"],
+      rows.map(([k, v]) => [k, typeof v === "number" ? fmt(v) : v]),
+    ),
+  );
   log("\nlongest pauses inside runs, not waits (a kill -9 costs up to the lease, 2 s, for a worker's run, and ~20 s, four missed 5 s beats, for an up's):");
   for (const p of r.pauses) log(`  ${p}`);
   for (const c of r.pool.crashes) log(`\ndaemon ${c.name} exited by itself (exit ${c.code}), started again; its log: ${c.log}`);
   const unclean = r.exits.filter((e) => e.code !== 0 || e.forced);
-  if (unclean.length > 0) log(`\nprocesses that did not stop cleanly on SIGTERM: ${unclean.map((e) => `${e.name} (${e.forced ? "killed after 15 s" : `exit ${e.code}`})`).join(", ")}`);
+  if (unclean.length > 0)
+    log(
+      `\nprocesses that did not stop cleanly on SIGTERM: ${unclean.map((e) => `${e.name} (${e.forced ? "killed after 15 s" : `exit ${e.code}`})`).join(", ")}`,
+    );
   const notable = notableLogLines(r.pool.logDir, NOTABLE);
   if (notable.size > 0) {
     log("\nlog lines worth reading (first 5 per process kind):");

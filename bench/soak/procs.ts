@@ -77,7 +77,13 @@ export function createPool(o: { logDir: string; env: Record<string, string>; dae
     killable: () => [...[...live.values()].filter((c) => c.proc.exitCode === null && c.proc.signalCode === null), ...transient],
     daemon: (name) => live.get(name),
     async run(args, timeoutMs = 60_000) {
-      const proc = Bun.spawn([process.execPath, CLI, ...args], { cwd: ROOT, env: { ...process.env, ...o.env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+      const proc = Bun.spawn([process.execPath, CLI, ...args], {
+        cwd: ROOT,
+        env: { ...process.env, ...o.env },
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+      });
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
