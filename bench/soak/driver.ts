@@ -39,8 +39,8 @@ export type Driver = {
   counters: Counters;
   /** Error codes of answers and starts that were refused, with how often. */
   refusals: Counters;
-  /** Waits for the one-shot commands still running. */
-  idle(): Promise<void>;
+  /** Waits for the one-shot commands still running, at most `ms`; what is still in flight then, with since when. */
+  idle(ms: number): Promise<string[]>;
 };
 
 const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
@@ -55,7 +55,7 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
   const counters: Counters = {};
   const refusals: Counters = {};
   const count = (c: Counters, key: string, n = 1) => (c[key] = (c[key] ?? 0) + n);
-  const inFlight = new Set<Promise<unknown>>();
+  const inFlight = new Map<Promise<unknown>, string>();
   let cli = 0;
   let ups = 0;
   let serial = 0;
@@ -65,8 +65,8 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
   const busy = new Set<string>();
   const answered: Driver["answered"] = { signals: new Set(), gates: new Set() };
 
-  const track = (p: Promise<unknown>) => {
-    inFlight.add(p);
+  const track = (p: Promise<unknown>, what: string) => {
+    inFlight.set(p, `${what} since ${new Date().toISOString()}`);
     void p.finally(() => inFlight.delete(p));
   };
 
@@ -134,6 +134,7 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
           if (named) acked.set(runId, { kind, channel });
           count(counters, child.proc.signalCode === "SIGKILL" ? "up killed" : `up exit ${code}${named ? "" : " (no run)"}`);
         }),
+        `up ${runId}`,
       );
       return;
     }
@@ -196,7 +197,10 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
       if (!now && due.get(key)! > t) continue;
       if (cli >= MAX_CLI && o.serveUrl() === undefined) break;
       busy.add(key);
-      track(go().finally(() => busy.delete(key)));
+      track(
+        go().finally(() => busy.delete(key)),
+        `answer to ${key}`,
+      );
     }
   }
 
@@ -207,8 +211,10 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
     answered,
     counters,
     refusals,
-    idle: async () => {
-      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+    idle: async (ms) => {
+      const end = Date.now() + ms;
+      while (inFlight.size > 0 && Date.now() < end) await Promise.race([Promise.allSettled([...inFlight.keys()]), Bun.sleep(end - Date.now())]);
+      return [...inFlight.values()];
     },
   };
 }

@@ -180,7 +180,7 @@ async function main(): Promise<number> {
       await sleep(500);
     }
     const settledMs = Date.now() - settleStart;
-    await driver.idle();
+    const stillInFlight = await driver.idle(70_000);
     const exits = await pool.stopAll(15_000);
     const endAt = Date.now();
 
@@ -190,6 +190,7 @@ async function main(): Promise<number> {
     const wakes = await wakeLatencies(store);
     const text = report({
       o,
+      stillInFlight,
       invariants,
       exec,
       figures: { ...figures, ...wakes.figures },
@@ -207,7 +208,11 @@ async function main(): Promise<number> {
     writeFileSync(join(dir, "report.md"), `${text}\n`);
     const failed = invariants.some((i) => i.violations.length > 0);
     keepDir ||= failed;
-    if (keepDir) console.log(`\nkept for inspection: ${dir}`);
+    if (keepDir) {
+      // A PostgreSQL database goes with its server: what a reader needs first is kept as JSON.
+      if (pg) writeFileSync(join(dir, "runs.json"), JSON.stringify(await store.all("SELECT * FROM _smithers_runs ORDER BY run_id"), null, 1));
+      console.log(`\nkept for inspection: ${dir}`);
+    }
     return failed ? 1 : 0;
   } catch (e) {
     keepDir = true;
@@ -226,6 +231,7 @@ async function main(): Promise<number> {
 
 type ReportInput = {
   o: ReturnType<typeof flags>;
+  stillInFlight: string[];
   invariants: Awaited<ReturnType<typeof checkInvariants>>["invariants"];
   exec: Awaited<ReturnType<typeof checkInvariants>>["exec"];
   figures: Record<string, number>;
@@ -287,6 +293,7 @@ function report(r: ReportInput): string {
   );
   log("\nlongest pauses inside runs, not waits (a kill -9 costs up to the lease, 2 s, for a worker's run, and ~20 s, four missed 5 s beats, for an up's):");
   for (const p of r.pauses) log(`  ${p}`);
+  for (const f of r.stillInFlight) log(`a start or answer still in flight 70 s after settling: ${f}`);
   for (const c of r.pool.crashes) log(`\ndaemon ${c.name} exited by itself (exit ${c.code}), started again; its log: ${c.log}`);
   const unclean = r.exits.filter((e) => e.code !== 0 || e.forced);
   if (unclean.length > 0)
