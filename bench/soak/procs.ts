@@ -3,7 +3,7 @@
  * restarted after each kill -9, `smithers up` runs that are killed but not restarted, and one-shot
  * commands (approve, signal, up --detach). Every process writes its output to its own log file.
  */
-import { openSync, closeSync, readdirSync, readFileSync } from "node:fs";
+import { appendFileSync, closeSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 export const ROOT = resolve(import.meta.dir, "../..");
@@ -46,6 +46,8 @@ export function createPool(o: { logDir: string; env: Record<string, string>; dae
     // The child gets its own copy of the descriptor; ours is closed at once.
     const proc = Bun.spawn([process.execPath, CLI, ...args], { cwd: ROOT, env: { ...process.env, ...o.env }, stdin: "ignore", stdout: fd, stderr: fd });
     closeSync(fd);
+    // Owner ids in the database name pids (host:pid:…): this file says whose they were.
+    appendFileSync(join(o.logDir, "..", "pids.log"), `${proc.pid} ${name} ${new Date().toISOString()} ${args.slice(0, 2).join(" ")}\n`);
     return { name, kind, proc, log, startedAtMs: Date.now() };
   };
 
