@@ -165,6 +165,13 @@ async function nothingRunning(store: Store): Promise<Invariant> {
   };
 }
 
+/** I6: each run is named after its workflow (`<Workflow name>`), whichever process created or resumed it. */
+async function runsNamed(store: Store): Promise<Invariant> {
+  const runs = await store.all<{ run_id: string; workflow_name: string }>("SELECT run_id, workflow_name FROM _smithers_runs");
+  const violations = runs.filter((r) => r.workflow_name !== `soak-${r.run_id.replace(/^s\d+-/, "")}`).map((r) => `${r.run_id}: named "${r.workflow_name}"`);
+  return { name: "each run carries its workflow's name", checked: runs.length, violations };
+}
+
 /** I5: each run's events are numbered 0, 1, 2 … with no gap and no repeat. */
 async function eventsGapFree(store: Store): Promise<Invariant> {
   const per = await store.all<{ run_id: string; lo: number; hi: number; n: number; d: number }>(

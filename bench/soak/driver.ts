@@ -180,7 +180,8 @@ export function createDriver(o: { pool: Pool; store: Store; serveUrl: () => stri
       "SELECT run_id, node_id, iteration FROM _smithers_approvals WHERE status = 'requested'",
     );
     const waiting = await store.all<{ run_id: string }>(
-      "SELECT run_id FROM _smithers_runs WHERE workflow_name = 'soak-signal' AND status NOT IN ('finished', 'failed', 'cancelled', 'continued')",
+      // By the soak's own run ids, not workflow_name: a wrong name is what the checker looks for, not what hides a run from the driver.
+      "SELECT run_id FROM _smithers_runs WHERE run_id LIKE '%-signal' AND status NOT IN ('finished', 'failed', 'cancelled', 'continued')",
     );
     const todo: { key: string; go: () => Promise<void> }[] = [
       ...gates.map((g) => ({
