@@ -195,6 +195,7 @@ export async function checkInvariants(
     bodies,
     await nothingRunning(store),
     await eventsGapFree(store),
+    await runsNamed(store),
   ];
   return { invariants, exec: { bodies: bodies.bodies, reRuns: bodies.reRuns } };
 }
