@@ -60,6 +60,21 @@ async function waitReason(store: Store, run: RunRow, waiting: NodeRow[], now: nu
   return undefined;
 }
 
+/** What a waiting run was sent, for a violation's message: its gates' states, or its signals. */
+async function answers(store: Store, run: RunRow): Promise<string> {
+  if (run.status === "waiting-approval") {
+    const gates = await store.all<{ status: string }>("SELECT status FROM _smithers_approvals WHERE run_id = ?", run.run_id);
+    return `; gates ${gates.map((g) => g.status).join(", ") || "none"}`;
+  }
+  const rows = await store.all<{ seq: number; consumed_by_node_id: string | null; rejected_json: string | null; received_at_ms: number }>(
+    "SELECT seq, consumed_by_node_id, rejected_json, received_at_ms FROM _smithers_signals WHERE run_id = ?",
+    run.run_id,
+  );
+  const one = (r: (typeof rows)[number]) =>
+    `#${r.seq} received ${r.received_at_ms}, ${r.consumed_by_node_id ? `taken by ${r.consumed_by_node_id}` : r.rejected_json ? "refused" : "not taken"}`;
+  return `; signals: ${rows.map(one).join(", ") || "none"}`;
+}
+
 /** I1: every run ended, or waits for something that has not come; nothing acknowledged was lost, nothing left queued. */
 async function runsSettled(store: Store, acked: ReadonlySet<string>, answered: Answered, now: number): Promise<Invariant> {
   const runs = await store.all<RunRow>("SELECT run_id, status, runtime_owner_id, heartbeat_at_ms, wake_at_ms FROM _smithers_runs");
@@ -77,7 +92,7 @@ async function runsSettled(store: Store, acked: ReadonlySet<string>, answered: A
       if (reason) notes.push(`${run.run_id}: ${run.status}: ${reason}`);
       else
         violations.push(
-          `${run.run_id}: ${run.status}, but what it waits for has come (wake_at_ms ${run.wake_at_ms ?? "null"}): not woken, or the answer was lost`,
+          `${run.run_id}: ${run.status}, but what it waits for has come (wake_at_ms ${run.wake_at_ms ?? "null"}${await answers(store, run)}): not woken, or the answer was lost`,
         );
       continue;
     }
