@@ -291,7 +291,9 @@ function report(r: ReportInput): string {
       rows.map(([k, v]) => [k, typeof v === "number" ? fmt(v) : v]),
     ),
   );
-  log("\nlongest pauses inside runs, not waits (a run whose process was killed waits for the next pass that sees its owner dead: its pid is gone on this host):");
+  log(
+    "\nlongest pauses inside runs, not waits (a run whose process was killed waits for the next pass that sees its owner dead: its pid is gone on this host):",
+  );
   for (const p of r.pauses) log(`  ${p}`);
   for (const f of r.stillInFlight) log(`a start or answer still in flight 70 s after settling: ${f}`);
   for (const c of r.pool.crashes) log(`\ndaemon ${c.name} exited by itself (exit ${c.code}), started again; its log: ${c.log}`);
