@@ -66,6 +66,7 @@ async function compare(
     usage: NO_USAGE,
     unpricedModel: undefined,
     cancelRequested: false,
+    storedName: workflow.name, // only rendered, never executed: nothing is named
   };
   const tableOf = (task: {
     mode: string;

@@ -76,6 +76,8 @@ export type RunSetup = {
   unpricedModel: string | undefined;
   /** Someone asked the run to stop while no process ran it: it is cancelled at once. */
   cancelRequested: boolean;
+  /** The name on the run row: the workflow's default until a first render named it (a process killed before that left the default). */
+  storedName: string;
 };
 
 /** SHA-256 of the input's canonical JSON: what a resume's input is compared by. */
@@ -142,6 +144,7 @@ type Resumed = {
   carried: UsageTotals;
   /** It was asked to stop (`smithers cancel`) while its owner was gone: the run is cancelled at once. */
   cancelRequested?: boolean;
+  storedName: string;
 };
 
 /** Field by field: given now, else stored, else the workflow's default. */
@@ -172,7 +175,8 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
   // A finished run has nothing left to do: resuming it only reads its result, and changes nothing.
   const budget = effectiveBudget(o, storedBudget(run.configJson));
   const carried = carriedUsage(run.configJson);
-  if (run.status === "finished") return { input: stored, continuation, rootDir, freshBudget: false, finished: true, abandoned: [], budget, carried };
+  if (run.status === "finished")
+    return { input: stored, continuation, rootDir, freshBudget: false, finished: true, abandoned: [], budget, carried, storedName: run.workflowName };
   const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
   let abandonedNow: Abandoned = [];
   let cancelRequested = false;
@@ -221,6 +225,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
     budget,
     carried,
     cancelRequested,
+    storedName: run.workflowName,
   };
 }
 
@@ -331,12 +336,23 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     budget,
     carried,
     cancelRequested,
+    storedName,
   }: Resumed = resumed
     ? await resumeRun(o, runId)
     : await (async () => {
         const fresh = effectiveBudget(o, {});
         const started = await startRun(o, runId, fresh);
-        return { input: started, continuation: null, rootDir: null, freshBudget: false, finished: false, abandoned: [], budget: fresh, carried: NO_USAGE };
+        return {
+          input: started,
+          continuation: null,
+          rootDir: null,
+          freshBudget: false,
+          finished: false,
+          abandoned: [],
+          budget: fresh,
+          carried: NO_USAGE,
+          storedName: o.workflowName,
+        };
       })();
   const input = withContinuation(storedInput, continuation);
   const rootDir = o.rootDir ?? recordedRoot ?? process.cwd();
@@ -413,5 +429,6 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     usage,
     unpricedModel,
     cancelRequested: Boolean(cancelRequested),
+    storedName,
   };
 }

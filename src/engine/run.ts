@@ -959,10 +959,11 @@ export class Run {
         const next = await this.step();
         if (!named && this.plan) {
           named = true;
-          if (this.plan.workflowName !== this.wf.name) {
+          // Against the stored name, not this process's: a run whose creator died before this point still has the default.
+          if (this.plan.workflowName !== this.s.storedName) {
             await this.db.write("nameRun", async (q) => await runs.setRunFields(q, runId, { workflowName: this.plan!.workflowName }));
-            this.wf.name = this.plan.workflowName; // later runs of this workflow are created with it
           }
+          this.wf.name = this.plan.workflowName; // later runs of this workflow are created with it
         }
         if (next === "done") break;
         // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting,
