@@ -60,8 +60,13 @@ export function sendSignal(db: SmithersDb, o: SendSignalOptions): Promise<SentSi
   const nowMs = (o.now ?? Date.now)();
   return db.withTransaction("sendSignal", async (q) => {
     // A run that continued as new hands its signals to the run carrying on.
-    const run = await runs.readChainEnd(q, o.runId);
-    if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${o.runId}" in ${db.path}`, { runId: o.runId });
+    const end = await runs.readChainEnd(q, o.runId);
+    if (!end) throw new SmithersError("RUN_NOT_FOUND", `No run "${o.runId}" in ${db.path}`, { runId: o.runId });
+    // The run row locked before its nodes are read: a run suspending at this moment holds that
+    // lock (its owner check) until it commits, so either this sees its waiting nodes and makes it
+    // due, or its last look (arrivedMeanwhile) sees this signal. Read around it, under READ
+    // COMMITTED both missed the other and the run waited for good.
+    const run = (await runs.lockRun(q, end.runId)) ?? end;
     const { runId } = run;
     if (isOver(run.status)) {
       throw new SmithersError("RUN_ENDED", `Run "${runId}" is ${run.status}; a signal can no longer reach it`, { runId, status: run.status });
