@@ -58,6 +58,10 @@ function addMissingColumns(sqlite: Database, table: SQLiteTable): void {
  * times (see GATES_BACKFILLED_USER_VERSION). Idempotent.
  */
 export function ensureSmithersTables(sqlite: Database): void {
+  // A database this version set up already says so in its header: opening it takes no write lock,
+  // so a process starting while others write (a worker, a server, an answer from the CLI) neither
+  // waits on them nor fails with "database is locked".
+  if (schemaIsCurrent(sqlite)) return;
   // IMMEDIATE so a concurrent opener waits on the busy handler instead of failing to upgrade a read lock.
   sqlite
     .transaction(() => {
@@ -75,6 +79,7 @@ export function ensureSmithersTables(sqlite: Database): void {
         else sqlite.exec(create!);
         for (const sql of indexes) sqlite.exec(sql);
       }
+      sqlite.exec(`PRAGMA application_id = ${schemaStamp()}`);
       if (!existing.has(getTableConfig(smithersRuns).name)) {
         sqlite.exec(`PRAGMA user_version = ${GATES_BACKFILLED_USER_VERSION}`); // nothing to backfill in a new database
         return;
@@ -90,4 +95,28 @@ export function ensureSmithersTables(sqlite: Database): void {
       }
     })
     .immediate();
+}
+
+let stamp: number | undefined;
+
+/**
+ * A 31-bit digest of every internal table's DDL and the retired indexes: what `PRAGMA
+ * application_id` holds once ensureSmithersTables has set a database up. Another version (another
+ * table, column or index) has another stamp, so its first open sets the schema up again.
+ */
+export function schemaStamp(): number {
+  if (stamp === undefined) {
+    const ddl = Object.values(internalTables)
+      .flatMap((table) => createTableStatements(table))
+      .concat(RETIRED_INDEXES)
+      .join("\n");
+    stamp = Number(Bun.hash.crc32(ddl) & 0x7fffffff) || 1;
+  }
+  return stamp;
+}
+
+/** Whether the database was set up by this version and its one-off backfill is done: two reads of its header, no lock. */
+function schemaIsCurrent(sqlite: Database): boolean {
+  const read = (pragma: string) => Object.values(sqlite.query<Record<string, number>, []>(`PRAGMA ${pragma}`).get() ?? {})[0];
+  return read("application_id") === schemaStamp() && (read("user_version") ?? 0) >= GATES_BACKFILLED_USER_VERSION;
 }

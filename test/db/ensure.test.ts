@@ -40,3 +40,38 @@ describe("ensureSmithersTables", () => {
     expect(read(path)).toEqual({ wake: null, userVersion: GATES_BACKFILLED_USER_VERSION });
   });
 });
+
+describe("opening a database this version set up", () => {
+  test("takes no write lock: it opens at once while another process holds the write lock", async () => {
+    const path = join(tempDir(), "busy.db");
+    await new SmithersDb(path).close();
+    const other = new Database(path);
+    other.exec("BEGIN IMMEDIATE");
+    try {
+      // With the old open (BEGIN IMMEDIATE) this threw once its 50 ms busy timeout ran out.
+      const db = new SmithersDb(path, { busyTimeoutMs: 50 });
+      expect(await db.read("probe", (q) => q.get<{ n: number }>("SELECT count(*) AS n FROM _smithers_runs"))).toEqual({ n: 0 });
+      await db.close();
+    } finally {
+      other.exec("ROLLBACK");
+      other.close();
+    }
+  });
+
+  test("a database stamped by another version (or by none) is set up again: a dropped index comes back", async () => {
+    const path = join(tempDir(), "older.db");
+    await new SmithersDb(path).close();
+    const raw = new Database(path);
+    const index = raw.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE '_smithers_%' LIMIT 1").get()!.name;
+    raw.exec(`DROP INDEX "${index}"; PRAGMA application_id = 7`);
+    raw.close();
+    await new SmithersDb(path).close();
+    const after = new Database(path, { readonly: true });
+    try {
+      expect(after.query("SELECT name FROM sqlite_master WHERE name = ?").all(index)).toEqual([{ name: index }]);
+      expect(after.query<{ application_id: number }, []>("PRAGMA application_id").get()!.application_id).not.toBe(7);
+    } finally {
+      after.close();
+    }
+  });
+});

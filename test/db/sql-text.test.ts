@@ -41,7 +41,7 @@ describe("the db layer's SQL texts", () => {
   // table (custom ones too) carries, not names of internal-schema.ts.
   const EXEMPT = new Set(["internal-schema.ts", "output-tables.ts", "snapshot.ts", "history.ts"]);
   // The databases' own catalog names (PostgreSQL's, read by pg/ddl.ts's column report and schema-signature.ts's live columns;
-  // SQLite's sqlite_master, read by ensure.ts for the tables a database has) are the server's contract, not names of internal-schema.ts.
+  // SQLite's sqlite_master, read by ensure.ts for the tables a database has; pg/schema-check.ts's current_schema and split_part) are the server's contract, not names of internal-schema.ts.
   const CATALOG_NAMES = new Set([
     "sqlite_master",
     "pg_attribute",
@@ -51,6 +51,8 @@ describe("the db layer's SQL texts", () => {
     "pg_advisory_xact_lock",
     "pg_database_size",
     "current_database",
+    "current_schema",
+    "split_part",
     "search_path",
   ]);
 
