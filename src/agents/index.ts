@@ -11,6 +11,9 @@ export {
   OpenCodeAgent,
   processStartTime,
   killLeftoverGroup,
+  childProcess,
+  trackGroup,
+  untrackGroup,
   retryableAgentError,
   AGENT_NEVER_RETRY_CODES,
 } from "./cli/index.ts";

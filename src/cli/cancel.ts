@@ -7,7 +7,7 @@
 import { parseArgs } from "node:util";
 import { queue, runs } from "../db/index.ts";
 import { requestCancel } from "../engine/index.ts";
-import { isOver } from "../engine/states.ts";
+import { isOver } from "../engine/index.ts";
 import { EXIT, nonNegativeMs, openExistingDb, usageError, type Io } from "./shared.ts";
 
 /** How often the command looks whether the run has ended. */

@@ -15,7 +15,7 @@ import type { PlanTask, TaskRunContext } from "../jsx/index.ts";
 import { MAX_TIMER_MS } from "./constants.ts";
 import type { WaitingStatus } from "./states.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
-import { runWithToolContext, type ToolContext } from "../tools/context.ts";
+import { runWithToolContext, type ToolContext } from "../tools/index.ts";
 import { SpendMeter } from "./spend.ts";
 import type { Budget } from "./budget.ts";
 import { runSubflow } from "./subflow.ts";

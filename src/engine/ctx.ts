@@ -7,7 +7,7 @@ import { stripBookkeeping as strip, type OutputRegistry, type OutputRow, type Ou
 import { BoundedCache, estimateBytes, type CacheLimits, type CacheStats } from "./bounded-cache.ts";
 import { ROW_CACHE_BYTES, ROW_CACHE_SIZE } from "./constants.ts";
 import type { NodeState } from "./states.ts";
-import { renderContext } from "../jsx/render-context.ts";
+import { renderContext } from "../jsx/index.ts";
 
 export type OutputLookup = { nodeId: string; iteration?: number };
 

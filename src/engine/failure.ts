@@ -1,6 +1,6 @@
 /** What a scheduler Failure is as an error: the run's error, and what a catch function is given. */
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
-import type { ScopeFailure } from "../jsx/render-context.ts";
+import type { ScopeFailure } from "../jsx/index.ts";
 import type { Failure, NodeStatus } from "./scheduler.ts";
 
 /** Errors of the nodes that failed, as this process saw them (with details and cause) or as stored. */

@@ -75,3 +75,4 @@ export {
 } from "./time-travel.ts";
 export { runAtFrame, downstreamOf, type RunAtFrame } from "./history.ts";
 export { inspectRun, listRunItems, listRunSummaries, pendingApprovalsAcrossRuns, queuedSummary, runHeader } from "./queries/index.ts";
+export { ownerAlive } from "./owner.ts";

@@ -27,8 +27,7 @@ import {
 import type { AgentEvent, ModelPricing } from "../agents/index.ts";
 import { addToTotals, budgetStop } from "./budget.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, safeStringify, SmithersError } from "../errors/index.ts";
-import { nodeKey, render, type CacheKeyContext, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
-import { withRenderContext } from "../jsx/render-context.ts";
+import { nodeKey, render, withRenderContext, type CacheKeyContext, type Plan, type PlanNode, type PlanTask } from "../jsx/index.ts";
 import { Waits } from "./waits.ts";
 import {
   isPureAttempt,

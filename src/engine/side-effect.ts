@@ -7,7 +7,7 @@
  */
 import type { SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
-import { outcomeUnknown, previousCall, recordedCall, recordedResult, throwIfStopped } from "../tools/recorded-call.ts";
+import { outcomeUnknown, previousCall, recordedCall, recordedResult, throwIfStopped } from "../tools/index.ts";
 import type { ToolCallReport } from "./events.ts";
 
 export type SideEffectCall = {

@@ -20,11 +20,7 @@ import {
   type SmithersDb,
   type SQLiteTable,
 } from "../db/index.ts";
-import * as components from "../jsx/components/index.ts";
-import { Saga, SagaStep, TryCatchFinally } from "../jsx/compose.ts";
-import { ContinueAsNew, continueAsNew } from "../jsx/continue-as-new.ts";
-import { Worktree } from "../jsx/worktree.ts";
-import type { SmithersNode } from "../jsx/index.ts";
+import { components, ContinueAsNew, continueAsNew, Saga, SagaStep, TryCatchFinally, Worktree, type SmithersNode } from "../jsx/index.ts";
 import { useCtx, type SmithersCtx } from "./ctx.ts";
 
 export const DEFAULT_DB_PATH = "smithers.db";

@@ -6,3 +6,5 @@ export * from "./worktree.ts";
 export { render, DEFAULT_MAX_ITERATIONS } from "./render.ts";
 export { TryCatchFinally, Saga, SagaStep } from "./compose.ts";
 export type { TryCatchFinallyProps, SagaProps, SagaStepProps, SagaStepDef, CatchableCode } from "./compose.ts";
+export * as components from "./components/index.ts";
+export { renderContext, withRenderContext, type RenderContext, type RenderHooks, type ScopeFailure } from "./render-context.ts";

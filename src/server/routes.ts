@@ -16,7 +16,7 @@ import {
   RunStatusSchema,
   sendSignal,
 } from "../engine/index.ts";
-import { ownerAlive } from "../engine/owner.ts";
+import { ownerAlive } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { RunQueue } from "./queue.ts";
 import { followRun, startSeq, type FollowOptions } from "./sse.ts";

@@ -4,7 +4,7 @@
  * the attempt's stop, and when the main process exits (so a call leaves no process behind).
  */
 import { SmithersError } from "../errors/index.ts";
-import { childProcess, trackGroup, untrackGroup } from "../agents/cli/process-group.ts";
+import { childProcess, trackGroup, untrackGroup } from "../agents/index.ts";
 
 export type ProcessOptions = {
   /** Named in errors: `bash`, `grep`. */

@@ -5,7 +5,18 @@ export { CodexAgent, type CodexAgentOptions, type CodexConfigValue } from "./cod
 export { GeminiAgent, type GeminiAgentOptions } from "./gemini.ts";
 export { OpenCodeAgent, type OpenCodeAgentOptions } from "./opencode.ts";
 export type { BaseCliAgentOptions } from "./options.ts";
-export { processStartTime, killLeftoverGroup, spawnGroup, endGroup, processAlive, groupMembers, type GroupChild } from "./process-group.ts";
+export {
+  processStartTime,
+  killLeftoverGroup,
+  spawnGroup,
+  endGroup,
+  processAlive,
+  groupMembers,
+  childProcess,
+  trackGroup,
+  untrackGroup,
+  type GroupChild,
+} from "./process-group.ts";
 export { AGENT_NEVER_RETRY_CODES, KILL_GRACE_MS } from "./constants.ts";
 
 /**
