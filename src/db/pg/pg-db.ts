@@ -19,7 +19,7 @@ import type { Sql } from "../sql.ts";
 import type { SmithersDb, SmithersDbOptions, StorageSize } from "../store.ts";
 import { liveColumns } from "../schema-signature.ts";
 import { addPgColumnStatement, createPgTableStatements } from "./ddl.ts";
-import { connect, isRetryablePgError, PgSql, redactUrl, type PgClient, type PgClientOptions } from "./driver.ts";
+import { connect, isConnectionLost, isRetryablePgError, PgSql, redactUrl, type PgClient, type PgClientOptions } from "./driver.ts";
 import { pgInternalTables, toPgTable } from "./tables.ts";
 
 type TxToken = { readonly db: PgDb; readonly label: string; readonly q: PgSql; readonly onCommit: (() => void)[]; readonly onRollback: (() => void)[] };
@@ -28,6 +28,10 @@ const txContext = new AsyncLocalStorage<TxToken>();
 
 /** The advisory lock every process takes for schema changes (key space 0). */
 const SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(0, 0)";
+/** Schema changes and VACUUM take as long as the tables' size needs: the session's statement_timeout does not apply. */
+const NO_STATEMENT_TIMEOUT = "SET LOCAL statement_timeout = 0";
+/** How long a transaction whose connection reported a loss waits for postgres.js to see the close before failing anyway. */
+const LOST_CONNECTION_GRACE_MS = 1_000;
 
 export type PgDbOptions = SmithersDbOptions & PgClientOptions;
 
@@ -144,7 +148,15 @@ export class PgDb implements SmithersDb {
   /** VACUUM of the Smithers tables (space inside them becomes reusable; the server decides what goes back to the disk). */
   vacuum(): Promise<void> {
     return this.whenReady(async () => {
-      for (const table of Object.values(pgInternalTables)) await this.client.unsafe(`VACUUM "${getTableConfig(table).name}"`);
+      // VACUUM cannot run in a transaction (no SET LOCAL): a connection of its own without the session's statement limit.
+      const url = new URL(this.url);
+      url.searchParams.set("statement_timeout", "0");
+      const maintenance = connect(url.toString(), { max: 1, applicationName: "smithers-vacuum" });
+      try {
+        for (const table of Object.values(pgInternalTables)) await maintenance.unsafe(`VACUUM "${getTableConfig(table).name}"`);
+      } finally {
+        await maintenance.end({ timeout: 5 });
+      }
     });
   }
 
@@ -183,7 +195,8 @@ export class PgDb implements SmithersDb {
         label,
         () =>
           this.client.begin(async (tx) => {
-            const q = new PgSql(tx);
+            const q = new PgSql(tx, true);
+            await q.exec(NO_STATEMENT_TIMEOUT);
             await q.exec(SCHEMA_LOCK);
             return fn(q);
           }) as Promise<T>,
@@ -195,17 +208,53 @@ export class PgDb implements SmithersDb {
     return withSqliteWriteRetry(label, operation, this.retryPolicy, 0, isRetryablePgError);
   }
 
+  /**
+   * One try of a transaction. A connection lost before COMMIT was sent leaves nothing behind: the
+   * retry policy runs the whole transaction again. Lost after it (no answer to COMMIT), the server
+   * is asked whether the transaction's id committed: committed is success, aborted is retried,
+   * anything else is DB_UNAVAILABLE and not retried, so nothing is ever applied twice.
+   */
   private async runTransaction<T>(label: string, fn: (q: Sql) => T | Promise<T>): Promise<T> {
     let token: TxToken | undefined;
+    let settled = false;
+    /** Read just before COMMIT: the transaction's id, null when it wrote nothing. */
+    let xid: string | null | undefined;
+    let value: T | undefined;
     try {
-      const result = (await this.client.begin(async (tx) => {
-        token = { db: this, label, q: new PgSql(tx), onCommit: [], onRollback: [] };
-        const own = token;
-        return txContext.run(own, () => fn(own.q));
-      })) as T;
+      const begun = this.client.begin(async (tx) => {
+        const own: TxToken = { db: this, label, q: new PgSql(tx, true), onCommit: [], onRollback: [] };
+        token = own;
+        try {
+          value = await txContext.run(own, () => fn(own.q));
+          xid = (await own.q.get<{ xid: string | null }>("SELECT txid_current_if_assigned()::text AS xid"))?.xid ?? null;
+          return value;
+        } catch (error) {
+          if (own.q.lost === undefined && !isConnectionLost(error)) throw error;
+          // postgres.js answers a failure with a ROLLBACK on this connection, which, closed, would
+          // throw from a setImmediate (see PgSql). begin() fails by itself once the connection
+          // closes, so the failure is held back until then, or passed on if it stays open.
+          return new Promise<never>((_, reject) => {
+            setTimeout(() => settled || reject(error), LOST_CONNECTION_GRACE_MS).unref();
+          });
+        }
+      });
+      const result = (await begun.finally(() => (settled = true))) as T;
       for (const hook of token?.onCommit ?? []) hook();
       return result;
     } catch (error) {
+      if (xid !== undefined && isConnectionLost(error)) {
+        const outcome = xid === null ? "aborted" : await this.commitOutcome(xid);
+        if (outcome === "committed") {
+          for (const hook of token?.onCommit ?? []) hook();
+          return value as T;
+        }
+        if (outcome !== "aborted") {
+          error = new SmithersError("DB_UNAVAILABLE", `${label}: the connection was lost during COMMIT and the server cannot tell whether it committed`, {
+            cause: error,
+            label,
+          });
+        }
+      }
       for (const hook of token?.onRollback ?? []) {
         try {
           hook();
@@ -214,6 +263,16 @@ export class PgDb implements SmithersDb {
         }
       }
       throw error;
+    }
+  }
+
+  /** What became of a transaction whose COMMIT went unanswered (txid_status; 'in progress' while its backend still ends). */
+  private async commitOutcome(xid: string): Promise<string | null> {
+    for (let ask = 0; ; ask++) {
+      const row = await this.retry("commitOutcome", () => this.sql.get<{ status: string | null }>("SELECT txid_status(?::bigint) AS status", xid));
+      const status = row?.status ?? null;
+      if (status !== "in progress" || ask >= 20) return status;
+      await Bun.sleep(50);
     }
   }
 }
