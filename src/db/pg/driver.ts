@@ -153,10 +153,19 @@ export class PgSql implements Sql {
   }
 }
 
+/** The driver's or server's error code, also under Drizzle's query error, which keeps it as `cause`. */
+function pgCode(error: unknown): string | undefined {
+  for (let e = error, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+  }
+  return undefined;
+}
+
 /** Driver and server errors after which the connection is gone (the server ended the session, the socket closed, no connect). */
 export function isConnectionLost(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== "string") return false;
+  const code = pgCode(error);
+  if (code === undefined) return false;
   return (
     code.startsWith("08") ||
     code === "57P01" || // admin_shutdown: pg_terminate_backend, a fast shutdown
@@ -176,7 +185,7 @@ export function isConnectionLost(error: unknown): boolean {
 
 /** PostgreSQL errors worth running again: serialization failures, deadlocks, lost or refused connections, a server shutting down. */
 export function isRetryablePgError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
+  const code = pgCode(error);
   return code === "40001" || code === "40P01" || isConnectionLost(error);
 }
 
