@@ -154,7 +154,7 @@ export class PgSql implements Sql {
 }
 
 /** The driver's or server's error code, also under Drizzle's query error, which keeps it as `cause`. */
-function pgCode(error: unknown): string | undefined {
+export function pgCode(error: unknown): string | undefined {
   for (let e = error, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string") return code;

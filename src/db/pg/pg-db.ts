@@ -19,7 +19,7 @@ import type { Sql } from "../sql.ts";
 import type { SmithersDb, SmithersDbOptions, StorageSize } from "../store.ts";
 import { liveColumns } from "../schema-signature.ts";
 import { addPgColumnStatement, createPgTableStatements } from "./ddl.ts";
-import { connect, isConnectionLost, isRetryablePgError, PgSql, redactUrl, type PgClient, type PgClientOptions } from "./driver.ts";
+import { connect, isConnectionLost, isRetryablePgError, pgCode, PgSql, redactUrl, type PgClient, type PgClientOptions } from "./driver.ts";
 import { pgInternalTables, toPgTable } from "./tables.ts";
 
 type TxToken = { readonly db: PgDb; readonly label: string; readonly q: PgSql; readonly onCommit: (() => void)[]; readonly onRollback: (() => void)[] };
@@ -30,6 +30,8 @@ const txContext = new AsyncLocalStorage<TxToken>();
 const SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(0, 0)";
 /** Schema changes and VACUUM take as long as the tables' size needs: the session's statement_timeout does not apply. */
 const NO_STATEMENT_TIMEOUT = "SET LOCAL statement_timeout = 0";
+/** Connection errors of a connect that never got a session: no statement was in flight, the pool stays. */
+const NOTHING_IN_FLIGHT = new Set(["ECONNREFUSED", "57P03"]);
 /** How long a transaction whose connection reported a loss waits for postgres.js to see the close before failing anyway. */
 const LOST_CONNECTION_GRACE_MS = 1_000;
 
@@ -39,13 +41,22 @@ export class PgDb implements SmithersDb {
   readonly dialect = "postgres" as const;
   readonly syncReads = false;
   readonly path: string;
-  readonly client: PgClient;
+  /** The pool now in use; replaced when a connection is lost with work in flight (see replacePool). */
+  get client(): PgClient {
+    return this.pool.client;
+  }
   get target(): string {
     return this.url;
   }
   /** Autocommit statements on the pool. */
-  readonly sql: PgSql;
+  get sql(): PgSql {
+    return this.pool.sql;
+  }
+  private pool: { client: PgClient; sql: PgSql };
+  /** LISTEN's own client, never replaced: postgres.js listens again after a reconnect by itself. */
+  private listener: PgClient | undefined;
   private readonly retryPolicy: DbRetryPolicy;
+  private readonly clientOptions: PgClientOptions;
   private mode: Durability;
   private fullCommits = 0;
   /** Schema work still to finish; every operation waits for it (and fails with its error). */
@@ -59,8 +70,9 @@ export class PgDb implements SmithersDb {
     this.path = redactUrl(url);
     this.mode = checkDurability(options.durability ?? DEFAULT_DURABILITY);
     this.retryPolicy = options.retryPolicy ?? DB_RETRY_POLICY;
-    this.client = connect(url, options);
-    this.sql = new PgSql(this.client);
+    this.clientOptions = options;
+    const client = connect(url, options);
+    this.pool = { client, sql: new PgSql(client) };
     const schema = searchPathSchema(url);
     this.ready =
       options.ensureTables === false
@@ -163,7 +175,8 @@ export class PgDb implements SmithersDb {
   /** LISTEN on a connection postgres.js keeps for it (and re-listens on after a reconnect). */
   listen(channel: string, onMessage: (payload: string) => void): Promise<() => Promise<void>> {
     return this.whenReady(async () => {
-      const { unlisten } = await this.client.listen(channel, onMessage);
+      this.listener ??= connect(this.url, { ...this.clientOptions, max: 1 });
+      const { unlisten } = await this.listener.listen(channel, onMessage);
       return unlisten;
     });
   }
@@ -173,7 +186,10 @@ export class PgDb implements SmithersDb {
    * once, a database opened and closed straight away has its tables), then ends the pool.
    */
   close(): Promise<void> {
-    this.closing ??= this.ready.catch(() => undefined).then(() => this.client.end({ timeout: 5 }));
+    this.closing ??= this.ready
+      .catch(() => undefined)
+      .then(() => Promise.all([this.client.end({ timeout: 5 }), this.listener?.end({ timeout: 5 })]))
+      .then(() => undefined);
     return this.closing;
   }
 
@@ -205,7 +221,30 @@ export class PgDb implements SmithersDb {
   }
 
   private retry<T>(label: string, operation: () => Promise<T>): Promise<T> {
-    return withSqliteWriteRetry(label, operation, this.retryPolicy, 0, isRetryablePgError);
+    const watched = async () => {
+      const pool = this.pool;
+      try {
+        return await operation();
+      } catch (error) {
+        if (isConnectionLost(error) && !NOTHING_IN_FLIGHT.has(pgCode(error) ?? "")) this.replacePool(pool);
+        throw error;
+      }
+    };
+    return withSqliteWriteRetry(label, watched, this.retryPolicy, 0, isRetryablePgError);
+  }
+
+  /**
+   * A connection of postgres.js that closes while a write of it waits for its setImmediate keeps
+   * that write and never sends its start-up message again: each later connect of it times out
+   * (postgres.js #1066, #1154, #1208). From outside no such connection can be told apart, so a
+   * connection lost with work in flight retires the whole pool; its healthy connections finish
+   * what they run, and the retry goes to a new pool. Each pool is retired once.
+   */
+  private replacePool(failed: { client: PgClient; sql: PgSql }): void {
+    if (failed !== this.pool || this.closing) return;
+    const client = connect(this.url, this.clientOptions);
+    this.pool = { client, sql: new PgSql(client) };
+    failed.client.end({ timeout: 5 }).catch(() => undefined);
   }
 
   /**
@@ -238,6 +277,8 @@ export class PgDb implements SmithersDb {
           });
         }
       });
+      // Rejected because the connection closed: whatever fn still sends must not reach that connection.
+      begun.catch((error: unknown) => token && (token.q.lost ??= error));
       const result = (await begun.finally(() => (settled = true))) as T;
       for (const hook of token?.onCommit ?? []) hook();
       return result;
