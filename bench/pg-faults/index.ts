@@ -159,13 +159,18 @@ async function throughput(factory: Factory, url: string, concurrency: number): P
 }
 
 const { values } = parseArgs({
-  options: { clients: { type: "string", default: "postgresjs-defaults,smithers,bun-sql" }, concurrency: { type: "string", default: "8" }, rounds: { type: "string", default: "3" } },
+  options: {
+    clients: { type: "string", default: "postgresjs-defaults,smithers,bun-sql" },
+    concurrency: { type: "string", default: "8" },
+    rounds: { type: "string", default: "3" },
+  },
 });
 const names = values.clients.split(",").map((s) => s.trim());
 for (const name of names) if (!FACTORIES[name]) throw new Error(`unknown client ${name}; known: ${Object.keys(FACTORIES).join(", ")}`);
 const concurrency = Number(values.concurrency);
 const rounds = Number(values.rounds);
-if (!(Number.isInteger(concurrency) && concurrency > 0 && Number.isInteger(rounds) && rounds > 0)) throw new Error("--concurrency and --rounds must be whole numbers > 0");
+if (!(Number.isInteger(concurrency) && concurrency > 0 && Number.isInteger(rounds) && rounds > 0))
+  throw new Error("--concurrency and --rounds must be whole numbers > 0");
 
 const server = await startPostgres();
 try {
@@ -197,7 +202,15 @@ try {
   }
   console.log(
     `\n${concurrency} loops of BEGIN; INSERT; COMMIT; worst of ${rounds} rounds per fault (ms)\n\n${markdownTable(
-      ["client", "restart: all loops committing again", "restart: longest transaction", "kill: all loops committing again", "kill: longest transaction", "uncaught errors", "steady tx/s"],
+      [
+        "client",
+        "restart: all loops committing again",
+        "restart: longest transaction",
+        "kill: all loops committing again",
+        "kill: longest transaction",
+        "uncaught errors",
+        "steady tx/s",
+      ],
       rows,
     )}`,
   );

@@ -212,7 +212,8 @@ export async function startPostgres(options: PostgresServerOptions = {}): Promis
       admin = undefined;
       // -l: without it the new postmaster writes to pg_ctl's output, whose pipe would never close.
       const restarted = await run(pgCtl, ["restart", "-w", "-t", "60", "-m", "fast", "-D", dataDir, "-l", logFile], root);
-      if (restarted.code !== 0) throw new Error(`pg_ctl restart failed (exit ${restarted.code})\n${restarted.output.trim()}\n--- ${logFile}:\n${logTail(logFile)}`);
+      if (restarted.code !== 0)
+        throw new Error(`pg_ctl restart failed (exit ${restarted.code})\n${restarted.output.trim()}\n--- ${logFile}:\n${logTail(logFile)}`);
       pid = postmasterPid(dataDir) ?? pid;
     },
     async stop() {

@@ -54,7 +54,8 @@ test.skipIf(!available)(
     const stop = new AbortController();
     const dbs: SmithersDb[] = [openSmithersDb(url), openSmithersDb(url)];
     const workers = dbs.map(
-      (db) => new Worker({ db, concurrency: 4, leaseMs: LEASE_MS, pollIntervalMs: 200, workflows: [{ name: "pg-faults", path: WORKFLOW, workflow }], onOutcome }),
+      (db) =>
+        new Worker({ db, concurrency: 4, leaseMs: LEASE_MS, pollIntervalMs: 200, workflows: [{ name: "pg-faults", path: WORKFLOW, workflow }], onOutcome }),
     );
     const running = workers.map((w) => w.run(stop.signal));
     const sql = connectPg(url, { max: 1 });
@@ -93,7 +94,9 @@ test.skipIf(!available)(
       expect(attempts.every((a) => a.state === "finished")).toBe(true);
       expect(new Set(lines)).toEqual(new Set(attempts.map((a) => `${a.run_id}:${a.node_id}:0 ${a.attempt}`)));
 
-      const ends = new Map((await sql<{ run_id: string; finished_at_ms: number }[]>`SELECT run_id, finished_at_ms FROM _smithers_runs`).map((r) => [r.run_id, r.finished_at_ms]));
+      const ends = new Map(
+        (await sql<{ run_id: string; finished_at_ms: number }[]>`SELECT run_id, finished_at_ms FROM _smithers_runs`).map((r) => [r.run_id, r.finished_at_ms]),
+      );
       const steps = attempts.map((a, i) => {
         const next = attempts[i + 1];
         const until = next?.run_id === a.run_id ? next.started_at_ms : ends.get(a.run_id)!;

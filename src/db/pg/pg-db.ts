@@ -283,14 +283,15 @@ export class PgDb implements SmithersDb {
       for (const hook of token?.onCommit ?? []) hook();
       return result;
     } catch (error) {
+      let failure = error;
       if (xid !== undefined && isConnectionLost(error)) {
-        const outcome = xid === null ? "aborted" : await this.commitOutcome(xid);
+        const outcome = xid === null ? "aborted" : await this.commitOutcome(xid).catch(() => null);
         if (outcome === "committed") {
           for (const hook of token?.onCommit ?? []) hook();
           return value as T;
         }
         if (outcome !== "aborted") {
-          error = new SmithersError("DB_UNAVAILABLE", `${label}: the connection was lost during COMMIT and the server cannot tell whether it committed`, {
+          failure = new SmithersError("DB_UNAVAILABLE", `${label}: the connection was lost during COMMIT and the server cannot tell whether it committed`, {
             cause: error,
             label,
           });
@@ -303,7 +304,7 @@ export class PgDb implements SmithersDb {
           // the caller sees the error that rolled the transaction back, not a hook's
         }
       }
-      throw error;
+      throw failure;
     }
   }
 
