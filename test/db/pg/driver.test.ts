@@ -86,6 +86,36 @@ describe.skipIf(!pg)("PgDb.withTransaction", () => {
     }
   });
 
+  test("a transaction whose connection is killed during its COMMIT is looked up, found aborted, and runs again: one row", async () => {
+    const url = await pg!.createDatabase();
+    const admin = connectPg(url, { max: 1 });
+    await admin`CREATE TABLE t (id int PRIMARY KEY, try int NOT NULL)`;
+    // A deferred constraint trigger runs inside COMMIT: the first try's COMMIT sleeps there until it is killed.
+    await admin.unsafe(`CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.try = 1 THEN PERFORM pg_sleep(10); END IF; RETURN NULL; END $$`);
+    await admin`CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON t DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()`;
+    const db = new PgDb(url, { ensureTables: false });
+    let tries = 0;
+    try {
+      const started = performance.now();
+      await db.withTransaction("killed-in-commit", async (q) => {
+        tries++;
+        await q.run("INSERT INTO t (id, try) VALUES (1, ?)", tries);
+        if (tries === 1) {
+          const pid = (await q.get<{ pid: number }>("SELECT pg_backend_pid() AS pid"))!.pid;
+          // postgres.js runs a query once it is awaited or then()-ed, so this one is started with execute().
+          setTimeout(() => void admin`SELECT pg_terminate_backend(${pid})`.execute(), 300);
+        }
+      });
+      expect(tries).toBe(2);
+      expect((await admin`SELECT id, try FROM t`).map((r) => [r.id, r.try])).toEqual([[1, 2]]);
+      expect(performance.now() - started).toBeLessThan(5_000);
+    } finally {
+      await db.close();
+      await admin.end();
+    }
+  });
+
   test("a client that stops answering inside a transaction loses it: the server rolls it back and its row lock frees", async () => {
     const url = await pg!.createDatabase();
     const admin = connectPg(url, { max: 1 });
