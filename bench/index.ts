@@ -1,7 +1,7 @@
 /**
  * Runs the benchmarks and prints their tables. Numbers are printed, never asserted.
  *
- *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon, signal-latency, server, backends, fork and compare (compare installs the peer into bench/ if missing)
+ *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon, signal-latency, server, backends, fork, pg-faults and compare (compare installs the peer into bench/ if missing)
  *   bun run bench compare --quick      # one bench; the flags after its name go to it
  *   bun run bench --quick              # all benches; flags go to compare
  */
@@ -17,6 +17,7 @@ import { runResumeBench } from "./resume/index.tsx";
 import { runServerBench } from "./server/index.ts";
 import { runBackendsBench } from "./backends/index.ts";
 import { runForkBench } from "./fork/index.tsx";
+import { runPgFaultsBench } from "./pg-faults/index.ts";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
   db: () => runDbBench(),
@@ -30,6 +31,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   server: () => runServerBench(),
   backends: (args) => runBackendsBench(args),
   fork: (args) => runForkBench(args),
+  "pg-faults": (args) => runPgFaultsBench(args),
   compare: (args) => runCompareBench(args),
 };
 

@@ -68,11 +68,10 @@ type Fault = "restart" | "kill";
 type Measure = { longestMs: number; recoveryMs: number; uncaught: number };
 
 let uncaught = 0;
-process.on("uncaughtException", (e) => {
+const countUncaught = (error: unknown) => {
   uncaught++;
-  if (process.env.BENCH_VERBOSE) console.error("uncaught:", e);
-});
-process.on("unhandledRejection", () => uncaught++);
+  if (process.env.BENCH_VERBOSE) console.error("uncaught:", error);
+};
 
 /** pg_ctl as the server user; its log goes where the server's went, so no pipe of ours outlives it. */
 async function pgCtl(server: PostgresServer, args: string[]): Promise<void> {
@@ -158,62 +157,80 @@ async function throughput(factory: Factory, url: string, concurrency: number): P
   return perSecond;
 }
 
-const { values } = parseArgs({
-  options: {
-    clients: { type: "string", default: "postgresjs-defaults,smithers,bun-sql" },
-    concurrency: { type: "string", default: "8" },
-    rounds: { type: "string", default: "3" },
-  },
-});
-const names = values.clients.split(",").map((s) => s.trim());
-for (const name of names) if (!FACTORIES[name]) throw new Error(`unknown client ${name}; known: ${Object.keys(FACTORIES).join(", ")}`);
-const concurrency = Number(values.concurrency);
-const rounds = Number(values.rounds);
-if (!(Number.isInteger(concurrency) && concurrency > 0 && Number.isInteger(rounds) && rounds > 0))
-  throw new Error("--concurrency and --rounds must be whole numbers > 0");
-
-const server = await startPostgres();
-try {
-  const fmt = (ms: number) => (Number.isFinite(ms) ? `${Math.round(ms)}` : `> ${RECOVERY_CAP_MS / 1000} s`);
-  const max = (xs: number[]) => Math.max(...xs);
-  const rows: string[][] = [];
-  for (const name of names) {
-    const factory = FACTORIES[name]!;
-    const url = await server.createDatabase();
-    const setup = postgres(url, { max: 1, onnotice: () => {} });
-    await setup`CREATE TABLE bench_tx (id bigserial PRIMARY KEY, v bigint NOT NULL)`;
-    await setup.end();
-    const tps = await throughput(factory, url, concurrency);
-    const byFault: Record<Fault, Measure[]> = { restart: [], kill: [] };
-    console.error(`${factory.name}: ${Math.round(tps)} tx/s`);
-    for (let round = 0; round < rounds; round++) {
-      for (const fault of ["restart", "kill"] as const) {
-        byFault[fault].push(await measure(factory, fault, server, url, concurrency, round));
-        console.error(`  ${fault} round ${round}: ${JSON.stringify(byFault[fault].at(-1))}`);
-      }
-    }
-    const cells = (fault: Fault) => {
-      const list = byFault[fault];
-      return [fmt(max(list.map((m) => m.recoveryMs))), fmt(max(list.map((m) => m.longestMs)))];
-    };
-    const thrown = [...byFault.restart, ...byFault.kill].reduce((sum, m) => sum + m.uncaught, 0);
-    rows.push([factory.name, ...cells("restart"), ...cells("kill"), String(thrown), String(Math.round(tps))]);
-    console.error(`${factory.name}: ${JSON.stringify(byFault)}`);
+/** Prints the table (see the header); `args` are this script's flags. */
+export async function runPgFaultsBench(args: string[]): Promise<void> {
+  // The driver's uncaught errors are what is counted: they must not end the bench.
+  process.on("uncaughtException", countUncaught);
+  process.on("unhandledRejection", countUncaught);
+  try {
+    await pgFaults(args);
+  } finally {
+    process.off("uncaughtException", countUncaught);
+    process.off("unhandledRejection", countUncaught);
   }
-  console.log(
-    `\n${concurrency} loops of BEGIN; INSERT; COMMIT; worst of ${rounds} rounds per fault (ms)\n\n${markdownTable(
-      [
-        "client",
-        "restart: all loops committing again",
-        "restart: longest transaction",
-        "kill: all loops committing again",
-        "kill: longest transaction",
-        "uncaught errors",
-        "steady tx/s",
-      ],
-      rows,
-    )}`,
-  );
-} finally {
-  await server.stop();
 }
+
+async function pgFaults(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      clients: { type: "string", default: "postgresjs-defaults,smithers,bun-sql" },
+      concurrency: { type: "string", default: "8" },
+      rounds: { type: "string", default: "3" },
+    },
+  });
+  const names = values.clients.split(",").map((s) => s.trim());
+  for (const name of names) if (!FACTORIES[name]) throw new Error(`unknown client ${name}; known: ${Object.keys(FACTORIES).join(", ")}`);
+  const concurrency = Number(values.concurrency);
+  const rounds = Number(values.rounds);
+  if (!(Number.isInteger(concurrency) && concurrency > 0 && Number.isInteger(rounds) && rounds > 0))
+    throw new Error("--concurrency and --rounds must be whole numbers > 0");
+
+  const server = await startPostgres();
+  try {
+    const fmt = (ms: number) => (Number.isFinite(ms) ? `${Math.round(ms)}` : `> ${RECOVERY_CAP_MS / 1000} s`);
+    const max = (xs: number[]) => Math.max(...xs);
+    const rows: string[][] = [];
+    for (const name of names) {
+      const factory = FACTORIES[name]!;
+      const url = await server.createDatabase();
+      const setup = postgres(url, { max: 1, onnotice: () => {} });
+      await setup`CREATE TABLE bench_tx (id bigserial PRIMARY KEY, v bigint NOT NULL)`;
+      await setup.end();
+      const tps = await throughput(factory, url, concurrency);
+      const byFault: Record<Fault, Measure[]> = { restart: [], kill: [] };
+      console.error(`${factory.name}: ${Math.round(tps)} tx/s`);
+      for (let round = 0; round < rounds; round++) {
+        for (const fault of ["restart", "kill"] as const) {
+          byFault[fault].push(await measure(factory, fault, server, url, concurrency, round));
+          console.error(`  ${fault} round ${round}: ${JSON.stringify(byFault[fault].at(-1))}`);
+        }
+      }
+      const cells = (fault: Fault) => {
+        const list = byFault[fault];
+        return [fmt(max(list.map((m) => m.recoveryMs))), fmt(max(list.map((m) => m.longestMs)))];
+      };
+      const thrown = [...byFault.restart, ...byFault.kill].reduce((sum, m) => sum + m.uncaught, 0);
+      rows.push([factory.name, ...cells("restart"), ...cells("kill"), String(thrown), String(Math.round(tps))]);
+      console.error(`${factory.name}: ${JSON.stringify(byFault)}`);
+    }
+    console.log(
+      `\n${concurrency} loops of BEGIN; INSERT; COMMIT; worst of ${rounds} rounds per fault (ms)\n\n${markdownTable(
+        [
+          "client",
+          "restart: all loops committing again",
+          "restart: longest transaction",
+          "kill: all loops committing again",
+          "kill: longest transaction",
+          "uncaught errors",
+          "steady tx/s",
+        ],
+        rows,
+      )}`,
+    );
+  } finally {
+    await server.stop();
+  }
+}
+
+if (import.meta.main) await runPgFaultsBench(process.argv.slice(2));
