@@ -58,7 +58,7 @@ test.skipIf(!available)(
         new Worker({ db, concurrency: 4, leaseMs: LEASE_MS, pollIntervalMs: 200, workflows: [{ name: "pg-faults", path: WORKFLOW, workflow }], onOutcome }),
     );
     const running = workers.map((w) => w.run(stop.signal));
-    const sql = connectPg(url, { max: 1 });
+    let sql = connectPg(url, { max: 1 });
     const finished = async () => Number((await sql`SELECT count(*) AS n FROM _smithers_runs WHERE status = 'finished'`)[0]!.n);
     const killWorkerConnections = () =>
       sql`SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`;
@@ -72,8 +72,11 @@ test.skipIf(!available)(
         }
       };
       await waitFor(4);
+      // The test's own stock postgres.js client is closed over the restart: it is not what is under test.
+      await sql.end();
       await server.restart();
-      faults.push(`restart at ${await finished().catch(() => -1)}`);
+      sql = connectPg(url, { max: 1 });
+      faults.push(`restart at ${await finished()}`);
       await waitFor(14);
       faults.push(`kill of ${(await killWorkerConnections())[0]!.n} connections at ${await finished()}`);
       await waitFor(24);

@@ -256,16 +256,19 @@ export class PgDb implements SmithersDb {
   private async runTransaction<T>(label: string, fn: (q: Sql) => T | Promise<T>): Promise<T> {
     let token: TxToken | undefined;
     let settled = false;
-    /** Read just before COMMIT: the transaction's id, null when it wrote nothing. */
+    /** Known once fn finished: the transaction's id, for txid_status when its COMMIT goes unanswered. */
     let xid: string | null | undefined;
     let value: T | undefined;
     try {
       const begun = this.client.begin(async (tx) => {
         const own: TxToken = { db: this, label, q: new PgSql(tx, true), onCommit: [], onRollback: [] };
         token = own;
+        // Sent first and pipelined with fn's statements on this connection: it costs no round trip of its own.
+        const xidRead = own.q.get<{ xid: string }>("SELECT txid_current()::text AS xid");
+        xidRead.catch(() => undefined); // fn's own statements report a failure of this connection
         try {
           value = await txContext.run(own, () => fn(own.q));
-          xid = (await own.q.get<{ xid: string | null }>("SELECT txid_current_if_assigned()::text AS xid"))?.xid ?? null;
+          xid = (await xidRead)?.xid ?? null;
           return value;
         } catch (error) {
           if (own.q.lost === undefined && !isConnectionLost(error)) throw error;
