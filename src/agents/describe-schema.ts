@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isPlainObject } from "../json/index.ts";
 import { checks, def, type Def, enumValues, optionalInput, type Schema, templatePattern, unwrap } from "../schema/index.ts";
 
 // A backstop only: recursion through z.lazy is caught by the `path` check first.
@@ -166,8 +167,6 @@ function numberExample(d: Def): number {
   }
   return value;
 }
-
-const isPlainObject = (v: unknown): v is object => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** A placeholder value of the schema's shape; `undefined` where the shape recurses. */
 function exampleOf(schema: Schema, outer: Path): unknown {

@@ -6,7 +6,7 @@
  * Each command's module is imported when that command runs, not before: a process loads only
  * what its command needs (`up` never loads the HTTP server, `--help` no engine at all).
  */
-import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
+import { exitCodeOf, SmithersError } from "../errors/index.ts";
 import { EXIT } from "./constants.ts";
 import { commandFlags, commandHelp, suggest } from "./help.ts";
 import type { Io, StopSignals } from "./shared.ts";
@@ -28,39 +28,6 @@ function usageLine(command: string | undefined): string {
     ) ?? lines.join("\n")
   );
 }
-
-/** Codes that mean the caller asked for something invalid (exit 2), not that a run failed. */
-const BAD_INPUT_CODES: ReadonlySet<SmithersErrorCode> = new Set([
-  "USAGE",
-  "APPROVAL_NOT_FOUND",
-  "APPROVAL_DECIDED",
-  "APPROVAL_AMBIGUOUS",
-  "APPROVAL_INVALID",
-  "SIGNAL_INVALID",
-  "RUN_ENDED",
-  "HUMAN_REQUEST_NOT_FOUND",
-  "HUMAN_REQUEST_CLOSED",
-  "HUMAN_ANSWER_INVALID",
-  "INVALID_INPUT",
-  "INVALID_OPTION",
-  "INPUT_MISMATCH",
-  "RUN_NOT_FOUND",
-  "RUN_EXISTS",
-  "RUN_OWNED",
-  "RUN_STILL_RUNNING",
-  "FRAME_NOT_FOUND",
-  "WORKFLOW_LOAD_FAILED",
-  "UNSUPPORTED_SCHEMA",
-  "CUSTOM_TABLE_INVALID",
-  "INVALID_CRON",
-  "CRON_EXISTS",
-  "CRON_NOT_FOUND",
-  "NODE_NOT_FOUND",
-  "RUN_NOT_REWINDABLE",
-  // Refusals that a flag overrides: nothing was changed
-  "WORKFLOW_CHANGED",
-  "SIDE_EFFECT_BOUNDARY",
-]);
 
 type Command = (args: string[], io: Io, signals: StopSignals) => Promise<number>;
 
@@ -209,7 +176,7 @@ export async function main(
     if (error instanceof SmithersError) {
       io.err(`smithers: ${error.code}: ${error.message}`);
       if (error.code === "USAGE") io.err(usageLine(command));
-      return BAD_INPUT_CODES.has(error.code) ? EXIT.usage : EXIT.failed;
+      return exitCodeOf(error.code);
     }
     if ((error as { code?: string })?.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && command !== undefined) {
       io.err(unknownOption(command, error as Error));

@@ -1,66 +1,10 @@
 /** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first, after the requests queued for workers. */
 import { parseArgs } from "node:util";
-import { attempts, nodes, queue, runs, type SmithersDb, type UsageTotals } from "../db/index.ts";
-import { RunStatusSchema } from "../engine/index.ts";
-import { runHeader, type RunHeader } from "./inspect.ts";
+import type { RunSummary } from "../contract/index.ts";
+import { listRunSummaries, RunStatusSchema } from "../engine/index.ts";
 import { EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
-/** One run as `ps --json` prints it (an array of these). */
-export type RunSummary = RunHeader & {
-  /** finishedAtMs (or now, for a run not ended) minus startedAtMs; null before it started. */
-  durationMs: number | null;
-  /** Tasks that ended (finished, skipped, failed, cancelled) and all tasks the run has recorded. */
-  progress: { done: number; total: number };
-  /** The cost its agents reported, in US dollars; null when none reported one. */
-  costUsd: number | null;
-  /** Tokens and cost its agents reported, summed over all attempts. */
-  usage: UsageTotals;
-};
-
 export const PS_DEFAULT_LIMIT = 20;
-
-/** A request queued for workers (up --detach, enqueue, serve) that no worker has started yet, as a run summary. */
-export function queuedSummary(q: queue.QueueRow): RunSummary {
-  const { runId, workflowName, workflowPath, enqueuedAtMs } = q;
-  const header = { runId, status: "queued", workflowName, workflowPath, parentRunId: null, createdAtMs: enqueuedAtMs, startedAtMs: null, finishedAtMs: null };
-  return { ...header, durationMs: null, progress: { done: 0, total: 0 }, costUsd: null, usage: { ...attempts.NO_USAGE } };
-}
-
-/**
- * The runs, newest first, as `ps --json` prints them; with `withQueued`, the requests queued for
- * workers first (status `queued`, filtered by status and workflow name like the runs).
- */
-export async function listRunSummaries(
-  db: SmithersDb,
-  options: { status?: string; workflow?: string; limit: number; withQueued?: boolean },
-  nowMs = Date.now(),
-): Promise<RunSummary[]> {
-  const { withQueued, ...filter } = options;
-  const wantsQueued = withQueued === true && (filter.status === undefined || filter.status === "queued");
-  const queued = wantsQueued ? (await queue.listWaiting(db, { workflowName: filter.workflow, limit: filter.limit })).map(queuedSummary) : [];
-  if (filter.status === "queued") return queued;
-  const rows = filter.limit > queued.length ? await runs.listRecentRuns(db, { ...filter, limit: filter.limit - queued.length }) : [];
-  const progress = await nodes.countNodeProgress(
-    db,
-    rows.map((r) => r.runId),
-  );
-  const usage = await db.read("psUsage", (q) =>
-    attempts.sumUsageByRun(
-      q,
-      rows.map((r) => r.runId),
-    ),
-  );
-  return [
-    ...queued,
-    ...rows.map((r) => ({
-      ...runHeader(r),
-      durationMs: r.startedAtMs === null ? null : (r.finishedAtMs ?? nowMs) - r.startedAtMs,
-      progress: progress.get(r.runId) ?? { done: 0, total: 0 },
-      costUsd: usage.get(r.runId)?.costUsd ?? null,
-      usage: usage.get(r.runId) ?? { ...attempts.NO_USAGE },
-    })),
-  ];
-}
 
 const seconds = (ms: number | null) => (ms === null ? "-" : `${(ms / 1000).toFixed(1)}s`);
 
@@ -79,7 +23,14 @@ export function formatRunTable(list: readonly RunSummary[]): string[] {
     ]),
   ];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  "));
+  const table = rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  "));
+  // Below the table: why a run that should go on did not.
+  const notes = list.flatMap((r) =>
+    r.resumeFailure
+      ? [`! ${r.runId}: resuming failed at ${new Date(r.resumeFailure.atMs).toISOString()} (${r.resumeFailure.by}): ${r.resumeFailure.reason}`]
+      : [],
+  );
+  return [...table, ...notes];
 }
 
 export async function psCommand(args: string[], io: Io): Promise<number> {

@@ -1,7 +1,8 @@
 /** `smithers serve`: the HTTP API until SIGINT/SIGTERM. */
+import { readFileSync, statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { DEFAULT_DB_PATH, pruneRuns } from "../engine/index.ts";
-import { createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACITY } from "../server/index.ts";
+import { checkListen, createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACITY } from "../server/index.ts";
 import { MIN_LEASE_MS } from "./worker.ts";
 import { dbPathOption, durationFlag, EXIT, type Io, nonNegativeNumber, positiveInt, usageError } from "./shared.ts";
 
@@ -17,6 +18,11 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
       db: { type: "string" },
       workflows: { type: "string" },
       token: { type: "string" },
+      "token-file": { type: "string" },
+      "max-body": { type: "string" },
+      "tls-cert": { type: "string" },
+      "tls-key": { type: "string" },
+      "insecure-http": { type: "boolean" },
       "queue-capacity": { type: "string" },
       "max-concurrent": { type: "string" },
       lease: { type: "string" },
@@ -25,7 +31,14 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
     strict: true,
   });
   const port = nonNegativeNumber(values.port, "--port", true) ?? 7331;
-  const token = values.token ?? (process.env.SMITHERS_TOKEN || undefined);
+  const token = tokenOption(values.token, values["token-file"], io);
+  const maxBodyBytes = byteSize(values["max-body"], "--max-body");
+  const tls = tlsOption(values["tls-cert"], values["tls-key"]);
+  if (tls && values["insecure-http"])
+    throw usageError("--insecure-http says a proxy in front terminates TLS, --tls-cert that this server does: pass one of them");
+  const host = values.host ?? "127.0.0.1";
+  // Also checked by start(); here too, so a refused address creates no database file first.
+  checkListen({ host, token, tls: tls !== undefined, insecureHttp: Boolean(values["insecure-http"]) });
   const leaseMs = durationFlag(values.lease, "--lease");
   if (leaseMs !== undefined && leaseMs < MIN_LEASE_MS) throw usageError(`--lease must be at least ${MIN_LEASE_MS / 1000}s`);
   if (leaseMs !== undefined && values["max-concurrent"] !== undefined && Number(values["max-concurrent"]) === 0) {
@@ -34,15 +47,18 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
   const server = await createServer({
     dbPath: dbPathOption(values.db) ?? DEFAULT_DB_PATH,
     ...(values.workflows ? { workflowsDir: values.workflows } : {}),
-    ...(token ? { token } : {}),
+    ...(token === undefined ? {} : { token }),
+    ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }),
+    ...(tls ? { tls } : {}),
+    ...(values["insecure-http"] ? { insecureHttp: true } : {}),
     queueCapacity: positiveInt(values["queue-capacity"], "--queue-capacity") ?? DEFAULT_QUEUE_CAPACITY,
     maxConcurrent: nonNegativeNumber(values["max-concurrent"], "--max-concurrent", true) ?? DEFAULT_MAX_CONCURRENT,
     ...(leaseMs === undefined ? {} : { leaseMs }),
   });
   const pruneOlderThanMs = durationFlag(values["prune-older-than"], "--prune-older-than");
-  const { url } = await server.start({ port, host: values.host ?? "127.0.0.1" });
+  const { url } = await server.start({ port, host });
   io.out(`smithers serve listening on ${url}`);
-  io.out(`dashboard: ${url}/${token ? "#token=<your token>" : ""}`);
+  io.out(`dashboard: ${url}/${token === undefined ? "" : "#token=<your token>"}`);
   // Retention while serving: at start, then every hour, runs that ended longer ago are pruned.
   let pruning: ReturnType<typeof setInterval> | undefined;
   if (pruneOlderThanMs !== undefined) {
@@ -59,4 +75,50 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
   // Runs in flight are left to go stale: the next start (or a worker) takes them over once the lease runs out.
   await server.stop({ drain: false });
   return EXIT.ok;
+}
+
+/**
+ * The bearer token: --token-file's contents (trimmed), else --token, else $SMITHERS_TOKEN. --token
+ * still works but is warned about: a command line is readable by every user of the machine (ps, /proc).
+ */
+function tokenOption(flag: string | undefined, file: string | undefined, io: Io): string | undefined {
+  if (flag !== undefined && file !== undefined) throw usageError("pass the token once: --token-file PATH (or SMITHERS_TOKEN), not also --token");
+  if (file !== undefined) {
+    const token = readFlagFile(file, "--token-file").trim();
+    // Checked after reading, so a missing file is the error reported.
+    if ((statSync(file).mode & 0o077) !== 0) io.err(`smithers serve: warning: ${file} is readable by other users; chmod 600 it`);
+    return token;
+  }
+  if (flag === undefined) return process.env.SMITHERS_TOKEN || undefined;
+  io.err(
+    "smithers serve: warning: --token is readable by every user of this machine (ps, /proc/<pid>/cmdline); pass --token-file PATH or SMITHERS_TOKEN instead",
+  );
+  return flag;
+}
+
+/** --tls-cert and --tls-key, read now so a missing file fails before anything starts. */
+function tlsOption(cert: string | undefined, key: string | undefined): { cert: string; key: string } | undefined {
+  if (cert === undefined && key === undefined) return undefined;
+  if (cert === undefined || key === undefined) throw usageError("--tls-cert and --tls-key go together: the certificate (PEM) and its private key");
+  return { cert: readFlagFile(cert, "--tls-cert"), key: readFlagFile(key, "--tls-key") };
+}
+
+function readFlagFile(path: string, flag: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (cause) {
+    throw usageError(`${flag}: cannot read ${path}: ${(cause as Error).message}`);
+  }
+}
+
+const UNITS: Record<string, number> = { "": 1, b: 1, kb: 1e3, kib: 1024, mb: 1e6, mib: 1024 ** 2, gb: 1e9, gib: 1024 ** 3 };
+
+/** A size in bytes: a whole number of bytes, or a number with a unit (512KB, 1MiB, 2GB); USAGE otherwise. */
+export function byteSize(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
+  const unit = match ? UNITS[match[2]!.toLowerCase()] : undefined;
+  const bytes = match && unit !== undefined ? Math.floor(Number(match[1]) * unit) : Number.NaN;
+  if (!(Number.isSafeInteger(bytes) && bytes > 0)) throw usageError(`${flag} must be a size such as 1MiB, 512KB or 65536 (bytes), got "${text}"`);
+  return bytes;
 }

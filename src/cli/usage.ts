@@ -23,7 +23,7 @@ export const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--ru
        smithers cron add <workflow.tsx> --schedule "<expr>" [--input JSON] [--tz ZONE] [--id ID] [--db PATH]
        smithers cron list [--json] [--db PATH]
        smithers cron rm <id> [--db PATH]
-       smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token T] [--queue-capacity N] [--max-concurrent N] [--lease D] [--prune-older-than D]
+       smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token-file PATH] [--tls-cert PEM --tls-key PEM | --insecure-http] [--max-body SIZE] [--queue-capacity N] [--max-concurrent N] [--lease D] [--prune-older-than D]
        smithers prune [--older-than 7d] [--dry-run] [--vacuum] [--json] [--db PATH]
 
 up          runs a workflow to completion, printing a line as each task starts and finishes
@@ -76,7 +76,7 @@ ps          lists runs, newest first: id, status, workflow, start, duration, tas
   --status S            only runs in status S (queued, running, finished, continued, failed, cancelled,
                         paused, waiting-approval, waiting-event, waiting-timer)
   --limit N             at most N runs (default 20)
-  --json                a JSON array of runs (see the README)
+  --json                a JSON array of runs (see docs/reference/cli.md)
 inspect     shows a run: status, workflow and its file, input, its tasks (state, attempts, time,
             error), pending approvals, human requests and waits, and the tokens and cost its agents
             used (--json: the same as one JSON object)
@@ -138,8 +138,14 @@ cron        schedules a workflow file on a cron pattern (5 or 6 fields, read in 
 serve       the HTTP API: start runs of the workflows in --workflows DIR (each *.tsx by file name),
             inspect, approve/deny, answer, signal, resume them, follow their events (SSE)
   --port N              port (default 7331; 0: any free port; the URL is printed)
-  --host H              address (default 127.0.0.1; another needs --token)
-  --token T             require Authorization: Bearer T (default: $SMITHERS_TOKEN)
+  --host H              address (default 127.0.0.1; another needs a token, and TLS or --insecure-http)
+  --token-file PATH     require Authorization: Bearer <the file's contents> (default: $SMITHERS_TOKEN);
+                        at least 16 characters (openssl rand -hex 32 makes one)
+  --token T             the same from the command line, where other users can read it (warned about)
+  --tls-cert PEM        serve HTTPS with this certificate (chain) file; needs --tls-key
+  --tls-key PEM         the certificate's private key file
+  --insecure-http       plain HTTP on a non-loopback --host, because a proxy in front terminates TLS
+  --max-body SIZE       largest request body and run input (default 1MiB; 512KB, 65536 …); more is 413
   --queue-capacity N    runs that may wait to start (default 1024); more are answered 503
   --max-concurrent N    runs executing at once (default 4); 0: only accept them, for smithers worker
                         processes on the same database to execute

@@ -54,7 +54,6 @@ export const DB_RETRY_METRIC = "smithers.db.retries";
 
 /** Lifecycle of a human request; only `pending` rows can be answered, cancelled or expired. */
 export const HUMAN_REQUEST_STATUSES = ["pending", "answered", "cancelled", "expired"] as const;
-export type HumanRequestStatus = (typeof HUMAN_REQUEST_STATUSES)[number];
 
 /** Lifecycle of an approval gate; only `requested` rows can be decided. */
 export const APPROVAL_STATUSES = ["requested", "approved", "denied"] as const;
@@ -80,5 +79,4 @@ export const EVENT_BATCH_MAX = 500;
  */
 export const WAL_CHECKPOINT_MIN_BYTES = 1024 * 1024;
 
-/** Statuses of a run that waits for the world (a person, a signal, a time); what the daemon looks at. */
-export const WAITING_STATUSES = ["waiting-approval", "waiting-event", "waiting-timer"] as const;
+export { WAITING_STATUSES } from "../contract/index.ts";

@@ -3,6 +3,7 @@
  * `tableName|colA:type:notnull:pk|colB:…` with columns sorted by name, read from the live table
  * (PRAGMA table_info, pg_attribute) so it changes whenever the table on disk does.
  */
+import { sha256Hex } from "../json/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { quoteIdentifier } from "./ddl.ts";
 import type { Sql } from "./sql.ts";
@@ -19,7 +20,7 @@ export function schemaSignatureText(tableName: string, columns: readonly Signatu
 }
 
 export function hashSchemaSignature(tableName: string, columns: readonly SignatureColumn[]): string {
-  return new Bun.CryptoHasher("sha256").update(schemaSignatureText(tableName, columns)).digest("hex");
+  return sha256Hex(schemaSignatureText(tableName, columns));
 }
 
 const PG_COLUMNS = `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS "notNull",

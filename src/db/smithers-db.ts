@@ -22,6 +22,7 @@ import {
 } from "./constants.ts";
 import { isRetryableSqliteError, withSqliteWriteRetry } from "./retry.ts";
 import { ensureSmithersTables } from "./ensure.ts";
+import { checkSqliteFile, sqliteOpenError } from "./sqlite-file.ts";
 import { migrateOutputTables, type MigrationReport, type OutputTableInfo } from "./output-tables.ts";
 import type { Orm, Sql } from "./sql.ts";
 import { SqliteSql } from "./sqlite-sql.ts";
@@ -53,27 +54,42 @@ export class SqliteDb implements SmithersDb {
   private activeTx: TxToken | null = null;
   private closed = false;
   private closing: Promise<void> | undefined;
+  /** Openers sharing this connection (openSmithersDb): close() closes it when the last of them does. */
+  private holders = 1;
 
   constructor(path: string, options: SmithersDbOptions = {}) {
     this.mode = checkDurability(options.durability ?? DEFAULT_DURABILITY);
     this.path = path;
-    this.sqlite = new Database(path, { create: true });
+    // A read-only file, a file that is not a database and a missing directory are refused before SQLite touches them.
+    checkSqliteFile(path);
+    try {
+      this.sqlite = new Database(path, { create: true });
+    } catch (error) {
+      throw sqliteOpenError(path, error);
+    }
     this.busyTimeoutMs = options.busyTimeoutMs ?? DB_BUSY_TIMEOUT_MS;
     // SQLite's busy handler sleeps with the event loop stopped: it gets a few ms, the rest is waited asynchronously.
     this.syncBusyTimeoutMs = Math.min(this.busyTimeoutMs, DB_SYNC_BUSY_TIMEOUT_MS);
-    this.sqlite.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`);
-    if (path !== ":memory:") useWal(this.sqlite);
-    // After a checkpoint the next write cuts the WAL back instead of leaving it at its peak size.
-    this.sqlite.exec("PRAGMA journal_size_limit = 0");
-    this.sqlite.exec(`PRAGMA synchronous = ${SYNCHRONOUS_LEVEL[this.mode]}`);
-    this.sqlite.exec("PRAGMA foreign_keys = ON");
-    this.db = drizzle({ client: this.sqlite }) as Drizzle;
-    this.sql = new SqliteSql(this.sqlite, this.db as unknown as Orm);
     this.retryPolicy = options.retryPolicy ?? DB_RETRY_POLICY;
     try {
-      if (options.ensureTables !== false) ensureSmithersTables(this.sqlite);
-    } finally {
-      this.sqlite.exec(`PRAGMA busy_timeout = ${this.syncBusyTimeoutMs}`);
+      this.sqlite.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`);
+      // The first read of the file: a damaged one (SQLITE_CORRUPT, SQLITE_NOTADB) is refused here.
+      if (path !== ":memory:") useWal(this.sqlite);
+      // After a checkpoint the next write cuts the WAL back instead of leaving it at its peak size.
+      this.sqlite.exec("PRAGMA journal_size_limit = 0");
+      this.sqlite.exec(`PRAGMA synchronous = ${SYNCHRONOUS_LEVEL[this.mode]}`);
+      this.sqlite.exec("PRAGMA foreign_keys = ON");
+      this.db = drizzle({ client: this.sqlite }) as Drizzle;
+      this.sql = new SqliteSql(this.sqlite, this.db as unknown as Orm);
+      try {
+        if (options.ensureTables !== false) ensureSmithersTables(this.sqlite);
+      } finally {
+        this.sqlite.exec(`PRAGMA busy_timeout = ${this.syncBusyTimeoutMs}`);
+      }
+    } catch (error) {
+      // No half-open connection is left behind (nor its handle on the file).
+      this.sqlite.close();
+      throw sqliteOpenError(path, error);
     }
   }
 
@@ -234,6 +250,16 @@ export class SqliteDb implements SmithersDb {
     });
   }
 
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  retain(): this {
+    if (this.closed) throw new SmithersError("DB_CLOSED", `Database ${this.path} is closed`);
+    this.holders++;
+    return this;
+  }
+
   /** SQLite has no notifications: workers poll. */
   async listen(): Promise<undefined> {
     return undefined;
@@ -245,6 +271,10 @@ export class SqliteDb implements SmithersDb {
    */
   close(): Promise<void> {
     if (this.inTransaction()) return Promise.reject(this.waitsOnItself("close"));
+    if (this.holders > 1) {
+      this.holders--;
+      return Promise.resolve();
+    }
     if (!this.closing) {
       this.closed = true;
       this.closing = this.tail.then(() => this.sqlite.close());

@@ -67,6 +67,13 @@ export interface SmithersDb {
    * own) until the returned function is called; undefined where the backend has none (SQLite).
    */
   listen(channel: string, onMessage: (payload: string) => void): Promise<(() => Promise<void>) | undefined>;
-  /** Refuses new work, lets queued work finish, closes. */
+  /** True once close() took effect (this holder was the last). */
+  readonly isClosed: boolean;
+  /**
+   * Counts one more holder of this connection (openSmithersDb hands an open one out again): each
+   * holder closes once, and the connection closes with the last of them.
+   */
+  retain(): this;
+  /** Refuses new work, lets queued work finish, closes (see retain: the last holder's close does). */
   close(): Promise<void>;
 }

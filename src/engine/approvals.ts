@@ -5,24 +5,11 @@
  */
 import { approvals, runs, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
-import type { ApprovalOption, ApprovalSpec } from "../jsx/index.ts";
+import type { ApprovalSpec } from "../jsx/index.ts";
+import type { PendingApproval } from "../contract/index.ts";
 import { isWaiting } from "./states.ts";
 
-export type PendingApproval = {
-  runId: string;
-  workflowName: string;
-  nodeId: string;
-  iteration: number;
-  requestedAtMs: number | null;
-  request: {
-    title?: string;
-    summary?: string;
-    metadata?: Record<string, unknown>;
-    /** Absent for an approve-mode `<Approval>`; "gate" for a `<Task needsApproval>`. */
-    mode?: "select" | "rank" | "gate";
-    options?: ApprovalOption[];
-  };
-};
+export type { PendingApproval } from "../contract/index.ts";
 
 export type DecideOptions = {
   runId: string;

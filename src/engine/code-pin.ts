@@ -9,7 +9,7 @@ import { dirname, extname, relative, resolve } from "node:path";
 import { z } from "zod";
 import type { Agent } from "../agents/index.ts";
 import type { PlanTask } from "../jsx/index.ts";
-import { stableJson } from "./run-setup.ts";
+import { canonicalJson, sha256Hex } from "../json/index.ts";
 
 /** The code hash of the workflow at `path`; undefined when its file is gone or cannot be read (nothing to pin to). */
 export function codeHashOf(path: string): string | undefined {
@@ -113,7 +113,7 @@ function hashCode(root: string): CodeHash {
     } catch {
       continue;
     }
-    parts.push([relative(base, file), new Bun.CryptoHasher("sha256").update(bytes).digest("hex")]);
+    parts.push([relative(base, file), sha256Hex(bytes)]);
     for (const specifier of importsOf(file, bytes.toString("utf8"))) {
       const local = localModule(specifier, file);
       if (local && !seen.has(local)) {
@@ -135,7 +135,7 @@ function schemaText(schema: z.ZodType | undefined): string | null {
   let text = schemaTexts.get(schema);
   if (text === undefined) {
     try {
-      text = stableJson(z.toJSONSchema(schema, { unrepresentable: "any" }));
+      text = canonicalJson(z.toJSONSchema(schema, { unrepresentable: "any" }), "loose");
     } catch {
       text = "(unrepresentable)";
     }
@@ -147,7 +147,7 @@ function schemaText(schema: z.ZodType | undefined): string | null {
 function valueText(value: unknown): string | null {
   if (value === undefined) return null;
   try {
-    return stableJson(value);
+    return canonicalJson(value, "loose");
   } catch {
     return "(unserializable)";
   }

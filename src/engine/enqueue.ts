@@ -6,6 +6,7 @@
 import { basename, extname, resolve } from "node:path";
 import { queue } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
+import { checkNewRunId } from "./events.ts";
 import type { RunOptions } from "./run-workflow.ts";
 import { validateInput } from "./run-setup.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
@@ -44,6 +45,7 @@ export async function enqueueRun(workflow: SmithersWorkflow, options: RunOptions
   const workflowPath = resolve(options.workflowPath);
   const db = workflow.dbFor(options.dbPath);
   const runId = options.runId ?? crypto.randomUUID();
+  if (!options.resume) checkNewRunId(runId);
   const input = options.resume ? undefined : validateInput(workflow.registry, options.input);
   const admission = await queue.enqueue(
     db,

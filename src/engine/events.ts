@@ -1,6 +1,7 @@
 import { z } from "zod";
+import { SmithersError } from "../errors/index.ts";
 import { isWaiting, WAITING_STATUSES, type RunStatus } from "./states.ts";
-import { EVENT_TYPES } from "./names.ts";
+import { EVENT_TYPES } from "../contract/index.ts";
 
 /** Every event type the engine emits (see names.ts). */
 export const SmithersEventTypeSchema = z.enum(EVENT_TYPES);
@@ -24,6 +25,12 @@ const variant = <K extends SmithersEventType, S extends z.ZodRawShape>(type: K, 
 export const SmithersEventSchema = z.discriminatedUnion("type", [
   variant(T.RunStarted, { ...base, status: z.literal("running") }),
   variant(T.RunResumed, { ...base, status: z.literal("running") }),
+  /**
+   * A process claimed the run to resume it (a stale owner's, or a wait that is over) and could
+   * not: its workflow did not load there, or resuming failed. The claim was handed back; `by` is
+   * the process (owner id) that tried. Repeats of the same reason are journalled once.
+   */
+  variant(T.RunResumeFailed, { ...base, reason: z.string(), by: z.string() }),
   variant(T.RunFinished, { ...base, status: z.literal("finished") }),
   variant(T.RunFailed, { ...base, status: z.literal("failed"), error: ErrorJsonSchema }),
   variant(T.RunCancelled, { ...base, status: z.literal("cancelled") }),
@@ -147,6 +154,17 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
 
 /** The run id the server's own events (RunRefused) are journalled under. */
 export const SERVER_RUN_ID = "_server";
+
+/**
+ * Refuses a run id chosen for a new run (INVALID_RUN_ID): ids starting with `_` are reserved for
+ * Smithers' own journals such as SERVER_RUN_ID, whose events a run of that name would mix with its own.
+ */
+export function checkNewRunId(runId: string): void {
+  if (runId === "" || runId.startsWith("_")) {
+    const why = runId === "" ? "a run id cannot be empty" : `ids starting with "_" are reserved (${SERVER_RUN_ID} journals the server's own events)`;
+    throw new SmithersError("INVALID_RUN_ID", `Run id ${JSON.stringify(runId)} refused: ${why}`, { runId });
+  }
+}
 export type SmithersEvent = z.infer<typeof SmithersEventSchema>;
 
 /** The event of one type. @example const e: EventOf<"NodeFailed"> = ...; e.error */

@@ -3,6 +3,7 @@
  * (`smithers human answer`, checked against the stored schema before anything is written) and
  * cancelling. An answer makes the waiting run due, so the daemon resumes it.
  */
+import type { InboxHuman, JsonSchema } from "../contract/index.ts";
 import { humanRequests, runs, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { fieldIssues, formatZodIssues, jsonSchemaIssues } from "../schema/index.ts";
@@ -16,22 +17,8 @@ export const humanAsk = (requestId: string): number => Number(requestId.slice(re
 /** Human requests in ask order (1, 2, … 10: by number, not as text). */
 export const byAsk = <R extends { requestId: string }>(rows: R[]): R[] => [...rows].sort((a, b) => humanAsk(a.requestId) - humanAsk(b.requestId));
 
-export type InboxItem = {
-  requestId: string;
-  runId: string;
-  workflowName: string | null;
-  runStatus: string | null;
-  nodeId: string;
-  iteration: number;
-  prompt: string;
-  requestedAtMs: number;
-  ageMs: number;
-  timeoutAtMs: number | null;
-  /** Its timeout passed; the run fails the node when it next runs, and an answer is refused. */
-  expired: boolean;
-  /** The JSON Schema the answer must satisfy. */
-  schema: unknown;
-};
+/** An open human request as the inbox lists it (the contract's InboxHuman). */
+export type InboxItem = InboxHuman;
 
 /**
  * Every request still open, oldest first, with its run's workflow and status; one whose timeout
@@ -54,7 +41,7 @@ export async function humanInbox(db: SmithersDb, now: () => number = Date.now): 
     ageMs: Math.max(0, nowMs - r.requestedAtMs),
     timeoutAtMs: r.timeoutAtMs,
     expired: r.timeoutAtMs !== null && r.timeoutAtMs <= nowMs,
-    schema: r.schemaJson ? (JSON.parse(r.schemaJson) as unknown) : null,
+    schema: r.schemaJson ? (JSON.parse(r.schemaJson) as JsonSchema) : null,
   }));
 }
 

@@ -16,6 +16,7 @@ export { decide, type Action, type Failure, type NodeStatus } from "./scheduler.
 export { buildCtx, useCtx, type SmithersCtx, type OutputLookup } from "./ctx.ts";
 export {
   SERVER_RUN_ID,
+  checkNewRunId,
   SmithersEventSchema,
   SmithersEventTypeSchema,
   type EventOf,
@@ -26,7 +27,7 @@ export {
 export { isOver, isWaiting } from "./states.ts";
 export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, type AttemptState, type RunStatus } from "./states.ts";
 export { EventBus } from "./event-bus.ts";
-export { supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
+export { RESUME_EVENTS, supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
 export { loadWorkflowFile } from "./workflow-file.ts";
 export {
   approve,
@@ -73,3 +74,4 @@ export {
   type RewindResult,
 } from "./time-travel.ts";
 export { runAtFrame, downstreamOf, type RunAtFrame } from "./history.ts";
+export { inspectRun, listRunItems, listRunSummaries, pendingApprovalsAcrossRuns, queuedSummary, runHeader } from "./queries/index.ts";

@@ -23,12 +23,14 @@ import {
   type UsageTotals,
 } from "../db/index.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
+import { hashJson } from "../json/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
 import type { LoopState } from "../jsx/index.ts";
 import { nodeKey } from "../jsx/index.ts";
 import type { NodeError, NodeStatus } from "./scheduler.ts";
 import { withContinuation } from "./continue-as-new.ts";
 import type { NodeState } from "./states.ts";
+import { checkNewRunId } from "./events.ts";
 import { normalizeUsage, priceUsage, processStartTime, type ModelPricing } from "../agents/index.ts";
 import { addToTotals, carriedUsage, NO_USAGE, storedBudget, withBudget, type Budget } from "./budget.ts";
 
@@ -78,20 +80,8 @@ export type RunSetup = {
   cancelRequested: boolean;
 };
 
-/** JSON with object keys sorted and undefined fields left out: the same text for equal values. */
-export function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
-  if (value && typeof value === "object" && !(value instanceof Date)) {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
-
-/** SHA-256 of the input in a stable JSON form (Bun's native hasher: node:crypto costs ~20 ms to load). */
-export const hashInput = (input: unknown) => new Bun.CryptoHasher("sha256").update(stableJson(input)).digest("hex");
+/** SHA-256 of the input's canonical JSON: what a resume's input is compared by. */
+export const hashInput = (input: unknown) => hashJson(input);
 
 /** `host:pid:random`, so a later process can tell whether the owner is still alive. */
 export function newOwnerId(): string {
@@ -390,6 +380,7 @@ function noOutputs(db: SmithersDb, registry: OutputRegistry): RunOutputs {
 export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   const runId = o.runId ?? crypto.randomUUID();
   const resumed = Boolean(o.resume);
+  if (!resumed) checkNewRunId(runId);
   // Resuming a failed/cancelled run gives its failed nodes a fresh retry budget; a crashed run keeps its count.
   const {
     input: storedInput,

@@ -157,7 +157,8 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
   const budget = checkBudget(options);
   const pricing = checkPricing(options.pricing) ?? workflow.spend?.pricing;
   const now = () => Date.now();
-  const durability = options.durability === undefined ? undefined : checkDurability(options.durability);
+  const asked = options.durability ?? workflow.durability;
+  const durability = asked === undefined ? undefined : checkDurability(asked);
   const db = workflow.dbFor(options.dbPath);
   const releaseDurability = durability === undefined ? undefined : await holdDurability(db, durability);
   const ownerId = options.ownerId ?? newOwnerId();

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { WAITING_STATUSES } from "../db/index.ts";
-import { ENDED_RUN_STATUSES, RUN_STATUSES } from "./names.ts";
+import { ENDED_RUN_STATUSES, RUN_STATUSES } from "../contract/index.ts";
 
 /** States of a node in `_smithers_nodes`. */
 export const NodeStateSchema = z.enum([

@@ -4,7 +4,7 @@
  * A run it cannot resume (no workflow file, a file that no longer loads) has its claim released,
  * so another supervisor, or a person, can take it.
  */
-import { runs, STALE_RUN_THRESHOLD_MS, type Durability, type SmithersDb } from "../db/index.ts";
+import { events, runs, STALE_RUN_THRESHOLD_MS, type Durability, type SmithersDb } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { cronOutcomes, fireDueCrons, type CronOutcome } from "./cron-fire.ts";
 import type { SmithersEvent } from "./events.ts";
@@ -65,10 +65,29 @@ export async function takeOver(o: SuperviseOptions, run: runs.RunRow, nowMs: num
   // visible to the next pass (or a person) instead of held by a claim nobody acts on.
   const release = async (why: string): Promise<SuperviseOutcome> => {
     await runs.releaseRunResumeClaim(o.db, { runId: run.runId, claimOwnerId, restoreOwnerId: run.runtimeOwnerId, restoreHeartbeatAtMs: run.heartbeatAtMs });
+    await noteResumeFailure(o, run.runId, why, claimOwnerId);
     return { runId: run.runId, action: "released", reason: why };
   };
   return resumeClaimed(o, run, claimOwnerId, release);
 }
+
+/**
+ * Journals a RunResumeFailed on the run, so `ps`, `events` and the dashboard show why it did not
+ * go on; the same reason again (a daemon retrying every pass) is not journalled twice in a row.
+ * A failure to journal it is not the resume's: the outcome still reports the reason.
+ */
+async function noteResumeFailure(o: SuperviseOptions, runId: string, reason: string, by: string): Promise<void> {
+  try {
+    const last = (await events.latestEventsOf(o.db, [runId], RESUME_EVENTS)).get(runId);
+    if (last?.type === "RunResumeFailed" && (JSON.parse(last.payloadJson) as { reason?: string }).reason === reason) return;
+    await events.insertEvent(o.db, { runId, timestampMs: (o.now ?? Date.now)(), type: "RunResumeFailed", payloadJson: JSON.stringify({ reason, by }) });
+  } catch {
+    // the database refused: the outcome (logged by the daemon) still says why
+  }
+}
+
+/** The events that say whether a run's latest resume went ahead or failed. */
+export const RESUME_EVENTS = ["RunStarted", "RunResumed", "RunResumeFailed"] as const;
 
 /** Resumes a run this process has claimed; hands it back with `release` when it cannot. */
 async function resumeClaimed(
@@ -118,6 +137,7 @@ export async function wake(o: SuperviseOptions, run: runs.RunRow, nowMs: number)
   if (!won) return { runId: run.runId, action: "lost", reason: "another process woke the run first" };
   const release = async (why: string): Promise<SuperviseOutcome> => {
     await runs.releaseWaitingClaim(o.db, { runId: run.runId, claimOwnerId, status: run.status, wakeAtMs: run.wakeAtMs });
+    await noteResumeFailure(o, run.runId, why, claimOwnerId);
     return { runId: run.runId, action: "released", reason: why };
   };
   return resumeClaimed(o, run, claimOwnerId, release);

@@ -46,7 +46,7 @@ function cacheByValue(task: PlanTask, cache: AttemptCache): unknown {
   if (value === undefined) throw fail("cache.by returned undefined (it must return the value the output depends on)");
   if (typeof (value as { then?: unknown } | null)?.then === "function") throw fail("cache.by returned a promise; it must return a value synchronously");
   try {
-    cacheRows.canonicalJson(value);
+    cacheRows.cacheKeyJson(value);
   } catch (cause) {
     throw fail(`cache.by returned a value that cannot be a cache key: ${describeThrown(cause)}`, cause);
   }

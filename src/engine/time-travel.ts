@@ -18,7 +18,7 @@ import { clearFrameCache } from "./frames.ts";
 import { downstreamOf, runAtFrame, type RunAtFrame } from "./history.ts";
 import { hashInput, validateInput } from "./run-setup.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
-import type { EventBody } from "./events.ts";
+import { checkNewRunId, type EventBody } from "./events.ts";
 
 /** A journaled side effect that going back would discard or run again. */
 export type CrossedCall = {
@@ -134,6 +134,7 @@ export type ForkResult = {
  * await runWorkflow(workflow, { runId: fork.runId, resume: true });
  */
 export async function forkRun(workflow: SmithersWorkflow, o: ForkOptions): Promise<ForkResult> {
+  if (o.newRunId !== undefined) checkNewRunId(o.newRunId);
   const db = o.db ?? workflow.dbFor(o.dbPath);
   const nowMs = o.nowMs ?? Date.now();
   const parent = await runs.getRun(db, o.runId);

@@ -15,7 +15,7 @@
 import { readdirSync } from "node:fs";
 import { basename, extname, join, resolve } from "node:path";
 import { MISSED_BEATS_BEFORE_STALE, queue, runs, STALE_RUN_THRESHOLD_MS, WORK_CHANNEL, type Durability, type SmithersDb } from "../db/index.ts";
-import { errorToJson, SmithersError } from "../errors/index.ts";
+import { errorSummaryJson, errorToJson, SmithersError } from "../errors/index.ts";
 import { HEARTBEAT_INTERVAL_MS } from "./constants.ts";
 import { cronOutcomes, fireDueCrons } from "./cron-fire.ts";
 import type { SmithersEvent } from "./events.ts";
@@ -320,7 +320,8 @@ export class Worker {
           await queue.releaseClaim(this.o.db, row.runId, this.id).catch(() => undefined);
           return { runId: row.runId, action: "error", reason: reasonOf(failure) };
         }
-        await queue.removeClaimed(this.o.db, row.runId, this.id);
+        // A run that failed before its row existed is stored failed with why (ps, GET /runs); a stored run keeps its own record.
+        await queue.failClaimed(this.o.db, row, this.id, JSON.stringify(errorSummaryJson(failure)), (this.o.now ?? Date.now)());
         return { runId: row.runId, action: "dropped", reason: reasonOf(failure) };
       }
     } finally {

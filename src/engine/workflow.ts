@@ -5,11 +5,11 @@
 import { checkPricing, type ModelPricing } from "../agents/index.ts";
 import { checkBudget, type Budget } from "./budget.ts";
 import { SmithersError } from "../errors/index.ts";
-import { resolve } from "node:path";
 import type { z } from "zod";
 import {
   checkDurability,
-  isPostgresUrl,
+  adoptOpenDb,
+  databaseKey,
   openSmithersDb,
   OutputRegistry,
   type Drizzle,
@@ -20,7 +20,7 @@ import {
   type SmithersDb,
   type SQLiteTable,
 } from "../db/index.ts";
-import * as components from "../jsx/components.ts";
+import * as components from "../jsx/components/index.ts";
 import { Saga, SagaStep, TryCatchFinally } from "../jsx/compose.ts";
 import { ContinueAsNew, continueAsNew } from "../jsx/continue-as-new.ts";
 import { Worktree } from "../jsx/worktree.ts";
@@ -47,6 +47,8 @@ export type SmithersWorkflow<Input = any> = {
   readonly output?: OutputTarget;
   /** The database at `path` (default: the one from createSmithers), tables created and migrated. */
   dbFor(path?: string): SmithersDb;
+  /** createSmithers' durability: what a run commits with unless runWorkflow says otherwise (the connection may be shared). */
+  readonly durability?: Durability;
   /** createSmithers' spend limits and prices: what a run gets unless runWorkflow says otherwise. */
   readonly spend?: { budget: Budget; pricing?: ModelPricing };
   /**
@@ -110,11 +112,13 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
   // The CLI passes --db (or SMITHERS_DB_PATH) to runWorkflow as dbPath; SMITHERS_DATABASE_URL moves a whole deployment to PostgreSQL.
   const defaultPath = options.db || options.dbPath || process.env.SMITHERS_DATABASE_URL || DEFAULT_DB_PATH;
 
+  // One connection per database per process: a database the server, a worker or another
+  // workflow has open is adopted (and this workflow's output tables created on it).
   const dbFor = (path: string = defaultPath): SmithersDb => {
-    const key = path === ":memory:" || isPostgresUrl(path) ? path : resolve(path);
+    const key = databaseKey(path) ?? path;
     let db = databases.get(key);
-    if (!db) {
-      db = openSmithersDb(path, { durability });
+    if (!db || db.isClosed) {
+      db = adoptOpenDb(path) ?? openSmithersDb(path, { durability });
       const drift = (report: MigrationReport) => {
         if (report.typeChanges.length > 0 || report.removed.length > 0) reportDrift(report);
       };
@@ -140,6 +144,7 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
       registry,
       dbFor,
       spend,
+      ...(durability ? { durability } : {}),
       ...(sourcePath ? { sourcePath } : {}),
       ...(opts.output !== undefined ? { output: opts.output } : {}),
     };

@@ -3,106 +3,12 @@ import { capString, SAFE_JSON_LIMITS, safeStringify, toSafeJson } from "./safe-j
 export { capString, safeStringify, toSafeJson, SAFE_JSON_LIMITS, type SafeJsonLimits } from "./safe-json.ts";
 
 /**
- * Every failure Smithers reports is a SmithersError with a stable `code` from
- * SMITHERS_ERROR_CODES; callers branch on the code, never on the message.
+ * Every failure Smithers reports is a SmithersError with a stable `code` from the error table
+ * (codes.ts); callers branch on the code, never on the message.
  */
-export const SMITHERS_ERROR_CODES = [
-  // input and authoring
-  "INVALID_INPUT",
-  "INPUT_MISMATCH",
-  "MISSING_OUTPUT",
-  "DUPLICATE_ID",
-  "INVALID_WORKFLOW",
-  "UNSUPPORTED_PROP",
-  "CONTEXT_OUTSIDE_WORKFLOW",
-  "UNSUPPORTED_SCHEMA",
-  "CUSTOM_TABLE_INVALID",
-  "OUTPUT_NOT_FOUND",
-  "WORKFLOW_LOAD_FAILED",
-  "USAGE",
-  "INVALID_OPTION",
-  "INVALID_CRON",
-  "CRON_EXISTS",
-  "CRON_NOT_FOUND",
-  // HTTP server
-  "UNAUTHORIZED",
-  "FORBIDDEN",
-  "UNSUPPORTED_MEDIA_TYPE",
-  "QUEUE_FULL",
-  // execution
-  "INVALID_OUTPUT",
-  "AGENT_FAILED",
-  "AGENT_REPLY_NOT_JSON",
-  // agents, CLIs and tools
-  "AGENT_CLI_NOT_FOUND",
-  "AGENT_CLI_EXIT",
-  "AGENT_AUTH_FAILED",
-  "AGENT_STREAM_MALFORMED",
-  "AGENT_TIMEOUT",
-  "BUDGET_EXCEEDED",
-  "BUDGET_UNPRICED",
-  "TOOL_INVALID_INPUT",
-  "TOOL_PATH_OUTSIDE_ROOT",
-  "TOOL_FAILED",
-  "TOOL_TIMEOUT",
-  "TOOL_OUTPUT_TOO_LARGE",
-  "TOOL_CONTEXT_MISSING",
-  "TASK_FAILED",
-  "TASK_TIMEOUT",
-  "TASK_CANCELLED",
-  "TASK_ABANDONED",
-  "TASK_CRASH_LOOP",
-  "CACHE_KEY_FAILED",
-  "APPROVAL_DENIED",
-  "APPROVAL_NOT_FOUND",
-  "APPROVAL_DECIDED",
-  "APPROVAL_AMBIGUOUS",
-  "APPROVAL_INVALID",
-  "INVALID_TIMER",
-  "SIGNAL_INVALID",
-  "SIGNAL_TIMEOUT",
-  "HUMAN_REQUEST_NOT_FOUND",
-  "HUMAN_REQUEST_CLOSED",
-  "HUMAN_ANSWER_INVALID",
-  "HUMAN_TASK_TIMEOUT",
-  "HUMAN_TASK_CANCELLED",
-  "LOOP_MAX_REACHED",
-  "SAGA_FAILED",
-  "SAGA_COMPENSATION_FAILED",
-  "CONTINUATION_STATE_TOO_LARGE",
-  "INVALID_CONTINUATION_STATE",
-  "WORKTREE_NOT_IN_REPO",
-  "WORKTREE_INVALID",
-  "WORKTREE_FAILED",
-  "DEPENDENCY_DEADLOCK",
-  "SUBFLOW_FAILED",
-  "SUBFLOW_WAITING",
-  "RUN_NOT_FOUND",
-  "RUN_NOT_RESUMABLE",
-  "RUN_EXISTS",
-  "RUN_OWNED",
-  "RUN_STILL_RUNNING",
-  "RUN_ENDED",
-  "ENGINE_ERROR",
-  // storage
-  "DB_WRITE_FAILED",
-  "DB_NESTED_TRANSACTION",
-  "DB_CLOSED",
-  "DB_SYNC_READ_UNSUPPORTED",
-  "DB_UNAVAILABLE",
-  "DB_UNSUPPORTED",
-  "SCHEMA_DRIFT",
-  "INVALID_FRAME",
-  "FRAME_NOT_FOUND",
-  "FRAME_CORRUPT",
-  // time travel and code pinning
-  "WORKFLOW_CHANGED",
-  "SIDE_EFFECT_BOUNDARY",
-  "NODE_NOT_FOUND",
-  "RUN_NOT_REWINDABLE",
-] as const;
+import type { SmithersErrorCode } from "./codes.ts";
 
-export type SmithersErrorCode = (typeof SMITHERS_ERROR_CODES)[number];
+export { ERROR_KINDS, ERROR_TABLE, errorKind, exitCodeOf, httpStatusOf, SMITHERS_ERROR_CODES, type ErrorKind, type SmithersErrorCode } from "./codes.ts";
 
 export type SmithersErrorDetails = {
   nodeId?: string;

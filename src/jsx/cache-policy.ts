@@ -3,16 +3,11 @@
  * field, a scope it does not know, a negative ttl) fails the render instead of being ignored.
  */
 import { SmithersError } from "../errors/index.ts";
+import { isPlainObject } from "../json/index.ts";
 import type { CacheScope, CacheSpec, PlanTask } from "./plan.ts";
 
 const FIELDS: ReadonlySet<string> = new Set(["by", "version", "key", "ttlMs", "scope"]);
 const SCOPES: ReadonlySet<string> = new Set<CacheScope>(["run", "workflow", "global"]);
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
 
 /** The checked policy of `<Task id cache={value}>`. */
 export function cacheSpecOf(id: string, value: unknown): CacheSpec {

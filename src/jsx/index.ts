@@ -1,5 +1,5 @@
 export * from "./element.ts";
-export * from "./components.ts";
+export * from "./components/index.ts";
 export * from "./plan.ts";
 export * from "./continue-as-new.ts";
 export * from "./worktree.ts";

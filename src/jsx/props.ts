@@ -2,12 +2,12 @@
  * Which props each component takes. A prop outside its list fails the render with
  * UNSUPPORTED_PROP naming it: a workflow never runs with a prop silently ignored (a gated deploy
  * running ungated). Props that smithers-orchestrator documents and this version does not support
- * yet say so, pointing at the README's list of differences.
+ * yet say so, pointing at the docs' list of differences.
  */
 import { SmithersError } from "../errors/index.ts";
 
-/** Where the README lists what differs from smithers-orchestrator. */
-export const DIFFERENCES = 'README "Coming from smithers-orchestrator"';
+/** Where the docs list what differs from smithers-orchestrator. */
+export const DIFFERENCES = "docs/migrating-from-smithers-orchestrator.md";
 
 /**
  * Props the peer's components take that some component here does not support yet (the peer's

@@ -3,9 +3,10 @@
  * plan, so re-rendering after a crash places the run exactly where it was.
  */
 import { z } from "zod";
+import { isPlainObject } from "../json/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { cacheSpecOf, workflowDefaultCache } from "./cache-policy.ts";
-import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./components.ts";
+import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./components/index.ts";
 import { COMPOSE_HOST, renderSaga, renderTry, type RenderSection, type SagaProps, type TryCatchFinallyProps } from "./compose.ts";
 import { CONTINUE_AS_NEW_HOST, planContinue } from "./continue-as-new.ts";
 import { WORKTREE_HOST, worktreeSpec } from "./worktree.ts";
@@ -39,11 +40,8 @@ const invalid = (message: string, details: Record<string, unknown> = {}) => new 
 
 const isZodObject = (value: unknown): value is z.ZodObject => value instanceof z.ZodObject;
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value) || isElement(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
+/** A plain object that is not a JSX element (an element is a plain object too). */
+const isPlainProps = (value: unknown): value is Record<string, unknown> => isPlainObject(value) && !isElement(value);
 
 function maxAbandonsOf(id: string, value: unknown): number {
   if (value === undefined) return DEFAULT_MAX_ABANDONS;
@@ -89,10 +87,10 @@ function dependsOnOf(id: string, props: Record<string, unknown>): readonly strin
   const listed = (props.dependsOn as string[] | undefined) ?? [];
   const { needs, deps } = props;
   if (needs === undefined && deps === undefined) return listed;
-  if (needs !== undefined && (!isPlainObject(needs) || Object.values(needs).some((v) => typeof v !== "string" || v === ""))) {
+  if (needs !== undefined && (!isPlainProps(needs) || Object.values(needs).some((v) => typeof v !== "string" || v === ""))) {
     throw invalid(`<Task id="${id}"> needs must map names to node ids, like needs={{ config: "load-config" }}`, { nodeId: id, prop: "needs" });
   }
-  if (deps !== undefined && (!isPlainObject(deps) || Object.keys(deps).length === 0)) {
+  if (deps !== undefined && (!isPlainProps(deps) || Object.keys(deps).length === 0)) {
     throw invalid(`<Task id="${id}"> deps must map upstream task ids to their outputs, like deps={{ analyze: outputs.analysis }}`, {
       nodeId: id,
       prop: "deps",
@@ -198,7 +196,7 @@ function workTask(id: string, children: unknown, base: ReturnType<typeof taskBas
     }
     return { ...base, mode: "agent", prompt: textParts.join("") };
   }
-  if (isPlainObject(children)) return { ...base, mode: "static", staticValue: children };
+  if (isPlainProps(children)) return { ...base, mode: "static", staticValue: children };
   throw invalid(`<Task id="${id}"> children must be a prompt string (with agent), a function, or a plain object`, { nodeId: id });
 }
 

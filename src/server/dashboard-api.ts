@@ -4,42 +4,13 @@
  * waiting for a person across runs. Read-only adapters over db and engine functions.
  */
 import type { Hono } from "hono";
-import { streamSSE } from "hono/streaming";
-import { approvals, frames, runs, type SmithersDb } from "../db/index.ts";
-import { forksByFrame, frameHistory, humanInbox, isOver, planChanges, requestOf, type PendingApproval } from "../engine/index.ts";
+import type { FrameAt, FrameList, Inbox } from "../contract/index.ts";
+import { frames, type SmithersDb } from "../db/index.ts";
+import { forksByFrame, frameHistory, humanInbox, pendingApprovalsAcrossRuns, planChanges } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
-import { knownRun, listRunItems, runsQuery } from "./routes.ts";
-import { ANY_RUN, type FollowOptions } from "./sse.ts";
-
-/** The runs stream reads the list again at least this often (runs other processes execute wake nobody here). */
-const RUNS_STREAM_POLL_MS = 1000;
-/** ...and at most this often: a burst of events (a run of many tasks) costs one read per gap. */
-const RUNS_STREAM_GAP_MS = 150;
-
-/** An approval waiting for a decision, with the run it belongs to. */
-export type InboxApproval = PendingApproval & { runStatus: string };
-
-/** Every approval still requested in a run that has not ended, by run, node and iteration. */
-export async function pendingApprovalsAcrossRuns(db: SmithersDb): Promise<InboxApproval[]> {
-  const rows = await approvals.listApprovals(db, { status: "requested" });
-  const runRows = new Map<string, runs.RunRow | undefined>();
-  const out: InboxApproval[] = [];
-  for (const row of rows) {
-    if (!runRows.has(row.runId)) runRows.set(row.runId, await runs.getRun(db, row.runId));
-    const run = runRows.get(row.runId);
-    if (!run || isOver(run.status)) continue; // a cancelled or failed run's gate can no longer be decided usefully
-    out.push({
-      runId: row.runId,
-      workflowName: run.workflowName,
-      runStatus: run.status,
-      nodeId: row.nodeId,
-      iteration: row.iteration,
-      requestedAtMs: row.requestedAtMs,
-      request: requestOf(row),
-    });
-  }
-  return out;
-}
+import { knownRun, runsQuery } from "./routes.ts";
+import { createRunsFeeds } from "./runs-feed.ts";
+import type { FollowOptions } from "./sse.ts";
 
 /** `:n` of /runs/:id/frames/:n: a frame number, or `latest`; INVALID_INPUT otherwise. */
 function frameParam(text: string, runId: string, last: number): number {
@@ -62,29 +33,8 @@ export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: Fol
   const { db, follow } = o;
 
   // The runs list as server-sent `runs` events: the whole (filtered) list whenever it changed.
-  app.get("/runs/stream", async (c) => {
-    const query = runsQuery(c.req.query());
-    return streamSSE(c, async (stream) => {
-      let last = "";
-      let id = 0;
-      let lastWrite = Date.now();
-      while (!stream.aborted) {
-        // Listen before reading, so an event during the read wakes the next pass.
-        const woke = follow.waitForEvent(ANY_RUN, RUNS_STREAM_POLL_MS);
-        const text = JSON.stringify({ runs: await listRunItems(db, query) });
-        if (text !== last) {
-          await stream.writeSSE({ id: String(++id), event: "runs", data: text });
-          last = text;
-          lastWrite = Date.now();
-        } else if (Date.now() - lastWrite >= follow.heartbeatMs) {
-          await stream.write(": keep-alive\n\n");
-          lastWrite = Date.now();
-        }
-        await woke;
-        await Bun.sleep(RUNS_STREAM_GAP_MS);
-      }
-    });
-  });
+  const feeds = createRunsFeeds({ db, follow });
+  app.get("/runs/stream", (c) => feeds.stream(c, runsQuery(c.req.query())));
 
   app.get("/runs/:id/frames", async (c) => {
     const runId = c.req.param("id");
@@ -94,7 +44,7 @@ export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: Fol
       runId,
       count: list.length,
       frames: list.map((f) => ({ frameNo: f.frameNo, createdAtMs: f.createdAtMs, encoding: f.encoding, bytes: f.bytes, forks: forks.get(f.frameNo) ?? [] })),
-    });
+    } satisfies FrameList);
   });
 
   // The tree at frame N (rebuilt from its keyframe and deltas) and what changed from frame N-1.
@@ -108,12 +58,20 @@ export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: Fol
     const at = read[read.length - 1]!;
     const before = read.length > 1 ? read[0]!.tree : undefined;
     const forks = (await forksByFrame(db, runId)).get(frameNo) ?? [];
-    return c.json({ runId, frameNo, lastFrameNo: last, createdAtMs: at.createdAtMs, tree: at.tree, changes: planChanges(before, at.tree), forks });
+    return c.json({
+      runId,
+      frameNo,
+      lastFrameNo: last,
+      createdAtMs: at.createdAtMs,
+      tree: at.tree,
+      changes: planChanges(before, at.tree),
+      forks,
+    } satisfies FrameAt);
   });
 
   // What waits for a person: approvals (gate, select, rank) and human tasks with their JSON Schema.
   app.get("/inbox", async (c) => {
     const [pending, human] = await Promise.all([pendingApprovalsAcrossRuns(db), humanInbox(db)]);
-    return c.json({ approvals: pending, human });
+    return c.json({ approvals: pending, human } satisfies Inbox);
   });
 }

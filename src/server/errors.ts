@@ -1,43 +1,11 @@
-/** SmithersError codes as HTTP statuses; every error body is `{ code, message }`. */
+/** SmithersError codes as HTTP statuses (from their kind in the error table); every error body is `{ code, message }`. */
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
+import { httpStatusOf, SmithersError } from "../errors/index.ts";
 
-const STATUS: Partial<Record<SmithersErrorCode, ContentfulStatusCode>> = {
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  DB_WRITE_FAILED: 503,
-  RUN_NOT_FOUND: 404,
-  APPROVAL_NOT_FOUND: 404,
-  HUMAN_REQUEST_NOT_FOUND: 404,
-  FRAME_NOT_FOUND: 404,
-  WORKFLOW_LOAD_FAILED: 404,
-  USAGE: 400,
-  INVALID_INPUT: 400,
-  INVALID_OPTION: 400,
-  INPUT_MISMATCH: 400,
-  APPROVAL_INVALID: 400,
-  APPROVAL_AMBIGUOUS: 400,
-  SIGNAL_INVALID: 400,
-  HUMAN_ANSWER_INVALID: 400,
-  RUN_EXISTS: 409,
-  RUN_OWNED: 409,
-  RUN_STILL_RUNNING: 409,
-  RUN_ENDED: 409,
-  RUN_NOT_RESUMABLE: 409,
-  APPROVAL_DECIDED: 409,
-  HUMAN_REQUEST_CLOSED: 409,
-  QUEUE_FULL: 503,
-  NODE_NOT_FOUND: 400,
-  SIDE_EFFECT_BOUNDARY: 409,
-  WORKFLOW_CHANGED: 409,
-  RUN_NOT_REWINDABLE: 409,
-};
-
-/** The HTTP status of an error: its code's, else 500. */
+/** The HTTP status of an error: its code's kind's, else 500. */
 export function httpStatus(error: unknown): ContentfulStatusCode {
-  return (error instanceof SmithersError && STATUS[error.code]) || 500;
+  return (error instanceof SmithersError ? httpStatusOf(error.code) : 500) as ContentfulStatusCode;
 }
 
 /**

@@ -8,6 +8,7 @@ import { Hono } from "hono";
 import { isPostgresUrl, openSmithersDb, type SmithersDb } from "../db/index.ts";
 import { loadWorkflowsDir } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
+import { bearerToken, bodyLimitOf, checkListen, checkToken, DEFAULT_MAX_BODY_BYTES, frameGuard, loopbackOnly } from "./access.ts";
 import { errorResponse } from "./errors.ts";
 import { RunQueue, type RegisteredWorkflow } from "./queue.ts";
 import { registerDashboard } from "./dashboard.ts";
@@ -17,6 +18,7 @@ import { ANY_RUN } from "./sse.ts";
 
 export { httpStatus } from "./errors.ts";
 export { DASHBOARD_DIR } from "./dashboard.ts";
+export { checkListen, DEFAULT_MAX_BODY_BYTES, MIN_TOKEN_LENGTH } from "./access.ts";
 export type { RegisteredWorkflow } from "./queue.ts";
 export { loadWorkflowsDir } from "../engine/index.ts";
 
@@ -29,8 +31,14 @@ export type ServerOptions = {
   workflowsDir?: string;
   /** Workflows registered directly (tests, embedding). */
   workflows?: RegisteredWorkflow[];
-  /** When set, every request needs `Authorization: Bearer <token>`. */
+  /** When set, every request needs `Authorization: Bearer <token>`; at least MIN_TOKEN_LENGTH (16) characters (TOKEN_TOO_SHORT). */
   token?: string;
+  /** The largest request body, and so run input, in bytes (default 1 MiB); a larger one is 413 BODY_TOO_LARGE. */
+  maxBodyBytes?: number;
+  /** Serve HTTPS: PEM certificate (chain) and private key, as text or files (Bun.file). */
+  tls?: { cert: string | Bun.BunFile; key: string | Bun.BunFile };
+  /** Allow plain HTTP on a non-loopback host: a proxy in front terminates TLS. */
+  insecureHttp?: boolean;
   /** Runs that may wait to start (default 1024); one more is answered 503. */
   queueCapacity?: number;
   /** Runs executing at once (default 4); 0: accept runs only, for `smithers worker` processes to execute. */
@@ -52,15 +60,21 @@ export type SmithersServer = {
   app: Hono;
   db: SmithersDb;
   queue: RunQueue;
-  /** Listens (port 0: any free port); resolves with the URL. Refuses a non-loopback host without a token. */
+  /**
+   * Listens (port 0: any free port); resolves with the URL. A non-loopback host needs a token (USAGE)
+   * and TLS or `insecureHttp` (TLS_REQUIRED).
+   */
   start(o?: { port?: number; host?: string }): Promise<{ url: string; port: number }>;
   /** Stops listening and starting runs; with `drain` (default) waits for the runs in flight. */
   stop(o?: { drain?: boolean }): Promise<void>;
 };
 
-const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
-
 export async function createServer(o: ServerOptions): Promise<SmithersServer> {
+  if (o.token !== undefined) checkToken(o.token);
+  const maxBodyBytes = o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (!(Number.isSafeInteger(maxBodyBytes) && maxBodyBytes > 0)) {
+    throw new SmithersError("INVALID_OPTION", `maxBodyBytes must be a positive whole number of bytes, got ${maxBodyBytes}`);
+  }
   const dbPath = isPostgresUrl(o.dbPath) ? o.dbPath : resolve(o.dbPath);
   const db = openSmithersDb(dbPath);
   const registered = [...(o.workflowsDir ? await loadWorkflowsDir(o.workflowsDir) : []), ...(o.workflows ?? [])];
@@ -103,33 +117,11 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
   const app = new Hono();
   app.onError((error, c) => errorResponse(c, error));
   app.notFound((c) => c.json({ code: "NOT_FOUND", message: `No route ${c.req.method} ${c.req.path}` }, 404));
+  app.use(frameGuard);
   registerDashboard(app, o.dashboardDir);
-  if (o.token !== undefined) {
-    const expected = `Bearer ${o.token}`;
-    app.use(async (c, next) => {
-      if (!sameText(c.req.header("Authorization") ?? "", expected)) {
-        return errorResponse(c, new SmithersError("UNAUTHORIZED", "Missing or wrong bearer token (Authorization: Bearer <token>)"));
-      }
-      await next();
-      return undefined;
-    });
-  }
-  // Browsers may send simple cross-site requests to a loopback port, and a rebinding name can reach
-  // it as well: a request must name a loopback host, come from no other origin, and a POST must say
-  // it carries JSON (a cross-site form cannot, without a preflight). With a token, the token decides.
-  if (o.token === undefined) {
-    app.use(async (c, next) => {
-      const origin = c.req.header("Origin");
-      if (!loopbackHost(c.req.header("Host")) || (origin !== undefined && !loopbackOrigin(origin))) {
-        return errorResponse(c, new SmithersError("FORBIDDEN", "Without a token the server answers only requests addressed to and coming from loopback"));
-      }
-      if (c.req.method === "POST" && !(c.req.header("Content-Type") ?? "").toLowerCase().startsWith("application/json")) {
-        return errorResponse(c, new SmithersError("UNSUPPORTED_MEDIA_TYPE", "POST bodies must be application/json"));
-      }
-      await next();
-      return undefined;
-    });
-  }
+  // With a token, the token decides; the body limit comes after it, so a stranger's body is never read.
+  app.use(o.token === undefined ? loopbackOnly : bearerToken(o.token));
+  app.use(bodyLimitOf(maxBodyBytes));
   app.get("/health", async (c) => c.json({ ok: true, running: queue.running }));
   const follow = { db, pollMs: o.pollMs ?? 100, heartbeatMs: o.heartbeatMs ?? 5_000, waitForEvent };
   // Before registerRoutes: GET /runs/stream must not be taken for a run id.
@@ -143,13 +135,19 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
     queue,
     async start(s = {}) {
       const host = s.host ?? "127.0.0.1";
-      if (o.token === undefined && !LOOPBACK.has(host)) {
-        throw new SmithersError("USAGE", `Refusing to listen on ${host} without a token: pass --token (or SMITHERS_TOKEN), or listen on 127.0.0.1`);
-      }
+      checkListen({ host, token: o.token, tls: o.tls !== undefined, insecureHttp: Boolean(o.insecureHttp) });
       await queue.start();
-      // idleTimeout 0: an SSE stream may be quiet between keep-alives.
-      server = Bun.serve({ fetch: app.fetch, port: s.port ?? 0, hostname: host, idleTimeout: 0 });
-      const url = `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
+      // idleTimeout 0: an SSE stream may be quiet between keep-alives. Bun's own body limit is lifted:
+      // its 413 carries no code, and bodyLimitOf judges every body before reading more than the limit.
+      const listen = { fetch: app.fetch, port: s.port ?? 0, hostname: host, idleTimeout: 0, maxRequestBodySize: Number.MAX_SAFE_INTEGER };
+      try {
+        server = Bun.serve(o.tls ? { ...listen, tls: o.tls } : listen);
+      } catch (cause) {
+        await queue.stop(false);
+        if (!o.tls) throw cause;
+        throw new SmithersError("INVALID_OPTION", `Cannot serve HTTPS with the certificate and key given: ${(cause as Error).message}`, { cause });
+      }
+      const url = `${o.tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
       return { url, port: server.port ?? 0 };
     },
     async stop(s = {}) {
@@ -159,28 +157,4 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
       await db.close();
     },
   };
-}
-
-/** Compares in time independent of where the texts differ (a token check must not leak a prefix). */
-function sameText(a: string, b: string): boolean {
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < b.length; i++) diff |= (a.charCodeAt(i) || 0) ^ b.charCodeAt(i);
-  return diff === 0;
-}
-
-const LOOPBACK_NAMES = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
-
-/** A Host header naming a loopback address (any port). */
-function loopbackHost(host: string | undefined): boolean {
-  if (host === undefined) return false;
-  const name = host.startsWith("[") ? host.slice(0, host.indexOf("]") + 1) : (host.split(":")[0] ?? "");
-  return LOOPBACK_NAMES.has(name.toLowerCase());
-}
-
-function loopbackOrigin(origin: string): boolean {
-  try {
-    return LOOPBACK_NAMES.has(new URL(origin).hostname.toLowerCase());
-  } catch {
-    return false;
-  }
 }

@@ -132,7 +132,14 @@ export class RunQueue {
   }
 
   private settled(outcome: WorkerOutcome): void {
-    if (outcome.action === "error" || outcome.action === "dropped" || outcome.action === "returned" || outcome.action === "cron-failed") {
+    // "released": a run this server claimed to resume and could not (journalled as RunResumeFailed too).
+    if (
+      outcome.action === "error" ||
+      outcome.action === "dropped" ||
+      outcome.action === "returned" ||
+      outcome.action === "released" ||
+      outcome.action === "cron-failed"
+    ) {
       this.o.onError(outcome.runId, new Error(outcome.reason));
     } else if ((outcome.action === "ran" || outcome.action === "resumed") && outcome.result.status === "failed" && outcome.result.error) {
       this.o.onError(outcome.runId, outcome.result.error);

@@ -1,12 +1,23 @@
 /** The HTTP API's routes: thin adapters from requests (validated with Zod) to engine and db calls. */
 import type { Context, Hono } from "hono";
+import type { OutputRow, QueuedRunReport, RunListItem } from "../contract/index.ts";
 import { z } from "zod";
 import { loadOutputRows, loadStoredOutputs, nodes as nodeRows, queue, runs, stripBookkeeping, type OutputRegistry, type SmithersDb } from "../db/index.ts";
-import { answerHuman, approve, deny, isOver, requestCancel, RunStatusSchema, sendSignal } from "../engine/index.ts";
+import {
+  answerHuman,
+  approve,
+  checkNewRunId,
+  deny,
+  inspectRun,
+  isOver,
+  listRunItems,
+  queuedSummary,
+  requestCancel,
+  RunStatusSchema,
+  sendSignal,
+} from "../engine/index.ts";
 import { ownerAlive } from "../engine/run-setup.ts";
 import { SmithersError } from "../errors/index.ts";
-import { inspectRun } from "../cli/inspect.ts";
-import { listRunSummaries, queuedSummary } from "../cli/ps.ts";
 import type { RunQueue } from "./queue.ts";
 import { followRun, startSeq, type FollowOptions } from "./sse.ts";
 import { registerForkRoute } from "./fork-route.ts";
@@ -59,13 +70,6 @@ export function runsQuery(query: Record<string, string>): RunsQuery {
   return q.data;
 }
 
-/** GET /runs's list: queued requests first, then the stored runs' `ps --json` summaries, newest first. */
-export async function listRunItems(db: SmithersDb, { status, workflow, limit = 100 }: RunsQuery) {
-  // The `ps --json` summary (duration, progress, usage), with `workflow` named as in the rest of the API.
-  const items = await listRunSummaries(db, { ...(status ? { status } : {}), ...(workflow ? { workflow } : {}), limit, withQueued: true });
-  return items.map((r) => ({ ...r, workflow: r.workflowName }));
-}
-
 /** 404 unless the run is stored or queued. */
 export async function knownRun(db: SmithersDb, runId: string): Promise<{ run?: runs.RunRow; queued?: queue.QueueRow }> {
   const run = await runs.getRun(db, runId);
@@ -80,16 +84,25 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
 
   app.post("/runs", async (c) => {
     const b = await body(c, StartRunBody);
+    if (b.runId !== undefined) checkNewRunId(b.runId); // here: the queue would accept it, and the run fail later
     const runId = b.runId ?? crypto.randomUUID();
     await o.queue.enqueue({ workflow: b.workflow, runId, input: b.input });
     return c.json({ runId, status: "queued" }, 202);
   });
 
-  app.get("/runs", async (c) => c.json({ runs: await listRunItems(db, runsQuery(c.req.query())) }));
+  app.get("/runs", async (c) => c.json({ runs: await listRunItems(db, runsQuery(c.req.query())) } satisfies { runs: RunListItem[] }));
 
   app.get("/runs/:id", async (c) => {
     const found = await knownRun(db, c.req.param("id"));
-    if (found.queued) return c.json({ ...queuedSummary(found.queued), workflow: found.queued.workflowName, nodes: [], usage: null });
+    if (found.queued)
+      return c.json({
+        ...queuedSummary(found.queued),
+        workflow: found.queued.workflowName,
+        nodes: [],
+        usage: null,
+        error: null,
+        pendingApprovals: [],
+      } satisfies QueuedRunReport);
     return c.json(await inspectRun(db, c.req.param("id")));
   });
 
@@ -97,7 +110,7 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
   app.get("/runs/:id/outputs", async (c) => {
     const runId = c.req.param("id");
     const { run } = await knownRun(db, runId);
-    return c.json({ outputs: run ? await runOutputs(db, o.queue, run) : [] });
+    return c.json({ outputs: run ? await runOutputs(db, o.queue, run) : [] } satisfies { outputs: OutputRow[] });
   });
 
   app.get("/runs/:id/events", async (c) => {

@@ -7,7 +7,7 @@ import type { FlexibleSchema, Tool } from "ai";
 import type { z } from "zod";
 import { SmithersError, describeThrown, toSafeJson } from "../errors/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
-import { stableJson } from "../engine/run-setup.ts";
+import { hashJson } from "../json/index.ts";
 import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TOOL_TIMEOUT_MS } from "./constants.ts";
 import { getToolContext, nextCallIndex, type ToolContext } from "./context.ts";
 import { outcomeUnknown, previousCall, recordedCall, recordedOutcome, recordedResult, throwIfStopped, type CallScope } from "./recorded-call.ts";
@@ -137,7 +137,7 @@ export function defineTool<S extends z.ZodType, O>(options: DefineToolOptions<S,
 
 /** 12 hex digits of SHA-256 over the input's JSON with sorted keys. */
 export function inputDigest(input: unknown): string {
-  return new Bun.CryptoHasher("sha256").update(stableJson(input)).digest("hex").slice(0, 12);
+  return hashJson(input).slice(0, 12);
 }
 
 async function callTool<O>(options: DefineToolOptions<z.ZodType, O>, meta: DefinedToolMetadata, raw: unknown, callSignal?: AbortSignal): Promise<O> {

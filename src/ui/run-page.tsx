@@ -103,7 +103,7 @@ function useRun(runId: string) {
 /** Before the first frame (a queued run), the report's tasks as a flat tree. */
 const flatTree = (report: RunReport): FrameTree => ({
   tag: "workflow",
-  props: { name: report.workflowName ?? report.workflow ?? "" },
+  props: { name: report.workflowName },
   children: report.nodes.map((n) => ({ tag: "task", props: { id: n.nodeId, iteration: n.iteration, state: n.state }, children: [] })),
 });
 
@@ -135,7 +135,7 @@ export function RunPage({ runId }: { runId: string }) {
               <StatusBadge status={report.status} />
             </dd>
             <dt>Workflow</dt>
-            <dd>{report.workflowName ?? report.workflow}</dd>
+            <dd>{report.workflowName}</dd>
             <dt>Started</dt>
             <dd>{time(report.startedAtMs)}</dd>
             <dt>Duration</dt>

@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test";
 import { openSmithersDb } from "../../src/db/index.ts";
 import { approve, loadWorkflowFile, runWorkflow } from "../../src/engine/index.ts";
-import { inspectRun } from "../../src/cli/inspect.ts";
+import { inspectRun } from "../../src/engine/index.ts";
 import { tempDbPath } from "../helpers.ts";
 
 test("tasks come in plan order, not the order their rows were stored", async () => {

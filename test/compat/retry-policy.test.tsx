@@ -3,7 +3,7 @@
  * What smithers-orchestrator's documentation says about a Task's retries, retry policy, timeouts
  * and schema corrections, checked against this engine with workflows of the kind it shows
  * (delays scaled down from seconds to tens of ms). Where this engine differs on purpose (the
- * default of `retries`), see the README.
+ * default of `retries`), see docs/guides/failures-and-retries.md.
  */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import {
-  canonicalJson,
+  cacheKeyJson,
   computeCacheKey,
   deleteCache,
   getCache,
@@ -183,10 +183,10 @@ describe("computeCacheKey", () => {
   });
 });
 
-describe("canonicalJson", () => {
+describe("cacheKeyJson", () => {
   test("sorts object keys at every depth and leaves out properties set to undefined", () => {
-    expect(canonicalJson({ b: 1, a: { d: [true, null, "x"], c: undefined, b: -0 } })).toBe('{"a":{"b":0,"d":[true,null,"x"]},"b":1}');
-    expect(canonicalJson({ at: new Date(0) })).toBe('{"at":"1970-01-01T00:00:00.000Z"}');
+    expect(cacheKeyJson({ b: 1, a: { d: [true, null, "x"], c: undefined, b: -0 } })).toBe('{"a":{"b":0,"d":[true,null,"x"]},"b":1}');
+    expect(cacheKeyJson({ at: new Date(0) })).toBe('{"at":"1970-01-01T00:00:00.000Z"}');
   });
 
   test("refuses, with CACHE_KEY_FAILED and where it is, a value JSON would silently change", () => {
@@ -205,7 +205,7 @@ describe("canonicalJson", () => {
     for (const [value, where] of cases) {
       let thrown: unknown;
       try {
-        canonicalJson(value);
+        cacheKeyJson(value);
       } catch (error) {
         thrown = error;
       }
@@ -216,7 +216,7 @@ describe("canonicalJson", () => {
 
   test("a value seen twice without a cycle is fine", () => {
     const shared = { a: 1 };
-    expect(canonicalJson([shared, shared])).toBe('[{"a":1},{"a":1}]');
+    expect(cacheKeyJson([shared, shared])).toBe('[{"a":1},{"a":1}]');
   });
 });
 

@@ -48,7 +48,7 @@ describe("deciding gates: edges", () => {
     // A gate decided by an older version, which did not make the run due (nor record on SQLite that it backfilled):
     await execute(dbPath, "UPDATE _smithers_approvals SET status = 'approved', decided_at_ms = 7 WHERE run_id = 'b'");
     if (!onPostgres) await execute(dbPath, "PRAGMA user_version = 0");
-    const reopened = openSmithersDb(dbPath);
+    const reopened = openSmithersDb(dbPath, { shared: false }); // as a new process would
     await reopened.close();
     expect(await query(dbPath, "SELECT run_id, wake_at_ms FROM _smithers_runs ORDER BY run_id")).toEqual([
       { run_id: "a", wake_at_ms: 5 },

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { answerHuman, approvalDecisionSchema, approve, createSmithers, runWorkflow, sendSignal, Subflow } from "../../src/index.ts";
-import { forkRun, rewindRun, SmithersEventSchema, SmithersEventTypeSchema } from "../../src/engine/index.ts";
+import { forkRun, rewindRun, SmithersEventSchema, SmithersEventTypeSchema, supervise } from "../../src/engine/index.ts";
 import { query, tempDbPath, tempDir } from "../helpers.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -89,6 +89,9 @@ describe("SmithersEventSchema", () => {
     ));
     expect((await runWorkflow(gated, { runId: "waiting" })).status).toBe("waiting-approval");
     await approve(gate.smithersDb, { runId: "waiting" });
+    // A daemon that cannot load the run's workflow hands it back (RunResumeFailed); the next resume goes ahead.
+    const cannotLoad = await supervise({ db: gate.smithersDb, resolveWorkflow: () => Promise.reject(new Error("no such file")) });
+    expect(cannotLoad.map((o) => o.action)).toEqual(["released"]);
     expect((await runWorkflow(gated, { runId: "waiting", resume: true })).status).toBe("finished");
 
     // Signals (waiting, refused, taken, timed out) and a human task (asked, answered).

@@ -35,7 +35,7 @@ describe("checkProps", () => {
     );
     expect(error.code).toBe("UNSUPPORTED_PROP");
     expect(error.details).toMatchObject({ prop: "fork", peerOnly: true });
-    expect(error.message).toContain('README "Coming from smithers-orchestrator"');
+    expect(error.message).toContain("docs/migrating-from-smithers-orchestrator.md");
   });
 
   test("every structural component checks its props: Workflow, Sequence, Parallel, Loop, Branch", () => {

@@ -46,11 +46,11 @@ describe("smithers serve API", () => {
   });
 
   test("with a token every request needs Authorization: Bearer <token>", async () => {
-    const { url } = await serve({ token: "s3cret" });
+    const { url } = await serve({ token: "s3cret-long-enough-token" });
     const denied = await fetch(`${url}/runs`);
     expect([denied.status, ((await denied.json()) as { code: string }).code]).toEqual([401, "UNAUTHORIZED"]);
     expect((await fetch(`${url}/runs`, { headers: { Authorization: "Bearer wrong" } })).status).toBe(401);
-    expect((await fetch(`${url}/runs`, { headers: { Authorization: "Bearer s3cret" } })).status).toBe(200);
+    expect((await fetch(`${url}/runs`, { headers: { Authorization: "Bearer s3cret-long-enough-token" } })).status).toBe(200);
   });
 
   test("a lease for the server's own worker with no worker (maxConcurrent 0) is INVALID_OPTION", async () => {

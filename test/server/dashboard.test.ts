@@ -19,7 +19,7 @@ const HTML = { Accept: "text/html,application/xhtml+xml" };
 
 describe("registerDashboard", () => {
   test("the shell is served at /, /runs, /runs/<id>, /runs/<id>/events and /inbox to a browser, and the token still guards the API", async () => {
-    const { url } = await serve({ token: "s3cret", dashboardDir });
+    const { url } = await serve({ token: "s3cret-long-enough-token", dashboardDir });
     for (const path of ["/", "/runs", "/runs/some-run", "/runs/some-run/events", "/inbox"]) {
       const res = await fetch(`${url}${path}`, { headers: HTML });
       expect([path, res.status, res.headers.get("content-type")]).toEqual([path, 200, "text/html; charset=utf-8"]);

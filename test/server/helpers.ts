@@ -1,7 +1,9 @@
 import { afterEach } from "bun:test";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createServer, type ServerOptions, type SmithersServer } from "../../src/server/index.ts";
-import { tempDbPath } from "../helpers.ts";
+import { tempDbPath, tempDir } from "../helpers.ts";
 
 export const FIXTURES = join(import.meta.dir, "..", "fixtures", "server");
 
@@ -91,4 +93,15 @@ export async function readSse(
     clearTimeout(timer);
     abort.abort();
   }
+}
+
+/** A self-signed certificate for 127.0.0.1 and localhost, made by openssl. */
+export function selfSigned(): { cert: string; key: string; certPath: string; keyPath: string } {
+  const dir = tempDir();
+  const certPath = join(dir, "cert.pem");
+  const keyPath = join(dir, "key.pem");
+  const subject = ["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"];
+  const ecKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+  execFileSync("openssl", ["req", "-x509", ...ecKey, "-days", "1", ...subject, "-keyout", keyPath, "-out", certPath], { stdio: "ignore" });
+  return { cert: readFileSync(certPath, "utf8"), key: readFileSync(keyPath, "utf8"), certPath, keyPath };
 }

@@ -4,15 +4,17 @@
  * SQLite for most; PostgreSQL for LISTEN/NOTIFY and for two workers contending for one queue.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { openSmithersDb, queue, runs, type SmithersDb } from "../../src/db/index.ts";
-import { approve, MAX_LOAD_RETURNS, runWorkflow, Worker, type WorkerOutcome } from "../../src/engine/index.ts";
+import { approve, listRunSummaries, MAX_LOAD_RETURNS, runWorkflow, Worker, type WorkerOutcome } from "../../src/engine/index.ts";
 import mixed from "../fixtures/mixed.tsx";
 import { pgTestServer } from "../support/postgres.ts";
 import { rejection, tempDbPath } from "../helpers.ts";
 
 const MIXED = resolve("test/fixtures/mixed.tsx");
+const SLOW_LOAD = resolve("test/fixtures/slow-load.tsx");
+const HOLD_WRITE_LOCK = resolve("test/fixtures/hold-write-lock.ts");
 const open: SmithersDb[] = [];
 const stops: AbortController[] = [];
 
@@ -205,6 +207,59 @@ describe("Worker", () => {
     const run = await runs.getRun(db, "lost");
     expect([run?.status, run?.workflowPath, JSON.parse(run?.errorJson ?? "{}").code]).toEqual(["failed", "/nowhere/gone.tsx", "WORKFLOW_LOAD_FAILED"]);
   });
+
+  test("a request whose run fails before its row exists (an input its workflow now refuses) is stored failed with the reason, for ps to show", async () => {
+    const dbPath = tempDbPath();
+    const db = openDb(dbPath);
+    // Queued while the workflow's input was { n: string }; the workflow has changed since.
+    await queue.enqueue(
+      db,
+      { runId: "refused", workflowName: "mixed", workflowPath: MIXED, inputJson: '{"n":"one"}', enqueuedAtMs: 5 },
+      { capacity: 10, resume: false },
+      () => ({ runId: "_", timestampMs: 0, type: "RunRefused", payloadJson: "{}" }),
+    );
+    const { outcomes } = startWorker(db, { workflows: [{ name: "mixed", path: MIXED, workflow: mixed }] });
+    await until(async () => outcomes.find((o) => o.runId === "refused"));
+    expect(outcomes[0]).toMatchObject({ runId: "refused", action: "dropped", reason: expect.stringContaining("INVALID_INPUT") });
+    expect(await queue.getRequest(db, "refused")).toBeUndefined();
+    const run = await runs.getRun(db, "refused");
+    expect([run?.status, run?.workflowPath, JSON.parse(run?.errorJson ?? "{}").code]).toEqual(["failed", MIXED, "INVALID_INPUT"]);
+    expect((await listRunSummaries(db, { limit: 10, withQueued: true })).map((r) => [r.runId, r.status])).toEqual([["refused", "failed"]]);
+  });
+
+  test("a claim whose run failed on a write lock held past every retry is taken up again on the next pass once the lock is free, not left idle until its lease runs out", async () => {
+    const dbPath = tempDbPath();
+    // A copy of its own: a module another test already loaded in this process would load at once, before the lock is taken.
+    const slowLoad = join(dirname(SLOW_LOAD), `.slow-load-${process.pid}.tsx`);
+    copyFileSync(SLOW_LOAD, slowLoad);
+    // Few, short retries: this worker gives up on the held lock in well under a second.
+    const db = openSmithersDb(dbPath, { busyTimeoutMs: 100, retryPolicy: { retries: 1, baseDelayMs: 20, maxDelayMs: 50, jitter: 0 } });
+    open.push(db);
+    await queue.enqueue(
+      db,
+      { runId: "held", workflowName: "slow-load", workflowPath: slowLoad, inputJson: null, enqueuedAtMs: 1 },
+      { capacity: 10, resume: false },
+      () => ({ runId: "_", timestampMs: 0, type: "RunRefused", payloadJson: "{}" }),
+    );
+    // Another process takes the write lock as soon as the request is claimed, while its workflow loads, and holds it 4 s.
+    const holder = Bun.spawn([process.execPath, HOLD_WRITE_LOCK, dbPath, "held", "4000"], { stdout: "pipe" });
+    process.env.SLOW_LOAD_MS = "500";
+    try {
+      const { outcomes } = startWorker(db, { leaseMs: 120_000 });
+      const failed = await until(async () => outcomes.find((o) => o.runId === "held"), 15_000);
+      expect(failed).toMatchObject({ action: "error", reason: expect.stringMatching(/DB_WRITE_FAILED|locked/) });
+      expect((await new Response(holder.stdout).text()).split("\n")).toEqual(["locked", "released", ""]);
+      const freed = Date.now();
+      await until(async () => (await statusOf(db, "held")) === "finished", 10_000);
+      expect(Date.now() - freed).toBeLessThan(10_000); // the lease (2 minutes) did not have to run out
+      expect(await queue.getRequest(db, "held")).toBeUndefined();
+      expect(outcomes.filter((o) => o.runId === "held").map((o) => o.action)).toEqual(["error", "ran"]);
+    } finally {
+      delete process.env.SLOW_LOAD_MS;
+      holder.kill();
+      rmSync(slowLoad, { force: true });
+    }
+  }, 30_000);
 
   test("a worker with a set of workflows wakes a run another host recorded under its own path, by the file's name", async () => {
     const dbPath = tempDbPath();

@@ -192,8 +192,3 @@ export function spawnGroup(command: string, args: readonly string[], options: { 
   liveGroups.add(pid);
   return { child, pid, startTime: processStartTime(pid) };
 }
-
-/** The groups registered as possibly alive (for tests and diagnostics). */
-export function liveGroupIds(): number[] {
-  return [...liveGroups];
-}

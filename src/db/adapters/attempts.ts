@@ -1,4 +1,5 @@
 /** `_smithers_attempts`: every execution attempt of every node, kept as history. */
+import type { Usage } from "../../contract/index.ts";
 import { and, eq, inArray, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import { insertSql, sqlNames } from "./shared.ts";
 import { smithersAttempts, smithersNodes } from "../internal-schema.ts";
@@ -166,7 +167,7 @@ export function recordAgentProcess(db: SmithersDb, key: AttemptKey, pid: number,
 }
 
 /** A run's usage: tokens and cost summed over its attempts (cost null when no attempt had one). */
-export type UsageTotals = { inputTokens: number; cachedInputTokens: number; outputTokens: number; costUsd: number | null };
+export type UsageTotals = Usage;
 
 /** Nothing consumed. */
 export const NO_USAGE: UsageTotals = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null };

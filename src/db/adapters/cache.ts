@@ -5,6 +5,7 @@
  */
 import { and, eq, getTableColumns, type InferSelectModel, type SQL } from "drizzle-orm";
 import { SmithersError } from "../../errors/index.ts";
+import { canonicalJson, sha256Hex, UnstableJsonError } from "../../json/index.ts";
 import { smithersCache } from "../internal-schema.ts";
 import type { OutputTableInfo } from "../output-tables.ts";
 import { computeSchemaSignature, hashSchemaSignature, liveColumns } from "../schema-signature.ts";
@@ -28,65 +29,27 @@ export type CacheKeyParts = {
   nodeId: string;
   /** Replaces `nodeId` in the key: tasks sharing it share entries. */
   key?: string | null;
-  /** The task's `cache.by` value (any JSON; see canonicalJson). */
+  /** The task's `cache.by` value (any JSON; see cacheKeyJson). */
   by: unknown;
   version?: string | number | null;
   schemaSig: string;
   agentSig?: string | null;
 };
 
-function isPlainObject(value: object): boolean {
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
-
 /**
- * The one JSON text of a value, object keys sorted, so equal values give equal keys whatever
- * their key order. A value without exactly one JSON form (undefined, a function, a symbol, a
- * BigInt, NaN or ±Infinity, a Map, Set or other class instance, a cycle) throws CACHE_KEY_FAILED
- * naming where it is, instead of collapsing to a text another value also has. Properties set to
- * undefined are left out, as JSON does; `toJSON` (a Date) is honoured.
- * @example canonicalJson({ b: 1, a: [true, "x"] }) // '{"a":[true,"x"],"b":1}'
+ * canonicalJson (strict) as a cache key's material: a value without one JSON form is
+ * CACHE_KEY_FAILED naming where it is.
+ * @example cacheKeyJson({ b: 1, a: [true, "x"] }) // '{"a":[true,"x"],"b":1}'
  */
-export function canonicalJson(value: unknown): string {
-  const open = new Set<object>();
-  const bad = (path: string, what: string) =>
-    new SmithersError("CACHE_KEY_FAILED", `${what} at ${path} has no stable JSON form and cannot be part of a cache key`, { path });
-  const walk = (v: unknown, path: string): string => {
-    if (v === null) return "null";
-    switch (typeof v) {
-      case "string":
-        return JSON.stringify(v);
-      case "boolean":
-        return v ? "true" : "false";
-      case "number":
-        if (!Number.isFinite(v)) throw bad(path, String(v));
-        return JSON.stringify(v);
-      case "object":
-        break;
-      default:
-        throw bad(path, typeof v === "undefined" ? "undefined" : `a ${typeof v}`);
-    }
-    const obj = v as object;
-    if (open.has(obj)) throw bad(path, "a cycle");
-    open.add(obj);
-    try {
-      if (Array.isArray(obj)) return `[${obj.map((item, i) => walk(item, `${path}[${i}]`)).join(",")}]`;
-      const toJSON = (obj as { toJSON?: unknown }).toJSON;
-      if (typeof toJSON === "function") return walk(toJSON.call(obj), path);
-      if (!isPlainObject(obj)) throw bad(path, `a ${obj.constructor?.name ?? "non-plain object"}`);
-      const keys = Object.keys(obj).sort();
-      const parts: string[] = [];
-      for (const k of keys) {
-        const item = (obj as Record<string, unknown>)[k];
-        if (item !== undefined) parts.push(`${JSON.stringify(k)}:${walk(item, `${path}.${k}`)}`);
-      }
-      return `{${parts.join(",")}}`;
-    } finally {
-      open.delete(obj);
-    }
-  };
-  return walk(value, "$");
+export function cacheKeyJson(value: unknown): string {
+  try {
+    return canonicalJson(value);
+  } catch (error) {
+    if (!(error instanceof UnstableJsonError)) throw error;
+    throw new SmithersError("CACHE_KEY_FAILED", `${error.what} at ${error.path} has no stable JSON form and cannot be part of a cache key`, {
+      path: error.path,
+    });
+  }
 }
 
 /**
@@ -97,17 +60,17 @@ export function canonicalJson(value: unknown): string {
  */
 export function computeCacheKey(parts: CacheKeyParts): string {
   const scope = parts.scope ?? "workflow";
-  const material = canonicalJson({
+  const material = cacheKeyJson({
     scope,
     run: scope === "run" ? (parts.runId ?? null) : null,
     workflow: scope === "global" ? null : parts.workflowName,
     task: parts.key != null ? { key: parts.key } : { node: parts.nodeId },
-    by: JSON.parse(canonicalJson(parts.by ?? null)) as unknown,
+    by: JSON.parse(cacheKeyJson(parts.by ?? null)) as unknown,
     version: parts.version ?? null,
     schema: parts.schemaSig,
     agents: parts.agentSig ?? null,
   });
-  return new Bun.CryptoHasher("sha256").update(material).digest("hex");
+  return sha256Hex(material);
 }
 
 export type CachePut = {

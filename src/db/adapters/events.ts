@@ -3,7 +3,7 @@
  * BEGIN IMMEDIATE, so concurrent writers (threads or processes) never collide and a run's seqs
  * stay gap-free; re-inserting an identical event returns the seq it already has.
  */
-import { and, asc, count, eq, gt, gte, inArray, sql, type InferSelectModel, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, gte, inArray, sql, type InferSelectModel, type SQL } from "drizzle-orm";
 import { smithersEvents } from "../internal-schema.ts";
 import { jsonField, perDialect, type Dialect, type Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
@@ -143,4 +143,26 @@ export function countEventHistory(db: SmithersDb, query: Omit<EventHistoryQuery,
 /** The highest seq stored for a run, or -1 when it has none (resume continues at +1). */
 export function lastEventSeq(db: SmithersDb, runId: string): Promise<number> {
   return db.read("lastEventSeq", async (q) => ((await q.get<{ next: number }>(NEXT_SEQ, runId))?.next ?? 0) - 1);
+}
+
+/**
+ * Of each run, its latest event among `types` (one indexed range per run), by run id: what `ps`
+ * reads to say a waiting or stale run's last resume failed.
+ */
+export function latestEventsOf(db: SmithersDb, runIds: readonly string[], types: readonly string[]): Promise<Map<string, EventRow>> {
+  if (runIds.length === 0) return Promise.resolve(new Map());
+  return db.read("latestEventsOf", async (q) => {
+    const latest = new Map<string, EventRow>();
+    for (const runId of runIds) {
+      const row = await q.orm
+        .select()
+        .from(smithersEvents)
+        .where(and(eq(smithersEvents.runId, runId), inArray(smithersEvents.type, [...types])))
+        .orderBy(desc(smithersEvents.seq))
+        .limit(1)
+        .get();
+      if (row) latest.set(runId, row);
+    }
+    return latest;
+  });
 }

@@ -55,8 +55,13 @@ export function enqueue(
 }
 
 const Q = sqlNames(smithersQueue);
-/** A request no worker holds: never claimed, its claim's lease ran out, or claimed by a version before leases. */
-const CLAIMABLE = `(${Q.startedAtMs} IS NULL OR ${Q.leaseExpiresAtMs} IS NULL OR ${Q.leaseExpiresAtMs} < ?)`;
+/**
+ * A request no worker holds (never claimed, its claim's lease ran out, or claimed by a version
+ * before leases), or one the claiming worker holds itself: it is not executing it (those are in
+ * `skip`), so an earlier try failed on the database, and the claim is taken up again at once
+ * instead of sitting idle until its lease runs out.
+ */
+const CLAIMABLE = `(${Q.startedAtMs} IS NULL OR ${Q.leaseExpiresAtMs} IS NULL OR ${Q.leaseExpiresAtMs} < ? OR ${Q.claimedBy} = ?)`;
 const CLAIM_ORDER = `ORDER BY ${Q.enqueuedAtMs}, ${Q.runId} LIMIT 1`;
 
 export type Claim = {
@@ -65,7 +70,7 @@ export type Claim = {
   leaseMs: number;
   /** Only requests for these workflows (queue names); all when undefined. */
   workflows?: readonly string[];
-  /** Requests this worker passes over (it could not load their workflow a moment ago). */
+  /** Requests this worker passes over: those it is executing, and those whose workflow it could not load a moment ago. */
   skip?: readonly string[];
 };
 
@@ -77,7 +82,7 @@ export type Claim = {
  */
 export function claimNext(db: SmithersDb, c: Claim): Promise<QueueRow | undefined> {
   return immediate(db, "claimQueuedRun", async (q) => {
-    const params: unknown[] = [c.nowMs];
+    const params: unknown[] = [c.nowMs, c.workerId];
     let where = CLAIMABLE;
     if (c.workflows !== undefined) {
       if (c.workflows.length === 0) return undefined;
@@ -208,14 +213,6 @@ export function listWaiting(db: SmithersDb, o: { runId?: string; workflowName?: 
 
 /** A LIMIT that keeps every row. */
 const ALL_ROWS = 2 ** 31 - 1;
-
-/** How many requests wait to start. */
-export function countWaiting(db: SmithersDb): Promise<number> {
-  return db.read(
-    "countQueuedRuns",
-    async (q) => (await q.orm.select({ n: count() }).from(smithersQueue).where(isNull(smithersQueue.startedAtMs)).get())?.n ?? 0,
-  );
-}
 
 /** The request for a run, waiting or started (undefined when none is queued). */
 export function getRequest(db: SmithersDb, runId: string): Promise<QueueRow | undefined> {

@@ -62,6 +62,8 @@ export class PgDb implements SmithersDb {
   /** Schema work still to finish; every operation waits for it (and fails with its error). */
   private ready: Promise<void>;
   private closing: Promise<void> | undefined;
+  /** Openers sharing this pool (openSmithersDb): close() ends it when the last of them does. */
+  private holders = 1;
 
   constructor(
     readonly url: string,
@@ -172,6 +174,16 @@ export class PgDb implements SmithersDb {
     });
   }
 
+  get isClosed(): boolean {
+    return this.closing !== undefined;
+  }
+
+  retain(): this {
+    if (this.closing) throw new SmithersError("DB_CLOSED", `Database ${this.path} is closed`);
+    this.holders++;
+    return this;
+  }
+
   /** LISTEN on a connection postgres.js keeps for it (and re-listens on after a reconnect). */
   listen(channel: string, onMessage: (payload: string) => void): Promise<() => Promise<void>> {
     return this.whenReady(async () => {
@@ -186,6 +198,10 @@ export class PgDb implements SmithersDb {
    * once, a database opened and closed straight away has its tables), then ends the pool.
    */
   close(): Promise<void> {
+    if (this.holders > 1) {
+      this.holders--;
+      return Promise.resolve();
+    }
     this.closing ??= this.ready
       .catch(() => undefined)
       .then(() => Promise.all([this.client.end({ timeout: 5 }), this.listener?.end({ timeout: 5 })]))

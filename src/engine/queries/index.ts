@@ -1,0 +1,7 @@
+/**
+ * Read models: what `inspect`, `ps`, GET /runs, the inbox and the dashboard read. One function per
+ * view, each returning a shape of the API contract (src/contract), shared by the CLI and the server.
+ */
+export { inspectRun } from "./inspect.ts";
+export { pendingApprovalsAcrossRuns } from "./inbox.ts";
+export { listRunItems, listRunSummaries, queuedSummary, runHeader } from "./runs.ts";
