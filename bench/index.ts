@@ -1,7 +1,7 @@
 /**
  * Runs the benchmarks and prints their tables. Numbers are printed, never asserted.
  *
- *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon, signal-latency, server, server-sse, backends, fork and compare (compare installs the peer into bench/ if missing)
+ *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon, signal-latency, server, server-sse, backends, fork, pg-faults and compare (compare installs the peer into bench/ if missing)
  *   bun run bench compare --quick      # one bench; the flags after its name go to it
  *   bun run bench --quick              # all benches; flags go to compare
  */
@@ -18,6 +18,7 @@ import { runServerBench } from "./server/index.ts";
 import { runServerSseBench } from "./server-sse/index.ts";
 import { runBackendsBench } from "./backends/index.ts";
 import { runForkBench } from "./fork/index.tsx";
+import { runPgFaultsBench } from "./pg-faults/index.ts";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
   db: () => runDbBench(),
@@ -32,6 +33,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   "server-sse": () => runServerSseBench(),
   backends: (args) => runBackendsBench(args),
   fork: (args) => runForkBench(args),
+  "pg-faults": (args) => runPgFaultsBench(args),
   compare: (args) => runCompareBench(args),
 };
 

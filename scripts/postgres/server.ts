@@ -29,12 +29,17 @@ export type PostgresServer = {
   url: string;
   dataDir: string;
   port: number;
-  /** The postmaster's pid (from postmaster.pid). */
-  pid: number;
+  /** The postmaster's pid (from postmaster.pid; a restart changes it). */
+  readonly pid: number;
   /** Stops the server (fast, then immediate) and removes its directory; a second call does nothing. */
   stop(): Promise<void>;
   /** Creates an empty database (a fresh name unless one is given) and returns its URL. */
   createDatabase(name?: string): Promise<string>;
+  /**
+   * `pg_ctl restart -m fast`: every session is ended (open transactions rolled back) and the server
+   * is back on the same port when this resolves. For fault tests: never restart a shared server.
+   */
+  restart(): Promise<void>;
 };
 
 const SUPERUSER = "smithers";
@@ -180,7 +185,7 @@ export async function startPostgres(options: PostgresServerOptions = {}): Promis
       fail(`pg_ctl start failed (exit ${start.code}) on port ${port}`, `${start.output.trim()}\n--- ${logFile}:\n${logTail(logFile)}`);
   }
 
-  const pid = postmasterPid(dataDir) ?? fail("PostgreSQL started but wrote no postmaster.pid", logTail(logFile));
+  let pid = postmasterPid(dataDir) ?? fail("PostgreSQL started but wrote no postmaster.pid", logTail(logFile));
   const watchdog = startWatchdog(pgCtl, dataDir, root);
   const url = `postgres://${SUPERUSER}@127.0.0.1:${port}/postgres`;
   let admin: postgres.Sql | undefined;
@@ -206,7 +211,18 @@ export async function startPostgres(options: PostgresServerOptions = {}): Promis
     url,
     dataDir,
     port,
-    pid,
+    get pid() {
+      return pid;
+    },
+    async restart() {
+      await admin?.end({ timeout: 1 }).catch(() => undefined); // its connection does not survive the restart
+      admin = undefined;
+      // -l: without it the new postmaster writes to pg_ctl's output, whose pipe would never close.
+      const restarted = await run(pgCtl, ["restart", "-w", "-t", "60", "-m", "fast", "-D", dataDir, "-l", logFile], root);
+      if (restarted.code !== 0)
+        throw new Error(`pg_ctl restart failed (exit ${restarted.code})\n${restarted.output.trim()}\n--- ${logFile}:\n${logTail(logFile)}`);
+      pid = postmasterPid(dataDir) ?? pid;
+    },
     async stop() {
       await admin?.end({ timeout: 5 });
       admin = undefined;

@@ -25,14 +25,62 @@ const TYPES = {
 
 export type PgClientOptions = { max?: number; applicationName?: string };
 
-/** A pooled client for `url`. */
+/**
+ * What the pool does about lost connections, unless the URL's query (or a `PG*` environment
+ * variable, as postgres.js reads them) says otherwise: a connect that hangs gives up after 5 s
+ * (postgres.js waits 30 s), a quiet socket is probed after 5 s, and reconnects back off to at most
+ * 1 s (postgres.js counts every failed connect of the process and waits up to 20 s, so a 0.3 s
+ * server restart with a busy pool cost half a minute). The DB retry policy retries above this.
+ */
+export const PG_DRIVER_DEFAULTS = { connect_timeout: 5, keep_alive: 5, max_reconnect_delay_s: 1 } as const;
+
+/**
+ * Session settings sent with every connection's start-up, so the server itself ends what a
+ * vanished client left behind within seconds: a transaction idle for 10 s is rolled back (its row
+ * and advisory locks freed) and its session ended, a statement stops after 30 s, and a silent peer
+ * is probed by TCP keepalives (5 s idle, then every 2 s, dead after 3 unanswered). Schema work and
+ * VACUUM lift the statement limit for their own transactions. A query parameter of the URL with the
+ * same name wins (`postgres://…/db?statement_timeout=0&idle_in_transaction_session_timeout=60s`).
+ * Start-up values beat ALTER ROLE/DATABASE … SET, so a deployment that sets these on the server
+ * names them in the URL too.
+ */
+export const PG_SESSION_DEFAULTS = {
+  idle_in_transaction_session_timeout: 10_000,
+  statement_timeout: 30_000,
+  tcp_keepalives_idle: 5,
+  tcp_keepalives_interval: 2,
+  tcp_keepalives_count: 3,
+} as const;
+
+/** Reconnect delay after `retries` failed connects, in seconds (postgres.js's unit): 50 ms doubling, capped, jittered. */
+export function reconnectDelaySeconds(retries: number, random: () => number = Math.random): number {
+  return (0.5 + random() / 2) * Math.min(0.05 * 2 ** retries, PG_DRIVER_DEFAULTS.max_reconnect_delay_s);
+}
+
+function queryParams(url: string): URLSearchParams {
+  try {
+    return new URL(url).searchParams;
+  } catch {
+    return new URLSearchParams();
+  }
+}
+
+/** A pooled client for `url`, with PG_DRIVER_DEFAULTS and PG_SESSION_DEFAULTS where the URL sets none. */
 export function connect(url: string, options: PgClientOptions = {}): PgClient {
+  const params = queryParams(url);
+  // postgres.js lets an option given here beat the URL and the environment: pass only what neither names.
+  const unless = <K extends string, V>(key: K, value: V): Partial<Record<K, V>> =>
+    params.has(key) || process.env[`PG${key.toUpperCase()}`] !== undefined ? {} : ({ [key]: value } as Record<K, V>);
   return postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},
     types: TYPES,
     prepare: true,
-    connection: { application_name: options.applicationName ?? "smithers" },
+    ...unless("connect_timeout", PG_DRIVER_DEFAULTS.connect_timeout),
+    ...unless("keep_alive", PG_DRIVER_DEFAULTS.keep_alive),
+    ...unless("backoff", reconnectDelaySeconds),
+    // The URL's own query parameters are start-up parameters too, and postgres.js lets them win over these.
+    connection: { ...PG_SESSION_DEFAULTS, application_name: options.applicationName ?? "smithers" },
   });
 }
 
@@ -50,22 +98,34 @@ export function unqualifiedConflictTarget(text: string): string {
   return text.slice(0, open) + target + text.slice(close);
 }
 
-/** The Sql executor over a pool (autocommit statements) or over one open transaction. */
+/**
+ * The Sql executor over a pool (autocommit statements) or over one open transaction. Over a
+ * transaction, once a statement reported its connection lost, later statements fail with that
+ * error without reaching postgres.js: a statement written to a closed connection of postgres.js
+ * throws from a setImmediate (an uncaught TypeError, postgres.js #1066/#1208) and leaves that
+ * connection unable to connect again.
+ */
 export class PgSql implements Sql {
   readonly dialect = "postgres" as const;
   readonly orm: Orm;
+  /** The connection-loss error this transaction's connection reported, if any. */
+  lost: unknown;
 
-  constructor(private readonly client: PgClient | PgTransaction) {
+  /** `transaction`: the executor of one open transaction, which remembers a lost connection. */
+  constructor(
+    private readonly client: PgClient | PgTransaction,
+    private readonly transaction = false,
+  ) {
     this.orm = drizzle(async (text, params, method) => {
-      const query = this.client.unsafe(numberPlaceholders(unqualifiedConflictTarget(text)), params as postgres.ParameterOrJSON<never>[]);
-      if (method === "run") return { rows: [], changes: (await query).count } as { rows: unknown[] };
-      const rows = (await query.values()) as unknown[][];
+      const text$ = numberPlaceholders(unqualifiedConflictTarget(text));
+      if (method === "run") return { rows: [], changes: (await this.unsafe(text$, params)).count } as { rows: unknown[] };
+      const rows = (await this.unsafe(text$, params, true)) as unknown as unknown[][];
       return { rows: method === "get" ? (rows[0] as unknown[]) : rows };
     }) as unknown as Orm;
   }
 
   async all<T>(text: string, ...params: unknown[]): Promise<T[]> {
-    return (await this.client.unsafe(numberPlaceholders(text), params as postgres.ParameterOrJSON<never>[])) as unknown as T[];
+    return (await this.unsafe(numberPlaceholders(text), params)) as unknown as T[];
   }
 
   async get<T>(text: string, ...params: unknown[]): Promise<T | undefined> {
@@ -74,31 +134,59 @@ export class PgSql implements Sql {
   }
 
   async run(text: string, ...params: unknown[]): Promise<number> {
-    return (await this.client.unsafe(numberPlaceholders(text), params as postgres.ParameterOrJSON<never>[])).count;
+    return (await this.unsafe(numberPlaceholders(text), params)).count;
   }
 
   async exec(text: string): Promise<void> {
-    await this.client.unsafe(text);
+    await this.unsafe(text);
+  }
+
+  private async unsafe(text: string, params: unknown[] = [], asValues = false): Promise<postgres.RowList<postgres.Row[]>> {
+    if (this.lost !== undefined) throw this.lost;
+    const query = this.client.unsafe(text, params as postgres.ParameterOrJSON<never>[]);
+    try {
+      return await (asValues ? (query.values() as unknown as typeof query) : query);
+    } catch (error) {
+      if (this.transaction && isConnectionLost(error)) this.lost ??= error;
+      throw error;
+    }
   }
 }
 
-/** PostgreSQL errors worth running again: serialization failures, deadlocks, lost or refused connections, a server shutting down. */
-export function isRetryablePgError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== "string") return false;
+/** The driver's or server's error code, also under Drizzle's query error, which keeps it as `cause`. */
+export function pgCode(error: unknown): string | undefined {
+  for (let e = error, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+  }
+  return undefined;
+}
+
+/** Driver and server errors after which the connection is gone (the server ended the session, the socket closed, no connect). */
+export function isConnectionLost(error: unknown): boolean {
+  const code = pgCode(error);
+  if (code === undefined) return false;
   return (
-    code === "40001" ||
-    code === "40P01" ||
     code.startsWith("08") ||
-    code === "57P01" ||
-    code === "57P03" ||
+    code === "57P01" || // admin_shutdown: pg_terminate_backend, a fast shutdown
+    code === "57P02" || // crash_shutdown
+    code === "57P03" || // cannot_connect_now: the server is starting or stopping
+    code === "25P03" || // idle_in_transaction_session_timeout ended the session
     code === "ECONNRESET" ||
     code === "ECONNREFUSED" ||
+    code === "EPIPE" ||
+    code === "ETIMEDOUT" ||
     code === "CONNECTION_CLOSED" ||
     code === "CONNECTION_ENDED" ||
     code === "CONNECTION_DESTROYED" ||
     code === "CONNECT_TIMEOUT"
   );
+}
+
+/** PostgreSQL errors worth running again: serialization failures, deadlocks, lost or refused connections, a server shutting down. */
+export function isRetryablePgError(error: unknown): boolean {
+  const code = pgCode(error);
+  return code === "40001" || code === "40P01" || isConnectionLost(error);
 }
 
 /** The URL with its password replaced, for messages and `db.path`. */

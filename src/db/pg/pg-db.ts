@@ -20,7 +20,7 @@ import type { Sql } from "../sql.ts";
 import type { SmithersDb, SmithersDbOptions, StorageSize } from "../store.ts";
 import { liveColumns } from "../schema-signature.ts";
 import { addPgColumnStatement, createPgTableStatements } from "./ddl.ts";
-import { connect, isRetryablePgError, PgSql, redactUrl, type PgClient, type PgClientOptions } from "./driver.ts";
+import { connect, isConnectionLost, isRetryablePgError, pgCode, PgSql, redactUrl, type PgClient, type PgClientOptions } from "./driver.ts";
 import { pgSchemaCurrent } from "./schema-check.ts";
 import { pgInternalTables, toPgTable } from "./tables.ts";
 
@@ -34,6 +34,12 @@ const FALSE = () => false;
 
 /** The advisory lock every process takes for schema changes (key space 0). */
 const SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(0, 0)";
+/** Schema changes and VACUUM take as long as the tables' size needs: the session's statement_timeout does not apply. */
+const NO_STATEMENT_TIMEOUT = "SET LOCAL statement_timeout = 0";
+/** Connection errors of a connect that never got a session: no statement was in flight, the pool stays. */
+const NOTHING_IN_FLIGHT = new Set(["ECONNREFUSED", "57P03"]);
+/** How long a transaction whose connection reported a loss waits for postgres.js to see the close before failing anyway. */
+const LOST_CONNECTION_GRACE_MS = 1_000;
 
 export type PgDbOptions = SmithersDbOptions & PgClientOptions;
 
@@ -41,13 +47,22 @@ export class PgDb implements SmithersDb {
   readonly dialect = "postgres" as const;
   readonly syncReads = false;
   readonly path: string;
-  readonly client: PgClient;
+  /** The pool now in use; replaced when a connection is lost with work in flight (see replacePool). */
+  get client(): PgClient {
+    return this.pool.client;
+  }
   get target(): string {
     return this.url;
   }
   /** Autocommit statements on the pool. */
-  readonly sql: PgSql;
+  get sql(): PgSql {
+    return this.pool.sql;
+  }
+  private pool: { client: PgClient; sql: PgSql };
+  /** LISTEN's own client, never replaced: postgres.js listens again after a reconnect by itself. */
+  private listener: PgClient | undefined;
   private readonly retryPolicy: DbRetryPolicy;
+  private readonly clientOptions: PgClientOptions;
   private mode: Durability;
   private fullCommits = 0;
   /** Schema work still to finish; every operation waits for it (and fails with its error). */
@@ -63,8 +78,9 @@ export class PgDb implements SmithersDb {
     this.path = redactUrl(url);
     this.mode = checkDurability(options.durability ?? DEFAULT_DURABILITY);
     this.retryPolicy = options.retryPolicy ?? DB_RETRY_POLICY;
-    this.client = connect(url, options);
-    this.sql = new PgSql(this.client);
+    this.clientOptions = options;
+    const client = connect(url, options);
+    this.pool = { client, sql: new PgSql(client) };
     const schema = searchPathSchema(url);
     this.ready =
       options.ensureTables === false
@@ -167,7 +183,15 @@ export class PgDb implements SmithersDb {
   /** VACUUM of the Smithers tables (space inside them becomes reusable; the server decides what goes back to the disk). */
   vacuum(): Promise<void> {
     return this.whenReady(async () => {
-      for (const table of Object.values(pgInternalTables)) await this.client.unsafe(`VACUUM "${getTableConfig(table).name}"`);
+      // VACUUM cannot run in a transaction (no SET LOCAL): a connection of its own without the session's statement limit.
+      const url = new URL(this.url);
+      url.searchParams.set("statement_timeout", "0");
+      const maintenance = connect(url.toString(), { max: 1, applicationName: "smithers-vacuum" });
+      try {
+        for (const table of Object.values(pgInternalTables)) await maintenance.unsafe(`VACUUM "${getTableConfig(table).name}"`);
+      } finally {
+        await maintenance.end({ timeout: 5 });
+      }
     });
   }
 
@@ -184,7 +208,8 @@ export class PgDb implements SmithersDb {
   /** LISTEN on a connection postgres.js keeps for it (and re-listens on after a reconnect). */
   listen(channel: string, onMessage: (payload: string) => void): Promise<() => Promise<void>> {
     return this.whenReady(async () => {
-      const { unlisten } = await this.client.listen(channel, onMessage);
+      this.listener ??= connect(this.url, { ...this.clientOptions, max: 1 });
+      const { unlisten } = await this.listener.listen(channel, onMessage);
       return unlisten;
     });
   }
@@ -202,7 +227,12 @@ export class PgDb implements SmithersDb {
     // Schema work gets a while to finish; a server that does not answer it (a partition) does not
     // hold the close for ever, and then neither do the queries waiting behind it.
     const gaveUp = new Promise<boolean>((done) => setTimeout(() => done(true), CLOSE_TIMEOUT_S * 1000).unref());
-    this.closing ??= Promise.race([this.ready.then(FALSE, FALSE), gaveUp]).then((stuck) => this.client.end({ timeout: stuck ? 0 : CLOSE_TIMEOUT_S }));
+    this.closing ??= Promise.race([this.ready.then(FALSE, FALSE), gaveUp])
+      .then((stuck) => {
+        const timeout = stuck ? 0 : CLOSE_TIMEOUT_S;
+        return Promise.all([this.client.end({ timeout }), this.listener?.end({ timeout })]);
+      })
+      .then(() => undefined);
     return this.closing;
   }
 
@@ -229,7 +259,8 @@ export class PgDb implements SmithersDb {
         label,
         () =>
           this.client.begin(async (tx) => {
-            const q = new PgSql(tx);
+            const q = new PgSql(tx, true);
+            await q.exec(NO_STATEMENT_TIMEOUT);
             await q.exec(SCHEMA_LOCK);
             return fn(q);
           }) as Promise<T>,
@@ -238,20 +269,85 @@ export class PgDb implements SmithersDb {
   }
 
   private retry<T>(label: string, operation: () => Promise<T>): Promise<T> {
-    return withSqliteWriteRetry(label, operation, this.retryPolicy, 0, isRetryablePgError);
+    const watched = async () => {
+      const pool = this.pool;
+      try {
+        return await operation();
+      } catch (error) {
+        if (isConnectionLost(error) && !NOTHING_IN_FLIGHT.has(pgCode(error) ?? "")) this.replacePool(pool);
+        throw error;
+      }
+    };
+    return withSqliteWriteRetry(label, watched, this.retryPolicy, 0, isRetryablePgError);
   }
 
+  /**
+   * A connection of postgres.js that closes while a write of it waits for its setImmediate keeps
+   * that write and never sends its start-up message again: each later connect of it times out
+   * (postgres.js #1066, #1154, #1208). From outside no such connection can be told apart, so a
+   * connection lost with work in flight retires the whole pool; its healthy connections finish
+   * what they run, and the retry goes to a new pool. Each pool is retired once.
+   */
+  private replacePool(failed: { client: PgClient; sql: PgSql }): void {
+    if (failed !== this.pool || this.closing) return;
+    const client = connect(this.url, this.clientOptions);
+    this.pool = { client, sql: new PgSql(client) };
+    failed.client.end({ timeout: 5 }).catch(() => undefined);
+  }
+
+  /**
+   * One try of a transaction. A connection lost before COMMIT was sent leaves nothing behind: the
+   * retry policy runs the whole transaction again. Lost after it (no answer to COMMIT), the server
+   * is asked whether the transaction's id committed: committed is success, aborted is retried,
+   * anything else is DB_UNAVAILABLE and not retried, so nothing is ever applied twice.
+   */
   private async runTransaction<T>(label: string, fn: (q: Sql) => T | Promise<T>): Promise<T> {
     let token: TxToken | undefined;
+    let settled = false;
+    /** Known once fn finished: the transaction's id, for txid_status when its COMMIT goes unanswered. */
+    let xid: string | null | undefined;
+    let value: T | undefined;
     try {
-      const result = (await this.client.begin(async (tx) => {
-        token = { db: this, label, q: new PgSql(tx), onCommit: [], onRollback: [] };
-        const own = token;
-        return txContext.run(own, () => fn(own.q));
-      })) as T;
+      const begun = this.client.begin(async (tx) => {
+        const own: TxToken = { db: this, label, q: new PgSql(tx, true), onCommit: [], onRollback: [] };
+        token = own;
+        // Sent first and pipelined with fn's statements on this connection: it costs no round trip of its own.
+        const xidRead = own.q.get<{ xid: string }>("SELECT txid_current()::text AS xid");
+        xidRead.catch(() => undefined); // fn's own statements report a failure of this connection
+        try {
+          value = await txContext.run(own, () => fn(own.q));
+          xid = (await xidRead)?.xid ?? null;
+          return value;
+        } catch (error) {
+          if (own.q.lost === undefined && !isConnectionLost(error)) throw error;
+          // postgres.js answers a failure with a ROLLBACK on this connection, which, closed, would
+          // throw from a setImmediate (see PgSql). begin() fails by itself once the connection
+          // closes, so the failure is held back until then, or passed on if it stays open.
+          return new Promise<never>((_, reject) => {
+            setTimeout(() => settled || reject(error), LOST_CONNECTION_GRACE_MS).unref();
+          });
+        }
+      });
+      // Rejected because the connection closed: whatever fn still sends must not reach that connection.
+      begun.catch((error: unknown) => token && (token.q.lost ??= error));
+      const result = (await begun.finally(() => (settled = true))) as T;
       for (const hook of token?.onCommit ?? []) hook();
       return result;
     } catch (error) {
+      let failure = error;
+      if (xid !== undefined && isConnectionLost(error)) {
+        const outcome = xid === null ? "aborted" : await this.commitOutcome(xid).catch(() => null);
+        if (outcome === "committed") {
+          for (const hook of token?.onCommit ?? []) hook();
+          return value as T;
+        }
+        if (outcome !== "aborted") {
+          failure = new SmithersError("DB_UNAVAILABLE", `${label}: the connection was lost during COMMIT and the server cannot tell whether it committed`, {
+            cause: error,
+            label,
+          });
+        }
+      }
       for (const hook of token?.onRollback ?? []) {
         try {
           hook();
@@ -259,7 +355,17 @@ export class PgDb implements SmithersDb {
           // the caller sees the error that rolled the transaction back, not a hook's
         }
       }
-      throw error;
+      throw failure;
+    }
+  }
+
+  /** What became of a transaction whose COMMIT went unanswered (txid_status; 'in progress' while its backend still ends). */
+  private async commitOutcome(xid: string): Promise<string | null> {
+    for (let ask = 0; ; ask++) {
+      const row = await this.retry("commitOutcome", () => this.sql.get<{ status: string | null }>("SELECT txid_status(?::bigint) AS status", xid));
+      const status = row?.status ?? null;
+      if (status !== "in progress" || ask >= 20) return status;
+      await Bun.sleep(50);
     }
   }
 }
