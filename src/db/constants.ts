@@ -55,8 +55,11 @@ export const DB_RETRY_METRIC = "smithers.db.retries";
 /** Lifecycle of a human request; only `pending` rows can be answered, cancelled or expired. */
 export const HUMAN_REQUEST_STATUSES = ["pending", "answered", "cancelled", "expired"] as const;
 
-/** Lifecycle of an approval gate; only `requested` rows can be decided. */
-export const APPROVAL_STATUSES = ["requested", "approved", "denied"] as const;
+/**
+ * Lifecycle of an approval gate; only `requested` rows can be decided. `cancelled`: its node stopped
+ * waiting undecided (its failure scope failed); a later request of the same node reopens it.
+ */
+export const APPROVAL_STATUSES = ["requested", "approved", "denied", "cancelled"] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
 /**

@@ -8,6 +8,7 @@
 import { childNodes, type PlanNode, type PlanSaga, type PlanTry } from "../jsx/index.ts";
 // Types only: scheduler.ts imports this module, and hands its visit function in.
 import type { Cap, Failure, NodeStatus, Visit, Walk } from "./scheduler.ts";
+import { isWaiting } from "./states.ts";
 
 type VisitFn = (node: PlanNode, caps: Cap[], w: Walk) => Visit;
 
@@ -36,10 +37,21 @@ function restore(w: Walk, caps: Cap[], s: ReturnType<typeof snapshot>): void {
   caps.forEach((c, i) => (c.used = s.used[i]!));
 }
 
+/** Asks to cancel every node under `node` that waits for the world: its failed scope will never use the answer. */
+function cancelWaits(node: PlanNode, w: Walk): void {
+  if (node.kind !== "task") {
+    for (const child of childNodes(node)) cancelWaits(child, w);
+    return;
+  }
+  const state = w.states.get(node.key)?.state;
+  if (state !== undefined && isWaiting(state)) w.actions.push({ type: "cancel-wait", task: node });
+}
+
 /**
  * Visits `node` as a failure scope. On failure nothing the visit asked for is kept (no start,
- * retry, timer or wait of the failed scope), except that its running tasks still count as
- * running; `settling` says some are.
+ * retry, timer or wait of the failed scope) but the cancelling of its waiting nodes, so that no
+ * gate, signal or timer of it holds up the run; its running tasks still count as running, and
+ * `settling` says some are.
  */
 function visitScope(node: PlanNode, caps: Cap[], w: Walk, visit: VisitFn): ScopeResult {
   const s = snapshot(w, caps);
@@ -51,6 +63,7 @@ function visitScope(node: PlanNode, caps: Cap[], w: Walk, visit: VisitFn): Scope
   }
   const failure = w.failure!;
   restore(w, caps, s);
+  cancelWaits(node, w);
   return { result: "failed", failure, settling: w.running > s.running };
 }
 

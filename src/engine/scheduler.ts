@@ -56,6 +56,12 @@ export type Action =
   /** A signal wait or human task reached its timeout. */
   | { type: "expire-wait"; task: PlanTask }
   /**
+   * A node waiting for the world (approval, human task, signal, timer, a `<Subflow>`'s child) in a
+   * failure scope that failed: nothing can use its answer any more, so it ends `cancelled` and what it
+   * asked for (the gate, the human request, the child run) is closed.
+   */
+  | { type: "cancel-wait"; task: PlanTask }
+  /**
    * A `<ContinueAsNew>` was reached, or a `<Loop continueAsNewEvery>` ended its Nth iteration,
    * and nothing runs any more: the run ends `continued` and a new run carries on. Comes alone.
    */
@@ -156,15 +162,19 @@ function countRunning(node: PlanNode, w: Walk): number {
 }
 
 /**
- * A dependency is met when the mounted task with that id (same plan, so same loop iteration)
- * finished, was skipped, or failed under continueOnFail; an id not mounted now is met by any
- * finished iteration.
+ * dependsOn only orders, as the peer documents it ("waits until every listed task is terminal"):
+ * a dependency is met once the mounted task with that id (same plan, so same loop iteration) is
+ * over: finished, skipped, failed, or cancelled (a wait its failed scope withdrew). A failure nothing
+ * catches fails the run before a dependent can start; one a `<TryCatchFinally>` caught or a `<Saga>`
+ * compensated lets the run go on, dependents included (a dependent that reads the row through `deps`
+ * then fails with DEPENDENCY_DEADLOCK, as after a skip). An id not mounted now is met by any finished
+ * iteration.
  */
 function dependencyMet(id: string, w: Walk): boolean {
   const mounted = w.tasks.get(id);
   if (mounted) {
     const state = stateOf(w, mounted)?.state;
-    return state === "finished" || state === "skipped" || (state === "failed" && mounted.continueOnFail);
+    return state === "finished" || state === "skipped" || state === "failed" || state === "cancelled";
   }
   if (w.finishedIds) return w.finishedIds.has(id);
   for (const [key, status] of w.states) {

@@ -42,8 +42,16 @@ export function requestApproval(db: SmithersDb, request: ApprovalRequest): Promi
   });
 }
 
-/** requestApproval inside the caller's transaction (the engine's step); whether the gate is new. */
+/** requestApproval inside the caller's transaction (the engine's step); whether the gate is new (or reopened). */
 export async function requestApprovalIn(q: Sql, request: ApprovalRequest): Promise<boolean> {
+  // A gate cancelled undecided (its scope failed) is asked again when its node waits again (a resumed failed run).
+  const reopened = await q.orm
+    .update(smithersApprovals)
+    .set({ status: "requested", requestedAtMs: request.requestedAtMs, requestJson: request.request === undefined ? null : JSON.stringify(request.request) })
+    .where(and(byKey(request), eq(smithersApprovals.status, "cancelled")))
+    .returning({ runId: smithersApprovals.runId })
+    .all();
+  if (reopened.length > 0) return true;
   const inserted = await q.orm
     .insert(smithersApprovals)
     .values({
@@ -99,6 +107,20 @@ export async function decideApprovalIn(q: Sql, decision: ApprovalDecision): Prom
     ).length > 0
   );
 }
+
+/** Closes a gate still `requested` whose node no longer waits for it (it leaves the inbox); whether it was. */
+export async function cancelApprovalIn(q: Sql, key: ApprovalKey): Promise<boolean> {
+  const changed = await q.orm
+    .update(smithersApprovals)
+    .set({ status: "cancelled" })
+    .where(and(byKey(key), eq(smithersApprovals.status, "requested")))
+    .returning({ runId: smithersApprovals.runId })
+    .all();
+  return changed.length > 0;
+}
+
+/** Whether a gate was decided (approved or denied), as opposed to still requested or cancelled. */
+export const isDecided = (row: ApprovalRow): boolean => row.status === "approved" || row.status === "denied";
 
 /** Approvals of one run and/or in one state, in (run, node, iteration) order. */
 export function listApprovals(db: SmithersDb, filter: { runId?: string; status?: ApprovalStatus } = {}): Promise<ApprovalRow[]> {

@@ -40,11 +40,20 @@ export async function readHumanRequests(q: Sql, runId: string): Promise<HumanReq
     .all();
 }
 
+/** Moves a node's pending requests to `cancelled` (its failure scope failed), inside the caller's transaction. */
+export async function cancelNodeRequestsIn(q: Sql, node: { runId: string; nodeId: string; iteration: number }): Promise<void> {
+  await closeNodeRequestsIn(q, node, "cancelled");
+}
+
 /** Moves a node's pending requests to `expired` (the node timed out), inside the caller's transaction. */
 export async function expireNodeRequestsIn(q: Sql, node: { runId: string; nodeId: string; iteration: number }): Promise<void> {
+  await closeNodeRequestsIn(q, node, "expired");
+}
+
+async function closeNodeRequestsIn(q: Sql, node: { runId: string; nodeId: string; iteration: number }, status: "cancelled" | "expired"): Promise<void> {
   await q.orm
     .update(smithersHumanRequests)
-    .set({ status: "expired" })
+    .set({ status })
     .where(
       and(
         eq(smithersHumanRequests.runId, node.runId),
