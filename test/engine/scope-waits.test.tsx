@@ -2,7 +2,18 @@
 /** What a failure scope (`<TryCatchFinally>`, `<Saga>`) leaves behind: dependents of its failed task, and waits inside it. */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { approvalDecisionSchema, approve, createSmithers, deny, humanInbox, pendingApprovals, runWorkflow, sendSignal, Subflow, TryCatchFinally } from "../../src/index.ts";
+import {
+  approvalDecisionSchema,
+  approve,
+  createSmithers,
+  deny,
+  humanInbox,
+  pendingApprovals,
+  runWorkflow,
+  sendSignal,
+  Subflow,
+  TryCatchFinally,
+} from "../../src/index.ts";
 import { query, rejection, tempDbPath } from "../helpers.ts";
 
 /** A kit whose tasks record the order their bodies ran in; a task listed in `failing` throws. */
@@ -30,10 +41,9 @@ function kit() {
 
 const nodeStates = async (dbPath: string, runId = "r") =>
   Object.fromEntries(
-    (await query<{ node_id: string; state: string }>(dbPath, "SELECT node_id, state FROM _smithers_nodes WHERE run_id = ? ORDER BY node_id", runId)).map((n) => [
-      n.node_id,
-      n.state,
-    ]),
+    (await query<{ node_id: string; state: string }>(dbPath, "SELECT node_id, state FROM _smithers_nodes WHERE run_id = ? ORDER BY node_id", runId)).map(
+      (n) => [n.node_id, n.state],
+    ),
   );
 
 describe("dependsOn on a task whose failure a <TryCatchFinally> caught", () => {

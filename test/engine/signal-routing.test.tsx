@@ -38,7 +38,8 @@ function parentOf(dbPath: string, subflows: { id: string; correlationId?: string
   return { wf, kit };
 }
 
-const signalRows = (dbPath: string) => query(dbPath, "SELECT run_id, signal_name, seq, consumed_by_node_id AS taken_by FROM _smithers_signals ORDER BY run_id, seq");
+const signalRows = (dbPath: string) =>
+  query(dbPath, "SELECT run_id, signal_name, seq, consumed_by_node_id AS taken_by FROM _smithers_signals ORDER BY run_id, seq");
 
 describe("sendSignal to a parent run", () => {
   test("with nothing of its own waiting, it goes to the child run that waits for it; the answer names that run, and the daemon finishes both", async () => {
@@ -124,7 +125,10 @@ describe("sendSignal to a parent run", () => {
     const dbPath = tempDbPath();
     const { wf, kit } = parentOf(dbPath, [{ id: "a", correlationId: "eu" }]);
     expect((await runWorkflow(wf, { input: {}, runId: "p" })).status).toBe("waiting-event");
-    expect(await sendSignal(kit.smithersDb, { runId: "p", name: "go", data: { ok: true }, correlationId: "us" })).toMatchObject({ runId: "p", waitingNodes: [] });
+    expect(await sendSignal(kit.smithersDb, { runId: "p", name: "go", data: { ok: true }, correlationId: "us" })).toMatchObject({
+      runId: "p",
+      waitingNodes: [],
+    });
     expect(await signalRows(dbPath)).toEqual([{ run_id: "p", signal_name: "go", seq: 0, taken_by: null }]);
   });
 });
@@ -167,7 +171,11 @@ describe("smithers signal and POST /runs/:id/signals to a parent run", () => {
     const server = await createServer({ dbPath, pollMs: 20, onError: () => undefined });
     const { url } = await server.start({ port: 0 });
     try {
-      const res = await fetch(`${url}/runs/p/signals`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "go", data: { ok: true } }) });
+      const res = await fetch(`${url}/runs/p/signals`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "go", data: { ok: true } }),
+      });
       expect(res.status).toBe(400);
       expect(await res.json()).toMatchObject({ code: "SIGNAL_AMBIGUOUS" });
     } finally {
