@@ -5,7 +5,7 @@
  * request stands is cancelled at once. A waiting run has no process: it is cancelled here, in one
  * transaction with its waiting nodes and its RunCancelled event.
  */
-import { events, nodes, runs, WAITING_STATUSES, type SmithersDb, type Sql } from "../db/index.ts";
+import { approvals, events, humanRequests, nodes, runs, WAITING_STATUSES, type SmithersDb, type Sql } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { isOver, isWaiting } from "./states.ts";
 
@@ -30,9 +30,14 @@ export function requestCancel(db: SmithersDb, runId: string, nowMs: number = Dat
   });
 }
 
-/** Cancels a run known to be waiting (no process runs it), inside the caller's transaction. */
+/**
+ * Cancels a run known to be waiting (no process runs it), inside the caller's transaction. Its open
+ * gates and human requests are withdrawn with it: no inbox lists them, and a resume of the run asks again.
+ */
 async function cancelWaitingRunIn(q: Sql, runId: string, nowMs: number): Promise<void> {
   await nodes.resetNodes(q, runId, [...WAITING_STATUSES], "cancelled", nowMs);
+  await approvals.withdrawApprovalsIn(q, { runId });
+  await humanRequests.withdrawRequestsIn(q, { runId });
   await runs.setRunFields(q, runId, { status: "cancelled", finishedAtMs: nowMs, cancelRequestedAtMs: nowMs, wakeAtMs: null });
   await events.insertEventsIn(q, [{ runId, timestampMs: nowMs, type: "RunCancelled", payloadJson: JSON.stringify({ status: "cancelled" }) }], {
     dedupe: false,

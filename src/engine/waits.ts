@@ -132,7 +132,8 @@ export class Waits extends WaitCore {
     }
     if (kinds.has("human")) {
       const latest = new Map(byAsk(await humanRequests.readHumanRequests(q, runId)).map((r) => [nodeKey(r.nodeId, r.iteration), r.status]));
-      if (waiting.some((t) => t.mode === "human" && latest.has(t.key) && latest.get(t.key) !== "pending")) return true;
+      const answered = (status: string | undefined) => status !== undefined && status !== "pending" && status !== "withdrawn";
+      if (waiting.some((t) => t.mode === "human" && answered(latest.get(t.key)))) return true;
     }
     if (kinds.has("subflow") && (await this.dueChildren(q, waiting, this.host.now())).size > 0) return true;
     if (kinds.has("event")) {
@@ -246,7 +247,8 @@ export class Waits extends WaitCore {
   resolveHuman(task: PlanTask, rows: humanRequests.HumanRequestRow[], nowMs: number, writes: Writes): void {
     const asks = byAsk(rows.filter((r) => r.nodeId === task.nodeId && r.iteration === task.iteration));
     const latest = asks.at(-1);
-    if (!latest || latest.status === "pending") return;
+    // withdrawn: closed by the engine and reopened when the node asks again, never an answer.
+    if (!latest || latest.status === "pending" || latest.status === "withdrawn") return;
     const ids = { nodeId: task.nodeId, iteration: task.iteration };
     const requestId = latest.requestId;
     if (latest.status === "cancelled" || latest.status === "expired") {
@@ -315,7 +317,8 @@ export class Waits extends WaitCore {
   /**
    * A waiting node whose failure scope failed (the scheduler's `cancel-wait`): it ends `cancelled`
    * and, in the same step, what it asked for is closed: its gate and its human request leave the
-   * inbox (`cancelled`), its `<Subflow>` child run is cancelled. A signal wait or a timer asked for
+   * inbox (`withdrawn`: asked again if a resume runs the node again), its `<Subflow>` child run is
+   * cancelled. A signal wait or a timer asked for
    * nothing stored; a signal sent to it later finds the node no longer waiting.
    */
   cancelWait(task: PlanTask, nowMs: number, writes: Writes): void {
@@ -328,8 +331,8 @@ export class Waits extends WaitCore {
     t.state = "cancelled";
     t.wakeAtMs = undefined;
     writes.push(async (q) => {
-      if (kind === "approval") await approvals.cancelApprovalIn(q, key);
-      else if (kind === "human") await humanRequests.cancelNodeRequestsIn(q, key);
+      if (kind === "approval") await approvals.withdrawApprovalsIn(q, key);
+      else if (kind === "human") await humanRequests.withdrawRequestsIn(q, key);
       else if (kind === "subflow") await cancelWaitingChildIn(q, subflowRunId(key.runId, key.nodeId, key.iteration), nowMs);
       await nodes.upsertNode(q, { ...key, state: "cancelled", lastAttempt: t.lastAttempt, updatedAtMs: nowMs, outputTable, label: task.label ?? null });
       // durationMs 0: the node did no work of its own; how long it waited is in its events.

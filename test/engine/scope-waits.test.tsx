@@ -130,7 +130,7 @@ describe("a wait inside a failed try", () => {
     expect(calls).toEqual(["deploy", "recover", "cleanup", "after"]);
     expect(await nodeStates(dbPath)).toEqual({ gate: "cancelled", deploy: "failed", recover: "finished", cleanup: "finished", after: "finished" });
     expect(events).toContain("NodeCancelled:gate");
-    expect(await query(dbPath, "SELECT node_id, status FROM _smithers_approvals")).toEqual([{ node_id: "gate", status: "cancelled" }]);
+    expect(await query(dbPath, "SELECT node_id, status FROM _smithers_approvals")).toEqual([{ node_id: "gate", status: "withdrawn" }]);
     expect(await pendingApprovals(smithersDb, "r")).toEqual([]);
     expect((await rejection(approve(smithersDb, { runId: "r", nodeId: "gate" }))).code).toBe("APPROVAL_DECIDED");
   });
@@ -164,7 +164,7 @@ describe("a wait inside a failed try", () => {
     expect(calls).toEqual(["recover"]);
     expect(await nodeStates(dbPath)).toEqual({ gate: "cancelled", legal: "failed", recover: "finished" });
     expect(await query(dbPath, "SELECT node_id, status FROM _smithers_approvals ORDER BY node_id")).toEqual([
-      { node_id: "gate", status: "cancelled" },
+      { node_id: "gate", status: "withdrawn" },
       { node_id: "legal", status: "denied" },
     ]);
   });
@@ -191,18 +191,51 @@ describe("a wait inside a failed try", () => {
     expect(result.status).toBe("finished");
     expect(calls).toEqual(["deploy", "recover"]);
     expect(await nodeStates(dbPath)).toEqual({ go: "cancelled", pause: "cancelled", ask: "cancelled", deploy: "failed", recover: "finished" });
-    expect(await query(dbPath, "SELECT status FROM _smithers_human_requests")).toEqual([{ status: "cancelled" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_human_requests")).toEqual([{ status: "withdrawn" }]);
     expect(await humanInbox(smithersDb)).toEqual([]);
     expect((await rejection(sendSignal(smithersDb, { runId: "r", name: "go", data: { ok: true } }))).code).toBe("RUN_ENDED");
   });
 
-  test("a <Subflow> whose child waits inside the failed try is settled, and its child run is cancelled", async () => {
-    const { dbPath, calls, failing, step, Workflow, Parallel, smithers } = kit();
-    const child = createSmithers({ approval: approvalDecisionSchema, result: z.object({ text: z.string() }) });
+  test("resuming the failed run runs the block again and asks the withdrawn gate again", async () => {
+    const { dbPath, calls, failing, step, Workflow, Parallel, Approval, smithers, outputs, smithersDb } = kit();
+    failing.add("deploy");
+    failing.add("recover");
+    const wf = smithers(() => (
+      <Workflow name="gate-asked-again">
+        <TryCatchFinally
+          try={
+            <Parallel>
+              <Approval id="gate" output={outputs.approval} request={{ title: "Ship it?" }} async />
+              {step("deploy", { delayMs: 20 })}
+            </Parallel>
+          }
+          catch={step("recover")}
+        />
+      </Workflow>
+    ));
+    const first = await runWorkflow(wf, { input: {}, runId: "r" });
+    expect(first.status).toBe("failed");
+    expect(await query(dbPath, "SELECT status FROM _smithers_approvals")).toEqual([{ status: "withdrawn" }]);
+    failing.clear();
+    calls.length = 0;
+    expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("waiting-approval");
+    expect(calls).toEqual(["deploy"]);
+    expect((await pendingApprovals(smithersDb, "r")).map((p) => [p.nodeId, p.request.title])).toEqual([["gate", "Ship it?"]]);
+    await approve(smithersDb, { runId: "r", nodeId: "gate" });
+    expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
+    expect(await query(dbPath, "SELECT approved FROM approval")).toEqual([{ approved: 1 }]);
+  });
+
+  test("a <Subflow> whose child waits inside the failed try is settled: its child run is cancelled and the child's requests leave the inboxes", async () => {
+    const { dbPath, calls, failing, step, Workflow, Parallel, smithers, smithersDb } = kit();
+    const child = createSmithers({ approval: approvalDecisionSchema, answer: z.object({ text: z.string() }) });
     const childWf = child.smithers(
       () => (
         <child.Workflow name="waiting-child">
-          <child.Approval id="review" output={child.outputs.approval} request={{ title: "Review?" }} />
+          <child.Parallel>
+            <child.Approval id="review" output={child.outputs.approval} request={{ title: "Review?" }} async />
+            <child.HumanTask id="ask" output={child.outputs.answer} prompt="Notes?" async />
+          </child.Parallel>
         </child.Workflow>
       ),
       { output: child.outputs.approval },
@@ -229,5 +262,7 @@ describe("a wait inside a failed try", () => {
       { run_id: "r", status: "finished" },
       { run_id: "r/sub#0", status: "cancelled" },
     ]);
+    expect(await query(dbPath, "SELECT run_id, status FROM _smithers_approvals")).toEqual([{ run_id: "r/sub#0", status: "withdrawn" }]);
+    expect(await humanInbox(smithersDb)).toEqual([]);
   });
 });

@@ -44,11 +44,11 @@ export function requestApproval(db: SmithersDb, request: ApprovalRequest): Promi
 
 /** requestApproval inside the caller's transaction (the engine's step); whether the gate is new (or reopened). */
 export async function requestApprovalIn(q: Sql, request: ApprovalRequest): Promise<boolean> {
-  // A gate cancelled undecided (its scope failed) is asked again when its node waits again (a resumed failed run).
+  // A withdrawn gate (see APPROVAL_STATUSES) is asked again when its node waits again (a resumed run).
   const reopened = await q.orm
     .update(smithersApprovals)
     .set({ status: "requested", requestedAtMs: request.requestedAtMs, requestJson: request.request === undefined ? null : JSON.stringify(request.request) })
-    .where(and(byKey(request), eq(smithersApprovals.status, "cancelled")))
+    .where(and(byKey(request), eq(smithersApprovals.status, "withdrawn")))
     .returning({ runId: smithersApprovals.runId })
     .all();
   if (reopened.length > 0) return true;
@@ -108,18 +108,20 @@ export async function decideApprovalIn(q: Sql, decision: ApprovalDecision): Prom
   );
 }
 
-/** Closes a gate still `requested` whose node no longer waits for it (it leaves the inbox); whether it was. */
-export async function cancelApprovalIn(q: Sql, key: ApprovalKey): Promise<boolean> {
-  const changed = await q.orm
+/**
+ * Withdraws the gates still `requested` of one node (with `nodeId`), or of the whole run, whose
+ * waiting ended undecided: they leave the inbox.
+ */
+export async function withdrawApprovalsIn(q: Sql, key: { runId: string; nodeId?: string; iteration?: number }): Promise<void> {
+  const which = key.nodeId === undefined ? eq(smithersApprovals.runId, key.runId) : byKey({ ...key, nodeId: key.nodeId });
+  await q.orm
     .update(smithersApprovals)
-    .set({ status: "cancelled" })
-    .where(and(byKey(key), eq(smithersApprovals.status, "requested")))
-    .returning({ runId: smithersApprovals.runId })
-    .all();
-  return changed.length > 0;
+    .set({ status: "withdrawn" })
+    .where(and(which, eq(smithersApprovals.status, "requested")))
+    .run();
 }
 
-/** Whether a gate was decided (approved or denied), as opposed to still requested or cancelled. */
+/** Whether a gate was decided (approved or denied), as opposed to still requested or withdrawn. */
 export const isDecided = (row: ApprovalRow): boolean => row.status === "approved" || row.status === "denied";
 
 /** Approvals of one run and/or in one state, in (run, node, iteration) order. */
