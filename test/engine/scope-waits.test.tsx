@@ -38,7 +38,23 @@ function kit() {
   );
   // Named, not spread: spreading would read createSmithers().db, which is SQLite-only.
   const { Workflow, Sequence, Parallel, Approval, WaitForEvent, Timer, HumanTask, smithersDb } = smithers;
-  return { dbPath, calls, failing, step, Workflow, Sequence, Parallel, Task, Approval, WaitForEvent, Timer, HumanTask, smithersDb, outputs, smithers: smithers.smithers };
+  return {
+    dbPath,
+    calls,
+    failing,
+    step,
+    Workflow,
+    Sequence,
+    Parallel,
+    Task,
+    Approval,
+    WaitForEvent,
+    Timer,
+    HumanTask,
+    smithersDb,
+    outputs,
+    smithers: smithers.smithers,
+  };
 }
 
 const nodeStates = async (dbPath: string, runId = "r") =>
