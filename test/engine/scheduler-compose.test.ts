@@ -136,9 +136,10 @@ describe("decide: what a failed scope leaves behind", () => {
     ]);
   });
 
-  test("a task that dependsOn a caught task starts once it failed; one depending on a cancelled wait too", () => {
+  test("a task that dependsOn a caught task starts once it failed; one depending on a wait the failed block cancelled does not", () => {
     const root = wf(par(tcf({ try: par(task("a"), task("gate")), catch: task("recover") }), dependent("b", "a"), dependent("c", "gate")));
-    expect(run(root, { a: failed("TASK_FAILED"), gate: "cancelled", recover: "running" })).toEqual(["start b", "start c"]);
+    expect(run(root, { a: failed("TASK_FAILED"), gate: "cancelled", recover: "running" })).toEqual(["start b"]);
+    expect(run(root, { a: failed("TASK_FAILED"), gate: "cancelled", recover: "finished", b: "finished" })).toEqual(["fail-run stuck"]);
   });
 
   test("a task that dependsOn an uncaught failed task never starts: the run fails", () => {

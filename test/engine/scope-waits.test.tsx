@@ -214,6 +214,32 @@ describe("a wait inside a failed try", () => {
     expect((await rejection(sendSignal(smithersDb, { runId: "r", name: "go", data: { ok: true } }))).code).toBe("RUN_ENDED");
   });
 
+  test("a task outside that depends on the cancelled gate fails the run with DEPENDENCY_DEADLOCK instead of waiting", async () => {
+    const { dbPath, calls, failing, step, Workflow, Parallel, Sequence, Approval, smithers, outputs } = kit();
+    failing.add("deploy");
+    const wf = smithers(() => (
+      <Workflow name="depends-on-cancelled-gate">
+        <Sequence>
+          <TryCatchFinally
+            try={
+              <Parallel>
+                <Approval id="gate" output={outputs.approval} request={{ title: "Ship it?" }} async />
+                {step("deploy", { delayMs: 20 })}
+              </Parallel>
+            }
+            catch={step("recover")}
+          />
+          {step("announce", { dependsOn: ["gate"] })}
+        </Sequence>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {}, runId: "r" });
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatchObject({ code: "DEPENDENCY_DEADLOCK" });
+    expect(calls).toEqual(["deploy", "recover"]);
+    expect(await nodeStates(dbPath)).toEqual({ gate: "cancelled", deploy: "failed", recover: "finished" });
+  });
+
   test("resuming the failed run runs the block again and asks the withdrawn gate again", async () => {
     const { dbPath, calls, failing, step, Workflow, Parallel, Approval, smithers, outputs, smithersDb } = kit();
     failing.add("deploy");
