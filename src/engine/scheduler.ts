@@ -164,13 +164,13 @@ function countRunning(node: PlanNode, w: Walk): number {
 /**
  * dependsOn only orders, as the peer documents it ("waits until every listed task is terminal"):
  * a dependency is met once the mounted task with that id (same plan, so same loop iteration) is
- * over: finished, skipped or failed. A failure nothing catches fails the run before a dependent can
- * start; one a `<TryCatchFinally>` caught or a `<Saga>` compensated lets the run go on, dependents
- * included (one that reads the row through `deps` then fails with DEPENDENCY_DEADLOCK, as after a
- * skip). `cancelled` is not over here: a stopped attempt runs again; a wait its failed scope
- * cancelled, like a task that scope never started, never ends, and a dependent of it ends the run
- * with DEPENDENCY_DEADLOCK once nothing else can go on. An id not mounted now is met by any finished
- * iteration.
+ * over: finished, skipped or failed. A failure nothing catches fails the run (a dependent started
+ * while a `finally` on its way up runs is stopped with it); one a `<TryCatchFinally>` caught or a
+ * `<Saga>` compensated lets the run go on, dependents included (one that reads the row through
+ * `deps` then fails with DEPENDENCY_DEADLOCK, as after a skip). `cancelled` is not over here: a
+ * stopped attempt runs again; a wait its failed scope cancelled, like a task that scope never
+ * started, never ends, and a dependent of it ends the run with DEPENDENCY_DEADLOCK once nothing
+ * else can go on. An id not mounted now is met by any finished iteration.
  */
 function dependencyMet(id: string, w: Walk): boolean {
   const mounted = w.tasks.get(id);
