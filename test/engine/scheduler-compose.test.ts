@@ -145,6 +145,24 @@ describe("decide: what a failed scope leaves behind", () => {
   test("a task that dependsOn an uncaught failed task never starts: the run fails", () => {
     expect(run(wf(par(task("a"), dependent("b", "a"))), { a: failed("TASK_FAILED") })).toEqual(["fail-run task"]);
   });
+
+  test("a dependent of a failure the boundary does not catch does not start while its finally runs", () => {
+    const root = wf(par(tcf({ try: task("a"), catch: task("recover"), catchErrors: ["TASK_TIMEOUT"], finally: task("cleanup") }), dependent("b", "a")));
+    expect(run(root, { a: failed("TASK_FAILED") })).toEqual(["start cleanup"]);
+    expect(run(root, { a: failed("TASK_TIMEOUT") })).toEqual(["start recover", "start b"]);
+  });
+
+  test("an inner boundary that does not catch hands the failure to an outer one that does: the dependent starts", () => {
+    const inner = tcf({ try: task("a"), catch: task("inner-recover"), catchErrors: ["TASK_TIMEOUT"] });
+    const root = wf(par(tcf({ try: inner, catch: task("outer-recover") }), dependent("b", "a")));
+    expect(run(root, { a: failed("TASK_FAILED") })).toEqual(["start outer-recover", "start b"]);
+  });
+
+  test("a failed saga action is handled when the saga compensates, not when it fails", () => {
+    const withSaga = (onFailure: "compensate" | "fail") => wf(par(saga(steps(2), onFailure), dependent("b", "a2")));
+    expect(run(withSaga("compensate"), { a1: "finished", a2: failed("TASK_FAILED") })).toEqual(["start c1", "start b"]);
+    expect(run(withSaga("fail"), { a1: "finished", a2: failed("TASK_FAILED") })).toEqual(["fail-run task"]);
+  });
 });
 
 describe("decide: Saga", () => {

@@ -99,6 +99,24 @@ describe("dependsOn on a task whose failure a <TryCatchFinally> caught", () => {
     expect(await nodeStates(dbPath)).toEqual({ deploy: "failed", recover: "finished", notify: "finished" });
   });
 
+  test("a dependent of a failure the boundary does not catch never starts, not even while finally runs; the run fails with that failure", async () => {
+    const { dbPath, calls, failing, step, Workflow, Parallel, smithers } = kit();
+    failing.add("deploy");
+    const wf = smithers(() => (
+      <Workflow name="uncaught-dependency">
+        <Parallel>
+          <TryCatchFinally try={step("deploy")} catch={step("recover")} catchErrors={["TASK_TIMEOUT"]} finally={step("cleanup", { delayMs: 50 })} />
+          {step("notify", { dependsOn: ["deploy"] })}
+        </Parallel>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {}, runId: "r" });
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatchObject({ code: "TASK_FAILED", nodeId: "deploy" });
+    expect(calls).toEqual(["deploy", "cleanup"]);
+    expect(await nodeStates(dbPath)).toEqual({ deploy: "failed", cleanup: "finished" });
+  });
+
   test("a task that reads the caught task's row through deps fails the run with DEPENDENCY_DEADLOCK naming it", async () => {
     const { dbPath, calls, failing, step, Workflow, Sequence, Task, smithers, outputs } = kit();
     failing.add("deploy");
