@@ -318,8 +318,8 @@ export class Waits extends WaitCore {
    * A waiting node whose failure scope failed (the scheduler's `cancel-wait`): it ends `cancelled`
    * and, in the same step, what it asked for is closed: its gate and its human request leave the
    * inbox (`withdrawn`: asked again if a resume runs the node again), its `<Subflow>` child run is
-   * cancelled. A signal wait or a timer asked for
-   * nothing stored; a signal sent to it later finds the node no longer waiting.
+   * cancelled. A signal wait or a timer asked for nothing stored; a signal sent later finds the
+   * node no longer waiting.
    */
   cancelWait(task: PlanTask, nowMs: number, writes: Writes): void {
     const t = this.host.tracked(task);
