@@ -21,15 +21,17 @@ export async function signalCommand(args: string[], io: Io): Promise<number> {
   const db = openExistingDb(values.db);
   try {
     const sent = await sendSignal(db, { runId, name, data, correlationId: values["correlation-id"], dedupeKey: values["dedupe-key"], by: values.by });
+    // A signal a child run took (see sendSignal) is stored there; the run to resume is still the one addressed.
+    const where = sent.viaRunId ? `child run ${sent.runId} of ${sent.viaRunId}` : `run ${sent.runId}`;
     if (sent.duplicate) {
-      io.out(`signal ${name} was already stored for run ${runId} (seq ${sent.seq}); nothing changed`);
+      io.out(`signal ${name} was already stored for ${where} (seq ${sent.seq}); nothing changed`);
       return EXIT.ok;
     }
     const taker = sent.waitingNodes.map((n) => `${n.nodeId}${n.iteration > 0 ? ` (iteration ${n.iteration})` : ""}`).join(", ");
     io.out(
       sent.waitingNodes.length > 0
-        ? `signal ${name} stored for run ${runId} (seq ${sent.seq}); ${taker} waits for it: a running "smithers supervise --watch" resumes the run, or: smithers up <workflow> --run-id ${runId} --resume`
-        : `signal ${name} stored for run ${runId} (seq ${sent.seq}); no node waits for it yet: the first one that does takes it`,
+        ? `signal ${name} stored for ${where} (seq ${sent.seq}); ${taker} waits for it: a running "smithers supervise --watch" resumes the run, or: smithers up <workflow> --run-id ${runId} --resume`
+        : `signal ${name} stored for ${where} (seq ${sent.seq}); no node waits for it yet: the first one that does takes it`,
     );
     return EXIT.ok;
   } finally {

@@ -131,7 +131,8 @@ approve     decides a run's waiting <Approval> or <Task needsApproval> (deny: th
             shows the request and asks on a terminal (--yes to skip); --node may be left out when
             one approval waits; a select gate takes --select KEY, a rank gate --rank K1,K2,…
 signal      sends a signal to a run (checked against the schema of a node waiting for it); a node
-            that waits for it later takes it then
+            that waits for it later takes it then; with none waiting in the run, the <Subflow> child
+            run that waits for it takes it (several: SIGNAL_AMBIGUOUS, send to one child's run id)
 human       list: the open <HumanTask> requests (inbox); answer: checked against the task's schema;
             cancel: the task fails with HUMAN_TASK_CANCELLED
 cron        schedules a workflow file on a cron pattern (5 or 6 fields, read in --tz, default UTC);

@@ -52,11 +52,19 @@ export const SIGNAL_QUERY_LIMIT = 200;
 
 export const DB_RETRY_METRIC = "smithers.db.retries";
 
-/** Lifecycle of a human request; only `pending` rows can be answered, cancelled or expired. */
-export const HUMAN_REQUEST_STATUSES = ["pending", "answered", "cancelled", "expired"] as const;
+/**
+ * Lifecycle of a human request; only `pending` rows can be answered, cancelled or expired.
+ * `withdrawn`: the engine stopped waiting for it (the node's failure scope failed, or its waiting
+ * run was cancelled); unlike a person's `cancelled`, it is asked again if the node waits again.
+ */
+export const HUMAN_REQUEST_STATUSES = ["pending", "answered", "cancelled", "expired", "withdrawn"] as const;
 
-/** Lifecycle of an approval gate; only `requested` rows can be decided. */
-export const APPROVAL_STATUSES = ["requested", "approved", "denied"] as const;
+/**
+ * Lifecycle of an approval gate; only `requested` rows can be decided. `withdrawn`: the engine
+ * stopped waiting for it undecided (the node's failure scope failed, or its waiting run was
+ * cancelled); a later request of the same node reopens it.
+ */
+export const APPROVAL_STATUSES = ["requested", "approved", "denied", "withdrawn"] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
 /**

@@ -22,7 +22,7 @@ export function failureError(failure: Failure, src: FailureSources): SmithersErr
     case "deps":
       return new SmithersError(
         "DEPENDENCY_DEADLOCK",
-        `Task "${failure.task.nodeId}" reads the output of ${failure.missing.map((id) => `"${id}"`).join(", ")} through deps, which ended without one (skipped, or failed under continueOnFail); pass depsOptional to run without it`,
+        `Task "${failure.task.nodeId}" reads the output of ${failure.missing.map((id) => `"${id}"`).join(", ")} through deps, which ended without one (skipped, or failed under continueOnFail or inside a <TryCatchFinally> or <Saga> that handled it); pass depsOptional to run without it`,
         { nodeId: failure.task.nodeId, missing: [...failure.missing] },
       );
     case "task": {

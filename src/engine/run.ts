@@ -733,10 +733,9 @@ export class Run {
         this.suspendedUntilMs = action.untilMs;
         return "done";
       case "fire-timer":
-        this.waits.fireTimer(action.task, nowMs, writes);
-        return undefined;
       case "expire-wait":
-        this.waits.expireWait(action.task, nowMs, writes);
+      case "cancel-wait":
+        this.waits.settle(action, nowMs, writes);
         return undefined;
       case "fail-run":
         // A task dropped from the plan while it ran can still finish what others wait on.

@@ -5,9 +5,10 @@
  * running in it settle before the catch or the compensations start. Pure, like decide(): every
  * decision comes from the plan and the node states, so a resumed run decides the same.
  */
-import { childNodes, type PlanNode, type PlanSaga, type PlanTry } from "../jsx/index.ts";
+import { childNodes, type PlanNode, type PlanSaga, type PlanTask, type PlanTry } from "../jsx/index.ts";
 // Types only: scheduler.ts imports this module, and hands its visit function in.
 import type { Cap, Failure, NodeStatus, Visit, Walk } from "./scheduler.ts";
+import { isWaiting } from "./states.ts";
 
 type VisitFn = (node: PlanNode, caps: Cap[], w: Walk) => Visit;
 
@@ -36,10 +37,21 @@ function restore(w: Walk, caps: Cap[], s: ReturnType<typeof snapshot>): void {
   caps.forEach((c, i) => (c.used = s.used[i]!));
 }
 
+/** Asks to cancel every node under `node` that waits for the world: its failed scope will never use the answer. */
+function cancelWaits(node: PlanNode, w: Walk): void {
+  if (node.kind !== "task") {
+    for (const child of childNodes(node)) cancelWaits(child, w);
+    return;
+  }
+  const state = w.states.get(node.key)?.state;
+  if (state !== undefined && isWaiting(state)) w.actions.push({ type: "cancel-wait", task: node });
+}
+
 /**
  * Visits `node` as a failure scope. On failure nothing the visit asked for is kept (no start,
- * retry, timer or wait of the failed scope), except that its running tasks still count as
- * running; `settling` says some are.
+ * retry, timer or wait of the failed scope) but the cancelling of its waiting nodes, so that no
+ * gate, signal or timer of it holds up the run; its running tasks still count as running, and
+ * `settling` says some are.
  */
 function visitScope(node: PlanNode, caps: Cap[], w: Walk, visit: VisitFn): ScopeResult {
   const s = snapshot(w, caps);
@@ -51,6 +63,7 @@ function visitScope(node: PlanNode, caps: Cap[], w: Walk, visit: VisitFn): Scope
   }
   const failure = w.failure!;
   restore(w, caps, s);
+  cancelWaits(node, w);
   return { result: "failed", failure, settling: w.running > s.running };
 }
 
@@ -92,6 +105,57 @@ export function failureCode(failure: Failure, states: ReadonlyMap<string, NodeSt
     case "compensation":
       return "SAGA_COMPENSATION_FAILED";
   }
+}
+
+/** A failure scope around a task, and the part of it the task is in. */
+type Around = { scope: PlanTry; section: "block" | "catch" | "finally" } | { scope: PlanSaga; section: "action" | "compensation" };
+/** For each task inside a failure scope, the scopes around it, innermost first (tasks in none are absent). */
+export type ScopeIndex = ReadonlyMap<string, readonly Around[]>;
+
+/** The failure scopes around each task under `root` (found once per plan, and only when a dependsOn asks). */
+export function indexScopes(root: PlanNode): ScopeIndex {
+  const found = new Map<string, readonly Around[]>();
+  const walk = (node: PlanNode, around: readonly Around[]): void => {
+    if (node.kind === "task") {
+      if (around.length > 0) found.set(node.key, around);
+    } else if (node.kind === "try") {
+      walk(node.block, [{ scope: node, section: "block" }, ...around]);
+      if (node.catch) walk(node.catch, [{ scope: node, section: "catch" }, ...around]);
+      if (node.finally) walk(node.finally, [{ scope: node, section: "finally" }, ...around]);
+    } else if (node.kind === "saga") {
+      for (const step of node.steps) {
+        walk(step.action, [{ scope: node, section: "action" }, ...around]);
+        walk(step.compensation, [{ scope: node, section: "compensation" }, ...around]);
+      }
+    } else {
+      for (const child of childNodes(node)) walk(child, around);
+    }
+  };
+  walk(root, []);
+  return found;
+}
+
+/**
+ * Whether the failure of `task` (failed for good, not continueOnFail) is handled on its way up, so
+ * the run goes on: a `<TryCatchFinally>` whose block holds it catches its code (a catch function not
+ * mounted yet counts: the next render mounts it), or a `<Saga onFailure="compensate">` step's action
+ * holds it. From a compensation it goes up as SAGA_COMPENSATION_FAILED. Judged by the task's own code:
+ * a block that failed twice is caught by its first failure's, which may differ (then a dependent
+ * waits, or is stopped with the run).
+ */
+export function failureHandled(task: PlanTask, scopes: ScopeIndex, states: ReadonlyMap<string, NodeStatus>): boolean {
+  let code = states.get(task.key)?.error?.code ?? "TASK_FAILED";
+  for (const { scope, section } of scopes.get(task.key) ?? []) {
+    if (scope.kind === "try") {
+      const catching = scope.catch !== undefined || scope.catchFn;
+      if (section === "block" && catching && (scope.catchErrors === undefined || scope.catchErrors.includes(code))) return true;
+    } else if (section === "action") {
+      if (scope.onFailure === "compensate") return true;
+    } else {
+      code = "SAGA_COMPENSATION_FAILED";
+    }
+  }
+  return false;
 }
 
 /**

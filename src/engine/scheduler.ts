@@ -3,7 +3,7 @@
  * the database; the actuator performs what it decides. Tested without SQLite.
  */
 import { childNodes, type Plan, type PlanGroup, type PlanLoop, type PlanContinue, type PlanNode, type PlanSaga, type PlanTask } from "../jsx/index.ts";
-import { peekDone, visitSaga, visitTry } from "./scheduler-compose.ts";
+import { failureHandled, indexScopes, peekDone, visitSaga, visitTry, type ScopeIndex } from "./scheduler-compose.ts";
 import { isWaiting, type NodeState, type WaitingStatus } from "./states.ts";
 
 /** What a failed node failed with (its code decides whether a `<TryCatchFinally catchErrors>` catches it). */
@@ -56,6 +56,12 @@ export type Action =
   /** A signal wait or human task reached its timeout. */
   | { type: "expire-wait"; task: PlanTask }
   /**
+   * A node waiting for the world (approval, human task, signal, timer, a `<Subflow>`'s child) in a
+   * failure scope that failed: nothing can use its answer any more, so it ends `cancelled` and what it
+   * asked for (the gate, the human request, the child run) is closed.
+   */
+  | { type: "cancel-wait"; task: PlanTask }
+  /**
    * A `<ContinueAsNew>` was reached, or a `<Loop continueAsNewEvery>` ended its Nth iteration,
    * and nothing runs any more: the run ends `continued` and a new run carries on. Comes alone.
    */
@@ -69,6 +75,8 @@ export type Visit = "done" | "busy" | "failed";
 export type Cap = { max: number; used: number };
 
 export type Walk = {
+  /** The node walked from (the plan's root, or what failureIn looks at). */
+  root: PlanNode;
   states: ReadonlyMap<string, NodeStatus>;
   /** Mounted tasks by id, so a dependency resolves to the same loop iteration. */
   tasks: ReadonlyMap<string, PlanTask>;
@@ -90,6 +98,8 @@ export type Walk = {
   finishedIds: ReadonlySet<string> | undefined;
   /** The first continue-as-new reached: from then on nothing new starts. */
   continueFrom?: ContinueFrom;
+  /** The failure scopes around each task, found when a dependsOn on a failed task first asks. */
+  scopes?: ScopeIndex;
 };
 
 /**
@@ -102,6 +112,7 @@ export class DecideMemo {
   private readonly doneBefore = new WeakMap<readonly PlanNode[], number>();
   private readonly tails = new WeakMap<readonly PlanNode[], Tail>();
   private readonly taskIndex = new WeakMap<Plan, ReadonlyMap<string, PlanTask>>();
+  private readonly scopeIndex = new WeakMap<PlanNode, ScopeIndex>();
   start(children: readonly PlanNode[]): number {
     return this.doneBefore.get(children) ?? 0;
   }
@@ -123,6 +134,11 @@ export class DecideMemo {
   tasksOf(plan: Plan): ReadonlyMap<string, PlanTask> {
     let found = this.taskIndex.get(plan);
     if (!found) this.taskIndex.set(plan, (found = indexTasks(plan)));
+    return found;
+  }
+  scopesOf(root: PlanNode): ScopeIndex {
+    let found = this.scopeIndex.get(root);
+    if (!found) this.scopeIndex.set(root, (found = indexScopes(root)));
     return found;
   }
 }
@@ -156,15 +172,24 @@ function countRunning(node: PlanNode, w: Walk): number {
 }
 
 /**
- * A dependency is met when the mounted task with that id (same plan, so same loop iteration)
- * finished, was skipped, or failed under continueOnFail; an id not mounted now is met by any
+ * dependsOn only orders, as the peer documents it ("waits until every listed task is terminal"):
+ * a dependency is met once the mounted task with that id (same plan, so same loop iteration) is
+ * over: finished, skipped, or failed for good where the run goes on (under continueOnFail, or a
+ * failure a `<TryCatchFinally>` catches or a `<Saga>` compensates: see failureHandled); one that
+ * reads the row through `deps` then fails with DEPENDENCY_DEADLOCK, as after a skip. A failure
+ * nothing handles fails the run, and no dependent of it starts meanwhile (not while a `finally`
+ * runs on its way up). `cancelled` is not over here: a stopped attempt runs again; a wait its failed
+ * scope cancelled, like a task that scope never started, never ends, and a dependent of it ends the
+ * run with DEPENDENCY_DEADLOCK once nothing else can go on. An id not mounted now is met by any
  * finished iteration.
  */
 function dependencyMet(id: string, w: Walk): boolean {
   const mounted = w.tasks.get(id);
   if (mounted) {
     const state = stateOf(w, mounted)?.state;
-    return state === "finished" || state === "skipped" || (state === "failed" && mounted.continueOnFail);
+    if (state === "failed")
+      return mounted.continueOnFail || failureHandled(mounted, (w.scopes ??= w.memo ? w.memo.scopesOf(w.root) : indexScopes(w.root)), w.states);
+    return state === "finished" || state === "skipped";
   }
   if (w.finishedIds) return w.finishedIds.has(id);
   for (const [key, status] of w.states) {
@@ -352,15 +377,16 @@ function visit(node: PlanNode, caps: Cap[], w: Walk): Visit {
   }
 }
 
-/** A walk of nothing yet: the states, the clock and the tasks dependsOn resolves against. */
+/** A walk of nothing yet from `root`: the states, the clock and the tasks dependsOn resolves against. */
 function newWalk(
+  root: PlanNode,
   states: ReadonlyMap<string, NodeStatus>,
   tasks: ReadonlyMap<string, PlanTask>,
   nowMs: number,
   memo?: DecideMemo,
   finishedIds?: ReadonlySet<string>,
 ): Walk {
-  return { states, tasks, nowMs, actions: [], running: 0, waitingPerson: false, waitingEvent: false, barrier: false, memo, finishedIds };
+  return { root, states, tasks, nowMs, actions: [], running: 0, waitingPerson: false, waitingEvent: false, barrier: false, memo, finishedIds };
 }
 
 function tasksUnder(node: PlanNode, into = new Map<string, PlanTask>()): Map<string, PlanTask> {
@@ -375,7 +401,7 @@ function tasksUnder(node: PlanNode, into = new Map<string, PlanTask>()): Map<str
  * function with.
  */
 export function failureIn(node: PlanNode, states: ReadonlyMap<string, NodeStatus>, nowMs: number): Failure | undefined {
-  const w = newWalk(states, tasksUnder(node), nowMs);
+  const w = newWalk(node, states, tasksUnder(node), nowMs);
   return visit(node, [{ max: Infinity, used: 0 }], w) === "failed" ? w.failure : undefined;
 }
 
@@ -394,7 +420,7 @@ export function decide(
   finishedIds?: ReadonlySet<string>,
 ): Action[] {
   const tasks = memo ? memo.tasksOf(plan) : indexTasks(plan);
-  const w = newWalk(states, tasks, nowMs, memo, finishedIds);
+  const w = newWalk(plan.root, states, tasks, nowMs, memo, finishedIds);
   const global: Cap = { max: maxConcurrency, used: Number.isFinite(maxConcurrency) ? countRunning(plan.root, w) : 0 };
   const r = visit(plan.root, [global], w);
   if (r === "failed") return [{ type: "fail-run", failure: w.failure! }];

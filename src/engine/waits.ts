@@ -13,6 +13,7 @@ import { byAsk, humanRequestId } from "./human.ts";
 import { DECISION_SCHEMA_NAME, decisionRow, storedRequest } from "./approvals.ts";
 import type { TrackedNode } from "./run-setup.ts";
 import { isWaiting } from "./states.ts";
+import { cancelWaitingChildIn } from "./cancel.ts";
 import { subflowRunId } from "./subflow.ts";
 import { WaitCore, type Event, type Writes } from "./wait-core.ts";
 
@@ -20,6 +21,13 @@ import { WaitCore, type Event, type Writes } from "./wait-core.ts";
 export const waitKind = (t: PlanTask): PlanTask["mode"] => (t.approval ? "approval" : t.mode);
 
 export class Waits extends WaitCore {
+  /** Carries out what the scheduler decided about a waiting node: its timer fires, its timeout passed, or its scope failed. */
+  settle(action: { type: "fire-timer" | "expire-wait" | "cancel-wait"; task: PlanTask }, nowMs: number, writes: Writes): void {
+    if (action.type === "fire-timer") this.fireTimer(action.task, nowMs, writes);
+    else if (action.type === "expire-wait") this.expireWait(action.task, nowMs, writes);
+    else this.cancelWait(action.task, nowMs, writes);
+  }
+
   /** Starts a `<Timer>`: its fire time is fixed now and stored with the step, so a restart never moves it. */
   startTimer(task: PlanTask, t: TrackedNode, nowMs: number, writes: Writes): void {
     const spec = task.timer!;
@@ -77,7 +85,7 @@ export class Waits extends WaitCore {
       signals: kinds.has("event") ? await signals.readOpenSignals(q, runId) : [],
       children: kinds.has("subflow") ? await this.dueChildren(q, waiting, nowMs) : new Set<string>(),
     }));
-    const decided = new Map(found.approvals.filter((r) => r.status !== "requested").map((r) => [nodeKey(r.nodeId, r.iteration), r]));
+    const decided = new Map(found.approvals.filter(approvals.isDecided).map((r) => [nodeKey(r.nodeId, r.iteration), r]));
     for (const task of waiting) {
       if (waitKind(task) === "approval") {
         const row = decided.get(task.key);
@@ -119,12 +127,13 @@ export class Waits extends WaitCore {
     const runId = this.host.runId;
     const kinds = new Set(waiting.map(waitKind));
     if (kinds.has("approval")) {
-      const decided = new Set((await approvals.readApprovals(q, runId)).filter((r) => r.status !== "requested").map((r) => nodeKey(r.nodeId, r.iteration)));
+      const decided = new Set((await approvals.readApprovals(q, runId)).filter(approvals.isDecided).map((r) => nodeKey(r.nodeId, r.iteration)));
       if (waiting.some((t) => waitKind(t) === "approval" && decided.has(t.key))) return true;
     }
     if (kinds.has("human")) {
       const latest = new Map(byAsk(await humanRequests.readHumanRequests(q, runId)).map((r) => [nodeKey(r.nodeId, r.iteration), r.status]));
-      if (waiting.some((t) => t.mode === "human" && latest.has(t.key) && latest.get(t.key) !== "pending")) return true;
+      const answered = (status: string | undefined) => status !== undefined && status !== "pending" && status !== "withdrawn";
+      if (waiting.some((t) => t.mode === "human" && answered(latest.get(t.key)))) return true;
     }
     if (kinds.has("subflow") && (await this.dueChildren(q, waiting, this.host.now())).size > 0) return true;
     if (kinds.has("event")) {
@@ -238,7 +247,8 @@ export class Waits extends WaitCore {
   resolveHuman(task: PlanTask, rows: humanRequests.HumanRequestRow[], nowMs: number, writes: Writes): void {
     const asks = byAsk(rows.filter((r) => r.nodeId === task.nodeId && r.iteration === task.iteration));
     const latest = asks.at(-1);
-    if (!latest || latest.status === "pending") return;
+    // withdrawn: closed by the engine and reopened when the node asks again, never an answer.
+    if (!latest || latest.status === "pending" || latest.status === "withdrawn") return;
     const ids = { nodeId: task.nodeId, iteration: task.iteration };
     const requestId = latest.requestId;
     if (latest.status === "cancelled" || latest.status === "expired") {
@@ -302,6 +312,32 @@ export class Waits extends WaitCore {
       });
       this.endWait(task, { state: "failed", error }, nowMs, writes, [timedOut]);
     }
+  }
+
+  /**
+   * A waiting node whose failure scope failed (the scheduler's `cancel-wait`): it ends `cancelled`
+   * and, in the same step, what it asked for is closed: its gate and its human request leave the
+   * inbox (`withdrawn`: asked again if a resume runs the node again), its `<Subflow>` child run is
+   * cancelled. A signal wait or a timer asked for nothing stored; a signal sent later finds the
+   * node no longer waiting.
+   */
+  cancelWait(task: PlanTask, nowMs: number, writes: Writes): void {
+    const t = this.host.tracked(task);
+    const key = { runId: this.host.runId, nodeId: task.nodeId, iteration: task.iteration };
+    const kind = waitKind(task);
+    const outputTable = task.mode === "timer" ? "" : this.host.resolve(task).tableName;
+    this.waiting.delete(task.key);
+    this.host.markDirty(task.key);
+    t.state = "cancelled";
+    t.wakeAtMs = undefined;
+    writes.push(async (q) => {
+      if (kind === "approval") await approvals.withdrawApprovalsIn(q, key);
+      else if (kind === "human") await humanRequests.withdrawRequestsIn(q, key);
+      else if (kind === "subflow") await cancelWaitingChildIn(q, subflowRunId(key.runId, key.nodeId, key.iteration), nowMs);
+      await nodes.upsertNode(q, { ...key, state: "cancelled", lastAttempt: t.lastAttempt, updatedAtMs: nowMs, outputTable, label: task.label ?? null });
+      // durationMs 0: the node did no work of its own; how long it waited is in its events.
+      this.host.emitInTransaction({ type: "NodeCancelled", nodeId: task.nodeId, iteration: task.iteration, attempt: t.lastAttempt, durationMs: 0 });
+    });
   }
 
   /**

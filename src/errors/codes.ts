@@ -94,6 +94,7 @@ export const ERROR_TABLE = {
   APPROVAL_INVALID: { kind: "bad-input", summary: "An approval decision is malformed." },
   INVALID_TIMER: { kind: "bad-input", summary: "A `<Timer>` has no valid duration or until time." },
   SIGNAL_INVALID: { kind: "bad-input", summary: "A signal's payload fails the schema of the node waiting for it." },
+  SIGNAL_AMBIGUOUS: { kind: "bad-input", summary: "A signal sent to a run that waits for it in several child runs: send it to one of them." },
   SIGNAL_TIMEOUT: { kind: "run-failure", summary: "A signal did not arrive before the wait's timeout." },
   HUMAN_REQUEST_NOT_FOUND: { kind: "not-found", summary: "No human request has that id." },
   HUMAN_REQUEST_CLOSED: { kind: "conflict", summary: "The human request was answered or closed already." },

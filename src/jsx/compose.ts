@@ -37,6 +37,10 @@ export type TryCatchFinallyProps = {
  * An error boundary: `try` runs; when a task in it fails for good (after its retries, and not
  * `continueOnFail`), its other tasks settle and `catch` runs in its place; `finally` runs after
  * either. The run fails only when the failure is not caught, or `catch` or `finally` fail.
+ * A node of the failed block still waiting for the world (approval, human task, signal, timer, a
+ * `<Subflow>`'s child) is cancelled and its request closed, so nothing waits on an answer no one
+ * can use. `dependsOn` only orders (the peer's "until terminal"): a task depending on the caught
+ * task runs once it failed; one reading its row through `deps` fails with DEPENDENCY_DEADLOCK.
  * @example
  * <TryCatchFinally
  *   try={<Task id="deploy" output={outputs.deploy}>{deploy}</Task>}

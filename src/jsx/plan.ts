@@ -190,7 +190,7 @@ export type PlanTask = {
   maxAbandons: number;
   skip: boolean;
   continueOnFail: boolean;
-  /** Node ids to wait for: `dependsOn`, plus those `needs` and `deps` name. */
+  /** Node ids to wait for until each is over (finished, skipped or failed): `dependsOn`, plus those `needs` and `deps` name. */
   dependsOn: readonly string[];
   /**
    * A task with `deps` whose upstream rows are not all there yet: it waits for these node ids, and

@@ -1,7 +1,7 @@
 /** requestCancel: a running run stops at its next heartbeat; a waiting run is cancelled at once; ended runs refuse. */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { approvalDecisionSchema, createSmithers, runWorkflow } from "../../src/index.ts";
+import { approvalDecisionSchema, approve, createSmithers, humanInbox, pendingApprovals, runWorkflow } from "../../src/index.ts";
 import { requestCancel } from "../../src/engine/index.ts";
 import { rejection, sleepUnlessAborted, query, tempDbPath } from "../helpers.ts";
 
@@ -57,6 +57,33 @@ describe("requestCancel", () => {
     expect(await query(dbPath, "SELECT status FROM _smithers_runs")).toEqual([{ status: "cancelled" }]);
     expect(await query(dbPath, "SELECT state FROM _smithers_nodes")).toEqual([{ state: "cancelled" }]);
     expect(await query<{ type: string }>(dbPath, "SELECT type FROM _smithers_events ORDER BY seq DESC LIMIT 1")).toEqual([{ type: "RunCancelled" }]);
+  });
+
+  test("a waiting run cancelled withdraws its open gate and human request from the inboxes; resumed, it asks both again", async () => {
+    const dbPath = tempDbPath();
+    const { smithers, Workflow, Parallel, Approval, HumanTask, outputs, smithersDb } = createSmithers(
+      { approval: approvalDecisionSchema, answer: z.object({ text: z.string() }) },
+      { dbPath },
+    );
+    const wf = smithers(() => (
+      <Workflow name="asks">
+        <Parallel>
+          <Approval id="ok" output={outputs.approval} request={{ title: "ok?" }} async />
+          <HumanTask id="ask" output={outputs.answer} prompt="Anything?" async />
+        </Parallel>
+      </Workflow>
+    ));
+    expect((await runWorkflow(wf, { runId: "w" })).status).toBe("waiting-approval");
+    expect(await requestCancel(smithersDb, "w")).toEqual({ runId: "w", status: "cancelled" });
+    expect(await query(dbPath, "SELECT status FROM _smithers_approvals")).toEqual([{ status: "withdrawn" }]);
+    expect(await query(dbPath, "SELECT status FROM _smithers_human_requests")).toEqual([{ status: "withdrawn" }]);
+    expect(await humanInbox(smithersDb)).toEqual([]);
+    expect((await rejection(approve(smithersDb, { runId: "w", nodeId: "ok" }))).code).toBe("APPROVAL_DECIDED");
+
+    expect((await runWorkflow(wf, { runId: "w", resume: true })).status).toBe("waiting-approval");
+    expect(await query(dbPath, "SELECT status FROM _smithers_approvals")).toEqual([{ status: "requested" }]);
+    expect((await humanInbox(smithersDb)).map((i) => [i.requestId, i.prompt])).toEqual([["w:ask:0:1", "Anything?"]]);
+    expect((await pendingApprovals(smithersDb, "w")).map((p) => p.nodeId)).toEqual(["ok"]);
   });
 
   test("a run asked to stop before its next heartbeat that then stops to wait ends cancelled, not waiting", async () => {

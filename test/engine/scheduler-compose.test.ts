@@ -115,6 +115,56 @@ describe("decide: TryCatchFinally", () => {
   });
 });
 
+describe("decide: what a failed scope leaves behind", () => {
+  const dependent = (id: string, on: string) => jsx(Task, { id, output: out, dependsOn: [on], children: { n: 1 } }, id);
+
+  test("waiting nodes of a failed try block are cancelled in the step that starts the catch, and only while they wait", () => {
+    const guarded = wf(tcf({ try: par(task("gate"), task("timer"), task("a")), catch: task("recover") }));
+    const cancels = (entries: Record<string, Entry>) =>
+      decide(render(guarded), states(entries), NOW).map((a) => (a.type === "cancel-wait" ? `cancel-wait ${a.task.nodeId}` : summary([a])[0]));
+    expect(cancels({ gate: "waiting-approval", timer: { state: "waiting-timer", wakeAtMs: NOW + 60_000 }, a: failed("TASK_FAILED") })).toEqual([
+      "cancel-wait gate",
+      "cancel-wait timer",
+      "start recover",
+    ]);
+    expect(cancels({ gate: "cancelled", timer: "cancelled", a: failed("TASK_FAILED"), recover: "running" })).toEqual(["wait"]);
+  });
+
+  test("an uncaught failure fails the run alone: no cancel-wait comes with fail-run", () => {
+    expect(run(wf(tcf({ try: par(task("gate"), task("a")), finally: undefined })), { gate: "waiting-approval", a: failed("TASK_FAILED") })).toEqual([
+      "fail-run task",
+    ]);
+  });
+
+  test("a task that dependsOn a caught task starts once it failed; one depending on a wait the failed block cancelled does not", () => {
+    const root = wf(par(tcf({ try: par(task("a"), task("gate")), catch: task("recover") }), dependent("b", "a"), dependent("c", "gate")));
+    expect(run(root, { a: failed("TASK_FAILED"), gate: "cancelled", recover: "running" })).toEqual(["start b"]);
+    expect(run(root, { a: failed("TASK_FAILED"), gate: "cancelled", recover: "finished", b: "finished" })).toEqual(["fail-run stuck"]);
+  });
+
+  test("a task that dependsOn an uncaught failed task never starts: the run fails", () => {
+    expect(run(wf(par(task("a"), dependent("b", "a"))), { a: failed("TASK_FAILED") })).toEqual(["fail-run task"]);
+  });
+
+  test("a dependent of a failure the boundary does not catch does not start while its finally runs", () => {
+    const root = wf(par(tcf({ try: task("a"), catch: task("recover"), catchErrors: ["TASK_TIMEOUT"], finally: task("cleanup") }), dependent("b", "a")));
+    expect(run(root, { a: failed("TASK_FAILED") })).toEqual(["start cleanup"]);
+    expect(run(root, { a: failed("TASK_TIMEOUT") })).toEqual(["start recover", "start b"]);
+  });
+
+  test("an inner boundary that does not catch hands the failure to an outer one that does: the dependent starts", () => {
+    const inner = tcf({ try: task("a"), catch: task("inner-recover"), catchErrors: ["TASK_TIMEOUT"] });
+    const root = wf(par(tcf({ try: inner, catch: task("outer-recover") }), dependent("b", "a")));
+    expect(run(root, { a: failed("TASK_FAILED") })).toEqual(["start outer-recover", "start b"]);
+  });
+
+  test("a failed saga action is handled when the saga compensates, not when it fails", () => {
+    const withSaga = (onFailure: "compensate" | "fail") => wf(par(saga(steps(2), onFailure), dependent("b", "a2")));
+    expect(run(withSaga("compensate"), { a1: "finished", a2: failed("TASK_FAILED") })).toEqual(["start c1", "start b"]);
+    expect(run(withSaga("fail"), { a1: "finished", a2: failed("TASK_FAILED") })).toEqual(["fail-run task"]);
+  });
+});
+
 describe("decide: Saga", () => {
   test("steps' actions run one at a time, in order, and a saga that completes starts no compensation", () => {
     const root = wf(saga(steps(3)), task("after"));

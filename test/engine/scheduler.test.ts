@@ -42,6 +42,7 @@ function summary(actions: Action[]): string[] {
         return `suspend ${a.status}`;
       case "fire-timer":
       case "expire-wait":
+      case "cancel-wait":
         return `${a.type} ${nodeKey(a.task.nodeId, a.task.iteration)}`;
       case "wait":
         return a.untilMs === undefined ? "wait" : `wait ${a.untilMs}`;

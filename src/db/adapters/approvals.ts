@@ -42,8 +42,16 @@ export function requestApproval(db: SmithersDb, request: ApprovalRequest): Promi
   });
 }
 
-/** requestApproval inside the caller's transaction (the engine's step); whether the gate is new. */
+/** requestApproval inside the caller's transaction (the engine's step); whether the gate is new (or reopened). */
 export async function requestApprovalIn(q: Sql, request: ApprovalRequest): Promise<boolean> {
+  // A withdrawn gate (see APPROVAL_STATUSES) is asked again when its node waits again (a resumed run).
+  const reopened = await q.orm
+    .update(smithersApprovals)
+    .set({ status: "requested", requestedAtMs: request.requestedAtMs, requestJson: request.request === undefined ? null : JSON.stringify(request.request) })
+    .where(and(byKey(request), eq(smithersApprovals.status, "withdrawn")))
+    .returning({ runId: smithersApprovals.runId })
+    .all();
+  if (reopened.length > 0) return true;
   const inserted = await q.orm
     .insert(smithersApprovals)
     .values({
@@ -99,6 +107,22 @@ export async function decideApprovalIn(q: Sql, decision: ApprovalDecision): Prom
     ).length > 0
   );
 }
+
+/**
+ * Withdraws the gates still `requested` of one node (with `nodeId`), or of the whole run, whose
+ * waiting ended undecided: they leave the inbox.
+ */
+export async function withdrawApprovalsIn(q: Sql, key: { runId: string; nodeId?: string; iteration?: number }): Promise<void> {
+  const which = key.nodeId === undefined ? eq(smithersApprovals.runId, key.runId) : byKey({ ...key, nodeId: key.nodeId });
+  await q.orm
+    .update(smithersApprovals)
+    .set({ status: "withdrawn" })
+    .where(and(which, eq(smithersApprovals.status, "requested")))
+    .run();
+}
+
+/** Whether a gate was decided (approved or denied), as opposed to still requested or withdrawn. */
+export const isDecided = (row: ApprovalRow): boolean => row.status === "approved" || row.status === "denied";
 
 /** Approvals of one run and/or in one state, in (run, node, iteration) order. */
 export function listApprovals(db: SmithersDb, filter: { runId?: string; status?: ApprovalStatus } = {}): Promise<ApprovalRow[]> {

@@ -21,8 +21,14 @@ export type PendingHumanRequest = HumanRequestRow & {
 
 const pending = eq(smithersHumanRequests.status, "pending");
 
-/** createHumanRequest inside the caller's transaction (the engine's step); an existing id is kept. */
+/** createHumanRequest inside the caller's transaction (the engine's step); an existing id is kept, a withdrawn one reopened. */
 export async function createHumanRequestIn(q: Sql, request: NewHumanRequest): Promise<void> {
+  // Withdrawn by the engine (see HUMAN_REQUEST_STATUSES): the node waits again (a resumed run), so it is asked again.
+  await q.orm
+    .update(smithersHumanRequests)
+    .set({ status: "pending", prompt: request.prompt, requestedAtMs: request.requestedAtMs, timeoutAtMs: request.timeoutAtMs ?? null })
+    .where(and(eq(smithersHumanRequests.requestId, request.requestId), eq(smithersHumanRequests.status, "withdrawn")))
+    .run();
   await q.orm
     .insert(smithersHumanRequests)
     .values({ ...request, status: "pending" })
@@ -38,6 +44,18 @@ export async function readHumanRequests(q: Sql, runId: string): Promise<HumanReq
     .where(eq(smithersHumanRequests.runId, runId))
     .orderBy(asc(smithersHumanRequests.requestedAtMs), asc(smithersHumanRequests.requestId))
     .all();
+}
+
+/**
+ * Moves the pending requests of one node (with `nodeId`), or of the whole run, to `withdrawn`: the
+ * engine no longer waits for them (see HUMAN_REQUEST_STATUSES). Inside the caller's transaction.
+ */
+export async function withdrawRequestsIn(q: Sql, key: { runId: string; nodeId?: string; iteration?: number }): Promise<void> {
+  const which =
+    key.nodeId === undefined
+      ? eq(smithersHumanRequests.runId, key.runId)
+      : and(eq(smithersHumanRequests.runId, key.runId), eq(smithersHumanRequests.nodeId, key.nodeId), eq(smithersHumanRequests.iteration, key.iteration ?? 0));
+  await q.orm.update(smithersHumanRequests).set({ status: "withdrawn" }).where(and(which, pending)).run();
 }
 
 /** Moves a node's pending requests to `expired` (the node timed out), inside the caller's transaction. */

@@ -119,20 +119,23 @@ export function listForks(db: SmithersDb, runId: string): Promise<RunRow[]> {
 
 /** The run's child runs (`<Subflow>`), their children, and so on, in no particular order (forks are not children). */
 export function listDescendantRuns(db: SmithersDb, runId: string): Promise<RunRow[]> {
-  return db.read("listDescendantRuns", async (q) => {
-    const found: RunRow[] = [];
-    let parents = [runId];
-    for (let depth = 0; parents.length > 0 && depth < MAX_SUBFLOW_DEPTH; depth++) {
-      const children: RunRow[] = await q.orm
-        .select()
-        .from(smithersRuns)
-        .where(and(inArray(smithersRuns.parentRunId, parents), isNull(smithersRuns.forkedFromFrame)))
-        .all();
-      found.push(...children);
-      parents = children.map((c) => c.runId);
-    }
-    return found;
-  });
+  return db.read("listDescendantRuns", (q) => readDescendantRuns(q, runId));
+}
+
+/** `listDescendantRuns` inside the caller's transaction. */
+export async function readDescendantRuns(q: Sql, runId: string): Promise<RunRow[]> {
+  const found: RunRow[] = [];
+  let parents = [runId];
+  for (let depth = 0; parents.length > 0 && depth < MAX_SUBFLOW_DEPTH; depth++) {
+    const children: RunRow[] = await q.orm
+      .select()
+      .from(smithersRuns)
+      .where(and(inArray(smithersRuns.parentRunId, parents), isNull(smithersRuns.forkedFromFrame)))
+      .all();
+    found.push(...children);
+    parents = children.map((c) => c.runId);
+  }
+  return found;
 }
 
 /**

@@ -3,7 +3,7 @@
  * the run's sequence lock (BEGIN IMMEDIATE on SQLite, an advisory lock on PostgreSQL), and a signal identical in all six fields is stored once (replays and client
  * retries return the seq it already has).
  */
-import { and, asc, eq, gt, gte, isNull, sql, type InferSelectModel, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, isNull, sql, type InferSelectModel, type SQL } from "drizzle-orm";
 import { SIGNAL_QUERY_LIMIT } from "../constants.ts";
 import { smithersSignals } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";
@@ -79,6 +79,17 @@ export async function insertOrFindIn(q: Sql, signal: NewSignal): Promise<{ seq: 
     .values({ ...row, seq })
     .run();
   return { seq, duplicate: false };
+}
+
+/** The signal stored with `dedupeKey` in one of `runIds` (a retry's first send went to a child run), if any. */
+export async function findByDedupeKeyIn(q: Sql, runIds: readonly string[], dedupeKey: string): Promise<{ runId: string; seq: number } | undefined> {
+  if (runIds.length === 0) return undefined;
+  return await q.orm
+    .select({ runId: smithersSignals.runId, seq: smithersSignals.seq })
+    .from(smithersSignals)
+    .where(and(inArray(smithersSignals.runId, [...runIds]), eq(smithersSignals.dedupeKey, dedupeKey)))
+    .orderBy(asc(smithersSignals.runId))
+    .get();
 }
 
 /**
