@@ -53,6 +53,9 @@ describe("the db layer's SQL texts", () => {
     "current_database",
     "current_schema",
     "split_part",
+    "statement_timeout",
+    "txid_current",
+    "txid_status",
     "search_path",
   ]);
 
