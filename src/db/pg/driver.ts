@@ -4,6 +4,7 @@
  * it, as on SQLite), and booleans accepted as 0/1 too (Drizzle's sqlite-core binds them so).
  * Statement texts arrive with `?` placeholders and are numbered once per text.
  */
+import net from "node:net";
 import postgres from "postgres";
 import { drizzle } from "drizzle-orm/sqlite-proxy";
 import { numberPlaceholders, type Orm, type Sql } from "../sql.ts";
@@ -64,6 +65,30 @@ function queryParams(url: string): URLSearchParams {
     return new URLSearchParams();
   }
 }
+
+/** What a socket errors with after its owner let go of it: nobody is left to tell. */
+function lateSocketError(): void {}
+
+/**
+ * postgres.js lets go of a closed connection's socket with `removeAllListeners()`, its `error`
+ * listener included. Under Bun a socket whose connection the server reset (a restart, a killed
+ * backend) can still emit `error` after that, and an `error` nobody listens to is thrown: an
+ * uncaught ECONNRESET that ended a worker process (and failed test/e2e/pg-faults now and then).
+ * So a socket that drops all its listeners keeps one that takes such a late error. Installed once,
+ * when the PostgreSQL driver is first loaded; SQLite-only processes never load this module.
+ */
+function keepLateSocketErrorsCaught(): void {
+  const proto = net.Socket.prototype as net.Socket & { smithersLateErrors?: true };
+  if (proto.smithersLateErrors) return;
+  const removeAll = proto.removeAllListeners;
+  proto.removeAllListeners = function (this: net.Socket, event?: string | symbol) {
+    const result = event === undefined ? removeAll.call(this) : removeAll.call(this, event);
+    if (event === undefined || event === "error") this.on("error", lateSocketError);
+    return result;
+  };
+  proto.smithersLateErrors = true;
+}
+keepLateSocketErrorsCaught();
 
 /** A pooled client for `url`, with PG_DRIVER_DEFAULTS and PG_SESSION_DEFAULTS where the URL sets none. */
 export function connect(url: string, options: PgClientOptions = {}): PgClient {

@@ -4,6 +4,7 @@
  * killed half-way running again on a new one without anything thrown uncaught, and a vanished
  * client's open transaction ended by the server so its row lock frees.
  */
+import net from "node:net";
 import { describe, expect, test } from "bun:test";
 import { resolve } from "node:path";
 import { isConnectionLost, isRetryablePgError, PG_DRIVER_DEFAULTS, reconnectDelaySeconds } from "../../../src/db/pg/driver.ts";
@@ -22,6 +23,20 @@ describe("isRetryablePgError", () => {
     const wrapped = new Error("Failed query: select 1", { cause: Object.assign(new Error("terminating connection"), { code: "57P01" }) });
     expect([isConnectionLost(wrapped), isRetryablePgError(wrapped)]).toEqual([true, true]);
     expect(isRetryablePgError(Object.assign(new Error("duplicate key"), { code: "23505" }))).toBe(false);
+  });
+});
+
+describe("a socket postgres.js let go of", () => {
+  test("takes an error emitted after it dropped all its listeners instead of throwing it (an uncaught ECONNRESET)", () => {
+    const socket = new net.Socket();
+    socket.on("error", () => undefined);
+    socket.removeAllListeners(); // as postgres.js's closed() does
+    expect(() => socket.emit("error", Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }))).not.toThrow();
+    expect(socket.listenerCount("error")).toBe(1);
+    const plain = new net.Socket(); // a socket that never dropped its listeners still throws, as Node's do
+    expect(() => plain.emit("error", new Error("unheard"))).toThrow("unheard");
+    socket.destroy();
+    plain.destroy();
   });
 });
 
