@@ -58,10 +58,13 @@ export function checkSqliteFile(path: string): void {
       { path },
     );
   }
-  const expected = header === undefined ? 0 : expectedBytes(header);
-  // Pages may still sit in a WAL or hot journal beside it (a checkpoint cut short): then SQLite judges.
-  if (size < expected && fileBytes(`${path}-wal`) === 0 && fileBytes(`${path}-journal`) === 0)
-    throw corrupt(path, `cut short: it is ${size} bytes, its header says ${expected}`);
+  // Judged twice, a moment apart: another process checkpointing the file as it is read can make it
+  // look short for an instant (bench/soak saw a healthy database refused so), a cut file stays short.
+  if (header !== undefined && cutShort(path) !== undefined) {
+    Bun.sleepSync(CUT_SHORT_RECHECK_MS);
+    const short = cutShort(path);
+    if (short) throw corrupt(path, `cut short: it is ${short.size} bytes, its header says ${short.expected}`);
+  }
   try {
     accessSync(path, constants.W_OK);
   } catch (error) {
@@ -107,6 +110,22 @@ function readHeader(path: string): Buffer {
   } finally {
     closeSync(fd);
   }
+}
+
+/** How long to wait before judging a file that looked cut short again. */
+const CUT_SHORT_RECHECK_MS = 25;
+
+/**
+ * Whether the file is shorter than its header promises with no WAL or hot journal beside it that
+ * may hold the missing pages (then SQLite judges). The header is read first and the size last: a
+ * checkpoint writes pages before the header that counts them.
+ */
+function cutShort(path: string): { size: number; expected: number } | undefined {
+  const header = readHeader(path);
+  const expected = expectedBytes(header);
+  if (fileBytes(`${path}-wal`) > 0 || fileBytes(`${path}-journal`) > 0) return undefined;
+  const size = fileBytes(path);
+  return size < expected ? { size, expected } : undefined;
 }
 
 /**
