@@ -50,7 +50,7 @@ const LOCK_RUN = perDialect((dialect) => `SELECT ${RUN_FIELDS} FROM ${R.$table} 
  * so clock skew between the hosts of a PostgreSQL deployment cannot make a live run look stale.
  */
 const CLOCK_MS = perDialect((dialect) =>
-  dialect === "postgres" ? "(extract(epoch from clock_timestamp()) * 1000)::bigint" : "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+  dialect === "postgres" ? "(extract(epoch from clock_timestamp()) * 1000)::bigint" : "CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
 );
 const NOW_OR_CLOCK = perDialect((dialect) => `coalesce(${dialect === "postgres" ? "?::bigint" : "?"}, ${CLOCK_MS[dialect]})`);
 const HEARTBEAT = perDialect(
