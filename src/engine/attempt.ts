@@ -18,7 +18,7 @@ import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 import { runWithToolContext, type ToolContext } from "../tools/index.ts";
 import { SpendMeter } from "./spend.ts";
 import type { Budget } from "./budget.ts";
-import { runSubflow } from "./subflow.ts";
+import { runSubflow, type StartChildRun } from "./subflow.ts";
 import { ensureWorktree } from "./worktree.ts";
 import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
 import { definitionSignature } from "./code-pin.ts";
@@ -57,6 +57,8 @@ export type AttemptInput = {
   onAgentEvent?: (event: AgentEvent) => void;
   /** A `<Subflow>`'s: the run's limits and spend so far, for the child run (see SubflowWork.spend). */
   budget?: { budget: Budget; spent: UsageTotals; pricing?: ModelPricing };
+  /** A `<Subflow>`'s: how its child run is started (runWorkflow, see RunSettings.startChildRun). */
+  startChildRun?: StartChildRun;
   /**
    * Set for a pure attempt done in the step that started it (see Run.defers): its start and its
    * outcome commit in one transaction, so recordStart writes nothing and recordSettle writes the
@@ -117,8 +119,20 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
   if (task.mode === "static") return { raw: task.staticValue };
   if (task.mode === "subflow") {
     const spend = a.budget ? { ...a.budget, onUsage: (usage: UsageTotals) => spent.callEnded(childSpend(usage)) } : undefined;
+    if (!a.startChildRun)
+      throw new SmithersError("ENGINE_ERROR", `Subflow "${task.nodeId}" was started without a way to start its child run`, { nodeId: task.nodeId });
+    const { startChildRun } = a;
     return {
-      raw: await runSubflow({ db: a.db, parentRunId: a.runId, task, signal, waitInPlaceMs: a.waitInPlaceMs, rootDir: cwd, ...(spend ? { spend } : {}) }),
+      raw: await runSubflow({
+        db: a.db,
+        startChildRun,
+        parentRunId: a.runId,
+        task,
+        signal,
+        waitInPlaceMs: a.waitInPlaceMs,
+        rootDir: cwd,
+        ...(spend ? { spend } : {}),
+      }),
     };
   }
   if (task.mode === "compute") {

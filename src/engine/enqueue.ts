@@ -8,7 +8,7 @@ import { queue } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { checkNewRunId } from "./events.ts";
 import type { RunOptions } from "./run-workflow.ts";
-import { validateInput } from "./run-setup.ts";
+import { validateInput } from "./input.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
 /** What an enqueue returns: the run's id, and that it waits for a worker. */

@@ -105,7 +105,12 @@ export function applyAction(run: RunState, action: Action, nowMs: number, work: 
         waitInPlaceMs: settings.waitInPlaceMs,
         rootDir: setup.rootDir,
         ...(task.mode === "agent" ? { onAgentEvent: (event: AgentEvent) => run.agentOutput.onAgentEvent(ids, event) } : {}),
-        ...(task.mode === "subflow" ? { budget: { budget: setup.budget, spent: run.usage, ...(settings.pricing ? { pricing: settings.pricing } : {}) } } : {}),
+        ...(task.mode === "subflow"
+          ? {
+              budget: { budget: setup.budget, spent: run.usage, ...(settings.pricing ? { pricing: settings.pricing } : {}) },
+              ...(settings.startChildRun ? { startChildRun: settings.startChildRun } : {}),
+            }
+          : {}),
         ...(settings.pricing ? { pricing: settings.pricing } : {}),
         ...(task.cache ? { cache: { workflowName: run.plan?.workflowName ?? run.wf.name, ctx: () => cacheCtx(run, task) } } : {}),
       };

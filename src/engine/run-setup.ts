@@ -20,27 +20,18 @@ import {
   type UsageTotals,
 } from "../db/index.ts";
 import { errorToJson, SmithersError } from "../errors/index.ts";
-import { hashJson } from "../json/index.ts";
-import { formatZodIssues } from "../schema/index.ts";
 import type { LoopState } from "../jsx/index.ts";
 import { nodeKey } from "../jsx/index.ts";
-import type { NodeError, NodeStatus } from "./scheduler.ts";
+import type { NodeError, TrackedNode } from "./scheduler.ts";
 import { withContinuation } from "./continue-as-new.ts";
 import type { NodeState } from "./states.ts";
 import { checkNewRunId } from "./events.ts";
 import { normalizeUsage, priceUsage, type ModelPricing } from "../agents/index.ts";
 import { ownerAlive } from "./owner.ts";
+import { hashInput, validateInput } from "./input.ts";
 import { addToTotals, carriedUsage, NO_USAGE, storedBudget, withBudget, type Budget } from "./budget.ts";
 
-export type TrackedNode = NodeStatus & {
-  lastAttempt: number;
-  /** Failed attempts that count against `retries` (reset when a failed run is resumed). */
-  failures: number;
-  /** Attempts abandoned because their process died; the task fails at `maxAbandons` (reset like `failures`). */
-  abandons: number;
-  /** A `<Task needsApproval>` whose approval was granted: it starts like any task. */
-  gatePassed?: boolean;
-};
+export type { TrackedNode } from "./scheduler.ts";
 
 export type RunSetup = {
   runId: string;
@@ -80,29 +71,8 @@ export type RunSetup = {
   storedName: string;
 };
 
-/** SHA-256 of the input's canonical JSON: what a resume's input is compared by. */
-export const hashInput = (input: unknown) => hashJson(input);
-
 export { ACTIVE_OWNERS, newOwnerId, ownerAlive, ownerProcessAlive } from "./owner.ts";
-
-export function validateInput(registry: OutputRegistry, input: unknown): unknown {
-  const schema = registry.input.schema;
-  if (!schema) {
-    const value = input ?? {};
-    try {
-      JSON.stringify(value);
-    } catch (cause) {
-      throw new SmithersError("INVALID_INPUT", "Run input must be JSON-serializable", { cause });
-    }
-    return value;
-  }
-  const parsed = schema.safeParse(input ?? {});
-  if (!parsed.success) {
-    const issues = formatZodIssues(parsed.error.issues, "; ");
-    throw new SmithersError("INVALID_INPUT", `Run input does not match the input schema: ${issues}`, { issues: parsed.error.issues });
-  }
-  return parsed.data;
-}
+export { hashInput, validateInput } from "./input.ts";
 
 export type SetupOptions = {
   db: SmithersDb;

@@ -21,6 +21,7 @@ import { SmithersError } from "../errors/index.ts";
 import type { Plan, PlanTask } from "../jsx/index.ts";
 import { Waits } from "./waits.ts";
 import type { AttemptInput, AttemptResult } from "./attempt.ts";
+import type { StartChildRun } from "./subflow.ts";
 import { ALL_NODES, OutputIndex } from "./ctx.ts";
 import type { EventBus } from "./event-bus.ts";
 import type { EventBody } from "./events.ts";
@@ -55,6 +56,8 @@ export type RunSettings = {
   waitInPlaceMs?: number;
   /** Prices for agents that report tokens but no cost. */
   pricing?: ModelPricing;
+  /** How a `<Subflow>` starts its child run (runWorkflow; a Run that only renders needs none). */
+  startChildRun?: StartChildRun;
 };
 
 /** An attempt whose start the step records; its work starts once that commits. */

@@ -196,7 +196,7 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
     const recorder = new FrameRecorder(continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) =>
       task.mode === "timer" ? "" : workflow.registry.resolve(task.output, task.outputSchema).tableName,
     );
-    const run = new Run(workflow, setup, db, bus, recorder, { ...options, ...(pricing ? { pricing } : {}) }, now);
+    const run = new Run(workflow, setup, db, bus, recorder, { ...options, ...(pricing ? { pricing } : {}), startChildRun: runWorkflow }, now);
     if (setup.alreadyFinished) return await run.readBack();
     run.emit({ type: setup.resumed && !successor ? "RunResumed" : "RunStarted", status: "running" });
     if (codeChange) {

@@ -19,6 +19,17 @@ export type NodeStatus = {
   error?: NodeError;
 };
 
+/** A node as a run tracks it in memory: what decide reads, plus the run's own counts. */
+export type TrackedNode = NodeStatus & {
+  lastAttempt: number;
+  /** Failed attempts that count against `retries` (reset when a failed run is resumed). */
+  failures: number;
+  /** Attempts abandoned because their process died; the task fails at `maxAbandons` (reset like `failures`). */
+  abandons: number;
+  /** A `<Task needsApproval>` whose approval was granted: it starts like any task. */
+  gatePassed?: boolean;
+};
+
 export type Failure =
   | { kind: "task"; task: PlanTask }
   | { kind: "loop-max"; loop: PlanLoop }

@@ -10,15 +10,36 @@ import type { ModelPricing } from "../agents/index.ts";
 import { addToTotals, carriedUsage, NO_USAGE, remainingBudget, usageSince, type Budget } from "./budget.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { PlanTask } from "../jsx/index.ts";
-import { runWorkflow } from "./run-workflow.ts";
-import { isWaiting } from "./states.ts";
+import { isWaiting, type RunStatus } from "./states.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 
 /** The child run's id: one per parent node and iteration, the same across attempts and resumes. */
 export const subflowRunId = (parentRunId: string, nodeId: string, iteration: number) => `${parentRunId}/${nodeId}#${iteration}`;
 
+/** What a child run is started with: the RunOptions a `<Subflow>` sets. */
+export type ChildRunOptions = Budget & {
+  runId: string;
+  resume: boolean;
+  input: unknown;
+  parentRunId: string;
+  signal: AbortSignal;
+  waitInPlaceMs: number | undefined;
+  rootDir: string | undefined;
+  pricing?: ModelPricing;
+};
+
+/** How a child run ended: what runWorkflow returns. */
+export type ChildRunResult = { runId: string; status: RunStatus; output?: unknown; error?: SmithersError; usage?: UsageTotals };
+
+/**
+ * Starts, resumes or reads back a child run: runWorkflow, handed down by the run that executes the
+ * parent (waits/ does not import the run loop, which imports waits/).
+ */
+export type StartChildRun = (workflow: SmithersWorkflow, options: ChildRunOptions) => Promise<ChildRunResult>;
+
 export type SubflowWork = {
   db: SmithersDb;
+  startChildRun: StartChildRun;
   parentRunId: string;
   task: PlanTask;
   signal: AbortSignal;
@@ -76,7 +97,7 @@ export async function runSubflow(w: SubflowWork): Promise<unknown> {
   const existing = await runs.getRun(w.db, runId);
   const before = existing && w.spend ? await chainUsage(w.db, runId) : NO_USAGE;
   const childSpend = w.spend ? { ...remainingBudget(w.spend.budget, w.spend.spent, before), ...(w.spend.pricing ? { pricing: w.spend.pricing } : {}) } : {};
-  const result = await runWorkflow(workflow, {
+  const result = await w.startChildRun(workflow, {
     ...childSpend,
     runId,
     resume: existing !== undefined,

@@ -16,7 +16,7 @@ import { storedBudget, withBudget } from "./budget.ts";
 import { codeHashOf } from "./code-pin.ts";
 import { clearFrameCache } from "./frames.ts";
 import { downstreamOf, runAtFrame, type RunAtFrame } from "./history.ts";
-import { hashInput, validateInput } from "./run-setup.ts";
+import { hashInput, validateInput } from "./input.ts";
 import type { SmithersWorkflow } from "./workflow.ts";
 import { checkNewRunId, type EventBody } from "./events.ts";
 

@@ -8,7 +8,7 @@ import type { PlanTask } from "../jsx/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
 import type { z } from "zod";
 import type { EventBody } from "./events.ts";
-import type { TrackedNode } from "./run-setup.ts";
+import type { TrackedNode } from "./scheduler.ts";
 
 export type Event = EventBody;
 export type Writes = ((q: Sql) => void | Promise<void>)[];

@@ -11,7 +11,7 @@ import { nodeKey, type Plan, type PlanTask } from "../jsx/index.ts";
 import { formatZodIssues, jsonSchemaOf } from "../schema/index.ts";
 import { byAsk, humanRequestId } from "./human.ts";
 import { DECISION_SCHEMA_NAME, decisionRow, storedRequest } from "./approvals.ts";
-import type { TrackedNode } from "./run-setup.ts";
+import type { TrackedNode } from "./scheduler.ts";
 import { isWaiting } from "./states.ts";
 import { cancelWaitingChildIn } from "./cancel.ts";
 import { subflowRunId } from "./subflow.ts";
