@@ -39,7 +39,8 @@ const ENGINE_ROOMS: Record<string, readonly string[]> = {
   workflow: ["core"], // createSmithers, ctx, loading a workflow file, input, code pin
   history: ["core", "workflow"], // frames, a run at a frame, plan diff, time travel, retention
   waits: ["core", "schedule", "workflow"], // one file per kind of wait; a child run is started through a function the run hands down
-  run: ["core", "history", "schedule", "waits", "workflow"], // the run loop and what an attempt touches
+  attempt: ["core", "waits", "workflow"], // one attempt of a task and what it touches (side effects, spend, cache, worktree)
+  run: ["attempt", "core", "history", "schedule", "waits", "workflow"], // the run loop: set-up, steps, commits, the event bus
   daemon: ["core", "run", "workflow"], // supervisor, workers, cron
   queries: ["core", "daemon", "history", "waits"], // read models for the CLI, the server and the dashboard
 };

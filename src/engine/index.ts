@@ -44,7 +44,7 @@ export { sendSignal, type SendSignalOptions, type SentSignal } from "./waits/ind
 export { humanInbox, answerHuman, cancelHuman, humanRequestId, type InboxItem, type AnswerOptions } from "./waits/index.ts";
 export { addCron, listCrons, removeCron, parseCron, type AddCronOptions, type CronSchedule } from "./daemon/index.ts";
 export { fireDueCrons, cronRunId, type CronFire, type CronOutcome, type FireDueCronsOptions } from "./daemon/index.ts";
-export type { SideEffectCall } from "./run/index.ts";
+export type { SideEffectCall } from "./attempt/index.ts";
 export {
   readFrame,
   readFrameXml,

@@ -1,7 +1,7 @@
 /**
  * Executing a run: setting it up or resuming it, the run loop (render -> decide -> commit ->
- * act), attempts and what they touch (side effects, spend, task cache, worktrees), the event bus,
- * continue-as-new, the code check on resume, and handing a run to the queue (enqueue).
+ * act, with attempts performed by attempt/), the event bus, continue-as-new, the code check on
+ * resume, and handing a run to the queue (enqueue).
  * Other rooms and src/engine/index.ts enter this room only through this file.
  */
 export { queueName } from "./enqueue.ts";
@@ -9,4 +9,3 @@ export { EventBus } from "./event-bus.ts";
 export { validateInput } from "./run-setup.ts";
 export { type EnqueuedRun, type RunOptions, type RunResult, runWorkflow } from "./run-workflow.ts";
 export { asRunError } from "./run.ts";
-export type { SideEffectCall } from "./side-effect.ts";

@@ -7,7 +7,7 @@ import type { AgentEvent } from "../../agents/index.ts";
 import { budgetStop } from "../core/index.ts";
 import { errorSummaryJson, SmithersError } from "../../errors/index.ts";
 import type { PlanTask } from "../../jsx/index.ts";
-import type { AttemptInput } from "./attempt.ts";
+import type { AttemptInput } from "../attempt/index.ts";
 import type { TrackedNode } from "./run-setup.ts";
 import type { Action } from "../schedule/index.ts";
 import { failureError } from "../schedule/index.ts";

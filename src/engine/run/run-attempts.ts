@@ -3,7 +3,7 @@
  * period, and ended ones settled into node states, retry timers and the writes that record them.
  */
 import { describeThrown, errorSummaryJson, SmithersError } from "../../errors/index.ts";
-import { performAttempt, recordSettle, settleOutcome, type AttemptResult } from "./attempt.ts";
+import { performAttempt, recordSettle, settleOutcome, type AttemptResult } from "../attempt/index.ts";
 import type { EventBody } from "../core/index.ts";
 import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS } from "../core/index.ts";
 import { retryBudget, retryDelay } from "../schedule/index.ts";

@@ -20,7 +20,7 @@ import { addToTotals } from "../core/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import type { Plan, PlanTask } from "../../jsx/index.ts";
 import { Waits } from "../waits/index.ts";
-import type { AttemptInput, AttemptResult } from "./attempt.ts";
+import type { AttemptInput, AttemptResult } from "../attempt/index.ts";
 import type { StartChildRun } from "../waits/index.ts";
 import { ALL_NODES, OutputIndex } from "../workflow/index.ts";
 import type { EventBus } from "./event-bus.ts";

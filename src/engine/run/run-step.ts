@@ -4,7 +4,7 @@
  * frame together; only then does the new attempts' work start. Writes are replayable (a busy
  * retry runs them again); memory is never changed inside the transaction.
  */
-import { isPureAttempt, performPureAttempt, recordStart } from "./attempt.ts";
+import { isPureAttempt, performPureAttempt, recordStart } from "../attempt/index.ts";
 import { decide } from "../schedule/index.ts";
 import { applyAction, type StepWork } from "./run-actions.ts";
 import { launchAttempt, settleEnded } from "./run-attempts.ts";

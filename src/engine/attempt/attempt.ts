@@ -60,7 +60,7 @@ export type AttemptInput = {
   /** A `<Subflow>`'s: how its child run is started (runWorkflow, see RunSettings.startChildRun). */
   startChildRun?: StartChildRun;
   /**
-   * Set for a pure attempt done in the step that started it (see Run.defers): its start and its
+   * Set for a pure attempt done in the step that started it (see canDefer in run/run-step.ts): its start and its
    * outcome commit in one transaction, so recordStart writes nothing and recordSettle writes the
    * node and attempt rows once, as they ended.
    */
