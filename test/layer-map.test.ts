@@ -2,7 +2,8 @@
  * The layer map: which top-level folders of src/ may import which, as a table. An import between
  * folders that the table does not list fails, as does one that enters a folder other than through
  * its index.ts, and a cycle in the table itself. Only src/db speaks SQL (drizzle-orm, bun:sqlite).
- * To add an edge, add it here: the table is the architecture, read top to bottom.
+ * To add an edge, add it here: the table is the architecture, read top to bottom. A second table
+ * does the same for the rooms of src/engine (see CONTRIBUTING.md, "Engine rooms").
  */
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
@@ -26,6 +27,22 @@ const ALLOWED: Record<string, readonly string[]> = {
   server: ["contract", "db", "engine", "errors"],
   cli: ["agents", "codec", "contract", "db", "engine", "errors", "jsx", "server"],
   ui: ["contract"],
+};
+
+/**
+ * Room of src/engine -> the rooms it may import (through their index.ts). Leaves first.
+ * src/engine/index.ts, the engine's public surface, may import every room.
+ */
+const ENGINE_ROOMS: Record<string, readonly string[]> = {
+  core: [], // states, events, constants, budget, owner ids: the vocabulary every room shares
+  schedule: ["core"], // the pure scheduler: no I/O
+  workflow: ["core"], // createSmithers, ctx, loading a workflow file, input, code pin
+  history: ["core", "workflow"], // frames, a run at a frame, plan diff, time travel, retention
+  waits: ["core", "schedule", "workflow"], // one file per kind of wait; a child run is started through a function the run hands down
+  attempt: ["core", "waits", "workflow"], // one attempt of a task and what it touches (side effects, spend, cache, worktree)
+  run: ["attempt", "core", "history", "schedule", "waits", "workflow"], // the run loop: set-up, steps, commits, the event bus
+  daemon: ["core", "run", "workflow"], // supervisor, workers, cron
+  queries: ["core", "daemon", "history", "waits"], // read models for the CLI, the server and the dashboard
 };
 
 /** Files a folder may be entered by besides index.ts: the package's own entry points. */
@@ -62,6 +79,37 @@ function crossFolderImports(): Edge[] {
   return edges;
 }
 
+/** Table -> cycle found in it, if any, and the order its keys were placed in (leaves first). */
+function placeAll(table: Record<string, readonly string[]>): string[] {
+  const placed: string[] = [];
+  const visit = (folder: string, path: string[]) => {
+    if (path.includes(folder)) throw new Error(`cycle: ${[...path, folder].join(" -> ")}`);
+    if (placed.includes(folder)) return;
+    for (const to of table[folder] ?? []) visit(to, [...path, folder]);
+    placed.push(folder);
+  };
+  for (const folder of Object.keys(table)) visit(folder, []);
+  return placed;
+}
+
+/** Imports from one room of src/engine into another (src/engine/index.ts is outside every room). */
+function crossRoomImports(): Edge[] {
+  const engine = join(SRC, "engine");
+  const edges: Edge[] = [];
+  for (const file of sourceFiles().filter((f) => f.startsWith(`${engine}/`))) {
+    const fromParts = relative(engine, file).split("/");
+    const from = fromParts.length > 1 ? fromParts[0]! : "index.ts";
+    for (const spec of specifiers(readFileSync(file, "utf8"))) {
+      if (!spec.startsWith(".")) continue;
+      const target = relative(engine, resolve(dirname(file), spec));
+      const to = target.split("/")[0]!;
+      if (target.startsWith("..") || !target.includes("/") || to === from) continue;
+      edges.push({ file: relative(SRC, file), spec, from, to, target });
+    }
+  }
+  return edges;
+}
+
 describe("the layer map", () => {
   test("the scanner sees static, re-exported, dynamic and require() imports", () => {
     expect(specifiers('import a from "./a.ts";\nexport { b } from "../b/index.ts";\nconst c = await import("./c.ts");\nrequire("./d.ts");')).toEqual([
@@ -79,15 +127,7 @@ describe("the layer map", () => {
       .map((e) => e.name)
       .sort();
     expect(folders).toEqual(Object.keys(ALLOWED).sort());
-    const placed: string[] = [];
-    const visit = (folder: string, path: string[]) => {
-      if (path.includes(folder)) throw new Error(`cycle: ${[...path, folder].join(" -> ")}`);
-      if (placed.includes(folder)) return;
-      for (const to of ALLOWED[folder] ?? []) visit(to, [...path, folder]);
-      placed.push(folder);
-    };
-    for (const folder of Object.keys(ALLOWED)) visit(folder, []);
-    expect(placed.length).toBe(Object.keys(ALLOWED).length);
+    expect(placeAll(ALLOWED).length).toBe(Object.keys(ALLOWED).length);
   });
 
   test("an import between folders is one the table allows", () => {
@@ -109,5 +149,34 @@ describe("the layer map", () => {
           .map((spec) => `${relative(SRC, file)}: ${spec}`),
       );
     expect(speaking).toEqual([]);
+  });
+});
+
+describe("the rooms of src/engine", () => {
+  const engine = join(SRC, "engine");
+
+  test("the scanner sees the imports between rooms", () => {
+    expect(crossRoomImports().length).toBeGreaterThan(30);
+  });
+
+  test("every room is in the table, the table has no cycle, and src/engine itself holds only index.ts", () => {
+    const entries = readdirSync(engine, { withFileTypes: true });
+    const rooms = entries
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .sort();
+    expect(rooms).toEqual(Object.keys(ENGINE_ROOMS).sort());
+    expect(entries.filter((e) => e.isFile()).map((e) => e.name)).toEqual(["index.ts"]);
+    expect(placeAll(ENGINE_ROOMS).length).toBe(Object.keys(ENGINE_ROOMS).length);
+  });
+
+  test("an import between rooms is one the table allows", () => {
+    const outside = crossRoomImports().filter((e) => e.from !== "index.ts" && !(ENGINE_ROOMS[e.from] ?? []).includes(e.to));
+    expect(outside.map((e) => `${e.file}: ${e.spec}`)).toEqual([]);
+  });
+
+  test("a room is entered only through its index.ts", () => {
+    const deep = crossRoomImports().filter((e) => e.target !== `${e.to}/index.ts`);
+    expect(deep.map((e) => `${e.file}: ${e.spec}`)).toEqual([]);
   });
 });

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { events, SmithersDb } from "../../src/db/index.ts";
-import { EventBus } from "../../src/engine/event-bus.ts";
+import { EventBus } from "../../src/engine/run/event-bus.ts";
 import { markdownTable } from "../markdown-table.ts";
 
 type Result = { name: string; events: number; ms: number };

@@ -1,5 +1,5 @@
 /**
- * `smithers fork`, `replay` and `rewind`: going back to a frame of a run (src/engine/time-travel.ts).
+ * `smithers fork`, `replay` and `rewind`: going back to a frame of a run (src/engine/history/time-travel.ts).
  * Each loads the run's recorded workflow file (or --workflow): fork needs its schemas, rewind its
  * tools' reverts. `fork --run`, `replay` and `rewind --resume` then execute the run from that file as `up FILE --resume` does.
  */

@@ -1,6 +1,6 @@
-export { createSmithers, isSmithersWorkflow, DEFAULT_DB_PATH, type SmithersWorkflow, type CreateSmithersOptions } from "./workflow.ts";
-export { runWorkflow, type RunOptions, type RunResult, type EnqueuedRun } from "./run-workflow.ts";
-export { queueName } from "./enqueue.ts";
+export { createSmithers, isSmithersWorkflow, DEFAULT_DB_PATH, type SmithersWorkflow, type CreateSmithersOptions } from "./workflow/index.ts";
+export { runWorkflow, type RunOptions, type RunResult, type EnqueuedRun } from "./run/index.ts";
+export { queueName } from "./run/index.ts";
 export {
   Worker,
   runWorker,
@@ -11,9 +11,9 @@ export {
   DEFAULT_WORKER_CONCURRENCY,
   DEFAULT_POLL_INTERVAL_MS,
   MAX_LOAD_RETURNS,
-} from "./worker.ts";
-export { decide, type Action, type Failure, type NodeStatus } from "./scheduler.ts";
-export { buildCtx, useCtx, type SmithersCtx, type OutputLookup } from "./ctx.ts";
+} from "./daemon/index.ts";
+export { decide, type Action, type Failure, type NodeStatus } from "./schedule/index.ts";
+export { buildCtx, useCtx, type SmithersCtx, type OutputLookup } from "./workflow/index.ts";
 export {
   SERVER_RUN_ID,
   checkNewRunId,
@@ -23,12 +23,12 @@ export {
   type SmithersEvent,
   type SmithersEventType,
   type ToolCallReport,
-} from "./events.ts";
-export { isOver, isWaiting } from "./states.ts";
-export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, type AttemptState, type RunStatus } from "./states.ts";
-export { EventBus } from "./event-bus.ts";
-export { RESUME_EVENTS, supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
-export { loadWorkflowFile } from "./workflow-file.ts";
+} from "./core/index.ts";
+export { isOver, isWaiting } from "./core/index.ts";
+export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, type AttemptState, type RunStatus } from "./core/index.ts";
+export { EventBus } from "./run/index.ts";
+export { RESUME_EVENTS, supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./daemon/index.ts";
+export { loadWorkflowFile } from "./workflow/index.ts";
 export {
   approve,
   checkChoice,
@@ -39,12 +39,12 @@ export {
   type DecideOptions,
   type Decision,
   type PendingApproval,
-} from "./approvals.ts";
-export { sendSignal, type SendSignalOptions, type SentSignal } from "./signals.ts";
-export { humanInbox, answerHuman, cancelHuman, humanRequestId, type InboxItem, type AnswerOptions } from "./human.ts";
-export { addCron, listCrons, removeCron, parseCron, type AddCronOptions, type CronSchedule } from "./cron.ts";
-export { fireDueCrons, cronRunId, type CronFire, type CronOutcome, type FireDueCronsOptions } from "./cron-fire.ts";
-export type { SideEffectCall } from "./side-effect.ts";
+} from "./waits/index.ts";
+export { sendSignal, type SendSignalOptions, type SentSignal } from "./waits/index.ts";
+export { humanInbox, answerHuman, cancelHuman, humanRequestId, type InboxItem, type AnswerOptions } from "./waits/index.ts";
+export { addCron, listCrons, removeCron, parseCron, type AddCronOptions, type CronSchedule } from "./daemon/index.ts";
+export { fireDueCrons, cronRunId, type CronFire, type CronOutcome, type FireDueCronsOptions } from "./daemon/index.ts";
+export type { SideEffectCall } from "./attempt/index.ts";
 export {
   readFrame,
   readFrameXml,
@@ -57,11 +57,11 @@ export {
   isKeyframe,
   DEFAULT_KEYFRAME_POLICY,
   type KeyframePolicy,
-} from "./frames.ts";
-export { validateInput } from "./run-setup.ts";
-export { requestCancel, type CancelOutcome } from "./cancel.ts";
-export { pruneRuns, type PruneOptions, type PruneReport, type PrunedRun } from "./retention.ts";
-export { planChanges, planNodes, type PlanChanges, type PlanNode, type NodeChange } from "./plan-diff.ts";
+} from "./history/index.ts";
+export { validateInput } from "./run/index.ts";
+export { requestCancel, type CancelOutcome } from "./waits/index.ts";
+export { pruneRuns, type PruneOptions, type PruneReport, type PrunedRun } from "./history/index.ts";
+export { planChanges, planNodes, type PlanChanges, type PlanNode, type NodeChange } from "./history/index.ts";
 export {
   forkRun,
   forksByFrame,
@@ -72,7 +72,7 @@ export {
   type ForkResult,
   type RewindOptions,
   type RewindResult,
-} from "./time-travel.ts";
-export { runAtFrame, downstreamOf, type RunAtFrame } from "./history.ts";
+} from "./history/index.ts";
+export { runAtFrame, downstreamOf, type RunAtFrame } from "./history/index.ts";
 export { inspectRun, listRunItems, listRunSummaries, pendingApprovalsAcrossRuns, queuedSummary, runHeader } from "./queries/index.ts";
-export { ownerAlive } from "./owner.ts";
+export { ownerAlive } from "./core/index.ts";

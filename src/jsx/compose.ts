@@ -2,7 +2,7 @@
  * Composition: `<TryCatchFinally>` (an error boundary with cleanup) and `<Saga>` (steps that are
  * undone in reverse order when a later one fails). Each component returns a host element that
  * render() turns into a PlanTry / PlanSaga with the functions below; the scheduler decides what
- * runs (engine/scheduler-compose.ts), from the plan and the persisted node states only, so a
+ * runs (engine/schedule/scheduler-compose.ts), from the plan and the persisted node states only, so a
  * resumed run picks up a catch or a compensation where it was.
  */
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";

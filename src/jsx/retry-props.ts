@@ -2,7 +2,7 @@
  * The retry props of a `<Task>` or `<Subflow>`, checked at render: a workflow whose retry
  * settings cannot mean anything (a negative delay, an unknown backoff, half a retry) fails before
  * any task runs, naming the prop, instead of retrying in some way the author did not write.
- * What the values mean (defaults, delays) is the engine's: see src/engine/retry.ts.
+ * What the values mean (defaults, delays) is the engine's: see src/engine/schedule/retry.ts.
  */
 import { SmithersError } from "../errors/index.ts";
 import type { RetryBackoff, RetryPolicy } from "./plan.ts";

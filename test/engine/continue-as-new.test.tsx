@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { openSmithersDb, runs } from "../../src/db/index.ts";
-import { successorRunId } from "../../src/engine/continue-as-new.ts";
+import { successorRunId } from "../../src/engine/run/continue-as-new.ts";
 import { pendingApprovals, SmithersEventSchema, supervise } from "../../src/engine/index.ts";
 import { createSmithers, Parallel, runWorkflow, sendSignal, Sequence, Subflow, type Continuation, type SmithersWorkflow } from "../../src/index.ts";
 import { execute, query, rejection, sleepUnlessAborted, tempDbPath } from "../helpers.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
-import { buildCtx, type CtxSources } from "../../src/engine/ctx.ts";
+import { buildCtx, type CtxSources } from "../../src/engine/workflow/ctx.ts";
 import { OutputRegistry } from "../../src/db/output-tables.ts";
 import type { OutputSnapshot } from "../../src/db/snapshot.ts";
 import { errorOf } from "../helpers.ts";

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { insertEvent } from "../../src/db/adapters/events.ts";
 import { openSmithersDb, type SmithersDb } from "../../src/db/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
-import { EventBus, openEventBus, type BusEvent } from "../../src/engine/event-bus.ts";
+import { EventBus, openEventBus, type BusEvent } from "../../src/engine/run/event-bus.ts";
 import { onPostgres, query, refuseInserts, rejection, tablesReady, tempDbPath } from "../helpers.ts";
 
 let dbPath: string;

@@ -14,7 +14,7 @@ import {
   runWorkflow,
   setFrameCacheLimits,
 } from "../../src/engine/index.ts";
-import { FRAME_LRU_BYTES, FRAME_LRU_SIZE } from "../../src/engine/constants.ts";
+import { FRAME_LRU_BYTES, FRAME_LRU_SIZE } from "../../src/engine/core/constants.ts";
 import { execute, query, rejection, tempDbPath } from "../helpers.ts";
 
 const out = { out: z.object({ n: z.number() }) };

@@ -4,8 +4,8 @@ import { z } from "zod";
 import { openSmithersDb, readOutputRowNow } from "../../src/db/index.ts";
 import { migrateOutputTables, OutputRegistry, writeOutputRow } from "../../src/db/output-tables.ts";
 import { normalizeRow } from "../../src/db/snapshot.ts";
-import { OutputIndex } from "../../src/engine/ctx.ts";
-import { ROW_CACHE_SIZE } from "../../src/engine/constants.ts";
+import { OutputIndex } from "../../src/engine/workflow/ctx.ts";
+import { ROW_CACHE_SIZE } from "../../src/engine/core/constants.ts";
 import { createSmithers, runWorkflow } from "../../src/index.ts";
 import { sqliteOf, tempDbPath } from "../helpers.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { hostname } from "node:os";
-import { newOwnerId, ownerAlive, ownerIdOf, ownerProcessAlive } from "../../src/engine/owner.ts";
+import { newOwnerId, ownerAlive, ownerIdOf, ownerProcessAlive } from "../../src/engine/core/owner.ts";
 
 /** `ownerId` with its process start time replaced (what a reused pid looks like). */
 const withStart = (ownerId: string, start: string) => ownerId.slice(0, ownerId.lastIndexOf(".") + 1) + start;

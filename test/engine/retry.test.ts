@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { DEFAULT_TASK_RETRIES, MAX_RETRY_DELAY_MS } from "../../src/engine/constants.ts";
-import { retryBudget, retryDelay } from "../../src/engine/retry.ts";
+import { DEFAULT_TASK_RETRIES, MAX_RETRY_DELAY_MS } from "../../src/engine/core/constants.ts";
+import { retryBudget, retryDelay } from "../../src/engine/schedule/retry.ts";
 
 const delays = (policy: Parameters<typeof retryDelay>[0], ...failures: number[]) => failures.map((n) => retryDelay(policy, n));
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { decide, DecideMemo, type Action, type NodeStatus } from "../../src/engine/scheduler.ts";
-import type { NodeState } from "../../src/engine/states.ts";
+import { decide, DecideMemo, type Action, type NodeStatus } from "../../src/engine/schedule/scheduler.ts";
+import type { NodeState } from "../../src/engine/core/states.ts";
 import { jsx } from "../../src/jsx/jsx-runtime.ts";
 import { Loop, nodeKey, Parallel, render, Sequence, Task, Workflow, type LoopState, type SmithersNode } from "../../src/jsx/index.ts";
 

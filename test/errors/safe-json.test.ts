@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { errorJsonText, errorSummaryJson, errorToJson, SAFE_JSON_LIMITS, safeStringify, SmithersError, toSafeJson } from "../../src/errors/index.ts";
-import { asRunError } from "../../src/engine/run.ts";
+import { asRunError } from "../../src/engine/run/run.ts";
 
 describe("toSafeJson", () => {
   test("keeps plain JSON as it is", () => {

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { canonicalJson, hashJson, isPlainObject, sha256Hex, UnstableJsonError } from "../../src/json/index.ts";
 
-/** The digest text inputs and definitions were stored with before canonicalJson existed (engine/run-setup.ts's stableJson): the oracle. */
+/** The digest text inputs and definitions were stored with before canonicalJson existed (engine/run/run-setup.ts's stableJson): the oracle. */
 function storedText(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(storedText).join(",")}]`;
   if (value && typeof value === "object" && !(value instanceof Date)) {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { SmithersEventSchema } from "../../src/engine/events.ts";
+import { SmithersEventSchema } from "../../src/engine/core/events.ts";
 import { WAITING_STATUSES } from "../../src/db/constants.ts";
 import { EVENT_TYPES, RUN_STATUSES } from "../../src/ui/types.ts";
 import { serverPerTest } from "../server/helpers.ts";

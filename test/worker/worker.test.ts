@@ -8,7 +8,7 @@ import { copyFileSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { openSmithersDb, queue, runs, type SmithersDb } from "../../src/db/index.ts";
 import { approve, listRunSummaries, MAX_LOAD_RETURNS, runWorkflow, Worker, type WorkerOutcome } from "../../src/engine/index.ts";
-import { ownerIdOf } from "../../src/engine/owner.ts";
+import { ownerIdOf } from "../../src/engine/core/owner.ts";
 import mixed from "../fixtures/mixed.tsx";
 import { pgTestServer } from "../support/postgres.ts";
 import { rejection, tempDbPath } from "../helpers.ts";

@@ -1,5 +1,5 @@
 /**
- * The row work of fork and rewind (src/engine/time-travel.ts): copying a run's rows to a new run
+ * The row work of fork and rewind (src/engine/history/time-travel.ts): copying a run's rows to a new run
  * and removing what came after a frame, by (node, iteration) keys, inside the caller's
  * transaction. Output tables are addressed by name (their columns read from the database), so
  * this needs no workflow.

@@ -1,8 +1,8 @@
 /** The inbox read model: what waits for a person across runs (GET /inbox, the dashboard's inbox). */
 import type { InboxApproval } from "../../contract/index.ts";
 import { approvals, runs, type SmithersDb } from "../../db/index.ts";
-import { requestOf } from "../approvals.ts";
-import { isOver } from "../states.ts";
+import { requestOf } from "../waits/index.ts";
+import { isOver } from "../core/index.ts";
 
 /** Every approval still requested in a run that has not ended, by run, node and iteration. */
 export async function pendingApprovalsAcrossRuns(db: SmithersDb): Promise<InboxApproval[]> {

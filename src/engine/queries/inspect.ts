@@ -2,10 +2,10 @@
 import type { InspectReport, NodeReport } from "../../contract/index.ts";
 import { attempts as attemptRows, frames, humanRequests, loadStoredInput, nodes as nodeRows, runs, WAITING_STATUSES, type SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
-import { pendingApprovals } from "../approvals.ts";
-import { addToTotals, NO_USAGE } from "../budget.ts";
-import { readFrame } from "../frames.ts";
-import { planNodes } from "../plan-diff.ts";
+import { pendingApprovals } from "../waits/index.ts";
+import { addToTotals, NO_USAGE } from "../core/index.ts";
+import { readFrame } from "../history/index.ts";
+import { planNodes } from "../history/index.ts";
 import { runHeader } from "./runs.ts";
 
 function parseJson<T>(text: string | null): T | null {

@@ -1,0 +1,471 @@
+/**
+ * The actuator's core, in three parts so the engine can commit a whole step at once:
+ * `recordStart` writes the node as running and the attempt row (inside the step's transaction,
+ * before any work: write before do); `performAttempt` does the work with timeout and
+ * cancellation and validates it, touching no database; `recordSettle` writes the outcome (output
+ * row, attempt, node state) inside a later step's transaction.
+ */
+import { resolve } from "node:path";
+import { z } from "zod";
+import { AGENT_NEVER_RETRY_CODES, generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../../agents/index.ts";
+import { formatZodIssues } from "../../schema/index.ts";
+import { attempts, nodes, outputRowFor, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type UsageTotals } from "../../db/index.ts";
+import { describeThrown, errorJsonText, errorSummaryJson, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../../errors/index.ts";
+import type { PlanTask, TaskRunContext } from "../../jsx/index.ts";
+import { MAX_TIMER_MS } from "../core/index.ts";
+import type { WaitingStatus } from "../core/index.ts";
+import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
+import { runWithToolContext, type ToolContext } from "../../tools/index.ts";
+import { SpendMeter } from "./spend.ts";
+import type { Budget } from "../core/index.ts";
+import { runSubflow, type StartChildRun } from "../waits/index.ts";
+import { ensureWorktree } from "./worktree.ts";
+import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
+import { definitionSignature } from "../workflow/index.ts";
+
+export type AttemptOutcome =
+  /** `row`: the output row as written (a custom table may add defaults on disk), for the snapshot. */
+  | { kind: "finished"; durationMs: number; row: Record<string, unknown> }
+  /** `retryAtMs`: when a retryable failure may run again (set by the engine from the retry policy), stored as the node's wake_at_ms. */
+  | { kind: "failed"; error: SmithersError; retryable: boolean; retryAfterMs?: number; retryAtMs?: number; durationMs: number }
+  | { kind: "cancelled"; durationMs: number }
+  /** A `<Subflow>`'s child run stopped to wait: the node waits in the same state until the child is due (`wakeAtMs`, when it has a time). */
+  | { kind: "suspended"; status: WaitingStatus; wakeAtMs: number | undefined; childRunId: string; durationMs: number };
+
+export type AttemptInput = {
+  db: SmithersDb;
+  runId: string;
+  task: PlanTask;
+  info: OutputTableInfo;
+  attempt: number;
+  input: unknown;
+  /** Aborted when the run is cancelled or fails. */
+  runSignal: AbortSignal;
+  now: () => number;
+  startedAtMs: number;
+  /** Told about side-effect calls the task records. */
+  onToolCall?: SideEffectScope["onRecorded"];
+  /** The run's waitInPlaceMs, passed on to a `<Subflow>`'s child run. */
+  waitInPlaceMs?: number;
+  /** The run's root directory (RunOptions.rootDir; default process.cwd()): a task's cwd outside a `<Worktree>`. */
+  rootDir?: string;
+  /** Set for a task with a cache policy (`task.cache`): what its key needs beyond the task. */
+  cache?: AttemptCache;
+  /** Prices for agents that report tokens but no cost (RunOptions.pricing). */
+  pricing?: ModelPricing;
+  /** What the task's agent reports while it works (text, tool calls, its subprocess). */
+  onAgentEvent?: (event: AgentEvent) => void;
+  /** A `<Subflow>`'s: the run's limits and spend so far, for the child run (see SubflowWork.spend). */
+  budget?: { budget: Budget; spent: UsageTotals; pricing?: ModelPricing };
+  /** A `<Subflow>`'s: how its child run is started (runWorkflow, see RunSettings.startChildRun). */
+  startChildRun?: StartChildRun;
+  /**
+   * Set for a pure attempt done in the step that started it (see canDefer in run/run-step.ts): its start and its
+   * outcome commit in one transaction, so recordStart writes nothing and recordSettle writes the
+   * node and attempt rows once, as they ended.
+   */
+  startInSettle?: boolean;
+};
+
+/** A child run's spend as one call's usage (tokens; the cost when the child knew it). */
+function childSpend(u: UsageTotals): AgentUsage | undefined {
+  if (u.inputTokens + u.outputTokens + u.cachedInputTokens === 0 && u.costUsd === null) return undefined;
+  return {
+    inputTokens: u.inputTokens,
+    cachedInputTokens: u.cachedInputTokens,
+    outputTokens: u.outputTokens,
+    ...(u.costUsd === null ? {} : { costUsd: u.costUsd }),
+  };
+}
+
+/**
+ * What the work produced: validated output, or the error it failed with. `stopped`: the attempt
+ * was ended from outside (timeout, cancel, run failure) while its body still ran; `abandoned`:
+ * that body then did not settle within the grace period and may still be running.
+ */
+export type AttemptResult = (
+  | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number; cache?: CacheOutcome }
+  | { ok: false; thrown: unknown; error: SmithersError; finishedAtMs: number; stopped?: boolean; abandoned?: boolean }
+) & {
+  /** What the attempt's agent calls consumed, when they reported it (a failed or stopped attempt's too). */
+  usage?: AgentUsage;
+  /** A model one of its calls reported tokens for with no cost and no price. */
+  unpricedModel?: string;
+};
+
+/** An attempt in flight: its result, and when the task's own body settled (later, if it ignored a stop). */
+export type AttemptWork = { result: Promise<AttemptResult>; bodySettled: Promise<void> };
+
+const ANY_OBJECT = z.record(z.string(), z.unknown());
+
+function validationSchema(task: PlanTask, info: OutputTableInfo): z.ZodType {
+  return info.schema ?? task.outputSchema ?? ANY_OBJECT;
+}
+
+/** A payload-only table stores the whole output in `payload`. */
+function shapeForTable(info: OutputTableInfo, raw: unknown): unknown {
+  if (!info.payloadOnly) return raw;
+  const isWrapped = typeof raw === "object" && raw !== null && !Array.isArray(raw) && Object.keys(raw).length === 1 && "payload" in raw;
+  return isWrapped ? raw : { payload: raw };
+}
+
+type Produced = { raw: unknown; responseText?: string; cache?: CacheOutcome };
+
+async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call: Promise<unknown>) => void, spent: SpendMeter): Promise<Produced> {
+  const { task } = a;
+  // Entering a <Worktree> creates it (a static task too, so a bad worktree fails where it is first used).
+  const root = resolve(a.rootDir ?? process.cwd());
+  const cwd = task.worktree ? await ensureWorktree(root, task.worktree) : root;
+  if (task.mode === "static") return { raw: task.staticValue };
+  if (task.mode === "subflow") {
+    const spend = a.budget ? { ...a.budget, onUsage: (usage: UsageTotals) => spent.callEnded(childSpend(usage)) } : undefined;
+    if (!a.startChildRun)
+      throw new SmithersError("ENGINE_ERROR", `Subflow "${task.nodeId}" was started without a way to start its child run`, { nodeId: task.nodeId });
+    const { startChildRun } = a;
+    return {
+      raw: await runSubflow({
+        db: a.db,
+        startChildRun,
+        parentRunId: a.runId,
+        task,
+        signal,
+        waitInPlaceMs: a.waitInPlaceMs,
+        rootDir: cwd,
+        ...(spend ? { spend } : {}),
+      }),
+    };
+  }
+  if (task.mode === "compute") {
+    const idempotencyKey = `${a.runId}:${task.nodeId}:${task.iteration}`;
+    const ids = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
+    const ctx: TaskRunContext = {
+      ...ids,
+      idempotencyKey,
+      signal,
+      input: a.input,
+      cwd,
+      sideEffect: createSideEffect({ db: a.db, ...ids, idempotencyKey, now: a.now, onRecorded: a.onToolCall, signal }),
+    };
+    return { raw: await task.compute!(ctx) };
+  }
+  // Tools the agent runs (defineTool, the built-ins) find the attempt here: journaled under its ids, confined to its cwd.
+  const toolContext: ToolContext = {
+    db: a.db,
+    runId: a.runId,
+    nodeId: task.nodeId,
+    iteration: task.iteration,
+    attempt: a.attempt,
+    rootDir: cwd,
+    signal,
+    now: a.now,
+    ...(a.onToolCall ? { onRecorded: a.onToolCall } : {}),
+  };
+  const result = await runWithToolContext(toolContext, () =>
+    generateStructured({
+      agent: task.agent!,
+      prompt: task.prompt!,
+      schema: validationSchema(task, a.info),
+      signal,
+      cwd,
+      onCall: (call) => {
+        spent.callStarted();
+        onAgentCall(call);
+      },
+      onAttempt: (call) => spent.callEnded(call.usage),
+      onEvent: (event) => {
+        spent.event(event);
+        a.onAgentEvent?.(event);
+      },
+      ...(a.pricing ? { pricing: a.pricing } : {}),
+      ...(task.maxSchemaRetries === undefined ? {} : { maxSchemaRetries: task.maxSchemaRetries }),
+    }),
+  );
+  return { raw: result.value, responseText: result.text };
+}
+
+type Guarded<T> = {
+  /** Settles with the work, or rejects with the stop reason as soon as the attempt is stopped. */
+  result: Promise<T>;
+  /** The work itself, which may run on after a stop if it ignores its signal. */
+  body: Promise<T>;
+  /** Whether `thrown` is the reason this guard stopped the attempt with. */
+  isStop(thrown: unknown): boolean;
+};
+
+/** Runs `work` under the task's timeout and the run's cancellation. */
+function guarded<T>(a: AttemptInput, work: (signal: AbortSignal) => Promise<T>): Guarded<T> {
+  const controller = new AbortController();
+  const cleanups: (() => void)[] = [];
+  let stopReason: SmithersError | undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    const stop = (reason: SmithersError) => {
+      stopReason ??= reason;
+      controller.abort(reason);
+      reject(reason);
+    };
+    const onRunAbort = () => stop(new SmithersError("TASK_CANCELLED", `Task "${a.task.nodeId}" was cancelled`, { nodeId: a.task.nodeId }));
+    if (a.runSignal.aborted) onRunAbort();
+    a.runSignal.addEventListener("abort", onRunAbort, { once: true });
+    cleanups.push(() => a.runSignal.removeEventListener("abort", onRunAbort));
+    // timeoutMs={Infinity} sets no timer; one past MAX_TIMER_MS is clamped (a longer delay would fire at once).
+    if (a.task.timeoutMs !== undefined && Number.isFinite(a.task.timeoutMs)) {
+      const timer = setTimeout(
+        () =>
+          stop(
+            new SmithersError("TASK_TIMEOUT", `Task "${a.task.nodeId}" exceeded its timeout of ${a.task.timeoutMs} ms`, {
+              nodeId: a.task.nodeId,
+              timeoutMs: a.task.timeoutMs,
+            }),
+          ),
+        Math.min(a.task.timeoutMs, MAX_TIMER_MS),
+      );
+      cleanups.push(() => clearTimeout(timer));
+    }
+  });
+  stopped.catch(() => undefined);
+  // A body that throws synchronously is a rejected body, not a throw out of the engine; an
+  // attempt stopped before its body began never begins it.
+  const body = Promise.resolve().then(() => {
+    if (controller.signal.aborted) throw controller.signal.reason;
+    return work(controller.signal);
+  });
+  const result = Promise.race([body, stopped]).finally(() => cleanups.forEach((c) => c()));
+  return { result, body, isStop: (thrown) => thrown !== undefined && thrown === stopReason };
+}
+
+function asTaskError(a: AttemptInput, error: unknown): SmithersError {
+  const details = { nodeId: a.task.nodeId, iteration: a.task.iteration, attempt: a.attempt };
+  try {
+    if (SmithersError.is(error)) {
+      return new SmithersError(error.code, error.message, { ...error.details, ...details, cause: error.details.cause });
+    }
+    return new SmithersError("TASK_FAILED", `Task "${a.task.nodeId}" failed: ${describeThrown(error)}`, { ...details, cause: error });
+  } catch {
+    // A thrown value whose every property access throws (a hostile Proxy) still fails the task.
+    return new SmithersError("TASK_FAILED", `Task "${a.task.nodeId}" failed with a value that cannot be read`, details);
+  }
+}
+
+/**
+ * Closes the attempt only while it is still `running`: if another process resumed the run and
+ * abandoned this attempt meanwhile, the transaction rolls back so no stale output lands.
+ */
+async function closeAttempt(
+  q: Parameters<typeof attempts.finishAttempt>[0],
+  key: Parameters<typeof attempts.finishAttempt>[1],
+  patch: Parameters<typeof attempts.finishAttempt>[2],
+): Promise<void> {
+  if ((await attempts.finishAttempt(q, key, patch)) === 0) {
+    throw new SmithersError("RUN_OWNED", `Attempt ${key.attempt} of "${key.nodeId}" was taken over by another process`, {
+      nodeId: key.nodeId,
+      attempt: key.attempt,
+    });
+  }
+}
+
+/** Inside the step's transaction, before the work starts: the node is running, the attempt exists. */
+export async function recordStart(q: Sql, a: AttemptInput): Promise<void> {
+  const { task } = a;
+  await nodes.upsertNode(q, {
+    runId: a.runId,
+    nodeId: task.nodeId,
+    iteration: task.iteration,
+    state: "running",
+    lastAttempt: a.attempt,
+    updatedAtMs: a.startedAtMs,
+    outputTable: a.info.tableName,
+    label: task.label ?? null,
+    defSig: definitionSignature(task, a.info.tableName),
+  });
+  await attempts.insertAttempt(q, {
+    runId: a.runId,
+    nodeId: task.nodeId,
+    iteration: task.iteration,
+    attempt: a.attempt,
+    state: "running",
+    startedAtMs: a.startedAtMs,
+    metaJson: task.meta ? safeStringify(task.meta) : null,
+  });
+}
+
+/** Starts the work (after recordStart committed); its result is validated and never throws; nothing is written. */
+export function performAttempt(a: AttemptInput): AttemptWork {
+  // An agent call that ignores its signal outlives generateStructured's own abort: it is part of the body.
+  const agentCalls: Promise<unknown>[] = [];
+  const spent = new SpendMeter(a.pricing);
+  const guard = guarded(a, (signal) => {
+    const body = () => produce(a, signal, (call) => agentCalls.push(call), spent);
+    if (!a.task.cache) return body();
+    return throughCache(a, signal, (raw) => validationSchema(a.task, a.info).safeParse(shapeForTable(a.info, raw)).success, body);
+  });
+  const bodySettled = guard.body
+    .then(
+      () => undefined,
+      () => undefined,
+    )
+    .then(() => Promise.allSettled(agentCalls))
+    .then(() => undefined);
+  const withSpend = (result: AttemptResult): AttemptResult => {
+    spent.finish();
+    return spent.usage ? { ...result, usage: spent.usage, ...(spent.unpricedModel ? { unpricedModel: spent.unpricedModel } : {}) } : result;
+  };
+  return { result: validated(a, guard).then(withSpend), bodySettled };
+}
+
+async function validated(a: AttemptInput, guard: Guarded<Produced>): Promise<AttemptResult> {
+  try {
+    const { raw, responseText, cache } = await guard.result;
+    return { ok: true, data: checkedOutput(a, raw), responseText, finishedAtMs: a.now(), ...(cache ? { cache } : {}) };
+  } catch (thrown) {
+    return { ok: false, thrown, error: asTaskError(a, thrown), finishedAtMs: a.now(), ...(guard.isStop(thrown) ? { stopped: true } : {}) };
+  }
+}
+
+/** The output as its schema parses it; INVALID_OUTPUT when it does not match or cannot be stored. */
+function checkedOutput(a: AttemptInput, raw: unknown): Record<string, unknown> {
+  const { task, info } = a;
+  const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
+  if (!parsed.success) {
+    throw new SmithersError(
+      "INVALID_OUTPUT",
+      `Task "${task.nodeId}" produced output that does not match its schema: ${formatZodIssues(parsed.error.issues, "; ")}`,
+      {
+        issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })),
+      },
+    );
+  }
+  assertStorable(task.nodeId, parsed.data);
+  return parsed.data as Record<string, unknown>;
+}
+
+/**
+ * An attempt whose work touches nothing outside the engine: a static value, into a table the
+ * engine writes whole (not a custom table read back after its commit), with no cache entry to
+ * look up and no worktree to create. Running it again after a crash is not observable, so its
+ * start and outcome may commit together, with the steps around it (see Run.stepInner).
+ */
+export function isPureAttempt(a: AttemptInput): boolean {
+  const { task } = a;
+  return task.mode === "static" && !task.cache && !task.worktree && !a.info.custom;
+}
+
+/** performAttempt for a pure attempt (isPureAttempt), done at once: its value checked against the schema. */
+export function performPureAttempt(a: AttemptInput): AttemptResult {
+  try {
+    if (a.runSignal.aborted) throw new SmithersError("TASK_CANCELLED", `Task "${a.task.nodeId}" was cancelled`, { nodeId: a.task.nodeId });
+    return { ok: true, data: checkedOutput(a, a.task.staticValue), finishedAtMs: a.now() };
+  } catch (thrown) {
+    return { ok: false, thrown, error: asTaskError(a, thrown), finishedAtMs: a.now() };
+  }
+}
+
+/** Output the schema accepts but SQLite cannot hold (a BigInt or a cycle in a JSON field) fails the attempt, not the step that stores it. */
+function assertStorable(nodeId: string, data: unknown): void {
+  try {
+    JSON.stringify(data);
+  } catch (cause) {
+    throw new SmithersError("INVALID_OUTPUT", `Task "${nodeId}" produced output that cannot be stored: ${describeThrown(cause)}`, { cause });
+  }
+}
+
+/** Failures no retry can mend (the workflow's own input is wrong): the task fails at once, whatever its retries. */
+// A bad worktree, or a cache key that cannot be made, fails the same way every time: no retry.
+// So does an agent whose CLI is missing or not logged in, or that was given a bad option or schema (AGENT_NEVER_RETRY_CODES).
+// A child run stopped by the budget it had from its parent: the parent is at its limit too.
+const NEVER_RETRIED: ReadonlySet<string> = new Set([
+  "WORKTREE_INVALID",
+  "WORKTREE_NOT_IN_REPO",
+  "CACHE_KEY_FAILED",
+  "BUDGET_EXCEEDED",
+  "BUDGET_UNPRICED",
+  ...AGENT_NEVER_RETRY_CODES,
+]);
+
+/**
+ * What an ended attempt comes to, decided without the database: finished (with the output row
+ * it stores), failed (retryable while `canRetry` and the error is not fatal) or cancelled.
+ */
+export function settleOutcome(a: AttemptInput, result: AttemptResult, canRetry: boolean): AttemptOutcome {
+  const durationMs = result.finishedAtMs - a.startedAtMs;
+  if (result.ok) {
+    const row = outputRowFor(a.info, { runId: a.runId, nodeId: a.task.nodeId, iteration: a.task.iteration }, result.data);
+    for (const field of Object.keys(row)) row[field] ??= null;
+    return { kind: "finished", durationMs, row };
+  }
+  const { error, thrown } = result;
+  if (error.code === "TASK_CANCELLED") return { kind: "cancelled", durationMs };
+  if (error.code === "SUBFLOW_WAITING" && a.task.mode === "subflow" && !result.stopped) {
+    const { childStatus, childRunId, wakeAtMs } = error.details as { childStatus: WaitingStatus; childRunId: string; wakeAtMs: number | null };
+    return { kind: "suspended", status: childStatus, wakeAtMs: wakeAtMs ?? undefined, childRunId, durationMs };
+  }
+  const retryable = !isInstance(thrown, FatalError) && !NEVER_RETRIED.has(error.code) && canRetry;
+  const retryAfterMs = isInstance(thrown, RetryableError) ? thrown.retryAfterMs : undefined;
+  return { kind: "failed", error, retryable, retryAfterMs, durationMs };
+}
+
+/** The attempt row's usage columns (integers: SQLite stores token counts exactly). */
+function usageColumns(usage: AgentUsage | undefined) {
+  if (!usage) return {};
+  const int = (n: number | undefined) => (n === undefined ? null : Math.round(n));
+  return {
+    inputTokens: int(usage.inputTokens),
+    cachedInputTokens: int(usage.cachedInputTokens),
+    outputTokens: int(usage.outputTokens),
+    costUsd: usage.costUsd ?? null,
+    agentModel: usage.model ?? null,
+  };
+}
+
+/**
+ * Inside a step's transaction: closes the attempt (only while it is still `running`: if another
+ * process took the run over, RUN_OWNED rolls the step back) and writes the output or the error.
+ */
+export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResult, outcome: AttemptOutcome): Promise<void> {
+  const { task, info } = a;
+  const key = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
+  const node = {
+    runId: a.runId,
+    nodeId: task.nodeId,
+    iteration: task.iteration,
+    lastAttempt: a.attempt,
+    updatedAtMs: result.finishedAtMs,
+    outputTable: info.tableName,
+    label: task.label ?? null,
+    // Started in this transaction (startInSettle): recordStart wrote no row, so this one carries what it would have.
+    ...(a.startInSettle ? { defSig: definitionSignature(task, info.tableName) } : {}),
+  };
+  const usage = usageColumns(result.usage);
+  // The attempt row, closed; or written once, as it ended, when its start wrote none.
+  const close = (patch: Parameters<typeof attempts.finishAttempt>[2]) =>
+    a.startInSettle
+      ? attempts.insertEndedAttempt(q, { ...key, startedAtMs: a.startedAtMs, metaJson: task.meta ? safeStringify(task.meta) : null, ...patch })
+      : closeAttempt(q, key, patch);
+  if (result.ok) {
+    const { cache } = result;
+    await close({
+      state: "finished",
+      finishedAtMs: result.finishedAtMs,
+      responseText: result.responseText ?? null,
+      cached: cache?.hit === true,
+      ...usage,
+    });
+    await writeOutputRow(q, info, key, result.data);
+    if (cache && !cache.hit) await storeCacheEntry(q, a, cache, result.data, result.finishedAtMs);
+    await nodes.upsertNode(q, { ...node, state: "finished" });
+    return;
+  }
+  if (outcome.kind === "suspended") {
+    await close({ state: "waiting", finishedAtMs: result.finishedAtMs, ...usage });
+    await nodes.upsertNode(q, { ...node, state: outcome.status, wakeAtMs: outcome.wakeAtMs ?? null });
+    return;
+  }
+  const state = outcome.kind === "cancelled" ? "cancelled" : outcome.kind === "failed" && outcome.retryable ? "pending" : "failed";
+  const attemptState = result.abandoned ? "abandoned" : outcome.kind === "cancelled" ? "cancelled" : "failed";
+  await close({ state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error), ...usage });
+  await nodes.upsertNode(q, {
+    ...node,
+    state,
+    wakeAtMs: outcome.kind === "failed" && outcome.retryable ? (outcome.retryAtMs ?? null) : null,
+    errorJson: state === "failed" ? JSON.stringify(errorSummaryJson(result.error)) : null,
+  });
+}

@@ -1,0 +1,39 @@
+import { z } from "zod";
+import { WAITING_STATUSES } from "../../db/index.ts";
+import { ENDED_RUN_STATUSES, RUN_STATUSES } from "../../contract/index.ts";
+
+/** States of a node in `_smithers_nodes`. */
+export const NodeStateSchema = z.enum([
+  "pending",
+  "running",
+  "finished",
+  "failed",
+  "skipped",
+  "cancelled",
+  "waiting-approval",
+  "waiting-event",
+  "waiting-timer",
+]);
+export type NodeState = z.infer<typeof NodeStateSchema>;
+
+/**
+ * States of an attempt in `_smithers_attempts`; `abandoned` = left running by a process that
+ * died; `waiting` = a `<Subflow>` attempt whose child run stopped to wait (the next attempt resumes it).
+ */
+export const AttemptStateSchema = z.enum(["running", "finished", "failed", "cancelled", "abandoned", "waiting"]);
+export type AttemptState = z.infer<typeof AttemptStateSchema>;
+
+/** A run's status (see names.ts for what `continued` and `paused` mean). */
+export const RunStatusSchema = z.enum(RUN_STATUSES);
+export type RunStatus = z.infer<typeof RunStatusSchema>;
+
+/** The statuses of a run (and states of a node) that wait for the world: a person, a signal, a time. */
+export { WAITING_STATUSES };
+export type WaitingStatus = (typeof WAITING_STATUSES)[number];
+
+export const isWaiting = (status: string): status is WaitingStatus => (WAITING_STATUSES as readonly string[]).includes(status);
+
+const ENDED: ReadonlySet<string> = new Set(ENDED_RUN_STATUSES);
+
+/** Statuses after which a run never runs again (resuming a failed or cancelled one is a new attempt at it). */
+export const isOver = (status: string): boolean => ENDED.has(status);

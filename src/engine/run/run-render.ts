@@ -1,0 +1,91 @@
+/**
+ * Rendering a run's plan: the workflow's build function called with a ctx read from the run's
+ * memory (loops, node states, the output index), again until what the ctx was built from
+ * matches the plan, and not at all while nothing the last render read changed.
+ */
+import { loadOutputRows, readOutputKeys } from "../../db/index.ts";
+import { SmithersError } from "../../errors/index.ts";
+import { nodeKey, render, withRenderContext, type CacheKeyContext, type Plan, type PlanNode, type PlanTask } from "../../jsx/index.ts";
+import { buildCtx } from "../workflow/index.ts";
+import { describeFailure } from "../schedule/index.ts";
+import { failureIn } from "../schedule/index.ts";
+import type { RunState } from "./run-state.ts";
+
+/**
+ * Renders until what the ctx was built from matches the plan: the node->loop map, and the set
+ * of output tables (a custom table first named by `output=` has its rows loaded, then the
+ * tree is rendered again). The build function is a pure function of ctx, so while nothing it
+ * read changed the last plan is reused.
+ */
+export async function renderPlan(run: RunState): Promise<Plan> {
+  if (!run.renderStale && run.plan) return run.plan;
+  const { setup, wf } = run;
+  for (let pass = 0; ; pass++) {
+    const tablesBefore = wf.registry.all().length;
+    const reads = new Set<string>();
+    let readsStates = false;
+    const ctx = buildCtx({
+      runId: setup.runId,
+      input: setup.input,
+      registry: wf.registry,
+      iteration: run.activeIteration(),
+      iterations: Object.fromEntries([...setup.loops].map(([id, l]) => [id, l.iteration])),
+      iterationOf: run.iterationOf,
+      onRead: (tableKey, nodeId) => reads.add(`${tableKey}\0${nodeId}`),
+      index: run.index,
+      nodeState: (nodeId, iteration) => {
+        readsStates = true;
+        return setup.states.get(nodeKey(nodeId, iteration))?.state;
+      },
+    });
+    // A catch function is called with what failed, which any step can change: such a render renders every step.
+    const failureOf = (node: PlanNode) => {
+      readsStates = true;
+      const failure = failureIn(node, setup.states, run.now());
+      return failure && describeFailure(failure, { lastErrors: run.lastErrors, states: setup.states });
+    };
+    let plan: Plan;
+    try {
+      plan = withRenderContext(ctx, () => render(wf.build(ctx), setup.loops), { failureIn: failureOf });
+    } catch (error) {
+      throw error instanceof SmithersError
+        ? error
+        : new SmithersError("INVALID_WORKFLOW", `Rendering the workflow failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    }
+    run.reads = reads;
+    run.readsStates = readsStates;
+    const membership = new Map(plan.tasks.filter((t) => t.loopId).map((t) => [t.nodeId, t.loopId!]));
+    for (const task of plan.tasks) if (task.mode !== "timer") run.resolve(task);
+    const newTables = wf.registry.all().slice(tablesBefore);
+    for (const info of newTables) {
+      if (setup.outputRows) {
+        for (const row of await loadOutputRows(run.db, info, setup.runId)) run.index.addStored(info.key, row);
+        continue;
+      }
+      const keys = await run.db.read("loadOutputKeys", async (q) => await readOutputKeys(q, info, setup.runId));
+      for (const k of keys) run.index.addKey(info.key, k.nodeId, k.iteration);
+    }
+    const stable = newTables.length === 0 && membership.size === run.membership.size && [...membership].every(([k, v]) => run.membership.get(k) === v);
+    run.membership = membership;
+    run.plan = plan;
+    if (stable || pass >= 2) {
+      run.renderStale = false;
+      return plan;
+    }
+  }
+}
+
+/** What a task's `cache.by` reads: the ctx a render sees, at the task's iteration, with its node id. */
+export function cacheCtx(run: RunState, task: PlanTask): CacheKeyContext {
+  const { setup } = run;
+  const ctx = buildCtx({
+    runId: setup.runId,
+    input: setup.input,
+    registry: run.wf.registry,
+    iteration: task.iteration,
+    iterations: Object.fromEntries([...setup.loops].map(([id, l]) => [id, l.iteration])),
+    iterationOf: run.iterationOf,
+    index: run.index,
+  });
+  return { ...ctx, nodeId: task.nodeId };
+}
