@@ -5,7 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { frames, runs, type SmithersDb } from "../db/index.ts";
-import { forksByFrame, frameHistory, planChanges, readFrame, type NodeChange, type PlanChanges, type PlanNode } from "../engine/index.ts";
+import { forksByFrame, frameHistory, planChanges, readFrame, type NodeChange, type PlanChanges, type FrameNode } from "../engine/index.ts";
 import type { PropValue } from "../codec/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { EXIT, frameNumber, openExistingDb, usageError, type Io } from "./shared.ts";
@@ -21,7 +21,7 @@ function describeChange(c: NodeChange): string {
 
 /** One line per change, marked + (mounted), - (unmounted), ~ (changed). */
 function changeLines(c: PlanChanges): string[] {
-  const state = (n: PlanNode) => (typeof n.props.state === "string" ? ` ${n.props.state}` : "");
+  const state = (n: FrameNode) => (typeof n.props.state === "string" ? ` ${n.props.state}` : "");
   return [
     ...c.mounted.map((n) => `+ ${nodeName(n)}${state(n)}`),
     ...c.unmounted.map((n) => `- ${nodeName(n)}${state(n)}`),

@@ -61,7 +61,7 @@ export {
 export { validateInput } from "./run/index.ts";
 export { requestCancel, type CancelOutcome } from "./waits/index.ts";
 export { pruneRuns, type PruneOptions, type PruneReport, type PrunedRun } from "./history/index.ts";
-export { planChanges, planNodes, type PlanChanges, type PlanNode, type NodeChange } from "./history/index.ts";
+export { planChanges, frameNodes, type PlanChanges, type FrameNode, type NodeChange } from "./history/index.ts";
 export {
   forkRun,
   forksByFrame,

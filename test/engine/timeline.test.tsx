@@ -3,7 +3,7 @@
 import { expect, test } from "bun:test";
 import { z } from "zod";
 import { openSmithersDb } from "../../src/db/index.ts";
-import { clearFrameCache, frameHistory, planChanges, planNodes, readFrame } from "../../src/engine/index.ts";
+import { clearFrameCache, frameHistory, planChanges, frameNodes, readFrame } from "../../src/engine/index.ts";
 import { createSmithers, runWorkflow } from "../../src/index.ts";
 import { tempDbPath } from "../helpers.ts";
 
@@ -52,7 +52,7 @@ test("planChanges lists mounted nodes, state changes, and loop iterations as nod
   try {
     const first = await readFrame(db, "tl", 0);
     const mounted = planChanges(undefined, first);
-    expect(mounted.mounted.map((n) => [n.tag, n.id, n.iteration])).toEqual(planNodes(first).map((n) => [n.tag, n.id, n.iteration]));
+    expect(mounted.mounted.map((n) => [n.tag, n.id, n.iteration])).toEqual(frameNodes(first).map((n) => [n.tag, n.id, n.iteration]));
     expect(mounted.mounted.map((n) => n.id)).toContain("first");
     const second = await readFrame(db, "tl", 1);
     const step = planChanges(first, second);

@@ -16,7 +16,7 @@ export {
   readFrameXml,
   setFrameCacheLimits,
 } from "./frames.ts";
-export { type NodeChange, planChanges, type PlanChanges, type PlanNode, planNodes } from "./plan-diff.ts";
+export { type NodeChange, planChanges, type PlanChanges, type FrameNode, frameNodes } from "./plan-diff.ts";
 export { type PrunedRun, type PruneOptions, type PruneReport, pruneRuns } from "./retention.ts";
 export { downstreamOf, runAtFrame, type RunAtFrame } from "./run-at-frame.ts";
 export {

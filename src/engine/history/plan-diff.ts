@@ -6,8 +6,8 @@
  */
 import type { PropValue, XmlElement } from "../../codec/index.ts";
 
-/** A node of a frame: its tag, id, iteration (0 outside a loop) and props. */
-export type PlanNode = { tag: string; id: string; iteration: number; props: Record<string, PropValue> };
+/** A node of a stored frame: its tag, id, iteration (0 outside a loop) and props (jsx's PlanNode is a node of a rendered plan). */
+export type FrameNode = { tag: string; id: string; iteration: number; props: Record<string, PropValue> };
 
 export type NodeChange = {
   tag: string;
@@ -17,13 +17,13 @@ export type NodeChange = {
   props: Record<string, { from: PropValue | undefined; to: PropValue | undefined }>;
 };
 
-export type PlanChanges = { mounted: PlanNode[]; unmounted: PlanNode[]; changed: NodeChange[] };
+export type PlanChanges = { mounted: FrameNode[]; unmounted: FrameNode[]; changed: NodeChange[] };
 
 const keyOf = (n: { id: string; iteration: number }) => `${n.id}\u0000${n.iteration}`;
 
 /** The frame's nodes, in document order. */
-export function planNodes(tree: XmlElement): PlanNode[] {
-  const out: PlanNode[] = [];
+export function frameNodes(tree: XmlElement): FrameNode[] {
+  const out: FrameNode[] = [];
   const walk = (el: XmlElement) => {
     const id = el.props.id;
     if (typeof id === "string") {
@@ -38,8 +38,8 @@ export function planNodes(tree: XmlElement): PlanNode[] {
 
 /** The changes from frame tree `before` to `after` (before undefined: everything in `after` is mounted). */
 export function planChanges(before: XmlElement | undefined, after: XmlElement): PlanChanges {
-  const old = new Map((before ? planNodes(before) : []).map((n) => [keyOf(n), n]));
-  const now = planNodes(after);
+  const old = new Map((before ? frameNodes(before) : []).map((n) => [keyOf(n), n]));
+  const now = frameNodes(after);
   const changes: PlanChanges = { mounted: [], unmounted: [], changed: [] };
   for (const node of now) {
     const was = old.get(keyOf(node));

@@ -5,7 +5,7 @@ import { SmithersError } from "../../errors/index.ts";
 import { pendingApprovals } from "../waits/index.ts";
 import { addToTotals, NO_USAGE } from "../core/index.ts";
 import { readFrame } from "../history/index.ts";
-import { planNodes } from "../history/index.ts";
+import { frameNodes } from "../history/index.ts";
 import { runHeader } from "./runs.ts";
 
 function parseJson<T>(text: string | null): T | null {
@@ -28,7 +28,7 @@ async function inPlanOrder(db: SmithersDb, runId: string, nodes: NodeReport[]): 
   let place: Map<string, number>;
   try {
     place = new Map();
-    for (const [i, n] of planNodes(await readFrame(db, runId, last)).entries()) if (!place.has(n.id)) place.set(n.id, i);
+    for (const [i, n] of frameNodes(await readFrame(db, runId, last)).entries()) if (!place.has(n.id)) place.set(n.id, i);
   } catch {
     return nodes;
   }
