@@ -9,7 +9,7 @@ export { dbRetries, dbRetryCount, isRetryableSqliteError, retryDelayMs, withSqli
 export * as runs from "./adapters/runs.ts";
 export * as nodes from "./adapters/nodes.ts";
 export * as attempts from "./adapters/attempts.ts";
-export type { UsageTotals } from "./adapters/attempts.ts";
+export type { Usage } from "../contract/index.ts";
 export * as ralph from "./adapters/ralph.ts";
 export * as events from "./adapters/events.ts";
 export * as signals from "./adapters/signals.ts";

@@ -166,19 +166,16 @@ export function recordAgentProcess(db: SmithersDb, key: AttemptKey, pid: number,
   });
 }
 
-/** A run's usage: tokens and cost summed over its attempts (cost null when no attempt had one). */
-export type UsageTotals = Usage;
+/** Nothing consumed (Usage, the contract's: tokens and cost summed over attempts, cost null while none had one). */
+export const NO_USAGE: Usage = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null };
 
-/** Nothing consumed. */
-export const NO_USAGE: UsageTotals = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null };
-
-export async function sumRunUsage(q: Sql, runId: string): Promise<UsageTotals> {
+export async function sumRunUsage(q: Sql, runId: string): Promise<Usage> {
   return (await sumUsageByRun(q, [runId])).get(runId) ?? { ...NO_USAGE };
 }
 
 /** sumRunUsage of each of `runIds`, in one grouped query (a run with no attempts has no entry). */
-export async function sumUsageByRun(q: Sql, runIds: readonly string[]): Promise<Map<string, UsageTotals>> {
-  const byRun = new Map<string, UsageTotals>();
+export async function sumUsageByRun(q: Sql, runIds: readonly string[]): Promise<Map<string, Usage>> {
+  const byRun = new Map<string, Usage>();
   if (runIds.length === 0) return byRun;
   const rows = await q.orm
     .select({

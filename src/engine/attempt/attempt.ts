@@ -9,7 +9,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { AGENT_NEVER_RETRY_CODES, generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../../agents/index.ts";
 import { formatZodIssues } from "../../schema/index.ts";
-import { attempts, nodes, outputRowFor, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type UsageTotals } from "../../db/index.ts";
+import { attempts, nodes, outputRowFor, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type Usage } from "../../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../../jsx/index.ts";
 import { MAX_TIMER_MS } from "../core/index.ts";
@@ -56,7 +56,7 @@ export type AttemptInput = {
   /** What the task's agent reports while it works (text, tool calls, its subprocess). */
   onAgentEvent?: (event: AgentEvent) => void;
   /** A `<Subflow>`'s: the run's limits and spend so far, for the child run (see SubflowWork.spend). */
-  budget?: { budget: Budget; spent: UsageTotals; pricing?: ModelPricing };
+  budget?: { budget: Budget; spent: Usage; pricing?: ModelPricing };
   /** A `<Subflow>`'s: how its child run is started (runWorkflow, see RunSettings.startChildRun). */
   startChildRun?: StartChildRun;
   /**
@@ -68,7 +68,7 @@ export type AttemptInput = {
 };
 
 /** A child run's spend as one call's usage (tokens; the cost when the child knew it). */
-function childSpend(u: UsageTotals): AgentUsage | undefined {
+function childSpend(u: Usage): AgentUsage | undefined {
   if (u.inputTokens + u.outputTokens + u.cachedInputTokens === 0 && u.costUsd === null) return undefined;
   return {
     inputTokens: u.inputTokens,
@@ -118,7 +118,7 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
   const cwd = task.worktree ? await ensureWorktree(root, task.worktree) : root;
   if (task.mode === "static") return { raw: task.staticValue };
   if (task.mode === "subflow") {
-    const spend = a.budget ? { ...a.budget, onUsage: (usage: UsageTotals) => spent.callEnded(childSpend(usage)) } : undefined;
+    const spend = a.budget ? { ...a.budget, onUsage: (usage: Usage) => spent.callEnded(childSpend(usage)) } : undefined;
     if (!a.startChildRun)
       throw new SmithersError("ENGINE_ERROR", `Subflow "${task.nodeId}" was started without a way to start its child run`, { nodeId: task.nodeId });
     const { startChildRun } = a;

@@ -4,12 +4,12 @@
  * resuming it with a higher limit goes on from the task that was held back. The limits are
  * stored on the run (`config_json`), so a resume by the daemon keeps them.
  */
-import { attempts, type UsageTotals } from "../../db/index.ts";
+import { attempts, type Usage } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 
 export type Budget = { maxCostUsd?: number; maxTokens?: number };
 
-export const NO_USAGE: UsageTotals = attempts.NO_USAGE;
+export const NO_USAGE: Usage = attempts.NO_USAGE;
 
 /** Checks limits given as options: each a finite number >= 0 (0 lets no agent run). */
 export function checkBudget(budget: { maxCostUsd?: unknown; maxTokens?: unknown }): Budget {
@@ -56,13 +56,13 @@ export function withBudget(configJson: string | null, budget: Budget): string {
  * `config_json` of a run that continues another (`<ContinueAsNew>`): the same limits, and what the
  * chain spent so far, which its own spend adds to (a chain does not start its budget afresh).
  */
-export function withCarriedUsage(configJson: string | null, usage: UsageTotals): string {
+export function withCarriedUsage(configJson: string | null, usage: Usage): string {
   return JSON.stringify({ ...readConfig(configJson), carriedUsage: usage });
 }
 
 /** What the runs before this one in its chain spent (zero for a run that continues none). */
-export function carriedUsage(configJson: string | null): UsageTotals {
-  const carried = readConfig(configJson).carriedUsage as Partial<UsageTotals> | undefined;
+export function carriedUsage(configJson: string | null): Usage {
+  const carried = readConfig(configJson).carriedUsage as Partial<Usage> | undefined;
   if (typeof carried !== "object" || carried === null) return NO_USAGE;
   const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
   return {
@@ -74,7 +74,7 @@ export function carriedUsage(configJson: string | null): UsageTotals {
 }
 
 /** `after` minus `before`: what was spent between two readings of one run's totals. */
-export function usageSince(before: UsageTotals, after: UsageTotals): UsageTotals {
+export function usageSince(before: Usage, after: Usage): Usage {
   return {
     inputTokens: after.inputTokens - before.inputTokens,
     cachedInputTokens: after.cachedInputTokens - before.cachedInputTokens,
@@ -84,7 +84,7 @@ export function usageSince(before: UsageTotals, after: UsageTotals): UsageTotals
 }
 
 /** What is left of `budget` after `spent`, plus `plus` (a child run's own earlier spend, which its totals include). */
-export function remainingBudget(budget: Budget, spent: UsageTotals, plus: UsageTotals = NO_USAGE): Budget {
+export function remainingBudget(budget: Budget, spent: Usage, plus: Usage = NO_USAGE): Budget {
   const out: Budget = {};
   if (budget.maxCostUsd !== undefined) out.maxCostUsd = Math.max(0, budget.maxCostUsd - (spent.costUsd ?? 0)) + (plus.costUsd ?? 0);
   if (budget.maxTokens !== undefined)
@@ -94,9 +94,9 @@ export function remainingBudget(budget: Budget, spent: UsageTotals, plus: UsageT
 
 /** Usage totals plus one attempt's usage. */
 export function addToTotals(
-  totals: UsageTotals,
+  totals: Usage,
   usage: { inputTokens?: number | null; cachedInputTokens?: number | null; outputTokens?: number | null; costUsd?: number | null } | undefined,
-): UsageTotals {
+): Usage {
   if (!usage) return totals;
   return {
     inputTokens: totals.inputTokens + (usage.inputTokens ?? 0),
@@ -111,7 +111,7 @@ export function addToTotals(
  * output. A cost limit with usage that has tokens but no price is refused as well (BUDGET_UNPRICED):
  * the limit could not be kept.
  */
-export function budgetStop(runId: string, budget: Budget, totals: UsageTotals, unpricedModel: string | undefined): SmithersError | undefined {
+export function budgetStop(runId: string, budget: Budget, totals: Usage, unpricedModel: string | undefined): SmithersError | undefined {
   if (budget.maxCostUsd === undefined && budget.maxTokens === undefined) return undefined; // no limits: nothing to compute per start
   const tokens = totals.inputTokens + totals.outputTokens;
   const details = { runId, ...budget, spentUsd: totals.costUsd ?? 0, spentTokens: tokens };

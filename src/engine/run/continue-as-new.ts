@@ -6,7 +6,7 @@
  * old run's (`<first run id>~<generation>`), so a crash either side of that commit leaves exactly
  * one successor or none, and whoever resumes the chain finds it.
  */
-import { copyLatestOutputRows, nodes, ralph, runs, writeInput, type Sql, type OutputRegistry, type UsageTotals } from "../../db/index.ts";
+import { copyLatestOutputRows, nodes, ralph, runs, writeInput, type Sql, type OutputRegistry, type Usage } from "../../db/index.ts";
 import { withCarriedUsage } from "../core/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import type { Continuation, LoopState } from "../../jsx/index.ts";
@@ -50,7 +50,7 @@ export type ContinueArgs = {
   iteration: number;
   nowMs: number;
   /** What the chain spent up to now (carried, so its limits hold across the chain). */
-  usage: UsageTotals;
+  usage: Usage;
 };
 
 /**

@@ -17,7 +17,7 @@ import {
   type OutputKeys,
   type OutputRegistry,
   type SmithersDb,
-  type UsageTotals,
+  type Usage,
 } from "../../db/index.ts";
 import { errorToJson, SmithersError } from "../../errors/index.ts";
 import type { LoopState } from "../../jsx/index.ts";
@@ -62,7 +62,7 @@ export type RunSetup = {
   /** The run's spend limits: given for this execution, else stored on the run, else the workflow's defaults. */
   budget: Budget;
   /** What the run's agent attempts consumed so far. */
-  usage: UsageTotals;
+  usage: Usage;
   /** A model an attempt reported tokens for without a cost (a cost limit cannot be kept for it). */
   unpricedModel: string | undefined;
   /** Someone asked the run to stop while no process ran it: it is cancelled at once. */
@@ -111,7 +111,7 @@ type Resumed = {
   abandoned: Abandoned;
   budget: Budget;
   /** What the runs before it in its chain spent. */
-  carried: UsageTotals;
+  carried: Usage;
   /** It was asked to stop (`smithers cancel`) while its owner was gone: the run is cancelled at once. */
   cancelRequested?: boolean;
   storedName: string;

@@ -13,7 +13,7 @@ import {
   type Sql,
   type OutputTableInfo,
   type SmithersDb,
-  type UsageTotals,
+  type Usage,
 } from "../../db/index.ts";
 import type { ModelPricing } from "../../agents/index.ts";
 import { addToTotals } from "../core/index.ts";
@@ -43,7 +43,7 @@ export type RunResult = {
   /** Status `continued`: the run that carries on (runWorkflow follows it; a result it returns is never `continued`). */
   nextRunId?: string;
   /** What the run's agent attempts consumed in all (every execution of it), when any reported usage. */
-  usage?: UsageTotals;
+  usage?: Usage;
 };
 
 export type RunSettings = {
@@ -116,7 +116,7 @@ export class RunState {
   /** Aborted on cancel or failure: stops the attempts in flight. */
   readonly stop = new AbortController();
   /** What the run's agent attempts consumed so far (stored attempts plus settled ones). */
-  usage: UsageTotals;
+  usage: Usage;
   unpricedModel: string | undefined;
   /** Set when an agent attempt was held back by the run's budget: the run fails with it once nothing runs. */
   budgetHeld: SmithersError | undefined;
@@ -296,7 +296,7 @@ export class RunState {
   }
 
   /** The run's usage for its result, when any agent reported some. */
-  usageResult(): { usage?: UsageTotals } {
+  usageResult(): { usage?: Usage } {
     const u = this.usage;
     return u.inputTokens + u.outputTokens + u.cachedInputTokens > 0 || u.costUsd !== null ? { usage: u } : {};
   }

@@ -5,7 +5,7 @@
  * instead of starting a second one; a child that already finished is only read back. A child that
  * stops to wait (an approval, a signal, a timer) makes the node wait in the same state.
  */
-import { attempts, normalizeRow, readOutputRows, runs, stripBookkeeping, type SmithersDb, type UsageTotals } from "../../db/index.ts";
+import { attempts, normalizeRow, readOutputRows, runs, stripBookkeeping, type SmithersDb, type Usage } from "../../db/index.ts";
 import type { ModelPricing } from "../../agents/index.ts";
 import { addToTotals, carriedUsage, NO_USAGE, remainingBudget, usageSince, type Budget } from "../core/index.ts";
 import { SmithersError } from "../../errors/index.ts";
@@ -29,7 +29,7 @@ export type ChildRunOptions = Budget & {
 };
 
 /** How a child run ended: what runWorkflow returns. */
-export type ChildRunResult = { runId: string; status: RunStatus; output?: unknown; error?: SmithersError; usage?: UsageTotals };
+export type ChildRunResult = { runId: string; status: RunStatus; output?: unknown; error?: SmithersError; usage?: Usage };
 
 /**
  * Starts, resumes or reads back a child run: runWorkflow, handed down by the run that executes the
@@ -51,11 +51,11 @@ export type SubflowWork = {
    * The parent's limits, what it spent so far and its prices: the child may spend what is left,
    * and what it spent in this attempt is reported to `onUsage` (the parent counts it as its own).
    */
-  spend?: { budget: Budget; spent: UsageTotals; pricing?: ModelPricing; onUsage: (usage: UsageTotals) => void };
+  spend?: { budget: Budget; spent: Usage; pricing?: ModelPricing; onUsage: (usage: Usage) => void };
 };
 
 /** A run's spend so far: its chain's carried spend plus its own attempts (of the last run of its chain). */
-async function chainUsage(db: SmithersDb, runId: string): Promise<UsageTotals> {
+async function chainUsage(db: SmithersDb, runId: string): Promise<Usage> {
   const end = (await runs.getChainEnd(db, runId)) ?? (await runs.getRun(db, runId));
   if (!end) return NO_USAGE;
   return db.read("subflowUsage", async (q) => addToTotals(carriedUsage(end.configJson), await attempts.sumRunUsage(q, end.runId)));
