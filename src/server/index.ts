@@ -144,6 +144,18 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
         server = Bun.serve(o.tls ? { ...listen, tls: o.tls } : listen);
       } catch (cause) {
         await queue.stop(false);
+        const code = (cause as { code?: string })?.code;
+        if (code === "EADDRINUSE" || /port \d+ in use/i.test((cause as Error)?.message ?? "")) {
+          throw new SmithersError(
+            "PORT_IN_USE",
+            `Port ${listen.port} on ${host} is in use: stop what listens there, or pass --port another (0 picks a free one)`,
+            {
+              port: listen.port,
+              host,
+              cause,
+            },
+          );
+        }
         if (!o.tls) throw cause;
         throw new SmithersError("INVALID_OPTION", `Cannot serve HTTPS with the certificate and key given: ${(cause as Error).message}`, { cause });
       }
