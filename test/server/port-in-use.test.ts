@@ -23,6 +23,6 @@ test("starting on a port that is taken rejects with PORT_IN_USE naming the port;
       `smithers: PORT_IN_USE: Port ${port} on 127.0.0.1 is in use: stop what listens there, or pass --port another (0 picks a free one)`,
     ]);
   } finally {
-    other.stop(true);
+    await other.stop(true);
   }
 });
