@@ -146,23 +146,21 @@ export function lastEventSeq(db: SmithersDb, runId: string): Promise<number> {
 }
 
 /**
- * Of each run, its latest event among `types` (one indexed range per run), by run id: what `ps`
+ * Of each run, its latest event among `types`, by run id, in one statement: what `ps`
  * reads to say a waiting or stale run's last resume failed.
  */
 export function latestEventsOf(db: SmithersDb, runIds: readonly string[], types: readonly string[]): Promise<Map<string, EventRow>> {
   if (runIds.length === 0) return Promise.resolve(new Map());
   return db.read("latestEventsOf", async (q) => {
+    // One statement for all the runs (these types are a few rows per run); the first row of each run is its latest.
+    const rows = await q.orm
+      .select()
+      .from(smithersEvents)
+      .where(and(inArray(smithersEvents.runId, [...runIds]), inArray(smithersEvents.type, [...types])))
+      .orderBy(asc(smithersEvents.runId), desc(smithersEvents.seq))
+      .all();
     const latest = new Map<string, EventRow>();
-    for (const runId of runIds) {
-      const row = await q.orm
-        .select()
-        .from(smithersEvents)
-        .where(and(eq(smithersEvents.runId, runId), inArray(smithersEvents.type, [...types])))
-        .orderBy(desc(smithersEvents.seq))
-        .limit(1)
-        .get();
-      if (row) latest.set(runId, row);
-    }
+    for (const row of rows) if (!latest.has(row.runId)) latest.set(row.runId, row);
     return latest;
   });
 }
