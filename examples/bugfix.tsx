@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * Analyze a bug report with an agent, then have a second agent propose a fix.
  * The analyst's first reply is prose, not JSON: the validation retry tells it what was wrong
@@ -6,7 +6,7 @@
  * agent (anything with `generate({ prompt })`) to use a model.
  *   npx smithers up examples/bugfix.tsx --input '{"description":"Auth tokens expire silently"}'
  */
-import { createSmithers, scriptedAgent } from "smithers";
+import { createSmithers, scriptedAgent } from "smithers-workflows";
 import { z } from "zod";
 
 const { Workflow, Task, smithers, outputs } = createSmithers({

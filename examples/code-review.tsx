@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * Review the code in a directory with Claude Code when the `claude` CLI is installed and logged
  * in, else with a scripted reviewer so the example runs offline. It says which one it used, on
@@ -7,7 +7,7 @@
  * Claude Code reads the files itself (read-only tools: Read, Grep, Glob); its text streams in as
  * `agent review: …` lines, and its cost is recorded (`smithers inspect <run>`).
  */
-import { ClaudeCodeAgent, createSmithers, scriptedAgent, type Agent } from "smithers";
+import { ClaudeCodeAgent, createSmithers, scriptedAgent, type Agent } from "smithers-workflows";
 import { z } from "zod";
 
 const { Workflow, Task, smithers, outputs } = createSmithers({

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * A cron job: each fire counts the open items in a (here, built-in) queue and writes a report
  * row keyed by the run, so every slot leaves one row. Offline; schedule it and let the daemon
@@ -6,7 +6,7 @@
  *   npx smithers cron add examples/cron-report.tsx --schedule "0 9 * * 1-5" --tz Europe/Berlin --input '{"queue":"support"}'
  *   npx smithers supervise --watch
  */
-import { createSmithers } from "smithers";
+import { createSmithers } from "smithers-workflows";
 import { z } from "zod";
 
 const QUEUES: Record<string, string[]> = { support: ["login fails", "refund", "typo on pricing page"], sales: ["demo request"] };

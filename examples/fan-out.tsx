@@ -1,9 +1,9 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * Fan out one task per repository in parallel (at most 2 at a time), then combine the results.
  *   npx smithers up examples/fan-out.tsx --input '{"repos":["api","web","cli"]}'
  */
-import { createSmithers } from "smithers";
+import { createSmithers } from "smithers-workflows";
 import { z } from "zod";
 
 const { Workflow, Task, Parallel, smithers, outputs } = createSmithers({

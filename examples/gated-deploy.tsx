@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * An approval-gated deploy: the build runs, then the run stops until a person approves.
  *
@@ -6,7 +6,7 @@
  *   npx smithers approve deploy-1 --by ada --note "ship it"                                  # shows the request, asks to confirm
  *   npx smithers up examples/gated-deploy.tsx --run-id deploy-1 --resume                       # deploys
  */
-import { approvalDecisionSchema, createSmithers } from "smithers";
+import { approvalDecisionSchema, createSmithers } from "smithers-workflows";
 import { z } from "zod";
 
 const { Workflow, Task, Approval, smithers, outputs } = createSmithers({

@@ -1,9 +1,9 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * The smallest workflow: one task with a static output.
  *   npx smithers up examples/hello.tsx --input '{"name":"Ada"}'
  */
-import { createSmithers } from "smithers";
+import { createSmithers } from "smithers-workflows";
 import { z } from "zod";
 
 const { Workflow, Task, smithers, outputs } = createSmithers({

@@ -1,10 +1,10 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * Draft, review, revise: a Loop runs the pair again until the reviewer approves
  * (here on the third pass), each pass writing new rows with its iteration number.
  *   npx smithers up examples/review-loop.tsx --input '{"topic":"durable workflows"}'
  */
-import { createSmithers, scriptedAgent } from "smithers";
+import { createSmithers, scriptedAgent } from "smithers-workflows";
 import { z } from "zod";
 
 const { Workflow, Task, Loop, smithers, outputs } = createSmithers({

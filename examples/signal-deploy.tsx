@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * A signal-driven flow: start a deploy, wait for the deploy system to report back (a signal
  * correlated by the deploy id, at most one hour), then ask a person to confirm the smoke test.
@@ -10,7 +10,7 @@
  *   npx smithers human answer rel-7:smoke-test:0:1 --data '{"passed":true,"notes":"login works"}'
  *   npx smithers supervise                                                                   # wakes it again: finished
  */
-import { createSmithers } from "smithers";
+import { createSmithers } from "smithers-workflows";
 import { z } from "zod";
 
 const { Workflow, Task, WaitForEvent, HumanTask, smithers, outputs } = createSmithers({

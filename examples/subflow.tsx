@@ -1,11 +1,11 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * A parent that runs a child workflow per step with <Subflow>: the child counts the words of a
  * text; its declared result becomes the parent's `counted` row, which the parent then reports.
  *   npx smithers up examples/subflow.tsx --input '{"text":"durable runs wait for the world"}'
  * The child run is stored beside the parent: SELECT run_id, parent_run_id FROM _smithers_runs.
  */
-import { createSmithers, Subflow } from "smithers";
+import { createSmithers, Subflow } from "smithers-workflows";
 import { z } from "zod";
 
 const child = createSmithers({

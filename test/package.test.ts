@@ -6,10 +6,10 @@ import pkg from "../package.json";
 const root = join(import.meta.dir, "..");
 
 describe("package", () => {
-  test("is the ESM package `smithers` with a smithers bin and the root and JSX runtime exports", () => {
-    expect(pkg.name).toBe("smithers");
+  test("is the ESM package `smithers-workflows` with `smithers` and `smithers-workflows` bins (a Node launcher that brings Bun) and the root and JSX runtime exports", () => {
+    expect(pkg.name).toBe("smithers-workflows");
     expect(pkg.type).toBe("module");
-    expect(pkg.bin.smithers).toBe("src/cli/index.ts");
+    expect(pkg.bin).toEqual({ smithers: "bin/smithers.js", "smithers-workflows": "bin/smithers.js" });
     expect(Object.keys(pkg.exports)).toEqual(expect.arrayContaining([".", "./jsx-runtime", "./jsx-dev-runtime"]));
   });
 
@@ -31,11 +31,11 @@ describe("package", () => {
   });
 
   test("the package name resolves to the same modules as the sources, so workflows and the engine share state", async () => {
-    const viaName = await import("smithers");
+    const viaName = await import("smithers-workflows");
     const viaPath = await import("../src/index.ts");
     expect(viaName.createSmithers).toBe(viaPath.createSmithers);
-    const runtime = await import("smithers/jsx-runtime");
-    const dev = await import("smithers/jsx-dev-runtime");
+    const runtime = await import("smithers-workflows/jsx-runtime");
+    const dev = await import("smithers-workflows/jsx-dev-runtime");
     expect(typeof runtime.jsx).toBe("function");
     expect(typeof dev.jsxDEV).toBe("function");
     expect(runtime.Fragment).toBe(dev.Fragment);
@@ -45,6 +45,7 @@ describe("package", () => {
     expect(Object.keys(pkg.dependencies).sort()).toEqual([
       "@mdx-js/mdx",
       "ai",
+      "bun",
       "croner",
       "diff",
       "drizzle-orm",
@@ -52,9 +53,9 @@ describe("package", () => {
       "fast-xml-parser",
       "hono",
       "postgres",
-      "zod",
     ]);
-    expect(pkg.dependencies.zod).toMatch(/^\^4/);
+    // zod is the user's: a peer (npm installs it when absent), so their schemas and ours are one zod.
+    expect(pkg.peerDependencies.zod).toMatch(/^\^4/);
     const all = { ...pkg.dependencies, ...pkg.devDependencies };
     expect(Object.keys(all).filter((name) => /^react(-dom)?$|^@types\/react/.test(name))).toEqual([]);
   });

@@ -207,7 +207,8 @@ function stdoutIsTty(): boolean {
 /** Commands that run or wait for runs: a first Ctrl-C or SIGTERM lets them finish what is in flight. */
 const STOPS_GRACEFULLY = new Set(["up", "supervise", "fork", "replay", "rewind", "serve", "worker", "events", "cancel"]);
 
-if (import.meta.main) {
+/** Runs the command line of this process (`process.argv`) and exits with its code: what the `smithers` bin does. */
+export async function runCommandLine(): Promise<never> {
   // First Ctrl-C cancels: running tasks get their grace period to stop. Second: bodies still
   // running are recorded abandoned at once and the run ends. Third: exit without waiting.
   const cancel = new AbortController();
@@ -239,3 +240,5 @@ if (import.meta.main) {
   // Everything is persisted by now; a task body still sleeping after a cancel must not keep the process alive.
   process.exit(code);
 }
+
+if (import.meta.main) await runCommandLine();

@@ -1,4 +1,4 @@
-/** Automatic JSX runtime (`jsxImportSource: "smithers"`). */
+/** Automatic JSX runtime (`jsxImportSource: "smithers-workflows"`). */
 import { makeElement, Fragment, type Component, type SmithersElement, type SmithersNode } from "./element.ts";
 
 export { Fragment };

@@ -4,8 +4,8 @@
  * Task's prompt text (see jsx/prompt-text.ts); `{props.x}` reads its props, and `props.schema`
  * is the task's output schema described for the agent.
  *
- * `smithers up` registers the loader itself; for scripts and tests, preload `smithers/mdx-preload`
- * (bunfig.toml: `preload = ["smithers/mdx-preload"]`) or call `Bun.plugin(mdxPlugin())`.
+ * `smithers up` registers the loader itself; for scripts and tests, preload `smithers-workflows/mdx-preload`
+ * (bunfig.toml: `preload = ["smithers-workflows/mdx-preload"]`) or call `Bun.plugin(mdxPlugin())`.
  */
 import type { BunPlugin } from "bun";
 
@@ -17,7 +17,7 @@ export function mdxPlugin(): BunPlugin {
       build.onLoad({ filter: /\.mdx$/ }, async (args) => {
         const { compile } = await import("@mdx-js/mdx");
         const source = await Bun.file(args.path).text();
-        const compiled = await compile(source, { jsxImportSource: "smithers", development: false });
+        const compiled = await compile(source, { jsxImportSource: "smithers-workflows", development: false });
         return { contents: String(compiled), loader: "js" };
       });
     },

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * Authoring forms smithers-orchestrator documents (JSX prompts, useCtx hooks, ctx.outputs,
  * ctx.latestArray, onProgress), written here in our own words.

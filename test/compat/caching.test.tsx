@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * Caching as smithers-orchestrator documents it ("Caching", the <Task> and <Workflow>
  * references, "Caching for iterative authoring", the gotcha on re-validated cached output),

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * `<ContinueAsNew>` and `<Loop continueAsNewEvery>` as smithers-orchestrator's documentation
  * describes them (its "<ContinueAsNew>" and "<Loop>" pages, and its run status contract), written

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * `deps`, `needs` and `depsOptional` as smithers-orchestrator's <Task> documentation describes
  * them (its "Dependencies: dependsOn, needs, deps" section), written here in our own words.

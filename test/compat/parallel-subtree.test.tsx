@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /** `<Parallel subtreeConcurrency>` as smithers-orchestrator's <Parallel> documentation describes it, in our own words. */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";

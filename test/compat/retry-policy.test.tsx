@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * What smithers-orchestrator's documentation says about a Task's retries, retry policy, timeouts
  * and schema corrections, checked against this engine with workflows of the kind it shows

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * <Saga> as smithers-orchestrator documents it: steps run in sequence, each with a compensation;
  * on a failure the compensations run in reverse; onFailure chooses compensate (the default),

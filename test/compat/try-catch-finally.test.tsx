@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * <TryCatchFinally> as smithers-orchestrator documents it: a workflow-scoped error boundary whose
  * catch may be a function of the error, whose catchErrors narrows what it catches (the rest goes

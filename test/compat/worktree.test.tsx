@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * `<Worktree>` as smithers-orchestrator's documentation describes it (its "<Worktree>" page:
  * descendants get the worktree as their working directory, innermost wins, duplicate ids and empty

@@ -6,9 +6,9 @@ import { execute, sql, tempDbPath, tempDir } from "../helpers.ts";
 import { root, smithers } from "./cli-helpers.ts";
 
 /** A workflow whose agent task `draft` echoes its prompt; with HANG=1 it writes $MARKER and never answers. */
-const workflowText = (prompt: string) => `/** @jsxImportSource smithers */
+const workflowText = (prompt: string) => `/** @jsxImportSource smithers-workflows */
 import { writeFileSync } from "node:fs";
-import { createSmithers } from "smithers";
+import { createSmithers } from "smithers-workflows";
 import { z } from "zod";
 
 const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ text: z.string() }) });
@@ -36,7 +36,7 @@ export default smithers(() => (
 function project(): string {
   const dir = tempDir();
   mkdirSync(join(dir, "node_modules"));
-  symlinkSync(root, join(dir, "node_modules", "smithers"));
+  symlinkSync(root, join(dir, "node_modules", "smithers-workflows"));
   symlinkSync(join(root, "node_modules", "zod"), join(dir, "node_modules", "zod"));
   return dir;
 }

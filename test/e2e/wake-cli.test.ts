@@ -117,7 +117,7 @@ test("a run serve cannot resume (its workflow changed since) is logged, journall
   const db = tempDbPath();
   const dir = tempDir(); // a project beside the repository, depending on it as an install would
   mkdirSync(join(dir, "node_modules"));
-  symlinkSync(root, join(dir, "node_modules", "smithers"));
+  symlinkSync(root, join(dir, "node_modules", "smithers-workflows"));
   symlinkSync(join(root, "node_modules", "zod"), join(dir, "node_modules", "zod"));
   const file = join(dir, "gate.tsx");
   copyFileSync(join(root, WAKE, "gate.tsx"), file);

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { approvalDecisionSchema, approve, createSmithers, deny, runWorkflow, type SmithersEvent } from "../../src/index.ts";

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /** <TryCatchFinally> and <Saga> in the engine: retries, resume after a crash or a failed run, frames. */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /** Continuing a run as a new one: the chain's ids, history per run, and what reaches a continued run (resume, signals, approvals, subflows). */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";

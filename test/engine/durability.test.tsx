@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /** `durability` on createSmithers, runWorkflow and supervise, and side-effect intents at FULL in both modes. */
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";

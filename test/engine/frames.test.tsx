@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { decodeFrameXml, frameHash, type FrameDelta, type XmlElement } from "../../src/codec/index.ts";

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 import { afterAll, describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { openSmithersDb, readOutputRowNow } from "../../src/db/index.ts";

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 import { expect } from "bun:test";
 import { customType, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { z } from "zod";

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 import { expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, runWorkflow } from "../../src/index.ts";

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 import { describe, expect, test } from "bun:test";
 import { statSync } from "node:fs";
 import { z } from "zod";

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /** What a failure scope (`<TryCatchFinally>`, `<Saga>`) leaves behind: dependents of its failed task, and waits inside it. */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /** Where a signal addressed to a parent run goes when a `<Subflow>` child run waits for it. */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { z } from "zod";

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /** frameHistory (every frame of a run in one pass) and planChanges (what changed between two frames). */
 import { expect, test } from "bun:test";
 import { z } from "zod";

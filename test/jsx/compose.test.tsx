@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /** Rendering <TryCatchFinally> and <Saga>: the plan nodes they make and the mistakes they refuse. */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { Fragment as DevFragment, jsxDEV } from "../../src/jsx/jsx-dev-runtime.ts";

@@ -1,6 +1,6 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 // Kept in its own file: `key` after a spread compiles to `createElement` imported from the
-// jsxImportSource root ("smithers"), and a missing export fails the whole module at load time.
+// jsxImportSource root ("smithers-workflows"), and a missing export fails the whole module at load time.
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { render, Task, Workflow } from "../../src/jsx/index.ts";

@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { Branch, createSmithers, Parallel, render, runWorkflow, Sequence } from "../../src/index.ts";

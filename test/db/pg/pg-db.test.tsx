@@ -1,4 +1,4 @@
-/** @jsxImportSource smithers */
+/** @jsxImportSource smithers-workflows */
 /**
  * The PostgreSQL backend against a real server: a workflow runs through the same engine, its rows
  * land in native column types, a run's event and signal seqs stay gap-free and unique when many

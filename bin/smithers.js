@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+// The `smithers` command for npm installs: Smithers is TypeScript run by Bun, and Bun comes in as
+// this package's dependency, so nothing needs installing by hand. This launcher finds that Bun
+// (or one on PATH) and runs the CLI with it. Under Bun already, it runs the CLI in-process.
+import { spawn } from "node:child_process";
+import { existsSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { delimiter, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const cli = fileURLToPath(new URL("../src/cli/index.ts", import.meta.url));
+const exe = process.platform === "win32" ? ".exe" : "";
+
+/** A real Bun binary (npm's placeholder for it, before Bun's postinstall, is a few bytes). */
+function binary(path) {
+  try {
+    return statSync(path).size > 1_000_000 ? path : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The platform packages Bun's npm package lists as optional dependencies, most specific first. */
+function platformPackages() {
+  const os = { darwin: "darwin", linux: "linux", freebsd: "freebsd", win32: "windows", android: "linux" }[process.platform];
+  const arch = { x64: "x64", arm64: "aarch64" }[process.arch];
+  if (!os || !arch) return [];
+  const musl = process.platform === "linux" && !process.report?.getReport?.().header?.glibcVersionRuntime;
+  const base = `@oven/bun-${os}-${arch}`;
+  return process.platform === "android" ? [`${base}-android`] : musl ? [`${base}-musl`, base] : [base, `${base}-musl`];
+}
+
+function findBun() {
+  if (process.env.SMITHERS_BUN) return process.env.SMITHERS_BUN;
+  const require = createRequire(import.meta.url);
+  try {
+    const bunDir = dirname(require.resolve("bun/package.json"));
+    const installed = binary(join(bunDir, "bin", "bun.exe"));
+    if (installed) return installed;
+    const fromBun = createRequire(join(bunDir, "package.json"));
+    for (const name of platformPackages()) {
+      try {
+        const found = binary(join(dirname(fromBun.resolve(`${name}/package.json`)), "bin", `bun${exe}`));
+        if (found) return found;
+      } catch {
+        // not installed for this platform
+      }
+    }
+  } catch {
+    // the bun package is not installed: look on PATH
+  }
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    const candidate = join(dir, `bun${exe}`);
+    if (dir && existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+if (process.versions.bun) {
+  const { runCommandLine } = await import(cli);
+  await runCommandLine();
+} else {
+  const bun = findBun();
+  if (!bun) {
+    console.error(
+      "BUN_NOT_FOUND: smithers runs on Bun, which comes with this package as the `bun` dependency, but no Bun binary was found.\n" +
+        "Reinstall the package (npm install), or install Bun (https://bun.sh) and put it on PATH, or set SMITHERS_BUN to its path.",
+    );
+    process.exit(2);
+  }
+  const args = [cli, ...process.argv.slice(2)];
+  if (typeof process.execve === "function") {
+    // Node 22.15+: become Bun, so signals, the exit code and the process id are Bun's own.
+    process.execve(bun, [bun, ...args], process.env);
+  }
+  const child = spawn(bun, args, { stdio: "inherit" });
+  // Ctrl-C reaches Bun from the terminal itself (same process group); counting it twice would
+  // turn a graceful cancel into an abandon, so the launcher only ignores it. Other stop signals
+  // sent to the launcher's pid are passed on.
+  process.on("SIGINT", () => {});
+  for (const signal of ["SIGTERM", "SIGHUP"]) process.on(signal, () => child.kill(signal));
+  child.on("error", (error) => {
+    console.error(`BUN_NOT_FOUND: could not start ${bun}: ${error.message}`);
+    process.exit(2);
+  });
+  child.on("exit", (code, signal) => {
+    if (signal) {
+      process.removeAllListeners(signal);
+      process.kill(process.pid, signal);
+    }
+    process.exit(code ?? 1);
+  });
+}
