@@ -6,6 +6,7 @@
 import { parseArgs } from "node:util";
 import type { InspectReport } from "../contract/index.ts";
 import { inspectRun } from "../engine/index.ts";
+import { failedAttemptLines } from "./inspect-failures.ts";
 import { formatUsage } from "./progress.ts";
 import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 
@@ -33,6 +34,7 @@ function text(report: InspectReport): string[] {
     const error = n.error ? ` (${n.error.code ?? ""}: ${n.error.message ?? ""})` : "";
     lines.push(`  ${n.nodeId} iter=${n.iteration} ${n.state}, ${n.attempts} attempt(s), ${n.durationMs} ms${usage}${error}`);
   }
+  lines.push(...failedAttemptLines(report));
   if (report.pendingApprovals.length > 0) lines.push("pending approvals:");
   for (const a of report.pendingApprovals) {
     lines.push(

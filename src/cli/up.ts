@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { runs } from "../db/index.ts";
 import { DEFAULT_DB_PATH, loadWorkflowFile, runWorkflow, type EnqueuedRun, type RunResult, type SmithersEvent } from "../engine/index.ts";
-import { SmithersError } from "../errors/index.ts";
+import { errorToJson, firstUserFrame, SmithersError } from "../errors/index.ts";
 import type { ModelPricing } from "../agents/index.ts";
 import { formatEvent, formatUsage, newProgress, redraw, renderProgress, trackProgress } from "./progress.ts";
 import { peerResume } from "./peer-resume.ts";
@@ -178,7 +178,12 @@ export async function upCommand(args: string[], io: Io, signals: StopSignals): P
     io.out(`the run waits for a timer: smithers supervise --watch resumes it when due (or run this command again with --resume then)`);
     return EXIT.waiting;
   }
-  if (result.error) io.err(`smithers: ${result.error.code}: ${result.error.message}`);
+  if (result.error) {
+    io.err(`smithers: ${result.error.code}: ${result.error.message}`);
+    // The author's line the failure was thrown from, when it was thrown from their code.
+    const at = firstUserFrame(errorToJson(result.error));
+    if (at) io.err(`  ${at}`);
+  }
   return EXIT.failed;
 }
 

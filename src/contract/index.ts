@@ -77,6 +77,16 @@ export type Usage = { inputTokens: number; cachedInputTokens: number; outputToke
 /** A stored error as the API shows it. */
 export type ErrorSummary = { code?: string; message?: string };
 
+/**
+ * A failed attempt's stored error: its code and message, and `stack` when it was thrown from the
+ * author's code: the frames in their files (`at fn (/abs/path.tsx:12:11)`), then one line saying
+ * how many internal frames (Smithers, node_modules, the runtime) were left out.
+ */
+export type AttemptError = ErrorSummary & { stack?: string[] };
+
+/** One failed attempt of a task, with its error. */
+export type FailedAttempt = { attempt: number; finishedAtMs: number | null; error: AttemptError };
+
 /** What every view of a run shows of it: its identity and times (`inspect`, `ps`, GET /runs). */
 export type RunHeader = {
   runId: string;
@@ -120,6 +130,8 @@ export type NodeReport = {
   durationMs: number;
   error: ErrorSummary | null;
   usage: Usage | null;
+  /** Its failed attempts, the last few (MAX_FAILED_ATTEMPTS_SHOWN), oldest first, each with its error and stack. */
+  failedAttempts: FailedAttempt[];
 };
 
 /** A node waiting for a signal or a timer (an approval or a human answer is listed on its own too). */

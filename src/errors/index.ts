@@ -1,6 +1,8 @@
 import { capString, SAFE_JSON_LIMITS, safeStringify, toSafeJson } from "./safe-json.ts";
+import { nextStack, type StackCount } from "./stack.ts";
 
 export { capString, safeStringify, toSafeJson, SAFE_JSON_LIMITS, type SafeJsonLimits } from "./safe-json.ts";
+export { firstUserFrame, frameLocation, relativeFrame, STACK_LIMITS, storedStack, userStack, type FrameLocation } from "./stack.ts";
 
 /**
  * Every failure Smithers reports is a SmithersError with a stable `code` from the error table
@@ -92,24 +94,36 @@ export function describeThrown(value: unknown): string {
 /**
  * A JSON-safe, bounded description of any thrown value, for `error_json` columns and events:
  * a SmithersError's code, message and details, an Error's fields, anything else as its message.
+ * Each error along the chain that was thrown from the author's code keeps `stack`: its frames in
+ * the author's files, the internal ones counted (see stack.ts, STACK_LIMITS).
  * Bounded by SAFE_JSON_LIMITS; JSON.stringify of it never throws.
  */
 export function errorToJson(error: unknown): Record<string, unknown> {
   let source: unknown;
+  const stacks: StackCount = { kept: 0 };
   if (SmithersError.is(error)) {
     const { cause, ...rest } = error.details;
-    source = { name: error.name, code: error.code, message: error.message, ...rest, ...(cause === undefined ? {} : { cause }) };
+    const stack = nextStack(stacks, readStack(error));
+    source = { name: error.name, code: error.code, message: error.message, ...rest, ...(stack ? { stack } : {}), ...(cause === undefined ? {} : { cause }) };
   } else if (isInstance(error, Error)) {
-    source = error; // walked as its fields: name, message, code, own fields, cause
+    source = error; // walked as its fields: name, message, code, own fields, the author's stack frames, cause
   } else {
     source = { message: describeThrown(error) };
   }
-  const safe = toSafeJson(source);
+  const safe = toSafeJson(source, SAFE_JSON_LIMITS, stacks);
   return typeof safe === "object" && safe !== null && !Array.isArray(safe) ? (safe as Record<string, unknown>) : { message: String(safe) };
 }
 
+function readStack(error: Error): unknown {
+  try {
+    return error.stack;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * The error without its bulky details (nested causes, issue lists, agent attempts): name, code,
+ * The error without its bulky details (nested causes, issue lists, agent attempts, stacks): name, code,
  * message and scalar details such as nodeId and attempt. The run row and the journal's events
  * carry this; the attempt row carries the whole errorToJson.
  */

@@ -4,6 +4,7 @@
  * throw, a 10 MB string, a 500-level nesting), because what it serializes is written inside a
  * step's transaction, and a value that cannot be written there must not stop the run.
  */
+import { nextStack, type StackCount } from "./stack.ts";
 
 /**
  * The bounds, stated: nesting deeper than `depth` becomes "[Depth limit]", a string longer than
@@ -15,7 +16,8 @@ export const SAFE_JSON_LIMITS = { depth: 8, stringChars: 2_000, arrayItems: 50, 
 
 export type SafeJsonLimits = { depth: number; stringChars: number; arrayItems: number; objectKeys: number; totalChars: number };
 
-type Walk = { limits: SafeJsonLimits; seen: Set<object>; budget: number };
+/** `stacks`: set by errorToJson only: each Error walked keeps its author's stack frames (stack.ts), counted here. */
+type Walk = { limits: SafeJsonLimits; seen: Set<object>; budget: number; stacks: StackCount | undefined };
 
 /** Cuts a string to `max` characters, saying how many were left out. */
 export function capString(text: string, max: number = SAFE_JSON_LIMITS.stringChars): string {
@@ -39,8 +41,11 @@ function keysOf(value: object): string[] {
   }
 }
 
-/** An Error as plain fields: name, message, a string `code` if it has one, and the rest of its own fields. */
-function errorFields(error: Error): Record<string, unknown> {
+/**
+ * An Error as plain fields: name, message, a string `code` if it has one, the rest of its own
+ * fields, its author's stack frames when the walk keeps stacks, and its cause.
+ */
+function errorFields(error: Error, stacks: StackCount | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = { name: read(error, "name"), message: read(error, "message") };
   const code = read(error, "code");
   if (typeof code === "string" || typeof code === "number") out.code = code;
@@ -52,6 +57,8 @@ function errorFields(error: Error): Record<string, unknown> {
       for (const k of keysOf(value)) if (k !== "cause" && !(k in out)) out[k] = read(value, k);
     } else out[key] = value;
   }
+  const stack = stacks ? nextStack(stacks, read(error, "stack")) : undefined;
+  if (stack) out.stack = stack;
   const cause = read(error, "cause");
   if (cause !== undefined) out.cause = cause;
   return out;
@@ -95,7 +102,7 @@ function walk(value: unknown, depth: number, w: Walk): unknown {
       if (length > out.length) out.push(`[${length - out.length} more items]`);
       return out;
     }
-    const source = object instanceof Error ? errorFields(object) : object;
+    const source = object instanceof Error ? errorFields(object, w.stacks) : object;
     const out: Record<string, unknown> = {};
     const keys = keysOf(source);
     let kept = 0;
@@ -120,9 +127,10 @@ function walk(value: unknown, depth: number, w: Walk): unknown {
 /**
  * A JSON-safe, bounded copy of `value` (see SAFE_JSON_LIMITS): BigInt becomes `"12n"`, a cycle
  * `"[Circular]"`, an Error its fields, a Date its ISO text; `undefined` fields are left out.
+ * With `stacks` (errorToJson), each Error also keeps its author's stack frames, counted there.
  */
-export function toSafeJson(value: unknown, limits: SafeJsonLimits = SAFE_JSON_LIMITS): unknown {
-  return walk(value, 0, { limits, seen: new Set(), budget: limits.totalChars });
+export function toSafeJson(value: unknown, limits: SafeJsonLimits = SAFE_JSON_LIMITS, stacks?: StackCount): unknown {
+  return walk(value, 0, { limits, seen: new Set(), budget: limits.totalChars, stacks });
 }
 
 /** `JSON.stringify` that never throws and stays within `limits.totalChars` (falls back to `fallback`'s text). */

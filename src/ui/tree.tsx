@@ -91,6 +91,7 @@ function Task({ node, info, highlight }: { node: FrameTree; info: TreeProps["inf
         )}
       </div>
       {report?.error && <p class="error task-error">{`${report.error.code ?? ""} ${report.error.message ?? ""}`.trim()}</p>}
+      {report && <AttemptStack failed={report.failedAttempts} />}
       {known?.output && <code class="output">{JSON.stringify(known.output.row)}</code>}
       {known?.log && (
         <pre class="agent-output" role="log" aria-label={`Agent output of ${String(p.id)}`}>
@@ -98,6 +99,21 @@ function Task({ node, info, highlight }: { node: FrameTree; info: TreeProps["inf
         </pre>
       )}
     </div>
+  );
+}
+
+/**
+ * Where the last failed attempt's error was thrown: the frames in the author's files (the stored
+ * stack keeps only those, and counts the internal ones), collapsed under the error.
+ */
+function AttemptStack({ failed }: { failed: TaskReport["failedAttempts"] | undefined }) {
+  const last = failed?.findLast((f) => f.error.stack !== undefined && f.error.stack.length > 0);
+  if (!last?.error.stack) return null;
+  return (
+    <details class="stack" data-testid="attempt-stack">
+      <summary>Stack of attempt {last.attempt}</summary>
+      <pre>{last.error.stack.join("\n")}</pre>
+    </details>
   );
 }
 

@@ -51,14 +51,12 @@ describe("toSafeJson", () => {
 describe("errorToJson", () => {
   test("a SmithersError keeps its code, message and details, its cause nested", () => {
     const error = new SmithersError("TASK_FAILED", "t failed", { nodeId: "t", attempt: 2, cause: new Error("inner") });
-    expect(errorToJson(error)).toEqual({
-      name: "SmithersError",
-      code: "TASK_FAILED",
-      message: "t failed",
-      nodeId: "t",
-      attempt: 2,
-      cause: { name: "Error", message: "inner" },
-    });
+    // Both were made in this file, an author's file: each keeps its stack (test/errors/stack.test.ts).
+    const { stack, cause, ...rest } = errorToJson(error) as { stack?: string[]; cause: { stack?: string[] } };
+    const { stack: causeStack, ...causeRest } = cause;
+    expect(rest).toEqual({ name: "SmithersError", code: "TASK_FAILED", message: "t failed", nodeId: "t", attempt: 2 });
+    expect(causeRest).toEqual({ name: "Error", message: "inner" });
+    expect([stack?.[0], causeStack?.[0]]).toEqual([expect.stringContaining("safe-json.test.ts:"), expect.stringContaining("safe-json.test.ts:")]);
   });
 
   test("the summary keeps only scalars: no causes, issue lists or agent attempts", () => {

@@ -237,7 +237,9 @@ function asTaskError(a: AttemptInput, error: unknown): SmithersError {
   const details = { nodeId: a.task.nodeId, iteration: a.task.iteration, attempt: a.attempt };
   try {
     if (SmithersError.is(error)) {
-      return new SmithersError(error.code, error.message, { ...error.details, ...details, cause: error.details.cause });
+      const copy = new SmithersError(error.code, error.message, { ...error.details, ...details, cause: error.details.cause });
+      copy.stack = error.stack; // where it was thrown (the author's call, if theirs), not this copy
+      return copy;
     }
     return new SmithersError("TASK_FAILED", `Task "${a.task.nodeId}" failed: ${describeThrown(error)}`, { ...details, cause: error });
   } catch {

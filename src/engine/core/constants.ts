@@ -80,3 +80,6 @@ export const PURE_BATCH_MAX_MS = 20;
 
 /** A running engine gives the event loop a turn at least this often (its steps may all resolve as microtasks). */
 export const YIELD_EVERY_MS = 20;
+
+/** `inspect` and the run page list each task's last this many failed attempts (a retried task may fail many times). */
+export const MAX_FAILED_ATTEMPTS_SHOWN = 5;

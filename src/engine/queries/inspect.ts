@@ -6,6 +6,7 @@ import { pendingApprovals } from "../waits/index.ts";
 import { addToTotals, NO_USAGE } from "../core/index.ts";
 import { readFrame } from "../history/index.ts";
 import { frameNodes } from "../history/index.ts";
+import { failedAttemptsByNode } from "./attempt-failures.ts";
 import { runHeader } from "./runs.ts";
 
 function parseJson<T>(text: string | null): T | null {
@@ -59,6 +60,7 @@ export async function inspectRun(db: SmithersDb, runId: string): Promise<Inspect
       durationMs: 0,
       error: error ? { code: error.code, message: error.message } : null,
       usage: null,
+      failedAttempts: [],
     });
   }
   for (const a of attempts) {
@@ -67,6 +69,10 @@ export async function inspectRun(db: SmithersDb, runId: string): Promise<Inspect
     node.attempts++;
     if (a.finishedAtMs !== null) node.durationMs += a.finishedAtMs - a.startedAtMs;
     if (a.inputTokens !== null || a.outputTokens !== null || a.costUsd !== null) node.usage = addToTotals(node.usage ?? NO_USAGE, a);
+  }
+  for (const [key, failed] of failedAttemptsByNode(attempts)) {
+    const node = byNode.get(key);
+    if (node) node.failedAttempts = failed;
   }
   const error = parseJson<{ code?: string; message?: string }>(run.errorJson);
   return {
