@@ -3,6 +3,7 @@
  * headless Chromium against a real server and real runs (see harness.ts).
  */
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { approvals, runs } from "../../src/db/index.ts";
 import type { Page } from "playwright-core";
@@ -208,6 +209,33 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
       await page.screenshot({ path: join(SHOTS, "timeline.png"), fullPage: true });
       await timeline.locator(".forks a").click();
       await page.waitForURL(`${h.url}/runs/${forkId}`);
+      await page.close();
+    },
+    TIMEOUT_MS,
+  );
+
+  test(
+    "a failed task shows its error and, collapsed under it, the stack of its failed attempt starting at the author's line",
+    async () => {
+      const fixture = join(import.meta.dir, "..", "fixtures", "throws.tsx");
+      const line =
+        readFileSync(fixture, "utf8")
+          .split("\n")
+          .findIndex((l) => l.includes("// THROWS HERE")) + 1;
+      const runId = await h.start("throws");
+      await h.waitForStatus(runId, ["failed"]);
+      const page = await h.open(`/runs/${runId}`);
+      const task = page.locator('.tree .task[data-task="total"]');
+      await task.locator(".task-error").getByText("not a number: twelve", { exact: false }).waitFor({ timeout: 10_000 });
+      const stack = task.getByTestId("attempt-stack");
+      const frames = stack.locator("pre");
+      expect(await frames.isVisible()).toBe(false); // collapsed until asked for
+      await stack.getByText("Stack of attempt 1").click();
+      await frames.waitFor({ state: "visible" });
+      const text = (await frames.textContent()) ?? "";
+      expect(text.split("\n")[0]).toStartWith(`at parseTotal (${fixture}:${line}:`);
+      expect(text).toMatch(/… \d+ internal frames?$/);
+      await page.screenshot({ path: join(SHOTS, "run-failed-stack.png"), fullPage: true });
       await page.close();
     },
     TIMEOUT_MS,
