@@ -116,7 +116,9 @@ function underCwd(file: string, cwd: string): string {
 /** A stored frame line with its path relative to `cwd` (when under it), for a terminal. */
 export function relativeFrame(frame: string, cwd: string = process.cwd()): string {
   const where = frameLocation(frame);
-  return where ? frame.replace(where.file, underCwd(where.file, cwd)) : frame;
+  if (!where) return frame;
+  const url = Bun.pathToFileURL(where.file).href;
+  return frame.includes(url) ? frame.replace(url, underCwd(where.file, cwd)) : frame.replace(where.file, underCwd(where.file, cwd));
 }
 
 /** The first frame of a stored error's stack as `at path:line:column`, the path relative to `cwd` when under it. */

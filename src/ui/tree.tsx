@@ -91,7 +91,7 @@ function Task({ node, info, highlight }: { node: FrameTree; info: TreeProps["inf
         )}
       </div>
       {report?.error && <p class="error task-error">{`${report.error.code ?? ""} ${report.error.message ?? ""}`.trim()}</p>}
-      {report && <AttemptStack failed={report.failedAttempts} />}
+      {report && report.state !== "finished" && <AttemptStack failed={report.failedAttempts} />}
       {known?.output && <code class="output">{JSON.stringify(known.output.row)}</code>}
       {known?.log && (
         <pre class="agent-output" role="log" aria-label={`Agent output of ${String(p.id)}`}>
@@ -104,7 +104,8 @@ function Task({ node, info, highlight }: { node: FrameTree; info: TreeProps["inf
 
 /**
  * Where the last failed attempt's error was thrown: the frames in the author's files (the stored
- * stack keeps only those, and counts the internal ones), collapsed under the error.
+ * stack keeps only those, and counts the internal ones), collapsed under the error. Shown while
+ * the task has not finished (failed, or retrying); `inspect` keeps the history of one that did.
  */
 function AttemptStack({ failed }: { failed: TaskReport["failedAttempts"] | undefined }) {
   const last = failed?.findLast((f) => f.error.stack !== undefined && f.error.stack.length > 0);

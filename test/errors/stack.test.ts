@@ -101,6 +101,7 @@ describe("firstUserFrame", () => {
 
   test("relativeFrame shortens a frame's path under cwd and leaves the rest of the line", () => {
     expect(relativeFrame(`at parseTotal (${author}:17:38)`, "/home/ana/project")).toBe("at parseTotal (workflows/review.tsx:17:38)");
+    expect(relativeFrame(`at file://${author}:17:38`, "/home/ana/project")).toBe("at workflows/review.tsx:17:38");
     expect(relativeFrame("… 3 internal frames", "/home/ana/project")).toBe("… 3 internal frames");
   });
 });
