@@ -4,5 +4,13 @@
  * in for real agents with recorded replies.
  */
 export { testWorkflow, WorkflowTest, type TestClock, type TestRunOptions, type TestWorkflowOptions } from "./test-workflow.ts";
-export { recordAgent, replayAgent, type RecordingAgent, type ReplayAgent, type ReplayOptions, type Transcript, type TranscriptEntry } from "./recorded-agent.ts";
+export {
+  recordAgent,
+  replayAgent,
+  type RecordingAgent,
+  type ReplayAgent,
+  type ReplayOptions,
+  type Transcript,
+  type TranscriptEntry,
+} from "./recorded-agent.ts";
 export { scriptedAgent, type ScriptedAgent, type ScriptedReply } from "../agents/index.ts";

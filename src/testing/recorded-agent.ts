@@ -22,11 +22,13 @@ export type Transcript = { version: 1; agentId?: string; entries: TranscriptEntr
 export interface RecordingAgent extends Agent {
   /** The calls recorded so far (also in the file, rewritten after each one). */
   readonly transcript: Transcript;
+  generate(args: AgentGenerateArgs): Promise<AgentReply>;
 }
 
 export interface ReplayAgent extends Agent {
   /** The calls the replay answered, in order. */
   readonly calls: AgentGenerateArgs[];
+  generate(args: AgentGenerateArgs): Promise<AgentReply>;
 }
 
 export type ReplayOptions = {
@@ -143,18 +145,26 @@ export function replayAgent(source: string | Transcript, options: ReplayOptions 
       const index = options.match === "order" ? next : transcript.entries.findIndex((e, i) => !used[i] && e.prompt === args.prompt);
       if (index < 0) {
         const expected = transcript.entries[next]!.prompt;
-        throw new SmithersError("REPLAY_MISMATCH", `replayAgent "${id}" was asked ${shown(args.prompt)}, which ${name} does not hold; the next recorded prompt is ${shown(expected)}`, {
-          agentId: id,
-          prompt: args.prompt,
-          expected,
-        });
+        throw new SmithersError(
+          "REPLAY_MISMATCH",
+          `replayAgent "${id}" was asked ${shown(args.prompt)}, which ${name} does not hold; the next recorded prompt is ${shown(expected)}`,
+          {
+            agentId: id,
+            prompt: args.prompt,
+            expected,
+          },
+        );
       }
       used[index] = true;
       calls.push({ ...args });
       const entry = transcript.entries[index]!;
       if (entry.error) throw replayedError({ error: entry.error });
       const reply = entry.reply!;
-      return { text: reply.text, ...(reply.output === undefined ? {} : { output: reply.output }), ...(reply.usage === undefined ? {} : { usage: reply.usage }) };
+      return {
+        text: reply.text,
+        ...(reply.output === undefined ? {} : { output: reply.output }),
+        ...(reply.usage === undefined ? {} : { usage: reply.usage }),
+      };
     },
   };
 }

@@ -101,10 +101,10 @@ export class WorkflowTest implements AsyncDisposable {
   }
 
   /** Starts a run with `input` and drives it until it ends, waits, or waits for the clock only. */
-  run(input?: unknown, options: TestRunOptions = {}): Promise<RunResult> {
+  async run(input?: unknown, options: TestRunOptions = {}): Promise<RunResult> {
     const runId = options.runId ?? crypto.randomUUID();
     const drive = this.start(runId, (clock, onEvent) => runWorkflow(this.workflow, { ...this.runOptions(options, clock, onEvent), input, runId }));
-    return this.outcome(drive, runId);
+    return await this.outcome(drive, runId);
   }
 
   /**
@@ -112,13 +112,13 @@ export class WorkflowTest implements AsyncDisposable {
    * one that waits is resumed (after approve, signal or answer it goes on); one the kit saw end
    * (finished, failed, cancelled) is returned as it ended, not run again.
    */
-  resume(runId: string, options: TestRunOptions = {}): Promise<RunResult> {
+  async resume(runId: string, options: TestRunOptions = {}): Promise<RunResult> {
     const drive = this.drives.get(runId);
-    if (drive && !drive.done) return this.outcome(drive, runId);
+    if (drive && !drive.done) return await this.outcome(drive, runId);
     const ended = drive?.results.get(runId);
-    if (ended && isOver(ended.status)) return Promise.resolve(ended);
+    if (ended && isOver(ended.status)) return ended;
     const next = this.start(runId, (clock, onEvent) => runWorkflow(this.workflow, { ...this.runOptions(options, clock, onEvent), runId, resume: true }));
-    return this.outcome(next, runId);
+    return await this.outcome(next, runId);
   }
 
   /** Approves the gate at `nodeId` (the run's only pending gate when left out); resume the run to go on. */
@@ -212,7 +212,11 @@ export class WorkflowTest implements AsyncDisposable {
     const signal = options.signal ? AbortSignal.any([options.signal, this.stop.signal]) : this.stop.signal;
     const abandonSignal = options.abandonSignal ? AbortSignal.any([options.abandonSignal, this.stop.signal]) : this.stop.signal;
     const listen = options.onEvent;
-    return { ...options, clock, signal, abandonSignal, onEvent: listen ? (e) => (onEvent(e), listen(e)) : onEvent };
+    const both = (event: SmithersEvent) => {
+      onEvent(event);
+      listen?.(event);
+    };
+    return { ...options, clock, signal, abandonSignal, onEvent: listen ? both : onEvent };
   }
 
   /** Starts an engine call as a drive with a clock of its own timers; `runId`: the run it is about, when known. */
@@ -288,7 +292,8 @@ export class WorkflowTest implements AsyncDisposable {
     }
     await this.quiet();
     for (let stops = 0; ; stops++) {
-      if (stops >= MAX_FIRINGS_PER_ADVANCE) throw new SmithersError("INVALID_OPTION", `advance() stopped after ${stops} due times: something keeps setting timers`);
+      if (stops >= MAX_FIRINGS_PER_ADVANCE)
+        throw new SmithersError("INVALID_OPTION", `advance() stopped after ${stops} due times: something keeps setting timers`);
       const at = await this.nextDueMs(targetMs);
       if (at === undefined) break;
       this.virtual.set(at);

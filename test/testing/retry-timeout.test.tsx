@@ -41,9 +41,7 @@ describe("testWorkflow: retries and timeouts on the virtual clock", () => {
     const workflow = smithers(() => (
       <Workflow name="slow">
         <Task id="slow" output={outputs.out} timeoutMs={30_000} noRetry>
-          {({ signal }) =>
-            new Promise<{ ok: boolean }>((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }))
-          }
+          {({ signal }) => new Promise<{ ok: boolean }>((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }))}
         </Task>
       </Workflow>
     ));
