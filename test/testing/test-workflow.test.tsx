@@ -2,7 +2,8 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { z } from "zod";
-import { createSmithers } from "smithers-workflows";
+import { createSmithers, Subflow } from "smithers-workflows";
+import { runs } from "../../src/db/index.ts";
 import { rejection } from "../helpers.ts";
 import { testWorkflow } from "smithers-workflows/testing";
 
@@ -78,5 +79,40 @@ describe("testWorkflow", () => {
     await t.clock.advance(0);
     await t.close();
     expect(await pending).toMatchObject({ status: "cancelled" });
+  });
+
+  test("a run's row and events are stamped by the virtual clock, not the database's", async () => {
+    await using t = await testWorkflow(loopWorkflow(), { startAt: Date.UTC(2020, 1, 2) });
+    const run = await t.run({ name: "Ada" });
+    const row = await runs.getRun(t.db, run.runId);
+    expect([row?.createdAtMs, row?.heartbeatAtMs, row?.finishedAtMs]).toEqual([Date.UTC(2020, 1, 2), Date.UTC(2020, 1, 2), Date.UTC(2020, 1, 2)]);
+    expect(new Set(t.events(run.runId).map((e) => e.timestampMs))).toEqual(new Set([Date.UTC(2020, 1, 2)]));
+  });
+
+  test("a <Subflow> child runs on the test's database and clock: its 1-day timer holds the parent until the clock passes it", async () => {
+    const child = createSmithers({ done: z.object({ ok: z.boolean() }) });
+    const childWorkflow = child.smithers(
+      () => (
+        <child.Workflow name="child">
+          <child.Timer id="cool-off" duration="1d" />
+          <child.Task id="done" output={child.outputs.done}>
+            {{ ok: true }}
+          </child.Task>
+        </child.Workflow>
+      ),
+      { output: child.outputs.done },
+    );
+    const { Workflow, smithers, outputs } = createSmithers({ sub: z.object({ ok: z.boolean() }) });
+    const parent = smithers(() => (
+      <Workflow name="parent">
+        <Subflow id="sub" workflow={childWorkflow} output={outputs.sub} />
+      </Workflow>
+    ));
+    await using t = await testWorkflow(parent);
+    const run = await t.run();
+    expect(run.status).toBe("waiting-timer");
+    await t.clock.advance(86_400_000);
+    expect(await t.resume(run.runId)).toMatchObject({ status: "finished" });
+    expect(t.output(run.runId, "sub")).toEqual({ ok: true });
   });
 });
