@@ -6,22 +6,18 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { cron as cronRows, openSmithersDb, readOutputRowsNow, runs, stripBookkeeping, type OutputRow, type SmithersDb } from "../db/index.ts";
+import { openSmithersDb, readOutputRowsNow, runs, stripBookkeeping, type OutputRow, type SmithersDb } from "../db/index.ts";
 import {
   addCron,
   answerHuman,
   approve,
   deny,
-  fireDueCrons,
   humanInbox,
   isOver,
-  runWorkflow,
   sendSignal,
-  type Clock,
   type CronSchedule,
   type Decision,
   type DecideOptions,
-  type RunOptions,
   type RunResult,
   type SendSignalOptions,
   type SentSignal,
@@ -29,9 +25,10 @@ import {
   type SmithersWorkflow,
 } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
-import { DEFAULT_START_AT_MS, MAX_FIRINGS_PER_ADVANCE, QUIET_TURNS } from "./constants.ts";
-import { Drive } from "./drive.ts";
-import { VirtualClock } from "./virtual-clock.ts";
+import { DEFAULT_START_AT_MS } from "./constants.ts";
+import { Driver, type TestRunOptions } from "./driver.ts";
+
+export type { TestRunOptions } from "./driver.ts";
 
 export type TestWorkflowOptions = {
   /** Where runs are stored: a fresh in-memory SQLite database (default), or a file in a new temp directory, deleted by close(). */
@@ -39,9 +36,6 @@ export type TestWorkflowOptions = {
   /** Where the virtual clock starts (default 2026-01-01T00:00:00Z). */
   startAt?: number | Date;
 };
-
-/** What t.run and t.resume take besides the input: runWorkflow's options, less those the kit sets. */
-export type TestRunOptions = Omit<RunOptions, "enqueue" | "input" | "resume" | "dbPath" | "clock">;
 
 /** The virtual clock of a test: only advance() moves it. */
 export interface TestClock {
@@ -62,8 +56,6 @@ function startMs(startAt: number | Date | undefined): number {
   return ms;
 }
 
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 /**
  * A workflow under test; made by testWorkflow. `run` and `resume` return once the run ended,
  * stopped to wait (`waiting-approval`, `waiting-event`, `waiting-timer`), or, with status
@@ -74,15 +66,7 @@ export class WorkflowTest implements AsyncDisposable {
   /** The workflow as the kit runs it: the one given, on this test's database. */
   readonly workflow: SmithersWorkflow;
   readonly clock: TestClock;
-  private readonly virtual: VirtualClock;
-  /** The latest drive of each run id it touched. */
-  private readonly drives = new Map<string, Drive>();
-  private readonly live = new Set<Drive>();
-  private readonly heard = new Map<string, SmithersEvent[]>();
-  /** Aborted by close(): runs still going are cancelled, and stopped task bodies abandoned at once. */
-  private readonly stop = new AbortController();
-  private eventCount = 0;
-  private crons = false;
+  private readonly driver: Driver;
   private closed = false;
 
   constructor(
@@ -92,19 +76,17 @@ export class WorkflowTest implements AsyncDisposable {
     private readonly tempDir: string | undefined,
   ) {
     this.workflow = { ...workflow, dbFor: () => db };
-    this.virtual = new VirtualClock(startAtMs);
+    const driver = (this.driver = new Driver(this.workflow, db, startAtMs));
     this.clock = {
-      now: () => this.virtual.nowMs,
-      advance: (ms) => this.advanceTo(this.virtual.nowMs + ms),
-      advanceTo: (time) => this.advanceTo(time instanceof Date ? time.getTime() : time),
+      now: () => driver.virtual.nowMs,
+      advance: (ms) => driver.advanceTo(driver.virtual.nowMs + ms),
+      advanceTo: (time) => driver.advanceTo(time instanceof Date ? time.getTime() : time),
     };
   }
 
   /** Starts a run with `input` and drives it until it ends, waits, or waits for the clock only. */
   async run(input?: unknown, options: TestRunOptions = {}): Promise<RunResult> {
-    const runId = options.runId ?? crypto.randomUUID();
-    const drive = this.start(runId, (clock, onEvent) => runWorkflow(this.workflow, { ...this.runOptions(options, clock, onEvent), input, runId }));
-    return await this.outcome(drive, runId);
+    return await this.driver.drive(options.runId ?? crypto.randomUUID(), options, { input });
   }
 
   /**
@@ -113,12 +95,11 @@ export class WorkflowTest implements AsyncDisposable {
    * (finished, failed, cancelled) is returned as it ended, not run again.
    */
   async resume(runId: string, options: TestRunOptions = {}): Promise<RunResult> {
-    const drive = this.drives.get(runId);
-    if (drive && !drive.done) return await this.outcome(drive, runId);
+    const drive = this.driver.latest(runId);
+    if (drive && !drive.done) return await this.driver.outcome(drive, runId);
     const ended = drive?.results.get(runId);
     if (ended && isOver(ended.status)) return ended;
-    const next = this.start(runId, (clock, onEvent) => runWorkflow(this.workflow, { ...this.runOptions(options, clock, onEvent), runId, resume: true }));
-    return await this.outcome(next, runId);
+    return await this.driver.drive(runId, options, { resume: true });
   }
 
   /** Approves the gate at `nodeId` (the run's only pending gate when left out); resume the run to go on. */
@@ -168,7 +149,7 @@ export class WorkflowTest implements AsyncDisposable {
 
   /** The events the kit heard of the run, in order. */
   events(runId: string): SmithersEvent[] {
-    return [...(this.heard.get(runId) ?? [])];
+    return this.driver.events(runId);
   }
 
   /** Every run in the test's database, newest first, with its status (cron runs among them). */
@@ -182,7 +163,7 @@ export class WorkflowTest implements AsyncDisposable {
    * the first after the virtual now, and advance() starts a run at each slot it passes.
    */
   cron(schedule: string, options: { cronId?: string; input?: unknown; timezone?: string } = {}): Promise<CronSchedule> {
-    this.crons = true;
+    this.driver.crons = true;
     const workflowPath = this.workflow.sourcePath ?? "workflow.tsx";
     return addCron(this.db, { ...options, workflowPath, schedule, now: this.clock.now });
   }
@@ -191,11 +172,7 @@ export class WorkflowTest implements AsyncDisposable {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.stop.abort();
-    while (this.live.size > 0) {
-      this.virtual.fireDue();
-      await Promise.race([Promise.all([...this.live].map((d) => d.next())), turn()]);
-    }
+    await this.driver.close();
     await this.db.close();
     if (this.tempDir) rmSync(this.tempDir, { recursive: true, force: true });
   }
@@ -206,128 +183,6 @@ export class WorkflowTest implements AsyncDisposable {
 
   private rows(runId: string): OutputRow[] {
     return this.workflow.registry.all().flatMap((info) => readOutputRowsNow(this.db, info, runId));
-  }
-
-  private runOptions(options: TestRunOptions, clock: Clock, onEvent: (event: SmithersEvent) => void): RunOptions {
-    const signal = options.signal ? AbortSignal.any([options.signal, this.stop.signal]) : this.stop.signal;
-    const abandonSignal = options.abandonSignal ? AbortSignal.any([options.abandonSignal, this.stop.signal]) : this.stop.signal;
-    const listen = options.onEvent;
-    const both = (event: SmithersEvent) => {
-      onEvent(event);
-      listen?.(event);
-    };
-    return { ...options, clock, signal, abandonSignal, onEvent: listen ? both : onEvent };
-  }
-
-  /** Starts an engine call as a drive with a clock of its own timers; `runId`: the run it is about, when known. */
-  private start(runId: string | undefined, call: (clock: Clock, onEvent: (event: SmithersEvent) => void) => Promise<RunResult | RunResult[]>): Drive {
-    if (this.closed) throw new SmithersError("INVALID_OPTION", "This workflow test is closed");
-    const drive = new Drive(runId);
-    if (runId !== undefined) this.drives.set(runId, drive);
-    this.live.add(drive);
-    const onEvent = (event: SmithersEvent) => {
-      this.eventCount++;
-      this.drives.set(event.runId, drive);
-      let list = this.heard.get(event.runId);
-      if (!list) this.heard.set(event.runId, (list = []));
-      list.push(event);
-      drive.hear(event);
-    };
-    const ended = (results: RunResult[] | undefined, error?: unknown) => {
-      this.live.delete(drive);
-      drive.end(results, error);
-    };
-    call(this.virtual.for(drive), onEvent).then(
-      (result) => ended(Array.isArray(result) ? result : [result]),
-      (error: unknown) => ended(undefined, error),
-    );
-    return drive;
-  }
-
-  /** The drive's result once it settles (see run); a rejection of the engine call is thrown. */
-  private async outcome(drive: Drive, runId: string): Promise<RunResult> {
-    await this.settle(drive);
-    if (drive.failed) throw drive.failed.error;
-    const id = drive.lastRunId ?? runId;
-    if (drive.done) return drive.results.get(id) ?? [...drive.results.values()].at(-1) ?? { runId: id, status: "running" };
-    return { runId: id, status: "running" };
-  }
-
-  /** Until the drive ended, or only its timers on the virtual clock can move it on. */
-  private async settle(drive: Drive): Promise<void> {
-    while (!drive.done) {
-      if (drive.working.size > 0) {
-        await drive.next(); // a task body at work, in real time
-        continue;
-      }
-      await this.quiet();
-      if (drive.done || drive.working.size > 0) continue;
-      if (this.virtual.hasTimers(drive)) return;
-      // Between two states (ending, or about to start an attempt): look again once something happens.
-      await Promise.race([drive.next(), turn()]);
-    }
-  }
-
-  /** Until nothing moved for QUIET_TURNS turns of the event loop; timers due at the current time fire on the way. */
-  private async quiet(): Promise<void> {
-    let mark = -1;
-    let still = 0;
-    while (still < QUIET_TURNS) {
-      await turn();
-      const now = this.virtual.activity + this.eventCount;
-      if (now !== mark) {
-        mark = now;
-        still = 0;
-      } else if (this.virtual.fireDue() > 0) {
-        still = 0;
-      } else {
-        still++;
-      }
-    }
-  }
-
-  private async advanceTo(targetMs: number): Promise<void> {
-    if (!(Number.isFinite(targetMs) && targetMs >= this.virtual.nowMs)) {
-      throw new SmithersError("INVALID_OPTION", `The clock moves forward only: ${String(targetMs)} is before ${this.virtual.nowMs}`);
-    }
-    await this.quiet();
-    for (let stops = 0; ; stops++) {
-      if (stops >= MAX_FIRINGS_PER_ADVANCE)
-        throw new SmithersError("INVALID_OPTION", `advance() stopped after ${stops} due times: something keeps setting timers`);
-      const at = await this.nextDueMs(targetMs);
-      if (at === undefined) break;
-      this.virtual.set(at);
-      await this.wake();
-    }
-    this.virtual.set(targetMs);
-    await this.wake();
-  }
-
-  /** The earliest time after now and at most `limitMs` at which a timer, a waiting run or a cron slot is due. */
-  private async nextDueMs(limitMs: number): Promise<number | undefined> {
-    const nowMs = this.virtual.nowMs;
-    const times = [this.virtual.nextAtMs()];
-    for (const run of await runs.listDueRuns(this.db, limitMs)) times.push(run.wakeAtMs ?? undefined);
-    if (this.crons) for (const c of await cronRows.listDueCrons(this.db, limitMs, Number.MAX_SAFE_INTEGER)) times.push(c.nextRunAtMs ?? undefined);
-    const later = times.filter((t): t is number => t !== undefined && t > nowMs && t <= limitMs);
-    return later.length === 0 ? undefined : Math.min(...later);
-  }
-
-  /** Fires what is due now: timers, waiting runs (resumed), cron slots (started); returns once all of it is quiet. */
-  private async wake(): Promise<void> {
-    this.virtual.fireDue();
-    for (const run of await runs.listDueRuns(this.db, this.virtual.nowMs)) {
-      const drive = this.drives.get(run.runId);
-      if (drive && !drive.done) continue;
-      this.start(run.runId, (clock, onEvent) => runWorkflow(this.workflow, { ...this.runOptions({}, clock, onEvent), runId: run.runId, resume: true }));
-    }
-    if (this.crons) {
-      this.start(undefined, async (clock, onEvent) => {
-        const fires = await fireDueCrons({ db: this.db, now: this.clock.now, clock, onEvent, resolveWorkflow: () => this.workflow });
-        return Promise.all(fires.flatMap((f) => (f.action === "started" ? [f.result] : [])));
-      });
-    }
-    await this.quiet();
   }
 }
 
