@@ -16,6 +16,7 @@ export type {
   SmithersEventType,
   RunStatus,
   NodeState,
+  Clock,
 } from "./engine/index.ts";
 export {
   Workflow,

@@ -25,6 +25,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   tools: ["agents", "contract", "db", "errors", "json", "schema"],
   engine: ["agents", "codec", "contract", "db", "errors", "json", "jsx", "mdx", "schema", "tools"],
   server: ["contract", "db", "engine", "errors"],
+  testing: ["agents", "db", "engine", "errors"], // smithers-workflows/testing: runs a workflow on a throwaway database and a virtual clock
   cli: ["agents", "codec", "contract", "db", "engine", "errors", "jsx", "server"],
   ui: ["contract"],
 };

@@ -3,7 +3,7 @@ export { addUsage, checkPricing, normalizeUsage, priceUsage, type ModelPrice, ty
 export { describeSchema } from "../schema/index.ts";
 export { extractJson } from "./extract-json.ts";
 export { buildPrompt, generateStructured } from "./structured.ts";
-export { scriptedAgent } from "./scripted.ts";
+export { scriptedAgent, type ScriptedAgent, type ScriptedReply } from "./scripted.ts";
 export {
   ClaudeCodeAgent,
   CodexAgent,

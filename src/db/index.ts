@@ -33,6 +33,7 @@ export {
   loadOutputKeys,
   readOutputKeys,
   readOutputRowNow,
+  readOutputRowsNow,
   normalizeRow,
   stripBookkeeping,
   writeInput,

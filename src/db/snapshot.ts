@@ -190,3 +190,14 @@ export function readOutputRowNow(db: SmithersDb, info: OutputTableInfo, key: Out
   const row = query.get({ runId: key.runId, nodeId: key.nodeId, iteration: key.iteration }) as Record<string, unknown> | undefined;
   return row && normalizeRow(row);
 }
+
+/**
+ * Every row of a run in one output table, read synchronously (outside the queue, like
+ * readOutputRowNow): what the test kit's `output()` reads between its awaits. SQLite only.
+ */
+export function readOutputRowsNow(db: SmithersDb, info: OutputTableInfo, runId: string): OutputRow[] {
+  if (!(db instanceof SqliteDb)) throw new SmithersError("DB_SYNC_READ_UNSUPPORTED", `A ${db.dialect} database cannot be read synchronously`);
+  const runIdColumn = getTableConfig(info.table).columns.find((c) => c.name === "run_id")!;
+  const rows = db.db.select().from(info.table).where(eq(runIdColumn, runId)).all() as Record<string, unknown>[];
+  return rows.map(normalizeRow);
+}

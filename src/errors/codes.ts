@@ -73,6 +73,12 @@ export const ERROR_TABLE = {
   AGENT_AUTH_FAILED: { kind: "run-failure", summary: "The agent's provider refused its credentials; not retried." },
   AGENT_STREAM_MALFORMED: { kind: "run-failure", summary: "A coding-agent CLI printed a stream Smithers could not read." },
   AGENT_TIMEOUT: { kind: "run-failure", summary: "An agent call took longer than its timeout." },
+  REPLAY_EXHAUSTED: {
+    kind: "run-failure",
+    summary: "A replayed agent (`replayAgent`) was called more often than its transcript holds replies; record it again.",
+  },
+  REPLAY_MISMATCH: { kind: "run-failure", summary: "A replayed agent was called with a prompt its transcript does not hold; record it again." },
+  TRANSCRIPT_INVALID: { kind: "bad-input", summary: "A recorded agent's transcript file is missing, or is not a transcript `recordAgent` wrote." },
   BUDGET_EXCEEDED: { kind: "run-failure", summary: "The run's agents spent its cost or token limit; raise it and resume." },
   BUDGET_UNPRICED: { kind: "run-failure", summary: "A cost limit is set but an agent reported tokens for a model with no price." },
   TOOL_INVALID_INPUT: { kind: "run-failure", summary: "A tool was called with input that fails its schema." },

@@ -12,7 +12,7 @@ import { formatZodIssues } from "../../schema/index.ts";
 import { attempts, nodes, outputRowFor, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type Usage } from "../../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../../jsx/index.ts";
-import { MAX_TIMER_MS } from "../core/index.ts";
+import { MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
 import type { WaitingStatus } from "../core/index.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 import { runWithToolContext, type ToolContext } from "../../tools/index.ts";
@@ -42,6 +42,8 @@ export type AttemptInput = {
   /** Aborted when the run is cancelled or fails. */
   runSignal: AbortSignal;
   now: () => number;
+  /** Sets the task's timeout timer (RunOptions.clock); default the system's. */
+  clock?: Clock;
   startedAtMs: number;
   /** Told about side-effect calls the task records. */
   onToolCall?: SideEffectScope["onRecorded"];
@@ -209,7 +211,8 @@ function guarded<T>(a: AttemptInput, work: (signal: AbortSignal) => Promise<T>):
     cleanups.push(() => a.runSignal.removeEventListener("abort", onRunAbort));
     // timeoutMs={Infinity} sets no timer; one past MAX_TIMER_MS is clamped (a longer delay would fire at once).
     if (a.task.timeoutMs !== undefined && Number.isFinite(a.task.timeoutMs)) {
-      const timer = setTimeout(
+      const clock = a.clock ?? SYSTEM_CLOCK;
+      const timer = clock.setTimeout(
         () =>
           stop(
             new SmithersError("TASK_TIMEOUT", `Task "${a.task.nodeId}" exceeded its timeout of ${a.task.timeoutMs} ms`, {
@@ -219,7 +222,7 @@ function guarded<T>(a: AttemptInput, work: (signal: AbortSignal) => Promise<T>):
           ),
         Math.min(a.task.timeoutMs, MAX_TIMER_MS),
       );
-      cleanups.push(() => clearTimeout(timer));
+      cleanups.push(() => clock.clearTimeout(timer));
     }
   });
   stopped.catch(() => undefined);
@@ -380,6 +383,9 @@ const NEVER_RETRIED: ReadonlySet<string> = new Set([
   "CACHE_KEY_FAILED",
   "BUDGET_EXCEEDED",
   "BUDGET_UNPRICED",
+  // A replayed transcript (smithers-workflows/testing) that ran out or differs answers the same way again.
+  "REPLAY_EXHAUSTED",
+  "REPLAY_MISMATCH",
   ...AGENT_NEVER_RETRY_CODES,
 ]);
 

@@ -3,6 +3,7 @@
  * states, the event union, the tunable constants, usage and budgets, the bounded cache, owner ids.
  * Other rooms and src/engine/index.ts enter this room only through this file.
  */
+export { type Clock, type ClockTimer, SYSTEM_CLOCK } from "./clock.ts";
 export { BoundedCache, type CacheLimits, type CacheStats, estimateBytes } from "./bounded-cache.ts";
 export {
   addToTotals,

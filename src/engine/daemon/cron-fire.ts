@@ -10,9 +10,9 @@ import { cron as cronRows, type Durability, type SmithersDb } from "../../db/ind
 import { SmithersError } from "../../errors/index.ts";
 import { CRON_FIRE_BATCH, CRON_SKIP_COUNT_LIMIT } from "../core/index.ts";
 import { nextCronSlot, parseCron } from "./cron.ts";
-import type { SmithersEvent } from "../core/index.ts";
+import type { Clock, SmithersEvent } from "../core/index.ts";
 import { runWorkflow, type RunResult } from "../run/index.ts";
-import { loadWorkflowFile } from "../workflow/index.ts";
+import { loadWorkflowFile, type SmithersWorkflow } from "../workflow/index.ts";
 
 export type FireDueCronsOptions = {
   db: SmithersDb;
@@ -24,6 +24,10 @@ export type FireDueCronsOptions = {
   heartbeatMs?: number;
   /** Fires at most this many schedules in the pass (default CRON_FIRE_BATCH). */
   limit?: number;
+  /** The clock the started runs keep time with (RunOptions.clock). */
+  clock?: Clock;
+  /** The workflow a schedule starts; default: import its workflow file. */
+  resolveWorkflow?: (row: cronRows.CronRow) => SmithersWorkflow | Promise<SmithersWorkflow>;
 };
 
 type FireBase = { cronId: string; runId: string; slotMs: number };
@@ -64,7 +68,7 @@ async function recordFailure(db: SmithersDb, cronId: string, error: SmithersErro
 
 /** Loads the workflow and starts its run; resolves once the run row exists (or rejects with why it could not). */
 async function startRun(o: FireDueCronsOptions, row: cronRows.CronRow, runId: string): Promise<{ result: Promise<RunResult> }> {
-  const workflow = await loadWorkflowFile(row.workflowPath);
+  const workflow = await (o.resolveWorkflow ?? ((r: cronRows.CronRow) => loadWorkflowFile(r.workflowPath)))(row);
   const input = row.inputJson === null ? undefined : JSON.parse(row.inputJson);
   let markStarted!: () => void;
   const started = new Promise<void>((resolve) => (markStarted = resolve));
@@ -75,6 +79,7 @@ async function startRun(o: FireDueCronsOptions, row: cronRows.CronRow, runId: st
     workflowPath: row.workflowPath,
     durability: o.durability,
     heartbeatMs: o.heartbeatMs,
+    ...(o.clock ? { clock: o.clock } : {}),
     onEvent: (event) => {
       if (event.type === "RunStarted") markStarted();
       o.onEvent?.(event);

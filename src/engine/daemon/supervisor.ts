@@ -7,7 +7,7 @@
 import { events, MISSED_BEATS_BEFORE_STALE, runs, type Durability, type SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import { cronOutcomes, fireDueCrons, type CronOutcome } from "./cron-fire.ts";
-import type { SmithersEvent } from "../core/index.ts";
+import type { Clock, SmithersEvent } from "../core/index.ts";
 import { newOwnerId, ownerProcessAlive } from "../core/index.ts";
 import { runWorkflow, type RunResult } from "../run/index.ts";
 import { loadWorkflowFile } from "../workflow/index.ts";
@@ -23,6 +23,8 @@ export type SuperviseOptions = {
   /** The workflow of a stale run; default: import the file the run was started from. */
   resolveWorkflow?: (run: runs.RunRow) => SmithersWorkflow | undefined | Promise<SmithersWorkflow | undefined>;
   now?: () => number;
+  /** The clock resumed runs keep time with (RunOptions.clock); also the pass's time when `now` is not given. */
+  clock?: Clock;
   onEvent?: (event: SmithersEvent) => void;
   /** The durability resumed runs commit with (see RunOptions.durability). */
   durability?: Durability;
@@ -52,8 +54,9 @@ function defaultResolver(run: runs.RunRow): Promise<SmithersWorkflow | undefined
 }
 
 /** The time heartbeats are judged by: the injected clock (tests), else the database's (see runs.databaseNow). */
-export function clockOf(o: { db: SmithersDb; now?: () => number }): Promise<number> {
-  return o.now ? Promise.resolve(o.now()) : runs.databaseNow(o.db);
+export function clockOf(o: { db: SmithersDb; now?: () => number; clock?: Clock }): Promise<number> {
+  if (o.now) return Promise.resolve(o.now());
+  return o.clock ? Promise.resolve(o.clock.now()) : runs.databaseNow(o.db);
 }
 
 /** Takes a stale run over (compare-and-swap on its owner and heartbeat) and resumes it; resolves when that run settles. */
@@ -92,7 +95,12 @@ async function noteResumeFailure(o: SuperviseOptions, runId: string, reason: str
   try {
     const last = (await events.latestEventsOf(o.db, [runId], RESUME_EVENTS)).get(runId);
     if (last?.type === "RunResumeFailed" && (JSON.parse(last.payloadJson) as { reason?: string }).reason === reason) return;
-    await events.insertEvent(o.db, { runId, timestampMs: (o.now ?? Date.now)(), type: "RunResumeFailed", payloadJson: JSON.stringify({ reason, by }) });
+    await events.insertEvent(o.db, {
+      runId,
+      timestampMs: o.now ? o.now() : o.clock ? o.clock.now() : Date.now(),
+      type: "RunResumeFailed",
+      payloadJson: JSON.stringify({ reason, by }),
+    });
   } catch {
     // the database refused: the outcome (logged by the daemon) still says why
   }
@@ -125,6 +133,7 @@ async function resumeClaimed(
       onEvent: o.onEvent,
       durability: o.durability,
       heartbeatMs: o.heartbeatMs,
+      ...(o.clock ? { clock: o.clock } : {}),
     });
     return { runId: run.runId, action: "resumed", result };
   } catch (error) {
@@ -167,7 +176,7 @@ export async function supervise(o: SuperviseOptions): Promise<SuperviseOutcome[]
   const started: Promise<SuperviseOutcome>[] = [];
   for (const run of stale) started.push(takeOver(o, run, nowMs));
   for (const run of await wakeable(o, nowMs)) started.push(wake(o, run, nowMs));
-  const fires = await fireDueCrons({ db: o.db, now: () => nowMs, onEvent: o.onEvent, durability: o.durability });
+  const fires = await fireDueCrons({ db: o.db, now: () => nowMs, onEvent: o.onEvent, durability: o.durability, ...(o.clock ? { clock: o.clock } : {}) });
   const cron = Promise.all(fires.map(async (f) => cronOutcomes(f, f.action === "started" ? await f.result : undefined)));
   return [...(await Promise.all(started)), ...(await cron).flat()];
 }
@@ -197,7 +206,7 @@ export async function superviseForever(
     for (const run of stale) report(run, takeOver(o, run, nowMs));
     for (const run of await wakeable(o, nowMs)) report(run, wake(o, run, nowMs));
     // Cron runs are reported as they start and go on in this process, like resumed ones.
-    void fireDueCrons({ db: o.db, now: () => nowMs, onEvent: o.onEvent, durability: o.durability }).then(
+    void fireDueCrons({ db: o.db, now: () => nowMs, onEvent: o.onEvent, durability: o.durability, ...(o.clock ? { clock: o.clock } : {}) }).then(
       (fires) => fires.flatMap((f) => cronOutcomes(f)).forEach((outcome) => o.onOutcome?.(outcome)),
       (error: unknown) =>
         o.onOutcome?.({

@@ -100,6 +100,7 @@ export function applyAction(run: RunState, action: Action, nowMs: number, work: 
         input: setup.input,
         runSignal: run.stop.signal,
         now: run.now,
+        clock: run.clock,
         startedAtMs: nowMs,
         onToolCall: (e) => run.emit({ ...e, ...ids }),
         waitInPlaceMs: settings.waitInPlaceMs,

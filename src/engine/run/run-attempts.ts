@@ -41,16 +41,16 @@ export function launchAttempt(run: RunState, started: Started): void {
 async function afterStop(run: RunState, ended: Extract<AttemptResult, { ok: false }>, bodySettled: Promise<void>): Promise<AttemptResult> {
   const graceMs = run.settings.graceMs ?? DEFAULT_STOP_GRACE_MS;
   const hurry = run.settings.abandonSignal;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: unknown;
   let onHurry: (() => void) | undefined;
   const graceOver = new Promise<boolean>((resolve) => {
-    if (Number.isFinite(graceMs)) timer = setTimeout(resolve, Math.min(graceMs, MAX_TIMER_MS), false); // Infinity: wait for the body
+    if (Number.isFinite(graceMs)) timer = run.clock.setTimeout(() => resolve(false), Math.min(graceMs, MAX_TIMER_MS)); // Infinity: wait for the body
     onHurry = () => resolve(false);
     if (hurry?.aborted) onHurry();
     hurry?.addEventListener("abort", onHurry, { once: true });
   });
   const inTime = await Promise.race([bodySettled.then(() => true), graceOver]);
-  clearTimeout(timer);
+  if (timer !== undefined) run.clock.clearTimeout(timer);
   if (onHurry) hurry?.removeEventListener("abort", onHurry);
   if (inTime) return { ...ended, finishedAtMs: run.now() };
   const { error } = ended;

@@ -30,7 +30,7 @@ import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { DecideMemo, type ContinueFrom } from "../schedule/index.ts";
 import { isWaiting, type RunStatus, type WaitingStatus } from "../core/index.ts";
-import { MAX_TIMER_MS } from "../core/index.ts";
+import { MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 import { AgentOutput } from "./agent-output.ts";
 import { PureStepBatch } from "./pure-batch.ts";
@@ -58,6 +58,8 @@ export type RunSettings = {
   pricing?: ModelPricing;
   /** How a `<Subflow>` starts its child run (runWorkflow; a Run that only renders needs none). */
   startChildRun?: StartChildRun;
+  /** The timers the run sets (its sleeps, task timeouts, grace periods); default the system's. */
+  clock?: Clock;
 };
 
 /** An attempt whose start the step records; its work starts once that commits. */
@@ -127,6 +129,8 @@ export class RunState {
   private wokenEarly = false;
   /** Another process took the run over: it ends without touching the run row. */
   lost = false;
+  /** Sets the run's timers (RunSettings.clock); `now` reads the same time. */
+  readonly clock: Clock;
 
   constructor(
     readonly wf: SmithersWorkflow,
@@ -137,6 +141,7 @@ export class RunState {
     readonly settings: RunSettings,
     readonly now: () => number,
   ) {
+    this.clock = settings.clock ?? SYSTEM_CLOCK;
     if (setup.outputRows) {
       // Rows cannot be read synchronously here: the index keeps every row of the run.
       this.index = new OutputIndex(() => undefined, { maxEntries: Number.POSITIVE_INFINITY, maxBytes: Number.POSITIVE_INFINITY });
@@ -319,9 +324,9 @@ export class RunState {
     }
     return new Promise((resolve) => {
       // Waking early is harmless (the next step decides again); a delay past MAX_TIMER_MS would fire at once.
-      const timer = wakeAtMs === undefined ? undefined : setTimeout(resolve, Math.min(MAX_TIMER_MS, Math.max(0, wakeAtMs - this.now())));
+      const timer = wakeAtMs === undefined ? undefined : this.clock.setTimeout(resolve, Math.min(MAX_TIMER_MS, Math.max(0, wakeAtMs - this.now())));
       this.wake = () => {
-        clearTimeout(timer);
+        if (timer !== undefined) this.clock.clearTimeout(timer);
         this.wake = undefined;
         resolve();
       };

@@ -10,7 +10,7 @@ import type { SmithersEvent } from "../core/index.ts";
 import { setupRun } from "./run-setup.ts";
 import { ACTIVE_OWNERS, newOwnerId } from "../core/index.ts";
 import { DEFAULT_KEYFRAME_POLICY, FrameChain, FrameRecorder, type KeyframePolicy } from "../history/index.ts";
-import { HEARTBEAT_INTERVAL_MS } from "../core/index.ts";
+import { HEARTBEAT_INTERVAL_MS, type Clock } from "../core/index.ts";
 import { Run, type RunResult } from "./run.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 import { checkPricing, killLeftoverGroup, type ModelPricing } from "../../agents/index.ts";
@@ -18,6 +18,7 @@ import { checkBudget } from "../core/index.ts";
 import { enqueueRun, type EnqueuedRun } from "./enqueue.ts";
 import { checkCode } from "./code-check.ts";
 import { codeHashOf } from "../workflow/index.ts";
+import type { StartChildRun } from "../waits/index.ts";
 
 export type { RunResult } from "./run.ts";
 export type { EnqueuedRun } from "./enqueue.ts";
@@ -91,6 +92,13 @@ export type RunOptions = {
    * either way; the change is recorded as a WorkflowCodeChanged event.
    */
   allowCodeChange?: boolean;
+  /**
+   * The time the run reads and sets its timers with (timers, retry backoffs, task timeouts, grace
+   * periods): the system's by default. Given one, its heartbeats are stamped by it too instead of by
+   * the database's clock, so a virtual clock (smithers-workflows/testing) is the run's only time.
+   * A `<Subflow>`'s child run gets the same clock.
+   */
+  clock?: Clock;
 };
 
 /** The slowest heartbeat a run may ask for: MISSED_BEATS_BEFORE_STALE of them fit in the default stale threshold. */
@@ -157,7 +165,8 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
   }
   const budget = checkBudget(options);
   const pricing = checkPricing(options.pricing) ?? workflow.spend?.pricing;
-  const now = () => Date.now();
+  const { clock } = options;
+  const now = clock ? () => clock.now() : Date.now;
   const asked = options.durability ?? workflow.durability;
   const durability = asked === undefined ? undefined : checkDurability(asked);
   const db = workflow.dbFor(options.dbPath);
@@ -180,8 +189,8 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
       parentRunId: options.parentRunId,
       rootDir: options.rootDir === undefined ? undefined : resolve(options.rootDir),
       ownerId,
-      // The database's clock: the run's first heartbeat, and its previous owner's judged by it.
-      nowMs: await runs.databaseNow(db),
+      // The database's clock (unless one was injected): the run's first heartbeat, and its previous owner's judged by it.
+      nowMs: clock ? clock.now() : await runs.databaseNow(db),
       ...(heartbeatMs === HEARTBEAT_INTERVAL_MS ? {} : { heartbeatMs }),
       budget,
       ...(workflow.spend ? { defaultBudget: workflow.spend.budget } : {}),
@@ -196,7 +205,9 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
     const recorder = new FrameRecorder(continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) =>
       task.mode === "timer" ? "" : workflow.registry.resolve(task.output, task.outputSchema).tableName,
     );
-    const run = new Run(workflow, setup, db, bus, recorder, { ...options, ...(pricing ? { pricing } : {}), startChildRun: runWorkflow }, now);
+    // A child run keeps its parent's clock.
+    const startChildRun: StartChildRun = clock ? (child, o) => runWorkflow(child, { ...o, clock }) : runWorkflow;
+    const run = new Run(workflow, setup, db, bus, recorder, { ...options, ...(pricing ? { pricing } : {}), startChildRun }, now);
     if (setup.alreadyFinished) return await run.readBack();
     run.emit({ type: setup.resumed && !successor ? "RunResumed" : "RunStarted", status: "running" });
     if (codeChange) {
@@ -211,7 +222,7 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
       run.emit({ type: "NodeAbandoned", ...ids, reason: "process-died", ...(killed ? { killedAgentPid: a.agentPid! } : {}) });
     }
     const heartbeat = setInterval(() => {
-      runs.heartbeat(db, setup.runId, ownerId).then(
+      runs.heartbeat(db, setup.runId, ownerId, clock?.now()).then(
         ({ owned, cancelRequested }) => {
           if (!owned) run.lostOwnership();
           else if (cancelRequested) run.cancel(); // `smithers cancel` from another process
