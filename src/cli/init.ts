@@ -19,7 +19,10 @@ type PackageJson = { scripts?: Record<string, string>; [key: string]: unknown };
 function packageJson(existing: PackageJson | undefined, dir: string, force: boolean): { json: PackageJson; clashes: string[] } {
   const own = ownPackage();
   const json: PackageJson = existing ?? {
-    name: basename(dir).toLowerCase().replace(/[^a-z0-9._-]+/g, "-") || "workflows",
+    name:
+      basename(dir)
+        .toLowerCase()
+        .replace(/[^a-z0-9._-]+/g, "-") || "workflows",
     version: "0.1.0",
     private: true,
     type: "module",

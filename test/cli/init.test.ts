@@ -22,12 +22,17 @@ describe("smithers init", () => {
     const { code, out } = await run(["init", dir]);
     expect(code).toBe(EXIT.ok);
     expect(out).toContain("npm install");
-    for (const file of ["tsconfig.json", "workflows/hello.tsx", "test/hello.test.ts", "package.json", ".gitignore"]) expect(existsSync(join(dir, file))).toBe(true);
+    for (const file of ["tsconfig.json", "workflows/hello.tsx", "test/hello.test.ts", "package.json", ".gitignore"])
+      expect(existsSync(join(dir, file))).toBe(true);
     expect(json(join(dir, "tsconfig.json")).compilerOptions).toMatchObject({ jsx: "react-jsx", jsxImportSource: "smithers-workflows" });
     const pkg = json(join(dir, "package.json"));
     expect(pkg.name).toBe("my-flows");
     expect(Object.keys(pkg.dependencies).sort()).toEqual(["smithers-workflows", "zod"]);
-    expect(pkg.scripts).toEqual({ start: `smithers up workflows/hello.tsx --input '{"name":"Ada"}'`, dev: "smithers serve --workflows workflows", test: "smithers test" });
+    expect(pkg.scripts).toEqual({
+      start: `smithers up workflows/hello.tsx --input '{"name":"Ada"}'`,
+      dev: "smithers serve --workflows workflows",
+      test: "smithers test",
+    });
     expect(readFileSync(join(dir, ".gitignore"), "utf8").split("\n")).toEqual(expect.arrayContaining(["smithers.db", "smithers.db-*", "node_modules/"]));
   });
 

@@ -53,44 +53,46 @@ describe("the packed package, installed into an empty project", () => {
   test("ships the bin, the sources, the dashboard bundle and the docs, and no tests, benches, CI or dashboard sources", async () => {
     const listed = await run(["npm", "pack", "--dry-run", "--ignore-scripts", "--json"], root);
     const files = (JSON.parse(listed.stdout) as [{ files: Array<{ path: string }> }])[0].files.map((f) => f.path);
-    expect(files).toEqual(expect.arrayContaining(["bin/smithers.js", "src/index.ts", "src/cli/index.ts", "dist/dashboard/index.html", "README.md", "package.json"]));
+    expect(files).toEqual(
+      expect.arrayContaining(["bin/smithers.js", "src/index.ts", "src/cli/index.ts", "dist/dashboard/index.html", "README.md", "package.json"]),
+    );
     expect(files.filter((f) => /^(test|bench|\.ci|scripts|examples|src\/ui)\//.test(f))).toEqual([]);
   });
 
-  test(
-    "npm install, then npx smithers init, npm start and npm test work with no Bun installed by hand",
-    async () => {
-      expect((await run(["npm", "init", "-y"])).code).toBe(0);
-      const installed = await run(["npm", "install", "smithers-workflows", "zod"]);
-      expect(installed.stderr).not.toContain("ERR!");
-      expect(installed.code).toBe(0);
-      expect(installed.stderr).not.toContain("EBADENGINE");
+  test("npm install, then npx smithers init, npm start and npm test work with no Bun installed by hand", async () => {
+    expect((await run(["npm", "init", "-y"])).code).toBe(0);
+    const installed = await run(["npm", "install", "smithers-workflows", "zod"]);
+    expect(installed.stderr).not.toContain("ERR!");
+    expect(installed.code).toBe(0);
+    expect(installed.stderr).not.toContain("EBADENGINE");
 
-      const help = await run(["npx", "--no", "--", "smithers", "--help"]);
-      expect(help.code).toBe(0);
-      expect(help.stdout).toContain("smithers init [dir]");
+    const help = await run(["npx", "--no", "--", "smithers", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("smithers init [dir]");
 
-      const init = await run(["npx", "--no", "--", "smithers", "init"]);
-      expect(init.stderr).toBe("");
-      expect(init.code).toBe(0);
-      for (const file of ["tsconfig.json", "workflows/hello.tsx", "test/hello.test.ts", ".gitignore"]) expect(existsSync(join(project, file))).toBe(true);
-      expect(JSON.parse(readFileSync(join(project, "tsconfig.json"), "utf8")).compilerOptions.jsxImportSource).toBe("smithers-workflows");
-      expect(JSON.parse(readFileSync(join(project, "package.json"), "utf8")).scripts).toMatchObject({ start: expect.any(String), dev: expect.any(String), test: "smithers test" });
+    const init = await run(["npx", "--no", "--", "smithers", "init"]);
+    expect(init.stderr).toBe("");
+    expect(init.code).toBe(0);
+    for (const file of ["tsconfig.json", "workflows/hello.tsx", "test/hello.test.ts", ".gitignore"]) expect(existsSync(join(project, file))).toBe(true);
+    expect(JSON.parse(readFileSync(join(project, "tsconfig.json"), "utf8")).compilerOptions.jsxImportSource).toBe("smithers-workflows");
+    expect(JSON.parse(readFileSync(join(project, "package.json"), "utf8")).scripts).toMatchObject({
+      start: expect.any(String),
+      dev: expect.any(String),
+      test: "smithers test",
+    });
 
-      const start = await run(["npm", "start"]);
-      expect(start.code).toBe(0);
-      expect(start.stdout).toContain("finished");
-      expect(start.stdout).toContain("HELLO, ADA!");
-      expect(existsSync(join(project, "smithers.db"))).toBe(true);
+    const start = await run(["npm", "start"]);
+    expect(start.code).toBe(0);
+    expect(start.stdout).toContain("finished");
+    expect(start.stdout).toContain("HELLO, ADA!");
+    expect(existsSync(join(project, "smithers.db"))).toBe(true);
 
-      const tested = await run(["npm", "test"]);
-      expect(`${tested.stdout}${tested.stderr}`).toMatch(/\b2 pass\b/);
-      expect(tested.code).toBe(0);
+    const tested = await run(["npm", "test"]);
+    expect(`${tested.stdout}${tested.stderr}`).toMatch(/\b2 pass\b/);
+    expect(tested.code).toBe(0);
 
-      const again = await run(["npx", "--no", "--", "smithers", "init"]);
-      expect(again.code).toBe(2);
-      expect(again.stderr).toContain("FILE_EXISTS");
-    },
-    240_000,
-  );
+    const again = await run(["npx", "--no", "--", "smithers", "init"]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain("FILE_EXISTS");
+  }, 240_000);
 });

@@ -59,7 +59,10 @@ export function startLocalRegistry(lockPath: string, extra: Array<{ manifest: Ma
       if (!byVersion) return new Response("{}", { status: 404 });
       const base: string = `http://127.0.0.1:${server.port}`;
       const all = [...byVersion.values()];
-      const latest = all.map((v) => v.manifest.version).sort((a, b) => Bun.semver.order(a, b)).pop()!;
+      const latest = all
+        .map((v) => v.manifest.version)
+        .sort((a, b) => Bun.semver.order(a, b))
+        .pop()!;
       const packument = {
         name: path,
         "dist-tags": { latest },
