@@ -4,7 +4,7 @@
  * PATH; then `npx smithers init`, `npm start` and `npm test` in that project.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import pkg from "../../package.json";
@@ -94,5 +94,16 @@ describe("the packed package, installed into an empty project", () => {
     const again = await run(["npx", "--no", "--", "smithers", "init"]);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain("FILE_EXISTS");
+
+    // As the public registry's `bun` installs where its postinstall did not run: bin/bun.exe is a
+    // placeholder and the binary sits in the platform package. The launcher's Node part finds it.
+    const bunExe = join(project, "node_modules/bun/bin/bun.exe");
+    const platformBun = join(project, `node_modules/@oven/bun-${process.platform}-${process.arch === "arm64" ? "aarch64" : process.arch}/bin/bun`);
+    renameSync(bunExe, platformBun);
+    writeFileSync(bunExe, "placeholder, replaced by Bun's postinstall\n");
+    const viaPlatformPackage = await run(["npx", "--no", "--", "smithers", "ps"]);
+    expect(viaPlatformPackage.stderr).toBe("");
+    expect(viaPlatformPackage.stdout).toContain("finished");
+    expect(viaPlatformPackage.code).toBe(0);
   }, 240_000);
 });
