@@ -1,7 +1,12 @@
-#!/usr/bin/env node
-// The `smithers` command for npm installs: Smithers is TypeScript run by Bun, and Bun comes in as
-// this package's dependency, so nothing needs installing by hand. This launcher finds that Bun
-// (or one on PATH) and runs the CLI with it. Under Bun already, it runs the CLI in-process.
+#!/bin/sh
+//bin/true; s=$(readlink -f "$0" 2>/dev/null) || s=$0; d=${s%/*}/..
+//bin/true; for b in "$SMITHERS_BUN" "$d/../bun/bin/bun.exe" "$d/node_modules/bun/bin/bun.exe"; do [ -f "$b" ] && [ "$(wc -c <"$b")" -gt 1000000 ] && exec "$b" "$d/src/cli/index.ts" "$@"; done
+//bin/true; exec node "$0" "$@"
+// The `smithers` command for npm installs. Smithers is TypeScript run by Bun, and Bun comes in as
+// this package's `bun` dependency, so nothing needs installing by hand. The lines above are sh
+// (and comments to JavaScript): where Bun's binary sits in the usual place they start it at once,
+// at no cost of a Node start; otherwise Node runs the rest, which looks further (Bun's platform
+// packages, PATH) and runs the CLI with what it finds. Under Bun already, the CLI runs in-process.
 import { spawn } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";

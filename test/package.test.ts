@@ -44,7 +44,6 @@ describe("package", () => {
   test("depends on drizzle-orm, zod 4, effect, fast-xml-parser, croner, @mdx-js/mdx, ai, diff, hono and postgres, and not on React", () => {
     expect(Object.keys(pkg.dependencies).sort()).toEqual([
       "@mdx-js/mdx",
-      "ai",
       "bun",
       "croner",
       "diff",
@@ -56,6 +55,10 @@ describe("package", () => {
     ]);
     // zod is the user's: a peer (npm installs it when absent), so their schemas and ours are one zod.
     expect(pkg.peerDependencies.zod).toMatch(/^\^4/);
+    // The AI SDK is used for its types only: an optional peer, so installing Smithers does not bring
+    // it (and its Node >= 22 engine warnings); projects with AI SDK agents have it already.
+    expect(pkg.peerDependencies.ai).toBeDefined();
+    expect(pkg.peerDependenciesMeta.ai.optional).toBe(true);
     const all = { ...pkg.dependencies, ...pkg.devDependencies };
     expect(Object.keys(all).filter((name) => /^react(-dom)?$|^@types\/react/.test(name))).toEqual([]);
   });

@@ -127,6 +127,14 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
     () => import("./cancel.ts"),
     (m) => (args, io, signals) => m.cancelCommand(args, io, signals.cancel),
   ),
+  init: lazy(
+    () => import("./init.ts"),
+    (m) => (args, io) => m.initCommand(args, io),
+  ),
+  test: lazy(
+    () => import("./init.ts"),
+    (m) => (args) => m.testCommand(args),
+  ),
 };
 
 /** The help `smithers <command> --help` prints (deny shares approve's description). */

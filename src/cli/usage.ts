@@ -1,5 +1,7 @@
 /** The whole `smithers` usage: `smithers --help` prints it, and each command's help and known flags are read from it (help.ts). */
-export const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N] [--pricing JSON]
+export const USAGE = `Usage: smithers init [dir] [--force]
+       smithers test [bun test arguments]
+       smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N] [--pricing JSON]
        smithers up --resume <run-id> [--db PATH] [options as above]
        smithers up <workflow.tsx> --detach [--input '<json>'] [--run-id ID] [--db PATH]
        smithers worker [--db PATH|URL] [--concurrency N] [--workflows DIR] [--lease D] [--poll-interval D] [--durability process|power] [--quiet]
@@ -26,6 +28,15 @@ export const USAGE = `Usage: smithers up <workflow.tsx> [--input '<json>'] [--ru
        smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token-file PATH] [--tls-cert PEM --tls-key PEM | --insecure-http] [--max-body SIZE] [--queue-capacity N] [--max-concurrent N] [--lease D] [--prune-older-than D]
        smithers prune [--older-than 7d] [--dry-run] [--vacuum] [--json] [--db PATH]
 
+init        scaffolds a project in dir (default: the current directory) that runs at once:
+            tsconfig.json with the JSX settings, workflows/hello.tsx (an input schema, two tasks),
+            test/hello.test.ts (the test kit), package.json scripts start, dev and test, and
+            .gitignore lines for the database. Existing files are not overwritten: FILE_EXISTS
+            names them and nothing is written (package.json gets only the scripts, .gitignore only
+            the missing lines)
+  --force               overwrite those files and scripts
+test        runs bun test (with these arguments) under the Bun that runs smithers: a project
+            needs no Bun of its own
 up          runs a workflow to completion, printing a line as each task starts and finishes
             (on a terminal: one redrawn status line instead, with tasks done/total, those running, time);
             exit 3 when it stops to wait for an approval, a human answer, a signal or a timer

@@ -118,6 +118,7 @@ export const ERROR_TABLE = {
   DEPENDENCY_DEADLOCK: { kind: "run-failure", summary: "Tasks wait on each other (or on a task that cannot run), so none can start." },
   SUBFLOW_FAILED: { kind: "run-failure", summary: "A `<Subflow>`'s child run failed." },
   SUBFLOW_WAITING: { kind: "run-failure", summary: "A `<Subflow>`'s child run stopped to wait (the parent waits with it)." },
+  FILE_EXISTS: { kind: "conflict", summary: "A command would overwrite a file that exists (smithers init); --force overwrites it." },
   RUN_NOT_FOUND: { kind: "not-found", summary: "No run has that id." },
   RUN_NOT_RESUMABLE: { kind: "conflict", summary: "The run cannot be resumed as asked (it continued as another run: resume that one)." },
   RUN_EXISTS: { kind: "conflict", summary: "A run (or a queued request) with that id exists already." },

@@ -1,0 +1,109 @@
+/**
+ * The package as a user gets it: `npm pack`, then `npm install smithers-workflows zod` into an
+ * empty project from a registry on 127.0.0.1 (test/support/local-registry.ts), with no Bun on
+ * PATH; then `npx smithers init`, `npm start` and `npm test` in that project.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+import pkg from "../../package.json";
+import { startLocalRegistry, type LocalRegistry } from "../support/local-registry.ts";
+import { root } from "./cli-helpers.ts";
+
+const work = mkdtempSync(join(tmpdir(), "smithers-pack-"));
+const project = join(work, "project");
+let registry: LocalRegistry;
+let env: Record<string, string>;
+
+/** PATH without any directory that holds a `bun`: the project must bring its own. */
+const pathWithoutBun = (process.env.PATH ?? "")
+  .split(delimiter)
+  .filter((dir) => dir && !existsSync(join(dir, "bun")))
+  .join(delimiter);
+
+/** Runs a command to its end; asynchronously, so the registry in this process can answer it. */
+async function run(command: string[], cwd = project) {
+  const proc = Bun.spawn(command, { cwd, env, stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, stdout, stderr };
+}
+
+beforeAll(async () => {
+  // npm's own variables from an enclosing `npm test` (prefix, lifecycle, user agent) stay out.
+  env = Object.fromEntries(Object.entries(process.env).filter(([key, value]) => !/^npm_/i.test(key) && value !== undefined)) as Record<string, string>;
+  env.PATH = pathWithoutBun;
+  env.npm_config_cache = join(work, "npm-cache");
+  env.npm_config_audit = "false";
+  env.npm_config_fund = "false";
+  env.npm_config_update_notifier = "false";
+  const packed = await run(["npm", "pack", "--ignore-scripts", "--json", "--pack-destination", work], root);
+  expect(packed.code).toBe(0);
+  const [{ filename }] = JSON.parse(packed.stdout) as [{ filename: string }];
+  registry = startLocalRegistry(join(root, "package-lock.json"), [{ manifest: pkg, tarball: join(work, filename) }]);
+  env.npm_config_registry = registry.url;
+  Bun.spawnSync(["mkdir", "-p", project]);
+});
+
+afterAll(async () => {
+  await registry?.stop();
+});
+
+describe("the packed package, installed into an empty project", () => {
+  test("ships the bin, the sources, the dashboard bundle and the docs, and no tests, benches, CI or dashboard sources", async () => {
+    const listed = await run(["npm", "pack", "--dry-run", "--ignore-scripts", "--json"], root);
+    const files = (JSON.parse(listed.stdout) as [{ files: Array<{ path: string }> }])[0].files.map((f) => f.path);
+    expect(files).toEqual(
+      expect.arrayContaining(["bin/smithers.js", "src/index.ts", "src/cli/index.ts", "dist/dashboard/index.html", "README.md", "package.json"]),
+    );
+    expect(files.filter((f) => /^(test|bench|\.ci|scripts|examples|src\/ui)\//.test(f))).toEqual([]);
+  });
+
+  test("npm install, then npx smithers init, npm start and npm test work with no Bun installed by hand", async () => {
+    expect((await run(["npm", "init", "-y"])).code).toBe(0);
+    const installed = await run(["npm", "install", "smithers-workflows", "zod"]);
+    expect(installed.stderr).not.toContain("ERR!");
+    expect(installed.code).toBe(0);
+    expect(installed.stderr).not.toContain("EBADENGINE");
+
+    const help = await run(["npx", "--no", "--", "smithers", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("smithers init [dir]");
+
+    const init = await run(["npx", "--no", "--", "smithers", "init"]);
+    expect(init.stderr).toBe("");
+    expect(init.code).toBe(0);
+    for (const file of ["tsconfig.json", "workflows/hello.tsx", "test/hello.test.ts", ".gitignore"]) expect(existsSync(join(project, file))).toBe(true);
+    expect(JSON.parse(readFileSync(join(project, "tsconfig.json"), "utf8")).compilerOptions.jsxImportSource).toBe("smithers-workflows");
+    expect(JSON.parse(readFileSync(join(project, "package.json"), "utf8")).scripts).toMatchObject({
+      start: expect.any(String),
+      dev: expect.any(String),
+      test: "smithers test",
+    });
+
+    const start = await run(["npm", "start"]);
+    expect(start.code).toBe(0);
+    expect(start.stdout).toContain("finished");
+    expect(start.stdout).toContain("HELLO, ADA!");
+    expect(existsSync(join(project, "smithers.db"))).toBe(true);
+
+    const tested = await run(["npm", "test"]);
+    expect(`${tested.stdout}${tested.stderr}`).toMatch(/\b2 pass\b/);
+    expect(tested.code).toBe(0);
+
+    const again = await run(["npx", "--no", "--", "smithers", "init"]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain("FILE_EXISTS");
+
+    // As the public registry's `bun` installs where its postinstall did not run: bin/bun.exe is a
+    // placeholder and the binary sits in the platform package. The launcher's Node part finds it.
+    const bunExe = join(project, "node_modules/bun/bin/bun.exe");
+    const platformBun = join(project, `node_modules/@oven/bun-${process.platform}-${process.arch === "arm64" ? "aarch64" : process.arch}/bin/bun`);
+    renameSync(bunExe, platformBun);
+    writeFileSync(bunExe, "placeholder, replaced by Bun's postinstall\n");
+    const viaPlatformPackage = await run(["npx", "--no", "--", "smithers", "ps"]);
+    expect(viaPlatformPackage.stderr).toBe("");
+    expect(viaPlatformPackage.stdout).toContain("finished");
+    expect(viaPlatformPackage.code).toBe(0);
+  }, 240_000);
+});
