@@ -1,14 +1,18 @@
 #!/bin/sh
-//bin/true; s=$(readlink -f "$0" 2>/dev/null) || s=$0; d=${s%/*}/..
-//bin/true; for b in "$SMITHERS_BUN" "$d/../bun/bin/bun.exe" "$d/node_modules/bun/bin/bun.exe"; do [ -f "$b" ] && [ "$(wc -c <"$b")" -gt 1000000 ] && exec "$b" "$d/src/cli/index.ts" "$@"; done
+//bin/true; s=$(readlink -f "$0" 2>/dev/null) || s=$0; d=${s%/*}/..; o=$(uname -s | tr A-Z a-z); a=$(uname -m); m=
+//bin/true; case $a in x86_64|amd64) a=x64 ;; arm64|aarch64) a=aarch64 ;; esac; for l in /lib/ld-musl-*; do [ -e "$l" ] && m=-musl; done
+//bin/true; for b in "$SMITHERS_BUN" "$d/../bun/bin/bun.exe" "$d/../@oven/bun-$o-$a$m/bin/bun" "$d/node_modules/bun/bin/bun.exe" "$d/node_modules/@oven/bun-$o-$a$m/bin/bun"; do
+//bin/true; [ -f "$b" ] && [ -x "$b" ] && [ "$(wc -c <"$b")" -gt 1000000 ] && exec "$b" "$d/src/cli/index.ts" "$@"; done
 //bin/true; exec node "$0" "$@"
 // The `smithers` command for npm installs. Smithers is TypeScript run by Bun, and Bun comes in as
 // this package's `bun` dependency, so nothing needs installing by hand. The lines above are sh
-// (and comments to JavaScript): where Bun's binary sits in the usual place they start it at once,
-// at no cost of a Node start; otherwise Node runs the rest, which looks further (Bun's platform
-// packages, PATH) and runs the CLI with what it finds. Under Bun already, the CLI runs in-process.
+// (and comments to JavaScript): where Bun's binary sits where npm puts it (bun/bin/bun.exe after
+// Bun's postinstall, else its platform package @oven/bun-<os>-<arch>[-musl]) they start it at
+// once, at no cost of a Node start; otherwise Node runs the rest, which looks further (other
+// platform packages, PATH) and runs the CLI with what it finds. Under Bun already, the CLI runs
+// in-process.
 import { spawn } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -55,8 +59,9 @@ function findBun() {
     // the bun package is not installed: look on PATH
   }
   for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    const candidate = join(dir, `bun${exe}`);
-    if (dir && existsSync(candidate)) return candidate;
+    // npm links node_modules/.bin/bun to Bun's placeholder, which binary() passes over.
+    const candidate = dir ? binary(join(dir, `bun${exe}`)) : undefined;
+    if (candidate) return candidate;
   }
   return undefined;
 }

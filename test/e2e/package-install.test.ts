@@ -4,7 +4,7 @@
  * PATH; then `npx smithers init`, `npm start` and `npm test` in that project.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import pkg from "../../package.json";
@@ -95,15 +95,19 @@ describe("the packed package, installed into an empty project", () => {
     expect(again.code).toBe(2);
     expect(again.stderr).toContain("FILE_EXISTS");
 
-    // As the public registry's `bun` installs where its postinstall did not run: bin/bun.exe is a
-    // placeholder and the binary sits in the platform package. The launcher's Node part finds it.
+    // Bun's npm package comes in one of two layouts: without its postinstall (npm's allowScripts),
+    // bin/bun.exe is a placeholder and the binary sits in the platform package; after it, the
+    // binary is bin/bun.exe. The steps above ran on the one this install made; now the other.
     const bunExe = join(project, "node_modules/bun/bin/bun.exe");
     const platformBun = join(project, `node_modules/@oven/bun-${process.platform}-${process.arch === "arm64" ? "aarch64" : process.arch}/bin/bun`);
-    renameSync(bunExe, platformBun);
-    writeFileSync(bunExe, "placeholder, replaced by Bun's postinstall\n");
-    const viaPlatformPackage = await run(["npx", "--no", "--", "smithers", "ps"]);
-    expect(viaPlatformPackage.stderr).toBe("");
-    expect(viaPlatformPackage.stdout).toContain("finished");
-    expect(viaPlatformPackage.code).toBe(0);
+    const placeholder = statSync(bunExe).size < 1_000_000;
+    const [from, to] = placeholder ? [platformBun, bunExe] : [bunExe, platformBun];
+    renameSync(from, to);
+    chmodSync(to, 0o755);
+    writeFileSync(from, "placeholder, replaced by Bun's postinstall\n");
+    const otherLayout = await run(["npx", "--no", "--", "smithers", "ps"]);
+    expect(otherLayout.stderr).toBe("");
+    expect(otherLayout.stdout).toContain("finished");
+    expect(otherLayout.code).toBe(0);
   }, 240_000);
 });
