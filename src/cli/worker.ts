@@ -1,7 +1,7 @@
 /** `smithers worker`: executes queued runs, wakes due ones and takes over stale ones until SIGINT/SIGTERM. */
 import { parseArgs } from "node:util";
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, loadWorkflowsDir, Worker, type WorkerOutcome } from "../engine/index.ts";
-import { STALE_RUN_THRESHOLD_MS } from "../db/index.ts";
+import { firstContact, STALE_RUN_THRESHOLD_MS } from "../db/index.ts";
 import { formatEvent } from "./progress.ts";
 import { describeOutcome } from "./supervise.ts";
 import { durabilityFlag, durationFlag, EXIT, openExistingDb, positiveInt, usageError, type Io, type StopSignals } from "./shared.ts";
@@ -39,6 +39,8 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
   const workflows = values.workflows === undefined ? undefined : await loadWorkflowsDir(values.workflows);
   if (workflows?.length === 0) throw usageError(`--workflows ${values.workflows} holds no *.tsx workflow`);
   const db = openExistingDb(values.db);
+  // PostgreSQL down or refusing the login: one line and exit 2, not a failed pass every poll.
+  if (db.dialect === "postgres") await firstContact(db);
   try {
     const worker = new Worker({
       db,

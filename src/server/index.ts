@@ -5,7 +5,7 @@
  */
 import { resolve } from "node:path";
 import { Hono } from "hono";
-import { isPostgresUrl, openSmithersDb, type SmithersDb } from "../db/index.ts";
+import { firstContact, isPostgresUrl, openSmithersDb, type SmithersDb } from "../db/index.ts";
 import { loadWorkflowsDir } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { bearerToken, bodyLimitOf, checkListen, checkToken, DEFAULT_MAX_BODY_BYTES, frameGuard, loopbackOnly } from "./access.ts";
@@ -77,6 +77,8 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
   }
   const dbPath = isPostgresUrl(o.dbPath) ? o.dbPath : resolve(o.dbPath);
   const db = openSmithersDb(dbPath);
+  // A PostgreSQL server that does not answer is said now (DB_UNREACHABLE), not after listening.
+  if (db.dialect === "postgres") await firstContact(db);
   const registered = [...(o.workflowsDir ? await loadWorkflowsDir(o.workflowsDir) : []), ...(o.workflows ?? [])];
   const workflows = new Map(registered.map((w) => [w.name, w]));
   const waiters = new Map<string, Set<() => void>>();
