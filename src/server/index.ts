@@ -10,7 +10,7 @@ import { loadWorkflowsDir } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { bearerToken, bodyLimitOf, checkListen, checkToken, DEFAULT_MAX_BODY_BYTES, frameGuard, loopbackOnly } from "./access.ts";
 import { errorResponse } from "./errors.ts";
-import { RunQueue, type RegisteredWorkflow } from "./queue.ts";
+import { logText, RunQueue, type RegisteredWorkflow } from "./queue.ts";
 import { registerDashboard } from "./dashboard.ts";
 import { registerDashboardApi } from "./dashboard-api.ts";
 import { registerRoutes } from "./routes.ts";
@@ -113,7 +113,7 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
     ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
     onEvent: wake,
-    onError: o.onError ?? ((runId, error) => console.error(`smithers serve: run ${runId || "(queue)"}:`, error)),
+    onError: o.onError ?? ((runId, error) => console.error(`smithers serve: run ${runId || "(queue)"}: ${logText(error)}`)),
   });
 
   const app = new Hono();
