@@ -51,6 +51,10 @@ export type ServerOptions = {
   pollMs?: number;
   /** Keep-alive comment interval of a quiet SSE stream (default 5 s). */
   heartbeatMs?: number;
+  /**
+   * Hears each run that failed (its SmithersError) and each note of the queue's worker (an
+   * OutcomeNote: a run dropped, returned or released); default: one line on stderr (logText).
+   */
   onError?: (runId: string, error: unknown) => void;
   /** The built dashboard (default dist/dashboard, what scripts/build-dashboard.ts writes). */
   dashboardDir?: string;
