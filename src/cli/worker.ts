@@ -41,14 +41,13 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
   const db = openExistingDb(values.db);
   // PostgreSQL down or refusing the login: one line and exit 2 (DB_UNREACHABLE), not a failed pass
   // every poll. Ctrl-C while it does not answer exits: nothing was taken yet.
-  if (
-    db.dialect === "postgres" &&
+  const reached =
+    db.dialect !== "postgres" ||
     (await unlessStopped(
       firstContact(db).then(() => true),
       signals.cancel,
-    )) === undefined
-  )
-    return EXIT.ok;
+    ));
+  if (!reached) return EXIT.ok;
   try {
     const worker = new Worker({
       db,
