@@ -1,16 +1,39 @@
 /**
  * `smithers inspect <run> [--json]`: a run at a glance: its status, workflow and input, each
- * task's state, attempts, time and last error, what it waits for (approvals, human answers,
- * signals, timers), and the tokens and cost its agents used.
+ * task's state, attempts, time, last error and output row, what it waits for (approvals, human
+ * answers, signals, timers), and the tokens and cost its agents used.
  */
 import { parseArgs } from "node:util";
 import type { InspectReport } from "../contract/index.ts";
+import { loadStoredOutputs, nodes as nodeRows, type SmithersDb } from "../db/index.ts";
 import { inspectRun } from "../engine/index.ts";
 import { failedAttemptLines } from "./inspect-failures.ts";
 import { formatUsage } from "./progress.ts";
 import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 
-function text(report: InspectReport): string[] {
+/** A task's output row (its fields, without run, node and iteration), by `nodeId#iteration`. */
+type Outputs = Map<string, Record<string, unknown>>;
+
+/** Longest output line of the human view; --json has the whole row. */
+const OUTPUT_CHARS = 200;
+
+/**
+ * Each task's output row as stored, read without loading the workflow (an operator's view: a
+ * boolean column reads as SQLite keeps it, 0 or 1).
+ */
+async function taskOutputs(db: SmithersDb, runId: string): Promise<Outputs> {
+  const keys = (await nodeRows.listNodes(db, runId)).filter((n) => n.outputTable);
+  return loadStoredOutputs(db, runId, keys);
+}
+
+/** `    output {"label":"x","order":1}`, cut at OUTPUT_CHARS; nothing for a task with no row. */
+function outputLine(row: Record<string, unknown> | undefined): string[] {
+  if (row === undefined) return [];
+  const json = JSON.stringify(row);
+  return [`    output ${json.length > OUTPUT_CHARS ? `${json.slice(0, OUTPUT_CHARS - 1)}… (--json for all of it)` : json}`];
+}
+
+function text(report: InspectReport, outputs: Outputs): string[] {
   const lines = [`run ${report.runId}: ${report.status}`, `workflow ${report.workflowName}${report.workflowPath ? ` (${report.workflowPath})` : ""}`];
   if (report.startedAtMs !== null) {
     const end = report.finishedAtMs ?? Date.now();
@@ -33,6 +56,7 @@ function text(report: InspectReport): string[] {
     const usage = n.usage ? `, ${n.usage.inputTokens + n.usage.outputTokens} tokens${n.usage.costUsd === null ? "" : `, $${n.usage.costUsd.toFixed(4)}`}` : "";
     const error = n.error ? ` (${n.error.code ?? ""}: ${n.error.message ?? ""})` : "";
     lines.push(`  ${n.nodeId} iter=${n.iteration} ${n.state}, ${n.attempts} attempt(s), ${n.durationMs} ms${usage}${error}`);
+    lines.push(...outputLine(outputs.get(`${n.nodeId}#${n.iteration}`)));
   }
   lines.push(...failedAttemptLines(report));
   if (report.pendingApprovals.length > 0) lines.push("pending approvals:");
@@ -59,8 +83,12 @@ export async function inspectCommand(args: string[], io: Io): Promise<number> {
   const db = openExistingDb(values.db);
   try {
     const report = await inspectRun(db, runId);
-    if (values.json) io.out(JSON.stringify(report, null, 2));
-    else for (const line of text(report)) io.out(line);
+    const outputs = await taskOutputs(db, runId);
+    if (values.json) {
+      // Each task with its output row (null when it has none yet), as the human view shows it.
+      const nodes = report.nodes.map((n) => ({ ...n, output: outputs.get(`${n.nodeId}#${n.iteration}`) ?? null }));
+      io.out(JSON.stringify({ ...report, nodes }, null, 2));
+    } else for (const line of text(report, outputs)) io.out(line);
     return EXIT.ok;
   } finally {
     await db.close();

@@ -71,15 +71,23 @@ export function formatUsage(u: { inputTokens: number; cachedInputTokens: number;
 /** What the terminal status line of `up` shows, updated from the run's events. */
 export type ProgressState = {
   startedAtMs: number;
-  /** Tasks seen so far (node#iteration), and those that ended. */
+  /** Tasks seen so far (node#iteration), those that ended, and of those the ones that failed (or were cancelled, abandoned). */
   seen: Set<string>;
   ended: Set<string>;
+  failed: Set<string>;
   running: Set<string>;
 };
 
-export const newProgress = (startedAtMs: number): ProgressState => ({ startedAtMs, seen: new Set(), ended: new Set(), running: new Set() });
+export const newProgress = (startedAtMs: number): ProgressState => ({
+  startedAtMs,
+  seen: new Set(),
+  ended: new Set(),
+  failed: new Set(),
+  running: new Set(),
+});
 
 const ENDING = new Set(["NodeFinished", "NodeFailed", "NodeSkipped", "NodeCancelled", "NodeAbandoned"]);
+const FAILING = new Set(["NodeFailed", "NodeCancelled", "NodeAbandoned"]);
 
 /** Folds one event into the state (mutating it, for the one renderer that owns it). */
 export function trackProgress(state: ProgressState, e: SmithersEvent): ProgressState {
@@ -90,16 +98,23 @@ export function trackProgress(state: ProgressState, e: SmithersEvent): ProgressS
   else if (ENDING.has(e.type) || e.type === "NodeRetrying") {
     state.running.delete(key);
     if (ENDING.has(e.type)) state.ended.add(key);
+    if (FAILING.has(e.type)) state.failed.add(key);
+    else state.failed.delete(key); // a task run again (a resume) is judged by its last end
   }
   return state;
 }
 
-/** The status line: tasks done/seen, the running ones (their ids, the first few), elapsed seconds. Fits `width` columns. */
+/**
+ * The status line: tasks done/seen (as ps counts them: a failed or cancelled task is not done, and
+ * is counted apart), the running ones (their ids, the first few), elapsed seconds. Fits `width` columns.
+ */
 export function renderProgress(state: ProgressState, nowMs: number, width = 100): string {
   const ids = [...state.running].map((k) => k.replace(/#0$/, ""));
   const shown = ids.slice(0, 3).join(", ") + (ids.length > 3 ? ` +${ids.length - 3}` : "");
   const elapsed = ((nowMs - state.startedAtMs) / 1000).toFixed(1);
-  const line = `${state.ended.size}/${state.seen.size} tasks done, ${ids.length} running${ids.length ? ` (${shown})` : ""}, ${elapsed}s`;
+  const done = state.ended.size - state.failed.size;
+  const failed = state.failed.size > 0 ? `, ${state.failed.size} failed` : "";
+  const line = `${done}/${state.seen.size} tasks done${failed}, ${ids.length} running${ids.length ? ` (${shown})` : ""}, ${elapsed}s`;
   return line.length > width ? `${line.slice(0, Math.max(0, width - 1))}…` : line;
 }
 

@@ -1,6 +1,6 @@
 /** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first, after the requests queued for workers. */
 import { parseArgs } from "node:util";
-import type { RunSummary } from "../contract/index.ts";
+import { progressText, type RunSummary } from "../contract/index.ts";
 import { listRunSummaries, RunStatusSchema } from "../engine/index.ts";
 import { EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
@@ -18,7 +18,7 @@ export function formatRunTable(list: readonly RunSummary[]): string[] {
       r.workflowName,
       r.startedAtMs === null ? "-" : new Date(r.startedAtMs).toISOString(),
       seconds(r.durationMs),
-      `${r.progress.done}/${r.progress.total}`,
+      progressText(r.progress),
       r.costUsd === null ? "-" : `$${r.costUsd.toFixed(4)}`,
     ]),
   ];

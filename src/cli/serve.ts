@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import { DEFAULT_DB_PATH, pruneRuns } from "../engine/index.ts";
 import { checkListen, createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACITY } from "../server/index.ts";
 import { MIN_LEASE_MS } from "./worker.ts";
-import { dbPathOption, durationFlag, EXIT, type Io, nonNegativeNumber, positiveInt, usageError } from "./shared.ts";
+import { dbPathOption, durationFlag, EXIT, type Io, nonNegativeNumber, positiveInt, unlessStopped, usageError } from "./shared.ts";
 
 /** How often `serve --prune-older-than` prunes (and once at start). */
 const SERVE_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -44,17 +44,22 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
   if (leaseMs !== undefined && values["max-concurrent"] !== undefined && Number(values["max-concurrent"]) === 0) {
     throw usageError("--lease sets the lease of the server's own worker, and --max-concurrent 0 runs none: give the lease to the smithers worker processes");
   }
-  const server = await createServer({
-    dbPath: dbPathOption(values.db) ?? DEFAULT_DB_PATH,
-    ...(values.workflows ? { workflowsDir: values.workflows } : {}),
-    ...(token === undefined ? {} : { token }),
-    ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }),
-    ...(tls ? { tls } : {}),
-    ...(values["insecure-http"] ? { insecureHttp: true } : {}),
-    queueCapacity: positiveInt(values["queue-capacity"], "--queue-capacity") ?? DEFAULT_QUEUE_CAPACITY,
-    maxConcurrent: nonNegativeNumber(values["max-concurrent"], "--max-concurrent", true) ?? DEFAULT_MAX_CONCURRENT,
-    ...(leaseMs === undefined ? {} : { leaseMs }),
-  });
+  // On PostgreSQL createServer waits for the server's first answer; Ctrl-C meanwhile exits.
+  const server = await unlessStopped(
+    createServer({
+      dbPath: dbPathOption(values.db) ?? DEFAULT_DB_PATH,
+      ...(values.workflows ? { workflowsDir: values.workflows } : {}),
+      ...(token === undefined ? {} : { token }),
+      ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }),
+      ...(tls ? { tls } : {}),
+      ...(values["insecure-http"] ? { insecureHttp: true } : {}),
+      queueCapacity: positiveInt(values["queue-capacity"], "--queue-capacity") ?? DEFAULT_QUEUE_CAPACITY,
+      maxConcurrent: nonNegativeNumber(values["max-concurrent"], "--max-concurrent", true) ?? DEFAULT_MAX_CONCURRENT,
+      ...(leaseMs === undefined ? {} : { leaseMs }),
+    }),
+    stop,
+  );
+  if (server === undefined) return EXIT.ok;
   const pruneOlderThanMs = durationFlag(values["prune-older-than"], "--prune-older-than");
   const { url } = await server.start({ port, host });
   io.out(`smithers serve listening on ${url}`);

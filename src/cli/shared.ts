@@ -65,6 +65,25 @@ export function dbPathOption(flag: string | undefined): string | undefined {
   return flag ?? (process.env.SMITHERS_DATABASE_URL || process.env.SMITHERS_DB_PATH || undefined);
 }
 
+/**
+ * `work`'s value, or undefined when `stop` aborts first (Ctrl-C while a database does not answer):
+ * the work is left to the process's exit, its later failure unreported.
+ */
+export async function unlessStopped<T>(work: Promise<T>, stop: AbortSignal): Promise<T | undefined> {
+  work.catch(() => undefined);
+  if (stop.aborted) return undefined;
+  let onAbort = () => {};
+  const stopped = new Promise<undefined>((resolve) => {
+    onAbort = () => resolve(undefined);
+    stop.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work, stopped]);
+  } finally {
+    stop.removeEventListener("abort", onAbort);
+  }
+}
+
 /** Opens an existing database for an operator command; a missing file is an error, not a new database. */
 export function openExistingDb(path: string | undefined): SmithersDb {
   const file = dbPathOption(path) ?? DEFAULT_DB_PATH;

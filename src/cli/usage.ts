@@ -89,8 +89,8 @@ ps          lists runs, newest first: id, status, workflow, start, duration, tas
   --limit N             at most N runs (default 20)
   --json                a JSON array of runs (see docs/reference/cli.md)
 inspect     shows a run: status, workflow and its file, input, its tasks (state, attempts, time,
-            error), pending approvals, human requests and waits, and the tokens and cost its agents
-            used (--json: the same as one JSON object)
+            error, output row), pending approvals, human requests and waits, and the tokens and cost
+            its agents used (--json: the same as one JSON object, each node with its output)
 events      prints a run's events in order (seq, time, what happened)
   --after-seq N         only events after seq N
   --type T              only events of type T (repeat it, or T1,T2)

@@ -1,10 +1,10 @@
 /** `smithers worker`: executes queued runs, wakes due ones and takes over stale ones until SIGINT/SIGTERM. */
 import { parseArgs } from "node:util";
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, loadWorkflowsDir, Worker, type WorkerOutcome } from "../engine/index.ts";
-import { STALE_RUN_THRESHOLD_MS } from "../db/index.ts";
+import { firstContact, STALE_RUN_THRESHOLD_MS } from "../db/index.ts";
 import { formatEvent } from "./progress.ts";
 import { describeOutcome } from "./supervise.ts";
-import { durabilityFlag, durationFlag, EXIT, openExistingDb, positiveInt, usageError, type Io, type StopSignals } from "./shared.ts";
+import { durabilityFlag, durationFlag, EXIT, openExistingDb, positiveInt, unlessStopped, usageError, type Io, type StopSignals } from "./shared.ts";
 
 /** The shortest --lease: a few beats of 250 ms, long enough that a live owner's pause is not taken for its death. */
 export const MIN_LEASE_MS = 1_000;
@@ -39,6 +39,15 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
   const workflows = values.workflows === undefined ? undefined : await loadWorkflowsDir(values.workflows);
   if (workflows?.length === 0) throw usageError(`--workflows ${values.workflows} holds no *.tsx workflow`);
   const db = openExistingDb(values.db);
+  // PostgreSQL down or refusing the login: one line and exit 2 (DB_UNREACHABLE), not a failed pass
+  // every poll. Ctrl-C while it does not answer exits: nothing was taken yet.
+  const reached =
+    db.dialect !== "postgres" ||
+    (await unlessStopped(
+      firstContact(db).then(() => true),
+      signals.cancel,
+    ));
+  if (!reached) return EXIT.ok;
   try {
     const worker = new Worker({
       db,

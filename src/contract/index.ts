@@ -100,12 +100,23 @@ export type RunHeader = {
   finishedAtMs: number | null;
 };
 
+/**
+ * A run's progress as `ps` and the dashboard print it: tasks done of all it recorded, and how many
+ * failed or were cancelled when any did (`3/5 (1 failed)`).
+ */
+export function progressText(p: RunSummary["progress"]): string {
+  return `${p.done}/${p.total}${p.failed > 0 ? ` (${p.failed} failed)` : ""}`;
+}
+
 /** One run of `ps --json` (an array of these). */
 export type RunSummary = RunHeader & {
   /** finishedAtMs (or now, for a run not ended) minus startedAtMs; null before it started. */
   durationMs: number | null;
-  /** Tasks that ended (finished, skipped, failed, cancelled) and all tasks the run has recorded. */
-  progress: { done: number; total: number };
+  /**
+   * Tasks done (finished or skipped), tasks failed or cancelled, and all tasks the run has
+   * recorded: a run that failed with 3 of 5 tasks finished is 3/5, never a full bar.
+   */
+  progress: { done: number; failed: number; total: number };
   /** The cost its agents reported, in US dollars; null when none reported one. */
   costUsd: number | null;
   /** Tokens and cost its agents reported, summed over all attempts. */

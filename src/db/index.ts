@@ -1,6 +1,6 @@
 export { SqliteDb, checkDurability, type Drizzle } from "./smithers-db.ts";
 export type { SmithersDbOptions, StorageSize } from "./store.ts";
-export { adoptOpenDb, databaseKey, openSmithersDb, isPostgresUrl, SmithersDb } from "./open.ts";
+export { adoptOpenDb, databaseKey, firstContact, openSmithersDb, isPostgresUrl, SmithersDb } from "./open.ts";
 export * from "./sql.ts";
 export * from "./internal-schema.ts";
 export * from "./constants.ts";

@@ -67,3 +67,17 @@ function connect(target: string, options: SmithersDbOptions & { shared?: boolean
   const { PgDb } = require("./pg/pg-db.ts") as typeof import("./pg/pg-db.ts");
   return new PgDb(target, settings);
 }
+
+/**
+ * Waits for the first answer of `db` (its table set-up), so a PostgreSQL server that is down or
+ * refuses the login is DB_UNREACHABLE before a server listens or a worker starts polling; on that
+ * failure the connection is closed.
+ */
+export async function firstContact(db: SmithersDb): Promise<void> {
+  try {
+    await db.read("firstContact", (q) => q.get("SELECT 1"));
+  } catch (error) {
+    await db.close().catch(() => undefined);
+    throw error;
+  }
+}

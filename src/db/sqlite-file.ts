@@ -4,7 +4,7 @@
  * written to it, not even a WAL beside it), and SQLite's own refusals while opening mapped to the
  * same codes. Each message ends with what to do.
  */
-import { accessSync, closeSync, constants, openSync, readSync, statSync } from "node:fs";
+import { accessSync, closeSync, constants, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { SmithersError } from "../errors/index.ts";
 
@@ -24,7 +24,8 @@ function errnoOf(error: unknown): string {
 /**
  * Refuses, before SQLite opens it, a path that is a directory, a file this process may not read
  * or write (permissions, a read-only file system: also as root), a file that does not begin like a
- * SQLite database, and a new file whose directory does not exist. An empty file is a new database.
+ * SQLite database, and a new file whose directory cannot be made (missing ones are made). An empty
+ * file is a new database.
  */
 export function checkSqliteFile(path: string): void {
   if (!isPlainFile(path)) return;
@@ -35,6 +36,8 @@ export function checkSqliteFile(path: string): void {
     size = stat.size;
   } catch (error) {
     if (SmithersError.is(error)) throw error;
+    const file = errnoOf(error) === "ENOTDIR" ? fileAncestor(dirname(path)) : undefined;
+    if (file !== undefined) throw openFailed(path, `${file} is a file, not a directory`, "pass --db a path in a directory");
     if (errnoOf(error) !== "ENOENT")
       throw openFailed(
         path,
@@ -80,15 +83,18 @@ export function checkSqliteFile(path: string): void {
   }
 }
 
-/** A new database: its directory must exist (SQLite creates the file, never the directory). */
+/**
+ * A new database: its missing directories are made (`--db data/runs.db` just works), and a path
+ * that cannot be made is refused: a parent that is a file, or one this user may not write.
+ */
 function checkNewFileDir(path: string): void {
   const dir = dirname(path);
   try {
-    if (!statSync(dir).isDirectory()) throw openFailed(path, `${dir} is not a directory`, "pass --db a path in an existing directory");
+    if (!statSync(dir).isDirectory()) throw openFailed(path, `${dir} is a file, not a directory`, "pass --db a path in a directory");
   } catch (error) {
     if (SmithersError.is(error)) throw error;
     if (errnoOf(error) !== "ENOENT" && errnoOf(error) !== "ENOTDIR") return; // let SQLite say what is wrong
-    throw openFailed(path, `the directory ${dir} does not exist`, "create it, or pass --db a path in an existing directory");
+    makeDir(path, dir);
   }
   try {
     accessSync(dir, constants.W_OK);
@@ -98,6 +104,36 @@ function checkNewFileDir(path: string): void {
       `it does not exist, and its directory ${dir} is ${errnoOf(error) === "EROFS" ? "on a read-only file system" : "not writable by this user"}`,
       error,
     );
+  }
+}
+
+/** Makes `dir` and its missing parents for a new database at `path`, or says why it cannot be made. */
+function makeDir(path: string, dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    const errno = errnoOf(error);
+    const file = fileAncestor(dir);
+    if (file !== undefined) throw openFailed(path, `${file} is a file, not a directory`, "pass --db a path in a directory");
+    if (errno === "EACCES" || errno === "EPERM" || errno === "EROFS") {
+      throw readOnly(
+        path,
+        `its directory ${dir} does not exist and cannot be made: ${errno === "EROFS" ? "a read-only file system" : "this user may not write its parent"}`,
+        error,
+      );
+    }
+    throw openFailed(path, `its directory ${dir} cannot be made (${errno || String(error)})`, "create it, or pass --db a path in an existing directory", error);
+  }
+}
+
+/** The nearest ancestor of `dir` (or `dir` itself) that exists and is not a directory. */
+function fileAncestor(dir: string): string | undefined {
+  for (let at = dir; ; at = dirname(at)) {
+    try {
+      return statSync(at).isDirectory() ? undefined : at;
+    } catch {
+      if (dirname(at) === at) return undefined;
+    }
   }
 }
 

@@ -139,7 +139,14 @@ export const ERROR_TABLE = {
   DB_NOT_A_DATABASE: { kind: "environment", summary: "The file given as the database is not a SQLite database." },
   DB_CORRUPT: { kind: "environment", summary: "The database file is damaged or cut short; restore a backup or try `sqlite3 FILE .recover`." },
   PORT_IN_USE: { kind: "environment", summary: "`serve`'s port is taken by another process; stop it or pass another `--port` (0 picks a free one)." },
-  DB_OPEN_FAILED: { kind: "environment", summary: "The database cannot be opened or created there (a missing directory, a directory given as the file)." },
+  DB_OPEN_FAILED: {
+    kind: "environment",
+    summary: "The database cannot be opened or created there (a directory given as the file, a parent path that is a file).",
+  },
+  DB_UNREACHABLE: {
+    kind: "environment",
+    summary: "PostgreSQL did not answer the first connection, or refused its login or database: start the server or fix the URL.",
+  },
   DB_UNSUPPORTED: { kind: "bad-input", summary: "The operation exists only on another backend (e.g. the Drizzle handle on SQLite)." },
   SCHEMA_DRIFT: { kind: "internal", summary: "Stored data does not have the shape its table promises." },
   INVALID_FRAME: { kind: "internal", summary: "A frame could not be encoded." },

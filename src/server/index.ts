@@ -5,12 +5,12 @@
  */
 import { resolve } from "node:path";
 import { Hono } from "hono";
-import { isPostgresUrl, openSmithersDb, type SmithersDb } from "../db/index.ts";
+import { firstContact, isPostgresUrl, openSmithersDb, type SmithersDb } from "../db/index.ts";
 import { loadWorkflowsDir } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { bearerToken, bodyLimitOf, checkListen, checkToken, DEFAULT_MAX_BODY_BYTES, frameGuard, loopbackOnly } from "./access.ts";
 import { errorResponse } from "./errors.ts";
-import { RunQueue, type RegisteredWorkflow } from "./queue.ts";
+import { logText, RunQueue, type RegisteredWorkflow } from "./queue.ts";
 import { registerDashboard } from "./dashboard.ts";
 import { registerDashboardApi } from "./dashboard-api.ts";
 import { registerRoutes } from "./routes.ts";
@@ -51,6 +51,10 @@ export type ServerOptions = {
   pollMs?: number;
   /** Keep-alive comment interval of a quiet SSE stream (default 5 s). */
   heartbeatMs?: number;
+  /**
+   * Hears each run that failed (its SmithersError) and each note of the queue's worker (an
+   * OutcomeNote: a run dropped, returned or released); default: one line on stderr (logText).
+   */
   onError?: (runId: string, error: unknown) => void;
   /** The built dashboard (default dist/dashboard, what scripts/build-dashboard.ts writes). */
   dashboardDir?: string;
@@ -77,6 +81,8 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
   }
   const dbPath = isPostgresUrl(o.dbPath) ? o.dbPath : resolve(o.dbPath);
   const db = openSmithersDb(dbPath);
+  // A PostgreSQL server that does not answer is said now (DB_UNREACHABLE), not after listening.
+  if (db.dialect === "postgres") await firstContact(db);
   const registered = [...(o.workflowsDir ? await loadWorkflowsDir(o.workflowsDir) : []), ...(o.workflows ?? [])];
   const workflows = new Map(registered.map((w) => [w.name, w]));
   const waiters = new Map<string, Set<() => void>>();
@@ -111,7 +117,7 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
     ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
     onEvent: wake,
-    onError: o.onError ?? ((runId, error) => console.error(`smithers serve: run ${runId || "(queue)"}:`, error)),
+    onError: o.onError ?? ((runId, error) => console.error(`smithers serve: run ${runId || "(queue)"}: ${logText(error)}`)),
   });
 
   const app = new Hono();

@@ -6,7 +6,27 @@
  */
 import { queue, type runs, type SmithersDb } from "../db/index.ts";
 import { queueName, SERVER_RUN_ID, validateInput, Worker, type RegisteredWorkflow, type WorkerOutcome } from "../engine/index.ts";
-import { SmithersError } from "../errors/index.ts";
+import { errorKind, SmithersError } from "../errors/index.ts";
+
+/**
+ * What became of a run the queue's worker handled, already described in one line by the worker
+ * (dropped, returned, released, a pass that failed): its stack would be this file's, never the cause's.
+ */
+export class OutcomeNote extends Error {
+  override name = "OutcomeNote";
+}
+
+/**
+ * How `serve` logs what onError hears: one line, `CODE: message`, for an expected outcome (a
+ * SmithersError of any kind but internal: a denial, a failed task, a conflict) and for a worker's
+ * note; the stack for anything else, a bug operators should see whole.
+ */
+export function logText(error: unknown): string {
+  const line = (text: string) => text.replace(/\s*\n\s*/g, " | ");
+  if (error instanceof OutcomeNote) return line(error.message);
+  if (error instanceof SmithersError && errorKind(error.code) !== "internal") return line(`${error.code}: ${error.message}`);
+  return (error as Error)?.stack ?? String(error);
+}
 
 export type { RegisteredWorkflow } from "../engine/index.ts";
 
@@ -140,7 +160,7 @@ export class RunQueue {
       outcome.action === "released" ||
       outcome.action === "cron-failed"
     ) {
-      this.o.onError(outcome.runId, new Error(outcome.reason));
+      this.o.onError(outcome.runId, new OutcomeNote(outcome.reason));
     } else if ((outcome.action === "ran" || outcome.action === "resumed") && outcome.result.status === "failed" && outcome.result.error) {
       this.o.onError(outcome.runId, outcome.result.error);
     }

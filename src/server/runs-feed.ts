@@ -9,6 +9,7 @@ import { streamSSE, type SSEStreamingApi } from "hono/streaming";
 import type { SmithersDb } from "../db/index.ts";
 import { listRunItems } from "../engine/index.ts";
 import type { RunsQuery } from "./routes.ts";
+import { logText } from "./queue.ts";
 import { ANY_RUN, type FollowOptions } from "./sse.ts";
 
 /** A feed reads the list again at least this often (runs other processes execute wake nobody here). */
@@ -90,7 +91,7 @@ class RunsFeed {
         }
       } catch (error) {
         // The clients keep the list they have; the next pass reads again.
-        console.error("smithers serve: GET /runs/stream could not read the runs list:", error);
+        console.error(`smithers serve: GET /runs/stream could not read the runs list: ${logText(error)}`);
       }
       await woke;
       await Bun.sleep(RUNS_STREAM_GAP_MS);

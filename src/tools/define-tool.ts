@@ -2,8 +2,6 @@
  * `defineTool`: an AI SDK tool whose every call is journaled in `_smithers_tool_calls`, with a
  * stable idempotency key and, for side-effect tools, replay protection across retries and resumes.
  */
-// Types only: the AI SDK's tool() is the identity, so building the object here keeps `ai` out of start-up.
-import type { FlexibleSchema, Tool } from "ai";
 import type { z } from "zod";
 import { SmithersError, describeThrown, toSafeJson } from "../errors/index.ts";
 import { formatZodIssues } from "../schema/index.ts";
@@ -11,6 +9,17 @@ import { hashJson } from "../json/index.ts";
 import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TOOL_TIMEOUT_MS } from "./constants.ts";
 import { getToolContext, nextCallIndex, type ToolContext } from "./context.ts";
 import { outcomeUnknown, previousCall, recordedCall, recordedOutcome, recordedResult, throwIfStopped, type CallScope } from "./recorded-call.ts";
+
+/**
+ * A tool as `defineTool` makes it: the shape of an AI SDK tool (the SDK's `tool()` is the identity),
+ * declared here so Smithers needs no `ai` package of its own; an AI SDK agent (ai 6 or 7) takes it
+ * in its `tools` as it is. `inputSchema` is the Zod schema, which the SDK reads as a Standard Schema.
+ */
+export type DefinedTool<I, O> = {
+  description: string;
+  inputSchema: z.ZodType<I>;
+  execute: (input: I, options?: { abortSignal?: AbortSignal }) => Promise<O>;
+};
 
 /** What a tool's `execute` is given besides its arguments. */
 export type ToolCallContext = Pick<ToolContext, "runId" | "nodeId" | "iteration" | "attempt" | "rootDir" | "signal"> & {
@@ -115,7 +124,7 @@ export function getDefinedToolMetadata(value: unknown): DefinedToolMetadata | un
  * });
  * const agent = new ToolLoopAgent({ model, tools: { placeOrder } });
  */
-export function defineTool<S extends z.ZodType, O>(options: DefineToolOptions<S, O>): Tool<z.output<S>, O> {
+export function defineTool<S extends z.ZodType, O>(options: DefineToolOptions<S, O>): DefinedTool<z.output<S>, O> {
   if (!options.name) throw new SmithersError("INVALID_WORKFLOW", "defineTool needs a name");
   const meta: DefinedToolMetadata = { name: options.name, sideEffect: options.sideEffect ?? false, idempotent: options.idempotent ?? true };
   if (options.revert !== undefined) {
@@ -123,14 +132,11 @@ export function defineTool<S extends z.ZodType, O>(options: DefineToolOptions<S,
     if (!meta.sideEffect) throw new SmithersError("INVALID_WORKFLOW", `defineTool "${options.name}": revert is for tools with sideEffect: true`);
     reverts.set(options.name, options.revert as RevertFn);
   }
-  // Built at unknown input and output (the SDK's conditional types cannot resolve a generic S
-  // and O), then typed as what it is: execute validates against S and returns O.
-  const built: Tool<unknown, unknown> = {
+  const defined: DefinedTool<z.output<S>, O> = {
     description: options.description ?? options.name,
-    inputSchema: options.schema as FlexibleSchema<unknown>,
-    execute: (input: unknown, execution): Promise<unknown> => callTool(options, meta, input, execution?.abortSignal),
+    inputSchema: options.schema as z.ZodType<z.output<S>>,
+    execute: (input, execution) => callTool(options, meta, input, execution?.abortSignal),
   };
-  const defined = built as Tool<z.output<S>, O>;
   metadata.set(defined, meta);
   return defined;
 }

@@ -9,7 +9,7 @@ import { getJson, postJson, readEvents } from "./api.ts";
 import { duration, runDuration, time, usage } from "./format.ts";
 import { linkClick, navigate, useQueryParam } from "./nav.ts";
 import { ColumnHeads, ErrorNote, FilterSelect, StatusBadge } from "./shared.tsx";
-import { RUN_STATUSES, type RunListItem } from "./types.ts";
+import { progressText, RUN_STATUSES, type RunListItem } from "./types.ts";
 
 const POLL_MS = 1000;
 
@@ -105,13 +105,13 @@ export function RunsList() {
                 <td>{duration(runDuration(r, now))}</td>
                 <td>
                   {r.progress ? (
-                    <span class="progress">
+                    <span class={r.progress.failed > 0 ? "progress progress-failed" : "progress"}>
                       <progress
                         max={Math.max(r.progress.total, 1)}
                         value={r.progress.done}
-                        aria-label={`${r.progress.done} of ${r.progress.total} tasks done`}
+                        aria-label={`${r.progress.done} of ${r.progress.total} tasks done${r.progress.failed > 0 ? `, ${r.progress.failed} failed` : ""}`}
                       />
-                      {r.progress.done}/{r.progress.total}
+                      {progressText(r.progress)}
                     </span>
                   ) : (
                     "–"

@@ -4,6 +4,8 @@
  * builds itself (its event rows, its filter lists) is declared in this file.
  */
 import { ENDED_RUN_STATUSES, EVENT_TYPES as ALL_EVENT_TYPES, RUN_STATUSES as STORED_RUN_STATUSES } from "../contract/index.ts";
+
+export { progressText } from "../contract/index.ts";
 import type { InspectReport, NodeReport, QueuedRunReport } from "../contract/index.ts";
 
 export type {

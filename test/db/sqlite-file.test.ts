@@ -1,6 +1,7 @@
 /**
  * Database files that cannot serve: a file that is not a database, a database cut short, a
- * read-only file (also as root: a read-only file system), a directory, a missing directory. Each
+ * read-only file (also as root: a read-only file system), a directory, a directory that cannot be
+ * made (missing directories are made). Each
  * is a SmithersError with its code, from every way a program opens a database, and the file is
  * left as it was: the same bytes, the same mtime, no WAL or shared-memory file beside it.
  */
@@ -109,11 +110,30 @@ describe.skipIf(onPostgres)("opening a database file that cannot serve", () => {
     expectUnchanged(path, before);
   });
 
-  test("a path in a directory that does not exist is DB_OPEN_FAILED, and no directory is made", async () => {
+  test("a path in directories that do not exist makes them, and the database in them", async () => {
     const dir = tempDir();
-    const path = join(dir, "missing", "smithers.db");
-    expect(await codesOpening(path)).toEqual(["DB_OPEN_FAILED", "DB_OPEN_FAILED", "DB_OPEN_FAILED"]);
-    expect(readdirSync(dir)).toEqual([]);
+    const path = join(dir, "data", "runs", "smithers.db");
+    const db = new SqliteDb(path);
+    await db.close();
+    expect(readFileSync(path).subarray(0, 15).toString()).toBe("SQLite format 3");
+  });
+
+  test("a path below a regular file is DB_OPEN_FAILED naming that file, and nothing is made", async () => {
+    const dir = tempDir();
+    const file = join(dir, "notes.txt");
+    writeFileSync(file, "notes\n");
+    for (const path of [join(file, "smithers.db"), join(file, "deeper", "smithers.db")]) {
+      expect(await codesOpening(path)).toEqual(["DB_OPEN_FAILED", "DB_OPEN_FAILED", "DB_OPEN_FAILED"]);
+      expect(messageOpening(path)).toBe(`Cannot open database ${path}: ${file} is a file, not a directory; pass --db a path in a directory`);
+    }
+    expect(readdirSync(dir)).toEqual(["notes.txt"]);
+  });
+
+  // /sys refuses new entries to every user, root included: a directory that cannot be made without chmod.
+  test.skipIf(process.platform !== "linux")("a directory that cannot be made (also as root) is DB_READ_ONLY saying so", async () => {
+    const path = "/sys/smithers-test/smithers.db";
+    expect(await codesOpening(path)).toEqual(["DB_READ_ONLY", "DB_READ_ONLY", "DB_READ_ONLY"]);
+    expect(messageOpening(path)).toContain("its directory /sys/smithers-test does not exist and cannot be made");
   });
 
   test("a directory given as the database is DB_OPEN_FAILED", async () => {

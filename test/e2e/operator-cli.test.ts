@@ -22,13 +22,13 @@ describe("smithers ps", () => {
     expect(steps(db, "ok-2").code).toBe(0);
     const all = smithers(["ps", "--db", db, "--json"]);
     expect(all.code).toBe(0);
-    const list = JSON.parse(all.stdout) as { runId: string; status: string; progress: { done: number; total: number }; workflowName: string }[];
+    const list = JSON.parse(all.stdout) as { runId: string; status: string; progress: { done: number; failed: number; total: number }; workflowName: string }[];
     expect(list.map((r) => [r.runId, r.status])).toEqual([
       ["ok-2", "finished"],
       ["bad-1", "failed"],
       ["ok-1", "finished"],
     ]);
-    expect(list[0]!.progress).toEqual({ done: 3, total: 3 });
+    expect(list[0]!.progress).toEqual({ done: 3, failed: 0, total: 3 });
     expect(list[0]!.workflowName).toBe("steps");
     const failed = JSON.parse(smithers(["ps", "--db", db, "--json", "--status", "failed"]).stdout) as { runId: string }[];
     expect(failed.map((r) => r.runId)).toEqual(["bad-1"]);
@@ -36,6 +36,12 @@ describe("smithers ps", () => {
     const text = smithers(["ps", "--db", db]);
     expect(text.stdout.split("\n")[0]).toMatch(/^RUN\s+STATUS\s+WORKFLOW/);
     expect(text.stdout).toContain("bad-1");
+    // A failed run's bar is never full: a finished, b failed, of the tasks it recorded.
+    const failedRun = list.find((r) => r.runId === "bad-1")!;
+    expect(failedRun.progress.done).toBe(1);
+    expect(failedRun.progress.failed).toBe(1);
+    expect(text.stdout.split("\n").find((line) => line.startsWith("bad-1"))).toContain(`1/${failedRun.progress.total} (1 failed)`);
+    expect(text.stdout.split("\n").find((line) => line.startsWith("ok-2"))).toMatch(/ 3\/3 /);
     const bad = smithers(["ps", "--db", db, "--status", "done"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--status must be one of");

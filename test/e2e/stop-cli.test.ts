@@ -54,3 +54,24 @@ test("smithers worker exits on a second SIGTERM while its database does not answ
     server.stop(true);
   }
 }, 15_000);
+
+test("smithers serve exits on SIGTERM while its database does not answer its first connection", async () => {
+  const server = silentServer();
+  try {
+    const proc = Bun.spawn([process.execPath, cli, "serve", "--port", "0", "--db", `postgres://smithers@127.0.0.1:${server.port}/db`], {
+      cwd: root,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    await Bun.sleep(1_000); // waiting for the first answer: not listening yet
+    const sent = Date.now();
+    proc.kill("SIGTERM");
+    const code = await Promise.race([proc.exited, Bun.sleep(3_000).then(() => "still running")]);
+    proc.kill("SIGKILL");
+    expect(code).toBe(0);
+    expect(Date.now() - sent).toBeLessThan(3_000);
+    expect(await new Response(proc.stdout).text()).not.toContain("listening");
+  } finally {
+    server.stop(true);
+  }
+});

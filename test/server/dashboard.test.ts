@@ -62,11 +62,11 @@ describe("GET /runs for the dashboard", () => {
     await post(`${url}/runs`, { workflow: "gate", runId: "g1" });
     await waitForStatus(url, "s1", ["finished"]);
     await waitForStatus(url, "g1", ["waiting-approval"]);
-    type Item = { runId: string; workflow: string; progress: { done: number; total: number }; durationMs: number; usage: unknown };
+    type Item = { runId: string; workflow: string; progress: { done: number; failed: number; total: number }; durationMs: number; usage: unknown };
     const all = ((await (await fetch(`${url}/runs`)).json()) as { runs: Item[] }).runs;
     const byId = new Map(all.map((r) => [r.runId, r]));
-    expect(byId.get("s1")?.progress).toEqual({ done: 6, total: 6 });
-    expect(byId.get("g1")?.progress).toEqual({ done: 0, total: 1 });
+    expect(byId.get("s1")?.progress).toEqual({ done: 6, failed: 0, total: 6 });
+    expect(byId.get("g1")?.progress).toEqual({ done: 0, failed: 0, total: 1 });
     expect(byId.get("s1")?.usage).toEqual({ inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costUsd: null });
     expect(byId.get("s1")?.durationMs).toBeGreaterThanOrEqual(0);
     const gates = ((await (await fetch(`${url}/runs?workflow=server-gate`)).json()) as { runs: Item[] }).runs;

@@ -80,21 +80,22 @@ export function copyLatestEndedNodes(q: Sql, fromRunId: string, toRunId: string,
 }
 
 /** For each of `runIds`: how many nodes it has and how many of them ended (finished, skipped, failed, cancelled). */
-export function countNodeProgress(db: SmithersDb, runIds: readonly string[]): Promise<Map<string, { done: number; total: number }>> {
+export function countNodeProgress(db: SmithersDb, runIds: readonly string[]): Promise<Map<string, { done: number; failed: number; total: number }>> {
   return db.read("countNodeProgress", async (q) => {
-    const counts = new Map<string, { done: number; total: number }>();
+    const counts = new Map<string, { done: number; failed: number; total: number }>();
     if (runIds.length === 0) return counts;
     const rows = await q.orm
       .select({
         runId: smithersNodes.runId,
         total: count(),
-        done: sql<number>`sum(case when ${smithersNodes.state} in ('finished', 'skipped', 'failed', 'cancelled') then 1 else 0 end)`,
+        done: sql<number>`sum(case when ${smithersNodes.state} in ('finished', 'skipped') then 1 else 0 end)`,
+        failed: sql<number>`sum(case when ${smithersNodes.state} in ('failed', 'cancelled') then 1 else 0 end)`,
       })
       .from(smithersNodes)
       .where(inArray(smithersNodes.runId, [...runIds]))
       .groupBy(smithersNodes.runId)
       .all();
-    for (const r of rows) counts.set(r.runId, { done: Number(r.done ?? 0), total: r.total });
+    for (const r of rows) counts.set(r.runId, { done: Number(r.done ?? 0), failed: Number(r.failed ?? 0), total: r.total });
     return counts;
   });
 }

@@ -93,6 +93,10 @@ export class PgDb implements SmithersDb {
             },
             async (q) => ((await pgSchemaCurrent(q, schema)) ? { done: undefined } : undefined),
           );
+    // The first contact failing is the URL or the server, not a busy database: DB_UNREACHABLE.
+    this.ready = this.ready.catch((error: unknown) => {
+      throw firstContactError(this.path, error);
+    });
     // A failure is reported by the first operation that waits for it, not as an unhandled rejection.
     this.ready.catch(() => undefined);
   }
@@ -368,6 +372,30 @@ export class PgDb implements SmithersDb {
       await Bun.sleep(50);
     }
   }
+}
+
+/** Errors of a connect that never got a session: the server is down or unknown, or turned the login away. */
+const NO_SERVER = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "CONNECT_TIMEOUT", "57P03"]);
+
+/**
+ * DB_UNREACHABLE for a first contact that failed for want of a server or a login (after the retry
+ * policy's tries: a server still starting gets those), saying what to fix; any other error as it is.
+ */
+export function firstContactError(url: string, error: unknown): unknown {
+  const root = SmithersError.is(error) && error.code === "DB_WRITE_FAILED" ? error.cause : error;
+  const code = pgCode(root) ?? "";
+  const told = (root as Error)?.message ?? String(root);
+  const said = told.includes(code) ? told : `${code}: ${told}`;
+  const where = "in --db or $SMITHERS_DATABASE_URL";
+  let message: string | undefined;
+  if (NO_SERVER.has(code)) {
+    message = `Cannot reach PostgreSQL at ${url} (${said}): start the server, or fix the host and port ${where}`;
+  } else if (code.startsWith("28")) {
+    message = `PostgreSQL at ${url} refused the login (${told}): fix the user and password ${where}`;
+  } else if (code === "3D000") {
+    message = `PostgreSQL at ${url} has no such database (${told}): create it (createdb), or fix the database name ${where}`;
+  }
+  return message === undefined ? error : new SmithersError("DB_UNREACHABLE", message, { url, cause: root });
 }
 
 /**

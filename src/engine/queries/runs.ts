@@ -14,7 +14,7 @@ export function runHeader(r: runs.RunRow): RunHeader {
 export function queuedSummary(q: queue.QueueRow): RunSummary {
   const { runId, workflowName, workflowPath, enqueuedAtMs } = q;
   const header = { runId, status: "queued", workflowName, workflowPath, parentRunId: null, createdAtMs: enqueuedAtMs, startedAtMs: null, finishedAtMs: null };
-  return { ...header, durationMs: null, progress: { done: 0, total: 0 }, costUsd: null, usage: { ...attempts.NO_USAGE }, resumeFailure: null };
+  return { ...header, durationMs: null, progress: { done: 0, failed: 0, total: 0 }, costUsd: null, usage: { ...attempts.NO_USAGE }, resumeFailure: null };
 }
 
 /**
@@ -57,7 +57,7 @@ export async function listRunSummaries(
     ...rows.map((r) => ({
       ...runHeader(r),
       durationMs: r.startedAtMs === null ? null : (r.finishedAtMs ?? nowMs) - r.startedAtMs,
-      progress: progress.get(r.runId) ?? { done: 0, total: 0 },
+      progress: progress.get(r.runId) ?? { done: 0, failed: 0, total: 0 },
       costUsd: usage.get(r.runId)?.costUsd ?? null,
       usage: usage.get(r.runId) ?? { ...attempts.NO_USAGE },
       resumeFailure: resumeFailure(r.runId),

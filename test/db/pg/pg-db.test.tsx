@@ -173,11 +173,11 @@ describe.skipIf(!pg)("PgDb", () => {
     }
   });
 
-  test("a server that is not there fails the first operation with DB_WRITE_FAILED after the policy's retries, each counted", async () => {
+  test("a server that is not there fails the first operation with DB_UNREACHABLE after the policy's retries, each counted", async () => {
     const db = openSmithersDb("postgres://smithers@127.0.0.1:1/nowhere", { retryPolicy: { retries: 2, baseDelayMs: 1, maxDelayMs: 1, jitter: 0 } });
     const before = dbRetryCount();
     const error = await rejection(db.read("probe", (q) => q.get("SELECT 1")));
-    expect(error.code).toBe("DB_WRITE_FAILED");
+    expect(error.code).toBe("DB_UNREACHABLE");
     expect(dbRetryCount() - before).toBe(2);
     await db.close();
   });
