@@ -71,6 +71,13 @@ export const ERROR_TABLE = {
   AGENT_CLI_NOT_FOUND: { kind: "run-failure", summary: "The coding-agent CLI is not installed or not on PATH." },
   AGENT_CLI_EXIT: { kind: "run-failure", summary: "The coding-agent CLI exited with a non-zero status." },
   AGENT_AUTH_FAILED: { kind: "run-failure", summary: "The agent's provider refused its credentials; not retried." },
+  AGENT_RATE_LIMITED: {
+    kind: "run-failure",
+    summary: "The agent's provider answered with a rate limit or an exhausted quota (429); retried after the delay it suggests (details.retryAfterMs).",
+  },
+  AGENT_MODEL_NOT_FOUND: { kind: "run-failure", summary: "The agent's provider does not know the model asked for; not retried." },
+  AGENT_ROOT_REFUSED: { kind: "run-failure", summary: "The coding-agent CLI refused to skip its permission prompts as root; not retried." },
+  AGENT_CLI_CRASHED: { kind: "run-failure", summary: "The coding-agent CLI died from a signal or crashed without a final record." },
   AGENT_STREAM_MALFORMED: { kind: "run-failure", summary: "A coding-agent CLI printed a stream Smithers could not read." },
   AGENT_TIMEOUT: { kind: "run-failure", summary: "An agent call took longer than its timeout." },
   REPLAY_EXHAUSTED: {

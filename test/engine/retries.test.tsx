@@ -1,7 +1,7 @@
 /** @jsxImportSource smithers-workflows */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { createSmithers, FatalError, RetryableError, runWorkflow, scriptedAgent, type SmithersEvent } from "../../src/index.ts";
+import { createSmithers, FatalError, RetryableError, runWorkflow, SmithersError, scriptedAgent, type SmithersEvent } from "../../src/index.ts";
 import { execute, query, tempDbPath } from "../helpers.ts";
 
 type AttemptRow = { attempt: number; state: string; started_at_ms: number; finished_at_ms: number; code: string | null };
@@ -178,6 +178,45 @@ describe("task retries", () => {
     ]);
     const [a1, a2] = await attemptsOf(dbPath);
     expect(a2!.started_at_ms - a1!.finished_at_ms).toBeGreaterThanOrEqual(5);
+  });
+
+  test("an agent's rate limit (AGENT_RATE_LIMITED with details.retryAfterMs) is retried after the delay it suggests, not the policy's", async () => {
+    const { Workflow, Task, smithers, outputs } = kit();
+    const events: SmithersEvent[] = [];
+    let calls = 0;
+    const wf = smithers(() => (
+      <Workflow name="w">
+        <Task id="t" output={outputs.out} retries={2} retryPolicy={{ backoff: "fixed", initialDelayMs: 600_000 }}>
+          {() => {
+            if (++calls < 2) throw new SmithersError("AGENT_RATE_LIMITED", "429 from the provider", { retryAfterMs: 7 });
+            return { n: calls };
+          }}
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {}, onEvent: (e) => events.push(e) });
+    expect(result).toMatchObject({ status: "finished", output: { n: 2 } });
+    expect(retrying(events)).toEqual([[2, 7]]);
+  });
+
+  test("an agent's model-not-found and root refusal are not retried", async () => {
+    for (const code of ["AGENT_MODEL_NOT_FOUND", "AGENT_ROOT_REFUSED"] as const) {
+      const { Workflow, Task, smithers, outputs } = kit();
+      let calls = 0;
+      const wf = smithers(() => (
+        <Workflow name="w">
+          <Task id="t" output={outputs.out} retries={3}>
+            {() => {
+              calls++;
+              throw new SmithersError(code, "no");
+            }}
+          </Task>
+        </Workflow>
+      ));
+      calls = 0;
+      const result = await runWorkflow(wf, { input: {} });
+      expect({ code, status: result.status, calls }).toEqual({ code, status: "failed", calls: 1 });
+    }
   });
 
   test("retries={Infinity} retries until the task succeeds, also after the run was cancelled and resumed", async () => {

@@ -27,4 +27,11 @@ export const AUTH_FAILURE_PATTERN =
   /invalid api key|incorrect api key|api key not valid|missing api key|no api key|please run \/login|run `?\w+ login|not logged in|log ?in again|authentication[_ ]failed|authentication_error|unauthenticated|unauthorized|status:? 401\b|oauth token (?:has )?(?:expired|been revoked)|refresh token|could not resolve authentication|auth method/i;
 
 /** Codes a CLI agent throws that another attempt cannot fix: the engine never retries them. */
-export const AGENT_NEVER_RETRY_CODES = ["AGENT_AUTH_FAILED", "AGENT_CLI_NOT_FOUND", "INVALID_OPTION", "UNSUPPORTED_SCHEMA"] as const;
+export const AGENT_NEVER_RETRY_CODES = [
+  "AGENT_AUTH_FAILED",
+  "AGENT_CLI_NOT_FOUND",
+  "AGENT_MODEL_NOT_FOUND",
+  "AGENT_ROOT_REFUSED",
+  "INVALID_OPTION",
+  "UNSUPPORTED_SCHEMA",
+] as const;

@@ -389,6 +389,13 @@ const NEVER_RETRIED: ReadonlySet<string> = new Set([
   ...AGENT_NEVER_RETRY_CODES,
 ]);
 
+/** The delay the failure asks for before a retry: a RetryableError's, or a rate limit's (AGENT_RATE_LIMITED details.retryAfterMs). */
+function suggestedDelay(thrown: unknown, error: SmithersError): number | undefined {
+  if (isInstance(thrown, RetryableError)) return thrown.retryAfterMs;
+  const asked = error.code === "AGENT_RATE_LIMITED" ? (error.details as { retryAfterMs?: unknown }).retryAfterMs : undefined;
+  return typeof asked === "number" && Number.isFinite(asked) ? asked : undefined;
+}
+
 /**
  * What an ended attempt comes to, decided without the database: finished (with the output row
  * it stores), failed (retryable while `canRetry` and the error is not fatal) or cancelled.
@@ -407,8 +414,7 @@ export function settleOutcome(a: AttemptInput, result: AttemptResult, canRetry: 
     return { kind: "suspended", status: childStatus, wakeAtMs: wakeAtMs ?? undefined, childRunId, durationMs };
   }
   const retryable = !isInstance(thrown, FatalError) && !NEVER_RETRIED.has(error.code) && canRetry;
-  const retryAfterMs = isInstance(thrown, RetryableError) ? thrown.retryAfterMs : undefined;
-  return { kind: "failed", error, retryable, retryAfterMs, durationMs };
+  return { kind: "failed", error, retryable, retryAfterMs: suggestedDelay(thrown, error), durationMs };
 }
 
 /** The attempt row's usage columns (integers: SQLite stores token counts exactly). */
