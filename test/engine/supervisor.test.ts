@@ -32,7 +32,11 @@ describe("supervise", () => {
     const [one, two] = [openSmithersDb(dbPath), openSmithersDb(dbPath)];
     const outcomes = (await Promise.all([supervise({ db: one, now: later }), supervise({ db: two, now: later })])).flat();
     expect(outcomes.filter((o) => o.action === "resumed").map((o) => o.runId)).toEqual(["run-s"]);
-    expect(outcomes.filter((o) => o.action !== "resumed" && o.action !== "lost")).toEqual([]);
+    // The other lost the race: at the claim ("lost"), or, when it looked after the winner had claimed,
+    // it finds the run owned by a live process here ("skipped"), as a busy machine makes likely.
+    expect(outcomes.filter((o) => o.action !== "resumed" && o.action !== "lost" && !(o.action === "skipped" && /still running here/.test(o.reason)))).toEqual(
+      [],
+    );
     expect(lines(callsFile)).toEqual(["a", "b", "b", "c"]);
     expect(await query(dbPath, "SELECT node_id, COUNT(*) AS n FROM step GROUP BY node_id ORDER BY node_id")).toEqual([
       { node_id: "a", n: 1 },
