@@ -88,11 +88,12 @@ describe("<HumanTask>", () => {
     const { Workflow, HumanTask, smithers, outputs, smithersDb } = kit(dbPath);
     const wf = smithers(() => (
       <Workflow name="slow">
-        <HumanTask id="review" output={outputs.review} prompt="Review" timeoutMs={20} />
+        <HumanTask id="review" output={outputs.review} prompt="Review" timeoutMs={400} />
       </Workflow>
     ));
+    // 400 ms: long enough for the run to stop and wait first on a loaded machine, short for the test.
     expect((await runWorkflow(wf, { input: {}, runId: "r", waitInPlaceMs: 0 })).status).toBe("waiting-approval");
-    await Bun.sleep(30);
+    await Bun.sleep(450);
     expect((await humanInbox(smithersDb)).map((i) => i.expired)).toEqual([true]);
     expect((await rejection(answerHuman(smithersDb, { requestId: "r:review:0:1", data: { approved: true, comments: "" } }))).code).toBe("HUMAN_REQUEST_CLOSED");
     const outcomes = await supervise({ db: smithersDb, resolveWorkflow: () => wf });

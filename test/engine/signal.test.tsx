@@ -199,7 +199,7 @@ describe("signal timeouts", () => {
     expect((await runWorkflow(cont.wf, { input: {} })).status).toBe("finished");
     expect(await query(cont.dbPath, "SELECT kind, payload FROM tagged")).toEqual([{ kind: "timeout", payload: null }]);
 
-    const got = waitFor("continue", true);
+    const got = waitFor("continue", true, 60_000); // the signal comes first, however slow the machine
     expect((await runWorkflow(got.wf, { input: {}, runId: "g", waitInPlaceMs: 0 })).status).toBe("waiting-event");
     await sendSignal(got.k.smithersDb, { runId: "g", name: "go", data: { version: "2" } });
     expect((await runWorkflow(got.wf, { runId: "g", resume: true })).status).toBe("finished");
