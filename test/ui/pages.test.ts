@@ -244,7 +244,7 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
   test(
     "an agent's output streams into its task's panel while it runs",
     async () => {
-      const runId = await h.start("talk", { pauseMs: 700 });
+      const runId = await h.start("talk", { pauseMs: 1500 }); // room for a loaded machine between the pieces
       const page = await h.open(`/runs/${runId}`);
       const review = page.locator('.tree .task[data-task="review"]');
       const log = review.getByRole("log", { name: "Agent output of review" });
