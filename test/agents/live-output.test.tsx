@@ -8,6 +8,7 @@ import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { APICallError, Output, ToolLoopAgent } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { z } from "zod";
+import { eventsCommand } from "../../src/cli/events.ts";
 import { createSmithers, defineTool, runWorkflow, type SmithersEvent } from "../../src/index.ts";
 import { gate, streamingModel, type StreamStep } from "../support/streaming-model.ts";
 import { sql, tempDbPath } from "../helpers.ts";
@@ -100,6 +101,37 @@ describe("an AI SDK agent's output while it runs", () => {
     expect(storedOutputs(dbPath).at(-1)).toEqual(["text", '{"approved": true, "notes": "owner ada"}']);
     const types = sql<{ type: string }>(dbPath, "SELECT type FROM _smithers_events ORDER BY seq").map((r) => r.type);
     expect(types.lastIndexOf("NodeOutput")).toBeLessThan(types.indexOf("NodeFinished"));
+  });
+
+  test("`smithers events --follow` prints the agent's text and tool lines while the model is paused, and ends with the run", async () => {
+    const answer = gate();
+    const { model } = streamingModel([
+      { pieces: ["Reading ", "the diff.", { tool: "lookup", input: { file: "src/a.ts" } }] },
+      { pieces: [answer.wait, '{"approved": true, "notes": "owner ada"}'] },
+    ]);
+    const { dbPath, wf } = oneTask(new ToolLoopAgent({ model, tools: { lookup } }));
+    const live = follow();
+    const finished = runWorkflow(wf, { runId: "follow", onEvent: live.onEvent });
+    await live.until((e) => e.type === "NodeOutput");
+
+    const lines: string[] = [];
+    const result = Promise.withResolvers<void>();
+    const io = {
+      out: (line: string) => {
+        lines.push(line.replace(/^ *\d+ \S+ /, "")); // without its seq and time
+        if (line.includes("lookup →")) result.resolve();
+      },
+      err: () => undefined,
+    };
+    const followed = eventsCommand(["follow", "--follow", "--type", "NodeOutput", "--db", dbPath], io);
+    await result.promise;
+    expect(lines).toEqual(["agent   review: Reading the diff.", 'tool    review: lookup {"file":"src/a.ts"}', 'tool    review: lookup → {"owner":"ada"}']);
+    expect(attemptState(dbPath)).toEqual(["running"]);
+
+    answer.open();
+    expect(await followed).toBe(0);
+    expect((await finished).status).toBe("finished");
+    expect(lines.at(-1)).toBe('agent   review: {"approved": true, "notes": "owner ada"}');
   });
 
   test("a tool that fails shows as `name failed: message` and the model still answers", async () => {
