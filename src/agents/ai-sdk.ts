@@ -65,28 +65,32 @@ async function streamAgent(agent: StreamingAgent, args: AgentGenerateArgs, onEve
   const stop = new AbortController();
   const abortSignal = args.abortSignal ? AbortSignal.any([args.abortSignal, stop.signal]) : stop.signal;
   const result = await agent.stream({ ...args, abortSignal, experimental_transform });
-  let stepStarted = false;
+  let answered = false; // whether the model said anything yet (beyond the stream's and the step's start)
   let sofar: AgentUsage | undefined;
-  for await (const part of result.fullStream) {
-    if (part.type === "error") {
-      failure ??= { error: part.error }; // an SDK version that ignored the transform
-      break; // leaving the loop cancels the stream
+  try {
+    for await (const part of result.fullStream) {
+      if (part.type === "error") {
+        failure ??= { error: part.error }; // an SDK version that ignored the transform
+        break; // leaving the loop cancels the stream
+      }
+      if (part.type !== "start" && part.type !== "start-step") answered = true;
+      if (part.type === "finish-step") {
+        const response = part.response as { modelId?: unknown } | undefined;
+        const used = normalizeUsage(part.usage, typeof response?.modelId === "string" ? response.modelId : undefined);
+        // The usage so far, so a call stopped mid-loop still counts its finished steps.
+        if (used) onEvent({ type: "usage", usage: (sofar = addUsage(sofar, used)!) });
+      } else {
+        const event = partEvent(part);
+        if (event) onEvent(event);
+      }
     }
-    if (part.type === "start-step") stepStarted = true;
-    else if (part.type === "finish-step") {
-      const response = part.response as { modelId?: unknown } | undefined;
-      const used = normalizeUsage(part.usage, typeof response?.modelId === "string" ? response.modelId : undefined);
-      // The usage so far, so a call stopped mid-loop still counts its finished steps.
-      if (used) onEvent({ type: "usage", usage: (sofar = addUsage(sofar, used)!) });
-    } else {
-      const event = partEvent(part);
-      if (event) onEvent(event);
-    }
+  } catch (error) {
+    failure ??= { error };
   }
   if (failure) {
     stop.abort(failure.error);
-    // The model's first call failed before answering, because it has no streaming: ask it again without.
-    if (!stepStarted && isStreamingUnsupported(failure.error)) return NOT_STREAMED;
+    // The model's first call failed before it answered, because it has no streaming: ask it again without.
+    if (!answered && isStreamingUnsupported(failure.error)) return NOT_STREAMED;
     throw failure.error;
   }
   // After an abort the stream ends early and these reject with the abort's reason.

@@ -5,7 +5,7 @@
  * `generate`.
  */
 import { afterEach, describe, expect, spyOn, test } from "bun:test";
-import { APICallError, Output, ToolLoopAgent } from "ai";
+import { APICallError, Output, ToolLoopAgent, UnsupportedFunctionalityError } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { z } from "zod";
 import { eventsCommand } from "../../src/cli/events.ts";
@@ -240,5 +240,26 @@ describe("an AI SDK agent whose model cannot stream", () => {
     expect(sql(second.dbPath, "SELECT notes FROM review")).toEqual([{ notes: "call 2" }]);
     expect(heard.outputs()).toEqual([["text", '{"approved": true, "notes": "call 1"}']]);
     expect(consoleError).not.toHaveBeenCalled();
+  });
+  test("a model refusing to stream with the SDK's UnsupportedFunctionalityError is called with generate; any other stream failure is not retried that way", async () => {
+    const answer = {
+      content: [{ type: "text" as const, text: '{"approved": true, "notes": "generated"}' }],
+      finishReason: { unified: "stop" as const, raw: "stop" },
+      usage: { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } },
+      warnings: [],
+    };
+    const refusing = new MockLanguageModelV4({
+      doStream: async () => Promise.reject(new UnsupportedFunctionalityError({ functionality: "streaming" })),
+      doGenerate: async () => answer,
+    });
+    const first = oneTask(new ToolLoopAgent({ model: refusing }));
+    expect((await runWorkflow(first.wf, { runId: "refused" })).status).toBe("finished");
+    expect(sql(first.dbPath, "SELECT notes FROM review")).toEqual([{ notes: "generated" }]);
+
+    const failing = new MockLanguageModelV4({ doStream: async () => Promise.reject(new Error("connection reset")), doGenerate: async () => answer });
+    const second = oneTask(new ToolLoopAgent({ model: failing }), { retries: 0 });
+    const result = await runWorkflow(second.wf, { runId: "reset" });
+    expect(result.error?.message).toContain("connection reset");
+    expect([failing.doStreamCalls.length, failing.doGenerateCalls.length]).toEqual([1, 0]);
   });
 });
