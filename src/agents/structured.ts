@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { formatIssuePath, formatZodIssues } from "../schema/index.ts";
 import { describeSchema } from "../schema/index.ts";
+import { callAiSdkAgent, isAiSdkAgent } from "./ai-sdk.ts";
 import { extractJson } from "./extract-json.ts";
 import type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentUsage, StructuredAttempt } from "./types.ts";
 import { addUsage, normalizeUsage, priceUsage, type ModelPricing } from "./usage.ts";
@@ -73,33 +74,10 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pro
   });
 }
 
-/** An AI SDK agent (`ToolLoopAgent` or anything implementing its `Agent` interface). */
-function isAiSdkAgent(agent: Agent): boolean {
-  return (agent as { version?: unknown }).version === "agent-v1";
-}
-
 function callAgent(agent: Agent, args: AgentGenerateArgs): Promise<AgentReply> {
   try {
-    const onEvent = args.onEvent;
-    if (onEvent && isAiSdkAgent(agent)) {
-      // Its steps as they end: the text so far, for an operator following the task.
-      // (and the usage so far, so a call stopped mid-loop still counts its finished steps)
-      let sofar: AgentUsage | undefined;
-      const onStepEnd = (step: { text?: unknown; usage?: unknown; response?: { modelId?: unknown } }) => {
-        if (typeof step.text === "string" && step.text !== "") onEvent({ type: "text", text: step.text });
-        const model = typeof step.response?.modelId === "string" ? step.response.modelId : undefined;
-        const used = normalizeUsage(step.usage, model);
-        if (used) onEvent({ type: "usage", usage: (sofar = addUsage(sofar, used)!) });
-      };
-      // And each tool it runs, as it starts.
-      const onToolExecutionStart = (start: { toolCall?: { toolName?: unknown; toolCallId?: unknown; input?: unknown } }) => {
-        const call = start.toolCall;
-        if (typeof call?.toolName !== "string") return;
-        onEvent({ type: "tool-call", toolName: call.toolName, ...(typeof call.toolCallId === "string" ? { callId: call.toolCallId } : {}), input: call.input });
-      };
-      return Promise.resolve(agent.generate({ ...args, onStepEnd, onToolExecutionStart } as AgentGenerateArgs));
-    }
-    return Promise.resolve(agent.generate(args));
+    // An AI SDK agent reports its text, tool calls and results and usage as they come.
+    return Promise.resolve(isAiSdkAgent(agent) ? callAiSdkAgent(agent, args) : agent.generate(args));
   } catch (error) {
     return Promise.reject(error);
   }
@@ -153,7 +131,7 @@ export type GenerateStructuredOptions<S extends z.ZodType> = {
    * engine's retry) waits for these.
    */
   onCall?: (call: Promise<unknown>) => void;
-  /** Passed to every generate call (see AgentGenerateArgs); an AI SDK agent's step texts arrive here as `text` events. */
+  /** Passed to every generate call (see AgentGenerateArgs); an AI SDK agent's streamed text, tool calls and results arrive here too. */
   onEvent?: (event: AgentEvent) => void;
   onStdout?: (chunk: string) => void;
   onStderr?: (chunk: string) => void;

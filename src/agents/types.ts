@@ -14,14 +14,16 @@ export type AgentUsage = {
 };
 
 /**
- * What an agent reports while it works (`onEvent`). CLI agents parse these from their stream;
- * the engine forwards text as `NodeOutput` events and records the process for a later resume.
+ * What an agent reports while it works (`onEvent`). CLI agents parse these from their stream, an
+ * AI SDK agent's come from its `fullStream`; the engine forwards text, tool calls and tool results
+ * as `NodeOutput` events and records the process for a later resume.
  */
 export type AgentEvent =
   /** A piece of the reply text as it arrives. */
   | { type: "text"; text: string }
   /** The agent asked for a tool (executed by the agent itself, e.g. a CLI's `Bash`). */
   | { type: "tool-call"; toolName: string; callId?: string; input?: unknown }
+  /** What a tool call returned (`output`), or its error when `isError`. */
   | { type: "tool-result"; toolName?: string; callId?: string; output?: unknown; isError?: boolean }
   /** Usage so far or at the end (a CLI's result line). */
   | { type: "usage"; usage: AgentUsage }

@@ -202,9 +202,10 @@ describe("tools of an AI SDK agent inside a Task", () => {
       },
     ]);
     expect(events.filter((e) => e.type.startsWith("ToolCall")).map((e) => e.type)).toEqual(["ToolCallStarted", "ToolCallFinished"]);
-    // An operator following the task sees the call and the final text.
+    // An operator following the task sees the call, its result and the final text.
     expect(events.flatMap((e) => (e.type === "NodeOutput" ? [[e.stream, e.text]] : []))).toEqual([
       ["tool", 'lookup {"file":"src/a.ts"}'],
+      ["tool", 'lookup → {"owner":"ada"}'],
       ["text", '{"approved": true, "notes": "owner ada"}'],
     ]);
   });

@@ -11,7 +11,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { buildDashboard } from "../../scripts/build-dashboard.ts";
-import { loadWorkflowsDir, type SmithersServer } from "../../src/server/index.ts";
+import { loadWorkflowsDir, type RegisteredWorkflow, type SmithersServer } from "../../src/server/index.ts";
 import { tempDir } from "../helpers.ts";
 import { post, startServer } from "../server/helpers.ts";
 import { findChromium } from "../support/chromium.ts";
@@ -36,15 +36,18 @@ export type Harness = {
   waitForStatus(runId: string, statuses: string[], ms?: number): Promise<void>;
 };
 
-/** Call at the top of a describe block: starts the server and browser before its tests, stops them after. */
-export function dashboardHarness(): Harness {
+/**
+ * Call at the top of a describe block: starts the server and browser before its tests, stops them
+ * after. `workflows` are registered beside the fixtures (a test's own, built in its file).
+ */
+export function dashboardHarness(o: { workflows?: RegisteredWorkflow[] } = {}): Harness {
   let server: SmithersServer;
   let url: string;
   let browser: Browser;
   beforeAll(async () => {
     const dashboardDir = join(tempDir(), "dashboard");
     await buildDashboard(dashboardDir);
-    ({ server, url } = await startServer({ token: TOKEN, dashboardDir, workflows: await loadWorkflowsDir(DASHBOARD_FIXTURES) }));
+    ({ server, url } = await startServer({ token: TOKEN, dashboardDir, workflows: [...(await loadWorkflowsDir(DASHBOARD_FIXTURES)), ...(o.workflows ?? [])] }));
     browser = await chromium.launch({ executablePath: chromiumPath! });
     mkdirSync(SHOTS, { recursive: true });
   });

@@ -1,7 +1,7 @@
 /**
- * A running agent's text and tool calls on their way to NodeOutput events: text that arrives in
- * pieces is joined per attempt, and staged events are stored within OUTPUT_FLUSH_MS, by the
- * step under way when there is one, else in a transaction of their own.
+ * A running agent's text, tool calls and tool results on their way to NodeOutput events: text
+ * that arrives in pieces is joined per attempt, and staged events are stored within
+ * OUTPUT_FLUSH_MS, by the step under way when there is one, else in a transaction of their own.
  */
 import { attempts as attemptRows, type Sql, type SmithersDb } from "../../db/index.ts";
 import type { AgentEvent } from "../../agents/index.ts";
@@ -34,8 +34,9 @@ export class AgentOutput {
   constructor(private readonly deps: AgentOutputDeps) {}
 
   /**
-   * What a running agent reports: its text and tool calls become NodeOutput events (stored and
-   * heard within OUTPUT_FLUSH_MS), its subprocess is recorded on the attempt for a later resume.
+   * What a running agent reports: its text, tool calls and tool results become NodeOutput events
+   * (stored and heard within OUTPUT_FLUSH_MS), its subprocess is recorded on the attempt for a
+   * later resume.
    */
   onAgentEvent(ids: AttemptIds, event: AgentEvent): void {
     if (event.type === "process") {
@@ -50,6 +51,12 @@ export class AgentOutput {
     } else if (event.type === "tool-call") {
       stream = "tool";
       text = event.input === undefined ? event.toolName : `${event.toolName} ${safeStringify(event.input)}`;
+    } else if (event.type === "tool-result") {
+      // `name → output` after its call (`name {input}`), or `name failed: error`.
+      stream = "tool";
+      const name = event.toolName ?? "tool";
+      const output = event.output === undefined ? "" : shown(event.output);
+      text = event.isError === true ? `${name} failed${output === "" ? "" : `: ${output}`}` : `${name} →${output === "" ? "" : ` ${output}`}`;
     } else return;
     if (text === "" || this.closed) return;
     const key = `${ids.nodeId}#${ids.iteration}#${ids.attempt}`;
@@ -103,6 +110,11 @@ export class AgentOutput {
     }, OUTPUT_FLUSH_MS);
     this.timer.unref?.();
   }
+}
+
+/** A tool's input or output as text: a string as it is, anything else as JSON. */
+function shown(value: unknown): string {
+  return typeof value === "string" ? value : safeStringify(value);
 }
 
 /** At most OUTPUT_TEXT_MAX characters, a longer text cut with "…". */
