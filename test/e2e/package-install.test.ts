@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { rm } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import pkg from "../../package.json";
 import { startLocalRegistry, type LocalRegistry } from "../support/local-registry.ts";
@@ -47,7 +48,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await registry?.stop();
-});
+  // Hundreds of MB (two Bun binaries, npm's cache): removed here, not left to the suite's last hook.
+  await rm(work, { recursive: true, force: true });
+}, 120_000);
 
 describe("the packed package, installed into an empty project", () => {
   test("ships the bin, the sources, the dashboard bundle and the docs, and no tests, benches, CI or dashboard sources", async () => {
