@@ -53,11 +53,12 @@ const OWN_KEYS = [
 
 /**
  * Variables set for the CLI unless its environment already has them (an inherited or given value
- * wins, so setting one to "0" opts back in): no telemetry, error reports, update checks, feature
- * flag fetches or connection warm-ups (`HEAD /api/hello`) to Anthropic's hosts, which offline only
- * fail or wait. Tried on Claude Code 2.1.332: this one variable stops every request but the model
- * turns, where DISABLE_TELEMETRY, DISABLE_ERROR_REPORTING and DISABLE_AUTOUPDATER together still
- * leave a lookup of api.anthropic.com and the warm-up.
+ * wins): no telemetry, error reports, update checks, feature-flag fetches or connection warm-ups
+ * (`HEAD /api/hello`) to Anthropic's hosts, which offline only fail or wait. Tried on Claude Code
+ * 2.1.332: this one variable stops every request but the model turns, where DISABLE_TELEMETRY,
+ * DISABLE_ERROR_REPORTING and DISABLE_AUTOUPDATER together still leave a lookup of
+ * api.anthropic.com and the warm-up. Claude Code takes any non-empty value as "on" ("0" too): a
+ * user opts back in with an empty value.
  */
 export const CLAUDE_QUIET_ENV: Readonly<Record<string, string>> = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" };
 

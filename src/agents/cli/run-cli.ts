@@ -112,8 +112,10 @@ function tail(text: string, chars: number): string {
 
 /**
  * Runs one CLI call to its end in its own process group and returns what its stream said.
- * Rejects with the abort signal's reason, AGENT_TIMEOUT, AGENT_AUTH_FAILED, AGENT_CLI_EXIT,
- * AGENT_FAILED (an error result with exit code 0) or AGENT_STREAM_MALFORMED (exit 0, no result);
+ * Rejects with the abort signal's reason, AGENT_TIMEOUT, a failure the parser recognised,
+ * AGENT_AUTH_FAILED, AGENT_CLI_CRASHED (killed by a signal, or failing mid-stream without its final
+ * record), AGENT_CLI_EXIT, AGENT_FAILED (an error result with exit code 0) or
+ * AGENT_STREAM_MALFORMED (exit 0, no result);
  * every way out ends the whole group first.
  */
 export function runCli(run: CliInvocation): Promise<StreamOutcome> {
@@ -305,7 +307,10 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
       if (code !== 0) {
         const why = outcome.error ?? lastLine(stderrTail);
         const how = code === null ? `was killed by ${exitSignal}` : `exited with code ${code}`;
-        throw new SmithersError("AGENT_CLI_EXIT", `${agent}: the CLI ${how}${why ? `: ${why}` : ""}`, details);
+        // Killed by a signal we did not send, or failing mid-stream without its final record and
+        // without reporting an error: a crash. A CLI that printed no record at all refused to start (AGENT_CLI_EXIT).
+        const crashed = code === null || (records > 0 && !outcome.complete && outcome.error === undefined);
+        throw new SmithersError(crashed ? "AGENT_CLI_CRASHED" : "AGENT_CLI_EXIT", `${agent}: the CLI ${how}${why ? `: ${why}` : ""}`, details);
       }
       if (outcome.error !== undefined) {
         throw new SmithersError("AGENT_FAILED", `${agent}: the CLI reported an error: ${outcome.error}`, details);

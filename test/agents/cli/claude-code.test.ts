@@ -105,8 +105,9 @@ describe("ClaudeCodeAgent", () => {
     const fake = fakeCli();
     await new ClaudeCodeAgent({ env: fake.env }).generate({ prompt: "p" });
     expect(fake.record().env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("1");
-    await new ClaudeCodeAgent({ env: { ...fake.env, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "0" } }).generate({ prompt: "p" });
-    expect(fake.record().env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("0");
+    // Claude Code takes any non-empty value as on: a user opts back in with an empty one, which is kept.
+    await new ClaudeCodeAgent({ env: { ...fake.env, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "" } }).generate({ prompt: "p" });
+    expect(fake.record().env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("");
   });
 
   test.skipIf(!asRoot)(

@@ -170,7 +170,7 @@ describe.skipIf(skip !== undefined)("ClaudeCodeAgent running the real Claude Cod
     const retrying = giving.events.find((e) => e.type === "NodeRetrying") as { delayMs?: number } | undefined;
     expect(retrying?.delayMs).toBeGreaterThanOrEqual(500);
     expect(retrying?.delayMs).toBeLessThan(5_000);
-  });
+  }, 40_000);
 
   test("an unknown model (404) is AGENT_MODEL_NOT_FOUND, not retried", async () => {
     const { run, main, attempts } = workflow({}, { retries: 3 });
@@ -179,6 +179,24 @@ describe.skipIf(skip !== undefined)("ClaudeCodeAgent running the real Claude Cod
     expect(result.error?.code).toBe("AGENT_MODEL_NOT_FOUND");
     expect(attempts().map((a) => [a.attempt, a.code])).toEqual([[1, "AGENT_MODEL_NOT_FOUND"]]);
   });
+
+  test("a Claude Code killed mid-task (its own Bash tool sends it SIGKILL) is AGENT_CLI_CRASHED, retried; a missing binary is AGENT_CLI_NOT_FOUND, not retried", async () => {
+    const crashing = workflow({}, { retries: 1 });
+    crashing.main(
+      { toolCalls: [{ name: "Bash", input: { command: "kill -KILL $PPID", description: "crash" } }] },
+      { json: { files: 0, proof: "second attempt" } },
+    );
+    expect((await crashing.run()).status).toBe("finished");
+    expect(crashing.attempts().map((a) => [a.attempt, a.code])).toEqual([
+      [1, "AGENT_CLI_CRASHED"],
+      [2, null],
+    ]);
+
+    const missing = workflow({ binary: join(tempDir(), "claude") }, { retries: 3 });
+    expect((await missing.run()).error?.code).toBe("AGENT_CLI_NOT_FOUND");
+    expect(missing.attempts().map((a) => [a.attempt, a.code])).toEqual([[1, "AGENT_CLI_NOT_FOUND"]]);
+    expect(missing.requests).toEqual([]);
+  }, 30_000);
 
   test.skipIf(process.getuid?.() !== 0)(
     "as root, yolo works (IS_SANDBOX=1 is set for it); with IS_SANDBOX=0 from the user the refusal is AGENT_ROOT_REFUSED, not retried",
