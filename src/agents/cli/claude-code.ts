@@ -69,8 +69,8 @@ const SANDBOX_DENIED = /^(?:0|false|no|off|)$/i;
 const runsAsRoot = (): boolean => process.getuid?.() === 0;
 
 /**
- * Anthropic's Claude Code CLI as an agent: `claude -p --output-format stream-json --verbose`,
- * the prompt on stdin. `systemPrompt` goes to `--append-system-prompt` (Claude Code keeps its own
+ * Anthropic's Claude Code CLI as an agent: `claude -p --output-format stream-json --verbose
+ * --include-partial-messages`, the prompt on stdin, its text reported as it is written. `systemPrompt` goes to `--append-system-prompt` (Claude Code keeps its own
  * system prompt, which its tools rely on). Without `apiKey` an inherited ANTHROPIC_API_KEY is
  * removed from the CLI's environment, so it bills the logged-in subscription; `configDir` sets
  * CLAUDE_CONFIG_DIR.
@@ -111,7 +111,8 @@ export class ClaudeCodeAgent extends CliAgent<ClaudeCodeAgentOptions> {
 
   protected prepare(call: AgentGenerateArgs, context: CallContext): PreparedCall {
     const o = this.options;
-    const args = ["-p", "--output-format", "stream-json", "--verbose"];
+    // Partial messages: the reply's text arrives as it is written (NodeOutput while the agent works).
+    const args = ["-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"];
     flag(args, "--model", o.model);
     flag(args, "--append-system-prompt", systemPromptOf(o) || undefined);
     if (o.permissionMode !== undefined) flag(args, "--permission-mode", o.permissionMode);

@@ -35,8 +35,8 @@ function reportedCost(result: Record<string, unknown>): number | undefined {
 }
 
 /**
- * Parses `claude -p --output-format stream-json --verbose` (system/init, assistant, user,
- * system/api_retry, result) and recognises its failures: a refused login ends the call at the
+ * Parses `claude -p --output-format stream-json --verbose --include-partial-messages`
+ * (system/init, stream_event, assistant, user, system/api_retry, result) and recognises its failures: a refused login ends the call at the
  * first retry line that says so (Claude Code would retry it for minutes), a rate limit it gave up
  * on, an unknown model, and a refusal to skip permissions as root.
  */
@@ -53,6 +53,9 @@ export class ClaudeStreamParser implements StreamParser {
   private lastRetry: (ApiFailure & { delayMs?: number; attempt?: number }) | undefined;
   private usage: AgentUsage | undefined;
   private readonly toolNames = new Map<string, string>();
+  /** The id of the message the stream events are about, and the messages whose text came as deltas. */
+  private streamingMessage: string | undefined;
+  private readonly streamedMessages = new Set<string>();
 
   constructor(private readonly maxBytes: number) {
     this.lastText = new CappedText(maxBytes);
@@ -67,6 +70,7 @@ export class ClaudeStreamParser implements StreamParser {
   record(r: Record<string, unknown>, emit: (event: AgentEvent) => void): void {
     this.session(str(r.session_id), emit);
     if (r.type === "system") this.system(r);
+    else if (r.type === "stream_event") this.streamEvent(r, emit);
     else if (r.type === "assistant") this.assistant(r, emit);
     else if (r.type === "user") this.user(r, emit);
     else if (r.type === "result") this.result(r, emit);
@@ -87,6 +91,16 @@ export class ClaudeStreamParser implements StreamParser {
     }
   }
 
+  /** A raw API event (`--include-partial-messages`): text as it arrives, so an operator sees the agent write. */
+  private streamEvent(r: Record<string, unknown>, emit: (event: AgentEvent) => void): void {
+    const event = obj(r.event);
+    if (event?.type === "message_start") this.streamingMessage = str(obj(event.message)?.id);
+    const delta = obj(event?.delta);
+    if (event?.type !== "content_block_delta" || delta?.type !== "text_delta" || typeof delta.text !== "string" || delta.text === "") return;
+    if (this.streamingMessage !== undefined) this.streamedMessages.add(this.streamingMessage);
+    emit({ type: "text", text: delta.text });
+  }
+
   private assistant(r: Record<string, unknown>, emit: (event: AgentEvent) => void): void {
     const message = obj(r.message);
     // A failed request comes back as a made-up assistant message carrying an `error` kind.
@@ -97,12 +111,14 @@ export class ClaudeStreamParser implements StreamParser {
     if (model !== undefined && model !== SYNTHETIC_MODEL && (r.parent_tool_use_id ?? null) === null) this.answeredModel = model;
     const content = message?.content;
     if (!Array.isArray(content)) return;
+    // Its text was already reported piece by piece from the stream events.
+    const streamed = this.streamedMessages.has(str(message?.id) ?? "");
     let text = "";
     for (const raw of content) {
       const block = obj(raw);
       if (block?.type === "text" && typeof block.text === "string") {
         text += block.text;
-        emit({ type: "text", text: block.text });
+        if (!streamed) emit({ type: "text", text: block.text });
       } else if (block?.type === "tool_use") {
         const name = str(block.name) ?? "unknown";
         const id = str(block.id);

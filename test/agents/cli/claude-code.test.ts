@@ -4,7 +4,7 @@ import { SmithersError } from "../../../src/errors/index.ts";
 import { errorOf } from "../../helpers.ts";
 import { fakeCli, listeners } from "./fake-cli.ts";
 
-const BASE_ARGS = ["-p", "--output-format", "stream-json", "--verbose"];
+const BASE_ARGS = ["-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"];
 const asRoot = process.getuid?.() === 0;
 
 describe("ClaudeCodeAgent", () => {
@@ -14,7 +14,7 @@ describe("ClaudeCodeAgent", () => {
     else process.env.ANTHROPIC_API_KEY = inherited;
   });
 
-  test("runs `claude -p --output-format stream-json --verbose` with the prompt on stdin, in the call's cwd, skipping permissions by default", async () => {
+  test("runs `claude -p --output-format stream-json --verbose --include-partial-messages` with the prompt on stdin, in the call's cwd, skipping permissions by default", async () => {
     const fake = fakeCli();
     await new ClaudeCodeAgent({ env: fake.env }).generate({ prompt: "Summarise the repo", cwd: fake.dir });
     const record = fake.record();

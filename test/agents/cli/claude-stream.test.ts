@@ -139,6 +139,36 @@ describe("ClaudeCodeAgent reading Claude Code's failures", () => {
   });
 });
 
+describe("ClaudeCodeAgent reading Claude Code's partial messages", () => {
+  test("text is reported as its deltas arrive and not again with the whole message; tool calls come from the whole message", async () => {
+    const l = listeners();
+    const event = (e: Line): Line => ({ type: "stream_event", event: e, parent_tool_use_id: null, session_id: SESSION });
+    const delta = (text: string) => event({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } });
+    const lines = [
+      init,
+      event({ type: "message_start", message: { id: "msg_1", model: "claude-sonnet-4-5", content: [] } }),
+      event({ type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "Bash", input: {} } }),
+      event({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: '{"command":"ls"}' } }),
+      {
+        type: "assistant",
+        message: { id: "msg_1", model: "claude-sonnet-4-5", content: [{ type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "ls" } }] },
+      },
+      event({ type: "message_start", message: { id: "msg_2", model: "claude-sonnet-4-5", content: [] } }),
+      delta('{"files"'),
+      delta(": 1}"),
+      { type: "assistant", message: { id: "msg_2", model: "claude-sonnet-4-5", content: [{ type: "text", text: '{"files": 1}' }] } },
+      success('{"files": 1}', 0.001, {}),
+    ];
+    const reply = await run(scriptedClaude(lines), l.onEvent);
+    expect(reply.text).toBe('{"files": 1}');
+    expect(l.events.filter((e) => e.type === "text" || e.type === "tool-call")).toEqual([
+      { type: "tool-call", toolName: "Bash", callId: "toolu_1", input: { command: "ls" } },
+      { type: "text", text: '{"files"' },
+      { type: "text", text: ": 1}" },
+    ]);
+  });
+});
+
 describe("ClaudeCodeAgent reading Claude Code's usage", () => {
   test("the model recorded is the one that answered the main conversation, not the one asked for, a sub-agent's or the CLI's made-up one", async () => {
     const l = listeners();

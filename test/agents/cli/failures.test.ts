@@ -97,7 +97,10 @@ describe("CLI agents", () => {
       },
     });
     const [first] = l.events;
-    expect(first).toMatchObject({ type: "process", command: "claude -p --output-format stream-json --verbose --model opus --dangerously-skip-permissions" });
+    expect(first).toMatchObject({
+      type: "process",
+      command: "claude -p --output-format stream-json --verbose --include-partial-messages --model opus --dangerously-skip-permissions",
+    });
     expect(first?.type === "process" && first.pid).toBe(fake.pids().pid);
     expect(startTimeSeen).toMatch(/^\d+$/);
   });

@@ -94,6 +94,7 @@ describe.skipIf(skip !== undefined)("ClaudeCodeAgent running the real Claude Cod
         json: { files: 1, proof: "made-by-claude" },
         model: "claude-sonnet-4-5-20250929",
         usage: { inputTokens: 500, cachedInputTokens: 100, outputTokens: 30 },
+        chunkDelayMs: 300,
       },
     );
     const result = await run();
@@ -119,6 +120,10 @@ describe.skipIf(skip !== undefined)("ClaudeCodeAgent running the real Claude Cod
     expect(turns).toHaveLength(2);
     expect(JSON.stringify(turns[1]!.body)).toContain("made-by-claude");
     expect(events.some((e) => e.type === "NodeOutput" && e.stream === "tool" && e.text.includes("proof.txt"))).toBe(true);
+    // The answer was seen as it was written (streamed in pieces 300 ms apart), each piece once.
+    const texts = events.flatMap((e) => (e.type === "NodeOutput" && e.stream === "text" ? [e.text] : []));
+    expect(texts.length).toBeGreaterThan(1);
+    expect(JSON.parse(texts.join(""))).toEqual({ files: 1, proof: "made-by-claude" });
     // Offline settings: nothing but model turns reached the server (no warm-up, no telemetry), all with the key.
     expect(requests.every((r) => r.method === "POST" && r.path.startsWith("/v1/messages") && r.headers["x-api-key"] === "sk-ant-fake")).toBe(true);
   });
