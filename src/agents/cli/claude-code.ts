@@ -1,7 +1,7 @@
-import type { AgentEvent, AgentGenerateArgs, AgentUsage } from "../types.ts";
-import { add, type CallContext, CliAgent, flag, num, obj, type PreparedCall, str, toggle } from "./cli-agent.ts";
+import type { AgentGenerateArgs } from "../types.ts";
+import { ClaudeStreamParser } from "./claude-stream.ts";
+import { type CallContext, CliAgent, flag, type PreparedCall, toggle } from "./cli-agent.ts";
 import { type BaseCliAgentOptions, systemPromptOf } from "./options.ts";
-import { CappedText, type StreamOutcome, type StreamParser } from "./run-cli.ts";
 
 export type ClaudeCodeAgentOptions = BaseCliAgentOptions & {
   /** `--permission-mode`; when given, it replaces yolo's `--dangerously-skip-permissions`. */
@@ -52,11 +52,35 @@ const OWN_KEYS = [
 ] as const;
 
 /**
- * Anthropic's Claude Code CLI as an agent: `claude -p --output-format stream-json --verbose`,
- * the prompt on stdin. `systemPrompt` goes to `--append-system-prompt` (Claude Code keeps its own
+ * Variables set for the CLI unless its environment already has them (an inherited or given value
+ * wins): no telemetry, error reports, update checks, feature-flag fetches or connection warm-ups
+ * (`HEAD /api/hello`) to Anthropic's hosts, which offline only fail or wait. Tried on Claude Code
+ * 2.1.332: this one variable stops every request but the model turns, where DISABLE_TELEMETRY,
+ * DISABLE_ERROR_REPORTING and DISABLE_AUTOUPDATER together still leave a lookup of
+ * api.anthropic.com and the warm-up. Claude Code takes any non-empty value as "on" ("0" too): a
+ * user opts back in with an empty value.
+ */
+export const CLAUDE_QUIET_ENV: Readonly<Record<string, string>> = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" };
+
+/** An IS_SANDBOX value that says "not a sandbox": kept, so Claude Code refuses yolo as root. */
+const SANDBOX_DENIED = /^(?:0|false|no|off|)$/i;
+
+/** Whether this process runs as root (Claude Code's root check looks at the same uid). */
+const runsAsRoot = (): boolean => process.getuid?.() === 0;
+
+/**
+ * Anthropic's Claude Code CLI as an agent: `claude -p --output-format stream-json --verbose
+ * --include-partial-messages`, the prompt on stdin, its text reported as it is written. `systemPrompt` goes to `--append-system-prompt` (Claude Code keeps its own
  * system prompt, which its tools rely on). Without `apiKey` an inherited ANTHROPIC_API_KEY is
  * removed from the CLI's environment, so it bills the logged-in subscription; `configDir` sets
  * CLAUDE_CONFIG_DIR.
+ *
+ * As root (CI, containers) Claude Code refuses to skip its permission prompts unless IS_SANDBOX
+ * is exactly "1". When the call skips them (`yolo`, the default, or permissionMode
+ * "bypassPermissions") and this process runs as root, the CLI gets IS_SANDBOX=1, unless the
+ * environment (inherited or `env`) says IS_SANDBOX=0 / false / no / off / empty: that refusal is
+ * the user's, and the call fails with AGENT_ROOT_REFUSED, never retried. (Another value, such as
+ * "yes", is taken as yes and passed as "1".)
  *
  * @example
  * const claude = new ClaudeCodeAgent({ model: "sonnet", allowedTools: ["Read"], timeoutMs: 600_000 });
@@ -73,12 +97,22 @@ export class ClaudeCodeAgent extends CliAgent<ClaudeCodeAgentOptions> {
     if (o.apiKey !== undefined) env.ANTHROPIC_API_KEY = o.apiKey;
     else if (o.env?.ANTHROPIC_API_KEY === undefined) delete env.ANTHROPIC_API_KEY;
     if (o.configDir !== undefined) env.CLAUDE_CONFIG_DIR = o.configDir;
+    for (const [key, value] of Object.entries(CLAUDE_QUIET_ENV)) env[key] ??= value;
+    if (this.skipsPermissions() && runsAsRoot() && !SANDBOX_DENIED.test(env.IS_SANDBOX ?? "yes")) env.IS_SANDBOX = "1";
     return env;
+  }
+
+  /** Whether the CLI is told to skip its permission prompts. */
+  private skipsPermissions(): boolean {
+    const o = this.options;
+    if (o.extraArgs?.includes("--dangerously-skip-permissions")) return true;
+    return o.permissionMode === undefined ? (o.yolo ?? true) : o.permissionMode === "bypassPermissions";
   }
 
   protected prepare(call: AgentGenerateArgs, context: CallContext): PreparedCall {
     const o = this.options;
-    const args = ["-p", "--output-format", "stream-json", "--verbose"];
+    // Partial messages: the reply's text arrives as it is written (NodeOutput while the agent works).
+    const args = ["-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"];
     flag(args, "--model", o.model);
     flag(args, "--append-system-prompt", systemPromptOf(o) || undefined);
     if (o.permissionMode !== undefined) flag(args, "--permission-mode", o.permissionMode);
@@ -99,105 +133,5 @@ export class ClaudeCodeAgent extends CliAgent<ClaudeCodeAgentOptions> {
     toggle(args, "--fork-session", o.forkSession);
     args.push(...(o.extraArgs ?? []));
     return { args, stdin: call.prompt, parser: new ClaudeStreamParser(context.maxOutputBytes) };
-  }
-}
-
-/** Content of a tool_result block: its text when it is text blocks, else as it came. */
-function toolOutput(content: unknown): unknown {
-  if (!Array.isArray(content)) return content;
-  const texts = content.map((block) => (obj(block)?.type === "text" ? str(obj(block)?.text) : undefined));
-  return texts.every((t) => t !== undefined) ? texts.join("") : content;
-}
-
-/** Parses `claude -p --output-format stream-json --verbose` (system/init, assistant, user, result). */
-export class ClaudeStreamParser implements StreamParser {
-  private readonly lastText: CappedText;
-  private finalText: string | undefined;
-  private sessionId: string | undefined;
-  private model: string | undefined;
-  private complete = false;
-  private error: string | undefined;
-  private authError = false;
-  private usage: AgentUsage | undefined;
-  private readonly toolNames = new Map<string, string>();
-
-  constructor(private readonly maxBytes: number) {
-    this.lastText = new CappedText(maxBytes);
-  }
-
-  private session(id: string | undefined, emit: (event: AgentEvent) => void): void {
-    if (id === undefined || this.sessionId !== undefined) return;
-    this.sessionId = id;
-    emit({ type: "session", sessionId: id });
-  }
-
-  record(r: Record<string, unknown>, emit: (event: AgentEvent) => void): void {
-    this.session(str(r.session_id), emit);
-    if (r.type === "system" && r.subtype === "init") {
-      this.model = str(r.model) ?? this.model;
-    } else if (r.type === "assistant") {
-      // A failed request comes back as an assistant message with an `error` kind.
-      if (r.error === "authentication_failed") this.authError = true;
-      const content = obj(r.message)?.content;
-      if (!Array.isArray(content)) return;
-      let text = "";
-      for (const raw of content) {
-        const block = obj(raw);
-        if (block?.type === "text" && typeof block.text === "string") {
-          text += block.text;
-          emit({ type: "text", text: block.text });
-        } else if (block?.type === "tool_use") {
-          const name = str(block.name) ?? "unknown";
-          const id = str(block.id);
-          if (id !== undefined) this.toolNames.set(id, name);
-          emit({ type: "tool-call", toolName: name, callId: id, input: block.input });
-        }
-      }
-      if (text !== "") {
-        this.lastText.reset();
-        this.lastText.append(text);
-      }
-    } else if (r.type === "user") {
-      const content = obj(r.message)?.content;
-      if (!Array.isArray(content)) return;
-      for (const raw of content) {
-        const block = obj(raw);
-        if (block?.type !== "tool_result") continue;
-        const id = str(block.tool_use_id);
-        emit({
-          type: "tool-result",
-          toolName: id === undefined ? undefined : this.toolNames.get(id),
-          callId: id,
-          output: toolOutput(block.content),
-          isError: block.is_error === true,
-        });
-      }
-    } else if (r.type === "result") {
-      this.complete = true;
-      this.finalText = str(r.result);
-      if (r.is_error === true || (typeof r.subtype === "string" && r.subtype !== "success")) {
-        const errors = Array.isArray(r.errors) ? r.errors.filter((e) => typeof e === "string").join("; ") : "";
-        this.error = this.finalText || errors || String(r.subtype ?? "error");
-      }
-      const u = obj(r.usage);
-      const input = num(u?.input_tokens);
-      const cacheRead = num(u?.cache_read_input_tokens);
-      const cacheWrite = num(u?.cache_creation_input_tokens);
-      this.usage = {
-        // Anthropic counts cache reads and writes apart from input_tokens; AgentUsage's input includes them.
-        inputTokens: add(add(input, cacheRead), cacheWrite),
-        cachedInputTokens: cacheRead,
-        outputTokens: num(u?.output_tokens),
-        costUsd: num(r.total_cost_usd),
-        model: this.model,
-      };
-      emit({ type: "usage", usage: this.usage });
-    }
-  }
-
-  outcome(): StreamOutcome {
-    const text = new CappedText(this.maxBytes);
-    text.append(this.finalText ?? this.lastText.value);
-    return { text: text.value, complete: this.complete, error: this.error, authError: this.authError, usage: this.usage };
   }
 }

@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { ClaudeCodeAgent } from "../../../src/agents/index.ts";
+import { ClaudeCodeAgent, type ClaudeCodeAgentOptions } from "../../../src/agents/index.ts";
 import { SmithersError } from "../../../src/errors/index.ts";
 import { errorOf } from "../../helpers.ts";
 import { fakeCli, listeners } from "./fake-cli.ts";
 
-const BASE_ARGS = ["-p", "--output-format", "stream-json", "--verbose"];
+const BASE_ARGS = ["-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"];
+const asRoot = process.getuid?.() === 0;
 
 describe("ClaudeCodeAgent", () => {
   const inherited = process.env.ANTHROPIC_API_KEY;
@@ -13,7 +14,7 @@ describe("ClaudeCodeAgent", () => {
     else process.env.ANTHROPIC_API_KEY = inherited;
   });
 
-  test("runs `claude -p --output-format stream-json --verbose` with the prompt on stdin, in the call's cwd, skipping permissions by default", async () => {
+  test("runs `claude -p --output-format stream-json --verbose --include-partial-messages` with the prompt on stdin, in the call's cwd, skipping permissions by default", async () => {
     const fake = fakeCli();
     await new ClaudeCodeAgent({ env: fake.env }).generate({ prompt: "Summarise the repo", cwd: fake.dir });
     const record = fake.record();
@@ -90,13 +91,52 @@ describe("ClaudeCodeAgent", () => {
   test("removes an inherited ANTHROPIC_API_KEY without apiKey (subscription billing), sets it from apiKey, keeps one given in env", async () => {
     process.env.ANTHROPIC_API_KEY = "inherited-key";
     const fake = fakeCli();
+    const auth = (env: Record<string, string>) =>
+      Object.fromEntries(Object.entries(env).filter(([key]) => ["ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR", "FAKE_EXTRA"].includes(key)));
     await new ClaudeCodeAgent({ env: { ...fake.env, FAKE_EXTRA: "x" }, configDir: "/tmp/claude-work" }).generate({ prompt: "p" });
-    expect(fake.record().env).toEqual({ CLAUDE_CONFIG_DIR: "/tmp/claude-work", FAKE_EXTRA: "x" });
+    expect(auth(fake.record().env)).toEqual({ CLAUDE_CONFIG_DIR: "/tmp/claude-work", FAKE_EXTRA: "x" });
     await new ClaudeCodeAgent({ env: fake.env, apiKey: "sk-explicit" }).generate({ prompt: "p" });
-    expect(fake.record().env).toEqual({ ANTHROPIC_API_KEY: "sk-explicit" });
+    expect(auth(fake.record().env)).toEqual({ ANTHROPIC_API_KEY: "sk-explicit" });
     await new ClaudeCodeAgent({ env: { ...fake.env, ANTHROPIC_API_KEY: "from-env" } }).generate({ prompt: "p" });
-    expect(fake.record().env).toEqual({ ANTHROPIC_API_KEY: "from-env" });
+    expect(auth(fake.record().env)).toEqual({ ANTHROPIC_API_KEY: "from-env" });
   });
+
+  test("turns off Claude Code's non-essential traffic (telemetry, error reports, update checks) unless the environment sets the variable", async () => {
+    const fake = fakeCli();
+    await new ClaudeCodeAgent({ env: fake.env }).generate({ prompt: "p" });
+    expect(fake.record().env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("1");
+    // Claude Code takes any non-empty value as on: a user opts back in with an empty one, which is kept.
+    await new ClaudeCodeAgent({ env: { ...fake.env, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "" } }).generate({ prompt: "p" });
+    expect(fake.record().env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("");
+  });
+
+  test.skipIf(!asRoot)(
+    "as root, a call that skips permissions gets IS_SANDBOX=1 (Claude Code's only accepted value), unless the environment says no",
+    async () => {
+      const fake = fakeCli();
+      const sandbox = async (options: ClaudeCodeAgentOptions) => {
+        await new ClaudeCodeAgent({ ...options, env: { ...fake.env, ...options.env } }).generate({ prompt: "p" });
+        return fake.record().env.IS_SANDBOX;
+      };
+      const inherited = process.env.IS_SANDBOX;
+      delete process.env.IS_SANDBOX;
+      try {
+        expect(await sandbox({})).toBe("1");
+        expect(await sandbox({ permissionMode: "bypassPermissions" })).toBe("1");
+        expect(await sandbox({ env: { IS_SANDBOX: "yes" } })).toBe("1");
+        // Not skipping permissions: nothing to allow.
+        expect(await sandbox({ yolo: false })).toBeUndefined();
+        expect(await sandbox({ permissionMode: "acceptEdits" })).toBeUndefined();
+        // The user's no stands (Claude Code then refuses: AGENT_ROOT_REFUSED).
+        expect(await sandbox({ env: { IS_SANDBOX: "0" } })).toBe("0");
+        process.env.IS_SANDBOX = "false";
+        expect(await sandbox({})).toBe("false");
+      } finally {
+        if (inherited === undefined) delete process.env.IS_SANDBOX;
+        else process.env.IS_SANDBOX = inherited;
+      }
+    },
+  );
 
   test("runs in its own cwd option rather than the call's", async () => {
     const fake = fakeCli();

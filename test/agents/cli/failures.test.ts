@@ -27,10 +27,11 @@ describe.each(AGENTS)("%s", (_name, make) => {
     expect(error.message).toMatch(/overloaded|disconnected/);
   });
 
-  test("throws AGENT_CLI_EXIT with the stderr tail after partial output then a crash, the partial events delivered", async () => {
+  test("throws AGENT_CLI_CRASHED (retryable) with the stderr tail after partial output then a crash, the partial events delivered", async () => {
     const l = listeners();
     const error = await rejection(make(fakeCli("partial-then-crash").env).generate({ prompt: "p", onEvent: l.onEvent, onStderr: l.onStderr }));
-    expect(SmithersError.is(error, "AGENT_CLI_EXIT")).toBe(true);
+    expect(SmithersError.is(error, "AGENT_CLI_CRASHED")).toBe(true);
+    expect(retryableAgentError("AGENT_CLI_CRASHED")).toBe(true);
     expect(error.details).toMatchObject({ exitCode: 3, stderrTail: "panic: the CLI fell over\n" });
     expect(error.message).toContain("panic: the CLI fell over");
     expect(l.of("process")).toHaveLength(1);
@@ -96,7 +97,10 @@ describe("CLI agents", () => {
       },
     });
     const [first] = l.events;
-    expect(first).toMatchObject({ type: "process", command: "claude -p --output-format stream-json --verbose --model opus --dangerously-skip-permissions" });
+    expect(first).toMatchObject({
+      type: "process",
+      command: "claude -p --output-format stream-json --verbose --include-partial-messages --model opus --dangerously-skip-permissions",
+    });
     expect(first?.type === "process" && first.pid).toBe(fake.pids().pid);
     expect(startTimeSeen).toMatch(/^\d+$/);
   });

@@ -70,7 +70,7 @@ export type FakeApi = {
 };
 
 export type FakeModelServer = {
-  /** http://127.0.0.1:PORT (no trailing slash). */
+  /** http://HOST:PORT (no trailing slash): the address it listens on, 127.0.0.1 unless told. */
   url: string;
   port: number;
   /** Adds replies to the end of the script. */
@@ -159,7 +159,7 @@ export function startFakeModelServer(apis: FakeApi[], options: { hostname?: stri
   });
   const port = server.port!;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${options.hostname ?? "127.0.0.1"}:${port}`,
     port,
     script: (...replies) => void script.push(...replies),
     requests,
