@@ -78,10 +78,10 @@ describe("an AI SDK agent on @ai-sdk/anthropic against the fake Anthropic API", 
       ]);
       expect(events.some((e) => e.type === "NodeOutput" && e.stream === "tool" && e.text.startsWith("lookup"))).toBe(true);
 
-      // What the provider really sent: the key, the API version, the tool, and the tool's result in the second turn.
+      // What the provider really sent: the key, the API version, the tool, and the tool's result in the second turn; streamed (SSE), as the engine streams AI SDK agents.
       const turns = server.requests.filter((r) => r.path === "/v1/messages");
       expect(turns).toHaveLength(2);
-      expect(turns.every((r) => r.headers["x-api-key"] === KEY && r.headers["anthropic-version"] === "2023-06-01" && r.stream === false)).toBe(true);
+      expect(turns.every((r) => r.headers["x-api-key"] === KEY && r.headers["anthropic-version"] === "2023-06-01" && r.stream === true)).toBe(true);
       const second = turns[1]!.body as Body;
       expect(second.tools?.map((t) => t.name)).toContain("lookup");
       expect(JSON.stringify(second.messages?.at(-1))).toContain('\\"owner\\":\\"ada\\"');
