@@ -263,7 +263,7 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
   test(
     "the events page filters by type and node and follows the run live until it ends",
     async () => {
-      const runId = await h.start("steps", { delayMs: 250 });
+      const runId = await h.start("steps", { delayMs: 600 }); // the run outlasts a slow page load on a loaded machine
       const page = await h.open(`/runs/${runId}/events`);
       await page.getByLabel("Type").selectOption("NodeFinished");
       const rows = page.locator("table.events tbody tr");
