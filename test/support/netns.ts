@@ -11,6 +11,7 @@ import { resolve } from "node:path";
 
 const live = new Set<string>();
 let exitHookInstalled = false;
+let made = 0;
 
 function ip(args: string[]): { ok: boolean; output: string } {
   const r = spawnSync("ip", args, { encoding: "utf8", timeout: 10_000 });
@@ -50,11 +51,13 @@ export type Netns = {
 
 /** Creates namespace `smithers-<tag>-<pid>` with a veth pair on 10.<a>.<b>.0/24, both ends up. */
 export function createNetns(tag: string): Netns {
-  const name = `smithers-${tag}-${process.pid}`;
+  // Several namespaces of one process (test files share it) each get their own subnet and names.
+  const k = made++;
+  const name = `smithers-${tag}-${process.pid}-${k}`;
   // Interface names are at most 15 characters.
-  const hostVeth = `sv${process.pid % 100_000}${tag.slice(0, 3)}h`;
-  const nsVeth = `sv${process.pid % 100_000}${tag.slice(0, 3)}n`;
-  const subnet = `10.${200 + (process.pid % 50)}.${(process.pid >> 6) % 250}`;
+  const hostVeth = `sv${process.pid % 100_000}${tag.slice(0, 3)}${k % 10}h`;
+  const nsVeth = `sv${process.pid % 100_000}${tag.slice(0, 3)}${k % 10}n`;
+  const subnet = `10.${200 + (process.pid % 50)}.${((process.pid >> 6) + k * 37) % 250}`;
   const hostAddress = `${subnet}.1`;
   const nsAddress = `${subnet}.2`;
   const remove = () => {
