@@ -167,7 +167,12 @@ export class OpenCodeStreamParser implements StreamParser {
 }
 
 /** The failure an OpenCode error record describes, when it is one with its own code. */
-function classify(name: string | undefined, status: number | undefined, message: string, headers: Record<string, unknown> | undefined): StreamFailure | undefined {
+function classify(
+  name: string | undefined,
+  status: number | undefined,
+  message: string,
+  headers: Record<string, unknown> | undefined,
+): StreamFailure | undefined {
   const http = status === undefined ? "" : ` (HTTP ${status})`;
   if (status === 401 || status === 403 || name === AUTH_ERROR_NAME) {
     return { code: "AGENT_AUTH_FAILED", message: `the provider refused the credentials${http}: ${message}`, details: { statusCode: status } };

@@ -22,7 +22,9 @@ type ChatBody = {
 export function messageText(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
-  return content.map((part) => (typeof part === "object" && part !== null && typeof (part as { text?: unknown }).text === "string" ? (part as { text: string }).text : "")).join("");
+  return content
+    .map((part) => (typeof part === "object" && part !== null && typeof (part as { text?: unknown }).text === "string" ? (part as { text: string }).text : ""))
+    .join("");
 }
 
 /**
@@ -86,7 +88,10 @@ export function errorResponse(error: NonNullable<FakeReply["error"]>): Response 
               ? "server_error"
               : "invalid_request_error");
   const code = error.status === 401 ? "invalid_api_key" : error.status === 404 ? "model_not_found" : error.status === 429 ? "rate_limit_exceeded" : null;
-  return Response.json({ error: { message: error.message ?? `fake model server: HTTP ${error.status}`, type, param: null, code } }, { status: error.status, headers: error.headers });
+  return Response.json(
+    { error: { message: error.message ?? `fake model server: HTTP ${error.status}`, type, param: null, code } },
+    { status: error.status, headers: error.headers },
+  );
 }
 
 async function answer(reply: FakeReply, body: ChatBody): Promise<Response> {
@@ -100,11 +105,16 @@ async function answer(reply: FakeReply, body: ChatBody): Promise<Response> {
   const id = nextId("chatcmpl-");
   const created = Math.floor(Date.now() / 1000);
   if (!body.stream) {
-    const message = { role: "assistant", content: text === "" && toolCalls.length > 0 ? null : text, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) };
+    const message = {
+      role: "assistant",
+      content: text === "" && toolCalls.length > 0 ? null : text,
+      ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+    };
     return Response.json({ id, object: "chat.completion", created, model, choices: [{ index: 0, message, logprobs: null, finish_reason: finish }], usage });
   }
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ id, object: "chat.completion.chunk", created, model, choices, ...extra });
-  const delta = (d: Record<string, unknown>, finishReason: string | null = null) => chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finishReason }]);
+  const delta = (d: Record<string, unknown>, finishReason: string | null = null) =>
+    chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finishReason }]);
   return sse(async (send) => {
     send(delta({ role: "assistant", content: "" }));
     for (const piece of chunks(text)) {
