@@ -19,7 +19,8 @@ const CODES = new Set(Object.keys(ERROR_TABLE));
  * like a code (capitals with an underscore) must be one, so a renamed or removed code is caught.
  */
 const NOT_CODES = new Set(["SAFE_JSON_LIMITS", "CODE"]); // CODE: the placeholder in `smithers: CODE: message`
-const isEnvVar = (name: string) => name.startsWith("SMITHERS_") || name === "PATH";
+/** Environment variables: ours, and those of the agent CLIs and providers the agents guide names. */
+const isEnvVar = (name: string) => /^(?:SMITHERS|OPENCODE|CLAUDE|CODEX|GEMINI|GOOGLE|ANTHROPIC|OPENAI|XDG)_/.test(name) || name === "PATH";
 
 /** README.md, CONTRIBUTING.md and every Markdown file under docs/. */
 function markdownFiles(): string[] {
