@@ -4,7 +4,7 @@
  * pieces, `finish_reason`, and a usage chunk when `stream_options.include_usage` asks), and
  * `GET /v1/models`. Errors have OpenAI's shape, `{ error: { message, type, code } }`.
  *
- * Requests `isSideRequest` recognises (a client's title or summary calls) are not model turns: they
+ * Requests `isSideRequest` recognises (a client's title calls) are not model turns: they
  * take no scripted reply and get a short text answer. A model turn with no scripted reply left gets
  * a 400 (a client does not retry it), so a test that scripted too few replies fails at once.
  */
@@ -29,7 +29,7 @@ export function messageText(content: unknown): string {
 
 /**
  * Whether a request is a client's side call rather than the task's model turn: a request without
- * tools whose system prompt asks for a title or a summary (OpenCode's session title).
+ * tools whose system prompt asks for a title (OpenCode's session title, when not given `--title`).
  */
 export function isSideRequest(body: unknown): boolean {
   const b = body as ChatBody | undefined;
@@ -38,7 +38,7 @@ export function isSideRequest(body: unknown): boolean {
     .filter((m) => m.role === "system")
     .map((m) => messageText(m.content))
     .join("\n");
-  return /\btitle generator\b|generate a (?:short )?title|\bsummar(?:y|ize)\b/i.test(system);
+  return /\btitle generator\b|generate a (?:short |brief )?title/i.test(system);
 }
 
 /** The text of the last user or tool message of a request (what the model was just told). */
