@@ -2,13 +2,11 @@
  * bench/agent-clis, OpenCode: the wall time of a one-turn workflow task on the real `opencode` CLI
  * (scripts/agent-clis), from runWorkflow's start to its end, against the fake model server's Chat
  * Completions API answering at once, in a network namespace with no way out. So the figure is
- * OpenCode's own start-up and exit plus Smithers' overhead. Rows: OpenCodeAgent as it runs by
- * default (OPENCODE_DISABLE_MODELS_FETCH=1, `--title`), and for a user who set
- * OPENCODE_DISABLE_MODELS_FETCH=0 (then OpenCode's first turn waits for its models.dev fetch to
- * fail; measured only inside the namespace). Each row's OpenCode home is made by one run before
- * the timed ones (its database, its config directory), as on a machine where OpenCode ran before.
+ * OpenCode's own start-up and exit plus Smithers' overhead, with OpenCodeAgent's defaults
+ * (OPENCODE_DISABLE_MODELS_FETCH=1, `--title`). OpenCode's home is made by one run before the timed
+ * ones (its database, its config directory), as on a machine where OpenCode ran before.
  *
- *   bun run bench/agent-clis/opencode.ts [runs]      # default 3 per row
+ *   bun run bench/agent-clis/opencode.ts [runs]      # default 3
  */
 import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -55,10 +53,8 @@ export async function benchOpenCodeOneTurn(runs = 3): Promise<{ rows: CliTurnRow
       },
     },
   });
-  const notes: string[] = [];
+  const notes: string[] = box.isolated ? [] : [`not isolated (${box.reason}): OpenCode ran on this machine's network`];
   const settings: [string, Record<string, string>][] = [["OpenCodeAgent defaults (models.dev fetch off, --title)", {}]];
-  if (box.isolated) settings.push(["OPENCODE_DISABLE_MODELS_FETCH=0 (a user's choice)", { OPENCODE_DISABLE_MODELS_FETCH: "0" }]);
-  else notes.push(`not isolated (${box.reason}): the models.dev row, which would reach the internet, is left out`);
   try {
     const rows: CliTurnRow[] = [];
     for (const [setting, extra] of settings) {

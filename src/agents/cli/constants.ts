@@ -21,8 +21,8 @@ export const MALFORMED_NOTICES = 10;
 
 /**
  * Environment `opencode run` gets unless the user set the variable: without it OpenCode fetches
- * models.opencode.ai/api.json at every start (and hourly), and offline the first turn waits for
- * that fetch to fail; with it, model data comes from its cache or the snapshot built into the CLI.
+ * models.opencode.ai/api.json at every start (in the background, and hourly); with it, model data
+ * comes from its cache or the snapshot built into the CLI.
  */
 export const OPENCODE_QUIET_ENV = { OPENCODE_DISABLE_MODELS_FETCH: "1" } as const;
 

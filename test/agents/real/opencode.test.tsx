@@ -91,9 +91,7 @@ async function runTask(agent: Agent, options: { retries?: number; pricing?: Mode
       </Task>
     </Workflow>
   ));
-  const started = performance.now();
   const run = await runWorkflow(wf, { runId: "r1", rootDir, ...(options.pricing ? { pricing: options.pricing } : {}) });
-  const ms = performance.now() - started;
   const attempts = sql<{
     state: string;
     error_json: string | null;
@@ -108,7 +106,7 @@ async function runTask(agent: Agent, options: { retries?: number; pricing?: Mode
     a.error_json ? (JSON.parse(a.error_json) as { code?: string; retryAfterMs?: number; cause?: Record<string, unknown> }) : undefined,
   );
   const codes = attempts.map((a, i) => errors[i]?.code ?? a.state);
-  return { run, ms, dbPath, rootDir, attempts, errors, codes };
+  return { run, dbPath, rootDir, attempts, errors, codes };
 }
 
 type ChatMessage = { role: string; content: unknown };
