@@ -16,6 +16,15 @@ describe("buildPrompt", () => {
 });
 
 describe("generateStructured", () => {
+  test("a rate limit an agent threw keeps its code and its retryAfterMs, which the engine's retry reads", async () => {
+    const limited: Agent = {
+      generate: () => Promise.reject(new SmithersError("AGENT_RATE_LIMITED", "429", { retryAfterMs: 1500 })),
+    };
+    const error = await rejection<SmithersError>(generateStructured({ agent: limited, prompt: "p", schema: z.object({}) }));
+    expect(error.code).toBe("AGENT_RATE_LIMITED");
+    expect(error.details.retryAfterMs).toBe(1500);
+  });
+
   test("resolves with the first reply when it is valid", async () => {
     const agent = scriptedAgent(['```json\n{"approved": true, "score": 8}\n```']);
     const result = await generateStructured({ agent, prompt: "Review.", schema: verdict });

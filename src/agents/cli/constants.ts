@@ -20,6 +20,13 @@ export const STDERR_TAIL_CHARS = 4_000;
 export const MALFORMED_NOTICES = 10;
 
 /**
+ * Environment `opencode run` gets unless the user set the variable: without it OpenCode fetches
+ * models.opencode.ai/api.json at every start (in the background, and hourly); with it, model data
+ * comes from its cache or the snapshot built into the CLI.
+ */
+export const OPENCODE_QUIET_ENV = { OPENCODE_DISABLE_MODELS_FETCH: "1" } as const;
+
+/**
  * Wording of a login / credential failure in a CLI's error result or stderr. Only text the CLI
  * reported as an error is tested, never the reply itself, so a reply that talks about logins is fine.
  */

@@ -15,13 +15,18 @@ export type StreamOutcome = {
   /** The stream itself marked the failure as a login / credential one. */
   authError?: boolean;
   usage?: AgentUsage;
+  /** A failure the stream itself identified (a refused key, an unknown model, a rate limit): a failed call throws it with this code. */
+  failure?: StreamFailure;
 };
+
+/** What a stream says a failure was: the code to throw, the message after the agent's name, details to add. */
+export type StreamFailure = { code: SmithersErrorCode; message: string; details?: Record<string, unknown> };
 
 /** How a CLI's process ended, for a parser that recognises its failures. */
 export type CliEnding = { exitCode: number | null; signal: NodeJS.Signals | null; stderr: string };
 
 /** A failure a parser recognised (a code more precise than AGENT_CLI_EXIT): thrown with the call's details added. */
-export type RecognisedFailure = { code: SmithersErrorCode; message: string; details?: Record<string, unknown> };
+export type RecognisedFailure = StreamFailure;
 
 /**
  * Turns the JSON records of one CLI's stdout into events and, at the end, an outcome. A record
@@ -33,6 +38,11 @@ export interface StreamParser {
   outcome(): StreamOutcome;
   /** The failure of a call that failed, when the parser knows its kind from the stream or stderr. */
   failure?(ending: CliEnding): RecognisedFailure | undefined;
+  /**
+   * Asked after each record: true ends the call now, for a failure the CLI would only retry in vain
+   * (a refused key); the outcome's `failure` says what it was.
+   */
+  stopNow?(): boolean;
 }
 
 export type CliInvocation = {
@@ -112,10 +122,10 @@ function tail(text: string, chars: number): string {
 
 /**
  * Runs one CLI call to its end in its own process group and returns what its stream said.
- * Rejects with the abort signal's reason, AGENT_TIMEOUT, a failure the parser recognised,
- * AGENT_AUTH_FAILED, AGENT_CLI_CRASHED (killed by a signal, or failing mid-stream without its final
- * record), AGENT_CLI_EXIT, AGENT_FAILED (an error result with exit code 0) or
- * AGENT_STREAM_MALFORMED (exit 0, no result);
+ * Rejects with the abort signal's reason, AGENT_TIMEOUT, a failure the parser recognised or the
+ * stream's own `failure`, AGENT_AUTH_FAILED, AGENT_CLI_CRASHED (killed by a signal, or failing
+ * mid-stream without its final record), AGENT_CLI_EXIT, AGENT_FAILED (an error result with exit
+ * code 0) or AGENT_STREAM_MALFORMED (exit 0, no result);
  * every way out ends the whole group first.
  */
 export function runCli(run: CliInvocation): Promise<StreamOutcome> {
@@ -125,7 +135,12 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
 
   return new Promise<StreamOutcome>((resolvePromise, rejectPromise) => {
     const { child, pid, startTime } = spawnGroup(run.executable, run.args, { cwd: run.cwd, env: run.env });
-    let stop: { kind: "abort" } | { kind: "timeout"; limit: "total" | "idle"; ms: number } | { kind: "error"; error: unknown } | undefined;
+    let stop:
+      | { kind: "abort" }
+      | { kind: "timeout"; limit: "total" | "idle"; ms: number }
+      | { kind: "error"; error: unknown }
+      | { kind: "failure" }
+      | undefined;
     let spawnError: NodeJS.ErrnoException | undefined;
     let totalTimer: ReturnType<typeof setTimeout> | undefined;
     let idleTimer: ReturnType<typeof setTimeout> | undefined;
@@ -174,6 +189,7 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
       if (typeof value !== "object" || value === null || Array.isArray(value)) return noteMalformed(trimmed);
       records++;
       guard(() => run.parser.record(value as Record<string, unknown>, emit));
+      if (run.parser.stopNow?.()) halt({ kind: "failure" });
     };
 
     // stdout: split into lines; a line longer than maxOutputBytes is dropped (counted as malformed).
@@ -294,6 +310,9 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
       const details = { agent, exitCode: code, signal: exitSignal, stderrTail, partialText, malformedLines: malformed, ...spent };
       const recognised = failed ? run.parser.failure?.({ exitCode: code, signal: exitSignal, stderr: stderrTail }) : undefined;
       if (recognised) throw new SmithersError(recognised.code, `${agent}: ${recognised.message}`, { ...details, ...recognised.details });
+      if (outcome.failure && (failed || stop?.kind === "failure")) {
+        throw new SmithersError(outcome.failure.code, `${agent}: ${outcome.failure.message}`, { ...details, ...outcome.failure.details });
+      }
       if (
         failed &&
         (outcome.authError === true ||
@@ -304,13 +323,17 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
         const why = outcome.error ?? lastLine(stderrTail) ?? `exit code ${code}`;
         throw new SmithersError("AGENT_AUTH_FAILED", `${agent}: the CLI is not logged in or its credentials were refused: ${why}`, details);
       }
+      // Killed by a signal nobody here sent (a crash, the OOM killer): another attempt may well succeed.
+      if (code === null) {
+        const why = outcome.error ?? lastLine(stderrTail);
+        throw new SmithersError("AGENT_CLI_CRASHED", `${agent}: the CLI was killed by ${exitSignal}${why ? `: ${why}` : ""}`, details);
+      }
       if (code !== 0) {
         const why = outcome.error ?? lastLine(stderrTail);
-        const how = code === null ? `was killed by ${exitSignal}` : `exited with code ${code}`;
-        // Killed by a signal we did not send, or failing mid-stream without its final record and
-        // without reporting an error: a crash. A CLI that printed no record at all refused to start (AGENT_CLI_EXIT).
-        const crashed = code === null || (records > 0 && !outcome.complete && outcome.error === undefined);
-        throw new SmithersError(crashed ? "AGENT_CLI_CRASHED" : "AGENT_CLI_EXIT", `${agent}: the CLI ${how}${why ? `: ${why}` : ""}`, details);
+        // Failing mid-stream without its final record and without reporting an error: a crash.
+        // A CLI that printed no record at all refused to start (AGENT_CLI_EXIT).
+        const crashed = records > 0 && !outcome.complete && outcome.error === undefined;
+        throw new SmithersError(crashed ? "AGENT_CLI_CRASHED" : "AGENT_CLI_EXIT", `${agent}: the CLI exited with code ${code}${why ? `: ${why}` : ""}`, details);
       }
       if (outcome.error !== undefined) {
         throw new SmithersError("AGENT_FAILED", `${agent}: the CLI reported an error: ${outcome.error}`, details);
