@@ -1,5 +1,5 @@
 import { StringDecoder } from "node:string_decoder";
-import { SmithersError } from "../../errors/index.ts";
+import { SmithersError, type SmithersErrorCode } from "../../errors/index.ts";
 import type { AgentEvent, AgentGenerateArgs, AgentUsage } from "../types.ts";
 import { AUTH_FAILURE_PATTERN, MALFORMED_NOTICES, STDERR_TAIL_CHARS, STREAMS_CLOSE_MS } from "./constants.ts";
 import { endGroup, spawnGroup } from "./process-group.ts";
@@ -15,12 +15,22 @@ export type StreamOutcome = {
   /** The stream itself marked the failure as a login / credential one. */
   authError?: boolean;
   usage?: AgentUsage;
+  /** A failure the stream itself identified (a refused key, an unknown model, a rate limit): a failed call throws it with this code. */
+  failure?: StreamFailure;
 };
+
+/** What a stream says a failure was: the code to throw, the message after the agent's name, details to add. */
+export type StreamFailure = { code: SmithersErrorCode; message: string; details?: Record<string, unknown> };
 
 /** Turns the JSON records of one CLI's stdout into events and, at the end, an outcome. */
 export interface StreamParser {
   record(value: Record<string, unknown>, emit: (event: AgentEvent) => void): void;
   outcome(): StreamOutcome;
+  /**
+   * Asked after each record: true ends the call now, for a failure the CLI would only retry in vain
+   * (a refused key); the outcome's `failure` says what it was.
+   */
+  stopNow?(): boolean;
 }
 
 export type CliInvocation = {
@@ -100,8 +110,9 @@ function tail(text: string, chars: number): string {
 
 /**
  * Runs one CLI call to its end in its own process group and returns what its stream said.
- * Rejects with the abort signal's reason, AGENT_TIMEOUT, AGENT_AUTH_FAILED, AGENT_CLI_EXIT,
- * AGENT_FAILED (an error result with exit code 0) or AGENT_STREAM_MALFORMED (exit 0, no result);
+ * Rejects with the abort signal's reason, AGENT_TIMEOUT, the stream's own `failure`,
+ * AGENT_AUTH_FAILED, AGENT_CLI_CRASHED (killed by a signal), AGENT_CLI_EXIT, AGENT_FAILED (an
+ * error result with exit code 0) or AGENT_STREAM_MALFORMED (exit 0, no result);
  * every way out ends the whole group first.
  */
 export function runCli(run: CliInvocation): Promise<StreamOutcome> {
@@ -111,7 +122,12 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
 
   return new Promise<StreamOutcome>((resolvePromise, rejectPromise) => {
     const { child, pid, startTime } = spawnGroup(run.executable, run.args, { cwd: run.cwd, env: run.env });
-    let stop: { kind: "abort" } | { kind: "timeout"; limit: "total" | "idle"; ms: number } | { kind: "error"; error: unknown } | undefined;
+    let stop:
+      | { kind: "abort" }
+      | { kind: "timeout"; limit: "total" | "idle"; ms: number }
+      | { kind: "error"; error: unknown }
+      | { kind: "failure" }
+      | undefined;
     let spawnError: NodeJS.ErrnoException | undefined;
     let totalTimer: ReturnType<typeof setTimeout> | undefined;
     let idleTimer: ReturnType<typeof setTimeout> | undefined;
@@ -160,6 +176,7 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
       if (typeof value !== "object" || value === null || Array.isArray(value)) return noteMalformed(trimmed);
       records++;
       guard(() => run.parser.record(value as Record<string, unknown>, emit));
+      if (run.parser.stopNow?.()) halt({ kind: "failure" });
     };
 
     // stdout: split into lines; a line longer than maxOutputBytes is dropped (counted as malformed).
@@ -278,6 +295,9 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
       }
       const failed = code !== 0 || !outcome.complete || outcome.error !== undefined;
       const details = { agent, exitCode: code, signal: exitSignal, stderrTail, partialText, malformedLines: malformed, ...spent };
+      if (outcome.failure && (failed || stop?.kind === "failure")) {
+        throw new SmithersError(outcome.failure.code, `${agent}: ${outcome.failure.message}`, { ...details, ...outcome.failure.details });
+      }
       if (
         failed &&
         (outcome.authError === true ||
@@ -288,10 +308,14 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
         const why = outcome.error ?? lastLine(stderrTail) ?? `exit code ${code}`;
         throw new SmithersError("AGENT_AUTH_FAILED", `${agent}: the CLI is not logged in or its credentials were refused: ${why}`, details);
       }
+      // Killed by a signal nobody here sent (a crash, the OOM killer): another attempt may well succeed.
+      if (code === null) {
+        const why = outcome.error ?? lastLine(stderrTail);
+        throw new SmithersError("AGENT_CLI_CRASHED", `${agent}: the CLI was killed by ${exitSignal}${why ? `: ${why}` : ""}`, details);
+      }
       if (code !== 0) {
         const why = outcome.error ?? lastLine(stderrTail);
-        const how = code === null ? `was killed by ${exitSignal}` : `exited with code ${code}`;
-        throw new SmithersError("AGENT_CLI_EXIT", `${agent}: the CLI ${how}${why ? `: ${why}` : ""}`, details);
+        throw new SmithersError("AGENT_CLI_EXIT", `${agent}: the CLI exited with code ${code}${why ? `: ${why}` : ""}`, details);
       }
       if (outcome.error !== undefined) {
         throw new SmithersError("AGENT_FAILED", `${agent}: the CLI reported an error: ${outcome.error}`, details);
