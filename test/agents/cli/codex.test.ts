@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { z } from "zod";
-import { CodexAgent } from "../../../src/agents/index.ts";
+import { type AgentUsage, CodexAgent } from "../../../src/agents/index.ts";
 import { CodexStreamParser } from "../../../src/agents/cli/codex-stream.ts";
 import { SmithersError } from "../../../src/errors/index.ts";
 import { errorOf, rejection } from "../../helpers.ts";
@@ -16,8 +16,12 @@ function shape(argv: string[]): string[] {
 
 /** The fake CLI with an empty CODEX_HOME, so that this machine's ~/.codex/config.toml cannot change the argv. */
 function codexFake(scenario = "ok", extra: Record<string, string> = {}) {
-  return fakeCli(scenario, { CODEX_HOME: mkdtempSync(join(tmpdir(), "smithers-codex-home-")), ...extra });
+  const home = mkdtempSync(join(tmpdir(), "smithers-codex-home-"));
+  return { ...fakeCli(scenario, { CODEX_HOME: home, ...extra }), home };
 }
+
+/** The model a reply's usage names. */
+const modelOf = (reply: { usage?: unknown }) => (reply.usage as AgentUsage | undefined)?.model;
 
 /** The settings that keep an offline Codex from phoning home, passed when the user set neither. */
 const QUIET = ["-c", "analytics.enabled=false", "-c", "features.plugins=false"];
@@ -167,7 +171,7 @@ describe("CodexAgent", () => {
   test("passes neither quiet setting where the user's config.toml, profile, config or extraArgs set it", async () => {
     const argvWith = async (options: ConstructorParameters<typeof CodexAgent>[0], files: Record<string, string> = {}) => {
       const fake = codexFake();
-      for (const [name, text] of Object.entries(files)) writeFileSync(join(fake.env.CODEX_HOME, name), text);
+      for (const [name, text] of Object.entries(files)) writeFileSync(join(fake.home, name), text);
       await new CodexAgent({ env: fake.env, ...options }).generate({ prompt: "p", cwd: fake.dir });
       return fake.record().argv.filter((arg, i, all) => all[i - 1] === "-c" && /^(analytics|features)/.test(arg));
     };
@@ -181,12 +185,10 @@ describe("CodexAgent", () => {
 
   test("records the model Codex asks for: the model option, else -c model or config.toml's", async () => {
     const fromToml = codexFake();
-    writeFileSync(join(fromToml.env.CODEX_HOME, "config.toml"), 'model = "gpt-from-toml"\n');
-    expect((await new CodexAgent({ env: fromToml.env }).generate({ prompt: "p" })).usage?.model).toBe("gpt-from-toml");
-    expect((await new CodexAgent({ env: fromToml.env, config: { model: "gpt-from-config" } }).generate({ prompt: "p" })).usage?.model).toBe("gpt-from-config");
-    expect((await new CodexAgent({ env: fromToml.env, model: "gpt-option", config: { model: "x" } }).generate({ prompt: "p" })).usage?.model).toBe(
-      "gpt-option",
-    );
+    writeFileSync(join(fromToml.home, "config.toml"), 'model = "gpt-from-toml"\n');
+    expect(modelOf(await new CodexAgent({ env: fromToml.env }).generate({ prompt: "p" }))).toBe("gpt-from-toml");
+    expect(modelOf(await new CodexAgent({ env: fromToml.env, config: { model: "gpt-from-config" } }).generate({ prompt: "p" }))).toBe("gpt-from-config");
+    expect(modelOf(await new CodexAgent({ env: fromToml.env, model: "gpt-option", config: { model: "x" } }).generate({ prompt: "p" }))).toBe("gpt-option");
     expect((await new CodexAgent({ env: codexFake().env }).generate({ prompt: "p" })).usage).toEqual({
       inputTokens: 120,
       cachedInputTokens: 100,
