@@ -42,7 +42,11 @@ function lookupTool() {
 function scriptToolTurn(model: string) {
   server.script(
     reply(model, { toolCalls: [{ name: "lookup", input: { file: "src/a.ts" } }], usage: { inputTokens: 300, outputTokens: 12, cachedInputTokens: 100 } }),
-    reply(model, { json: { file: "src/a.ts", owner: "ada" }, model: "gpt-fake-2026-11-01", usage: { inputTokens: 400, outputTokens: 18, cachedInputTokens: 300 } }),
+    reply(model, {
+      json: { file: "src/a.ts", owner: "ada" },
+      model: "gpt-fake-2026-11-01",
+      usage: { inputTokens: 400, outputTokens: 18, cachedInputTokens: 300 },
+    }),
   );
 }
 
@@ -87,7 +91,7 @@ describe("a ToolLoopAgent on @ai-sdk/openai's Responses model against the fake s
     expect(firstBody.stream).toBeFalsy();
     expect(firstBody.tools).toEqual([expect.objectContaining({ type: "function", name: "lookup" })]);
     expect(firstBody.text?.format?.type).toBe("json_schema");
-    const output = (second?.body as { input: { type: string; output?: unknown }[] }).input.find((i) => i.type === "function_call_output");
+    const output = (second!.body as { input: { type: string; output?: unknown }[] }).input.find((i) => i.type === "function_call_output");
     expect(JSON.stringify(output?.output)).toContain("ada");
   });
 

@@ -117,7 +117,7 @@ describe.skipIf(skip !== undefined)(`CodexAgent on the real codex CLI${skip ? ` 
     const firstBody = first?.body as { tools: { name?: string }[]; text?: { format?: { type?: string } } };
     expect(firstBody.tools.map((t) => t.name)).toContain("exec_command");
     expect(firstBody.text?.format?.type).toBe("json_schema"); // the task's schema, as --output-schema
-    const toolOutput = (second?.body as { input: { type: string; output?: string }[] }).input.find((i) => i.type === "function_call_output");
+    const toolOutput = (second!.body as { input: { type: string; output?: string }[] }).input.find((i) => i.type === "function_call_output");
     expect(toolOutput?.output).toContain("MARKER-OK");
 
     // Both requests' tokens; priced from `pricing` for the model the server said answered.
@@ -211,10 +211,25 @@ describe.skipIf(skip !== undefined)(`CodexAgent on the real codex CLI${skip ? ` 
     const model = "m-crash";
     const agent = codex(model);
     const pids: number[] = [];
-    const watched: Agent = { generate: (args) => agent.generate({ ...args, onEvent: (e) => (e.type === "process" && pids.push(e.pid), args.onEvent?.(e)) }) };
+    const watched: Agent = {
+      generate: (args) =>
+        agent.generate({
+          ...args,
+          onEvent: (e) => {
+            if (e.type === "process") pids.push(e.pid);
+            args.onEvent?.(e);
+          },
+        }),
+    };
+    // When Codex's request arrives, the CLI dies as from a segmentation fault; the answer never comes.
+    const crash = (r: LoggedRequest) => {
+      if (r.model !== model) return false;
+      setTimeout(() => process.kill(pids[0]!, "SIGSEGV"), 50);
+      return true;
+    };
     server.script(
       {
-        match: (r) => r.model === model && (setTimeout(() => process.kill(pids[0]!, "SIGSEGV"), 50), true),
+        match: crash,
         delayMs: 10_000,
         text: "never sent",
       },
