@@ -116,7 +116,7 @@ export class CodexStreamParser implements StreamParser {
       this.lastError = str(r.message) ?? "error";
       const retrying = RECONNECTING.exec(this.lastError);
       const failure = retrying ? classifyCodexError(retrying[1]!) : undefined;
-      if (failure?.code === "AGENT_AUTH_FAILED" || failure?.code === "AGENT_MODEL_NOT_FOUND") this.stopping = failure;
+      if (failure?.code === "AGENT_AUTH_FAILED") this.stopping = failure;
     }
   }
 

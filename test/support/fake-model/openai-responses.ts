@@ -5,9 +5,10 @@
  *
  * A streamed turn is what OpenAI sends: response.created, response.in_progress, then per output
  * item output_item.added, its deltas (output_text.delta / function_call_arguments.delta) and
- * their done events, output_item.done, and response.completed carrying the usage (or
- * response.incomplete / response.failed). Errors are `{ error: { message, type, code, param } }`
- * with the reply's status and headers (e.g. `retry-after`).
+ * their done events, output_item.done, and response.completed carrying the usage. The
+ * `openai-model` header names the model that answered (Codex reports a difference as a reroute).
+ * Errors are `{ error: { message, type, code, param } }` with the reply's status and headers
+ * (e.g. `retry-after`).
  */
 import { chunks, type FakeApi, type FakeContext, type FakeReply, type FakeUsage, replyText, sleep, sse } from "./core.ts";
 
@@ -150,7 +151,8 @@ export const openAiResponses: FakeApi = {
     await sleep(reply.delayMs);
     if (reply.error) return openAiError(reply.error);
     const model = reply.model ?? request.model ?? "fake-model";
-    if (request.stream) return stream(reply, model, { "openai-model": model });
-    return Response.json(responseObject(id("resp"), model, "completed", outputItems(reply), usageOf(reply)));
+    const headers = { "openai-model": model, "x-request-id": id("req") };
+    if (request.stream) return stream(reply, model, headers);
+    return Response.json(responseObject(id("resp"), model, "completed", outputItems(reply), usageOf(reply)), { headers });
   },
 };
