@@ -279,6 +279,8 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
   const last = errorSummary(lastError);
   // A thrown SmithersError keeps its code (AGENT_AUTH_FAILED, AGENT_TIMEOUT, …): the engine decides retries on it.
   const code = lastWasThrow ? (SmithersError.is(lastError) ? lastError.code : "AGENT_FAILED") : "INVALID_OUTPUT";
+  // And a rate limit's suggested delay, which the engine reads from these details.
+  const retryAfterMs = lastWasThrow && SmithersError.is(lastError) ? lastError.details.retryAfterMs : undefined;
   throw new SmithersError(
     code,
     `No valid output after ${attempts.length} attempt(s) across ${agents.length} agent(s); last error: ${last.message}`,
@@ -286,6 +288,7 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
     {
       attempts: attempts.map(({ prompt, ...rest }) => ({ ...rest, promptChars: prompt.length })),
       ...(usage ? { usage } : {}),
+      ...(typeof retryAfterMs === "number" ? { retryAfterMs } : {}),
       cause: lastError,
     },
   );
