@@ -8,7 +8,7 @@
  *
  *   bun run bench/agent-clis/codex.ts [runs]      # default 3 per row
  */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
@@ -36,6 +36,13 @@ export async function benchCodexOneTurn(runs = 3): Promise<{ rows: CliTurnRow[];
   const box = isolation("cxbench");
   const server = startFakeModelServer([openAiResponses], { hostname: box.host });
   const notes: string[] = [];
+  // Codex's home (its skills, sessions, state) and the run's database: made per run, removed at the end.
+  const scratch: string[] = [];
+  const tempDir = (prefix: string) => {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    scratch.push(dir);
+    return dir;
+  };
   const settings: [string, Record<string, CodexConfigValue>][] = [["CodexAgent defaults (analytics, plugins off)", {}]];
   if (box.isolated) settings.push(["analytics and plugins on (a user's opt-in)", { "analytics.enabled": true, "features.plugins": true }]);
   else notes.push(`not isolated (${box.reason}): the opted-in row, which would reach the internet, is left out`);
@@ -49,7 +56,7 @@ export async function benchCodexOneTurn(runs = 3): Promise<{ rows: CliTurnRow[];
           binary: box.wrap(cli.binary),
           model: "bench-model",
           apiKey: "sk-bench",
-          configDir: mkdtempSync(join(tmpdir(), "smithers-bench-codex-home-")),
+          configDir: tempDir("smithers-bench-codex-home-"),
           skipGitRepoCheck: true,
           config: {
             "model_providers.fake": { name: "fake", base_url: `http://${box.host}:${server.port}/v1`, wire_api: "responses", env_key: "OPENAI_API_KEY" },
@@ -57,10 +64,7 @@ export async function benchCodexOneTurn(runs = 3): Promise<{ rows: CliTurnRow[];
             ...extra,
           },
         });
-        const { smithers, Workflow, Task, outputs } = createSmithers(
-          { answer },
-          { dbPath: join(mkdtempSync(join(tmpdir(), "smithers-bench-codex-")), "bench.db") },
-        );
+        const { smithers, Workflow, Task, outputs } = createSmithers({ answer }, { dbPath: join(tempDir("smithers-bench-codex-"), "bench.db") });
         // jsx() rather than JSX syntax: this file is the .ts the bench index imports.
         const wf = smithers(() =>
           jsx(Workflow, { name: "codex-one-turn", children: jsx(Task, { id: "turn", output: outputs.answer, agent, children: "Say done." }) }),
@@ -77,6 +81,7 @@ export async function benchCodexOneTurn(runs = 3): Promise<{ rows: CliTurnRow[];
   } finally {
     await server.stop();
     box.remove();
+    for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
   }
 }
 
