@@ -157,7 +157,7 @@ describe.skipIf(skip !== undefined)(`CodexAgent on the real codex CLI${skip ? ` 
       own.script({ json: { marker: "opted-in", lines: 0 } });
       const { run } = await runTask(codex(model, { configDir: home }, own));
       expect(run.status).toBe("finished");
-      const hosts = own.requests.flatMap((r) => (r.method === "CONNECT" ? [r.headers.host] : []));
+      const hosts = own.requests.flatMap((r) => (r.method === "CONNECT" ? [r.headers.host ?? ""] : []));
       // Analytics at exit; the plugin sync at start (git's clone of github.com, then api.github.com, as far as it gets).
       expect(hosts).toContain("ab.chatgpt.com:443");
       expect(hosts.some((host) => /^(api\.)?github\.com:443$/.test(host))).toBe(true);
