@@ -128,6 +128,13 @@ describe("generateStructured", () => {
     expect((error as SmithersError).details.attempts).toHaveLength(5);
   });
 
+  test("a thrown rate limit keeps its code and its retryAfterMs, the delay the engine waits before retrying", async () => {
+    const limited = scriptedAgent([new SmithersError("AGENT_RATE_LIMITED", "slow down", { retryAfterMs: 1500 })]);
+    const error = await rejection(generateStructured({ agent: limited, prompt: "p", schema: verdict }));
+    expect(SmithersError.is(error, "AGENT_RATE_LIMITED")).toBe(true);
+    expect((error as SmithersError).details.retryAfterMs).toBe(1500);
+  });
+
   test("validates a structured output directly, ignoring the reply text", async () => {
     const agent: Agent = { id: "native", generate: async () => ({ text: "prose only", output: { approved: true, score: 1 } }) };
     const result = await generateStructured({ agent, prompt: "p", schema: verdict });

@@ -1,13 +1,15 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SmithersError } from "../../errors/index.ts";
-import type { AgentEvent, AgentGenerateArgs, AgentReply, AgentUsage } from "../types.ts";
-import { add, type CallContext, CliAgent, flag, num, obj, type PreparedCall, str, toggle } from "./cli-agent.ts";
+import type { AgentGenerateArgs, AgentReply } from "../types.ts";
+import { type CallContext, CliAgent, flag, type PreparedCall, toggle } from "./cli-agent.ts";
+import { type CodexConfigValue, codexUserSettings, toToml } from "./codex-config.ts";
+import { CodexStreamParser } from "./codex-stream.ts";
+import { CODEX_QUIET_DEFAULTS } from "./constants.ts";
 import { type BaseCliAgentOptions, withSystemPrompt } from "./options.ts";
 import { type StrictSchema, toStrictJsonSchema } from "./output-schema.ts";
-import { CappedText, type StreamOutcome, type StreamParser } from "./run-cli.ts";
+import { CappedText, type StreamOutcome } from "./run-cli.ts";
 
-export type CodexConfigValue = string | number | boolean | CodexConfigValue[] | { [key: string]: CodexConfigValue };
+export type { CodexConfigValue } from "./codex-config.ts";
 
 export type CodexAgentOptions = BaseCliAgentOptions & {
   /** `--sandbox`; when given, it replaces yolo's `--dangerously-bypass-approvals-and-sandbox`. */
@@ -31,30 +33,14 @@ export type CodexAgentOptions = BaseCliAgentOptions & {
 
 const OWN_KEYS = ["sandbox", "config", "profile", "image", "addDir", "skipGitRepoCheck", "nativeStructuredOutput"] as const;
 
-function tomlKey(key: string): string {
-  return /^[A-Za-z0-9_-]+$/.test(key) ? key : JSON.stringify(key);
-}
-
-/** A config value as the TOML `codex -c` parses (strings quoted, inline arrays and tables). */
-export function toToml(value: CodexConfigValue, key: string): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "boolean") return String(value);
-  if (typeof value === "number" && Number.isFinite(value)) return String(value);
-  if (Array.isArray(value)) return `[${value.map((v) => toToml(v, key)).join(", ")}]`;
-  if (typeof value === "object" && value !== null) {
-    return `{ ${Object.entries(value)
-      .map(([k, v]) => `${tomlKey(k)} = ${toToml(v, key)}`)
-      .join(", ")} }`;
-  }
-  throw new SmithersError("INVALID_OPTION", `CodexAgent: config "${key}" has a value TOML cannot hold (${String(value)})`, { option: "config", key });
-}
-
 /**
  * OpenAI's Codex CLI as an agent: `codex exec --json`, the prompt on stdin (`-`); the reply text is
  * the last agent message (`--output-last-message`). With a call's `outputSchema`, the schema goes
  * to `--output-schema` as strict JSON Schema and `output` is the parsed final message. `configDir`
  * sets CODEX_HOME; `apiKey` sets CODEX_API_KEY (what `codex exec` reads) and OPENAI_API_KEY.
- * `systemPrompt` is put before the prompt (codex exec has no flag for it).
+ * `systemPrompt` is put before the prompt (codex exec has no flag for it). Analytics and the
+ * plugin sync are turned off (CODEX_QUIET_DEFAULTS) unless the user's config.toml, profile,
+ * `config` or `extraArgs` set them.
  *
  * @example
  * const codex = new CodexAgent({ model: "gpt-5-codex", sandbox: "workspace-write", config: { model_reasoning_effort: "high" } });
@@ -89,6 +75,14 @@ export class CodexAgent extends CliAgent<CodexAgentOptions> {
     flag(args, "--profile", o.profile);
     for (const d of o.addDir ?? []) args.push("--add-dir", d);
     toggle(args, "--skip-git-repo-check", o.skipGitRepoCheck);
+    const settings = await codexUserSettings({
+      codexHome: this.environment().CODEX_HOME,
+      config: o.config,
+      extraArgs: o.extraArgs,
+      profile: o.profile,
+      model: o.model,
+    });
+    for (const [key, value] of Object.entries(CODEX_QUIET_DEFAULTS)) if (!settings.sets(key)) args.push("-c", `${key}=${value}`);
     for (const [key, value] of Object.entries(o.config ?? {})) args.push("-c", `${key}=${toToml(value, key)}`);
     args.push("--output-last-message", lastMessageFile);
     if (strict) {
@@ -103,7 +97,10 @@ export class CodexAgent extends CliAgent<CodexAgentOptions> {
       const capped = new CappedText(context.maxOutputBytes);
       capped.append(fromFile.trim() === "" ? outcome.text : fromFile);
       const text = capped.value;
-      const result: AgentReply = { text, usage: this.usageOf(outcome) };
+      // The model the provider said answered, else the one Codex asked for.
+      const model = outcome.usage?.model ?? settings.model;
+      const usage = outcome.usage && (model === undefined ? outcome.usage : { ...outcome.usage, model });
+      const result: AgentReply = { text, usage };
       if (strict) {
         try {
           result.output = strict.stripOptionalNulls(JSON.parse(text));
@@ -120,86 +117,5 @@ export class CodexAgent extends CliAgent<CodexAgentOptions> {
       reply,
       cleanup: () => rm(dir, { recursive: true, force: true }),
     };
-  }
-}
-
-const TOOL_ITEMS = new Set(["command_execution", "mcp_tool_call", "web_search", "file_change"]);
-
-/** Parses `codex exec --json` (thread.*, turn.*, item.*, error). */
-export class CodexStreamParser implements StreamParser {
-  private readonly text: CappedText;
-  private complete = false;
-  private failed: string | undefined;
-  private lastError: string | undefined;
-  private usage: AgentUsage | undefined;
-  private readonly started = new Set<string>();
-
-  constructor(maxBytes: number) {
-    this.text = new CappedText(maxBytes);
-  }
-
-  private toolCall(item: Record<string, unknown>, emit: (event: AgentEvent) => void): void {
-    const id = str(item.id);
-    if (id !== undefined) {
-      if (this.started.has(id)) return;
-      this.started.add(id);
-    }
-    const type = String(item.type);
-    const toolName = type === "mcp_tool_call" ? `${str(item.server) ?? "mcp"}.${str(item.tool) ?? "tool"}` : type;
-    const input =
-      type === "command_execution"
-        ? { command: item.command }
-        : type === "mcp_tool_call"
-          ? item.arguments
-          : type === "web_search"
-            ? { query: item.query }
-            : { changes: item.changes };
-    emit({ type: "tool-call", toolName, callId: id, input });
-  }
-
-  record(r: Record<string, unknown>, emit: (event: AgentEvent) => void): void {
-    if (r.type === "thread.started" && typeof r.thread_id === "string") {
-      emit({ type: "session", sessionId: r.thread_id });
-    } else if (r.type === "item.started" || r.type === "item.updated" || r.type === "item.completed") {
-      const item = obj(r.item);
-      if (!item) return;
-      if (item.type === "agent_message" && r.type === "item.completed" && typeof item.text === "string") {
-        this.text.reset();
-        this.text.append(item.text);
-        emit({ type: "text", text: item.text });
-      } else if (TOOL_ITEMS.has(String(item.type))) {
-        this.toolCall(item, emit);
-        if (r.type !== "item.completed") return;
-        const status = str(item.status);
-        const failed = status === "failed" || status === "declined" || (num(item.exit_code) ?? 0) !== 0 || item.error != null;
-        const output =
-          item.type === "command_execution"
-            ? item.aggregated_output
-            : item.type === "mcp_tool_call"
-              ? (obj(item.error)?.message ?? obj(item.result)?.structured_content ?? obj(item.result)?.content)
-              : status;
-        const toolName = item.type === "mcp_tool_call" ? `${str(item.server) ?? "mcp"}.${str(item.tool) ?? "tool"}` : String(item.type);
-        emit({ type: "tool-result", toolName, callId: str(item.id), output, isError: failed });
-      }
-    } else if (r.type === "turn.completed") {
-      this.complete = true;
-      const u = obj(r.usage);
-      this.usage = {
-        inputTokens: add(this.usage?.inputTokens, num(u?.input_tokens)),
-        cachedInputTokens: add(this.usage?.cachedInputTokens, num(u?.cached_input_tokens)),
-        outputTokens: add(this.usage?.outputTokens, num(u?.output_tokens)),
-      };
-      emit({ type: "usage", usage: this.usage });
-    } else if (r.type === "turn.failed") {
-      this.failed = str(obj(r.error)?.message) ?? "turn failed";
-    } else if (r.type === "error") {
-      this.lastError = str(r.message) ?? "error";
-    }
-  }
-
-  outcome(): StreamOutcome {
-    // A top-level error the turn recovered from (a retried request) is not the outcome.
-    const error = this.failed ?? (this.complete ? undefined : this.lastError);
-    return { text: this.text.value, complete: this.complete, error, usage: this.usage };
   }
 }

@@ -42,3 +42,10 @@ export const AGENT_NEVER_RETRY_CODES = [
   "INVALID_OPTION",
   "UNSUPPORTED_SCHEMA",
 ] as const;
+
+/**
+ * `codex exec` settings the agent passes (`-c key=value`) unless the user set them: without them
+ * an offline Codex looks for ab.chatgpt.com and waits about 5 s at exit to flush analytics, and
+ * starts a plugin sync (github.com, api.github.com, chatgpt.com).
+ */
+export const CODEX_QUIET_DEFAULTS = { "analytics.enabled": false, "features.plugins": false } as const;

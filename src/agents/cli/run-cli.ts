@@ -333,7 +333,11 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
         // Failing mid-stream without its final record and without reporting an error: a crash.
         // A CLI that printed no record at all refused to start (AGENT_CLI_EXIT).
         const crashed = records > 0 && !outcome.complete && outcome.error === undefined;
-        throw new SmithersError(crashed ? "AGENT_CLI_CRASHED" : "AGENT_CLI_EXIT", `${agent}: the CLI exited with code ${code}${why ? `: ${why}` : ""}`, details);
+        throw new SmithersError(
+          crashed ? "AGENT_CLI_CRASHED" : "AGENT_CLI_EXIT",
+          `${agent}: the CLI exited with code ${code}${why ? `: ${why}` : ""}`,
+          details,
+        );
       }
       if (outcome.error !== undefined) {
         throw new SmithersError("AGENT_FAILED", `${agent}: the CLI reported an error: ${outcome.error}`, details);

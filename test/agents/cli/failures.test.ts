@@ -39,6 +39,13 @@ describe.each(AGENTS)("%s", (_name, make) => {
     expect(l.out.stderr).toContain("panic");
   });
 
+  test("throws AGENT_CLI_CRASHED, retryable, when the CLI is killed by a signal Smithers did not send", async () => {
+    const error = await rejection(make(fakeCli("partial-then-signal").env).generate({ prompt: "p" }));
+    expect(SmithersError.is(error, "AGENT_CLI_CRASHED")).toBe(true);
+    expect(error.details).toMatchObject({ exitCode: null, signal: "SIGSEGV" });
+    expect(retryableAgentError(String(error.code))).toBe(true);
+  });
+
   test("throws AGENT_STREAM_MALFORMED when it exits 0 with no JSON stream, or without its final result", async () => {
     const garbage = await rejection(make(fakeCli("garbage").env).generate({ prompt: "p" }));
     expect(SmithersError.is(garbage, "AGENT_STREAM_MALFORMED")).toBe(true);
