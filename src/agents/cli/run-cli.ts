@@ -1,5 +1,5 @@
 import { StringDecoder } from "node:string_decoder";
-import { SmithersError } from "../../errors/index.ts";
+import { SmithersError, type SmithersErrorCode } from "../../errors/index.ts";
 import type { AgentEvent, AgentGenerateArgs, AgentUsage } from "../types.ts";
 import { AUTH_FAILURE_PATTERN, MALFORMED_NOTICES, STDERR_TAIL_CHARS, STREAMS_CLOSE_MS } from "./constants.ts";
 import { endGroup, spawnGroup } from "./process-group.ts";
@@ -17,10 +17,22 @@ export type StreamOutcome = {
   usage?: AgentUsage;
 };
 
-/** Turns the JSON records of one CLI's stdout into events and, at the end, an outcome. */
+/** How a CLI's process ended, for a parser that recognises its failures. */
+export type CliEnding = { exitCode: number | null; signal: NodeJS.Signals | null; stderr: string };
+
+/** A failure a parser recognised (a code more precise than AGENT_CLI_EXIT): thrown with the call's details added. */
+export type RecognisedFailure = { code: SmithersErrorCode; message: string; details?: Record<string, unknown> };
+
+/**
+ * Turns the JSON records of one CLI's stdout into events and, at the end, an outcome. A record
+ * that shows the call cannot succeed may throw: the CLI's group is ended and the call rejects
+ * with that error at once.
+ */
 export interface StreamParser {
   record(value: Record<string, unknown>, emit: (event: AgentEvent) => void): void;
   outcome(): StreamOutcome;
+  /** The failure of a call that failed, when the parser knows its kind from the stream or stderr. */
+  failure?(ending: CliEnding): RecognisedFailure | undefined;
 }
 
 export type CliInvocation = {
@@ -278,6 +290,8 @@ export function runCli(run: CliInvocation): Promise<StreamOutcome> {
       }
       const failed = code !== 0 || !outcome.complete || outcome.error !== undefined;
       const details = { agent, exitCode: code, signal: exitSignal, stderrTail, partialText, malformedLines: malformed, ...spent };
+      const recognised = failed ? run.parser.failure?.({ exitCode: code, signal: exitSignal, stderr: stderrTail }) : undefined;
+      if (recognised) throw new SmithersError(recognised.code, `${agent}: ${recognised.message}`, { ...details, ...recognised.details });
       if (
         failed &&
         (outcome.authError === true ||

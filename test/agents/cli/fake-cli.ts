@@ -6,7 +6,15 @@ import type { AgentEvent } from "../../../src/agents/index.ts";
 /** The fake CLIs (test/fixtures/fake-cli); `bun` must be on PATH for their shebang. */
 export const FAKE_CLI_DIR = join(import.meta.dir, "../../fixtures/fake-cli");
 
-export type FakeRecord = { name: string; argv: string[]; stdin: string; cwd: string; env: Record<string, string>; outputSchema?: unknown };
+export type FakeRecord = {
+  name: string;
+  argv: string[];
+  stdin: string;
+  cwd: string;
+  env: Record<string, string>;
+  outputSchema?: unknown;
+  systemDefaults?: string;
+};
 
 /** A scratch directory and the env that makes the fake CLIs run `scenario` and record into it. */
 export function fakeCli(scenario = "ok", extra: Record<string, string> = {}) {

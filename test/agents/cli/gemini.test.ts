@@ -1,4 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { GeminiAgent } from "../../../src/agents/index.ts";
 import { fakeCli, listeners } from "./fake-cli.ts";
 
@@ -62,5 +64,48 @@ describe("GeminiAgent", () => {
     const fake = fakeCli();
     await new GeminiAgent({ env: fake.env, apiKey: "g-key", configDir: "/tmp/gemini-home" }).generate({ prompt: "p" });
     expect(fake.record().env).toMatchObject({ GEMINI_API_KEY: "g-key", GEMINI_CLI_HOME: "/tmp/gemini-home" });
+  });
+
+  test("gives the CLI its quiet defaults and API-key auth as system defaults in a file removed after the call; trusts the workspace, skips the relaunch", async () => {
+    const fake = fakeCli();
+    await new GeminiAgent({ env: fake.env, apiKey: "g-key" }).generate({ prompt: "p" });
+    const record = fake.record();
+    expect(record.env).toMatchObject({ GEMINI_CLI_TRUST_WORKSPACE: "true", GEMINI_CLI_NO_RELAUNCH: "true" });
+    expect(JSON.parse(record.systemDefaults!)).toEqual({
+      privacy: { usageStatisticsEnabled: false },
+      general: { maxAttempts: 1 },
+      security: { auth: { selectedType: "gemini-api-key" } },
+    });
+    expect(existsSync(record.env.GEMINI_CLI_SYSTEM_DEFAULTS_PATH!)).toBe(false);
+  });
+
+  test("selects no auth without an API key, or when the environment asks for Vertex AI", async () => {
+    const cases: Record<string, string>[] = [{ GEMINI_API_KEY: "" }, { GEMINI_API_KEY: "k", GOOGLE_GENAI_USE_VERTEXAI: "true" }];
+    for (const env of cases) {
+      const fake = fakeCli("ok", env);
+      await new GeminiAgent({ env: fake.env }).generate({ prompt: "p" });
+      expect(JSON.parse(fake.record().systemDefaults!)).toEqual({ privacy: { usageStatisticsEnabled: false }, general: { maxAttempts: 1 } });
+    }
+  });
+
+  test("keeps the user's own trust and relaunch variables, and the machine's system defaults over its own", async () => {
+    const fake = fakeCli();
+    const theirs = join(fake.dir, "system-defaults.json");
+    writeFileSync(theirs, JSON.stringify({ general: { maxAttempts: 4 }, ui: { theme: "ANSI" } }));
+    const env = { ...fake.env, GEMINI_API_KEY: "", GEMINI_CLI_TRUST_WORKSPACE: "false", GEMINI_CLI_NO_RELAUNCH: "", GEMINI_CLI_SYSTEM_DEFAULTS_PATH: theirs };
+    await new GeminiAgent({ env }).generate({ prompt: "p" });
+    const record = fake.record();
+    expect(record.env).toMatchObject({ GEMINI_CLI_TRUST_WORKSPACE: "false", GEMINI_CLI_NO_RELAUNCH: "" });
+    expect(JSON.parse(record.systemDefaults!)).toEqual({ privacy: { usageStatisticsEnabled: false }, general: { maxAttempts: 4 }, ui: { theme: "ANSI" } });
+    expect(JSON.parse(readFileSync(theirs, "utf8"))).toEqual({ general: { maxAttempts: 4 }, ui: { theme: "ANSI" } });
+  });
+
+  test("leaves a machine's system-defaults file that is not plain JSON in effect, adding nothing", async () => {
+    const fake = fakeCli();
+    const theirs = join(fake.dir, "system-defaults.json");
+    writeFileSync(theirs, '{ // comments are allowed in Gemini CLI settings\n "ui": {} }');
+    await new GeminiAgent({ env: { ...fake.env, GEMINI_CLI_SYSTEM_DEFAULTS_PATH: theirs } }).generate({ prompt: "p" });
+    expect(fake.record().env.GEMINI_CLI_SYSTEM_DEFAULTS_PATH).toBe(theirs);
+    expect(fake.record().systemDefaults).toContain("// comments");
   });
 });
