@@ -1,27 +1,15 @@
 /**
- * Gemini CLI's settings for one call, given as its system defaults (GEMINI_CLI_SYSTEM_DEFAULTS_PATH):
- * the lowest of its settings layers, under the user's (~/.gemini/settings.json), the workspace's
- * (.gemini/settings.json) and the system's, so a user's own setting always wins. A system-defaults
- * file the machine already has is merged over ours, not replaced.
+ * Gemini CLI's settings for one call, without touching the user's files: a temporary
+ * GEMINI_CLI_HOME whose `.gemini` links to every entry of the real one (login, extensions, memory,
+ * sessions) but holds a settings.json of its own, our defaults with the user's settings.json
+ * merged over them, so each setting of the user's wins. (The CLI's system-defaults file cannot
+ * carry them: it is read only when root owns it and every directory above it.)
  */
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 
 type Settings = Record<string, unknown>;
-
-/** Where Gemini CLI reads its system settings, as the CLI decides it. */
-function systemSettingsPath(env: Record<string, string>): string {
-  if (env.GEMINI_CLI_SYSTEM_SETTINGS_PATH) return env.GEMINI_CLI_SYSTEM_SETTINGS_PATH;
-  if (process.platform === "darwin") return "/Library/Application Support/GeminiCli/settings.json";
-  if (process.platform === "win32") return "C:\\ProgramData\\gemini-cli\\settings.json";
-  return "/etc/gemini-cli/settings.json";
-}
-
-/** The system-defaults file the CLI would read without us. */
-export function systemDefaultsPath(env: Record<string, string>): string {
-  return env.GEMINI_CLI_SYSTEM_DEFAULTS_PATH || join(dirname(systemSettingsPath(env)), "system-defaults.json");
-}
 
 function isRecord(value: unknown): value is Settings {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -37,25 +25,55 @@ export function mergeSettings(under: Settings, over: Settings): Settings {
   return out;
 }
 
+/** JSON with `//` and `/* *\/` comments (as Gemini CLI's settings files allow) without them. */
+export function stripJsonComments(text: string): string {
+  let out = "";
+  let i = 0;
+  while (i < text.length) {
+    if (text[i] === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
+      out += text.slice(i, j + 1);
+      i = j + 1;
+    } else if (text.startsWith("//", i)) {
+      while (i < text.length && text[i] !== "\n") i++;
+    } else if (text.startsWith("/*", i)) {
+      const end = text.indexOf("*/", i + 2);
+      i = end < 0 ? text.length : end + 2;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
 /**
- * Writes `ours`, with the machine's own system defaults over it, to a fresh temporary file.
- * Returns the variable that points the CLI at it and a cleanup, or nothing when the machine's
- * file exists but is not plain JSON (it may hold comments): that file then stays in effect alone.
+ * Makes the temporary home for one call over `realHome` (the GEMINI_CLI_HOME the CLI would use).
+ * Nothing when the user's settings.json cannot be read as JSON: the CLI then runs on the real home,
+ * its settings as they are.
  */
-export async function writeSystemDefaults(
-  ours: Settings,
-  env: Record<string, string>,
-): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> } | undefined> {
+export async function overlayGeminiHome(ours: Settings, realHome: string): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> } | undefined> {
+  const real = join(realHome, ".gemini");
   let theirs: Settings = {};
   try {
-    const parsed: unknown = JSON.parse(await readFile(systemDefaultsPath(env), "utf8"));
+    const parsed: unknown = JSON.parse(stripJsonComments(await readFile(join(real, "settings.json"), "utf8")));
     if (!isRecord(parsed)) return undefined;
     theirs = parsed;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") return undefined;
   }
-  const dir = await mkdtemp(join(tmpdir(), "smithers-gemini-"));
-  const path = join(dir, "system-defaults.json");
-  await writeFile(path, JSON.stringify(mergeSettings(ours, theirs)));
-  return { env: { GEMINI_CLI_SYSTEM_DEFAULTS_PATH: path }, cleanup: () => rm(dir, { recursive: true, force: true }) };
+  // Where the CLI keeps sessions (`--resume`) and its project history: in the real home, as without us.
+  for (const dir of ["tmp", "history"]) await mkdir(join(real, dir), { recursive: true }).catch(() => {});
+  const home = await mkdtemp(join(tmpdir(), "smithers-gemini-"));
+  try {
+    const overlay = join(home, ".gemini");
+    await mkdir(overlay);
+    const entries = await readdir(real).catch(() => [] as string[]);
+    for (const name of entries) if (name !== "settings.json") await symlink(join(real, name), join(overlay, name));
+    await writeFile(join(overlay, "settings.json"), JSON.stringify(mergeSettings(ours, theirs)));
+  } catch (error) {
+    await rm(home, { recursive: true, force: true });
+    throw error;
+  }
+  return { env: { GEMINI_CLI_HOME: home }, cleanup: () => rm(home, { recursive: true, force: true }) };
 }

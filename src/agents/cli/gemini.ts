@@ -1,7 +1,8 @@
+import { homedir } from "node:os";
 import type { AgentGenerateArgs } from "../types.ts";
 import { type CallContext, CliAgent, flag, type PreparedCall, toggle } from "./cli-agent.ts";
 import { GEMINI_QUIET_DEFAULTS } from "./constants.ts";
-import { writeSystemDefaults } from "./gemini-settings.ts";
+import { overlayGeminiHome } from "./gemini-settings.ts";
 import { GeminiStreamParser } from "./gemini-stream.ts";
 import { type BaseCliAgentOptions, withSystemPrompt } from "./options.ts";
 
@@ -28,15 +29,16 @@ const OWN_KEYS = ["approvalMode", "sandbox", "allowedTools", "allowedMcpServerNa
 
 /**
  * Google's Gemini CLI as an agent: `gemini --output-format stream-json`, the prompt on stdin (the
- * CLI runs headless when stdin is not a terminal). `apiKey` sets GEMINI_API_KEY; `configDir` sets
- * GEMINI_CLI_HOME (the CLI keeps its settings and login in `<configDir>/.gemini`). `systemPrompt`
- * is put before the prompt (the CLI has no flag for it).
+ * CLI runs headless when stdin is not a terminal). `apiKey` sets GEMINI_API_KEY; `configDir` is
+ * the CLI's home (GEMINI_CLI_HOME: it keeps its settings and login in `<configDir>/.gemini`).
+ * `systemPrompt` is put before the prompt (the CLI has no flag for it).
  *
  * Unless the user set them, each call also gets: GEMINI_CLI_TRUST_WORKSPACE=true (headless, the
- * CLI refuses an untrusted folder with exit 55, and nobody is there to trust it), GEMINI_CLI_NO_RELAUNCH=true
- * (the CLI would otherwise start itself a second time for a larger heap, about a second per call),
- * and GEMINI_QUIET_DEFAULTS plus API-key auth (when GEMINI_API_KEY is set) as the CLI's system
- * defaults, in a temporary file any setting of the user's own overrides.
+ * CLI refuses an untrusted folder with exit 55, and nobody is there to trust it),
+ * GEMINI_CLI_NO_RELAUNCH=true (the CLI would otherwise start itself a second time for a larger
+ * heap, about a second per call), and the settings GEMINI_QUIET_DEFAULTS plus API-key auth (when
+ * GEMINI_API_KEY is set), under the user's own settings, through a temporary GEMINI_CLI_HOME that
+ * links to the real one (gemini-settings.ts).
  *
  * @example
  * const gemini = new GeminiAgent({ model: "gemini-2.5-pro", includeDirectories: ["../shared"] });
@@ -74,13 +76,13 @@ export class GeminiAgent extends CliAgent<GeminiAgentOptions> {
     // API-key auth when a key is there and no other auth was asked for through the environment.
     const keyAuth = env.GEMINI_API_KEY && env.GOOGLE_GENAI_USE_VERTEXAI !== "true" && env.GOOGLE_GENAI_USE_GCA !== "true";
     const auth = keyAuth ? { security: { auth: { selectedType: "gemini-api-key" } } } : {};
-    const defaults = await writeSystemDefaults({ ...GEMINI_QUIET_DEFAULTS, ...auth }, env);
+    const overlay = await overlayGeminiHome({ ...GEMINI_QUIET_DEFAULTS, ...auth }, env.GEMINI_CLI_HOME || env.HOME || homedir());
     return {
       args,
       stdin: withSystemPrompt(o, call.prompt),
       parser: new GeminiStreamParser(context.maxOutputBytes),
-      env: defaults?.env,
-      cleanup: defaults?.cleanup,
+      env: overlay?.env,
+      cleanup: overlay?.cleanup,
     };
   }
 }

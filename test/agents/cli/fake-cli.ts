@@ -24,6 +24,8 @@ export function fakeCli(scenario = "ok", extra: Record<string, string> = {}) {
     FAKE_CLI_SCENARIO: scenario,
     FAKE_CLI_RECORD: join(dir, "record.json"),
     FAKE_CLI_PID_FILE: join(dir, "pids.json"),
+    // An agent that prepares the CLI's home (gemini's) does it here, not in the real one.
+    HOME: dir,
     ...extra,
   };
   return {
