@@ -13,7 +13,8 @@ export type FakeRecord = {
   cwd: string;
   env: Record<string, string>;
   outputSchema?: unknown;
-  systemDefaults?: string;
+  /** Gemini CLI's settings.json in the home it was given. */
+  settings?: string;
 };
 
 /** A scratch directory and the env that makes the fake CLIs run `scenario` and record into it. */
