@@ -19,7 +19,9 @@ const CODES = new Set(Object.keys(ERROR_TABLE));
  * like a code (capitals with an underscore) must be one, so a renamed or removed code is caught.
  */
 const NOT_CODES = new Set(["SAFE_JSON_LIMITS", "CODE"]); // CODE: the placeholder in `smithers: CODE: message`
-const isEnvVar = (name: string) => name.startsWith("SMITHERS_") || name === "PATH";
+/** Environment variables: Smithers' own, and the agent CLIs' and providers' (which the agent guide names). */
+const isEnvVar = (name: string) =>
+  name === "PATH" || /^(?:SMITHERS|ANTHROPIC|CLAUDE|CODEX|OPENAI|GEMINI|GOOGLE|OPENCODE|DISABLE)_/.test(name) || name === "IS_SANDBOX";
 
 /** README.md, CONTRIBUTING.md and every Markdown file under docs/. */
 function markdownFiles(): string[] {
