@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { addUsage, normalizeUsage, priceUsage } from "../../src/agents/index.ts";
+import { SpendMeter } from "../../src/engine/attempt/spend.ts";
 
 const pricing = { main: { inputPerMTok: 2, outputPerMTok: 10 }, router: { inputPerMTok: 0.1, outputPerMTok: 0.4 } };
 const split = { main: { inputTokens: 700, outputTokens: 70 }, router: { inputTokens: 50, outputTokens: 10 } };
@@ -31,5 +32,13 @@ describe("addUsage and normalizeUsage", () => {
   test("normalizeUsage keeps a valid breakdown and drops a malformed one", () => {
     expect(normalizeUsage({ inputTokens: 750, models: split })?.models).toEqual(split);
     expect(normalizeUsage({ inputTokens: 750, models: { main: 3 } })?.models).toBeUndefined();
+  });
+});
+
+describe("SpendMeter", () => {
+  test("names the model of a breakdown that has no price, not the answering one that has", () => {
+    const meter = new SpendMeter({ main: pricing.main });
+    meter.callEnded(priceUsage({ inputTokens: 750, outputTokens: 80, model: "main", models: split }, { main: pricing.main }));
+    expect(meter.unpricedModel).toBe("router");
   });
 });
