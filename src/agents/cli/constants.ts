@@ -27,8 +27,8 @@ export const AUTH_FAILURE_PATTERN =
   /invalid api key|incorrect api key|api key not valid|missing api key|no api key|please run \/login|run `?\w+ login|not logged in|log ?in again|authentication[_ ]failed|authentication_error|unauthenticated|unauthorized|status:? 401\b|oauth token (?:has )?(?:expired|been revoked)|refresh token|could not resolve authentication|auth method/i;
 
 /**
- * Gemini CLI settings the agent gives as the CLI's system defaults, so that any setting of the
- * user's own overrides them: no usage statistics (otherwise every call logs to
+ * Gemini CLI settings the agent adds under the user's own settings (gemini-settings.ts), so that
+ * any setting of the user's overrides them: no usage statistics (otherwise every call logs to
  * play.googleapis.com and sends an installation id with each model request), and one attempt per
  * model request, so a refused or rate-limited request ends the call within seconds and the engine
  * retries it, after Google's suggested delay, instead of the CLI's own backoff (5 s doubling, up
