@@ -1,4 +1,4 @@
-export type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentTimeout, AgentUsage, StructuredAttempt } from "./types.ts";
+export type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentTimeout, AgentUsage, ModelTokens, StructuredAttempt } from "./types.ts";
 export { addUsage, checkPricing, normalizeUsage, priceUsage, type ModelPrice, type ModelPricing } from "./usage.ts";
 export { describeSchema } from "../schema/index.ts";
 export { extractJson } from "./extract-json.ts";

@@ -11,7 +11,15 @@ export type AgentUsage = {
   costUsd?: number;
   /** The model that answered, when known (for pricing). */
   model?: string;
+  /**
+   * The tokens by model, when the call used more than one (a CLI's model router or helper calls
+   * on a smaller model): each model's share is priced at its own price.
+   */
+  models?: Readonly<Record<string, ModelTokens>>;
 };
+
+/** The tokens one model used within a call. */
+export type ModelTokens = { inputTokens?: number; cachedInputTokens?: number; outputTokens?: number };
 
 /**
  * What an agent reports while it works (`onEvent`). CLI agents parse these from their stream, an

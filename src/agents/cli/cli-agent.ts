@@ -10,6 +10,8 @@ export type PreparedCall = {
   parser: StreamParser;
   /** Turns the outcome into the reply (default: text and usage). */
   reply?: (outcome: StreamOutcome) => AgentReply | Promise<AgentReply>;
+  /** Variables added to the child's environment for this call (the path of a per-call settings file). */
+  env?: Record<string, string>;
   /** Runs after the call, whatever its end (temporary files). */
   cleanup?: () => void | Promise<void>;
   authExitCodes?: readonly number[];
@@ -63,7 +65,7 @@ export abstract class CliAgent<O extends BaseCliAgentOptions> implements Agent {
         args: [...prepared.args],
         stdin: prepared.stdin,
         cwd,
-        env,
+        env: prepared.env ? { ...env, ...prepared.env } : env,
         limits: limitsOf(this.options, call),
         maxOutputBytes,
         parser: prepared.parser,

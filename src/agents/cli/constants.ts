@@ -33,6 +33,16 @@ export const OPENCODE_QUIET_ENV = { OPENCODE_DISABLE_MODELS_FETCH: "1" } as cons
 export const AUTH_FAILURE_PATTERN =
   /invalid api key|incorrect api key|api key not valid|missing api key|no api key|please run \/login|run `?\w+ login|not logged in|log ?in again|authentication[_ ]failed|authentication_error|unauthenticated|unauthorized|status:? 401\b|oauth token (?:has )?(?:expired|been revoked)|refresh token|could not resolve authentication|auth method/i;
 
+/**
+ * Gemini CLI settings the agent adds under the user's own settings (gemini-settings.ts), so that
+ * any setting of the user's overrides them: no usage statistics (otherwise every call logs to
+ * play.googleapis.com and sends an installation id with each model request), and one attempt per
+ * model request, so a refused or rate-limited request ends the call within seconds and the engine
+ * retries it, after Google's suggested delay, instead of the CLI's own backoff (5 s doubling, up
+ * to 10 attempts, the suggested delay ignored when shorter).
+ */
+export const GEMINI_QUIET_DEFAULTS = { privacy: { usageStatisticsEnabled: false }, general: { maxAttempts: 1 } } as const;
+
 /** Codes a CLI agent throws that another attempt cannot fix: the engine never retries them. */
 export const AGENT_NEVER_RETRY_CODES = [
   "AGENT_AUTH_FAILED",

@@ -1,7 +1,10 @@
-import type { AgentEvent, AgentGenerateArgs, AgentUsage } from "../types.ts";
-import { type CallContext, CliAgent, flag, num, obj, type PreparedCall, str, toggle } from "./cli-agent.ts";
+import { homedir } from "node:os";
+import type { AgentGenerateArgs } from "../types.ts";
+import { type CallContext, CliAgent, flag, type PreparedCall, toggle } from "./cli-agent.ts";
+import { GEMINI_QUIET_DEFAULTS } from "./constants.ts";
+import { overlayGeminiHome } from "./gemini-settings.ts";
+import { GeminiStreamParser } from "./gemini-stream.ts";
 import { type BaseCliAgentOptions, withSystemPrompt } from "./options.ts";
-import { LastSegment, type StreamOutcome, type StreamParser } from "./run-cli.ts";
 
 export type GeminiAgentOptions = BaseCliAgentOptions & {
   /** `--approval-mode`; when given, it replaces yolo's `--yolo` (the CLI refuses both together). */
@@ -24,14 +27,18 @@ export type GeminiAgentOptions = BaseCliAgentOptions & {
 
 const OWN_KEYS = ["approvalMode", "sandbox", "allowedTools", "allowedMcpServerNames", "includeDirectories", "extensions", "resume", "debug"] as const;
 
-/** Gemini CLI's exit code for an authentication failure (FatalAuthenticationError). */
-const GEMINI_AUTH_EXIT = 41;
-
 /**
  * Google's Gemini CLI as an agent: `gemini --output-format stream-json`, the prompt on stdin (the
- * CLI runs headless when stdin is not a terminal). `apiKey` sets GEMINI_API_KEY; `configDir` sets
- * GEMINI_CLI_HOME (the CLI keeps its settings and login in `<configDir>/.gemini`). `systemPrompt`
- * is put before the prompt (the CLI has no flag for it).
+ * CLI runs headless when stdin is not a terminal). `apiKey` sets GEMINI_API_KEY; `configDir` is
+ * the CLI's home (GEMINI_CLI_HOME: it keeps its settings and login in `<configDir>/.gemini`).
+ * `systemPrompt` is put before the prompt (the CLI has no flag for it).
+ *
+ * Unless the user set them, each call also gets: GEMINI_CLI_TRUST_WORKSPACE=true (headless, the
+ * CLI refuses an untrusted folder with exit 55, and nobody is there to trust it),
+ * GEMINI_CLI_NO_RELAUNCH=true (the CLI would otherwise start itself a second time for a larger
+ * heap, about a second per call), and the settings GEMINI_QUIET_DEFAULTS plus API-key auth (when
+ * GEMINI_API_KEY is set), under the user's own settings, through a temporary GEMINI_CLI_HOME that
+ * links to the real one (gemini-settings.ts).
  *
  * @example
  * const gemini = new GeminiAgent({ model: "gemini-2.5-pro", includeDirectories: ["../shared"] });
@@ -45,10 +52,12 @@ export class GeminiAgent extends CliAgent<GeminiAgentOptions> {
     const env = super.environment();
     if (this.options.apiKey !== undefined) env.GEMINI_API_KEY = this.options.apiKey;
     if (this.options.configDir !== undefined) env.GEMINI_CLI_HOME = this.options.configDir;
+    if (env.GEMINI_CLI_TRUST_WORKSPACE === undefined && env.GEMINI_RESTRICTED_MODE === undefined) env.GEMINI_CLI_TRUST_WORKSPACE = "true";
+    env.GEMINI_CLI_NO_RELAUNCH ??= "true";
     return env;
   }
 
-  protected prepare(call: AgentGenerateArgs, context: CallContext): PreparedCall {
+  protected async prepare(call: AgentGenerateArgs, context: CallContext): Promise<PreparedCall> {
     const o = this.options;
     const args = ["--output-format", "stream-json"];
     flag(args, "--model", o.model);
@@ -63,57 +72,17 @@ export class GeminiAgent extends CliAgent<GeminiAgentOptions> {
     flag(args, "--resume", o.resume);
     toggle(args, "--debug", o.debug);
     args.push(...(o.extraArgs ?? []));
-    return { args, stdin: withSystemPrompt(o, call.prompt), parser: new GeminiStreamParser(context.maxOutputBytes), authExitCodes: [GEMINI_AUTH_EXIT] };
-  }
-}
-
-/** Parses `gemini --output-format stream-json` (init, message, tool_use, tool_result, error, result). */
-export class GeminiStreamParser implements StreamParser {
-  /** Assistant text since the last tool call: the final answer is the last non-empty one. */
-  private readonly segments: LastSegment;
-  private model: string | undefined;
-  private complete = false;
-  private error: string | undefined;
-  private lastError: string | undefined;
-  private usage: AgentUsage | undefined;
-  private readonly toolNames = new Map<string, string>();
-
-  constructor(maxBytes: number) {
-    this.segments = new LastSegment(maxBytes);
-  }
-
-  record(r: Record<string, unknown>, emit: (event: AgentEvent) => void): void {
-    if (r.type === "init") {
-      this.model = str(r.model);
-      const id = str(r.session_id);
-      if (id !== undefined) emit({ type: "session", sessionId: id });
-    } else if (r.type === "message" && r.role === "assistant" && typeof r.content === "string") {
-      this.segments.current.append(r.content);
-      emit({ type: "text", text: r.content });
-    } else if (r.type === "tool_use") {
-      this.segments.close();
-      const name = str(r.tool_name) ?? "unknown";
-      const id = str(r.tool_id);
-      if (id !== undefined) this.toolNames.set(id, name);
-      emit({ type: "tool-call", toolName: name, callId: id, input: r.parameters });
-    } else if (r.type === "tool_result") {
-      const id = str(r.tool_id);
-      const output = r.output ?? obj(r.error)?.message;
-      emit({ type: "tool-result", toolName: id === undefined ? undefined : this.toolNames.get(id), callId: id, output, isError: r.status === "error" });
-    } else if (r.type === "error" && r.severity !== "warning") {
-      this.lastError = str(r.message);
-    } else if (r.type === "result") {
-      this.complete = true;
-      if (r.status === "error") this.error = str(obj(r.error)?.message) ?? this.lastError ?? "error";
-      const stats = obj(r.stats);
-      this.usage = { inputTokens: num(stats?.input_tokens), cachedInputTokens: num(stats?.cached), outputTokens: num(stats?.output_tokens), model: this.model };
-      emit({ type: "usage", usage: this.usage });
-    }
-  }
-
-  outcome(): StreamOutcome {
-    const text = this.segments.text();
-    const error = this.error ?? (this.complete ? undefined : this.lastError);
-    return { text, complete: this.complete, error, usage: this.usage };
+    const env = this.environment();
+    // API-key auth when a key is there and no other auth was asked for through the environment.
+    const keyAuth = env.GEMINI_API_KEY && env.GOOGLE_GENAI_USE_VERTEXAI !== "true" && env.GOOGLE_GENAI_USE_GCA !== "true";
+    const auth = keyAuth ? { security: { auth: { selectedType: "gemini-api-key" } } } : {};
+    const overlay = await overlayGeminiHome({ ...GEMINI_QUIET_DEFAULTS, ...auth }, env.GEMINI_CLI_HOME || env.HOME || homedir());
+    return {
+      args,
+      stdin: withSystemPrompt(o, call.prompt),
+      parser: new GeminiStreamParser(context.maxOutputBytes),
+      env: overlay?.env,
+      cleanup: overlay?.cleanup,
+    };
   }
 }

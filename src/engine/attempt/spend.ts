@@ -39,6 +39,10 @@ export class SpendMeter {
   private add(usage: AgentUsage | undefined): void {
     if (!usage) return;
     this.usage = addUsage(this.usage, usage);
-    if (usage.costUsd === undefined && (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) > 0) this.unpricedModel ??= usage.model ?? "(unknown model)";
+    if (usage.costUsd === undefined && (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) > 0) {
+      // With tokens by model, the one to name is a model that has no price, not necessarily the one that answered.
+      const missing = Object.keys(usage.models ?? {}).find((model) => this.pricing?.[model] === undefined);
+      this.unpricedModel ??= missing ?? usage.model ?? "(unknown model)";
+    }
   }
 }

@@ -6,7 +6,16 @@ import type { AgentEvent } from "../../../src/agents/index.ts";
 /** The fake CLIs (test/fixtures/fake-cli); `bun` must be on PATH for their shebang. */
 export const FAKE_CLI_DIR = join(import.meta.dir, "../../fixtures/fake-cli");
 
-export type FakeRecord = { name: string; argv: string[]; stdin: string; cwd: string; env: Record<string, string>; outputSchema?: unknown };
+export type FakeRecord = {
+  name: string;
+  argv: string[];
+  stdin: string;
+  cwd: string;
+  env: Record<string, string>;
+  outputSchema?: unknown;
+  /** Gemini CLI's settings.json in the home it was given. */
+  settings?: string;
+};
 
 /** A scratch directory and the env that makes the fake CLIs run `scenario` and record into it. */
 export function fakeCli(scenario = "ok", extra: Record<string, string> = {}) {
@@ -16,6 +25,8 @@ export function fakeCli(scenario = "ok", extra: Record<string, string> = {}) {
     FAKE_CLI_SCENARIO: scenario,
     FAKE_CLI_RECORD: join(dir, "record.json"),
     FAKE_CLI_PID_FILE: join(dir, "pids.json"),
+    // An agent that prepares the CLI's home (gemini's) does it here, not in the real one.
+    HOME: dir,
     ...extra,
   };
   return {

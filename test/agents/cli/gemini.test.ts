@@ -1,4 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { GeminiAgent } from "../../../src/agents/index.ts";
 import { fakeCli, listeners } from "./fake-cli.ts";
 
@@ -58,9 +60,62 @@ describe("GeminiAgent", () => {
     expect(fake.record().argv).toEqual(["--output-format", "stream-json"]);
   });
 
-  test("sets GEMINI_API_KEY from apiKey and GEMINI_CLI_HOME from configDir", async () => {
+  test("sets GEMINI_API_KEY from apiKey", async () => {
     const fake = fakeCli();
-    await new GeminiAgent({ env: fake.env, apiKey: "g-key", configDir: "/tmp/gemini-home" }).generate({ prompt: "p" });
-    expect(fake.record().env).toMatchObject({ GEMINI_API_KEY: "g-key", GEMINI_CLI_HOME: "/tmp/gemini-home" });
+    await new GeminiAgent({ env: fake.env, apiKey: "g-key" }).generate({ prompt: "p" });
+    expect(fake.record().env).toMatchObject({ GEMINI_API_KEY: "g-key" });
+  });
+
+  test("gives the CLI its quiet defaults and API-key auth in a temporary home linking to the real one, removed after the call; trusts the workspace, skips the relaunch", async () => {
+    const fake = fakeCli();
+    const real = join(fake.dir, "home");
+    mkdirSync(join(real, ".gemini"), { recursive: true });
+    writeFileSync(join(real, ".gemini", "oauth_creds.json"), "{}");
+    await new GeminiAgent({ env: fake.env, apiKey: "g-key", configDir: real }).generate({ prompt: "p" });
+    const record = fake.record();
+    expect(record.env).toMatchObject({ GEMINI_CLI_TRUST_WORKSPACE: "true", GEMINI_CLI_NO_RELAUNCH: "true" });
+    expect(JSON.parse(record.settings!)).toEqual({
+      privacy: { usageStatisticsEnabled: false },
+      general: { maxAttempts: 1 },
+      security: { auth: { selectedType: "gemini-api-key" } },
+    });
+    const overlay = record.env.GEMINI_CLI_HOME!;
+    expect(overlay).not.toBe(real);
+    expect(existsSync(overlay)).toBe(false);
+    // The CLI's own files stay in the real home: its login, and where it keeps sessions.
+    expect(readdirSync(join(real, ".gemini")).sort()).toEqual(["history", "oauth_creds.json", "tmp"]);
+  });
+
+  test("selects no auth without an API key, or when the environment asks for Vertex AI", async () => {
+    const cases: Record<string, string>[] = [{ GEMINI_API_KEY: "" }, { GEMINI_API_KEY: "k", GOOGLE_GENAI_USE_VERTEXAI: "true" }];
+    for (const env of cases) {
+      const fake = fakeCli("ok", env);
+      await new GeminiAgent({ env: fake.env }).generate({ prompt: "p" });
+      expect(JSON.parse(fake.record().settings!)).toEqual({ privacy: { usageStatisticsEnabled: false }, general: { maxAttempts: 1 } });
+    }
+  });
+
+  test("keeps the user's own trust and relaunch variables, and merges the user's settings (comments allowed) over its own, leaving their file as it was", async () => {
+    const fake = fakeCli();
+    const real = join(fake.dir, "home");
+    mkdirSync(join(real, ".gemini"), { recursive: true });
+    const theirs = '{\n  // mine\n  "general": { "maxAttempts": 4 }, /* and */ "ui": { "theme": "A // B" }\n}';
+    writeFileSync(join(real, ".gemini", "settings.json"), theirs);
+    const env = { ...fake.env, HOME: real, GEMINI_API_KEY: "", GEMINI_CLI_TRUST_WORKSPACE: "false", GEMINI_CLI_NO_RELAUNCH: "" };
+    await new GeminiAgent({ env }).generate({ prompt: "p" });
+    const record = fake.record();
+    expect(record.env).toMatchObject({ GEMINI_CLI_TRUST_WORKSPACE: "false", GEMINI_CLI_NO_RELAUNCH: "" });
+    expect(JSON.parse(record.settings!)).toEqual({ privacy: { usageStatisticsEnabled: false }, general: { maxAttempts: 4 }, ui: { theme: "A // B" } });
+    expect(readFileSync(join(real, ".gemini", "settings.json"), "utf8")).toBe(theirs);
+  });
+
+  test("runs on the real home, its settings as they are, when the user's settings.json is not JSON", async () => {
+    const fake = fakeCli();
+    const real = join(fake.dir, "home");
+    mkdirSync(join(real, ".gemini"), { recursive: true });
+    writeFileSync(join(real, ".gemini", "settings.json"), "{ not json");
+    await new GeminiAgent({ env: fake.env, configDir: real }).generate({ prompt: "p" });
+    expect(fake.record().env.GEMINI_CLI_HOME).toBe(real);
+    expect(fake.record().settings).toBe("{ not json");
   });
 });
