@@ -1,7 +1,7 @@
 /**
  * Runs the benchmarks and prints their tables. Numbers are printed, never asserted.
  *
- *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon, signal-latency, server, server-sse, backends, fork, pg-faults and compare (compare installs the peer into bench/ if missing)
+ *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon, signal-latency, server, server-sse, backends, fork, pg-faults, agent-clis and compare (compare installs the peer into bench/ if missing)
  *   bun run bench compare --quick      # one bench; the flags after its name go to it
  *   bun run bench --quick              # all benches; flags go to compare
  */
@@ -19,6 +19,7 @@ import { runServerSseBench } from "./server-sse/index.ts";
 import { runBackendsBench } from "./backends/index.ts";
 import { runForkBench } from "./fork/index.tsx";
 import { runPgFaultsBench } from "./pg-faults/index.ts";
+import { runAgentClisBench } from "./agent-clis/index.ts";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
   db: () => runDbBench(),
@@ -34,6 +35,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   backends: (args) => runBackendsBench(args),
   fork: (args) => runForkBench(args),
   "pg-faults": (args) => runPgFaultsBench(args),
+  "agent-clis": (args) => runAgentClisBench(args),
   compare: (args) => runCompareBench(args),
 };
 

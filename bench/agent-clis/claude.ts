@@ -19,9 +19,7 @@ import { jsx } from "../../src/jsx/jsx-runtime.ts";
 import { anthropicApi, claudeMainTurn } from "../../test/support/fake-model/anthropic.ts";
 import { startFakeModelServer } from "../../test/support/fake-model/core.ts";
 import { isolation, realCli } from "../../test/support/real-cli.ts";
-import { markdownTable } from "../markdown-table.ts";
-
-export type CliTurnRow = { cli: string; version: string; setting: string; runs: number; medianMs: number; minMs: number; maxMs: number };
+import { type CliBenchResult, type CliTurnRow, printCliRows } from "./row.ts";
 
 const CLAUDE_PACKAGE = resolve(import.meta.dir, "../../scripts/agent-clis/node_modules/@anthropic-ai/claude-code/package.json");
 const answer = z.object({ done: z.boolean() });
@@ -30,7 +28,7 @@ const answer = z.object({ done: z.boolean() });
  * Runs a one-turn Claude Code task `runs` times per setting and returns the timings, or the
  * reason the real CLI cannot run here.
  */
-export async function benchClaudeOneTurn(runs = 3): Promise<{ rows: CliTurnRow[]; notes: string[] } | { skip: string }> {
+export async function benchClaudeOneTurn(runs = 3): Promise<CliBenchResult> {
   const cli = realCli("claude");
   if ("skip" in cli) return cli;
   const version = (JSON.parse(readFileSync(CLAUDE_PACKAGE, "utf8")) as { version: string }).version;
@@ -81,17 +79,4 @@ export async function benchClaudeOneTurn(runs = 3): Promise<{ rows: CliTurnRow[]
   }
 }
 
-if (import.meta.main) {
-  const result = await benchClaudeOneTurn(Number(process.argv[2] ?? 3));
-  if ("skip" in result) console.log(`skipped: ${result.skip}`);
-  else {
-    const ms = (n: number) => `${Math.round(n)} ms`;
-    console.log(
-      markdownTable(
-        ["cli, setting", "runs", "median", "min", "max"],
-        result.rows.map((r) => [`${r.cli} ${r.version}, ${r.setting}`, String(r.runs), ms(r.medianMs), ms(r.minMs), ms(r.maxMs)]),
-      ),
-    );
-    for (const note of result.notes) console.log(note);
-  }
-}
+if (import.meta.main) printCliRows([["claude", await benchClaudeOneTurn(Number(process.argv[2] ?? 3))]]);

@@ -20,9 +20,7 @@ import { jsx } from "../../src/jsx/jsx-runtime.ts";
 import { startFakeModelServer } from "../../test/support/fake-model/core.ts";
 import { geminiApi } from "../../test/support/fake-model/gemini.ts";
 import { isolation, realCli } from "../../test/support/real-cli.ts";
-import { markdownTable } from "../markdown-table.ts";
-
-export type CliTurnRow = { cli: string; version: string; setting: string; runs: number; medianMs: number; minMs: number; maxMs: number };
+import { type CliBenchResult, type CliTurnRow, printCliRows } from "./row.ts";
 
 const GEMINI_PACKAGE = resolve(import.meta.dir, "../../scripts/agent-clis/node_modules/@google/gemini-cli/package.json");
 const answer = z.object({ done: z.boolean() });
@@ -33,7 +31,7 @@ type Setting = { name: string; options: Partial<GeminiAgentOptions>; env: Record
  * Runs a one-turn Gemini CLI task `runs` times per setting and returns the timings, or the reason
  * the real CLI cannot run here.
  */
-export async function benchGeminiOneTurn(runs = 3): Promise<{ rows: CliTurnRow[]; notes: string[] } | { skip: string }> {
+export async function benchGeminiOneTurn(runs = 3): Promise<CliBenchResult> {
   const cli = realCli("gemini");
   if ("skip" in cli) return cli;
   const version = (JSON.parse(readFileSync(GEMINI_PACKAGE, "utf8")) as { version: string }).version;
@@ -104,16 +102,4 @@ export async function benchGeminiOneTurn(runs = 3): Promise<{ rows: CliTurnRow[]
   }
 }
 
-if (import.meta.main) {
-  const result = await benchGeminiOneTurn(Number(process.argv[2] ?? 3));
-  if ("skip" in result) console.log(`skipped: ${result.skip}`);
-  else {
-    console.log(
-      markdownTable(
-        ["cli", "version", "setting", "runs", "median ms", "min ms", "max ms"],
-        result.rows.map((r) => [r.cli, r.version, r.setting, String(r.runs), r.medianMs.toFixed(0), r.minMs.toFixed(0), r.maxMs.toFixed(0)]),
-      ),
-    );
-    for (const note of result.notes) console.log(`note: ${note}`);
-  }
-}
+if (import.meta.main) printCliRows([["gemini", await benchGeminiOneTurn(Number(process.argv[2] ?? 3))]]);

@@ -18,9 +18,7 @@ import { jsx } from "../../src/jsx/jsx-runtime.ts";
 import { startFakeModelServer } from "../../test/support/fake-model/core.ts";
 import { openaiChat } from "../../test/support/fake-model/openai-chat.ts";
 import { isolation, realCli } from "../../test/support/real-cli.ts";
-import { markdownTable } from "../markdown-table.ts";
-
-export type CliTurnRow = { cli: string; version: string; setting: string; runs: number; medianMs: number; minMs: number; maxMs: number };
+import { type CliBenchResult, type CliTurnRow, printCliRows } from "./row.ts";
 
 const OPENCODE_PACKAGE = resolve(import.meta.dir, "../../scripts/agent-clis/node_modules/opencode-ai/package.json");
 const answer = z.object({ done: z.boolean() });
@@ -37,7 +35,7 @@ function homeEnv(): Record<string, string> {
  * Runs a one-turn OpenCode task `runs` times per setting and returns the timings, or the reason
  * the real CLI cannot run here.
  */
-export async function benchOpenCodeOneTurn(runs = 3): Promise<{ rows: CliTurnRow[]; notes: string[] } | { skip: string }> {
+export async function benchOpenCodeOneTurn(runs = 3): Promise<CliBenchResult> {
   const cli = realCli("opencode");
   if ("skip" in cli) return cli;
   const version = (JSON.parse(readFileSync(OPENCODE_PACKAGE, "utf8")) as { version: string }).version;
@@ -89,17 +87,4 @@ export async function benchOpenCodeOneTurn(runs = 3): Promise<{ rows: CliTurnRow
   }
 }
 
-if (import.meta.main) {
-  const result = await benchOpenCodeOneTurn(Number(process.argv[2] ?? 3));
-  if ("skip" in result) console.log(`skipped: ${result.skip}`);
-  else {
-    const ms = (n: number) => `${Math.round(n)} ms`;
-    console.log(
-      markdownTable(
-        ["cli, setting", "runs", "median", "min", "max"],
-        result.rows.map((r) => [`${r.cli} ${r.version}, ${r.setting}`, String(r.runs), ms(r.medianMs), ms(r.minMs), ms(r.maxMs)]),
-      ),
-    );
-    for (const note of result.notes) console.log(note);
-  }
-}
+if (import.meta.main) printCliRows([["opencode", await benchOpenCodeOneTurn(Number(process.argv[2] ?? 3))]]);
