@@ -112,6 +112,45 @@ function replyUsage(reply: AgentReply, pricing: ModelPricing | undefined): Agent
   return priceUsage(normalizeUsage(raw, model), pricing);
 }
 
+/** An HTTP status and headers an AI SDK provider error carries (APICallError, or the last one a RetryError gave up on). */
+function httpFailureOf(error: unknown): { status: number; headers: Record<string, string> } | undefined {
+  const e = error as { statusCode?: unknown; responseHeaders?: unknown; lastError?: unknown; reason?: unknown } | null;
+  if (e === null || typeof e !== "object") return undefined;
+  if (typeof e.statusCode === "number") {
+    const headers = typeof e.responseHeaders === "object" && e.responseHeaders !== null ? (e.responseHeaders as Record<string, string>) : {};
+    return { status: e.statusCode, headers };
+  }
+  return e.lastError !== undefined && e.lastError !== error ? httpFailureOf(e.lastError) : undefined;
+}
+
+/** The delay a 429's headers ask for (retry-after-ms, else retry-after in seconds or as a date), in ms. */
+function retryAfterOf(headers: Record<string, string>, now = Date.now()): number | undefined {
+  const ms = Number(headers["retry-after-ms"]);
+  if (headers["retry-after-ms"] !== undefined && Number.isFinite(ms) && ms >= 0) return ms;
+  const after = headers["retry-after"];
+  if (after === undefined) return undefined;
+  const seconds = Number(after);
+  if (after.trim() !== "" && Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const at = Date.parse(after);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/**
+ * The code of a provider's HTTP failure, as the CLI agents classify theirs: 401/403 refused
+ * credentials, 404 an unknown model, 429 a rate limit (with the delay its headers ask for).
+ */
+export function providerFailure(
+  error: unknown,
+): { code: "AGENT_AUTH_FAILED" | "AGENT_MODEL_NOT_FOUND" | "AGENT_RATE_LIMITED"; retryAfterMs?: number } | undefined {
+  const http = httpFailureOf(error);
+  if (!http) return undefined;
+  if (http.status === 401 || http.status === 403) return { code: "AGENT_AUTH_FAILED" };
+  if (http.status === 404) return { code: "AGENT_MODEL_NOT_FOUND" };
+  if (http.status !== 429) return undefined;
+  const retryAfterMs = retryAfterOf(http.headers);
+  return retryAfterMs === undefined ? { code: "AGENT_RATE_LIMITED" } : { code: "AGENT_RATE_LIMITED", retryAfterMs };
+}
+
 export type GenerateStructuredOptions<S extends z.ZodType> = {
   agent: Agent | readonly Agent[];
   prompt: string;
@@ -255,10 +294,12 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
   }
 
   const last = errorSummary(lastError);
-  // A thrown SmithersError keeps its code (AGENT_AUTH_FAILED, AGENT_TIMEOUT, …): the engine decides retries on it.
-  const code = lastWasThrow ? (SmithersError.is(lastError) ? lastError.code : "AGENT_FAILED") : "INVALID_OUTPUT";
+  // A thrown SmithersError keeps its code (AGENT_AUTH_FAILED, AGENT_TIMEOUT, …), and a provider's
+  // HTTP failure (an AI SDK APICallError) gets the same codes: the engine decides retries on them.
+  const provider = lastWasThrow && !SmithersError.is(lastError) ? providerFailure(lastError) : undefined;
+  const code = lastWasThrow ? (SmithersError.is(lastError) ? lastError.code : (provider?.code ?? "AGENT_FAILED")) : "INVALID_OUTPUT";
   // And the delay a rate limit asks for, which the engine's retry reads from the error it gets.
-  const retryAfterMs = lastWasThrow && SmithersError.is(lastError) ? lastError.details.retryAfterMs : undefined;
+  const retryAfterMs = lastWasThrow && SmithersError.is(lastError) ? lastError.details.retryAfterMs : provider?.retryAfterMs;
   throw new SmithersError(
     code,
     `No valid output after ${attempts.length} attempt(s) across ${agents.length} agent(s); last error: ${last.message}`,

@@ -126,4 +126,50 @@ describe("an AI SDK agent on @ai-sdk/anthropic against the fake Anthropic API", 
     expect(error.statusCode).toBe(401);
     expect(JSON.parse(error.responseBody ?? "{}")).toEqual({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } });
   });
+
+  test("as a task's agent, the provider's failures get the CLI agents' codes: 401 AGENT_AUTH_FAILED and 404 AGENT_MODEL_NOT_FOUND not retried, 429 AGENT_RATE_LIMITED retried after retry-after", async () => {
+    const cases = [
+      { error: { status: 401 }, code: "AGENT_AUTH_FAILED", attempts: 1 },
+      { error: { status: 404, type: "not_found_error", message: "model: claude-nope" }, code: "AGENT_MODEL_NOT_FOUND", attempts: 1 },
+    ] as const;
+    for (const c of cases) {
+      const { server, anthropic } = provider();
+      server.script({ error: c.error });
+      const agent = new ToolLoopAgent({ model: anthropic("claude-sonnet-4-5"), output: Output.object({ schema: ownership }), maxRetries: 0 });
+      const dbPath = tempDbPath();
+      const { smithers, Workflow, Task, outputs } = createSmithers({ ownership }, { dbPath });
+      const wf = smithers(() => (
+        <Workflow name="refused">
+          <Task id="own" output={outputs.ownership} agent={agent} retries={2}>
+            Who owns src/a.ts?
+          </Task>
+        </Workflow>
+      ));
+      const run = await runWorkflow(wf, { runId: "r1" });
+      expect({ status: run.status, code: run.error?.code }).toEqual({ status: "failed", code: c.code });
+      expect(sql(dbPath, "SELECT COUNT(*) AS n FROM _smithers_attempts")).toEqual([{ n: c.attempts }]);
+    }
+
+    // A 429 the SDK gave up on (its own retries off): the engine waits the 1 s the header asks for, then succeeds.
+    const { server, anthropic } = provider();
+    server.script({ error: { status: 429, headers: { "retry-after": "1" } } }, { json: { owner: "cy", files: 4 } });
+    const agent = new ToolLoopAgent({ model: anthropic("claude-sonnet-4-5"), output: Output.object({ schema: ownership }), maxRetries: 0 });
+    const dbPath = tempDbPath();
+    const { smithers, Workflow, Task, outputs } = createSmithers({ ownership }, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="limited">
+        <Task id="own" output={outputs.ownership} agent={agent} retries={1} retryPolicy={{ backoff: "fixed", initialDelayMs: 600_000 }}>
+          Who owns src/a.ts?
+        </Task>
+      </Workflow>
+    ));
+    const events: SmithersEvent[] = [];
+    const run = await runWorkflow(wf, { runId: "r1", onEvent: (e) => events.push(e) });
+    expect(run.status).toBe("finished");
+    expect(events.flatMap((e) => (e.type === "NodeRetrying" ? [e.delayMs] : []))).toEqual([1000]);
+    expect(sql(dbPath, "SELECT state, json_extract(error_json, '$.code') AS code FROM _smithers_attempts ORDER BY attempt")).toEqual([
+      { state: "failed", code: "AGENT_RATE_LIMITED" },
+      { state: "finished", code: null },
+    ]);
+  }, 20_000);
 });
