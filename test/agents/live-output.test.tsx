@@ -185,7 +185,7 @@ describe("a streamed AI SDK agent's reply", () => {
     const a = await runWorkflow(streamed.wf, { runId: "e" });
     const b = await runWorkflow(generated.wf, { runId: "e" });
     expect(a.status).toBe("failed");
-    expect(a.error?.code).toBe("AGENT_FAILED");
+    expect(a.error?.code).toBe("AGENT_AUTH_FAILED"); // a 401 APICallError, classified like the CLI agents' refusals
     expect([a.error?.code, a.error?.message]).toEqual([b.error?.code, b.error?.message]);
     // (all but the stack, which names the mock's doStream or doGenerate)
     const errorOf = (dbPath: string) =>
