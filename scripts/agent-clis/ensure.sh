@@ -9,6 +9,7 @@ bins=(claude codex gemini opencode)
 missing=0
 for b in "${bins[@]}"; do [[ -x node_modules/.bin/$b ]] || missing=1; done
 if [[ $missing == 1 ]]; then
-  npm ci --no-audit --no-fund --loglevel=error >&2
+  # npm install, not npm ci: opencode-ai lists platform packages its lock entry cannot name, which npm ci refuses.
+  npm install --no-save --no-audit --no-fund --loglevel=error >&2
 fi
 echo "$PWD/node_modules/.bin"
