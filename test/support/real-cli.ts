@@ -11,6 +11,7 @@ import { spawnSync } from "node:child_process";
 import { accessSync, chmodSync, constants, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { sql } from "../helpers.ts";
 import { createNetns, netnsUnavailable, type Netns } from "./netns.ts";
 
 export type CliName = "claude" | "codex" | "gemini" | "opencode";
@@ -83,4 +84,24 @@ export function isolation(tag: string): Isolation {
     },
     remove: () => ns.remove(),
   };
+}
+
+/** An attempt as the real-CLI tests read it: its state, error code, tokens, cost and model. */
+export type AttemptRow = {
+  attempt: number;
+  state: string;
+  code: string | null;
+  input_tokens: number | null;
+  cached_input_tokens: number | null;
+  output_tokens: number | null;
+  cost_usd: number | null;
+  agent_model: string | null;
+};
+
+/** A run's attempts in order (the database at `dbPath`). */
+export function attemptRows(dbPath: string): AttemptRow[] {
+  return sql<AttemptRow>(
+    dbPath,
+    "SELECT attempt, state, json_extract(error_json, '$.code') AS code, input_tokens, cached_input_tokens, output_tokens, cost_usd, agent_model FROM _smithers_attempts ORDER BY attempt",
+  );
 }

@@ -14,25 +14,12 @@ import { ClaudeCodeAgent, type ClaudeCodeAgentOptions, createSmithers, runWorkfl
 import { sql, tempDbPath, tempDir } from "../../helpers.ts";
 import { anthropicApi, claudeMainTurn } from "../../support/fake-model/anthropic.ts";
 import { type FakeModelServer, type FakeReply, startFakeModelServer } from "../../support/fake-model/core.ts";
-import { isolation, type Isolation, realCli } from "../../support/real-cli.ts";
+import { isolation, type Isolation, realCli, attemptRows } from "../../support/real-cli.ts";
 
 const cli = realCli("claude");
 const mustRun = process.platform === "linux" && process.arch === "x64";
 const skip = "skip" in cli ? cli.skip : undefined;
 if (skip !== undefined) console.info(`[skipped] the real Claude Code tests: ${skip}`);
-
-type AttemptRow = {
-  attempt: number;
-  state: string;
-  code: string | null;
-  input_tokens: number | null;
-  cached_input_tokens: number | null;
-  output_tokens: number | null;
-  cost_usd: number | null;
-  agent_model: string | null;
-};
-const ATTEMPTS =
-  "SELECT attempt, state, json_extract(error_json, '$.code') AS code, input_tokens, cached_input_tokens, output_tokens, cost_usd, agent_model FROM _smithers_attempts ORDER BY attempt";
 
 const answer = z.object({ files: z.number(), proof: z.string() });
 
@@ -83,7 +70,7 @@ describe.skipIf(skip !== undefined)("ClaudeCodeAgent running the real Claude Cod
     ));
     const events: SmithersEvent[] = [];
     const run = (runId = "r1") => runWorkflow(wf, { runId, rootDir, onEvent: (e) => events.push(e) });
-    return { dbPath, rootDir, run, events, main, requests: server.requests, attempts: () => sql<AttemptRow>(dbPath, ATTEMPTS) };
+    return { dbPath, rootDir, run, events, main, requests: server.requests, attempts: () => attemptRows(dbPath) };
   }
 
   test("runs a real shell command in the run's directory, stores the schema-checked reply, the usage, the CLI's cost and the model that answered", async () => {

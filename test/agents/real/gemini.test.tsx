@@ -13,7 +13,7 @@ import { createSmithers, GeminiAgent, type GeminiAgentOptions, runWorkflow, type
 import { sql, tempDbPath, tempDir } from "../../helpers.ts";
 import { type FakeModelServer, type FakeReply, startFakeModelServer } from "../../support/fake-model/core.ts";
 import { geminiApi, geminiToolNames } from "../../support/fake-model/gemini.ts";
-import { isolation, type Isolation, realCli } from "../../support/real-cli.ts";
+import { isolation, type Isolation, realCli, attemptRows } from "../../support/real-cli.ts";
 
 const cli = realCli("gemini");
 const skip = "skip" in cli ? cli.skip : undefined;
@@ -26,19 +26,6 @@ if (skip !== undefined) console.info(`[skipped] the real Gemini CLI tests: ${ski
  */
 const CLASSIFIER = "gemini-3.5-flash-lite";
 const ROUTED = "gemini-3.8-flash";
-
-type AttemptRow = {
-  attempt: number;
-  state: string;
-  code: string | null;
-  input_tokens: number | null;
-  cached_input_tokens: number | null;
-  output_tokens: number | null;
-  cost_usd: number | null;
-  agent_model: string | null;
-};
-const ATTEMPTS =
-  "SELECT attempt, state, json_extract(error_json, '$.code') AS code, input_tokens, cached_input_tokens, output_tokens, cost_usd, agent_model FROM _smithers_attempts ORDER BY attempt";
 
 const answer = z.object({ files: z.number(), proof: z.string() });
 
@@ -93,7 +80,7 @@ describe.skipIf(skip !== undefined)("GeminiAgent running the real Gemini CLI", (
       events,
       script: (...replies: FakeReply[]) => server.script(...replies),
       requests: server.requests,
-      attempts: () => sql<AttemptRow>(dbPath, ATTEMPTS),
+      attempts: () => attemptRows(dbPath),
     };
   }
 
