@@ -4,6 +4,7 @@ import { formatIssuePath, formatZodIssues } from "../schema/index.ts";
 import { describeSchema } from "../schema/index.ts";
 import { callAiSdkAgent, isAiSdkAgent } from "./ai-sdk.ts";
 import { extractJson } from "./extract-json.ts";
+import { retryAfter } from "./retry-after.ts";
 import type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentUsage, StructuredAttempt } from "./types.ts";
 import { addUsage, normalizeUsage, priceUsage, type ModelPricing } from "./usage.ts";
 
@@ -123,18 +124,6 @@ function httpFailureOf(error: unknown): { status: number; headers: Record<string
   return e.lastError !== undefined && e.lastError !== error ? httpFailureOf(e.lastError) : undefined;
 }
 
-/** The delay a 429's headers ask for (retry-after-ms, else retry-after in seconds or as a date), in ms. */
-function retryAfterOf(headers: Record<string, string>, now = Date.now()): number | undefined {
-  const ms = Number(headers["retry-after-ms"]);
-  if (headers["retry-after-ms"] !== undefined && Number.isFinite(ms) && ms >= 0) return ms;
-  const after = headers["retry-after"];
-  if (after === undefined) return undefined;
-  const seconds = Number(after);
-  if (after.trim() !== "" && Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const at = Date.parse(after);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
-
 /**
  * The code of a provider's HTTP failure, as the CLI agents classify theirs: 401/403 refused
  * credentials, 404 an unknown model, 429 a rate limit (with the delay its headers ask for).
@@ -147,7 +136,7 @@ export function providerFailure(
   if (http.status === 401 || http.status === 403) return { code: "AGENT_AUTH_FAILED" };
   if (http.status === 404) return { code: "AGENT_MODEL_NOT_FOUND" };
   if (http.status !== 429) return undefined;
-  const retryAfterMs = retryAfterOf(http.headers);
+  const retryAfterMs = retryAfter(http.headers);
   return retryAfterMs === undefined ? { code: "AGENT_RATE_LIMITED" } : { code: "AGENT_RATE_LIMITED", retryAfterMs };
 }
 

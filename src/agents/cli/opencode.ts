@@ -1,7 +1,10 @@
 import { SmithersError } from "../../errors/index.ts";
 import type { AgentEvent, AgentGenerateArgs, AgentReply, AgentUsage } from "../types.ts";
 import { add, type CallContext, CliAgent, flag, num, obj, type PreparedCall, str, toggle } from "./cli-agent.ts";
+import { retryAfter } from "../retry-after.ts";
 import { OPENCODE_QUIET_ENV } from "./constants.ts";
+
+export { retryAfter };
 import { type BaseCliAgentOptions, withSystemPrompt } from "./options.ts";
 import { LastSegment, type StreamFailure, type StreamOutcome, type StreamParser } from "./run-cli.ts";
 
@@ -189,16 +192,4 @@ function classify(
     };
   }
   return undefined;
-}
-
-/** The delay a response's `retry-after-ms` or `retry-after` (seconds or an HTTP date) asks for, in ms. */
-export function retryAfter(headers: Record<string, unknown> | undefined, now = Date.now()): number | undefined {
-  const ms = Number.parseFloat(str(headers?.["retry-after-ms"]) ?? "");
-  if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms);
-  const value = str(headers?.["retry-after"]);
-  if (value === undefined) return undefined;
-  const seconds = Number(value);
-  if (value.trim() !== "" && Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
