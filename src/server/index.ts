@@ -20,6 +20,7 @@ export { httpStatus } from "./errors.ts";
 export { DASHBOARD_DIR } from "./dashboard.ts";
 export { checkListen, DEFAULT_MAX_BODY_BYTES, MIN_TOKEN_LENGTH } from "./access.ts";
 export type { RegisteredWorkflow } from "./queue.ts";
+export { logText, OutcomeNote } from "./queue.ts";
 export { loadWorkflowsDir } from "../engine/index.ts";
 
 export const DEFAULT_QUEUE_CAPACITY = 1024;
