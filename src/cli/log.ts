@@ -30,15 +30,18 @@ export type LogFields = {
 /** The active trace and span, for logs and traces to join. */
 export type TraceIds = { traceId: string; spanId: string };
 
-let traceIdsOf: () => TraceIds | undefined = () => undefined;
+let traceIdsOf: (about: LogFields) => TraceIds | undefined = () => undefined;
 
 /**
- * Where log lines get the active trace and span ids. Telemetry, once it has started its tracer,
- * passes a function reading the current span (with @opentelemetry/api:
- * `() => { const c = trace.getActiveSpan()?.spanContext(); return c && { traceId: c.traceId, spanId: c.spanId }; }`);
- * until then (and with tracing off) no line carries them.
+ * Where log lines get their trace and span ids. It is handed what the line is about (runId, nodeId,
+ * iteration, attempt …): telemetry builds its spans from the engine's events rather than running
+ * the engine inside them, so the span of a line is found by those ids, the run's span for a line
+ * about a run, the attempt's for one about an attempt. Whoever starts tracing in a command passes it
+ * (e.g. `setTraceIdsProvider((about) => telemetry.spanIdsOf(about))`); a provider may also read the
+ * active context (with @opentelemetry/api, `trace.getActiveSpan()?.spanContext()`). Until then, and
+ * with tracing off, it returns nothing and no line carries them.
  */
-export function setTraceIdsProvider(provider: () => TraceIds | undefined): void {
+export function setTraceIdsProvider(provider: (about: LogFields) => TraceIds | undefined): void {
   traceIdsOf = provider;
 }
 
@@ -79,7 +82,7 @@ export type Logger = {
 export function jsonLine(level: LogLevel, msg: string, fields: LogFields = {}, now = new Date()): string {
   const record: Record<string, unknown> = { time: now.toISOString(), level, msg };
   for (const [key, value] of Object.entries(fields)) if (value !== undefined) record[key] = value;
-  const ids = traceIdsOf();
+  const ids = traceIdsOf(fields);
   if (ids) Object.assign(record, { traceId: ids.traceId, spanId: ids.spanId });
   return JSON.stringify(record);
 }

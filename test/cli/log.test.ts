@@ -50,10 +50,15 @@ test("json: one object per line with time, level, msg and the event's run, node,
   expect(Object.keys(JSON.parse(err[0]!))).toEqual(["time", "level", "msg"]);
 });
 
-test("the trace-ids provider adds traceId and spanId to JSON lines while it returns them", () => {
+test("the trace-ids provider is asked with what the line is about and adds traceId and spanId while it answers", () => {
   const { out, log } = capture("json");
-  setTraceIdsProvider(() => ({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" }));
-  log.out("info", "with ids");
+  const asked: unknown[] = [];
+  setTraceIdsProvider((about) => {
+    asked.push(about);
+    return { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" };
+  });
+  log.out("info", "with ids", { runId: "r1", nodeId: "a", attempt: 1 });
+  expect(asked).toEqual([{ runId: "r1", nodeId: "a", attempt: 1 }]);
   setTraceIdsProvider(() => undefined);
   log.out("info", "without");
   expect(out.map((l) => [JSON.parse(l).traceId, JSON.parse(l).spanId])).toEqual([
