@@ -71,6 +71,10 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
           `smithers serve: run ${runId || "(queue)"}: ${text}`,
         );
       },
+      onReadError: (what, error) => {
+        const message = `${what}: ${logText(error)}`;
+        log.err("warn", message, error instanceof SmithersError ? { code: error.code } : {}, `smithers serve: ${message}`);
+      },
     }),
     stop,
   );
