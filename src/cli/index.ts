@@ -9,6 +9,7 @@
 import { exitCodeOf, SmithersError } from "../errors/index.ts";
 import { EXIT } from "./constants.ts";
 import { commandFlags, commandHelp, suggest } from "./help.ts";
+import { jsonLine, wantsJsonLog } from "./log.ts";
 import type { Io, StopSignals } from "./shared.ts";
 import { USAGE } from "./usage.ts";
 
@@ -181,6 +182,13 @@ export async function main(
     const run = await load();
     return await run(rest, io, signals);
   } catch (error) {
+    // A long-running command asked for JSON lines: its last line, the error, is one too.
+    if (wantsJsonLog(command, rest)) {
+      const code = error instanceof SmithersError ? error.code : (error as { code?: string })?.code?.startsWith("ERR_PARSE_ARGS") ? "USAGE" : undefined;
+      const message = code === "USAGE" || error instanceof SmithersError ? (error as Error).message : ((error as Error)?.stack ?? String(error));
+      io.err(jsonLine("error", message, { code, ...(code === "USAGE" ? { usage: usageLine(command).trim() } : {}) }));
+      return error instanceof SmithersError ? exitCodeOf(error.code) : code === "USAGE" ? EXIT.usage : EXIT.failed;
+    }
     if (error instanceof SmithersError) {
       io.err(`smithers: ${error.code}: ${error.message}`);
       if (error.code === "USAGE") io.err(usageLine(command));
@@ -221,19 +229,22 @@ export async function runCommandLine(): Promise<never> {
   // running are recorded abandoned at once and the run ends. Third: exit without waiting.
   const cancel = new AbortController();
   const abandon = new AbortController();
+  // What Ctrl-C or SIGTERM does, on stderr: a JSON line (level warn) when the command logs JSON.
+  const json = wantsJsonLog(process.argv[2], process.argv.slice(3));
+  const stopLine = (text: string) => console.error(json ? jsonLine("warn", text.replace(/^smithers( worker)?: /, "")) : text);
   const onStop = () => {
     // A command that neither runs nor waits for runs has nothing to finish: it exits at once,
     // even while it waits on a database another process holds locked.
     if (!STOPS_GRACEFULLY.has(process.argv[2] ?? "") || (process.argv[2] === "up" && process.argv.includes("--detach"))) process.exit(EXIT.cancelled);
     if (!cancel.signal.aborted) {
-      console.error(
+      stopLine(
         process.argv[2] === "worker"
           ? "smithers worker: taking no more runs; finishing the runs in flight (Ctrl-C again to exit now)"
           : "smithers: cancelling; waiting for running tasks to stop (Ctrl-C again to stop waiting)",
       );
       cancel.abort();
     } else if (!abandon.signal.aborted) {
-      console.error(
+      stopLine(
         process.argv[2] === "worker"
           ? "smithers worker: exiting now; other workers take its runs over once the lease runs out"
           : "smithers: not waiting any longer: task bodies still running are recorded abandoned (Ctrl-C again to exit at once)",

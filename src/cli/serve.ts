@@ -2,7 +2,9 @@
 import { readFileSync, statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { DEFAULT_DB_PATH, pruneRuns } from "../engine/index.ts";
-import { checkListen, createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACITY } from "../server/index.ts";
+import { checkListen, createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACITY, logText, OutcomeNote } from "../server/index.ts";
+import { SmithersError } from "../errors/index.ts";
+import { createLogger, logFormatOption, type Logger } from "./log.ts";
 import { MIN_LEASE_MS } from "./worker.ts";
 import { dbPathOption, durationFlag, EXIT, type Io, nonNegativeNumber, positiveInt, unlessStopped, usageError } from "./shared.ts";
 
@@ -27,11 +29,13 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
       "max-concurrent": { type: "string" },
       lease: { type: "string" },
       "prune-older-than": { type: "string" },
+      "log-format": { type: "string" },
     },
     strict: true,
   });
+  const log = createLogger(io, logFormatOption(values["log-format"]));
   const port = nonNegativeNumber(values.port, "--port", true) ?? 7331;
-  const token = tokenOption(values.token, values["token-file"], io);
+  const token = tokenOption(values.token, values["token-file"], log);
   const maxBodyBytes = byteSize(values["max-body"], "--max-body");
   const tls = tlsOption(values["tls-cert"], values["tls-key"]);
   if (tls && values["insecure-http"])
@@ -56,21 +60,39 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
       queueCapacity: positiveInt(values["queue-capacity"], "--queue-capacity") ?? DEFAULT_QUEUE_CAPACITY,
       maxConcurrent: nonNegativeNumber(values["max-concurrent"], "--max-concurrent", true) ?? DEFAULT_MAX_CONCURRENT,
       ...(leaseMs === undefined ? {} : { leaseMs }),
+      onError: (runId, error) => {
+        const text = logText(error);
+        const code = error instanceof SmithersError ? error.code : undefined;
+        // A worker's note (a run dropped, returned, released) is a warning; a failed run or a bug, an error.
+        log.err(
+          error instanceof OutcomeNote ? "warn" : "error",
+          text,
+          { runId: runId || undefined, code },
+          `smithers serve: run ${runId || "(queue)"}: ${text}`,
+        );
+      },
+      onReadError: (what, error) => {
+        const message = `${what}: ${logText(error)}`;
+        log.err("warn", message, error instanceof SmithersError ? { code: error.code } : {}, `smithers serve: ${message}`);
+      },
     }),
     stop,
   );
   if (server === undefined) return EXIT.ok;
   const pruneOlderThanMs = durationFlag(values["prune-older-than"], "--prune-older-than");
   const { url } = await server.start({ port, host });
-  io.out(`smithers serve listening on ${url}`);
-  io.out(`dashboard: ${url}/${token === undefined ? "" : "#token=<your token>"}`);
+  log.out("info", `smithers serve listening on ${url}`, { url });
+  log.out("info", `dashboard: ${url}/${token === undefined ? "" : "#token=<your token>"}`);
   // Retention while serving: at start, then every hour, runs that ended longer ago are pruned.
   let pruning: ReturnType<typeof setInterval> | undefined;
   if (pruneOlderThanMs !== undefined) {
     const prune = () =>
       pruneRuns(server.db, { olderThanMs: pruneOlderThanMs }).then(
-        (report) => report.runs.length > 0 && io.out(`smithers serve pruned ${report.runs.length} run(s)`),
-        (error: unknown) => io.err(`smithers serve: prune failed: ${(error as Error)?.message ?? String(error)}`),
+        (report) => report.runs.length > 0 && log.out("info", `smithers serve pruned ${report.runs.length} run(s)`),
+        (error: unknown) => {
+          const message = `prune failed: ${(error as Error)?.message ?? String(error)}`;
+          log.err("error", message, error instanceof SmithersError ? { code: error.code } : {}, `smithers serve: ${message}`);
+        },
       );
     void prune();
     pruning = setInterval(() => void prune(), SERVE_PRUNE_INTERVAL_MS);
@@ -86,20 +108,21 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
  * The bearer token: --token-file's contents (trimmed), else --token, else $SMITHERS_TOKEN. --token
  * still works but is warned about: a command line is readable by every user of the machine (ps, /proc).
  */
-function tokenOption(flag: string | undefined, file: string | undefined, io: Io): string | undefined {
+function tokenOption(flag: string | undefined, file: string | undefined, log: Logger): string | undefined {
   if (flag !== undefined && file !== undefined) throw usageError("pass the token once: --token-file PATH (or SMITHERS_TOKEN), not also --token");
   if (file !== undefined) {
     const token = readFlagFile(file, "--token-file").trim();
     // Checked after reading, so a missing file is the error reported.
-    if ((statSync(file).mode & 0o077) !== 0) io.err(`smithers serve: warning: ${file} is readable by other users; chmod 600 it`);
+    if ((statSync(file).mode & 0o077) !== 0) warn(log, `${file} is readable by other users; chmod 600 it`);
     return token;
   }
   if (flag === undefined) return process.env.SMITHERS_TOKEN || undefined;
-  io.err(
-    "smithers serve: warning: --token is readable by every user of this machine (ps, /proc/<pid>/cmdline); pass --token-file PATH or SMITHERS_TOKEN instead",
-  );
+  warn(log, "--token is readable by every user of this machine (ps, /proc/<pid>/cmdline); pass --token-file PATH or SMITHERS_TOKEN instead");
   return flag;
 }
+
+/** A warning on stderr; as text, prefixed "smithers serve: warning: " as it always was. */
+const warn = (log: Logger, message: string) => log.err("warn", message, {}, `smithers serve: warning: ${message}`);
 
 /** --tls-cert and --tls-key, read now so a missing file fails before anything starts. */
 function tlsOption(cert: string | undefined, key: string | undefined): { cert: string; key: string } | undefined {

@@ -1,7 +1,7 @@
 /** `smithers supervise`: resume runs whose owner died (stale heartbeat) and start due cron slots, one pass or --watch. */
 import { parseArgs } from "node:util";
 import { supervise, superviseForever, type SuperviseOutcome } from "../engine/index.ts";
-import { formatEvent } from "./progress.ts";
+import { createLogger, type LogFields, logFormatOption, type Logger } from "./log.ts";
 import { durabilityFlag, durationFlag, EXIT, nonNegativeMs, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
 /** One line for an outcome of a pass (the worker prints the same lines for the same outcomes). */
@@ -13,6 +13,26 @@ export function describeOutcome(o: SuperviseOutcome): string {
   if (o.action === "cron-lost") return `cron ${o.cronId} lost ${o.runId}: another supervisor or worker claimed this slot`;
   if (o.action === "resumed") return `resumed ${o.runId} ${o.result.status}${o.result.error ? ` ${o.result.error.code}` : ""}`;
   return `${o.action} ${o.runId}: ${o.reason}`;
+}
+
+/**
+ * An outcome's line on stdout (`text`: how it reads, describeOutcome's or the worker's): level error
+ * with the error's code for a run that failed or a cron slot that could not start, warn for one
+ * handed back or dropped, info otherwise.
+ */
+export function logOutcome(
+  log: Logger,
+  o: { action: string; runId?: string; cronId?: string; result?: { status: string; error?: { code: string } | null } },
+  text: string,
+): void {
+  const error = o.result?.error;
+  const level =
+    error || o.action === "cron-failed" || o.result?.status === "failed" ? "error" : ["dropped", "returned", "lost"].includes(o.action) ? "warn" : "info";
+  const fields: LogFields = { outcome: o.action };
+  if (o.runId) fields.runId = o.runId;
+  if (o.cronId) fields.cronId = o.cronId;
+  if (error) fields.code = error.code;
+  log.out(level, text, fields);
 }
 
 /**
@@ -34,8 +54,10 @@ export async function superviseCommand(args: string[], io: Io, signal: AbortSign
       interval: { type: "string" },
       "stale-threshold": { type: "string" },
       durability: { type: "string" },
+      "log-format": { type: "string" },
     },
   });
+  const log = createLogger(io, logFormatOption(values["log-format"]));
   if (values.interval !== undefined && values["interval-ms"] !== undefined) throw usageError("pass --interval or --interval-ms, not both");
   if (values["stale-threshold"] !== undefined && values["stale-after-ms"] !== undefined)
     throw usageError("pass --stale-threshold or --stale-after-ms, not both");
@@ -43,21 +65,18 @@ export async function superviseCommand(args: string[], io: Io, signal: AbortSign
   const db = openExistingDb(values.db);
   if (durability) await db.setDurability(durability);
   const staleAfterMs = durationFlag(values["stale-threshold"], "--stale-threshold") ?? nonNegativeMs(values["stale-after-ms"], "--stale-after-ms");
-  const onEvent = (event: Parameters<typeof formatEvent>[0]) => {
-    const line = formatEvent(event);
-    if (line) io.out(`${event.runId.slice(0, 8)} ${line}`);
-  };
+  const onEvent = (event: Parameters<Logger["event"]>[0]) => log.event(event, true);
   const interval = durationFlag(values.interval, "--interval");
   if (interval === 0) throw usageError("--interval must be more than 0");
   if (values.watch || interval !== undefined) {
     const intervalMs = interval ?? positiveInt(values["interval-ms"], "--interval-ms") ?? DEFAULT_WATCH_INTERVAL_MS;
-    io.out(`watching ${db.path} every ${intervalMs} ms (Ctrl-C to stop)`);
-    await superviseForever({ db, staleAfterMs, intervalMs, signal, onEvent, durability, onOutcome: (o) => io.out(describeOutcome(o)) });
+    log.out("info", `watching ${db.path} every ${intervalMs} ms (Ctrl-C to stop)`);
+    await superviseForever({ db, staleAfterMs, intervalMs, signal, onEvent, durability, onOutcome: (o) => logOutcome(log, o, describeOutcome(o)) });
     return EXIT.ok;
   }
   const outcomes = await supervise({ db, staleAfterMs, onEvent, durability });
-  for (const o of outcomes) io.out(describeOutcome(o));
-  if (outcomes.length === 0) io.out("no stale runs, no due waits, no due cron slots");
+  for (const o of outcomes) logOutcome(log, o, describeOutcome(o));
+  if (outcomes.length === 0) log.out("info", "no stale runs, no due waits, no due cron slots");
   const failed = (o: SuperviseOutcome) =>
     o.action === "cron-failed" || ((o.action === "resumed" || o.action === "cron-started") && o.result?.status === "failed");
   return outcomes.some(failed) ? EXIT.failed : EXIT.ok;

@@ -6,7 +6,8 @@ import { runs } from "../db/index.ts";
 import { DEFAULT_DB_PATH, loadWorkflowFile, runWorkflow, type EnqueuedRun, type RunResult, type SmithersEvent } from "../engine/index.ts";
 import { errorToJson, firstUserFrame, SmithersError } from "../errors/index.ts";
 import type { ModelPricing } from "../agents/index.ts";
-import { formatEvent, formatUsage, newProgress, redraw, renderProgress, trackProgress } from "./progress.ts";
+import { formatUsage, newProgress, redraw, renderProgress, trackProgress } from "./progress.ts";
+import { createLogger, logFormatOption, type Logger } from "./log.ts";
 import { peerResume } from "./peer-resume.ts";
 import type { ResumeRun } from "./time-travel.ts";
 import {
@@ -37,7 +38,7 @@ const NOT_WITH_DETACH = [
   "accept-workflow-change",
 ] as const;
 
-async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResult | EnqueuedRun> {
+async function up(args: string[], io: Io, signals: StopSignals): Promise<{ result: RunResult | EnqueuedRun; log: Logger }> {
   const translated = peerResume(args);
   const runIds = new Set(translated.flatMap((arg, i) => (arg === "--run-id" && translated[i + 1] !== undefined ? [translated[i + 1]] : [])));
   if (runIds.size > 1) throw usageError(`--resume and --run-id name different runs (${[...runIds].join(", ")})`);
@@ -59,8 +60,10 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
       detach: { type: "boolean", short: "d" },
       "allow-code-change": { type: "boolean" },
       "accept-workflow-change": { type: "boolean" },
+      "log-format": { type: "string" },
     },
   });
+  const log = createLogger(io, logFormatOption(values["log-format"]));
   if (positionals.length > 1) throw usageError("up takes exactly one workflow file");
   const withDetach = values.detach ? NOT_WITH_DETACH.filter((flag) => values[flag] !== undefined) : [];
   if (withDetach.length > 0) throw usageError(`--${withDetach[0]} cannot be used with --detach: the worker that runs it uses its own settings`);
@@ -79,7 +82,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
   const pricing = values.pricing === undefined ? undefined : parseJsonFlag(values.pricing, "--pricing");
   const workflow = await loadWorkflowFile(file);
   if (values.detach) {
-    return runWorkflow(workflow, {
+    const result = await runWorkflow(workflow, {
       enqueue: true,
       input,
       runId: values["run-id"],
@@ -87,9 +90,11 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
       dbPath: recorded?.dbPath ?? dbPathOption(values.db),
       workflowPath: resolve(file),
     });
+    return { result, log };
   }
-  const live = io.tty ? liveProgress(io.tty) : undefined;
-  return runWorkflow(workflow, {
+  // The redrawn status line is for a person at a terminal; JSON lines are for a program, one per event.
+  const live = io.tty && log.format === "text" ? liveProgress(io.tty) : undefined;
+  const result = await runWorkflow(workflow, {
     input,
     runId: values["run-id"],
     resume: values.resume,
@@ -110,10 +115,10 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<RunResu
         trackProgress(live, event);
         return live.draw();
       }
-      const line = formatEvent(event);
-      if (line) io.out(line);
+      log.event(event);
     },
   }).finally(() => live?.stop());
+  return { result, log };
 }
 
 /**
@@ -150,39 +155,52 @@ function liveProgress(tty: (text: string) => void) {
 }
 
 export async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<number> {
-  const result = await up(args, io, signals);
-  io.out(`run ${result.runId} ${result.status}`);
+  const { result, log } = await up(args, io, signals);
+  const run = { runId: result.runId, status: result.status };
+  log.out(result.status === "failed" ? "error" : "info", `run ${result.runId} ${result.status}`, {
+    ...run,
+    ...("error" in result && result.error ? { code: result.error.code } : {}),
+  });
   if (result.status === "queued") {
-    io.out(`a smithers worker on the same database runs it; follow it with smithers events ${result.runId} --follow`);
+    log.out("info", `a smithers worker on the same database runs it; follow it with smithers events ${result.runId} --follow`);
     return EXIT.ok;
   }
-  if (result.usage) io.out(formatUsage(result.usage));
+  if (result.usage) log.out("info", formatUsage(result.usage), { runId: result.runId, ...result.usage });
   if (result.status === "finished") {
+    // The run's output: what the run returned, not a log line, printed the same in both formats.
     io.out(JSON.stringify(result.output ?? null, null, 2));
     return EXIT.ok;
   }
   if (result.status === "cancelled") return EXIT.cancelled;
   if (result.status === "waiting-approval") {
-    io.out(
+    log.out(
+      "info",
       `the run waits for a person: smithers approve ${result.runId} (or deny) for an approval, smithers human list / answer for a human task; then run this command again with --resume (or let smithers supervise --watch resume it)`,
+      run,
     );
     return EXIT.waiting;
   }
   if (result.status === "waiting-event") {
-    io.out(
+    log.out(
+      "info",
       `the run waits for a signal: smithers signal ${result.runId} <name> --data JSON (for a <Subflow>'s child, its run id shown above); smithers supervise --watch then resumes it`,
+      run,
     );
     return EXIT.waiting;
   }
   if (result.status === "waiting-timer") {
-    io.out(`the run waits for a timer: smithers supervise --watch resumes it when due (or run this command again with --resume then)`);
+    log.out("info", "the run waits for a timer: smithers supervise --watch resumes it when due (or run this command again with --resume then)", run);
     return EXIT.waiting;
   }
   if (result.error) {
-    io.err(`smithers: ${result.error.code}: ${result.error.message}`);
-    // The author's line the failure was thrown from, when it was thrown from their code.
+    const { code, message } = result.error;
+    // The author's line the failure was thrown from, when it was thrown from their code: a second text line, a field of the JSON one.
     const at = firstUserFrame(errorToJson(result.error));
-    if (at) io.err(`  ${at}`);
+    if (log.format === "json") log.err("error", message, { runId: result.runId, code, ...(at ? { at: at.replace(/^at /, "") } : {}) });
+    else {
+      io.err(`smithers: ${code}: ${message}`);
+      if (at) io.err(`  ${at}`);
+    }
   }
   return EXIT.failed;
 }

@@ -1,15 +1,15 @@
 /** The whole `smithers` usage: `smithers --help` prints it, and each command's help and known flags are read from it (help.ts). */
 export const USAGE = `Usage: smithers init [dir] [--force]
        smithers test [bun test arguments]
-       smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N] [--pricing JSON]
+       smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N] [--pricing JSON] [--log-format text|json]
        smithers up --resume <run-id> [--db PATH] [options as above]
        smithers up <workflow.tsx> --detach [--input '<json>'] [--run-id ID] [--db PATH]
-       smithers worker [--db PATH|URL] [--concurrency N] [--workflows DIR] [--lease D] [--poll-interval D] [--durability process|power] [--quiet]
+       smithers worker [--db PATH|URL] [--concurrency N] [--workflows DIR] [--lease D] [--poll-interval D] [--durability process|power] [--quiet] [--log-format text|json]
        smithers ps [--status S] [--limit N] [--json] [--db PATH]
        smithers inspect <run-id> [--json] [--db PATH]
        smithers events <run-id> [--after-seq N] [--type T] [--node ID] [--follow] [--json] [--db PATH]
        smithers cancel <run-id> [--no-wait] [--timeout-ms N] [--json] [--db PATH]
-       smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power]
+       smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power] [--log-format text|json]
        smithers frames <run-id> [--frame N] [--db PATH]
        smithers timeline <run-id> [--json] [--db PATH]
        smithers diff <run-id> <frameA> <frameB> [--json] [--db PATH]
@@ -25,7 +25,7 @@ export const USAGE = `Usage: smithers init [dir] [--force]
        smithers cron add <workflow.tsx> --schedule "<expr>" [--input JSON] [--tz ZONE] [--id ID] [--db PATH]
        smithers cron list [--json] [--db PATH]
        smithers cron rm <id> [--db PATH]
-       smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token-file PATH] [--tls-cert PEM --tls-key PEM | --insecure-http] [--max-body SIZE] [--queue-capacity N] [--max-concurrent N] [--lease D] [--prune-older-than D]
+       smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token-file PATH] [--tls-cert PEM --tls-key PEM | --insecure-http] [--max-body SIZE] [--queue-capacity N] [--max-concurrent N] [--lease D] [--prune-older-than D] [--log-format text|json]
        smithers prune [--older-than 7d] [--dry-run] [--vacuum] [--json] [--db PATH]
 
 init        scaffolds a project in dir (default: the current directory) that runs at once:
@@ -68,6 +68,9 @@ up          runs a workflow to completion, printing a line as each task starts a
                         Finished tasks are kept either way (also: --accept-workflow-change)
   --detach              do not run it here: queue it (input checked now) for a smithers worker on
                         the same database, print its run id and exit 0 (with --resume: queue a resume)
+  --log-format F        text (default) or json: each log line one JSON object (time, level, msg,
+                        runId, nodeId, iteration, attempt, code), on the same stream as the text
+                        line; default: $SMITHERS_LOG_FORMAT. The run's output stays as it is
 worker      executes runs handed to workers (up --detach, runWorkflow's enqueue, serve --max-concurrent 0)
             under a lease; also wakes waiting runs that were answered or are due, takes over runs
             whose owner stopped heartbeating (a dead worker's), and starts due cron slots. Start one
@@ -82,6 +85,7 @@ worker      executes runs handed to workers (up --detach, runWorkflow's enqueue,
   --poll-interval D     longest pause between looks for work (default 1s)
   --durability MODE     as for up, for the runs it executes
   --quiet               print what became of each run, not each task's progress
+  --log-format F        as for up
 ps          lists runs, newest first: id, status, workflow, start, duration, tasks done/total, cost;
             runs queued for workers and not started yet come first, status queued
   --status S            only runs in status S (queued, running, finished, continued, failed, cancelled,
@@ -113,6 +117,7 @@ supervise   resumes runs whose owner stopped heartbeating, wakes waiting runs th
   --interval D, --stale-threshold D
                         the peer's forms, durations like 30s or 1m (--interval implies --watch)
   --durability MODE     as for up, for the runs it resumes
+  --log-format F        as for up
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
 timeline    the run's frames in order, each with its time and what changed in the plan: nodes
             mounted (+), unmounted (-), state and prop changes (~), and the runs forked from it (⑂)
@@ -165,6 +170,7 @@ serve       the HTTP API: start runs of the workflows in --workflows DIR (each *
   --lease D             as for worker (default 30s)
   --prune-older-than D  prune (as smithers prune) runs that ended longer ago than D, at start
                         and every hour
+  --log-format F        as for up
 prune       removes the frames and events of runs that ended (finished, failed, cancelled,
             continued) more than --older-than ago (default 7d), keeping frame 0, the last frame
             (stored whole), the first and last event and every output row; never a running or

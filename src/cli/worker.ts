@@ -2,8 +2,8 @@
 import { parseArgs } from "node:util";
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, loadWorkflowsDir, Worker, type WorkerOutcome } from "../engine/index.ts";
 import { firstContact, STALE_RUN_THRESHOLD_MS } from "../db/index.ts";
-import { formatEvent } from "./progress.ts";
-import { describeOutcome } from "./supervise.ts";
+import { createLogger, logFormatOption } from "./log.ts";
+import { describeOutcome, logOutcome } from "./supervise.ts";
 import { durabilityFlag, durationFlag, EXIT, openExistingDb, positiveInt, unlessStopped, usageError, type Io, type StopSignals } from "./shared.ts";
 
 /** The shortest --lease: a few beats of 250 ms, long enough that a live owner's pause is not taken for its death. */
@@ -26,9 +26,11 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
       "poll-interval": { type: "string" },
       durability: { type: "string" },
       quiet: { type: "boolean" },
+      "log-format": { type: "string" },
     },
     strict: true,
   });
+  const log = createLogger(io, logFormatOption(values["log-format"]));
   const concurrency = positiveInt(values.concurrency, "--concurrency") ?? DEFAULT_WORKER_CONCURRENCY;
   const leaseMs = durationFlag(values.lease, "--lease") ?? STALE_RUN_THRESHOLD_MS;
   // A live owner paused longer than the lease (GC, a synchronous task, clock skew between hosts) would be taken over.
@@ -56,17 +58,17 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
       pollIntervalMs,
       ...(workflows ? { workflows } : {}),
       ...(durability ? { durability } : {}),
-      onEvent: values.quiet
-        ? undefined
-        : (event) => {
-            const line = formatEvent(event);
-            if (line) io.out(`${event.runId.slice(0, 8)} ${line}`);
-          },
-      onOutcome: (o) => (o.action === "error" ? io.err(`smithers worker: ${describe(o)}`) : io.out(describe(o))),
+      onEvent: values.quiet ? undefined : (event) => log.event(event, true),
+      onOutcome: (o) =>
+        o.action === "error"
+          ? log.err("error", describe(o), { runId: o.runId || undefined }, `smithers worker: ${describe(o)}`)
+          : logOutcome(log, o, describe(o)),
     });
     const serving = workflows ? `workflows ${workflows.map((w) => w.name).join(", ")}` : "every workflow file runs recorded";
-    io.out(
+    log.out(
+      "info",
       `smithers worker ${worker.id} on ${db.path}: ${concurrency} at once, lease ${leaseMs} ms, ${serving} (Ctrl-C: finish the runs in flight; twice: exit now)`,
+      { workerId: worker.id },
     );
     await worker.run(signals.cancel, signals.abandon);
     return EXIT.ok;

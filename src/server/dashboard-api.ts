@@ -29,11 +29,11 @@ function frameParam(text: string, runId: string, last: number): number {
   return n;
 }
 
-export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: FollowOptions }): void {
+export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: FollowOptions; onReadError: (what: string, error: unknown) => void }): void {
   const { db, follow } = o;
 
   // The runs list as server-sent `runs` events: the whole (filtered) list whenever it changed.
-  const feeds = createRunsFeeds({ db, follow });
+  const feeds = createRunsFeeds({ db, follow, onReadError: o.onReadError });
   app.get("/runs/stream", (c) => feeds.stream(c, runsQuery(c.req.query())));
 
   app.get("/runs/:id/frames", async (c) => {

@@ -20,6 +20,7 @@ export { httpStatus } from "./errors.ts";
 export { DASHBOARD_DIR } from "./dashboard.ts";
 export { checkListen, DEFAULT_MAX_BODY_BYTES, MIN_TOKEN_LENGTH } from "./access.ts";
 export type { RegisteredWorkflow } from "./queue.ts";
+export { logText, OutcomeNote } from "./queue.ts";
 export { loadWorkflowsDir } from "../engine/index.ts";
 
 export const DEFAULT_QUEUE_CAPACITY = 1024;
@@ -56,6 +57,11 @@ export type ServerOptions = {
    * OutcomeNote: a run dropped, returned or released); default: one line on stderr (logText).
    */
   onError?: (runId: string, error: unknown) => void;
+  /**
+   * Hears a read the server could not make for its clients, which they survive (the runs list of
+   * GET /runs/stream: the clients keep the list they have); default: one line on stderr.
+   */
+  onReadError?: (what: string, error: unknown) => void;
   /** The built dashboard (default dist/dashboard, what scripts/build-dashboard.ts writes). */
   dashboardDir?: string;
 };
@@ -131,7 +137,11 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
   app.get("/health", async (c) => c.json({ ok: true, running: queue.running }));
   const follow = { db, pollMs: o.pollMs ?? 100, heartbeatMs: o.heartbeatMs ?? 5_000, waitForEvent };
   // Before registerRoutes: GET /runs/stream must not be taken for a run id.
-  registerDashboardApi(app, { db, follow });
+  registerDashboardApi(app, {
+    db,
+    follow,
+    onReadError: o.onReadError ?? ((what, error) => console.error(`smithers serve: ${what}: ${logText(error)}`)),
+  });
   registerRoutes(app, { db, queue, follow });
 
   let server: ReturnType<typeof Bun.serve> | undefined;

@@ -9,7 +9,6 @@ import { streamSSE, type SSEStreamingApi } from "hono/streaming";
 import type { SmithersDb } from "../db/index.ts";
 import { listRunItems } from "../engine/index.ts";
 import type { RunsQuery } from "./routes.ts";
-import { logText } from "./queue.ts";
 import { ANY_RUN, type FollowOptions } from "./sse.ts";
 
 /** A feed reads the list again at least this often (runs other processes execute wake nobody here). */
@@ -59,7 +58,7 @@ class RunsFeed {
   private id = 0;
 
   constructor(
-    private readonly o: { db: SmithersDb; follow: FollowOptions; query: RunsQuery },
+    private readonly o: { db: SmithersDb; follow: FollowOptions; query: RunsQuery; onReadError: (what: string, error: unknown) => void },
     private readonly onIdle: () => void,
   ) {}
 
@@ -91,7 +90,7 @@ class RunsFeed {
         }
       } catch (error) {
         // The clients keep the list they have; the next pass reads again.
-        console.error(`smithers serve: GET /runs/stream could not read the runs list: ${logText(error)}`);
+        this.o.onReadError("GET /runs/stream could not read the runs list", error);
       }
       await woke;
       await Bun.sleep(RUNS_STREAM_GAP_MS);
@@ -107,7 +106,7 @@ class RunsFeed {
 }
 
 /** The feeds of one server, by query; a feed ends when its last client leaves. */
-export function createRunsFeeds(o: { db: SmithersDb; follow: FollowOptions }) {
+export function createRunsFeeds(o: { db: SmithersDb; follow: FollowOptions; onReadError: (what: string, error: unknown) => void }) {
   const feeds = new Map<string, RunsFeed>();
   return {
     /** Streams the runs list for `query` to this client until it disconnects. */
