@@ -75,5 +75,14 @@ export {
   type RewindResult,
 } from "./history/index.ts";
 export { runAtFrame, downstreamOf, type RunAtFrame } from "./history/index.ts";
-export { buildWaterfall, inspectRun, listRunItems, listRunSummaries, pendingApprovalsAcrossRuns, queuedSummary, runHeader, runWaterfall } from "./queries/index.ts";
+export {
+  buildWaterfall,
+  inspectRun,
+  listRunItems,
+  listRunSummaries,
+  pendingApprovalsAcrossRuns,
+  queuedSummary,
+  runHeader,
+  runWaterfall,
+} from "./queries/index.ts";
 export { ownerAlive } from "./core/index.ts";

@@ -5,7 +5,7 @@
  * (by the run's key, filtered by type); built by a pure function so the bars are tested without a run.
  */
 import { ENDED_RUN_STATUSES, type Waterfall, type WaterfallBar, type WaterfallKind } from "../../contract/index.ts";
-import { attempts as attemptRows, events, runs, type SmithersDb } from "../../db/index.ts";
+import { attempts as attemptRows, events, type runs, type SmithersDb } from "../../db/index.ts";
 import { addToTotals, NO_USAGE } from "../core/index.ts";
 import { attemptError } from "./attempt-failures.ts";
 
