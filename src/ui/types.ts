@@ -23,6 +23,9 @@ export type {
   PropValue,
   RunListItem,
   Usage,
+  Waterfall,
+  WaterfallBar,
+  WaterfallKind,
 } from "../contract/index.ts";
 
 /** A task row of the run page. */
