@@ -169,6 +169,16 @@ export type WaterfallBar = {
 /** GET /runs/:id/waterfall: every bar of the run in start order, and the time axis they sit on. */
 export type Waterfall = { runId: string; fromMs: number; toMs: number; bars: WaterfallBar[] };
 
+/**
+ * GET /runs/activity: for the runs created in the last `minutes` minutes, how many started, finished
+ * and failed in each minute (oldest first, every minute listed); and the cost agents reported per
+ * UTC day over the last `days` days (days without cost left out).
+ */
+export type RunActivity = {
+  perMinute: { minuteMs: number; started: number; finished: number; failed: number }[];
+  spendPerDay: { dayMs: number; costUsd: number }[];
+};
+
 /** A node waiting for a signal or a timer (an approval or a human answer is listed on its own too). */
 export type WaitReport = {
   nodeId: string;

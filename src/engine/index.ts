@@ -77,6 +77,8 @@ export {
 export { runAtFrame, downstreamOf, type RunAtFrame } from "./history/index.ts";
 export {
   buildWaterfall,
+  bucketRunTimes,
+  runActivity,
   inspectRun,
   listRunItems,
   listRunSummaries,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
-import type { Waterfall } from "../../src/contract/index.ts";
+import type { RunActivity, Waterfall } from "../../src/contract/index.ts";
 import { forkRun } from "../../src/engine/index.ts";
 import { loadWorkflowsDir, type SmithersServer } from "../../src/server/index.ts";
 import { FIXTURES, post, readSse, startServer, waitForStatus } from "./helpers.ts";
@@ -247,5 +247,48 @@ describe("GET /runs/:id/waterfall", () => {
   test("an unknown run is 404 RUN_NOT_FOUND", async () => {
     const res = await fetch(`${url}/runs/nope/waterfall`);
     expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([404, "RUN_NOT_FOUND"]);
+  });
+});
+
+describe("GET /runs/activity", () => {
+  test("counts the runs started, finished and failed in each minute as stored, and the day's spend", async () => {
+    await post(`${url}/runs`, { workflow: "retries", runId: "activity-1" });
+    await waitForStatus(url, "activity-1", ["finished"]);
+    const [status, a] = await getJson<RunActivity>("/runs/activity?minutes=30&days=2");
+    expect(status).toBe(200);
+    expect(a.perMinute).toHaveLength(30);
+    const first = a.perMinute[0]!.minuteMs;
+    const sqlite = new Database(dbPath, { readonly: true });
+    try {
+      const runs = sqlite
+        .query<{ status: string; started_at_ms: number | null; finished_at_ms: number | null }, [number]>(
+          "SELECT status, started_at_ms, finished_at_ms FROM _smithers_runs WHERE created_at_ms >= ?",
+        )
+        .all(first);
+      const inMinute = (ms: number | null, m: number) => ms !== null && ms >= m && ms < m + 60_000;
+      for (const m of a.perMinute) {
+        expect([m.started, m.finished, m.failed]).toEqual([
+          runs.filter((r) => inMinute(r.started_at_ms, m.minuteMs)).length,
+          runs.filter((r) => r.status === "finished" && inMinute(r.finished_at_ms, m.minuteMs)).length,
+          runs.filter((r) => r.status === "failed" && inMinute(r.finished_at_ms, m.minuteMs)).length,
+        ]);
+      }
+      expect(a.perMinute.reduce((n, m) => n + m.started, 0)).toBeGreaterThanOrEqual(1);
+      const today = Math.floor(Date.now() / 86_400_000) * 86_400_000;
+      const cost = sqlite
+        .query<{ cost: number }, [number, number]>(
+          "SELECT sum(a.cost_usd) AS cost FROM _smithers_attempts a JOIN _smithers_runs r ON r.run_id = a.run_id WHERE r.created_at_ms >= ? AND a.started_at_ms >= ?",
+        )
+        .get(today - 86_400_000, today)!.cost;
+      expect(a.spendPerDay.at(-1)).toEqual({ dayMs: today, costUsd: cost });
+      expect(cost).toBeGreaterThanOrEqual(0.0042);
+    } finally {
+      sqlite.close();
+    }
+  });
+
+  test("a window that is not a whole number from 1 up is 400 INVALID_INPUT", async () => {
+    const res = await fetch(`${url}/runs/activity?minutes=0`);
+    expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([400, "INVALID_INPUT"]);
   });
 });
