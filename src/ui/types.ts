@@ -21,6 +21,7 @@ export type {
   OutputRow,
   PendingApproval,
   PropValue,
+  RunActivity,
   RunListItem,
   Usage,
   Waterfall,

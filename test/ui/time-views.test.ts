@@ -1,7 +1,9 @@
 /**
- * The run page's waterfall in Chromium: its bars in the order and at the lengths of the stored
- * attempts, failed attempts with their error and stack, details on focus, the run's input and its
- * cost. Screenshots: run-waterfall.png (SMITHERS_UPDATE_SCREENSHOTS=1 for docs/screenshots).
+ * The dashboard's views of time in Chromium. The run page's waterfall: its bars in the order and
+ * at the lengths of the stored attempts, failed attempts with their error and stack, details on
+ * focus, the run's input and its cost. The runs list's runs over time: its counts per minute and
+ * spend per day against the stored runs. Screenshots: run-waterfall.png and runs-over-time.png
+ * (SMITHERS_UPDATE_SCREENSHOTS=1 for docs/screenshots).
  */
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
@@ -26,7 +28,7 @@ function stored(dbPath: string, runId: string): { run: StoredRun; attempts: Stor
   }
 }
 
-describe.skipIf(!chromiumPath)("the run page's waterfall", () => {
+describe.skipIf(!chromiumPath)("the dashboard's views of time in Chromium", () => {
   const h = dashboardHarness();
 
   test(
@@ -106,6 +108,53 @@ describe.skipIf(!chromiumPath)("the run page's waterfall", () => {
       await summary.hover();
       await page.getByRole("region", { name: "Bar details" }).getByText("1,200 in / 80 out · $0.0042").waitFor();
       await page.screenshot({ path: join(SHOTS, "run-waterfall.png"), fullPage: true });
+      await page.close();
+    },
+    TIMEOUT_MS,
+  );
+
+  test(
+    "the runs list charts runs started, finished and failed per minute and spend per day, as the database counts them",
+    async () => {
+      const ok = await h.start("retries");
+      const failed = await h.start("throws");
+      await h.waitForStatus(ok, ["finished"]);
+      await h.waitForStatus(failed, ["failed"]);
+      const page = await h.open("/", { height: 1000 });
+      const chart = page.getByTestId("runs-per-minute");
+      await chart.locator('rect[data-series="failed"]').first().waitFor();
+      const first = Number(await chart.getAttribute("data-first-minute"));
+      const shown = await chart
+        .locator("rect")
+        .evaluateAll((rs) => rs.map((r) => `${r.getAttribute("data-minute")} ${r.getAttribute("data-series")} ${r.getAttribute("data-count")}`));
+
+      const sqlite = new Database(h.dbPath, { readonly: true });
+      type Row = { status: string; started_at_ms: number | null; finished_at_ms: number | null };
+      const runs = sqlite.query<Row, [number]>("SELECT status, started_at_ms, finished_at_ms FROM _smithers_runs WHERE created_at_ms >= ?").all(first);
+      const today = Math.floor(Date.now() / 86_400_000) * 86_400_000;
+      const cost = sqlite
+        .query<{ cost: number }, [number, number]>(
+          "SELECT sum(a.cost_usd) AS cost FROM _smithers_attempts a JOIN _smithers_runs r ON r.run_id = a.run_id WHERE r.created_at_ms >= ? AND a.started_at_ms >= ?",
+        )
+        .get(today - 13 * 86_400_000, today)!.cost;
+      sqlite.close();
+      const counts = new Map<string, number>();
+      const add = (ms: number | null, series: string) => {
+        if (ms === null || ms < first) return;
+        const k = `${Math.floor(ms / 60_000) * 60_000} ${series}`;
+        counts.set(k, (counts.get(k) ?? 0) + 1);
+      };
+      for (const r of runs) {
+        add(r.started_at_ms, "started");
+        if (r.status === "finished" || r.status === "failed") add(r.finished_at_ms, r.status);
+      }
+      expect(shown.toSorted()).toEqual([...counts].map(([k, n]) => `${k} ${n}`).toSorted());
+      expect(shown.some((s) => / failed [1-9]\d*$/.test(s))).toBe(true); // the throws run is among them
+
+      const spend = page.getByTestId("spend-per-day").locator(`rect[data-day="${today}"]`);
+      expect(Number(await spend.getAttribute("data-cost"))).toBeCloseTo(cost, 10);
+      await page.getByRole("heading", { name: "Runs over time" }).scrollIntoViewIfNeeded();
+      await page.screenshot({ path: join(SHOTS, "runs-over-time.png"), fullPage: true });
       await page.close();
     },
     TIMEOUT_MS,
