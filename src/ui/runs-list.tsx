@@ -124,10 +124,12 @@ export function RunsList() {
           </tbody>
         </table>
       )}
-      <section class="card" aria-labelledby="over-time-title">
-        <h2 id="over-time-title">Runs over time</h2>
-        <RunsOverTime version={runs} />
-      </section>
+      {runs !== null && ( // once the list loaded: a refused token is asked for once, by the list
+        <section class="card" aria-labelledby="over-time-title">
+          <h2 id="over-time-title">Runs over time</h2>
+          <RunsOverTime version={runs} />
+        </section>
+      )}
     </section>
   );
 }
