@@ -145,6 +145,40 @@ export type NodeReport = {
   failedAttempts: FailedAttempt[];
 };
 
+/** What a waterfall segment shows: a wait for a worker, an attempt, the backoff before a retry, or a wait of the task. */
+export const WATERFALL_KINDS = ["queued", "running", "retry-wait", "approval", "timer", "signal", "human"] as const;
+export type WaterfallKind = (typeof WATERFALL_KINDS)[number];
+
+/**
+ * One bar of the run page's waterfall: from `startMs` to `endMs` (null: still going). A `running`
+ * bar is one attempt, with its outcome (`state`), error and usage; a `queued` bar is the run's wait
+ * for a worker (no node).
+ */
+export type WaterfallBar = {
+  kind: WaterfallKind;
+  nodeId: string | null;
+  iteration: number;
+  attempt: number | null;
+  state: string | null;
+  startMs: number;
+  endMs: number | null;
+  error: AttemptError | null;
+  usage: Usage | null;
+};
+
+/** GET /runs/:id/waterfall: every bar of the run in start order, and the time axis they sit on. */
+export type Waterfall = { runId: string; fromMs: number; toMs: number; bars: WaterfallBar[] };
+
+/**
+ * GET /runs/activity: for the runs created in the last `minutes` minutes, how many started, finished
+ * and failed in each minute (oldest first, every minute listed); and the cost agents reported per
+ * UTC day over the last `days` days (days without cost left out).
+ */
+export type RunActivity = {
+  perMinute: { minuteMs: number; started: number; finished: number; failed: number }[];
+  spendPerDay: { dayMs: number; costUsd: number }[];
+};
+
 /** A node waiting for a signal or a timer (an approval or a human answer is listed on its own too). */
 export type WaitReport = {
   nodeId: string;

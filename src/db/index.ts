@@ -59,3 +59,4 @@ export * as history from "./adapters/history.ts";
 export * as queue from "./adapters/queue.ts";
 export { WORK_CHANNEL } from "./adapters/shared.ts";
 export * as retention from "./adapters/retention.ts";
+export * as activity from "./adapters/activity.ts";

@@ -75,5 +75,16 @@ export {
   type RewindResult,
 } from "./history/index.ts";
 export { runAtFrame, downstreamOf, type RunAtFrame } from "./history/index.ts";
-export { inspectRun, listRunItems, listRunSummaries, pendingApprovalsAcrossRuns, queuedSummary, runHeader } from "./queries/index.ts";
+export {
+  buildWaterfall,
+  bucketRunTimes,
+  runActivity,
+  inspectRun,
+  listRunItems,
+  listRunSummaries,
+  pendingApprovalsAcrossRuns,
+  queuedSummary,
+  runHeader,
+  runWaterfall,
+} from "./queries/index.ts";
 export { ownerAlive } from "./core/index.ts";

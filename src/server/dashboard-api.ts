@@ -1,12 +1,12 @@
 /**
  * What the dashboard reads beyond the run API: a live stream of the runs list, a run's frames
  * (the tree at any frame, with what changed from the one before, and the runs forked from it) and the inbox of decisions
- * waiting for a person across runs. Read-only adapters over db and engine functions.
+ * waiting for a person across runs, and a run's waterfall (its attempts and waits in time). Read-only adapters over db and engine functions.
  */
 import type { Hono } from "hono";
-import type { FrameAt, FrameList, Inbox } from "../contract/index.ts";
+import type { FrameAt, FrameList, Inbox, RunActivity, Waterfall } from "../contract/index.ts";
 import { frames, type SmithersDb } from "../db/index.ts";
-import { forksByFrame, frameHistory, humanInbox, pendingApprovalsAcrossRuns, planChanges } from "../engine/index.ts";
+import { forksByFrame, frameHistory, humanInbox, pendingApprovalsAcrossRuns, planChanges, runActivity, runWaterfall } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { knownRun, runsQuery } from "./routes.ts";
 import { createRunsFeeds } from "./runs-feed.ts";
@@ -29,12 +29,28 @@ function frameParam(text: string, runId: string, last: number): number {
   return n;
 }
 
+/** `?minutes=` / `?days=`: a whole number from 1 to `max` (`fallback` when absent); INVALID_INPUT otherwise. */
+function countParam(text: string | undefined, name: string, fallback: number, max: number): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < 1 || n > max)
+    throw new SmithersError("INVALID_INPUT", `${name} is a whole number from 1 to ${max}, got ${JSON.stringify(text)}`);
+  return n;
+}
+
 export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: FollowOptions; onReadError: (what: string, error: unknown) => void }): void {
   const { db, follow } = o;
 
   // The runs list as server-sent `runs` events: the whole (filtered) list whenever it changed.
   const feeds = createRunsFeeds({ db, follow, onReadError: o.onReadError });
   app.get("/runs/stream", (c) => feeds.stream(c, runsQuery(c.req.query())));
+
+  // The runs list's runs-over-time chart.
+  app.get("/runs/activity", async (c) => {
+    const minutes = countParam(c.req.query("minutes"), "minutes", 60, 1440);
+    const days = countParam(c.req.query("days"), "days", 14, 366);
+    return c.json((await runActivity(db, { minutes, days })) satisfies RunActivity);
+  });
 
   app.get("/runs/:id/frames", async (c) => {
     const runId = c.req.param("id");
@@ -67,6 +83,26 @@ export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: Fol
       changes: planChanges(before, at.tree),
       forks,
     } satisfies FrameAt);
+  });
+
+  // The run page's waterfall: attempts, retry backoffs and waits on a time axis. A request no worker took yet is one queued bar.
+  app.get("/runs/:id/waterfall", async (c) => {
+    const runId = c.req.param("id");
+    const found = await knownRun(db, runId);
+    if (found.run) return c.json((await runWaterfall(db, found.run)) satisfies Waterfall);
+    const createdAtMs = found.queued!.enqueuedAtMs;
+    const bar = {
+      kind: "queued",
+      nodeId: null,
+      iteration: 0,
+      attempt: null,
+      state: null,
+      startMs: createdAtMs,
+      endMs: null,
+      error: null,
+      usage: null,
+    } as const;
+    return c.json({ runId, fromMs: createdAtMs, toMs: Date.now(), bars: [bar] } satisfies Waterfall);
   });
 
   // What waits for a person: approvals (gate, select, rank) and human tasks with their JSON Schema.

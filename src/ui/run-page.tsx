@@ -1,7 +1,7 @@
 /**
  * One run at `/runs/<id>`: its status, the workflow tree of its latest frame with each task's
  * state, attempts, duration, error, output row and agent output, the approvals it waits for,
- * cancel / resume, and the frame timeline. Live through the run's server-sent events: each event
+ * cancel / resume, the waterfall of its attempts and waits in time, and the frame timeline. Live through the run's server-sent events: each event
  * reloads the report (at most every 250 ms), agent output (NodeOutput events) is appended as it
  * arrives; the stream ends when the run does.
  */
@@ -12,6 +12,7 @@ import { linkClick } from "./nav.ts";
 import { ErrorNote, StatusBadge } from "./shared.tsx";
 import { ApprovalCard } from "./approval-card.tsx";
 import { Timeline } from "./timeline.tsx";
+import { Waterfall } from "./waterfall.tsx";
 import { nodeKey, TaskTree } from "./tree.tsx";
 import { OVER, type FrameAt, type FrameTree, type OutputRow, type RunReport } from "./types.ts";
 
@@ -141,7 +142,17 @@ export function RunPage({ runId }: { runId: string }) {
             <dt>Duration</dt>
             <dd>{duration(runDuration(report, Date.now()))}</dd>
             <dt>Usage</dt>
-            <dd>{usage(report.usage)}</dd>
+            <dd data-testid="run-usage">{usage(report.usage)}</dd>
+            {"input" in report && report.input !== null && (
+              <>
+                <dt>Input</dt>
+                <dd>
+                  <pre class="run-input" data-testid="run-input">
+                    {JSON.stringify(report.input, null, 2)}
+                  </pre>
+                </dd>
+              </>
+            )}
             {report.error && (
               <>
                 <dt>Error</dt>
@@ -169,6 +180,10 @@ export function RunPage({ runId }: { runId: string }) {
               onDecide={(verb, choice) => act(verb, { node: a.nodeId, iteration: a.iteration, ...choice })}
             />
           ))}
+          <section aria-labelledby="waterfall-title">
+            <h2 id="waterfall-title">Waterfall</h2>
+            <Waterfall runId={runId} version={report} />
+          </section>
           <h2 id="tree-title">Workflow</h2>
           {tree === null && report.nodes.length === 0 ? (
             <p>No tasks yet.</p>

@@ -2,12 +2,13 @@
  * The runs list: newest first, filtered by status and workflow (kept in the URL's query so a
  * filtered view can be linked). Live over GET /runs/stream (server-sent `runs` events: the whole
  * filtered list each time it changes); while that stream is down, GET /runs is polled every
- * second and the stream is tried again.
+ * second and the stream is tried again. Under the list, the runs over time (runs-over-time.tsx).
  */
 import { useEffect, useState } from "preact/hooks";
 import { getJson, postJson, readEvents } from "./api.ts";
 import { duration, runDuration, time, usage } from "./format.ts";
 import { linkClick, navigate, useQueryParam } from "./nav.ts";
+import { RunsOverTime } from "./runs-over-time.tsx";
 import { ColumnHeads, ErrorNote, FilterSelect, StatusBadge } from "./shared.tsx";
 import { progressText, RUN_STATUSES, type RunListItem } from "./types.ts";
 
@@ -122,6 +123,12 @@ export function RunsList() {
             ))}
           </tbody>
         </table>
+      )}
+      {runs !== null && ( // once the list loaded: a refused token is asked for once, by the list
+        <section class="card" aria-labelledby="over-time-title">
+          <h2 id="over-time-title">Runs over time</h2>
+          <RunsOverTime version={runs} />
+        </section>
       )}
     </section>
   );

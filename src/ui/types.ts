@@ -21,8 +21,12 @@ export type {
   OutputRow,
   PendingApproval,
   PropValue,
+  RunActivity,
   RunListItem,
   Usage,
+  Waterfall,
+  WaterfallBar,
+  WaterfallKind,
 } from "../contract/index.ts";
 
 /** A task row of the run page. */

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
 import { join } from "node:path";
+import type { RunActivity, Waterfall } from "../../src/contract/index.ts";
 import { forkRun } from "../../src/engine/index.ts";
 import { loadWorkflowsDir, type SmithersServer } from "../../src/server/index.ts";
 import { FIXTURES, post, readSse, startServer, waitForStatus } from "./helpers.ts";
@@ -179,6 +181,114 @@ describe("GET /runs/stream", () => {
 
   test("a bad filter is 400 INVALID_INPUT", async () => {
     const res = await fetch(`${url}/runs/stream?limit=0`);
+    expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([400, "INVALID_INPUT"]);
+  });
+});
+
+describe("GET /runs/:id/waterfall", () => {
+  type Stored = { node_id: string; attempt: number; state: string; started_at_ms: number; finished_at_ms: number };
+  const stored = (runId: string) => {
+    const sqlite = new Database(dbPath, { readonly: true });
+    try {
+      return sqlite
+        .query<Stored, [string]>(
+          "SELECT node_id, attempt, state, started_at_ms, finished_at_ms FROM _smithers_attempts WHERE run_id = ? ORDER BY started_at_ms",
+        )
+        .all(runId);
+    } finally {
+      sqlite.close();
+    }
+  };
+
+  test("has one running bar per stored attempt with its times and outcome, and a retry wait from each failure to the next attempt", async () => {
+    await post(`${url}/runs`, { workflow: "retries", runId: "retries-1" });
+    await waitForStatus(url, "retries-1", ["finished"]);
+    const [status, w] = await getJson<Waterfall>("/runs/retries-1/waterfall");
+    expect(status).toBe(200);
+    const rows = stored("retries-1");
+    expect(rows.map((r) => [r.node_id, r.attempt, r.state])).toEqual([
+      ["fetch", 1, "failed"],
+      ["fetch", 2, "failed"],
+      ["fetch", 3, "finished"],
+      ["summary", 1, "finished"],
+    ]);
+    const running = w.bars.filter((b) => b.kind === "running");
+    expect(running.map((b) => [b.nodeId, b.attempt, b.state, b.startMs, b.endMs])).toEqual(
+      rows.map((r) => [r.node_id, r.attempt, r.state, r.started_at_ms, r.finished_at_ms]),
+    );
+    expect(running[0]?.error?.message).toContain("upstream answered 503 (try 1)");
+    expect(running[3]?.usage).toEqual({ inputTokens: 1200, cachedInputTokens: 200, outputTokens: 80, costUsd: 0.0042 });
+    const waits = w.bars.filter((b) => b.kind === "retry-wait");
+    expect(waits.map((b) => [b.attempt, b.startMs, b.endMs])).toEqual([
+      [2, rows[0]!.finished_at_ms, rows[1]!.started_at_ms],
+      [3, rows[1]!.finished_at_ms, rows[2]!.started_at_ms],
+    ]);
+    // The fixed 150 ms backoff is the least a retry waited.
+    expect(waits.every((b) => b.endMs! - b.startMs >= 150)).toBe(true);
+    expect(w.bars.map((b) => b.startMs)).toEqual(w.bars.map((b) => b.startMs).toSorted((a, b) => a - b));
+    expect(w.fromMs).toBeLessThanOrEqual(rows[0]!.started_at_ms);
+    expect(w.toMs).toBeGreaterThanOrEqual(rows[3]!.finished_at_ms);
+  });
+
+  test("an approval wait is a bar from its request to its decision", async () => {
+    await post(`${url}/runs`, { workflow: "gate", runId: "gate-w" });
+    await waitForStatus(url, "gate-w", ["waiting-approval"]);
+    const [, waiting] = await getJson<Waterfall>("/runs/gate-w/waterfall");
+    const open = waiting.bars.find((b) => b.kind === "approval");
+    expect([open?.nodeId, open?.endMs]).toEqual(["ship", null]);
+    await post(`${url}/runs/gate-w/approve`, { node: "ship" });
+    await waitForStatus(url, "gate-w", ["finished"]);
+    const [, done] = await getJson<Waterfall>("/runs/gate-w/waterfall");
+    const closed = done.bars.find((b) => b.kind === "approval");
+    expect(closed?.startMs).toBe(open!.startMs);
+    expect(closed!.endMs!).toBeGreaterThanOrEqual(closed!.startMs);
+  });
+
+  test("an unknown run is 404 RUN_NOT_FOUND", async () => {
+    const res = await fetch(`${url}/runs/nope/waterfall`);
+    expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([404, "RUN_NOT_FOUND"]);
+  });
+});
+
+describe("GET /runs/activity", () => {
+  test("counts the runs started, finished and failed in each minute as stored, and the day's spend", async () => {
+    await post(`${url}/runs`, { workflow: "retries", runId: "activity-1" });
+    await waitForStatus(url, "activity-1", ["finished"]);
+    const [status, a] = await getJson<RunActivity>("/runs/activity?minutes=30&days=2");
+    expect(status).toBe(200);
+    expect(a.perMinute).toHaveLength(30);
+    const first = a.perMinute[0]!.minuteMs;
+    const sqlite = new Database(dbPath, { readonly: true });
+    try {
+      const runs = sqlite
+        .query<{ status: string; started_at_ms: number | null; finished_at_ms: number | null }, [number]>(
+          "SELECT status, started_at_ms, finished_at_ms FROM _smithers_runs WHERE created_at_ms >= ?",
+        )
+        .all(first);
+      const inMinute = (ms: number | null, m: number) => ms !== null && ms >= m && ms < m + 60_000;
+      for (const m of a.perMinute) {
+        expect([m.started, m.finished, m.failed]).toEqual([
+          runs.filter((r) => inMinute(r.started_at_ms, m.minuteMs)).length,
+          runs.filter((r) => r.status === "finished" && inMinute(r.finished_at_ms, m.minuteMs)).length,
+          runs.filter((r) => r.status === "failed" && inMinute(r.finished_at_ms, m.minuteMs)).length,
+        ]);
+      }
+      expect(a.perMinute.reduce((n, m) => n + m.started, 0)).toBeGreaterThanOrEqual(1);
+      const today = Math.floor(Date.now() / 86_400_000) * 86_400_000;
+      const cost = sqlite
+        .query<{ cost: number }, [number, number]>(
+          "SELECT sum(a.cost_usd) AS cost FROM _smithers_attempts a JOIN _smithers_runs r ON r.run_id = a.run_id WHERE r.created_at_ms >= ? AND a.started_at_ms >= ?",
+        )
+        .get(today - 86_400_000, today)!.cost;
+      expect(a.spendPerDay.at(-1)).toEqual({ dayMs: today, costUsd: cost });
+      expect(cost).toBeGreaterThanOrEqual(0.0042);
+    } finally {
+      sqlite.close();
+    }
+  });
+
+  test("a window that is not a whole number from 1 up is 400 INVALID_INPUT", async () => {
+    const res = await fetch(`${url}/runs/activity?minutes=0`);
     expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([400, "INVALID_INPUT"]);
   });
 });

@@ -27,6 +27,8 @@ const DASHBOARD_FIXTURES = join(import.meta.dir, "..", "fixtures", "dashboard");
 export type Harness = {
   readonly server: SmithersServer;
   readonly url: string;
+  /** The server's SQLite file, for tests that compare the page with the stored rows. */
+  readonly dbPath: string;
   readonly browser: Browser;
   /** A fresh light-themed tab at `path`, signed in through the `#token=` fragment. */
   open(path: string, o?: { width?: number; height?: number }): Promise<Page>;
@@ -43,11 +45,16 @@ export type Harness = {
 export function dashboardHarness(o: { workflows?: RegisteredWorkflow[] } = {}): Harness {
   let server: SmithersServer;
   let url: string;
+  let dbPath: string;
   let browser: Browser;
   beforeAll(async () => {
     const dashboardDir = join(tempDir(), "dashboard");
     await buildDashboard(dashboardDir);
-    ({ server, url } = await startServer({ token: TOKEN, dashboardDir, workflows: [...(await loadWorkflowsDir(DASHBOARD_FIXTURES)), ...(o.workflows ?? [])] }));
+    ({ server, url, dbPath } = await startServer({
+      token: TOKEN,
+      dashboardDir,
+      workflows: [...(await loadWorkflowsDir(DASHBOARD_FIXTURES)), ...(o.workflows ?? [])],
+    }));
     browser = await chromium.launch({ executablePath: chromiumPath! });
     mkdirSync(SHOTS, { recursive: true });
   });
@@ -61,6 +68,9 @@ export function dashboardHarness(o: { workflows?: RegisteredWorkflow[] } = {}): 
     },
     get url() {
       return url;
+    },
+    get dbPath() {
+      return dbPath;
     },
     get browser() {
       return browser;

@@ -7,7 +7,7 @@ import { MAX_FAILED_ATTEMPTS_SHOWN } from "../core/index.ts";
 type AttemptRow = attempts.AttemptRow;
 
 /** A stored error_json as the report shows it; its stack is the first one along its cause chain. */
-function attemptError(errorJson: string | null): AttemptError {
+export function attemptError(errorJson: string | null): AttemptError {
   let parsed: unknown;
   try {
     parsed = JSON.parse(errorJson ?? "null");

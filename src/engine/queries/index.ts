@@ -5,3 +5,5 @@
 export { inspectRun } from "./inspect.ts";
 export { pendingApprovalsAcrossRuns } from "./inbox.ts";
 export { listRunItems, listRunSummaries, queuedSummary, runHeader } from "./runs.ts";
+export { buildWaterfall, runWaterfall } from "./waterfall.ts";
+export { bucketRunTimes, runActivity } from "./activity.ts";
