@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { supervise, superviseForever, type SuperviseOutcome } from "../engine/index.ts";
 import { formatEvent } from "./progress.ts";
+import { metricsPortFlag, startMetrics } from "./metrics.ts";
 import { durabilityFlag, durationFlag, EXIT, nonNegativeMs, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
 /** One line for an outcome of a pass (the worker prints the same lines for the same outcomes). */
@@ -34,25 +35,36 @@ export async function superviseCommand(args: string[], io: Io, signal: AbortSign
       interval: { type: "string" },
       "stale-threshold": { type: "string" },
       durability: { type: "string" },
+      "metrics-port": { type: "string" },
     },
   });
+  const metricsPort = metricsPortFlag(values["metrics-port"]);
   if (values.interval !== undefined && values["interval-ms"] !== undefined) throw usageError("pass --interval or --interval-ms, not both");
   if (values["stale-threshold"] !== undefined && values["stale-after-ms"] !== undefined)
     throw usageError("pass --stale-threshold or --stale-after-ms, not both");
+  const interval = durationFlag(values.interval, "--interval");
+  if (interval === 0) throw usageError("--interval must be more than 0");
+  const watching = values.watch || interval !== undefined;
+  if (metricsPort !== undefined && !watching) throw usageError("--metrics-port serves metrics while supervise watches: pass --watch (or --interval) with it");
   const durability = durabilityFlag(values.durability);
   const db = openExistingDb(values.db);
   if (durability) await db.setDurability(durability);
   const staleAfterMs = durationFlag(values["stale-threshold"], "--stale-threshold") ?? nonNegativeMs(values["stale-after-ms"], "--stale-after-ms");
+  // Counters of the runs this process resumes, for as long as it watches.
+  const metrics = metricsPort === undefined ? undefined : await startMetrics(db, metricsPort, io, "supervise");
   const onEvent = (event: Parameters<typeof formatEvent>[0]) => {
+    metrics?.observe(event);
     const line = formatEvent(event);
     if (line) io.out(`${event.runId.slice(0, 8)} ${line}`);
   };
-  const interval = durationFlag(values.interval, "--interval");
-  if (interval === 0) throw usageError("--interval must be more than 0");
-  if (values.watch || interval !== undefined) {
+  if (watching) {
     const intervalMs = interval ?? positiveInt(values["interval-ms"], "--interval-ms") ?? DEFAULT_WATCH_INTERVAL_MS;
     io.out(`watching ${db.path} every ${intervalMs} ms (Ctrl-C to stop)`);
-    await superviseForever({ db, staleAfterMs, intervalMs, signal, onEvent, durability, onOutcome: (o) => io.out(describeOutcome(o)) });
+    try {
+      await superviseForever({ db, staleAfterMs, intervalMs, signal, onEvent, durability, onOutcome: (o) => io.out(describeOutcome(o)) });
+    } finally {
+      await metrics?.stop();
+    }
     return EXIT.ok;
   }
   const outcomes = await supervise({ db, staleAfterMs, onEvent, durability });

@@ -1,6 +1,7 @@
 /** `smithers worker`: executes queued runs, wakes due ones and takes over stale ones until SIGINT/SIGTERM. */
 import { parseArgs } from "node:util";
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, loadWorkflowsDir, Worker, type WorkerOutcome } from "../engine/index.ts";
+import { metricsPortFlag, startMetrics } from "./metrics.ts";
 import { firstContact, STALE_RUN_THRESHOLD_MS } from "../db/index.ts";
 import { formatEvent } from "./progress.ts";
 import { describeOutcome } from "./supervise.ts";
@@ -26,9 +27,11 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
       "poll-interval": { type: "string" },
       durability: { type: "string" },
       quiet: { type: "boolean" },
+      "metrics-port": { type: "string" },
     },
     strict: true,
   });
+  const metricsPort = metricsPortFlag(values["metrics-port"]);
   const concurrency = positiveInt(values.concurrency, "--concurrency") ?? DEFAULT_WORKER_CONCURRENCY;
   const leaseMs = durationFlag(values.lease, "--lease") ?? STALE_RUN_THRESHOLD_MS;
   // A live owner paused longer than the lease (GC, a synchronous task, clock skew between hosts) would be taken over.
@@ -48,7 +51,15 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
       signals.cancel,
     ));
   if (!reached) return EXIT.ok;
+  let metrics: Awaited<ReturnType<typeof startMetrics>> | undefined;
   try {
+    metrics = metricsPort === undefined ? undefined : await startMetrics(db, metricsPort, io, "worker");
+    const print = values.quiet
+      ? undefined
+      : (event: Parameters<typeof formatEvent>[0]) => {
+          const line = formatEvent(event);
+          if (line) io.out(`${event.runId.slice(0, 8)} ${line}`);
+        };
     const worker = new Worker({
       db,
       concurrency,
@@ -56,12 +67,13 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
       pollIntervalMs,
       ...(workflows ? { workflows } : {}),
       ...(durability ? { durability } : {}),
-      onEvent: values.quiet
-        ? undefined
-        : (event) => {
-            const line = formatEvent(event);
-            if (line) io.out(`${event.runId.slice(0, 8)} ${line}`);
-          },
+      onEvent:
+        metrics === undefined
+          ? print
+          : (event) => {
+              metrics?.observe(event);
+              print?.(event);
+            },
       onOutcome: (o) => (o.action === "error" ? io.err(`smithers worker: ${describe(o)}`) : io.out(describe(o))),
     });
     const serving = workflows ? `workflows ${workflows.map((w) => w.name).join(", ")}` : "every workflow file runs recorded";
@@ -71,6 +83,7 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
     await worker.run(signals.cancel, signals.abandon);
     return EXIT.ok;
   } finally {
+    await metrics?.stop();
     await db.close();
   }
 }

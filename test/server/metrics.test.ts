@@ -1,24 +1,13 @@
 /** GET /metrics: the Prometheus text format, behind the bearer token, counting what runs did. */
 import { expect, test } from "bun:test";
 import { join } from "node:path";
+import { sample } from "../support/prom-text.ts";
 import { post, serverPerTest } from "./helpers.ts";
 
 const METRICS_FIXTURES = join(import.meta.dir, "..", "fixtures", "metrics");
 const TOKEN = "metrics-test-token-0123456789";
 const auth = { Authorization: `Bearer ${TOKEN}` };
 const start = serverPerTest();
-
-/** The value of the sample `name{labels}` in a text-format body (undefined: absent). */
-export function sample(body: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of body.split("\n")) {
-    if (line.startsWith("#")) continue;
-    const m = /^([a-zA-Z_:][\w:]*)(\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const got = Object.fromEntries([...(m[3] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.keys(labels).length === Object.keys(got).length && Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[4]);
-  }
-  return undefined;
-}
 
 test("without the bearer token /metrics is 401 UNAUTHORIZED; with it, the text format", async () => {
   const { url } = await start({ token: TOKEN });

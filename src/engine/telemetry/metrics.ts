@@ -7,6 +7,7 @@ import type { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { metrics as metricsDb, type SmithersDb } from "../../db/index.ts";
 import { RUN_STATUSES } from "../../contract/index.ts";
 import type { SmithersEvent } from "../core/index.ts";
+import { SmithersError } from "../../errors/index.ts";
 
 /** The text format's content type, as prom-client writes it. */
 export type MetricsScrape = { contentType: string; body: string };
@@ -125,4 +126,47 @@ export async function createMetrics(db: SmithersDb): Promise<SmithersMetrics> {
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
   };
+}
+
+export type MetricsListener = { url: string; port: number; stop(): Promise<void> };
+
+/**
+ * Serves `GET /metrics` alone on `host:port` (port 0: any free one), for processes that run work
+ * without the HTTP API (`worker`, `supervise --watch`). Loopback only: it has no token, so it is
+ * for a Prometheus on the same host (or a sidecar) to scrape.
+ */
+export function listenMetrics(metrics: SmithersMetrics, o: { port: number; host?: string }): MetricsListener {
+  const host = o.host ?? "127.0.0.1";
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = Bun.serve({
+      hostname: host,
+      port: o.port,
+      fetch: async (req) => {
+        if (new URL(req.url).pathname !== "/metrics" || req.method !== "GET")
+          return new Response("Not found: only GET /metrics is served here\n", { status: 404 });
+        try {
+          const { contentType, body } = await metrics.scrape();
+          return new Response(body, { headers: { "Content-Type": contentType } });
+        } catch (error) {
+          return new Response(`Cannot read the metrics: ${(error as Error)?.message ?? String(error)}\n`, { status: 503 });
+        }
+      },
+    });
+  } catch (cause) {
+    if ((cause as { code?: string })?.code === "EADDRINUSE" || /port \d+ in use/i.test((cause as Error)?.message ?? "")) {
+      throw new SmithersError(
+        "PORT_IN_USE",
+        `Port ${o.port} on ${host} is in use: stop what listens there, or pass --metrics-port another (0 picks a free one)`,
+        {
+          port: o.port,
+          host,
+          cause,
+        },
+      );
+    }
+    throw cause;
+  }
+  const port = server.port ?? o.port;
+  return { url: `http://${host}:${port}/metrics`, port, stop: () => server.stop(true) };
 }
