@@ -49,7 +49,7 @@ test("a worker serves the metrics of the runs it executes on its loopback --metr
   expect(sample(body, "smithers_task_attempts_total", { workflow: "metered", outcome: "failed" })).toBe(1);
   expect(sample(body, "smithers_retries_total")).toBe(1);
   expect(sample(body, "smithers_agent_tokens_total", { model: "metered-1", type: "output" })).toBe(20);
-  expect(sample(body, "smithers_runs", { status: "finished" })).toBe(1);
+  expect(sample(body, "smithers_runs", { status: "running" })).toBe(0);
   expect(sample(body, "smithers_queue_depth")).toBe(0);
   expect((await fetch(url.replace("/metrics", "/runs"))).status).toBe(404);
   proc.kill("SIGINT");
@@ -73,6 +73,7 @@ test("supervise --watch --metrics-port serves the gauges read from the database"
   const { proc, url } = await startWithMetrics(["supervise", "--db", db, "--watch", "--metrics-port", "0"]);
   const body = await scrapeUntil(url, (b) => sample(b, "smithers_queue_depth") !== undefined);
   expect(sample(body, "smithers_queue_depth")).toBe(2);
+  expect(sample(body, "smithers_runs", { status: "queued" })).toBe(2);
   expect(sample(body, "smithers_runs", { status: "running" })).toBe(0);
   proc.kill("SIGINT");
   expect(await proc.exited).toBe(0);

@@ -57,13 +57,15 @@ test("a run's attempts, retry, tokens, cost and end are counted; runs per status
   expect(sample(body, "smithers_agent_tokens_total", { model: "metered-1", type: "cached_input" })).toBe(30);
   expect(sample(body, "smithers_agent_tokens_total", { model: "metered-1", type: "output" })).toBe(20);
   expect(sample(body, "smithers_agent_cost_usd_total", { model: "metered-1" })).toBeCloseTo(0.01, 10);
-  expect(sample(body, "smithers_runs", { status: "finished" })).toBe(1);
+  // Ended runs are counted as they end (above), not by the gauge of runs not ended.
   expect(sample(body, "smithers_runs", { status: "running" })).toBe(0);
+  expect(sample(body, "smithers_runs", { status: "finished" })).toBeUndefined();
 });
 
-test("queued runs a server does not execute (maxConcurrent 0) are the queue depth", async () => {
+test('queued runs a server does not execute (maxConcurrent 0) are the queue depth and smithers_runs{status="queued"}', async () => {
   const { url } = await start({ maxConcurrent: 0 });
   for (const runId of ["q-1", "q-2", "q-3"]) expect((await post(`${url}/runs`, { workflow: "steps", runId })).status).toBe(202);
   const body = await (await fetch(`${url}/metrics`)).text();
   expect(sample(body, "smithers_queue_depth")).toBe(3);
+  expect(sample(body, "smithers_runs", { status: "queued" })).toBe(3);
 });

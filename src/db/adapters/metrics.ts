@@ -1,18 +1,24 @@
 /**
- * What a metrics scrape reads from the database: runs per status and the queue's depth, each one
- * indexed count (`_smithers_runs_status_*` and `_smithers_queue_order_idx`), so a scrape costs the
- * same on a database of a hundred runs as on one of a hundred thousand finished ones; and one
- * attempt's usage, read when the attempt ends.
+ * What a metrics scrape reads from the database: the runs not ended, per status, and the queue's
+ * depth, each an indexed count (`_smithers_runs_status_*`, `_smithers_queue_order_idx`) that
+ * touches only the runs counted, so a scrape costs the same beside a hundred ended runs as beside
+ * a million; and one attempt's usage, read when the attempt ends.
  */
-import { and, count, eq, isNull } from "drizzle-orm";
+import { and, count, eq, inArray, isNull } from "drizzle-orm";
 import { smithersAttempts, smithersQueue, smithersRuns } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
 
 export type MetricsSnapshot = { runsByStatus: Map<string, number>; queueDepth: number };
 
-export function readMetricsSnapshot(db: SmithersDb): Promise<MetricsSnapshot> {
+/** Counts the runs in each of `statuses` (those with none are absent) and the requests no worker has claimed. */
+export function readMetricsSnapshot(db: SmithersDb, statuses: readonly string[]): Promise<MetricsSnapshot> {
   return db.read("readMetricsSnapshot", async (q) => {
-    const rows = await q.orm.select({ status: smithersRuns.status, n: count() }).from(smithersRuns).groupBy(smithersRuns.status).all();
+    const rows = await q.orm
+      .select({ status: smithersRuns.status, n: count() })
+      .from(smithersRuns)
+      .where(inArray(smithersRuns.status, [...statuses]))
+      .groupBy(smithersRuns.status)
+      .all();
     const waiting = (await q.orm.select({ n: count() }).from(smithersQueue).where(isNull(smithersQueue.startedAtMs)).get())?.n ?? 0;
     return { runsByStatus: new Map(rows.map((r) => [r.status, Number(r.n)])), queueDepth: Number(waiting) };
   });

@@ -5,7 +5,7 @@
  */
 import type { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { metrics as metricsDb, type SmithersDb } from "../../db/index.ts";
-import { RUN_STATUSES } from "../../contract/index.ts";
+import { ENDED_RUN_STATUSES, RUN_STATUSES } from "../../contract/index.ts";
 import type { SmithersEvent } from "../core/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 
@@ -21,6 +21,14 @@ export type SmithersMetrics = {
 
 /** Attempt durations' bucket bounds in seconds: from a quick compute task to an hour-long agent. */
 const DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+
+/**
+ * The statuses `smithers_runs` counts: those of runs not ended (running, paused, waiting-*), plus
+ * `queued` (requests no worker has claimed, as `smithers ps` shows them). Ended runs only grow in
+ * number; counting them would make every scrape slower as history piles up, and
+ * `smithers_runs_ended_total` already counts them as they end.
+ */
+const LIVE_STATUSES: readonly string[] = RUN_STATUSES.filter((s) => !(ENDED_RUN_STATUSES as readonly string[]).includes(s));
 
 type Outcome = "finished" | "failed" | "cancelled" | "abandoned";
 const OUTCOME_OF: Partial<Record<SmithersEvent["type"], Outcome>> = {
@@ -68,7 +76,12 @@ export async function createMetrics(db: SmithersDb): Promise<SmithersMetrics> {
     labelNames: ["model"],
     ...on,
   });
-  const runs: Gauge<"status"> = new prom.Gauge({ name: "smithers_runs", help: "Runs in the database, by status", labelNames: ["status"], ...on });
+  const runs: Gauge<"status"> = new prom.Gauge({
+    name: "smithers_runs",
+    help: "Runs in the database not ended, by status (running, paused, waiting-*, queued)",
+    labelNames: ["status"],
+    ...on,
+  });
   const queueDepth: Gauge = new prom.Gauge({ name: "smithers_queue_depth", help: "Runs queued and not yet claimed by a worker", ...on });
 
   const pending = new Set<Promise<void>>();
@@ -118,10 +131,10 @@ export async function createMetrics(db: SmithersDb): Promise<SmithersMetrics> {
     },
     async scrape() {
       await Promise.all([...pending]);
-      const snapshot = await metricsDb.readMetricsSnapshot(db);
-      runs.reset();
-      // Every known status is written, 0 when none: a query over a status that empties sees 0, not a gap.
-      for (const status of new Set<string>([...RUN_STATUSES, ...snapshot.runsByStatus.keys()])) runs.set({ status }, snapshot.runsByStatus.get(status) ?? 0);
+      const snapshot = await metricsDb.readMetricsSnapshot(db, LIVE_STATUSES);
+      // Every status is written, 0 when none: a query over a status that empties sees 0, not a gap.
+      for (const status of LIVE_STATUSES) runs.set({ status }, snapshot.runsByStatus.get(status) ?? 0);
+      runs.set({ status: "queued" }, snapshot.queueDepth);
       queueDepth.set(snapshot.queueDepth);
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
