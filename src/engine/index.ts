@@ -77,4 +77,4 @@ export {
 export { runAtFrame, downstreamOf, type RunAtFrame } from "./history/index.ts";
 export { inspectRun, listRunItems, listRunSummaries, pendingApprovalsAcrossRuns, queuedSummary, runHeader } from "./queries/index.ts";
 export { ownerAlive } from "./core/index.ts";
-export { createMetrics, listenMetrics, type SmithersMetrics, type MetricsScrape, type MetricsListener } from "./telemetry/metrics.ts";
+export { createMetrics, listenMetrics, type SmithersMetrics, type MetricsScrape, type MetricsListener } from "./telemetry/index.ts";
