@@ -1,7 +1,7 @@
 /**
  * Runs the benchmarks and prints their tables. Numbers are printed, never asserted.
  *
- *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon, signal-latency, server, server-sse, backends, fork, pg-faults, agent-clis and compare (compare installs the peer into bench/ if missing)
+ *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon, signal-latency, server, server-sse, metrics, backends, fork, pg-faults, agent-clis and compare (compare installs the peer into bench/ if missing)
  *   bun run bench compare --quick      # one bench; the flags after its name go to it
  *   bun run bench --quick              # all benches; flags go to compare
  */
@@ -16,6 +16,7 @@ import { runSignalLatencyBench } from "./signal-latency/index.ts";
 import { runResumeBench } from "./resume/index.tsx";
 import { runServerBench } from "./server/index.ts";
 import { runServerSseBench } from "./server-sse/index.ts";
+import { runMetricsBench } from "./metrics/index.ts";
 import { runBackendsBench } from "./backends/index.ts";
 import { runForkBench } from "./fork/index.tsx";
 import { runPgFaultsBench } from "./pg-faults/index.ts";
@@ -32,6 +33,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   "signal-latency": () => runSignalLatencyBench(),
   server: () => runServerBench(),
   "server-sse": () => runServerSseBench(),
+  metrics: (args) => runMetricsBench(args),
   backends: (args) => runBackendsBench(args),
   fork: (args) => runForkBench(args),
   "pg-faults": (args) => runPgFaultsBench(args),

@@ -44,6 +44,7 @@ const ENGINE_ROOMS: Record<string, readonly string[]> = {
   run: ["attempt", "core", "history", "schedule", "waits", "workflow"], // the run loop: set-up, steps, commits, the event bus
   daemon: ["core", "run", "workflow"], // supervisor, workers, cron
   queries: ["core", "daemon", "history", "waits"], // read models for the CLI, the server and the dashboard
+  telemetry: ["core"], // observers of the events: Prometheus metrics
 };
 
 /** Files a folder may be entered by besides index.ts: the package's own entry points. */

@@ -13,7 +13,7 @@ describe("package", () => {
     expect(Object.keys(pkg.exports)).toEqual(expect.arrayContaining([".", "./jsx-runtime", "./jsx-dev-runtime"]));
   });
 
-  test("`npm test` runs the format check, tsc and the linter before the tests, then the engine suite on PostgreSQL, and CI installs PostgreSQL, Chromium, iproute2 and the agent CLIs then runs exactly the README's command", () => {
+  test("`npm test` runs the format check, tsc and the linter before the tests, then the engine suite on PostgreSQL, and CI installs PostgreSQL, Chromium, iproute2, Prometheus and the agent CLIs then runs exactly the README's command", () => {
     // --timeout: Bun 1.4 ignores bunfig's [test] timeout, and 5 s cuts off subprocess tests on a loaded machine.
     expect(pkg.scripts.test).toBe("npm run check && bun test --timeout 20000 && npm run test:pg-engine");
     expect(pkg.scripts["test:pg-engine"]).toBe("SMITHERS_TEST_BACKEND=postgres bun test --timeout 20000 --preload ./test/support/pg-preload.ts test/engine");
@@ -25,6 +25,7 @@ describe("package", () => {
       "scripts/postgres/ensure.sh >/dev/null",
       "scripts/chromium/ensure.sh >/dev/null",
       "scripts/netns/ensure.sh >/dev/null",
+      "scripts/prometheus/ensure.sh >/dev/null",
       "scripts/agent-clis/ensure.sh >/dev/null",
       "npm install && npm test",
     ]);
@@ -42,7 +43,7 @@ describe("package", () => {
     expect(runtime.Fragment).toBe(dev.Fragment);
   });
 
-  test("depends on drizzle-orm, zod 4, effect, fast-xml-parser, croner, @mdx-js/mdx, diff, hono and postgres, and not on React", () => {
+  test("depends on drizzle-orm, zod 4, effect, fast-xml-parser, croner, @mdx-js/mdx, diff, hono, postgres and prom-client, and not on React", () => {
     expect(Object.keys(pkg.dependencies).sort()).toEqual([
       "@mdx-js/mdx",
       "bun",
@@ -53,6 +54,7 @@ describe("package", () => {
       "fast-xml-parser",
       "hono",
       "postgres",
+      "prom-client",
     ]);
     // zod is the user's: a peer (npm installs it when absent), so their schemas and ours are one zod.
     expect(pkg.peerDependencies.zod).toMatch(/^\^4/);

@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { supervise, superviseForever, type SuperviseOutcome } from "../engine/index.ts";
 import { createLogger, type LogFields, logFormatOption, type Logger } from "./log.ts";
+import { metricsPortFlag, startMetrics } from "./metrics.ts";
 import { durabilityFlag, durationFlag, EXIT, nonNegativeMs, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
 /** One line for an outcome of a pass (the worker prints the same lines for the same outcomes). */
@@ -55,23 +56,36 @@ export async function superviseCommand(args: string[], io: Io, signal: AbortSign
       "stale-threshold": { type: "string" },
       durability: { type: "string" },
       "log-format": { type: "string" },
+      "metrics-port": { type: "string" },
     },
   });
   const log = createLogger(io, logFormatOption(values["log-format"]));
+  const metricsPort = metricsPortFlag(values["metrics-port"]);
   if (values.interval !== undefined && values["interval-ms"] !== undefined) throw usageError("pass --interval or --interval-ms, not both");
   if (values["stale-threshold"] !== undefined && values["stale-after-ms"] !== undefined)
     throw usageError("pass --stale-threshold or --stale-after-ms, not both");
+  const interval = durationFlag(values.interval, "--interval");
+  if (interval === 0) throw usageError("--interval must be more than 0");
+  const watching = values.watch || interval !== undefined;
+  if (metricsPort !== undefined && !watching) throw usageError("--metrics-port serves metrics while supervise watches: pass --watch (or --interval) with it");
   const durability = durabilityFlag(values.durability);
   const db = openExistingDb(values.db);
   if (durability) await db.setDurability(durability);
   const staleAfterMs = durationFlag(values["stale-threshold"], "--stale-threshold") ?? nonNegativeMs(values["stale-after-ms"], "--stale-after-ms");
-  const onEvent = (event: Parameters<Logger["event"]>[0]) => log.event(event, true);
-  const interval = durationFlag(values.interval, "--interval");
-  if (interval === 0) throw usageError("--interval must be more than 0");
-  if (values.watch || interval !== undefined) {
+  // Counters of the runs this process resumes, for as long as it watches.
+  const metrics = metricsPort === undefined ? undefined : await startMetrics(db, metricsPort, log, "supervise");
+  const onEvent = (event: Parameters<Logger["event"]>[0]) => {
+    metrics?.observe(event);
+    log.event(event, true);
+  };
+  if (watching) {
     const intervalMs = interval ?? positiveInt(values["interval-ms"], "--interval-ms") ?? DEFAULT_WATCH_INTERVAL_MS;
     log.out("info", `watching ${db.path} every ${intervalMs} ms (Ctrl-C to stop)`);
-    await superviseForever({ db, staleAfterMs, intervalMs, signal, onEvent, durability, onOutcome: (o) => logOutcome(log, o, describeOutcome(o)) });
+    try {
+      await superviseForever({ db, staleAfterMs, intervalMs, signal, onEvent, durability, onOutcome: (o) => logOutcome(log, o, describeOutcome(o)) });
+    } finally {
+      await metrics?.stop();
+    }
     return EXIT.ok;
   }
   const outcomes = await supervise({ db, staleAfterMs, onEvent, durability });

@@ -4,12 +4,12 @@ export const USAGE = `Usage: smithers init [dir] [--force]
        smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N] [--pricing JSON] [--log-format text|json]
        smithers up --resume <run-id> [--db PATH] [options as above]
        smithers up <workflow.tsx> --detach [--input '<json>'] [--run-id ID] [--db PATH]
-       smithers worker [--db PATH|URL] [--concurrency N] [--workflows DIR] [--lease D] [--poll-interval D] [--durability process|power] [--quiet] [--log-format text|json]
+       smithers worker [--db PATH|URL] [--concurrency N] [--workflows DIR] [--lease D] [--poll-interval D] [--durability process|power] [--quiet] [--log-format text|json] [--metrics-port N]
        smithers ps [--status S] [--limit N] [--json] [--db PATH]
        smithers inspect <run-id> [--json] [--db PATH]
        smithers events <run-id> [--after-seq N] [--type T] [--node ID] [--follow] [--json] [--db PATH]
        smithers cancel <run-id> [--no-wait] [--timeout-ms N] [--json] [--db PATH]
-       smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power] [--log-format text|json]
+       smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power] [--log-format text|json] [--metrics-port N]
        smithers frames <run-id> [--frame N] [--db PATH]
        smithers timeline <run-id> [--json] [--db PATH]
        smithers diff <run-id> <frameA> <frameB> [--json] [--db PATH]
@@ -86,6 +86,8 @@ worker      executes runs handed to workers (up --detach, runWorkflow's enqueue,
   --durability MODE     as for up, for the runs it executes
   --quiet               print what became of each run, not each task's progress
   --log-format F        as for up
+  --metrics-port N      serve Prometheus metrics at http://127.0.0.1:N/metrics (0: any free port,
+                        printed); loopback only, no token
 ps          lists runs, newest first: id, status, workflow, start, duration, tasks done/total, cost;
             runs queued for workers and not started yet come first, status queued
   --status S            only runs in status S (queued, running, finished, continued, failed, cancelled,
@@ -118,6 +120,7 @@ supervise   resumes runs whose owner stopped heartbeating, wakes waiting runs th
                         the peer's forms, durations like 30s or 1m (--interval implies --watch)
   --durability MODE     as for up, for the runs it resumes
   --log-format F        as for up
+  --metrics-port N      with --watch: serve Prometheus metrics at http://127.0.0.1:N/metrics, as worker does
 frames      lists a run's frames (number, encoding, bytes), or prints frame N's XML
 timeline    the run's frames in order, each with its time and what changed in the plan: nodes
             mounted (+), unmounted (-), state and prop changes (~), and the runs forked from it (⑂)

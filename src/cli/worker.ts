@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, loadWorkflowsDir, Worker, type WorkerOutcome } from "../engine/index.ts";
 import { firstContact, STALE_RUN_THRESHOLD_MS } from "../db/index.ts";
 import { createLogger, logFormatOption } from "./log.ts";
+import { metricsPortFlag, startMetrics } from "./metrics.ts";
 import { describeOutcome, logOutcome } from "./supervise.ts";
 import { durabilityFlag, durationFlag, EXIT, openExistingDb, positiveInt, unlessStopped, usageError, type Io, type StopSignals } from "./shared.ts";
 
@@ -27,10 +28,12 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
       durability: { type: "string" },
       quiet: { type: "boolean" },
       "log-format": { type: "string" },
+      "metrics-port": { type: "string" },
     },
     strict: true,
   });
   const log = createLogger(io, logFormatOption(values["log-format"]));
+  const metricsPort = metricsPortFlag(values["metrics-port"]);
   const concurrency = positiveInt(values.concurrency, "--concurrency") ?? DEFAULT_WORKER_CONCURRENCY;
   const leaseMs = durationFlag(values.lease, "--lease") ?? STALE_RUN_THRESHOLD_MS;
   // A live owner paused longer than the lease (GC, a synchronous task, clock skew between hosts) would be taken over.
@@ -50,7 +53,10 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
       signals.cancel,
     ));
   if (!reached) return EXIT.ok;
+  let metrics: Awaited<ReturnType<typeof startMetrics>> | undefined;
   try {
+    metrics = metricsPort === undefined ? undefined : await startMetrics(db, metricsPort, log, "worker");
+    const quiet = values.quiet;
     const worker = new Worker({
       db,
       concurrency,
@@ -58,7 +64,13 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
       pollIntervalMs,
       ...(workflows ? { workflows } : {}),
       ...(durability ? { durability } : {}),
-      onEvent: values.quiet ? undefined : (event) => log.event(event, true),
+      onEvent:
+        metrics === undefined && quiet
+          ? undefined
+          : (event) => {
+              metrics?.observe(event);
+              if (!quiet) log.event(event, true);
+            },
       onOutcome: (o) =>
         o.action === "error"
           ? log.err("error", describe(o), { runId: o.runId || undefined }, `smithers worker: ${describe(o)}`)
@@ -73,6 +85,7 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
     await worker.run(signals.cancel, signals.abandon);
     return EXIT.ok;
   } finally {
+    await metrics?.stop();
     await db.close();
   }
 }

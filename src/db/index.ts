@@ -21,6 +21,7 @@ export * as toolCalls from "./adapters/tool-calls.ts";
 export * as cache from "./adapters/cache.ts";
 export * as scorers from "./adapters/scorers.ts";
 export * as vectors from "./adapters/vectors.ts";
+export * as metrics from "./adapters/metrics.ts";
 export { computeSchemaSignature, hashSchemaSignature, schemaSignatureText } from "./schema-signature.ts";
 export { camelToSnake } from "./output-schema.ts";
 export {

@@ -88,3 +88,4 @@ export {
   runWaterfall,
 } from "./queries/index.ts";
 export { ownerAlive } from "./core/index.ts";
+export { createMetrics, listenMetrics, type SmithersMetrics, type MetricsScrape, type MetricsListener } from "./telemetry/index.ts";

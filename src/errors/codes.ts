@@ -145,7 +145,10 @@ export const ERROR_TABLE = {
   },
   DB_NOT_A_DATABASE: { kind: "environment", summary: "The file given as the database is not a SQLite database." },
   DB_CORRUPT: { kind: "environment", summary: "The database file is damaged or cut short; restore a backup or try `sqlite3 FILE .recover`." },
-  PORT_IN_USE: { kind: "environment", summary: "`serve`'s port is taken by another process; stop it or pass another `--port` (0 picks a free one)." },
+  PORT_IN_USE: {
+    kind: "environment",
+    summary: "`serve`'s port (or `worker`/`supervise`'s `--metrics-port`) is taken by another process; stop it or pass another port (0 picks a free one).",
+  },
   DB_OPEN_FAILED: {
     kind: "environment",
     summary: "The database cannot be opened or created there (a directory given as the file, a parent path that is a file).",

@@ -6,7 +6,7 @@
 import { resolve } from "node:path";
 import { Hono } from "hono";
 import { firstContact, isPostgresUrl, openSmithersDb, type SmithersDb } from "../db/index.ts";
-import { loadWorkflowsDir } from "../engine/index.ts";
+import { createMetrics, loadWorkflowsDir } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { bearerToken, bodyLimitOf, checkListen, checkToken, DEFAULT_MAX_BODY_BYTES, frameGuard, loopbackOnly } from "./access.ts";
 import { errorResponse } from "./errors.ts";
@@ -115,6 +115,8 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
       const timer = setTimeout(finish, ms);
       set.add(finish);
     });
+  // Counters hear the runs this server executes; gauges are read from the database at each scrape.
+  const metrics = await createMetrics(db);
   const queue = new RunQueue({
     db,
     workflows,
@@ -123,6 +125,7 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
     ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
     onEvent: wake,
+    observe: (event) => metrics.observe(event),
     onError: o.onError ?? ((runId, error) => console.error(`smithers serve: run ${runId || "(queue)"}: ${logText(error)}`)),
   });
 
@@ -135,6 +138,10 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
   app.use(o.token === undefined ? loopbackOnly : bearerToken(o.token));
   app.use(bodyLimitOf(maxBodyBytes));
   app.get("/health", async (c) => c.json({ ok: true, running: queue.running }));
+  app.get("/metrics", async (c) => {
+    const { contentType, body } = await metrics.scrape();
+    return c.body(body, 200, { "Content-Type": contentType });
+  });
   const follow = { db, pollMs: o.pollMs ?? 100, heartbeatMs: o.heartbeatMs ?? 5_000, waitForEvent };
   // Before registerRoutes: GET /runs/stream must not be taken for a run id.
   registerDashboardApi(app, {

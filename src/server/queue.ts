@@ -5,7 +5,7 @@
  * wakes those workflows' answered or due waiting runs and takes over their stale ones.
  */
 import { queue, type runs, type SmithersDb } from "../db/index.ts";
-import { queueName, SERVER_RUN_ID, validateInput, Worker, type RegisteredWorkflow, type WorkerOutcome } from "../engine/index.ts";
+import { queueName, SERVER_RUN_ID, validateInput, Worker, type RegisteredWorkflow, type SmithersEvent, type WorkerOutcome } from "../engine/index.ts";
 import { errorKind, SmithersError } from "../errors/index.ts";
 
 /**
@@ -41,6 +41,8 @@ export type RunQueueOptions = {
   retryAfterSeconds: number;
   /** Hears every event of the runs this server executes (wakes SSE followers). */
   onEvent: (runId: string) => void;
+  /** Hears each event itself (the server's metrics). */
+  observe?: (event: SmithersEvent) => void;
   /** A run that failed to start or threw, or a pass that failed on the database. */
   onError: (runId: string, error: unknown) => void;
   /** The worker's lease (WorkerOptions.leaseMs). */
@@ -64,7 +66,10 @@ export class RunQueue {
             concurrency: o.maxConcurrent,
             workflows: [...o.workflows.values()],
             ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
-            onEvent: (event) => o.onEvent(event.runId),
+            onEvent: (event) => {
+              o.observe?.(event);
+              o.onEvent(event.runId);
+            },
             onOutcome: (outcome) => this.settled(outcome),
           })
         : undefined;
