@@ -41,7 +41,8 @@ const ENGINE_ROOMS: Record<string, readonly string[]> = {
   history: ["core", "workflow"], // frames, a run at a frame, plan diff, time travel, retention
   waits: ["core", "schedule", "workflow"], // one file per kind of wait; a child run is started through a function the run hands down
   attempt: ["core", "waits", "workflow"], // one attempt of a task and what it touches (side effects, spend, cache, worktree)
-  run: ["attempt", "core", "history", "schedule", "waits", "workflow"], // the run loop: set-up, steps, commits, the event bus
+  telemetry: [], // spans from a run's events (through @opentelemetry/api) and the OTLP SDK set-up, loaded only when tracing is on
+  run: ["attempt", "core", "history", "schedule", "telemetry", "waits", "workflow"], // the run loop: set-up, steps, commits, the event bus
   daemon: ["core", "run", "workflow"], // supervisor, workers, cron
   queries: ["core", "daemon", "history", "waits"], // read models for the CLI, the server and the dashboard
 };

@@ -77,3 +77,14 @@ export {
 export { runAtFrame, downstreamOf, type RunAtFrame } from "./history/index.ts";
 export { inspectRun, listRunItems, listRunSummaries, pendingApprovalsAcrossRuns, queuedSummary, runHeader } from "./queries/index.ts";
 export { ownerAlive } from "./core/index.ts";
+export {
+  startTracingFromEnv,
+  traceIdOf,
+  tracerRegistered,
+  tracingFromEnv,
+  OTLP_PROTOCOLS,
+  TRACE_SAMPLERS,
+  type Tracing,
+  type TracingConfig,
+  type TracingSetting,
+} from "./telemetry/index.ts";
