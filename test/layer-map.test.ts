@@ -40,7 +40,7 @@ const ENGINE_ROOMS: Record<string, readonly string[]> = {
   workflow: ["core"], // createSmithers, ctx, loading a workflow file, input, code pin
   history: ["core", "workflow"], // frames, a run at a frame, plan diff, time travel, retention
   waits: ["core", "schedule", "workflow"], // one file per kind of wait; a child run is started through a function the run hands down
-  attempt: ["core", "waits", "workflow"], // one attempt of a task and what it touches (side effects, spend, cache, worktree)
+  attempt: ["core", "telemetry", "waits", "workflow"], // one attempt of a task and what it touches (side effects, spend, cache, worktree)
   telemetry: [], // spans from a run's events (through @opentelemetry/api) and the OTLP SDK set-up, loaded only when tracing is on
   run: ["attempt", "core", "history", "schedule", "telemetry", "waits", "workflow"], // the run loop: set-up, steps, commits, the event bus
   daemon: ["core", "run", "workflow"], // supervisor, workers, cron

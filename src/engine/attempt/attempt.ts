@@ -7,6 +7,7 @@
  */
 import { resolve } from "node:path";
 import { z } from "zod";
+import { attemptTraceparent } from "../telemetry/index.ts";
 import { AGENT_NEVER_RETRY_CODES, generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../../agents/index.ts";
 import { formatZodIssues } from "../../schema/index.ts";
 import { attempts, nodes, outputRowFor, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type Usage } from "../../db/index.ts";
@@ -162,8 +163,10 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
     now: a.now,
     ...(a.onToolCall ? { onRecorded: a.onToolCall } : {}),
   };
+  const traceparent = attemptTraceparent(a.runId, task.nodeId, task.iteration);
   const result = await runWithToolContext(toolContext, () =>
     generateStructured({
+      ...(traceparent === undefined ? {} : { traceparent }),
       agent: task.agent!,
       prompt: task.prompt!,
       schema: validationSchema(task, a.info),

@@ -10,6 +10,7 @@
  */
 import { type Context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace, TraceFlags, type Tracer } from "@opentelemetry/api";
 import { runAnchorSpanIdOf, traceIdOf } from "./trace-ids.ts";
+import { setAttemptTraceparent } from "./traceparents.ts";
 
 /** The tracer's name: the instrumentation scope backends group these spans by. */
 export const TRACER_NAME = "smithers-workflows";
@@ -93,6 +94,8 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
       span.setAttribute("smithers.outcome", "unfinished");
       span.end(at);
       openAttempts.delete(key);
+      const [, nodeId = "", iteration = "0"] = key.split("\u0000");
+      setAttemptTraceparent(info.runId, nodeId, Number(iteration), undefined);
     }
     attempts.clear();
     for (const stack of tools.values()) for (const { span } of stack) span.end(at);
@@ -140,6 +143,8 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
         const span = tracer.startSpan(`smithers.attempt ${e.nodeId}`, { startTime: at, attributes: { ...ids, "smithers.attempt": e.attempt } }, runCtx);
         attempts.set(key, span);
         openAttempts.set(key, span);
+        const { traceId, spanId, traceFlags } = span.spanContext();
+        setAttemptTraceparent(info.runId, e.nodeId, e.iteration, `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}`);
         return;
       }
       case "NodeFinished":
@@ -160,6 +165,7 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
         span.end(at);
         attempts.delete(key);
         openAttempts.delete(key);
+        setAttemptTraceparent(info.runId, e.nodeId, e.iteration, undefined);
         return;
       }
       case "NodeRetrying":

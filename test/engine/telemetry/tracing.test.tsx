@@ -2,6 +2,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, runWorkflow } from "../../../src/index.ts";
+import { ClaudeCodeAgent } from "../../../src/agents/index.ts";
+import { fakeCli } from "../../agents/cli/fake-cli.ts";
 import { startTracingFromEnv, traceIdOf, tracerRegistered, tracingFromEnv } from "../../../src/engine/index.ts";
 import { runAnchorSpanIdOf } from "../../../src/engine/telemetry/index.ts";
 import subflowWorkflow from "../../fixtures/subflow.tsx";
@@ -106,6 +108,24 @@ describe("traceRunIfEnabled (through startTracingFromEnv)", () => {
     expect(childRun!.attributes["smithers.run_id"]).toBe("parent-1/child#0");
     expect(new Set(r.spans.map((s) => s.traceId))).toEqual(new Set([traceIdOf("parent-1")]));
     expect(byName(r.spans, "smithers.attempt fetch")[0]!.parentSpanId).toBe(childRun!.spanId);
+  });
+
+  test("a coding-agent CLI called by an attempt gets TRACEPARENT naming that attempt's span", async () => {
+    const r = receiver();
+    const tracing = await startTracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: r.url }, () => undefined);
+    const fake = fakeCli("ok", { FAKE_CLI_TEXT: '{"n":7}' });
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: tempDbPath() });
+    const wf = smithers(() => (
+      <Workflow name="agentic">
+        <Task id="ask" output={outputs.out} agent={new ClaudeCodeAgent({ env: fake.env })}>
+          Give n.
+        </Task>
+      </Workflow>
+    ));
+    expect((await runWorkflow(wf, { runId: "agentic-1" })).status).toBe("finished");
+    await tracing!.shutdown();
+    const [attempt] = byName(r.spans, "smithers.attempt ask");
+    expect(fake.record().env.TRACEPARENT).toBe(`00-${attempt!.traceId}-${attempt!.spanId}-01`);
   });
 
   test("with no endpoint set nothing is registered and runs export nothing", async () => {
