@@ -52,6 +52,22 @@ describe("smithers up with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     expect(r.spans.find((s) => s.name === "smithers.attempt deploy")!.parentSpanId).toBe(runs[1]!.spanId);
   });
 
+  test("supervise resuming an approved run continues the run's trace", async () => {
+    const r = startOtlpReceiver();
+    receivers.push(r);
+    const dbPath = tempDbPath();
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: r.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" };
+    expect((await smithersAsync(["up", "test/fixtures/approval.tsx", "--db", dbPath, "--run-id", "gate-s"], env)).code).toBe(3);
+    expect((await smithersAsync(["approve", "gate-s", "--yes", "--db", dbPath])).code).toBe(0);
+    const supervised = await smithersAsync(["supervise", "--db", dbPath], env);
+    expect(supervised.stdout).toContain("resumed gate-s finished");
+    const runs = r.spans.filter((s) => s.name === "smithers.run gated-deploy");
+    expect(runs.map((s) => [s.attributes["smithers.resumed"], s.attributes["smithers.run.status"], s.traceId])).toEqual([
+      [false, "waiting-approval", traceIdOf("gate-s")],
+      [true, "finished", traceIdOf("gate-s")],
+    ]);
+  });
+
   test("a collector that is not listening costs the run nothing and the exit at most the bounded flush, with one warning line", async () => {
     const baseline = await timedUp(tempDbPath(), {});
     const dead = await timedUp(tempDbPath(), { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${closedPort()}` });

@@ -1,5 +1,7 @@
 /** @jsxImportSource smithers-workflows */
 import { afterEach, describe, expect, test } from "bun:test";
+import { trace } from "@opentelemetry/api";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { z } from "zod";
 import { createSmithers, runWorkflow } from "../../../src/index.ts";
 import { ClaudeCodeAgent } from "../../../src/agents/index.ts";
@@ -126,6 +128,32 @@ describe("traceRunIfEnabled (through startTracingFromEnv)", () => {
     await tracing!.shutdown();
     const [attempt] = byName(r.spans, "smithers.attempt ask");
     expect(fake.record().env.TRACEPARENT).toBe(`00-${attempt!.traceId}-${attempt!.spanId}-01`);
+  });
+
+  test("a library user's own SDK receives the run's spans through @opentelemetry/api", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    trace.setGlobalTracerProvider(provider);
+    try {
+      const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: tempDbPath() });
+      const wf = smithers(() => (
+        <Workflow name="library">
+          <Task id="only" output={outputs.out}>
+            {{ n: 1 }}
+          </Task>
+        </Workflow>
+      ));
+      expect((await runWorkflow(wf, { runId: "lib-1" })).status).toBe("finished");
+      const spans = exporter.getFinishedSpans();
+      const run = spans.find((s) => s.name === "smithers.run library")!;
+      const attempt = spans.find((s) => s.name === "smithers.attempt only")!;
+      expect(run.instrumentationScope.name).toBe("smithers-workflows");
+      expect(attempt.parentSpanContext?.spanId).toBe(run.spanContext().spanId);
+      expect(run.spanContext().traceId).toBe(traceIdOf("lib-1"));
+    } finally {
+      await provider.shutdown();
+      trace.disable();
+    }
   });
 
   test("with no endpoint set nothing is registered and runs export nothing", async () => {
