@@ -11,7 +11,7 @@ import { tracingFromEnv } from "./config.ts";
 
 export { OTLP_PROTOCOLS, TRACE_SAMPLERS, tracingFromEnv, type TracingConfig, type TracingSetting } from "./config.ts";
 export { rootRunId, runAnchorSpanIdOf, traceIdOf } from "./trace-ids.ts";
-export { attemptTraceparent } from "./traceparents.ts";
+export { type AgentCallReport, type TracedAttempt, tracedAttempt } from "./traceparents.ts";
 
 /** Where `@opentelemetry/api` (major version 1) keeps its registered globals. */
 const OTEL_API_GLOBAL = Symbol.for("opentelemetry.js.api.1");

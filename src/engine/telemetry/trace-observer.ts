@@ -10,7 +10,7 @@
  */
 import { type Context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace, TraceFlags, type Tracer } from "@opentelemetry/api";
 import { runAnchorSpanIdOf, traceIdOf } from "./trace-ids.ts";
-import { setAttemptTraceparent } from "./traceparents.ts";
+import { type AgentCallReport, setTracedAttempt } from "./traceparents.ts";
 
 /** The tracer's name: the instrumentation scope backends group these spans by. */
 export const TRACER_NAME = "smithers-workflows";
@@ -69,6 +69,27 @@ function parentContext(runId: string): Context {
   });
 }
 
+/** A GenAI `chat` span for one agent call of an attempt: model, token usage and cost. */
+function agentCallSpan(tracer: Tracer, attempt: Span, ids: Record<string, string | number>, report: AgentCallReport): void {
+  const { usage } = report;
+  const model = report.requestModel ?? usage?.model;
+  const attributes: Record<string, string | number> = { ...ids, "gen_ai.operation.name": "chat" };
+  if (model !== undefined) attributes["gen_ai.request.model"] = model;
+  if (usage?.model !== undefined) attributes["gen_ai.response.model"] = usage.model;
+  if (report.agentId !== undefined) attributes["gen_ai.agent.name"] = report.agentId;
+  if (usage?.inputTokens !== undefined) attributes["gen_ai.usage.input_tokens"] = usage.inputTokens;
+  if (usage?.outputTokens !== undefined) attributes["gen_ai.usage.output_tokens"] = usage.outputTokens;
+  if (usage?.cachedInputTokens !== undefined) attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cachedInputTokens;
+  if (usage?.costUsd !== undefined) attributes["smithers.cost_usd"] = usage.costUsd;
+  const span = tracer.startSpan(
+    model === undefined ? "chat" : `chat ${model}`,
+    { startTime: report.startMs, attributes },
+    trace.setSpan(ROOT_CONTEXT, attempt),
+  );
+  if (report.error !== undefined) fail(span, report.error, report.endMs);
+  span.end(report.endMs);
+}
+
 /**
  * Subscribes a tracing observer to a run's bus; returns the unsubscribe function.
  * @example
@@ -95,7 +116,7 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
       span.end(at);
       openAttempts.delete(key);
       const [, nodeId = "", iteration = "0"] = key.split("\u0000");
-      setAttemptTraceparent(info.runId, nodeId, Number(iteration), undefined);
+      setTracedAttempt(info.runId, nodeId, Number(iteration), undefined);
     }
     attempts.clear();
     for (const stack of tools.values()) for (const { span } of stack) span.end(at);
@@ -144,7 +165,10 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
         attempts.set(key, span);
         openAttempts.set(key, span);
         const { traceId, spanId, traceFlags } = span.spanContext();
-        setAttemptTraceparent(info.runId, e.nodeId, e.iteration, `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}`);
+        setTracedAttempt(info.runId, e.nodeId, e.iteration, {
+          traceparent: `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}`,
+          agentCall: (report) => agentCallSpan(tracer, span, { ...ids, "smithers.attempt": e.attempt }, report),
+        });
         return;
       }
       case "NodeFinished":
@@ -165,7 +189,7 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
         span.end(at);
         attempts.delete(key);
         openAttempts.delete(key);
-        setAttemptTraceparent(info.runId, e.nodeId, e.iteration, undefined);
+        setTracedAttempt(info.runId, e.nodeId, e.iteration, undefined);
         return;
       }
       case "NodeRetrying":

@@ -112,14 +112,14 @@ describe("traceRunIfEnabled (through startTracingFromEnv)", () => {
     expect(byName(r.spans, "smithers.attempt fetch")[0]!.parentSpanId).toBe(childRun!.spanId);
   });
 
-  test("a coding-agent CLI called by an attempt gets TRACEPARENT naming that attempt's span", async () => {
+  test("a coding-agent CLI called by an attempt gets TRACEPARENT naming that attempt's span, and the call is a GenAI chat span under it with models, tokens and cost", async () => {
     const r = receiver();
     const tracing = await startTracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: r.url }, () => undefined);
     const fake = fakeCli("ok", { FAKE_CLI_TEXT: '{"n":7}' });
     const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: tempDbPath() });
     const wf = smithers(() => (
       <Workflow name="agentic">
-        <Task id="ask" output={outputs.out} agent={new ClaudeCodeAgent({ env: fake.env })}>
+        <Task id="ask" output={outputs.out} agent={new ClaudeCodeAgent({ env: fake.env, model: "claude-opus-asked" })}>
           Give n.
         </Task>
       </Workflow>
@@ -128,6 +128,20 @@ describe("traceRunIfEnabled (through startTracingFromEnv)", () => {
     await tracing!.shutdown();
     const [attempt] = byName(r.spans, "smithers.attempt ask");
     expect(fake.record().env.TRACEPARENT).toBe(`00-${attempt!.traceId}-${attempt!.spanId}-01`);
+    const [chat, ...more] = r.spans.filter((s) => s.name.startsWith("chat"));
+    expect(more).toEqual([]);
+    expect(chat!.name).toBe("chat claude-opus-asked");
+    expect(chat!.parentSpanId).toBe(attempt!.spanId);
+    expect(chat!.attributes).toMatchObject({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.request.model": "claude-opus-asked",
+      "gen_ai.response.model": "claude-sonnet-4-5",
+      "gen_ai.agent.name": "claude",
+      "gen_ai.usage.input_tokens": 115,
+      "gen_ai.usage.output_tokens": 20,
+      "gen_ai.usage.cache_read.input_tokens": 100,
+      "smithers.cost_usd": 0.0123,
+    });
   });
 
   test("a library user's own SDK receives the run's spans through @opentelemetry/api", async () => {
