@@ -128,8 +128,10 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
     waits.clear();
   };
 
+  let lastAt = 0;
   const onEvent = (event: BusEvent): void => {
     const at = event.timestampMs;
+    lastAt = at;
     const e = event as BusEvent & { nodeId: string; iteration: number; attempt: number; error?: unknown };
     if (event.type === "RunStarted" || event.type === "RunResumed") {
       runSpan = tracer.startSpan(
@@ -241,7 +243,8 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
   const off = bus.on(onEvent);
   return () => {
     off();
-    closeOpen(Date.now());
-    runSpan?.end();
+    // Spans still open when the run stops being observed end at its last event (the run's clock, not this process's).
+    closeOpen(lastAt);
+    runSpan?.end(lastAt);
   };
 }
