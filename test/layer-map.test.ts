@@ -40,11 +40,11 @@ const ENGINE_ROOMS: Record<string, readonly string[]> = {
   workflow: ["core"], // createSmithers, ctx, loading a workflow file, input, code pin
   history: ["core", "workflow"], // frames, a run at a frame, plan diff, time travel, retention
   waits: ["core", "schedule", "workflow"], // one file per kind of wait; a child run is started through a function the run hands down
-  attempt: ["core", "waits", "workflow"], // one attempt of a task and what it touches (side effects, spend, cache, worktree)
-  run: ["attempt", "core", "history", "schedule", "waits", "workflow"], // the run loop: set-up, steps, commits, the event bus
+  attempt: ["core", "telemetry", "waits", "workflow"], // one attempt of a task and what it touches (side effects, spend, cache, worktree)
+  run: ["attempt", "core", "history", "schedule", "telemetry", "waits", "workflow"], // the run loop: set-up, steps, commits, the event bus
   daemon: ["core", "run", "workflow"], // supervisor, workers, cron
   queries: ["core", "daemon", "history", "waits"], // read models for the CLI, the server and the dashboard
-  telemetry: ["core"], // observers of the events: Prometheus metrics
+  telemetry: ["core"], // observers of the events: spans (through @opentelemetry/api; the OTLP SDK loaded only when tracing is on) and Prometheus metrics
 };
 
 /** Files a folder may be entered by besides index.ts: the package's own entry points. */

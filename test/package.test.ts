@@ -43,9 +43,16 @@ describe("package", () => {
     expect(runtime.Fragment).toBe(dev.Fragment);
   });
 
-  test("depends on drizzle-orm, zod 4, effect, fast-xml-parser, croner, @mdx-js/mdx, diff, hono, postgres and prom-client, and not on React", () => {
+  test("depends on drizzle-orm, zod 4, effect, fast-xml-parser, croner, @mdx-js/mdx, diff, hono, postgres, prom-client and the official OpenTelemetry trace packages, and not on React", () => {
+    // The OpenTelemetry SDK and exporters are imported only when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (test/e2e/traces-cli.test.ts).
     expect(Object.keys(pkg.dependencies).sort()).toEqual([
       "@mdx-js/mdx",
+      "@opentelemetry/api",
+      "@opentelemetry/core",
+      "@opentelemetry/exporter-trace-otlp-http",
+      "@opentelemetry/exporter-trace-otlp-proto",
+      "@opentelemetry/resources",
+      "@opentelemetry/sdk-trace-base",
       "bun",
       "croner",
       "diff",

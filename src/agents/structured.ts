@@ -152,6 +152,8 @@ export type GenerateStructuredOptions<S extends z.ZodType> = {
   maxSchemaRetries?: number;
   /** Passed to every generate call as its `cwd` (see AgentGenerateArgs). */
   cwd?: string;
+  /** Passed to every generate call as its `traceparent` (see AgentGenerateArgs). */
+  traceparent?: string;
   onAttempt?: (attempt: StructuredAttempt) => void;
   /**
    * Told of every agent call as it starts. On abort the result rejects at once, but an agent that
@@ -205,6 +207,7 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
   const passed: Partial<AgentGenerateArgs> = {
     ...(signal ? { abortSignal: signal } : {}),
     ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
+    ...(opts.traceparent === undefined ? {} : { traceparent: opts.traceparent }),
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     ...(opts.onStdout ? { onStdout: opts.onStdout } : {}),
     ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),

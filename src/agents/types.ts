@@ -68,6 +68,8 @@ export interface AgentGenerateArgs {
    * root directory. An agent that runs tools or a CLI runs them here, unless it was given its own.
    */
   cwd?: string;
+  /** The W3C trace context of the attempt making the call, when tracing is on; CLI agents pass it on as TRACEPARENT. */
+  traceparent?: string;
 }
 
 export interface AgentReply {

@@ -223,6 +223,9 @@ function stdoutIsTty(): boolean {
 /** Commands that run or wait for runs: a first Ctrl-C or SIGTERM lets them finish what is in flight. */
 const STOPS_GRACEFULLY = new Set(["up", "supervise", "fork", "replay", "rewind", "serve", "worker", "events", "cancel"]);
 
+/** The long-running commands that export spans when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set. */
+const TRACED_COMMANDS = new Set(["up", "worker", "serve", "supervise"]);
+
 /** Runs the command line of this process (`process.argv`) and exits with its code: what the `smithers` bin does. */
 export async function runCommandLine(): Promise<never> {
   // First Ctrl-C cancels: running tasks get their grace period to stop. Second: bodies still
@@ -255,7 +258,14 @@ export async function runCommandLine(): Promise<never> {
   process.on("SIGINT", onStop);
   process.on("SIGTERM", onStop);
   const io: Io = { out: console.log, err: console.error, ...(stdoutIsTty() ? { tty: (text: string) => process.stdout.write(text) } : {}) };
+  // Spans leave over OTLP only when an endpoint is set: otherwise the SDK (and the engine, for a command that does not need it) is never loaded.
+  const env = process.env;
+  const tracing =
+    TRACED_COMMANDS.has(process.argv[2] ?? "") && (env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+      ? await (await import("../engine/index.ts")).startTracingFromEnv(env, console.error)
+      : undefined;
   const code = await main(process.argv.slice(2), io, { cancel: cancel.signal, abandon: abandon.signal });
+  await tracing?.shutdown(); // bounded: a collector that is down or slow costs the exit at most FLUSH_BOUND_MS
   // Everything is persisted by now; a task body still sleeping after a cancel must not keep the process alive.
   process.exit(code);
 }

@@ -89,3 +89,14 @@ export {
 } from "./queries/index.ts";
 export { ownerAlive } from "./core/index.ts";
 export { createMetrics, listenMetrics, type SmithersMetrics, type MetricsScrape, type MetricsListener } from "./telemetry/index.ts";
+export {
+  startTracingFromEnv,
+  traceIdOf,
+  tracerRegistered,
+  tracingFromEnv,
+  OTLP_PROTOCOLS,
+  TRACE_SAMPLERS,
+  type Tracing,
+  type TracingConfig,
+  type TracingSetting,
+} from "./telemetry/index.ts";

@@ -21,7 +21,7 @@ const CODES = new Set(Object.keys(ERROR_TABLE));
 const NOT_CODES = new Set(["SAFE_JSON_LIMITS", "CODE"]); // CODE: the placeholder in `smithers: CODE: message`
 /** Environment variables: Smithers' own, and the agent CLIs' and providers' (which the agent guide names). */
 const isEnvVar = (name: string) =>
-  name === "PATH" || /^(?:SMITHERS|ANTHROPIC|CLAUDE|CODEX|OPENAI|GEMINI|GOOGLE|OPENCODE|DISABLE|XDG)_/.test(name) || name === "IS_SANDBOX";
+  name === "PATH" || /^(?:SMITHERS|ANTHROPIC|CLAUDE|CODEX|OPENAI|GEMINI|GOOGLE|OPENCODE|DISABLE|XDG|OTEL)_/.test(name) || name === "IS_SANDBOX";
 
 /** README.md, CONTRIBUTING.md and every Markdown file under docs/. */
 function markdownFiles(): string[] {

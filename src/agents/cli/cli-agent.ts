@@ -53,6 +53,8 @@ export abstract class CliAgent<O extends BaseCliAgentOptions> implements Agent {
     if (call.abortSignal?.aborted) throw call.abortSignal.reason;
     const cwd = this.options.cwd ?? call.cwd ?? process.cwd();
     const env = this.environment();
+    // The CLI's own spans (if it traces) join the attempt's trace.
+    if (call.traceparent !== undefined) env.TRACEPARENT = call.traceparent;
     const binary = this.options.binary ?? this.defaultBinary;
     const executable = resolveBinary(this.agentName, binary, env, cwd);
     const maxOutputBytes = this.options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;

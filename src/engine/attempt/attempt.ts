@@ -7,6 +7,7 @@
  */
 import { resolve } from "node:path";
 import { z } from "zod";
+import { tracedAttempt } from "../telemetry/index.ts";
 import { AGENT_NEVER_RETRY_CODES, generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../../agents/index.ts";
 import { formatZodIssues } from "../../schema/index.ts";
 import { attempts, nodes, outputRowFor, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type Usage } from "../../db/index.ts";
@@ -162,18 +163,34 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
     now: a.now,
     ...(a.onToolCall ? { onRecorded: a.onToolCall } : {}),
   };
+  // Undefined unless a tracer is registered and this attempt's span is open.
+  const traced = tracedAttempt(a.runId, task.nodeId, task.iteration);
+  const requestModel = (task.agent as { options?: { model?: unknown } }).options?.model;
+  let callStartMs = 0;
   const result = await runWithToolContext(toolContext, () =>
     generateStructured({
+      ...(traced === undefined ? {} : { traceparent: traced.traceparent }),
       agent: task.agent!,
       prompt: task.prompt!,
       schema: validationSchema(task, a.info),
       signal,
       cwd,
       onCall: (call) => {
+        if (traced) callStartMs = a.now();
         spent.callStarted();
         onAgentCall(call);
       },
-      onAttempt: (call) => spent.callEnded(call.usage),
+      onAttempt: (call) => {
+        spent.callEnded(call.usage);
+        traced?.agentCall({
+          startMs: callStartMs,
+          endMs: a.now(),
+          ...(call.agentId === undefined ? {} : { agentId: call.agentId }),
+          ...(typeof requestModel === "string" ? { requestModel } : {}),
+          ...(call.usage ? { usage: call.usage } : {}),
+          ...(call.error === undefined ? {} : { error: call.error }),
+        });
+      },
       onEvent: (event) => {
         spent.event(event);
         a.onAgentEvent?.(event);

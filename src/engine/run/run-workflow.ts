@@ -19,6 +19,7 @@ import { enqueueRun, type EnqueuedRun } from "./enqueue.ts";
 import { checkCode } from "./code-check.ts";
 import { codeHashOf } from "../workflow/index.ts";
 import type { StartChildRun } from "../waits/index.ts";
+import { traceRunIfEnabled } from "../telemetry/index.ts";
 
 export type { RunResult } from "./run.ts";
 export type { EnqueuedRun } from "./enqueue.ts";
@@ -201,6 +202,9 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
     const continues = setup.resumed && !setup.alreadyFinished;
     const bus = continues ? await openEventBus({ db, runId: setup.runId }) : new EventBus({ db, runId: setup.runId });
     for (const listener of [options.onEvent, options.onProgress]) if (listener) bus.on((event) => listener(event as unknown as SmithersEvent));
+    // Spans only when an OpenTelemetry SDK is registered; otherwise nothing is loaded or awaited.
+    const tracing = traceRunIfEnabled(bus, { runId: setup.runId, workflow: () => workflow.name });
+    const stopTracing = tracing ? await tracing : undefined;
     const policy = { interval: options.keyframes?.interval ?? DEFAULT_KEYFRAME_POLICY.interval, mode: options.keyframes?.mode ?? DEFAULT_KEYFRAME_POLICY.mode };
     const recorder = new FrameRecorder(continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) =>
       task.mode === "timer" ? "" : workflow.registry.resolve(task.output, task.outputSchema).tableName,
@@ -239,6 +243,7 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
       return await run.execute();
     } finally {
       clearInterval(heartbeat);
+      stopTracing?.();
       options.signal?.removeEventListener("abort", onAbort);
       await db.checkpoint();
     }

@@ -1,0 +1,28 @@
+/**
+ * A run's trace identity, derived from its run id, so every process that executes a part of the
+ * run (the first `up`, a resume after a crash, a worker, a supervisor waking a wait) continues the
+ * same trace without asking anyone: the trace id is a hash of the root run's id, and each run's
+ * spans hang under a span id derived from the run id. A subflow's run id starts with its parent's
+ * (`parent/node#iteration`), so a subflow lands in its parent's trace.
+ */
+import { createHash } from "node:crypto";
+
+const hex = (text: string): string => createHash("sha256").update(text).digest("hex");
+
+/** The run a subflow chain starts from: the part of the run id before the first `/`. */
+export function rootRunId(runId: string): string {
+  const slash = runId.indexOf("/");
+  return slash === -1 ? runId : runId.slice(0, slash);
+}
+
+/** 32 hex digits, never all zero (an all-zero id is invalid in W3C trace context). */
+export function traceIdOf(runId: string): string {
+  const id = hex(`smithers-trace:${rootRunId(runId)}`).slice(0, 32);
+  return /^0+$/.test(id) ? `${id.slice(0, 31)}1` : id;
+}
+
+/** 16 hex digits: the span every part of the run is a child of. */
+export function runAnchorSpanIdOf(runId: string): string {
+  const id = hex(`smithers-run:${runId}`).slice(0, 16);
+  return /^0+$/.test(id) ? `${id.slice(0, 15)}1` : id;
+}
