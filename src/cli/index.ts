@@ -9,7 +9,7 @@
 import { exitCodeOf, SmithersError } from "../errors/index.ts";
 import { EXIT } from "./constants.ts";
 import { commandFlags, commandHelp, suggest } from "./help.ts";
-import { jsonLine, wantsJsonLog } from "./log.ts";
+import { jsonLine, setTraceIdsProvider, wantsJsonLog } from "./log.ts";
 import type { Io, StopSignals } from "./shared.ts";
 import { USAGE } from "./usage.ts";
 
@@ -235,6 +235,11 @@ export async function runCommandLine(): Promise<never> {
   // What Ctrl-C or SIGTERM does, on stderr: a JSON line (level warn) when the command logs JSON.
   const json = wantsJsonLog(process.argv[2], process.argv.slice(3));
   const stopLine = (text: string) => console.error(json ? jsonLine("warn", text.replace(/^smithers( worker)?: /, "")) : text);
+  // The engine's own warnings (a column changed on disk, say) are JSON lines too when the command logs JSON.
+  if (json) {
+    const { format } = await import("node:util");
+    console.warn = (...args: unknown[]) => console.error(jsonLine("warn", format(...args).replace(/^smithers: /, "")));
+  }
   const onStop = () => {
     // A command that neither runs nor waits for runs has nothing to finish: it exits at once,
     // even while it waits on a database another process holds locked.
@@ -260,10 +265,13 @@ export async function runCommandLine(): Promise<never> {
   const io: Io = { out: console.log, err: console.error, ...(stdoutIsTty() ? { tty: (text: string) => process.stdout.write(text) } : {}) };
   // Spans leave over OTLP only when an endpoint is set: otherwise the SDK (and the engine, for a command that does not need it) is never loaded.
   const env = process.env;
-  const tracing =
-    TRACED_COMMANDS.has(process.argv[2] ?? "") && (env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
-      ? await (await import("../engine/index.ts")).startTracingFromEnv(env, console.error)
-      : undefined;
+  let tracing: Awaited<ReturnType<typeof import("../engine/index.ts").startTracingFromEnv>>;
+  if (TRACED_COMMANDS.has(process.argv[2] ?? "") && (env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)) {
+    const engine = await import("../engine/index.ts");
+    tracing = await engine.startTracingFromEnv(env, (line) => console.error(json ? jsonLine("warn", line.replace(/^smithers: /, "")) : line));
+    // JSON log lines about a run carry the trace and span they belong to.
+    if (tracing) setTraceIdsProvider(engine.spanIdsOf);
+  }
   const code = await main(process.argv.slice(2), io, { cancel: cancel.signal, abandon: abandon.signal });
   await tracing?.shutdown(); // bounded: a collector that is down or slow costs the exit at most FLUSH_BOUND_MS
   // Everything is persisted by now; a task body still sleeping after a cancel must not keep the process alive.

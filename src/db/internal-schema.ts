@@ -39,6 +39,13 @@ export const smithersRuns = sqliteTable(
     continuedFromRunId: text("continued_from_run_id"),
     /** What a continued run hands over, as JSON: `{ fromRunId, generation, payload? }`; it reaches ctx.input as `__smithersContinuation`. */
     continuationJson: text("continuation_json"),
+    /**
+     * The W3C `traceparent` the run's spans hang under, stored when the run was created while a
+     * tracer was registered: the caller's active span, or a subflow's parent task span. Every
+     * process that executes part of the run (a resume, a worker, a supervisor) continues from it.
+     * Null: the trace derived from the run id (engine/telemetry/trace-ids.ts).
+     */
+    traceParent: text("trace_parent"),
     /** The run's root directory (RunOptions.rootDir, else the working directory it started in), kept for its resumes. */
     rootDir: text("root_dir"),
     /** A run made by `smithers fork` (or replay): the frame of `parent_run_id` it was forked from (null: not a fork). */

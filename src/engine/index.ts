@@ -92,6 +92,7 @@ export { createMetrics, listenMetrics, type SmithersMetrics, type MetricsScrape,
 export {
   startTracingFromEnv,
   traceIdOf,
+  spanIdsOf,
   tracerRegistered,
   tracingFromEnv,
   OTLP_PROTOCOLS,

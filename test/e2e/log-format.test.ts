@@ -1,4 +1,5 @@
 /** `--log-format json` and SMITHERS_LOG_FORMAT=json on up, worker, supervise and serve, run as real processes. */
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { execute, sql, tempDbPath } from "../helpers.ts";
 import { cli, root, smithers } from "./cli-helpers.ts";
@@ -146,4 +147,15 @@ test("serve --log-format json: its listening line on stdout, the --token warning
   expect(out[0]).toMatchObject({ level: "info", url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
   const err = jsonLines(await new Response(proc.stderr).text());
   expect(err[0]).toMatchObject({ level: "warn", msg: expect.stringContaining("--token is readable by every user") });
+});
+
+test("--log-format json: the engine's own warnings (a column on disk the schema no longer has) are JSON lines on stderr at level warn", () => {
+  const db = tempDbPath();
+  expect(smithers([...steps("w"), "--db", db, "--run-id", "lw1"], cleanEnv as Record<string, string>).code).toBe(0);
+  const file = new Database(db);
+  file.run("ALTER TABLE step ADD COLUMN retired TEXT");
+  file.close();
+  const r = smithers([...steps("w"), "--db", db, "--run-id", "lw2", "--log-format", "json"], cleanEnv as Record<string, string>);
+  expect(r.code).toBe(0);
+  expect(jsonLines(r.stderr)).toEqual([expect.objectContaining({ level: "warn", msg: "column step.retired is no longer in the schema; kept on disk" })]);
 });

@@ -112,3 +112,94 @@ console.log(code, Object.keys(require.cache).filter((k) => k.includes("@opentele
     expect(probe({ OTEL_EXPORTER_OTLP_ENDPOINT: undefined, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: undefined })).toBe("0 0");
   });
 });
+
+/** A long-running `smithers` process whose stdout is read as it comes, until a line matches. */
+function startCollecting(args: string[], env: Record<string, string>) {
+  const proc = Bun.spawn([process.execPath, cli, ...args], { cwd: root, env: { ...process.env, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  let out = "";
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of proc.stdout) out += decoder.decode(chunk);
+  })();
+  const until = async (pattern: RegExp): Promise<RegExpExecArray> => {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const m = pattern.exec(out);
+      if (m) return m;
+      if (Date.now() > deadline) throw new Error(`never printed ${pattern}: ${out}`);
+      await Bun.sleep(20);
+    }
+  };
+  const stop = async () => {
+    proc.kill("SIGINT");
+    const code = await proc.exited;
+    await reading;
+    return { code, stdout: out, stderr: await new Response(proc.stderr).text() };
+  };
+  return { until, stop };
+}
+
+type JsonLine = { msg: string; event?: string; runId?: string; nodeId?: string; traceId?: string; spanId?: string };
+const jsonLines = (text: string): JsonLine[] =>
+  text
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as JsonLine);
+
+describe("worker and serve with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
+  test("a worker exports the spans of a queued run it executes, in the run's trace; its JSON log lines carry the trace id and the span they are about", async () => {
+    const r = startOtlpReceiver();
+    receivers.push(r);
+    const dbPath = tempDbPath();
+    expect((await smithersAsync(["up", "test/fixtures/metrics/metered.tsx", "--detach", "--run-id", "wk-1", "--db", dbPath])).code).toBe(0);
+    const worker = startCollecting(["worker", "--db", dbPath, "--log-format", "json"], { OTEL_EXPORTER_OTLP_ENDPOINT: r.url, OTEL_SERVICE_NAME: "workers" });
+    await worker.until(/"msg":"[^"]*wk-1[^"]*finished/);
+    const { code, stdout, stderr } = await worker.stop();
+    expect(code).toBe(0);
+    expect(stderr).not.toContain("traces");
+
+    const [run] = r.spans.filter((s) => s.name === "smithers.run metered");
+    expect([run!.traceId, run!.attributes["smithers.run.status"], run!.resource["service.name"]]).toEqual([traceIdOf("wk-1"), "finished", "workers"]);
+    const attempts = r.spans.filter((s) => s.name.startsWith("smithers.attempt "));
+    expect(attempts.map((s) => [s.name, s.attributes["smithers.attempt"], s.parentSpanId])).toEqual([
+      ["smithers.attempt note", 1, run!.spanId],
+      ["smithers.attempt flaky", 1, run!.spanId],
+      ["smithers.attempt flaky", 2, run!.spanId],
+    ]);
+    const chat = r.spans.find((s) => s.name === "chat metered-1")!;
+    expect(chat.parentSpanId).toBe(attempts[0]!.spanId);
+    expect(chat.attributes).toMatchObject({ "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 20, "smithers.cost_usd": 0.01 });
+
+    // Logs and traces join: a line about an attempt that ended names that attempt's span; one about the run as it starts, the run's span.
+    const lines = jsonLines(stdout).filter((l) => l.runId === "wk-1" && l.event !== undefined);
+    const failed = lines.find((l) => l.event === "NodeFailed")!;
+    expect([failed.nodeId, failed.traceId, failed.spanId]).toEqual(["flaky", run!.traceId, attempts[1]!.spanId]);
+    const noteFinished = lines.find((l) => l.event === "NodeFinished" && l.nodeId === "note")!;
+    expect([noteFinished.traceId, noteFinished.spanId]).toEqual([run!.traceId, attempts[0]!.spanId]);
+    const noteStarted = lines.find((l) => l.event === "NodeStarted" && l.nodeId === "note")!;
+    expect([noteStarted.traceId, noteStarted.spanId]).toEqual([run!.traceId, run!.spanId]);
+  });
+
+  test("serve exports the spans of a run started by POST /runs, and flushes them when stopped", async () => {
+    const r = startOtlpReceiver();
+    receivers.push(r);
+    const token = "a-token-of-enough-length";
+    const serve = startCollecting(["serve", "--port", "0", "--db", tempDbPath(), "--workflows", "test/fixtures/metrics", "--token", token], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: r.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+    });
+    const url = (await serve.until(/listening on (http:\/\/\S+)/))[1]!;
+    const auth = { Authorization: `Bearer ${token}`, "Content-Type": "application/json" };
+    expect((await fetch(`${url}/runs`, { method: "POST", headers: auth, body: JSON.stringify({ workflow: "metered", runId: "sv-1" }) })).status).toBe(202);
+    const deadline = Date.now() + 15_000;
+    while (((await (await fetch(`${url}/runs/sv-1`, { headers: auth })).json()) as { status?: string }).status !== "finished") {
+      if (Date.now() > deadline) throw new Error("run sv-1 did not finish");
+      await Bun.sleep(50);
+    }
+    expect((await serve.stop()).code).toBe(0);
+    const [run] = r.spans.filter((s) => s.name === "smithers.run metered");
+    expect([run!.traceId, run!.attributes["smithers.run_id"], run!.attributes["smithers.run.status"]]).toEqual([traceIdOf("sv-1"), "sv-1", "finished"]);
+    const failedAttempt = r.spans.find((s) => s.name === "smithers.attempt flaky" && s.attributes["smithers.attempt"] === 1)!;
+    expect([failedAttempt.parentSpanId, failedAttempt.status]).toEqual([run!.spanId, 2]);
+  });
+});

@@ -67,6 +67,7 @@ async function compare(
     unpricedModel: undefined,
     cancelRequested: false,
     storedName: workflow.name, // only rendered, never executed: nothing is named
+    traceParent: undefined,
   };
   const tableOf = (task: {
     mode: string;

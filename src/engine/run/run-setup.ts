@@ -69,6 +69,8 @@ export type RunSetup = {
   cancelRequested: boolean;
   /** The name on the run row: the workflow's default until a first render named it (a process killed before that left the default). */
   storedName: string;
+  /** The trace context stored with the run (see the runs table's trace_parent), if any. */
+  traceParent: string | undefined;
 };
 
 export { ACTIVE_OWNERS, newOwnerId, ownerAlive, ownerProcessAlive } from "../core/index.ts";
@@ -98,6 +100,8 @@ export type SetupOptions = {
   pricing?: ModelPricing;
   /** The hash of the code it runs with (see code-pin.ts): recorded on a new run, and on a resume (checked before, see code-check.ts). */
   workflowHash?: string;
+  /** A new run's trace context, given its id (telemetry's, only while a tracer is registered): stored with the run. */
+  traceParentOf?: (runId: string) => string | undefined;
 };
 
 type Abandoned = RunSetup["abandoned"];
@@ -115,6 +119,7 @@ type Resumed = {
   /** It was asked to stop (`smithers cancel`) while its owner was gone: the run is cancelled at once. */
   cancelRequested?: boolean;
   storedName: string;
+  traceParent: string | undefined;
 };
 
 /** Field by field: given now, else stored, else the workflow's default. */
@@ -146,7 +151,18 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
   const budget = effectiveBudget(o, storedBudget(run.configJson));
   const carried = carriedUsage(run.configJson);
   if (run.status === "finished")
-    return { input: stored, continuation, rootDir, freshBudget: false, finished: true, abandoned: [], budget, carried, storedName: run.workflowName };
+    return {
+      input: stored,
+      continuation,
+      rootDir,
+      freshBudget: false,
+      finished: true,
+      abandoned: [],
+      budget,
+      carried,
+      storedName: run.workflowName,
+      traceParent: run.traceParent ?? undefined,
+    };
   const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
   let abandonedNow: Abandoned = [];
   let cancelRequested = false;
@@ -196,10 +212,11 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
     carried,
     cancelRequested,
     storedName: run.workflowName,
+    traceParent: run.traceParent ?? undefined,
   };
 }
 
-async function startRun(o: SetupOptions, runId: string, budget: Budget): Promise<unknown> {
+async function startRun(o: SetupOptions, runId: string, budget: Budget, traceParent: string | undefined): Promise<unknown> {
   const input = validateInput(o.registry, o.input);
   await o.db.withTransaction("startRun", async (q) => {
     // Checked under the write lock, so two processes starting the same run id cannot both pass.
@@ -223,6 +240,7 @@ async function startRun(o: SetupOptions, runId: string, budget: Budget): Promise
         runtimeOwnerId: o.ownerId,
         inputHash: hashInput(input),
         configJson: budget.maxCostUsd === undefined && budget.maxTokens === undefined ? null : withBudget(null, budget),
+        traceParent: traceParent ?? null,
       },
       { ifAbsent: true },
     );
@@ -307,11 +325,13 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     carried,
     cancelRequested,
     storedName,
+    traceParent,
   }: Resumed = resumed
     ? await resumeRun(o, runId)
     : await (async () => {
         const fresh = effectiveBudget(o, {});
-        const started = await startRun(o, runId, fresh);
+        const traceParent = o.traceParentOf?.(runId);
+        const started = await startRun(o, runId, fresh, traceParent);
         return {
           input: started,
           continuation: null,
@@ -322,6 +342,7 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
           budget: fresh,
           carried: NO_USAGE,
           storedName: o.workflowName,
+          traceParent,
         };
       })();
   const input = withContinuation(storedInput, continuation);
@@ -400,5 +421,6 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
     unpricedModel,
     cancelRequested: Boolean(cancelRequested),
     storedName,
+    traceParent,
   };
 }

@@ -19,7 +19,7 @@ import { enqueueRun, type EnqueuedRun } from "./enqueue.ts";
 import { checkCode } from "./code-check.ts";
 import { codeHashOf } from "../workflow/index.ts";
 import type { StartChildRun } from "../waits/index.ts";
-import { traceRunIfEnabled } from "../telemetry/index.ts";
+import { traceParentOfNewRun, traceRunIfEnabled } from "../telemetry/index.ts";
 
 export type { RunResult } from "./run.ts";
 export type { EnqueuedRun } from "./enqueue.ts";
@@ -179,6 +179,9 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
   const codeChange = options.resume && !successor ? await checkCode(workflow, db, options.runId, workflowHash, Boolean(options.allowCodeChange)) : undefined;
   ACTIVE_OWNERS.add(ownerId); // before the owner id is written, so a same-process resume sees it alive
   try {
+    // With a tracer registered, a new run stores the trace it belongs to (nothing loaded or awaited otherwise).
+    const capture = options.resume ? undefined : traceParentOfNewRun();
+    const traceParentOf = capture ? await capture : undefined;
     const setup = await setupRun({
       db,
       registry: workflow.registry,
@@ -197,13 +200,14 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
       ...(workflow.spend ? { defaultBudget: workflow.spend.budget } : {}),
       ...(pricing ? { pricing } : {}),
       ...(workflowHash ? { workflowHash } : {}),
+      ...(traceParentOf ? { traceParentOf } : {}),
     });
     // A new run's journals start empty, and a finished run's are only read back: nothing to look up.
     const continues = setup.resumed && !setup.alreadyFinished;
     const bus = continues ? await openEventBus({ db, runId: setup.runId }) : new EventBus({ db, runId: setup.runId });
     for (const listener of [options.onEvent, options.onProgress]) if (listener) bus.on((event) => listener(event as unknown as SmithersEvent));
     // Spans only when an OpenTelemetry SDK is registered; otherwise nothing is loaded or awaited.
-    const tracing = traceRunIfEnabled(bus, { runId: setup.runId, workflow: () => workflow.name });
+    const tracing = traceRunIfEnabled(bus, { runId: setup.runId, workflow: () => workflow.name, traceParent: setup.traceParent });
     const stopTracing = tracing ? await tracing : undefined;
     const policy = { interval: options.keyframes?.interval ?? DEFAULT_KEYFRAME_POLICY.interval, mode: options.keyframes?.mode ?? DEFAULT_KEYFRAME_POLICY.mode };
     const recorder = new FrameRecorder(continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) =>

@@ -13,7 +13,7 @@ import { tracingFromEnv } from "./config.ts";
 export { createMetrics, listenMetrics, type MetricsListener, type MetricsScrape, type SmithersMetrics } from "./metrics.ts";
 export { OTLP_PROTOCOLS, TRACE_SAMPLERS, tracingFromEnv, type TracingConfig, type TracingSetting } from "./config.ts";
 export { rootRunId, runAnchorSpanIdOf, traceIdOf } from "./trace-ids.ts";
-export { type AgentCallReport, type TracedAttempt, tracedAttempt } from "./traceparents.ts";
+export { type AgentCallReport, spanIdsOf, type TracedAttempt, tracedAttempt } from "./traceparents.ts";
 
 /** Where `@opentelemetry/api` (major version 1) keeps its registered globals. */
 const OTEL_API_GLOBAL = Symbol.for("opentelemetry.js.api.1");
@@ -33,9 +33,23 @@ type Bus = { on(listener: (event: { type: string; runId: string; timestampMs: nu
  * const tracing = traceRunIfEnabled(bus, { runId, workflow: () => "deploy" });
  * if (tracing) await tracing;
  */
-export function traceRunIfEnabled(bus: Bus, info: { runId: string; workflow: () => string }): Promise<() => void> | undefined {
+export function traceRunIfEnabled(bus: Bus, info: { runId: string; workflow: () => string; traceParent?: string }): Promise<() => void> | undefined {
   if (!tracerRegistered()) return undefined;
   return import("./trace-observer.ts").then((m) => m.traceRun(bus, info));
+}
+
+/**
+ * For a run about to be created while a tracer is registered: what to store as its trace context,
+ * given its id (the caller's active span, a subflow's parent task span, else the trace derived from
+ * the run id). Undefined, with nothing loaded, when no tracer is registered. Called before the run
+ * starts, so the caller's context is still the active one.
+ * @example
+ * const capture = traceParentOfNewRun();
+ * const traceParentOf = capture ? await capture : undefined;
+ */
+export function traceParentOfNewRun(): Promise<(runId: string) => string | undefined> | undefined {
+  if (!tracerRegistered()) return undefined;
+  return import("./trace-observer.ts").then((m) => m.captureTraceParent());
 }
 
 export type Tracing = { shutdown(): Promise<void> };

@@ -8,9 +8,20 @@
  * ending or stopping to wait), an attempt span per NodeStarted under it, tool-call spans under the
  * attempt (GenAI `execute_tool`), and wait spans (approval, timer, signal, human) under the run.
  */
-import { type Context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace, TraceFlags, type Tracer } from "@opentelemetry/api";
+import {
+  type Context,
+  isSpanContextValid,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanContext,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  type Tracer,
+} from "@opentelemetry/api";
 import { runAnchorSpanIdOf, traceIdOf } from "./trace-ids.ts";
-import { type AgentCallReport, setTracedAttempt } from "./traceparents.ts";
+import { type AgentCallReport, setTracedAttempt, setTracedRun } from "./traceparents.ts";
 
 /** The tracer's name: the instrumentation scope backends group these spans by. */
 export const TRACER_NAME = "smithers-workflows";
@@ -19,7 +30,7 @@ export const TRACER_NAME = "smithers-workflows";
 type BusEvent = { type: string; runId: string; timestampMs: number; [key: string]: unknown };
 type Bus = { on(listener: (event: BusEvent) => void): () => void };
 /** `workflow` is read again as the run goes: a workflow's name is known once its first render named it. */
-export type TracedRun = { runId: string; workflow: () => string };
+export type TracedRun = { runId: string; workflow: () => string; traceParent?: string };
 
 /** Open attempt spans of every run this process executes, so a subflow's run finds its parent's task span. */
 const openAttempts = new Map<string, Span>();
@@ -54,19 +65,54 @@ function fail(span: Span, error: unknown, at: number): void {
   span.setAttribute("error.type", type);
 }
 
-/** The context the run's spans start from: its parent task's span when that is open here, else the run's anchor. */
-function parentContext(runId: string): Context {
+const traceparentOf = (c: SpanContext) => `00-${c.traceId}-${c.spanId}-0${c.traceFlags & TraceFlags.SAMPLED}`;
+
+/** A stored W3C traceparent read back (version 00); undefined when it is not one. */
+function parseTraceparent(text: string | undefined): SpanContext | undefined {
+  const m = text === undefined ? null : /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(text);
+  if (!m) return undefined;
+  const context = { traceId: m[1]!, spanId: m[2]!, traceFlags: Number.parseInt(m[3]!, 16) & TraceFlags.SAMPLED, isRemote: true };
+  return isSpanContextValid(context) ? context : undefined;
+}
+
+/** A subflow's parent task span, when it is open in this process (a subflow's run id is `parent/node#iteration`). */
+function openParentAttempt(runId: string): Span | undefined {
   const match = /^(.*)\/([^/]+)#(\d+)$/.exec(runId);
-  if (match) {
-    const parentAttempt = openAttempts.get(attemptKey(match[1]!, match[2]!, Number(match[3])));
-    if (parentAttempt) return trace.setSpan(ROOT_CONTEXT, parentAttempt);
-  }
-  return trace.setSpanContext(ROOT_CONTEXT, {
-    traceId: traceIdOf(runId),
-    spanId: runAnchorSpanIdOf(runId),
-    traceFlags: TraceFlags.SAMPLED,
-    isRemote: true,
-  });
+  return match ? openAttempts.get(attemptKey(match[1]!, match[2]!, Number(match[3]))) : undefined;
+}
+
+/** The run's anchor: the trace and span id derived from its run id. */
+const anchorOf = (runId: string): SpanContext => ({
+  traceId: traceIdOf(runId),
+  spanId: runAnchorSpanIdOf(runId),
+  traceFlags: TraceFlags.SAMPLED,
+  isRemote: true,
+});
+
+/**
+ * The context the run's spans start from: the trace context stored with the run, else its parent
+ * task's span when that is open here, else the run's anchor.
+ */
+function parentContext(runId: string, stored: string | undefined): Context {
+  const from = parseTraceparent(stored);
+  if (from) return trace.setSpanContext(ROOT_CONTEXT, from);
+  const parentAttempt = openParentAttempt(runId);
+  if (parentAttempt) return trace.setSpan(ROOT_CONTEXT, parentAttempt);
+  return trace.setSpanContext(ROOT_CONTEXT, anchorOf(runId));
+}
+
+/**
+ * Captures, before a run is created, what its trace context will be: a subflow's parent task span
+ * when open here, else the caller's active span (a library user's request span, say), else the
+ * anchor derived from the run id.
+ */
+export function captureTraceParent(): (runId: string) => string | undefined {
+  const active = trace.getActiveSpan()?.spanContext();
+  return (runId) => {
+    const parentAttempt = openParentAttempt(runId);
+    if (parentAttempt) return traceparentOf(parentAttempt.spanContext());
+    return traceparentOf(active && isSpanContextValid(active) ? active : anchorOf(runId));
+  };
 }
 
 /** A GenAI `chat` span for one agent call of an attempt: model, token usage and cost. */
@@ -141,10 +187,11 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
           startTime: at,
           attributes: { "smithers.run_id": info.runId, "smithers.resumed": event.type === "RunResumed" },
         },
-        parentContext(info.runId),
+        parentContext(info.runId, info.traceParent),
       );
       nameRun(runSpan);
       runCtx = trace.setSpan(ROOT_CONTEXT, runSpan);
+      setTracedRun(info.runId, traceparentOf(runSpan.spanContext()));
       return;
     }
     if (!runSpan) return; // a finished run read back: nothing executes here
@@ -156,6 +203,7 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
       if (event.type === "RunFailed") fail(runSpan, e.error, at);
       runSpan.end(at);
       runSpan = undefined;
+      setTracedRun(info.runId, undefined);
       return;
     }
     const ids = { "smithers.run_id": info.runId, "smithers.node_id": e.nodeId, "smithers.iteration": e.iteration };
@@ -166,9 +214,8 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
         const span = tracer.startSpan(`smithers.attempt ${e.nodeId}`, { startTime: at, attributes: { ...ids, "smithers.attempt": e.attempt } }, runCtx);
         attempts.set(key, span);
         openAttempts.set(key, span);
-        const { traceId, spanId, traceFlags } = span.spanContext();
         setTracedAttempt(info.runId, e.nodeId, e.iteration, {
-          traceparent: `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}`,
+          traceparent: traceparentOf(span.spanContext()),
           agentCall: (report) => agentCallSpan(tracer, span, { ...ids, "smithers.attempt": e.attempt }, report),
         });
         return;
@@ -246,5 +293,6 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
     // Spans still open when the run stops being observed end at its last event (the run's clock, not this process's).
     closeOpen(lastAt);
     runSpan?.end(lastAt);
+    setTracedRun(info.runId, undefined);
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The attempts whose span is open in this process, written by the span observer: their W3C
+ * The runs and attempts whose span is open in this process, written by the span observer: their W3C
  * `traceparent` (a coding-agent CLI the attempt calls gets it as TRACEPARENT) and a recorder for
  * the attempt's agent calls. No OpenTelemetry import: with tracing off the map stays empty and a
  * lookup finds nothing.
@@ -30,4 +30,28 @@ export function setTracedAttempt(runId: string, nodeId: string, iteration: numbe
 /** The attempt of `nodeId` at `iteration` in `runId`, while its span is open here. */
 export function tracedAttempt(runId: string, nodeId: string, iteration: number): TracedAttempt | undefined {
   return OPEN.size === 0 ? undefined : OPEN.get(keyOf(runId, nodeId, iteration));
+}
+
+const RUNS = new Map<string, string>();
+
+/** The run span of `runId` opened (its traceparent) or ended (undefined) in this process. */
+export function setTracedRun(runId: string, traceparent: string | undefined): void {
+  if (traceparent === undefined) RUNS.delete(runId);
+  else RUNS.set(runId, traceparent);
+}
+
+/**
+ * The trace and span a log line about a run (and maybe one attempt) belongs to: the attempt's span
+ * while it is open here, else the run's; undefined when neither is open here (or tracing is off).
+ * @example
+ * setTraceIdsProvider(spanIdsOf); // log lines about runs carry traceId and spanId
+ */
+export function spanIdsOf(about: { runId?: unknown; nodeId?: unknown; iteration?: unknown }): { traceId: string; spanId: string } | undefined {
+  if (typeof about.runId !== "string" || RUNS.size === 0) return undefined;
+  const attempt =
+    typeof about.nodeId === "string" ? OPEN.get(keyOf(about.runId, about.nodeId, typeof about.iteration === "number" ? about.iteration : 0)) : undefined;
+  const traceparent = attempt?.traceparent ?? RUNS.get(about.runId);
+  if (traceparent === undefined) return undefined;
+  const [, traceId = "", spanId = ""] = traceparent.split("-");
+  return { traceId, spanId };
 }

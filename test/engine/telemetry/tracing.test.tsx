@@ -1,15 +1,16 @@
 /** @jsxImportSource smithers-workflows */
 import { afterEach, describe, expect, test } from "bun:test";
-import { trace } from "@opentelemetry/api";
+import { context, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { z } from "zod";
-import { createSmithers, runWorkflow } from "../../../src/index.ts";
+import { approve, createSmithers, runWorkflow } from "../../../src/index.ts";
 import { ClaudeCodeAgent } from "../../../src/agents/index.ts";
 import { fakeCli } from "../../agents/cli/fake-cli.ts";
 import { startTracingFromEnv, traceIdOf, tracerRegistered, tracingFromEnv } from "../../../src/engine/index.ts";
 import { runAnchorSpanIdOf } from "../../../src/engine/telemetry/index.ts";
 import subflowWorkflow from "../../fixtures/subflow.tsx";
-import { tempDbPath } from "../../helpers.ts";
+import { query, tempDbPath } from "../../helpers.ts";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../../support/otlp-receiver.ts";
 
 const receivers: OtlpReceiver[] = [];
@@ -164,6 +165,76 @@ describe("traceRunIfEnabled (through startTracingFromEnv)", () => {
       expect(run.instrumentationScope.name).toBe("smithers-workflows");
       expect(attempt.parentSpanContext?.spanId).toBe(run.spanContext().spanId);
       expect(run.spanContext().traceId).toBe(traceIdOf("lib-1"));
+    } finally {
+      await provider.shutdown();
+      trace.disable();
+    }
+  });
+
+  test("a run started inside a library user's active span stores that span as its trace context: its run span is a child of it, and so is the run span of its resume after an approval", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const contexts = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(contexts);
+    trace.setGlobalTracerProvider(provider);
+    try {
+      const dbPath = tempDbPath();
+      const kit = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+      const wf = kit.smithers(() => (
+        <kit.Workflow name="gated">
+          <kit.Task id="ship" output={kit.outputs.out} needsApproval>
+            {{ n: 1 }}
+          </kit.Task>
+        </kit.Workflow>
+      ));
+      const request = trace.getTracer("the-users-app").startSpan("POST /deploy");
+      const first = await context.with(trace.setSpan(context.active(), request), () => runWorkflow(wf, { runId: "caller-1" }));
+      request.end();
+      expect(first.status).toBe("waiting-approval");
+      const { traceId, spanId } = request.spanContext();
+      expect(await query(dbPath, "SELECT trace_parent FROM _smithers_runs WHERE run_id = 'caller-1'")).toEqual([
+        { trace_parent: `00-${traceId}-${spanId}-01` },
+      ]);
+
+      // The resume runs outside the request's context (as another process would): the stored context carries it.
+      await approve(kit.smithersDb, { runId: "caller-1", nodeId: "ship" });
+      expect((await runWorkflow(wf, { runId: "caller-1", resume: true })).status).toBe("finished");
+      const runSpans = exporter.getFinishedSpans().filter((s) => s.name === "smithers.run gated");
+      expect(runSpans.map((s) => s.attributes["smithers.resumed"])).toEqual([false, true]);
+      for (const run of runSpans) {
+        expect(run.spanContext().traceId).toBe(traceId);
+        expect(run.parentSpanContext?.spanId).toBe(spanId);
+      }
+      const attempt = exporter.getFinishedSpans().find((s) => s.name === "smithers.attempt ship")!;
+      expect(attempt.parentSpanContext?.spanId).toBe(runSpans[1]!.spanContext().spanId);
+    } finally {
+      await provider.shutdown();
+      trace.disable();
+      context.disable();
+    }
+  });
+
+  test("a run created with no tracer registered stores no trace context; resumed under a tracer, it continues the trace derived from its run id", async () => {
+    const dbPath = tempDbPath();
+    const kit = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+    const wf = kit.smithers(() => (
+      <kit.Workflow name="late">
+        <kit.Task id="ship" output={kit.outputs.out} needsApproval>
+          {{ n: 1 }}
+        </kit.Task>
+      </kit.Workflow>
+    ));
+    expect((await runWorkflow(wf, { runId: "late-1" })).status).toBe("waiting-approval");
+    expect(await query(dbPath, "SELECT trace_parent FROM _smithers_runs WHERE run_id = 'late-1'")).toEqual([{ trace_parent: null }]);
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    trace.setGlobalTracerProvider(provider);
+    try {
+      await approve(kit.smithersDb, { runId: "late-1", nodeId: "ship" });
+      expect((await runWorkflow(wf, { runId: "late-1", resume: true })).status).toBe("finished");
+      const run = exporter.getFinishedSpans().find((s) => s.name === "smithers.run late")!;
+      expect(run.spanContext().traceId).toBe(traceIdOf("late-1"));
+      expect(run.parentSpanContext?.spanId).toBe(runAnchorSpanIdOf("late-1"));
     } finally {
       await provider.shutdown();
       trace.disable();
