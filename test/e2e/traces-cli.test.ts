@@ -178,6 +178,8 @@ describe("worker and serve with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     expect([noteFinished.traceId, noteFinished.spanId]).toEqual([run!.traceId, attempts[0]!.spanId]);
     const noteStarted = lines.find((l) => l.event === "NodeStarted" && l.nodeId === "note")!;
     expect([noteStarted.traceId, noteStarted.spanId]).toEqual([run!.traceId, run!.spanId]);
+    const ended = jsonLines(stdout).find((l) => l.runId === "wk-1" && l.event === undefined && l.msg.includes("finished"))!;
+    expect([ended.traceId, ended.spanId]).toEqual([run!.traceId, run!.spanId]);
   });
 
   test("serve exports the spans of a run started by POST /runs, and flushes them when stopped", async () => {

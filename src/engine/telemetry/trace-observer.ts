@@ -203,7 +203,6 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
       if (event.type === "RunFailed") fail(runSpan, e.error, at);
       runSpan.end(at);
       runSpan = undefined;
-      setTracedRun(info.runId, undefined);
       return;
     }
     const ids = { "smithers.run_id": info.runId, "smithers.node_id": e.nodeId, "smithers.iteration": e.iteration };
@@ -293,6 +292,5 @@ export function traceRun(bus: Bus, info: TracedRun, tracer: Tracer = trace.getTr
     // Spans still open when the run stops being observed end at its last event (the run's clock, not this process's).
     closeOpen(lastAt);
     runSpan?.end(lastAt);
-    setTracedRun(info.runId, undefined);
   };
 }

@@ -32,17 +32,21 @@ export function tracedAttempt(runId: string, nodeId: string, iteration: number):
   return OPEN.size === 0 ? undefined : OPEN.get(keyOf(runId, nodeId, iteration));
 }
 
+/** Each run's latest run span in this process, kept after it ends (for the line saying how it ended), the newest 1,000. */
 const RUNS = new Map<string, string>();
+const RUNS_KEPT = 1_000;
 
-/** The run span of `runId` opened (its traceparent) or ended (undefined) in this process. */
-export function setTracedRun(runId: string, traceparent: string | undefined): void {
-  if (traceparent === undefined) RUNS.delete(runId);
-  else RUNS.set(runId, traceparent);
+/** The run span of `runId` opened in this process (its traceparent). */
+export function setTracedRun(runId: string, traceparent: string): void {
+  RUNS.delete(runId);
+  RUNS.set(runId, traceparent);
+  if (RUNS.size > RUNS_KEPT) RUNS.delete(RUNS.keys().next().value!);
 }
 
 /**
  * The trace and span a log line about a run (and maybe one attempt) belongs to: the attempt's span
- * while it is open here, else the run's; undefined when neither is open here (or tracing is off).
+ * while it is open here, else the run's latest span here (open or ended); undefined when this
+ * process opened none (or tracing is off).
  * @example
  * setTraceIdsProvider(spanIdsOf); // log lines about runs carry traceId and spanId
  */
