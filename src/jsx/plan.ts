@@ -2,6 +2,7 @@
 import type { z } from "zod";
 import type { Agent } from "../agents/index.ts";
 import type { OutputTarget } from "../db/index.ts";
+import { codeMatches } from "../errors/index.ts";
 
 // One definition, in the registry that resolves it; re-exported for the components' props.
 export type { OutputTarget };
@@ -277,6 +278,11 @@ export type PlanSaga = {
   onFailure: "compensate" | "compensate-and-fail" | "fail";
   steps: PlanSagaStep[];
 };
+
+/** Whether a `<TryCatchFinally catchErrors>` catches a failure with `code` (undefined catches all; a code's former name counts). */
+export function catchesCode(catchErrors: readonly string[] | undefined, code: string): boolean {
+  return catchErrors === undefined || catchErrors.some((wanted) => codeMatches(code, wanted));
+}
 
 export type PlanNode = PlanTask | PlanGroup | PlanLoop | PlanTry | PlanSaga | PlanContinue;
 
