@@ -209,6 +209,10 @@ export type PlanTask = {
 
 export type PlanGroup = {
   kind: "sequence" | "parallel";
+  /** A `<Parallel id>`: the group's stable id in frames (unique among the render's Parallels). */
+  id?: string;
+  /** A `<Sequence label>` or `<Parallel label>`: its display name. */
+  label?: string;
   maxConcurrency: number | undefined;
   /** A Parallel's cap on direct children in flight (from their first task started until all are done). */
   subtreeConcurrency?: number;

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { SmithersError } from "../../errors/index.ts";
 import { makeElement, type SmithersElement } from "../element.ts";
 import type { ApprovalOption, ApprovalSpec, OutputTarget } from "../plan.ts";
-import { ACCEPTED_PROPS, checkProps } from "../props.ts";
+import { ACCEPTED_PROPS, APPROVAL_PEER_ONLY_PROPS, checkProps } from "../props.ts";
 import { HOST } from "./host.ts";
 
 /** The row an approve-mode `<Approval>` writes; use it (or a schema with these fields) as its output. */
@@ -40,6 +40,8 @@ export type ApprovalProps = {
   /** Only what depends on the approval waits (later in its Sequence, dependsOn); other branches run on. */
   async?: boolean;
   skipIf?: boolean;
+  /** A denial under `onDeny="fail"` fails this node but not the run: what follows goes on, as after any continueOnFail task. */
+  continueOnFail?: boolean;
   dependsOn?: readonly string[];
   /** Named upstream node ids the approval waits for, like dependsOn. */
   needs?: Record<string, string>;
@@ -98,7 +100,7 @@ function checkDecisionSchema(
  */
 export function Approval(props: ApprovalProps): SmithersElement {
   const invalid = (message: string) => new SmithersError("INVALID_WORKFLOW", `<Approval id="${props.id}"> ${message}`, { nodeId: props.id });
-  checkProps("Approval", props, ACCEPTED_PROPS.Approval);
+  checkProps("Approval", props, ACCEPTED_PROPS.Approval, APPROVAL_PEER_ONLY_PROPS);
   const mode = props.mode ?? "approve";
   if (mode !== "approve" && mode !== "select" && mode !== "rank") throw invalid(`mode must be "approve", "select" or "rank", got "${String(mode)}"`);
   if (!props.request || typeof props.request.title !== "string" || props.request.title === "") throw invalid("needs request={{ title }}");
