@@ -117,11 +117,12 @@ export const ERROR_TABLE = {
   HUMAN_TASK_CANCELLED: { kind: "run-failure", summary: "A human task was closed because its run was cancelled." },
   RALPH_MAX_REACHED: {
     kind: "run-failure",
-    summary: "A `<Loop>` (or `<Ralph>`) with `onMaxReached=\"fail\"` reached `maxIterations` without meeting its `until` condition.",
+    summary: 'A `<Loop>` (or `<Ralph>`) with `onMaxReached="fail"` reached `maxIterations` without meeting its `until` condition.',
   },
   LOOP_MAX_REACHED: {
     kind: "run-failure",
-    summary: "What `RALPH_MAX_REACHED` (smithers-orchestrator's code, raised instead) was called here before: never raised, still matched by `SmithersError.is` and `catchErrors`.",
+    summary:
+      "What `RALPH_MAX_REACHED` (smithers-orchestrator's code, raised instead) was called here before: never raised, still matched by `SmithersError.is` and `catchErrors`.",
     aliasOf: "RALPH_MAX_REACHED",
   },
   SAGA_FAILED: { kind: "run-failure", summary: "A saga step failed; its compensations ran." },

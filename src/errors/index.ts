@@ -10,7 +10,17 @@ export { firstUserFrame, frameLocation, relativeFrame, STACK_LIMITS, storedStack
  */
 import { codeMatches, type SmithersErrorCode } from "./codes.ts";
 
-export { canonicalCode, codeMatches, ERROR_KINDS, ERROR_TABLE, errorKind, exitCodeOf, httpStatusOf, SMITHERS_ERROR_CODES, type ErrorKind, type SmithersErrorCode } from "./codes.ts";
+export {
+  codeMatches,
+  ERROR_KINDS,
+  ERROR_TABLE,
+  errorKind,
+  exitCodeOf,
+  httpStatusOf,
+  SMITHERS_ERROR_CODES,
+  type ErrorKind,
+  type SmithersErrorCode,
+} from "./codes.ts";
 
 export type SmithersErrorDetails = {
   nodeId?: string;

@@ -142,7 +142,6 @@ function catchErrorsOf(where: string, value: unknown): readonly string[] | undef
   return [...(value as string[])];
 }
 
-
 export function renderTry(props: TryCatchFinallyProps, path: string, section: RenderSection): PlanTry {
   const id = typeof props.id === "string" && props.id !== "" ? props.id : `try${path}`;
   const where = `<TryCatchFinally id="${id}">`;

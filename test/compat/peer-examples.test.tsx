@@ -24,7 +24,7 @@ import {
   TryCatchFinally,
 } from "../../src/index.ts";
 import { readFrameXml } from "../../src/engine/index.ts";
-import { testWorkflow } from "../../src/testing/index.ts";
+import { type ScriptedReply, testWorkflow } from "../../src/testing/index.ts";
 import { query, tempDbPath } from "../helpers.ts";
 
 describe("<ApprovalGate> (smithers-orchestrator docs)", () => {
@@ -116,12 +116,12 @@ describe("<EscalationChain> (smithers-orchestrator docs)", () => {
   };
 
   /** The docs' support ticket: a fast agent, a stronger one, then a person. */
-  function supportTicket(tier1: unknown, tier2: unknown) {
+  function supportTicket(tier1: ScriptedReply, tier2: ScriptedReply) {
     const dbPath = tempDbPath();
     const kit = createSmithers(schemas, { dbPath });
     const { Workflow, smithers, outputs } = kit;
-    const fastAgent = scriptedAgent([tier1 as object], { id: "fast" });
-    const powerAgent = scriptedAgent([tier2 as object], { id: "power" });
+    const fastAgent = scriptedAgent([tier1], { id: "fast" });
+    const powerAgent = scriptedAgent([tier2], { id: "power" });
     const wf = smithers((ctx) => (
       <Workflow name="support-ticket">
         <EscalationChain

@@ -48,5 +48,13 @@ export function ApprovalGate(props: ApprovalGateProps): SmithersElement {
   const { id, output, skipIf, continueOnFail, request } = props;
   // Validated by the schema a person's decision would be, so both paths accept the same outputs.
   const outputSchema = (asked.props as { outputSchema?: unknown }).outputSchema;
-  return makeElement(HOST.task, { id, output, outputSchema, skipIf, continueOnFail, label: `${request.title} (auto-approved)`, children: { ...AUTO_APPROVED_ROW } });
+  return makeElement(HOST.task, {
+    id,
+    output,
+    outputSchema,
+    skipIf,
+    continueOnFail,
+    label: `${request.title} (auto-approved)`,
+    children: { ...AUTO_APPROVED_ROW },
+  });
 }
