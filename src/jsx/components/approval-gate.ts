@@ -21,7 +21,7 @@ export type ApprovalGateProps = {
 };
 
 /** The row an auto-approved gate writes: the shape a person's decision has, so what follows branches the same way. */
-export const AUTO_APPROVED_ROW = { approved: true, note: "auto-approved", decidedBy: null, decidedAt: null } as const;
+const AUTO_APPROVED_ROW = { approved: true, note: "auto-approved", decidedBy: null, decidedAt: null } as const;
 
 /**
  * A conditional approval: with `when` true it is an `<Approval>` (the run waits for
