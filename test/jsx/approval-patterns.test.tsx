@@ -82,7 +82,7 @@ describe("ApprovalGate", () => {
           </Workflow>,
         ),
       );
-      expect(error.code).toBe("INVALID_WORKFLOW");
+      expect([error.code, error.message.startsWith('<ApprovalGate id="g">')]).toEqual(["INVALID_WORKFLOW", true]);
     }
   });
 
