@@ -27,6 +27,8 @@ export {
   Loop,
   Ralph,
   Approval,
+  ApprovalGate,
+  EscalationChain,
   approvalDecisionSchema,
   approvalSelectionSchema,
   approvalRankingSchema,
@@ -48,6 +50,9 @@ export {
 export type {
   ApprovalProps,
   ApprovalOption,
+  ApprovalGateProps,
+  EscalationChainProps,
+  EscalationLevel,
   TaskProps,
   WorkflowProps,
   SequenceProps,

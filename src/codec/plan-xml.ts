@@ -96,7 +96,7 @@ function nodeElement(node: PlanNode, path: number[], options: PlanXmlOptions, ta
     const { id, path, branch, baseBranch } = node.worktree;
     return { tag: "worktree", props: props({ id, path, branch, baseBranch }), children };
   }
-  return { tag: node.kind, props: props({ maxConcurrency: node.maxConcurrency }), children };
+  return { tag: node.kind, props: props({ id: node.id, label: node.label, maxConcurrency: node.maxConcurrency }), children };
 }
 
 /**

@@ -30,7 +30,8 @@ export const ERROR_KINDS = {
 
 export type ErrorKind = keyof typeof ERROR_KINDS;
 
-type Entry = { kind: ErrorKind; summary: string };
+/** `aliasOf`: a former name, never raised; SmithersError.is and `catchErrors` take it for the code it names. */
+type Entry = { kind: ErrorKind; summary: string; aliasOf?: string };
 
 /** Every code: its kind and a one-line meaning (what the docs' error reference prints). */
 export const ERROR_TABLE = {
@@ -114,7 +115,16 @@ export const ERROR_TABLE = {
   HUMAN_ANSWER_INVALID: { kind: "bad-input", summary: "A human task's answer fails its output schema (`fields` lists where)." },
   HUMAN_TASK_TIMEOUT: { kind: "run-failure", summary: "Nobody answered a human task before its timeout." },
   HUMAN_TASK_CANCELLED: { kind: "run-failure", summary: "A human task was closed because its run was cancelled." },
-  LOOP_MAX_REACHED: { kind: "run-failure", summary: "A `<Loop>` reached `maxIterations` without meeting its `until` condition." },
+  RALPH_MAX_REACHED: {
+    kind: "run-failure",
+    summary: 'A `<Loop>` (or `<Ralph>`) with `onMaxReached="fail"` reached `maxIterations` without meeting its `until` condition.',
+  },
+  LOOP_MAX_REACHED: {
+    kind: "run-failure",
+    summary:
+      "What `RALPH_MAX_REACHED` (smithers-orchestrator's code, raised instead) was called here before: never raised, still matched by `SmithersError.is` and `catchErrors`.",
+    aliasOf: "RALPH_MAX_REACHED",
+  },
   SAGA_FAILED: { kind: "run-failure", summary: "A saga step failed; its compensations ran." },
   SAGA_COMPENSATION_FAILED: { kind: "run-failure", summary: "A saga's compensation failed as well." },
   CONTINUATION_STATE_TOO_LARGE: { kind: "run-failure", summary: "The state handed to a continued run passes its size limit." },
@@ -173,6 +183,16 @@ export type SmithersErrorCode = keyof typeof ERROR_TABLE;
 
 /** Every code, in the table's order. */
 export const SMITHERS_ERROR_CODES = Object.keys(ERROR_TABLE) as SmithersErrorCode[];
+
+/** The code `code` stands for: itself, or the code a former name (`aliasOf`) now goes by. */
+export function canonicalCode(code: string): string {
+  return (ERROR_TABLE as Record<string, Entry>)[code]?.aliasOf ?? code;
+}
+
+/** Whether an error with code `actual` answers a check for `wanted` (either may be a former name). */
+export function codeMatches(actual: string, wanted: string): boolean {
+  return canonicalCode(actual) === canonicalCode(wanted);
+}
 
 /** The kind of a code (ENGINE_ERROR's for a string that is none). */
 export function errorKind(code: string): ErrorKind {

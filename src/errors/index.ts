@@ -8,9 +8,19 @@ export { firstUserFrame, frameLocation, relativeFrame, STACK_LIMITS, storedStack
  * Every failure Smithers reports is a SmithersError with a stable `code` from the error table
  * (codes.ts); callers branch on the code, never on the message.
  */
-import type { SmithersErrorCode } from "./codes.ts";
+import { codeMatches, type SmithersErrorCode } from "./codes.ts";
 
-export { ERROR_KINDS, ERROR_TABLE, errorKind, exitCodeOf, httpStatusOf, SMITHERS_ERROR_CODES, type ErrorKind, type SmithersErrorCode } from "./codes.ts";
+export {
+  codeMatches,
+  ERROR_KINDS,
+  ERROR_TABLE,
+  errorKind,
+  exitCodeOf,
+  httpStatusOf,
+  SMITHERS_ERROR_CODES,
+  type ErrorKind,
+  type SmithersErrorCode,
+} from "./codes.ts";
 
 export type SmithersErrorDetails = {
   nodeId?: string;
@@ -44,8 +54,9 @@ export class SmithersError extends Error {
     return this.message;
   }
 
+  /** With `code`: also true for a code's former name (`LOOP_MAX_REACHED` matches `RALPH_MAX_REACHED`). */
   static is(value: unknown, code?: SmithersErrorCode): value is SmithersError {
-    return isInstance(value, SmithersError) && (code === undefined || value.code === code);
+    return isInstance(value, SmithersError) && (code === undefined || codeMatches(value.code, code));
   }
 }
 

@@ -7,7 +7,7 @@
  */
 import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
 import { makeElement, type SmithersElement, type SmithersNode } from "./element.ts";
-import type { PlanGroup, PlanSaga, PlanSagaStep, PlanTry } from "./plan.ts";
+import { catchesCode, type PlanGroup, type PlanSaga, type PlanSagaStep, type PlanTry } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
 import { renderHooks, type ScopeFailure } from "./render-context.ts";
 
@@ -142,9 +142,6 @@ function catchErrorsOf(where: string, value: unknown): readonly string[] | undef
   return [...(value as string[])];
 }
 
-/** Whether a failure with `code` is caught by a boundary taking `catchErrors`. */
-const catches = (catchErrors: readonly string[] | undefined, code: string): boolean => catchErrors === undefined || catchErrors.includes(code);
-
 export function renderTry(props: TryCatchFinallyProps, path: string, section: RenderSection): PlanTry {
   const id = typeof props.id === "string" && props.id !== "" ? props.id : `try${path}`;
   const where = `<TryCatchFinally id="${id}">`;
@@ -157,7 +154,7 @@ export function renderTry(props: TryCatchFinallyProps, path: string, section: Re
     // Called only once the block has failed with a code it catches: the render that sees the
     // failure mounts the catch, and every later render (also after a resume) mounts the same.
     const failure = renderHooks()?.failureIn(block);
-    if (failure && catches(catchErrors, failure.code)) catchGroup = section(props.catch(caughtError(failure)), ".catch");
+    if (failure && catchesCode(catchErrors, failure.code)) catchGroup = section(props.catch(caughtError(failure)), ".catch");
   } else if (!isAbsent(props.catch)) {
     catchGroup = section(props.catch, ".catch");
   }

@@ -2,6 +2,7 @@
 import type { z } from "zod";
 import type { Agent } from "../agents/index.ts";
 import type { OutputTarget } from "../db/index.ts";
+import { codeMatches } from "../errors/index.ts";
 
 // One definition, in the registry that resolves it; re-exported for the components' props.
 export type { OutputTarget };
@@ -208,6 +209,10 @@ export type PlanTask = {
 
 export type PlanGroup = {
   kind: "sequence" | "parallel";
+  /** A `<Parallel id>`: the group's stable id in frames (unique among the render's Parallels). */
+  id?: string;
+  /** A `<Sequence label>` or `<Parallel label>`: its display name. */
+  label?: string;
   maxConcurrency: number | undefined;
   /** A Parallel's cap on direct children in flight (from their first task started until all are done). */
   subtreeConcurrency?: number;
@@ -277,6 +282,11 @@ export type PlanSaga = {
   onFailure: "compensate" | "compensate-and-fail" | "fail";
   steps: PlanSagaStep[];
 };
+
+/** Whether a `<TryCatchFinally catchErrors>` catches a failure with `code` (undefined catches all; a code's former name counts). */
+export function catchesCode(catchErrors: readonly string[] | undefined, code: string): boolean {
+  return catchErrors === undefined || catchErrors.some((wanted) => codeMatches(code, wanted));
+}
 
 export type PlanNode = PlanTask | PlanGroup | PlanLoop | PlanTry | PlanSaga | PlanContinue;
 

@@ -16,8 +16,6 @@ export const DIFFERENCES = "docs/migrating-from-smithers-orchestrator.md";
  */
 export const PEER_ONLY_PROPS: ReadonlySet<string> = new Set([
   "cache",
-  "id",
-  "label",
   "needs",
   "allowedScopes",
   "allowedUsers",
@@ -37,6 +35,12 @@ export const PEER_ONLY_PROPS: ReadonlySet<string> = new Set([
   "scorers",
   "sideEffect",
 ]);
+
+/**
+ * The peer's `<Approval>` (and `<ApprovalGate>`) also take a task's timeout and retries, which there
+ * bound reading the decision after it was made; a person's wait has no attempt to time out or retry here.
+ */
+export const APPROVAL_PEER_ONLY_PROPS: ReadonlySet<string> = new Set([...PEER_ONLY_PROPS, "timeoutMs", "retries", "retryPolicy"]);
 
 /**
  * Props of each host element, as the render reads them. Components that wrap a Task (Approval,
@@ -69,13 +73,31 @@ export const ACCEPTED_PROPS = {
     "meta",
     "children",
   ]),
-  Sequence: new Set(["skipIf", "children"]),
-  Parallel: new Set(["maxConcurrency", "subtreeConcurrency", "skipIf", "children"]),
+  Sequence: new Set(["label", "skipIf", "children"]),
+  Parallel: new Set(["id", "label", "maxConcurrency", "subtreeConcurrency", "skipIf", "children"]),
   Loop: new Set(["id", "until", "maxIterations", "onMaxReached", "continueAsNewEvery", "skipIf", "children"]),
   ContinueAsNew: new Set(["state"]),
   Worktree: new Set(["path", "id", "branch", "baseBranch", "skipIf", "children"]),
   Branch: new Set(["if", "then", "else", "skipIf"]),
-  Approval: new Set(["id", "output", "outputSchema", "request", "onDeny", "mode", "options", "async", "skipIf", "dependsOn", "needs", "label"]),
+  Approval: new Set([
+    "id",
+    "output",
+    "outputSchema",
+    "request",
+    "onDeny",
+    "mode",
+    "options",
+    "async",
+    "skipIf",
+    "continueOnFail",
+    "dependsOn",
+    "needs",
+    "label",
+  ]),
+  ApprovalGate: new Set(["id", "output", "request", "when", "onDeny", "skipIf", "continueOnFail"]),
+  EscalationChain: new Set(["id", "levels", "humanFallback", "humanRequest", "escalationOutput", "skipIf", "children"]),
+  /** One entry of `<EscalationChain levels={[…]}>`. */
+  EscalationLevel: new Set(["agent", "output", "label", "escalateIf"]),
   Timer: new Set(["id", "duration", "until", "skipIf", "dependsOn", "label"]),
   WaitForEvent: new Set([
     "id",
@@ -121,12 +143,12 @@ export const ACCEPTED_PROPS = {
  * Throws UNSUPPORTED_PROP for the first prop of `props` outside `accepted` (props set to
  * undefined count as absent; the engine's own `smithers:` markers are always accepted).
  */
-export function checkProps(component: string, props: object, accepted: ReadonlySet<string>): void {
+export function checkProps(component: string, props: object, accepted: ReadonlySet<string>, peerOnly: ReadonlySet<string> = PEER_ONLY_PROPS): void {
   for (const name of Object.keys(props)) {
     if (accepted.has(name) || (props as Record<string, unknown>)[name] === undefined || name.startsWith("smithers:")) continue;
     const id = (props as { id?: unknown }).id;
     const where = `<${component}${typeof id === "string" ? ` id="${id}"` : ""}>`;
-    const peer = PEER_ONLY_PROPS.has(name);
+    const peer = peerOnly.has(name);
     const message = peer
       ? `${where}: the prop "${name}" of smithers-orchestrator is not supported by this version yet (see ${DIFFERENCES})`
       : `${where} has no prop "${name}"; it takes ${[...accepted].filter((p) => p !== "children").join(", ")}`;

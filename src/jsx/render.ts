@@ -29,6 +29,7 @@ type RenderState = {
   taskIds: Set<string>;
   loopIds: Set<string>;
   worktreeIds: Set<string>;
+  parallelIds: Set<string>;
   tasks: PlanTask[];
   planLoops: PlanLoop[];
   workflowName: string | undefined;
@@ -288,6 +289,17 @@ function sectionRenderer(scope: Scope, state: RenderState): RenderSection {
   });
 }
 
+/** A group's `id` (Parallel only, unique among the render's Parallels) and `label`, checked. */
+function groupNames(component: "Sequence" | "Parallel", props: Record<string, unknown>, state: RenderState): { id?: string; label?: string } {
+  const { id, label } = props;
+  if (label !== undefined && typeof label !== "string") throw invalid(`<${component}> label must be a string`, { prop: "label" });
+  if (id === undefined) return label === undefined ? {} : { label };
+  if (typeof id !== "string" || id === "") throw invalid(`<${component}> id must be a non-empty string`, { prop: "id" });
+  if (state.parallelIds.has(id)) throw new SmithersError("DUPLICATE_ID", `Two <Parallel>s share the id "${id}" in one render`, { parallelId: id });
+  state.parallelIds.add(id);
+  return label === undefined ? { id } : { id, label };
+}
+
 function renderHost(element: SmithersElement, scope: Scope, state: RenderState): PlanNode {
   const props = element.props as Record<string, unknown>;
   const children = props.children as SmithersNode;
@@ -306,9 +318,10 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
     }
     case HOST.sequence:
       checkProps("Sequence", props, ACCEPTED_PROPS.Sequence);
-      return { kind: "sequence", maxConcurrency: undefined, children: renderChildren(children, scope, state) };
+      return { kind: "sequence", maxConcurrency: undefined, ...groupNames("Sequence", props, state), children: renderChildren(children, scope, state) };
     case HOST.parallel: {
       checkProps("Parallel", props, ACCEPTED_PROPS.Parallel);
+      const names = groupNames("Parallel", props, state);
       const max = props.maxConcurrency;
       const subtree = props.subtreeConcurrency;
       if (subtree !== undefined && !(typeof subtree === "number" && Number.isInteger(subtree) && subtree >= 1)) {
@@ -316,6 +329,7 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
       }
       return {
         kind: "parallel",
+        ...names,
         maxConcurrency: typeof max === "number" && max > 0 ? Math.floor(max) : undefined,
         ...(subtree === undefined ? {} : { subtreeConcurrency: subtree }),
         children: renderChildren(children, scope, state),
@@ -383,6 +397,7 @@ export function render(root: SmithersNode, loops: ReadonlyMap<string, LoopState>
     taskIds: new Set(),
     loopIds: new Set(),
     worktreeIds: new Set(),
+    parallelIds: new Set(),
     tasks: [],
     planLoops: [],
     workflowName: undefined,

@@ -40,8 +40,12 @@ function containerTitle(node: FrameTree): string {
   switch (node.tag) {
     case "workflow":
       return `workflow ${String(p.name ?? "")}`.trim();
-    case "parallel":
-      return typeof p.maxConcurrency === "number" ? `parallel · at most ${p.maxConcurrency} at once` : "parallel";
+    case "sequence":
+    case "parallel": {
+      // A Parallel's id and a group's label name it; the cap says how many of its tasks run at once.
+      const name = [node.tag, p.id, p.label].filter((part) => typeof part === "string").join(" ");
+      return typeof p.maxConcurrency === "number" ? `${name} · at most ${p.maxConcurrency} at once` : name;
+    }
     case "loop":
       return `loop ${String(p.id)} · iteration ${String(p.iteration ?? 0)}${p.done ? " · done" : ""}`;
     default:

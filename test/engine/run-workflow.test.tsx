@@ -340,7 +340,7 @@ describe("runWorkflow", () => {
     expect(await query(dbPath, "SELECT ralph_id, iteration, done FROM _smithers_ralph")).toEqual([{ ralph_id: "count", iteration: 2, done: 1 }]);
   });
 
-  test("a Loop that reaches maxIterations fails the run with LOOP_MAX_REACHED when onMaxReached is fail", async () => {
+  test("a Loop that reaches maxIterations fails the run with RALPH_MAX_REACHED (the peer's code) when onMaxReached is fail", async () => {
     const dbPath = tempDbPath();
     const { Workflow, Task, Loop, smithers, outputs } = createSmithers({ step: z.object({ n: z.number() }) }, { dbPath });
     const wf = smithers((ctx) => (
@@ -354,7 +354,7 @@ describe("runWorkflow", () => {
     ));
     const result = await runWorkflow(wf, { input: {} });
     expect(result.status).toBe("failed");
-    expect(result.error?.code).toBe("LOOP_MAX_REACHED");
+    expect(result.error?.code).toBe("RALPH_MAX_REACHED");
     expect(await query(dbPath, "SELECT count(*) AS n FROM step")).toEqual([{ n: 2 }]);
   });
 

@@ -1,7 +1,7 @@
 /** The error table: each code's kind decides both the CLI's exit code and the server's HTTP status. */
 import { describe, expect, test } from "bun:test";
 import { main } from "../../src/cli/index.ts";
-import { ERROR_KINDS, ERROR_TABLE, errorKind, exitCodeOf, SMITHERS_ERROR_CODES, SmithersError } from "../../src/errors/index.ts";
+import { codeMatches, ERROR_KINDS, ERROR_TABLE, errorKind, exitCodeOf, SMITHERS_ERROR_CODES, SmithersError } from "../../src/errors/index.ts";
 import { httpStatus } from "../../src/server/index.ts";
 import { openSmithersDb } from "../../src/db/index.ts";
 import { tempDbPath } from "../helpers.ts";
@@ -14,6 +14,14 @@ describe("ERROR_TABLE", () => {
       expect([code, kind in ERROR_KINDS]).toEqual([code, true]);
       expect([code, summary.length > 10 && !summary.includes("\n")]).toEqual([code, true]);
     }
+  });
+
+  test("a former name (aliasOf) names a code of the table, of the same kind, and only its own code matches it", () => {
+    const aliases = Object.entries(ERROR_TABLE).filter(([, entry]) => "aliasOf" in entry) as [string, { kind: string; aliasOf: string }][];
+    expect(aliases.map(([code, entry]) => [code, entry.aliasOf])).toEqual([["LOOP_MAX_REACHED", "RALPH_MAX_REACHED"]]);
+    for (const [, entry] of aliases) expect(ERROR_TABLE[entry.aliasOf as keyof typeof ERROR_TABLE].kind).toBe(entry.kind as never);
+    expect([codeMatches("RALPH_MAX_REACHED", "LOOP_MAX_REACHED"), codeMatches("LOOP_MAX_REACHED", "RALPH_MAX_REACHED")]).toEqual([true, true]);
+    expect([codeMatches("RALPH_MAX_REACHED", "TASK_FAILED"), codeMatches("MY_CODE", "MY_CODE"), codeMatches("MY_CODE", "OTHER")]).toEqual([false, true, false]);
   });
 
   test("the exit code and the HTTP status of every code are its kind's", () => {

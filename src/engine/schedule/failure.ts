@@ -10,9 +10,10 @@ export function failureError(failure: Failure, src: FailureSources): SmithersErr
   switch (failure.kind) {
     case "loop-max":
       return new SmithersError(
-        "LOOP_MAX_REACHED",
+        "RALPH_MAX_REACHED",
         `Loop "${failure.loop.loopId}" reached maxIterations (${failure.loop.maxIterations}) without meeting its until condition`,
-        { loopId: failure.loop.loopId },
+        // ralphId: the peer's name for the loop's id in these details.
+        { loopId: failure.loop.loopId, ralphId: failure.loop.loopId, maxIterations: failure.loop.maxIterations },
       );
     case "stuck":
       return new SmithersError(

@@ -5,7 +5,7 @@
  * running in it settle before the catch or the compensations start. Pure, like decide(): every
  * decision comes from the plan and the node states, so a resumed run decides the same.
  */
-import { childNodes, type PlanNode, type PlanSaga, type PlanTask, type PlanTry } from "../../jsx/index.ts";
+import { catchesCode, childNodes, type PlanNode, type PlanSaga, type PlanTask, type PlanTry } from "../../jsx/index.ts";
 // Types only: scheduler.ts imports this module, and hands its visit function in.
 import type { Cap, Failure, NodeStatus, Visit, Walk } from "./scheduler.ts";
 import { isWaiting } from "../core/index.ts";
@@ -96,7 +96,7 @@ export function failureCode(failure: Failure, states: ReadonlyMap<string, NodeSt
     case "task":
       return states.get(failure.task.key)?.error?.code ?? "TASK_FAILED";
     case "loop-max":
-      return "LOOP_MAX_REACHED";
+      return "RALPH_MAX_REACHED";
     case "stuck":
     case "deps":
       return "DEPENDENCY_DEADLOCK";
@@ -148,7 +148,7 @@ export function failureHandled(task: PlanTask, scopes: ScopeIndex, states: Reado
   for (const { scope, section } of scopes.get(task.key) ?? []) {
     if (scope.kind === "try") {
       const catching = scope.catch !== undefined || scope.catchFn;
-      if (section === "block" && catching && (scope.catchErrors === undefined || scope.catchErrors.includes(code))) return true;
+      if (section === "block" && catching && catchesCode(scope.catchErrors, code)) return true;
     } else if (section === "action") {
       if (scope.onFailure === "compensate") return true;
     } else {
@@ -168,7 +168,7 @@ export function visitTry(node: PlanTry, caps: Cap[], w: Walk, visit: VisitFn): V
   if (block.result === "busy") return "busy";
   let pending: Failure | undefined;
   if (block.result === "failed") {
-    const caught = node.catch !== undefined && (node.catchErrors === undefined || node.catchErrors.includes(failureCode(block.failure, w.states)));
+    const caught = node.catch !== undefined && catchesCode(node.catchErrors, failureCode(block.failure, w.states));
     // With nothing to run before it goes up, the failure goes up at once, like any other.
     if (!caught && !node.finally) return fail(w, block.failure);
     if (block.settling) return "busy";

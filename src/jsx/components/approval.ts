@@ -1,9 +1,12 @@
-/** `<Approval>`: a task a person decides (approve, select one option, or rank them). */
+/**
+ * `<Approval>`: a task a person decides (approve, select one option, or rank them); and
+ * `<ApprovalGate>`, which asks only when its condition holds and otherwise approves itself.
+ */
 import { z } from "zod";
 import { SmithersError } from "../../errors/index.ts";
 import { makeElement, type SmithersElement } from "../element.ts";
 import type { ApprovalOption, ApprovalSpec, OutputTarget } from "../plan.ts";
-import { ACCEPTED_PROPS, checkProps } from "../props.ts";
+import { ACCEPTED_PROPS, APPROVAL_PEER_ONLY_PROPS, checkProps } from "../props.ts";
 import { HOST } from "./host.ts";
 
 /** The row an approve-mode `<Approval>` writes; use it (or a schema with these fields) as its output. */
@@ -40,6 +43,8 @@ export type ApprovalProps = {
   /** Only what depends on the approval waits (later in its Sequence, dependsOn); other branches run on. */
   async?: boolean;
   skipIf?: boolean;
+  /** A denial under `onDeny="fail"` fails this node but not the run: what follows goes on, as after any continueOnFail task. */
+  continueOnFail?: boolean;
   dependsOn?: readonly string[];
   /** Named upstream node ids the approval waits for, like dependsOn. */
   needs?: Record<string, string>;
@@ -97,8 +102,13 @@ function checkDecisionSchema(
  * <Approval id="ship-it" output={outputs.approval} request={{ title: "Deploy to production?" }} />
  */
 export function Approval(props: ApprovalProps): SmithersElement {
-  const invalid = (message: string) => new SmithersError("INVALID_WORKFLOW", `<Approval id="${props.id}"> ${message}`, { nodeId: props.id });
-  checkProps("Approval", props, ACCEPTED_PROPS.Approval);
+  checkProps("Approval", props, ACCEPTED_PROPS.Approval, APPROVAL_PEER_ONLY_PROPS);
+  return approvalElement("Approval", props);
+}
+
+/** The task element of an approval, its props checked; `component` names it in errors (`<ApprovalGate>` builds on it). */
+function approvalElement(component: string, props: ApprovalProps): SmithersElement {
+  const invalid = (message: string) => new SmithersError("INVALID_WORKFLOW", `<${component} id="${props.id}"> ${message}`, { nodeId: props.id });
   const mode = props.mode ?? "approve";
   if (mode !== "approve" && mode !== "select" && mode !== "rank") throw invalid(`mode must be "approve", "select" or "rank", got "${String(mode)}"`);
   if (!props.request || typeof props.request.title !== "string" || props.request.title === "") throw invalid("needs request={{ title }}");
@@ -117,4 +127,57 @@ export function Approval(props: ApprovalProps): SmithersElement {
   const spec: ApprovalSpec = { mode, request: props.request, onDeny, ...(options ? { options } : {}) };
   const { request: _r, onDeny: _o, mode: _m, options: _p, ...rest } = props;
   return makeElement(HOST.task, { ...rest, outputSchema: props.outputSchema ?? DEFAULT_APPROVAL_SCHEMA[mode], children: null, [APPROVAL_GATE]: spec });
+}
+
+export type ApprovalGateProps = {
+  id: string;
+  /** Where the decision row goes (approvalDecisionSchema, or a schema with its fields). */
+  output: OutputTarget;
+  request: ApprovalSpec["request"];
+  /** true: a person decides (the run waits); false: the gate writes an approved row at once. Required. */
+  when: boolean;
+  /** What a person's denial does (see `<Approval onDeny>`); an auto-approved gate is never denied. */
+  onDeny?: ApprovalSpec["onDeny"];
+  skipIf?: boolean;
+  /** A denial under `onDeny="fail"` (the default) fails the gate but not the run. */
+  continueOnFail?: boolean;
+};
+
+/** The row an auto-approved gate writes: the shape a person's decision has, so what follows branches the same way. */
+const AUTO_APPROVED_ROW = { approved: true, note: "auto-approved", decidedBy: null, decidedAt: null } as const;
+
+/**
+ * A conditional approval: with `when` true it is an `<Approval>` (the run waits for
+ * `smithers approve|deny`); with `when` false it writes `{ approved: true, note: "auto-approved" }`
+ * to its output without asking anyone. `when` is read at each render until the gate runs, so
+ * it may come from an earlier task's row.
+ * @example
+ * <ApprovalGate id="deploy-approval" output={outputs.decision} when={risk.level === "high"}
+ *   request={{ title: "Approve high-risk deploy?", summary: `Risk ${risk.score}/100` }} onDeny="fail" />
+ */
+export function ApprovalGate(props: ApprovalGateProps): SmithersElement {
+  checkProps("ApprovalGate", props, ACCEPTED_PROPS.ApprovalGate, APPROVAL_PEER_ONLY_PROPS);
+  // A missing `when` must not mean "approve": a gated deploy would run ungated.
+  if (typeof props.when !== "boolean") {
+    throw new SmithersError("INVALID_WORKFLOW", `<ApprovalGate id="${props.id}"> needs when={true|false} (true: a person decides), got ${String(props.when)}`, {
+      nodeId: props.id,
+      prop: "when",
+    });
+  }
+  const { when, ...approvalProps } = props;
+  // Built either way: the request, onDeny and the output schema are checked whichever path this render takes.
+  const asked = approvalElement("ApprovalGate", approvalProps);
+  if (when) return asked;
+  const { id, output, skipIf, continueOnFail, request } = props;
+  // Validated by the schema a person's decision would be, so both paths accept the same outputs.
+  const outputSchema = (asked.props as { outputSchema?: unknown }).outputSchema;
+  return makeElement(HOST.task, {
+    id,
+    output,
+    outputSchema,
+    skipIf,
+    continueOnFail,
+    label: `${request.title} (auto-approved)`,
+    children: { ...AUTO_APPROVED_ROW },
+  });
 }

@@ -7,4 +7,5 @@ export * from "./host.ts";
 export * from "./structure.ts";
 export * from "./task.ts";
 export * from "./approval.ts";
+export * from "./escalation-chain.ts";
 export * from "./waits.ts";

@@ -12,8 +12,20 @@ export type WorkflowProps = {
   cache?: boolean;
   children?: SmithersNode;
 };
-export type SequenceProps = { skipIf?: boolean; children?: SmithersNode };
+export type SequenceProps = {
+  /** A display name for the group, shown on its `<sequence>` in frames and the dashboard's tree. */
+  label?: string;
+  skipIf?: boolean;
+  children?: SmithersNode;
+};
 export type ParallelProps = {
+  /**
+   * The group's stable id (unique among the Parallels of a render): its `<parallel id>` in frames,
+   * so frame deltas and the dashboard follow the group by id rather than by position.
+   */
+  id?: string;
+  /** A display name for the group, shown in frames and the dashboard's tree. */
+  label?: string;
   /** At most this many tasks of this Parallel run at once. */
   maxConcurrency?: number;
   /** At most this many direct children (whole subtrees) in flight at once, admitted in document order. */
