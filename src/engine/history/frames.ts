@@ -6,10 +6,10 @@
  */
 import {
   applyDelta,
-  decodeDeltaJson,
+  decodeDelta,
   decodeFrameXml,
   encodeDelta,
-  encodeDeltaJson,
+  encodeDeltaText,
   encodeFrameXml,
   LiveFrame,
   planToXml,
@@ -104,7 +104,7 @@ export class FrameChain {
       this.sinceKeyframe = 0;
       return { ...base, encoding: frameNo === 0 ? "full" : "keyframe", body };
     }
-    const body = encodeDeltaJson(delta);
+    const body = encodeDeltaText(delta, true); // every op passed live.apply's checks above
     this.sinceKeyframe += body.length;
     return { ...base, encoding: "delta", body };
   }
@@ -177,7 +177,7 @@ function rebuild(rows: frames.FrameRow[], runId: string, frameNo: number): LiveF
     if (row.frameNo !== rows[i - 1]!.frameNo + 1) throw corrupt(runId, rows[i - 1]!.frameNo + 1, "the frame is missing from the chain");
     // frameChain starts at the last full frame or keyframe at or before frameNo: only deltas follow.
     if (row.encoding !== "delta") throw corrupt(runId, row.frameNo, `a ${row.encoding} frame sits inside the chain`);
-    live.apply(decodeDeltaJson(row.xmlJson), { shapeChecked: true });
+    live.apply(decodeDelta(row.xmlJson), { shapeChecked: true });
     if (live.hash !== row.xmlHash) throw corrupt(runId, row.frameNo, "rebuilding it does not give its hash");
   }
   return live;
@@ -242,7 +242,7 @@ export async function* frameHistory(
     at = row.frameNo;
     if (row.encoding !== "delta") live = rebuild([row], runId, row.frameNo);
     else {
-      live.apply(decodeDeltaJson(row.xmlJson), { shapeChecked: true });
+      live.apply(decodeDelta(row.xmlJson), { shapeChecked: true });
       if (live.hash !== row.xmlHash) throw corrupt(runId, row.frameNo, "rebuilding it does not give its hash");
     }
     yield { frameNo: row.frameNo, createdAtMs: row.createdAtMs, tree: live.toTree() };
