@@ -1,7 +1,7 @@
 /** @jsxImportSource smithers-workflows */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { decodeFrameXml, frameHash, type FrameDelta, type XmlElement } from "../../src/codec/index.ts";
+import { decodeDeltaText, decodeFrameXml, frameHash, type FrameDelta, type XmlElement } from "../../src/codec/index.ts";
 import { openSmithersDb, frames } from "../../src/db/index.ts";
 import {
   clearFrameCache,
@@ -81,7 +81,7 @@ describe("frames of a run", () => {
   test("a delta for one task's state change is a single set op, whatever the size of the tree", async () => {
     const dbPath = await sequenceRun(200);
     const deltas = await query<{ xml_json: string }>(dbPath, "SELECT xml_json FROM _smithers_frames WHERE encoding = 'delta' ORDER BY frame_no");
-    const ops = JSON.parse(deltas[100]!.xml_json) as { op: string; path: number[] }[];
+    const ops = decodeDeltaText(deltas[100]!.xml_json);
     expect(ops.map((o) => [o.op, o.path])).toEqual([
       ["set", [100]],
       ["set", [101]],
@@ -165,7 +165,7 @@ describe("frames of unusual plans", () => {
     ];
     for (const delta of bad) expect(() => chain.append(delta as FrameDelta, 2)).toThrow(expect.objectContaining({ code: "FRAME_CORRUPT" }));
     const next = chain.append([{ op: "set", path: [0], name: "state", value: "running" }], 3);
-    expect(next).toMatchObject({ frameNo: 1, encoding: "delta", body: '[{"op":"set","path":[0],"name":"state","value":"running"}]' });
+    expect(next).toMatchObject({ frameNo: 1, encoding: "delta", body: "0\tstate=running" });
     expect(chain.current?.toXml()).toBe('<workflow name="w"><task id="a" state="running"/></workflow>');
   });
 });
@@ -192,7 +192,7 @@ describe("readFrame", () => {
 
   test("a delta that was altered is caught by the hash and reported as FRAME_CORRUPT", async () => {
     const dbPath = await sequenceRun(4);
-    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = replace(xml_json, '"finished"', '"failed"') WHERE frame_no = 2`);
+    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = replace(xml_json, '=finished', '=failed') WHERE frame_no = 2`);
     clearFrameCache();
     const db = openSmithersDb(dbPath);
     expect((await rejection(readFrame(db, "r", 2))).code).toBe("FRAME_CORRUPT");
@@ -200,14 +200,15 @@ describe("readFrame", () => {
     await db.close();
   });
 
-  test("a delta that is not valid JSON or has a path that does not exist is FRAME_CORRUPT", async () => {
-    const dbPath = await sequenceRun(3);
+  test("a delta that does not parse, in either form, or has a path that does not exist is FRAME_CORRUPT", async () => {
+    const dbPath = await sequenceRun(5);
     await execute(dbPath, `UPDATE _smithers_frames SET xml_json = '[{"op":"set","path":[9,9],"name":"state","value":"x"}]' WHERE frame_no = 1`);
-    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = '{not json' WHERE frame_no = 2`);
+    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = '[{not json' WHERE frame_no = 2`);
+    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = ? WHERE frame_no = 3`, "9.9\tstate=x");
+    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = ? WHERE frame_no = 4`, "01\tstate");
     clearFrameCache();
     const db = openSmithersDb(dbPath);
-    expect((await rejection(readFrame(db, "r", 1))).code).toBe("FRAME_CORRUPT");
-    expect((await rejection(readFrame(db, "r", 2))).code).toBe("FRAME_CORRUPT");
+    for (const n of [1, 2, 3, 4]) expect((await rejection(readFrame(db, "r", n))).code).toBe("FRAME_CORRUPT");
     await db.close();
   });
 
