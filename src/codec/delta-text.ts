@@ -48,7 +48,7 @@ export function encodeDeltaText(delta: FrameDelta, checked = false): string {
       lines.push(`+${[...op.path, op.index].join(".")}\t${JSON.stringify(tupleOf(op.node))}`);
       continue;
     }
-    if (op.op === "remove" && op.name === undefined) {
+    if (op.name === undefined) {
       if (line !== undefined) lines.push(line);
       line = undefined;
       lines.push(`-${op.path.join(".")}`);

@@ -20,7 +20,12 @@ const last = fixture.frames.length - 1;
 
 async function legacyDb(): Promise<SmithersDb> {
   const db = openSmithersDb(tempDbPath());
-  await db.withTransaction("legacyFrames", (q) => frames.insertFrames(q, fixture.frames.map(({ xml: _xml, ...row }) => ({ ...row, runId: RUN }))));
+  await db.withTransaction("legacyFrames", (q) =>
+    frames.insertFrames(
+      q,
+      fixture.frames.map(({ xml: _xml, ...row }) => ({ ...row, runId: RUN })),
+    ),
+  );
   clearFrameCache();
   return db;
 }
