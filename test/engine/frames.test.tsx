@@ -14,7 +14,7 @@ import {
   runWorkflow,
   setFrameCacheLimits,
 } from "../../src/engine/index.ts";
-import { FRAME_LRU_BYTES, FRAME_LRU_SIZE } from "../../src/engine/core/constants.ts";
+import { FRAME_DELTA_MIN_WEIGHT, FRAME_LRU_BYTES, FRAME_LRU_SIZE } from "../../src/engine/core/constants.ts";
 import { execute, query, rejection, tempDbPath } from "../helpers.ts";
 
 const out = { out: z.object({ n: z.number() }) };
@@ -102,14 +102,15 @@ describe("frames of a run", () => {
       dbPath,
       "SELECT frame_no, encoding, length(xml_json) AS bytes FROM _smithers_frames ORDER BY frame_no",
     );
-    // At each multiple of 50: a keyframe exactly when the deltas since the last chain start weigh as much as it.
+    // At each multiple of 50: a keyframe exactly when the deltas since the last chain start weigh as much
+    // as it, each delta weighing its bytes but at least FRAME_DELTA_MIN_WEIGHT.
     let start = rows[0]!;
     let since = 0;
     for (const row of rows.slice(1)) {
       if (row.frame_no % 50 === 0) expect(row.encoding).toBe(since >= start.bytes ? "keyframe" : "delta");
       else expect(row.encoding).toBe("delta");
       if (row.encoding === "keyframe") [start, since] = [row, 0];
-      else since += row.bytes;
+      else since += Math.max(row.bytes, FRAME_DELTA_MIN_WEIGHT);
     }
     expect(rows.filter((r) => r.encoding === "keyframe").length).toBeLessThan(2); // the fixed policy would write 2
     const db = openSmithersDb(dbPath);
