@@ -42,7 +42,7 @@ export function encodeDeltaText(delta: FrameDelta, checked = false): string {
   let linePath: readonly number[] = [];
   for (const op of delta) {
     if (op.op === "insert") {
-      if (!checked) checkTree(op.node);
+      if (!checked) checkTree(op.node, op.path.length + 2);
       if (line !== undefined) lines.push(line);
       line = undefined;
       lines.push(`+${[...op.path, op.index].join(".")}\t${JSON.stringify(tupleOf(op.node))}`);
@@ -106,14 +106,6 @@ function nodeOf(data: unknown, depth: number, line: number): XmlElement {
   return { tag: data[0], props: props as Props, children: children.map((child) => nodeOf(child, depth + 1, line)) };
 }
 
-function checked<T>(line: number, check: () => T): T {
-  try {
-    return check();
-  } catch (error) {
-    throw SmithersError.is(error, "INVALID_FRAME") ? bad(line, error.message) : error;
-  }
-}
-
 function propEdits(text: string, line: number, ops: FrameOp[]): void {
   const parts = text.split("\t");
   if (parts.length < 2) throw bad(line, "a path with no prop edits");
@@ -129,10 +121,26 @@ function propEdits(text: string, line: number, ops: FrameOp[]): void {
     const eq = edit.indexOf("=");
     const name = eq < 0 ? edit : edit.slice(0, eq);
     if (eq < 0 || !isXmlName(name)) throw bad(line, `${JSON.stringify(edit)} is not name=value or -name`);
-    const value: PropValue = checked(line, () => decodePropValue(edit.slice(eq + 1), name));
-    checked(line, () => checkValue(value, name));
+    const value: PropValue = decodePropValue(edit.slice(eq + 1), name);
+    checkValue(value, name);
     ops.push({ op: "set", path, name, value });
   }
+}
+
+function insertLine(line: string, l: number, ops: FrameOp[]): void {
+  const tab = line.indexOf("\t");
+  const path = tab < 0 ? [] : parsePath(line.slice(1, tab), l);
+  if (path.length === 0) throw bad(l, "an insert needs a position and an element");
+  let data: unknown;
+  try {
+    data = JSON.parse(line.slice(tab + 1));
+  } catch (cause) {
+    throw corrupt(`Frame delta line ${l + 1}: the inserted element is not JSON (${(cause as Error).message})`, cause);
+  }
+  const node = nodeOf(data, path.length + 1, l);
+  checkTree(node, path.length + 1);
+  const index = path.pop()!;
+  ops.push({ op: "insert", path, index, node });
 }
 
 /**
@@ -146,22 +154,14 @@ export function decodeDeltaText(text: string): FrameDelta {
   for (let l = 0; l < lines.length; l++) {
     const line = lines[l]!;
     const first = line.charCodeAt(0);
-    if (first === 0x2d /* - */) ops.push({ op: "remove", path: parsePath(line.slice(1), l) });
-    else if (first === 0x2b /* + */) {
-      const tab = line.indexOf("\t");
-      const path = tab < 0 ? [] : parsePath(line.slice(1, tab), l);
-      if (path.length === 0) throw bad(l, "an insert needs a position and an element");
-      let data: unknown;
-      try {
-        data = JSON.parse(line.slice(tab + 1));
-      } catch (cause) {
-        throw corrupt(`Frame delta line ${l + 1}: the inserted element is not JSON (${(cause as Error).message})`, cause);
-      }
-      const node = nodeOf(data, path.length + 1, l);
-      checked(l, () => checkTree(node, path.length + 1));
-      const index = path.pop()!;
-      ops.push({ op: "insert", path, index, node });
-    } else propEdits(line, l, ops);
+    try {
+      if (first === 0x2d /* - */) ops.push({ op: "remove", path: parsePath(line.slice(1), l) });
+      else if (first === 0x2b /* + */) insertLine(line, l, ops);
+      else propEdits(line, l, ops);
+    } catch (error) {
+      // A name or value no frame can hold, read from storage: the text is damaged.
+      throw SmithersError.is(error, "INVALID_FRAME") ? bad(l, error.message) : error;
+    }
   }
   return ops;
 }
