@@ -155,6 +155,19 @@ describe("frames of unusual plans", () => {
     await db.close();
   });
 
+  test("short deltas still bring a keyframe: each weighs at least FRAME_DELTA_MIN_WEIGHT against the keyframe's bytes", () => {
+    const tasks = Array.from({ length: 60 }, (_, i) => ({ tag: "task", props: { id: `t${i}`, state: "pending" }, children: [] }));
+    const chain = FrameChain.start("r");
+    const first = chain.append({ tag: "workflow", props: { name: "w" }, children: tasks }, 0)!;
+    // A keyframe's bytes lie between what the deltas up to frame 50 hold and what they weigh.
+    expect(first.body.length).toBeGreaterThan(49 * 20);
+    expect(first.body.length).toBeLessThanOrEqual(49 * FRAME_DELTA_MIN_WEIGHT);
+    const rows = [first];
+    for (let n = 1; n <= 100; n++) rows.push(chain.append([{ op: "set", path: [n % 60], name: "state", value: `s${n % 2}` }], n)!);
+    expect(rows.filter((r) => r.encoding === "delta").every((r) => r.body.length < 20)).toBe(true);
+    expect(rows.filter((r) => r.encoding === "keyframe").map((r) => r.frameNo)).toEqual([50, 100]);
+  });
+
   test("FrameChain.append refuses a delta no frame can hold, and the chain goes on unharmed", () => {
     const chain = FrameChain.start("r");
     const first = chain.append({ tag: "workflow", props: { name: "w" }, children: [{ tag: "task", props: { id: "a" }, children: [] }] }, 1);
