@@ -1,7 +1,8 @@
 /** @jsxImportSource ../../src/jsx */
 /**
  * bench/frames: what `_smithers_frames` costs and how fast a frame comes back. A real
- * runWorkflow of a Sequence of N static tasks (one task changes state per frame) under each
+ * runWorkflow of a Sequence of N static tasks (one task changes state per frame), and of a Loop
+ * of one task for N iterations (bench/compare's loop shape: two frames per iteration), under each
  * keyframe policy, then, from the stored rows: bytes per delta frame against bytes per full
  * frame, total frame bytes, frame/keyframe counts, and readFrame time for random frames, cold
  * (clearFrameCache first, so the chain is rebuilt from SQLite) and warm (the same frames again,
@@ -25,8 +26,10 @@ const RUN_ID = "bench-frames";
 const READS = 20;
 
 type Mode = KeyframePolicy["mode"];
+type Shape = "sequence" | "loop";
 type FrameStat = { frameNo: number; encoding: string; bytes: number };
 export type FramesResult = {
+  shape: Shape;
   tasks: number;
   mode: Mode;
   runMs: number;
@@ -57,11 +60,28 @@ function pickFrames(count: number, frames: number, seed = 42): number[] {
   return [...picked];
 }
 
-async function measure(tasks: number, mode: Mode): Promise<FramesResult> {
+/** One task in a Loop for `iterations` iterations: each iteration re-mounts the same body. */
+function loopWorkflow(kit: ReturnType<typeof createSmithers<{ step: ReturnType<typeof stepSchema> }>>, iterations: number) {
+  const { Workflow, Task, Loop, smithers, outputs } = kit;
+  return smithers((ctx) => (
+    <Workflow name="bench-frames-loop">
+      <Loop id="l" until={ctx.iterationCount(outputs.step, "t") >= iterations} maxIterations={iterations}>
+        <Task id="t" output={outputs.step}>
+          {{ n: ctx.iterationCount(outputs.step, "t") }}
+        </Task>
+      </Loop>
+    </Workflow>
+  ));
+}
+
+const stepSchema = () => z.object({ n: z.number().int() });
+
+async function measure(shape: Shape, tasks: number, mode: Mode): Promise<FramesResult> {
   const dir = mkdtempSync(join(tmpdir(), "smithers-bench-frames-"));
   const dbPath = join(dir, "bench.db");
   try {
-    const wf = sequenceWorkflow(createSmithers({ step: z.object({ n: z.number().int() }) }, { dbPath }), tasks, "bench-frames");
+    const kit = createSmithers({ step: stepSchema() }, { dbPath });
+    const wf = shape === "loop" ? loopWorkflow(kit, tasks) : sequenceWorkflow(kit, tasks, "bench-frames");
     const started = performance.now();
     const result = await runWorkflow(wf, { runId: RUN_ID, keyframes: { mode } });
     const runMs = performance.now() - started;
@@ -100,6 +120,7 @@ async function measure(tasks: number, mode: Mode): Promise<FramesResult> {
     clearFrameCache();
 
     return {
+      shape,
       tasks,
       mode,
       runMs,
@@ -210,11 +231,15 @@ function table(header: string[], rows: string[][]): void {
 
 export async function runFramesBench(sizes = [1_000, 10_000]): Promise<void> {
   const results: FramesResult[] = [];
-  for (const tasks of sizes) for (const mode of ["adaptive", "fixed"] as const) results.push(await measure(tasks, mode));
+  for (const shape of ["sequence", "loop"] as const)
+    for (const tasks of sizes) for (const mode of ["adaptive", "fixed"] as const) results.push(await measure(shape, tasks, mode));
 
-  console.log(`\nbench/frames: a Sequence of N static tasks, one task state change per frame (WAL file, Bun ${Bun.version})\n`);
+  console.log(
+    `\nbench/frames: a Sequence of N static tasks (one task state change per frame) and a Loop of one task for N iterations (WAL file, Bun ${Bun.version})\n`,
+  );
   table(
     [
+      "shape",
       "tasks",
       "policy",
       "run s",
@@ -231,6 +256,7 @@ export async function runFramesBench(sizes = [1_000, 10_000]): Promise<void> {
       "warm read median ms",
     ],
     results.map((r) => [
+      r.shape,
       r.tasks.toLocaleString("en-US"),
       r.mode === "adaptive" ? "adaptive (default)" : "fixed (every 50th)",
       (r.runMs / 1000).toFixed(1),

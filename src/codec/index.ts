@@ -1,5 +1,6 @@
 export { applyDelta } from "./apply.ts";
 export { FRAME_MAX_DEPTH } from "./constants.ts";
+export { decodeDelta, decodeDeltaText, encodeDeltaText } from "./delta-text.ts";
 export { encodeDelta } from "./diff.ts";
 export { frameHash } from "./hash.ts";
 export { LiveFrame } from "./live-frame.ts";

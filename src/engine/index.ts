@@ -55,6 +55,7 @@ export {
   setFrameCacheLimits,
   FrameChain,
   FrameRecorder,
+  deltaWeight,
   isKeyframe,
   DEFAULT_KEYFRAME_POLICY,
   type KeyframePolicy,

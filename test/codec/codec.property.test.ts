@@ -1,16 +1,20 @@
 /**
  * The codec's laws over random frame histories: every step's delta reproduces the next frame, in
- * memory, through JSON and in a LiveFrame; every frame survives XML; hashes identify frames.
+ * memory, through its stored text (the compact form, and the older JSON one still read) and in a
+ * LiveFrame; every frame survives XML; hashes identify frames.
  * Reproduce a failure with CODEC_SEED=<seed> (the seed is in the failure message).
  */
 import { describe, expect, test } from "bun:test";
 import { XMLBuilder, XMLValidator } from "fast-xml-parser";
 import {
   applyDelta,
+  decodeDelta,
   decodeDeltaJson,
+  decodeDeltaText,
   decodeFrameXml,
   encodeDelta,
   encodeDeltaJson,
+  encodeDeltaText,
   encodeFrameXml,
   frameHash,
   LiveFrame,
@@ -45,14 +49,27 @@ function same(actual: unknown, expected: unknown): void {
   if (a !== b) expect(a).toBe(b);
 }
 
+/** Bytes of every delta in both stored forms, over the whole run. */
+const deltaBytes = { text: 0, json: 0 };
+
 function checkStep(prev: XmlElement, prevJson: string, next: XmlElement, live: LiveFrame, hashes: Map<string, string>): void {
   const delta = encodeDelta(prev, next);
   same(applyDelta(prev, delta), next);
   const prevNow = JSON.stringify(prev);
   if (prevNow !== prevJson) expect(prevNow).toBe(prevJson);
 
-  const decoded = decodeDeltaJson(encodeDeltaJson(delta));
+  const json = encodeDeltaJson(delta);
+  same(decodeDeltaJson(json), delta);
+  same(decodeDelta(json), delta);
+  const text = encodeDeltaText(delta);
+  // decodeDelta tells the forms apart by the first character; no text delta may look like JSON.
+  if (text.startsWith("[")) expect(text).not.toStartWith("[");
+  const decoded = decodeDeltaText(text);
   same(decoded, delta);
+  same(decodeDelta(text), delta);
+  if (text !== encodeDeltaText(delta, true)) expect(encodeDeltaText(delta, true)).toBe(text);
+  deltaBytes.text += Buffer.byteLength(text);
+  deltaBytes.json += Buffer.byteLength(json);
 
   const xml = encodeFrameXml(next);
   // Stored keyframes keep one text whoever writes them: the hand-written encoder and the library's builder agree byte for byte.
@@ -97,5 +114,7 @@ describe("the frame codec", () => {
     const seeds = only === undefined ? Array.from({ length: SEQUENCES }, (_, i) => FIRST_SEED + i) : [only];
     for (const seed of seeds) runSequence(seed, hashes);
     expect(hashes.size).toBeGreaterThan(only === undefined ? SEQUENCES * 3 : 1);
+    // The reason the text form exists: over many histories it is well under the JSON's size.
+    if (only === undefined) expect(deltaBytes.text / deltaBytes.json).toBeLessThan(0.6);
   }, 30_000);
 });

@@ -1,7 +1,7 @@
 /** @jsxImportSource smithers-workflows */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { decodeFrameXml, frameHash, type FrameDelta, type XmlElement } from "../../src/codec/index.ts";
+import { decodeDeltaText, decodeFrameXml, frameHash, type FrameDelta, type XmlElement } from "../../src/codec/index.ts";
 import { openSmithersDb, frames } from "../../src/db/index.ts";
 import {
   clearFrameCache,
@@ -14,7 +14,7 @@ import {
   runWorkflow,
   setFrameCacheLimits,
 } from "../../src/engine/index.ts";
-import { FRAME_LRU_BYTES, FRAME_LRU_SIZE } from "../../src/engine/core/constants.ts";
+import { FRAME_DELTA_MIN_WEIGHT, FRAME_LRU_BYTES, FRAME_LRU_SIZE } from "../../src/engine/core/constants.ts";
 import { execute, query, rejection, tempDbPath } from "../helpers.ts";
 
 const out = { out: z.object({ n: z.number() }) };
@@ -81,7 +81,7 @@ describe("frames of a run", () => {
   test("a delta for one task's state change is a single set op, whatever the size of the tree", async () => {
     const dbPath = await sequenceRun(200);
     const deltas = await query<{ xml_json: string }>(dbPath, "SELECT xml_json FROM _smithers_frames WHERE encoding = 'delta' ORDER BY frame_no");
-    const ops = JSON.parse(deltas[100]!.xml_json) as { op: string; path: number[] }[];
+    const ops = decodeDeltaText(deltas[100]!.xml_json);
     expect(ops.map((o) => [o.op, o.path])).toEqual([
       ["set", [100]],
       ["set", [101]],
@@ -102,14 +102,15 @@ describe("frames of a run", () => {
       dbPath,
       "SELECT frame_no, encoding, length(xml_json) AS bytes FROM _smithers_frames ORDER BY frame_no",
     );
-    // At each multiple of 50: a keyframe exactly when the deltas since the last chain start weigh as much as it.
+    // At each multiple of 50: a keyframe exactly when the deltas since the last chain start weigh as much
+    // as it, each delta weighing its bytes but at least FRAME_DELTA_MIN_WEIGHT.
     let start = rows[0]!;
     let since = 0;
     for (const row of rows.slice(1)) {
       if (row.frame_no % 50 === 0) expect(row.encoding).toBe(since >= start.bytes ? "keyframe" : "delta");
       else expect(row.encoding).toBe("delta");
       if (row.encoding === "keyframe") [start, since] = [row, 0];
-      else since += row.bytes;
+      else since += Math.max(row.bytes, FRAME_DELTA_MIN_WEIGHT);
     }
     expect(rows.filter((r) => r.encoding === "keyframe").length).toBeLessThan(2); // the fixed policy would write 2
     const db = openSmithersDb(dbPath);
@@ -154,6 +155,19 @@ describe("frames of unusual plans", () => {
     await db.close();
   });
 
+  test("short deltas still bring a keyframe: each weighs at least FRAME_DELTA_MIN_WEIGHT against the keyframe's bytes", () => {
+    const tasks = Array.from({ length: 60 }, (_, i) => ({ tag: "task", props: { id: `t${i}`, state: "pending" }, children: [] }));
+    const chain = FrameChain.start("r");
+    const first = chain.append({ tag: "workflow", props: { name: "w" }, children: tasks }, 0)!;
+    // A keyframe's bytes lie between what the deltas up to frame 50 hold and what they weigh.
+    expect(first.body.length).toBeGreaterThan(49 * 20);
+    expect(first.body.length).toBeLessThanOrEqual(49 * FRAME_DELTA_MIN_WEIGHT);
+    const rows = [first];
+    for (let n = 1; n <= 100; n++) rows.push(chain.append([{ op: "set", path: [n % 60], name: "state", value: `s${n % 2}` }], n)!);
+    expect(rows.filter((r) => r.encoding === "delta").every((r) => r.body.length < 20)).toBe(true);
+    expect(rows.filter((r) => r.encoding === "keyframe").map((r) => r.frameNo)).toEqual([50, 100]);
+  });
+
   test("FrameChain.append refuses a delta no frame can hold, and the chain goes on unharmed", () => {
     const chain = FrameChain.start("r");
     const first = chain.append({ tag: "workflow", props: { name: "w" }, children: [{ tag: "task", props: { id: "a" }, children: [] }] }, 1);
@@ -165,7 +179,7 @@ describe("frames of unusual plans", () => {
     ];
     for (const delta of bad) expect(() => chain.append(delta as FrameDelta, 2)).toThrow(expect.objectContaining({ code: "FRAME_CORRUPT" }));
     const next = chain.append([{ op: "set", path: [0], name: "state", value: "running" }], 3);
-    expect(next).toMatchObject({ frameNo: 1, encoding: "delta", body: '[{"op":"set","path":[0],"name":"state","value":"running"}]' });
+    expect(next).toMatchObject({ frameNo: 1, encoding: "delta", body: "0\tstate=running" });
     expect(chain.current?.toXml()).toBe('<workflow name="w"><task id="a" state="running"/></workflow>');
   });
 });
@@ -192,7 +206,7 @@ describe("readFrame", () => {
 
   test("a delta that was altered is caught by the hash and reported as FRAME_CORRUPT", async () => {
     const dbPath = await sequenceRun(4);
-    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = replace(xml_json, '"finished"', '"failed"') WHERE frame_no = 2`);
+    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = replace(xml_json, '=finished', '=failed') WHERE frame_no = 2`);
     clearFrameCache();
     const db = openSmithersDb(dbPath);
     expect((await rejection(readFrame(db, "r", 2))).code).toBe("FRAME_CORRUPT");
@@ -200,14 +214,15 @@ describe("readFrame", () => {
     await db.close();
   });
 
-  test("a delta that is not valid JSON or has a path that does not exist is FRAME_CORRUPT", async () => {
-    const dbPath = await sequenceRun(3);
+  test("a delta that does not parse, in either form, or has a path that does not exist is FRAME_CORRUPT", async () => {
+    const dbPath = await sequenceRun(5);
     await execute(dbPath, `UPDATE _smithers_frames SET xml_json = '[{"op":"set","path":[9,9],"name":"state","value":"x"}]' WHERE frame_no = 1`);
-    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = '{not json' WHERE frame_no = 2`);
+    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = '[{not json' WHERE frame_no = 2`);
+    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = ? WHERE frame_no = 3`, "9.9\tstate=x");
+    await execute(dbPath, `UPDATE _smithers_frames SET xml_json = ? WHERE frame_no = 4`, "01\tstate");
     clearFrameCache();
     const db = openSmithersDb(dbPath);
-    expect((await rejection(readFrame(db, "r", 1))).code).toBe("FRAME_CORRUPT");
-    expect((await rejection(readFrame(db, "r", 2))).code).toBe("FRAME_CORRUPT");
+    for (const n of [1, 2, 3, 4]) expect((await rejection(readFrame(db, "r", n))).code).toBe("FRAME_CORRUPT");
     await db.close();
   });
 

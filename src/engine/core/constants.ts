@@ -42,6 +42,14 @@ export const DEFAULT_RETRY_FACTOR = 2;
 /** Keyframes fall on multiples of this frame number (the data-model spec's FRAME_KEYFRAME_INTERVAL). */
 export const FRAME_KEYFRAME_INTERVAL = 50;
 
+/**
+ * What one delta weighs against a keyframe's bytes in the adaptive keyframe policy, at least: a
+ * cold read replays a delta (apply, rehash, hash check) in about the time it decodes this many
+ * bytes of keyframe XML, however few bytes the delta itself holds. Without the floor, compact
+ * deltas would stretch the chains a read replays.
+ */
+export const FRAME_DELTA_MIN_WEIGHT = 128;
+
 /** Reconstructed frames kept in memory by readFrame. */
 export const FRAME_LRU_SIZE = 512;
 

@@ -6,10 +6,10 @@
  */
 import {
   applyDelta,
-  decodeDeltaJson,
+  decodeDelta,
   decodeFrameXml,
   encodeDelta,
-  encodeDeltaJson,
+  encodeDeltaText,
   encodeFrameXml,
   LiveFrame,
   planToXml,
@@ -20,22 +20,28 @@ import { frames, type SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import type { Plan, PlanTask } from "../../jsx/index.ts";
 import { BoundedCache, estimateBytes, type CacheLimits, type CacheStats } from "../core/index.ts";
-import { FRAME_KEYFRAME_INTERVAL, FRAME_LRU_BYTES, FRAME_LRU_SIZE } from "../core/index.ts";
+import { FRAME_DELTA_MIN_WEIGHT, FRAME_KEYFRAME_INTERVAL, FRAME_LRU_BYTES, FRAME_LRU_SIZE } from "../core/index.ts";
 
 export type KeyframePolicy = {
   /** Keyframes only ever fall on multiples of this (default 50). */
   interval: number;
   /**
    * `adaptive` (default): at a multiple of `interval`, write a keyframe only once the deltas
-   * since the last one add up to at least that keyframe's size, so frame bytes stay linear in
-   * the number of frames however large the tree. `fixed`: every multiple of `interval`.
+   * since the last one weigh at least that keyframe's size (see deltaWeight), so frame bytes stay
+   * linear in the number of frames however large the tree, and a cold read replays no more
+   * than about a keyframe's decoding worth of deltas. `fixed`: every multiple of `interval`.
    */
   mode: "adaptive" | "fixed";
 };
 
 export const DEFAULT_KEYFRAME_POLICY: KeyframePolicy = { interval: FRAME_KEYFRAME_INTERVAL, mode: "adaptive" };
 
-/** Whether frame `frameNo` (> 0) is stored as a keyframe. */
+/** A stored delta's weight against keyframe bytes: its own bytes, at least FRAME_DELTA_MIN_WEIGHT. */
+export function deltaWeight(bodyLength: number): number {
+  return Math.max(bodyLength, FRAME_DELTA_MIN_WEIGHT);
+}
+
+/** Whether frame `frameNo` (> 0) is stored as a keyframe; `deltaBytesSinceKeyframe` sums deltaWeight. */
 export function isKeyframe(frameNo: number, deltaBytesSinceKeyframe: number, lastKeyframeBytes: number, policy: KeyframePolicy): boolean {
   if (frameNo % policy.interval !== 0) return false;
   return policy.mode === "fixed" || deltaBytesSinceKeyframe >= lastKeyframeBytes;
@@ -67,7 +73,7 @@ export class FrameChain {
     const rows = await frames.frameChain(db, runId, last);
     try {
       const live = rebuild(rows, runId, last);
-      const sinceKeyframe = rows.slice(1).reduce((n, r) => n + r.xmlJson.length, 0);
+      const sinceKeyframe = rows.slice(1).reduce((n, r) => n + deltaWeight(r.xmlJson.length), 0);
       return new FrameChain(runId, policy, last + 1, live, rows[0]!.xmlJson.length, sinceKeyframe);
     } catch (error) {
       // A damaged chain must not stop the run: the next frame starts a new chain as a keyframe.
@@ -104,8 +110,8 @@ export class FrameChain {
       this.sinceKeyframe = 0;
       return { ...base, encoding: frameNo === 0 ? "full" : "keyframe", body };
     }
-    const body = encodeDeltaJson(delta);
-    this.sinceKeyframe += body.length;
+    const body = encodeDeltaText(delta, true); // every op passed live.apply's checks above
+    this.sinceKeyframe += deltaWeight(body.length);
     return { ...base, encoding: "delta", body };
   }
 }
@@ -177,7 +183,7 @@ function rebuild(rows: frames.FrameRow[], runId: string, frameNo: number): LiveF
     if (row.frameNo !== rows[i - 1]!.frameNo + 1) throw corrupt(runId, rows[i - 1]!.frameNo + 1, "the frame is missing from the chain");
     // frameChain starts at the last full frame or keyframe at or before frameNo: only deltas follow.
     if (row.encoding !== "delta") throw corrupt(runId, row.frameNo, `a ${row.encoding} frame sits inside the chain`);
-    live.apply(decodeDeltaJson(row.xmlJson), { shapeChecked: true });
+    live.apply(decodeDelta(row.xmlJson), { shapeChecked: true });
     if (live.hash !== row.xmlHash) throw corrupt(runId, row.frameNo, "rebuilding it does not give its hash");
   }
   return live;
@@ -242,7 +248,7 @@ export async function* frameHistory(
     at = row.frameNo;
     if (row.encoding !== "delta") live = rebuild([row], runId, row.frameNo);
     else {
-      live.apply(decodeDeltaJson(row.xmlJson), { shapeChecked: true });
+      live.apply(decodeDelta(row.xmlJson), { shapeChecked: true });
       if (live.hash !== row.xmlHash) throw corrupt(runId, row.frameNo, "rebuilding it does not give its hash");
     }
     yield { frameNo: row.frameNo, createdAtMs: row.createdAtMs, tree: live.toTree() };

@@ -6,6 +6,7 @@
 export {
   clearFrameCache,
   DEFAULT_KEYFRAME_POLICY,
+  deltaWeight,
   frameCacheStats,
   FrameChain,
   frameHistory,

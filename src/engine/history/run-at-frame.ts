@@ -4,7 +4,7 @@
  * The chain is walked once from frame 0: a delta's ops name the elements they touched, so the
  * cost is the frames' size, not frames x tree.
  */
-import { decodeDeltaJson, decodeFrameXml, LiveFrame, type XmlElement } from "../../codec/index.ts";
+import { decodeDelta, decodeFrameXml, LiveFrame, type XmlElement } from "../../codec/index.ts";
 import { frames, type SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import { nodeKey } from "../../jsx/index.ts";
@@ -65,7 +65,7 @@ export async function runAtFrame(db: SmithersDb, runId: string, frameNo: number)
       noteTree(live.toTree(), at);
     } else {
       if (!live) throw corrupt(runId, row.frameNo, "the chain does not start with a full frame");
-      const delta = decodeDeltaJson(row.xmlJson);
+      const delta = decodeDelta(row.xmlJson);
       live.apply(delta, { shapeChecked: true });
       for (const op of delta) {
         if (op.op === "insert") noteTree(op.node, at);
