@@ -119,7 +119,7 @@ describe("<Subflow> whose child waits", () => {
   test("a child waiting for a timer makes the parent wait-timer with the child's fire time; once due the daemon resumes it", async () => {
     const dbPath = tempDbPath();
     const calls: string[] = [];
-    const fireAt = Date.now() + 400;
+    const fireAt = Date.now() + 1_500;
     const { wf, kit } = parentOf(dbPath, "timer", calls, fireAt);
     expect(await runWorkflow(wf, { input: {}, runId: "p", waitInPlaceMs: 0 })).toEqual({ runId: "p", status: "waiting-timer" });
     expect(await query(dbPath, "SELECT run_id, status, wake_at_ms FROM _smithers_runs ORDER BY run_id")).toEqual([
