@@ -61,13 +61,18 @@ export const RUN_STATUSES = [
   "waiting-approval",
   "waiting-event",
   "waiting-timer",
+  "waiting-slot",
+  "waiting-rate",
 ] as const;
 
 /** Statuses after which a run never runs again (resuming a failed or cancelled one is a new attempt at it). */
 export const ENDED_RUN_STATUSES = ["finished", "continued", "failed", "cancelled"] as const;
 
-/** Statuses of a run that waits for the world (a person, a signal, a time); what the daemon looks at. */
-export const WAITING_STATUSES = ["waiting-approval", "waiting-event", "waiting-timer"] as const;
+/**
+ * Statuses of a run that waits for the world (a person, a signal, a time, a concurrency slot, a
+ * rate window); what the daemon looks at.
+ */
+export const WAITING_STATUSES = ["waiting-approval", "waiting-event", "waiting-timer", "waiting-slot", "waiting-rate"] as const;
 
 export type RunStatus = (typeof RUN_STATUSES)[number];
 

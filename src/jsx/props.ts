@@ -65,6 +65,7 @@ export const ACCEPTED_PROPS = {
     "needsApproval",
     "async",
     "cache",
+    "concurrencyKey",
     "label",
     "meta",
     "children",

@@ -38,7 +38,8 @@ async function stepInner(run: RunState): Promise<StepNext> {
       if (run.readsStates) run.renderStale = true;
     }
     const plan = await renderPlan(run);
-    const actions = decide(plan, run.setup.states, nowMs, run.settings.maxConcurrency ?? Infinity, run.decideMemo, run.finishedIds);
+    const decided = decide(plan, run.setup.states, nowMs, run.settings.maxConcurrency ?? Infinity, run.decideMemo, run.finishedIds, run.limits.view(nowMs));
+    const actions = run.limits.used ? await run.limits.admit(decided, nowMs) : decided;
     const work: StepWork = { starts, writes, finishedIterations: [] };
     for (const action of actions) next = applyAction(run, action, nowMs, work) ?? next;
     // An agent attempt held back by the budget and nothing else running, starting or due later
@@ -128,5 +129,5 @@ function canDefer(run: RunState, starts: readonly Started[], next: StepNext, set
   if (settlesWork || next === "done" || (starts.length === 0 && next !== "again") || run.waits.waiting.size > 0 || run.abort.signal.aborted || run.failure)
     return false;
   if (run.pureBatch.isFull()) return false;
-  return starts.every((st) => isPureAttempt(st.input));
+  return starts.every((st) => isPureAttempt(st.input) && st.task.concurrencyKey === undefined);
 }
