@@ -79,9 +79,13 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope, comp
 function concurrencyKeyOf(id: string, value: unknown): string {
   const key = typeof value === "function" ? (value as (ctx: unknown) => unknown)(renderContext()) : value;
   if (typeof key !== "string" || key === "") {
-    throw new SmithersError("INVALID_LIMIT", `<Task id="${id}"> concurrencyKey must be a non-empty string (or a function of ctx returning one), got ${JSON.stringify(key) ?? String(key)}`, {
-      nodeId: id,
-    });
+    throw new SmithersError(
+      "INVALID_LIMIT",
+      `<Task id="${id}"> concurrencyKey must be a non-empty string (or a function of ctx returning one), got ${JSON.stringify(key) ?? String(key)}`,
+      {
+        nodeId: id,
+      },
+    );
   }
   return key;
 }

@@ -66,7 +66,7 @@ describe("concurrencyKey", () => {
     const results = await Promise.all(["a", "b", "c"].map((runId) => runWorkflow(wf, { runId, input: {} })));
     expect(results.some((r) => r.status === "waiting-slot") || results.every((r) => r.status === "finished")).toBe(true);
     await untilAllEnded(dbPath, results, wf);
-    const spans = await query<{ start: number; end: number }>(dbPath, "SELECT start, \"end\" FROM span");
+    const spans = await query<{ start: number; end: number }>(dbPath, 'SELECT start, "end" FROM span');
     expect(spans.length).toBe(12);
     expect(maxOverlap(spans.map((s) => ({ start: Number(s.start), end: Number(s.end) })))).toBeLessThanOrEqual(2);
     expect(await query(dbPath, "SELECT DISTINCT status FROM _smithers_runs")).toEqual([{ status: "finished" }]);
@@ -79,7 +79,11 @@ describe("concurrencyKey", () => {
     const [a, b] = await Promise.all([runWorkflow(wf, { runId: "a", input: {} }), runWorkflow(wf, { runId: "b", input: {} })]);
     const waiting = [a!, b!].filter((r) => r.status === "waiting-slot");
     expect(waiting.length).toBeGreaterThanOrEqual(1);
-    const nodes = await query<{ state: string; wait_json: string }>(dbPath, "SELECT state, wait_json FROM _smithers_nodes WHERE run_id = ? AND state = 'waiting-slot'", waiting[0]!.runId);
+    const nodes = await query<{ state: string; wait_json: string }>(
+      dbPath,
+      "SELECT state, wait_json FROM _smithers_nodes WHERE run_id = ? AND state = 'waiting-slot'",
+      waiting[0]!.runId,
+    );
     expect(nodes.length).toBeGreaterThanOrEqual(1);
     expect(JSON.parse(nodes[0]!.wait_json)).toEqual({ concurrencyKey: "shared" });
     const results: RunResult[] = [];
@@ -105,7 +109,10 @@ describe("concurrencyKey", () => {
 
   test("a key named tenant:acme runs under the limit declared for tenant", async () => {
     const dbPath = tempDbPath();
-    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ v: z.number() }), input: z.object({ org: z.string() }) }, { dbPath, limits: { tenant: { concurrency: 1 } } });
+    const { Workflow, Task, smithers, outputs } = createSmithers(
+      { out: z.object({ v: z.number() }), input: z.object({ org: z.string() }) },
+      { dbPath, limits: { tenant: { concurrency: 1 } } },
+    );
     const wf = smithers((ctx) => (
       <Workflow name="tenants">
         <Task id="t" output={outputs.out} concurrencyKey={(c: typeof ctx) => `tenant:${c.input.org}`}>
@@ -142,7 +149,8 @@ describe("concurrencyKey", () => {
     expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_slots")).toEqual([{ n: 0 }]);
     const abort = new AbortController();
     const cancelled = runWorkflow(wf, { input: {}, signal: abort.signal });
-    for (let i = 0; i < 100 && (await query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM _smithers_slots WHERE state = 'held'"))[0]!.n === 0; i++) await sleep(2);
+    for (let i = 0; i < 100 && (await query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM _smithers_slots WHERE state = 'held'"))[0]!.n === 0; i++)
+      await sleep(2);
     abort.abort();
     expect((await cancelled).status).toBe("cancelled");
     expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_slots")).toEqual([{ n: 0 }]);

@@ -51,7 +51,10 @@ const UPSERT_USAGE = `INSERT INTO ${U.$table} (${U.runId}, ${U.nodeId}, ${U.iter
  */
 async function rateWait(q: Sql, key: string, limit: KeyLimit, nowMs: number): Promise<number | undefined> {
   await q.run(`DELETE FROM ${U.$table} WHERE ${U.limitKey} = ? AND ${U.atMs} <= ?`, key, nowMs - WINDOW_MS);
-  const blocked = await q.get<{ until: number | null }>(`SELECT max(${U.atMs}) AS until FROM ${U.$table} WHERE ${U.limitKey} = ? AND ${U.kind} = 'blocked'`, key);
+  const blocked = await q.get<{ until: number | null }>(
+    `SELECT max(${U.atMs}) AS until FROM ${U.$table} WHERE ${U.limitKey} = ? AND ${U.kind} = 'blocked'`,
+    key,
+  );
   if (blocked?.until != null && Number(blocked.until) > nowMs) return Number(blocked.until);
   if (limit.perMinute !== undefined) {
     const starts = await q.all<{ at: number }>(
@@ -107,7 +110,12 @@ export async function wait(q: Sql, node: SlotNode, key: string, ownerId: string,
  */
 export async function release(q: Sql, node: SlotNode, key: string, nowMs: number): Promise<void> {
   await lockKey(q, key);
-  const freed = await q.run(`DELETE FROM ${S.$table} WHERE ${S.runId} = ? AND ${S.nodeId} = ? AND ${S.iteration} = ? AND ${S.state} = 'held'`, node.runId, node.nodeId, node.iteration);
+  const freed = await q.run(
+    `DELETE FROM ${S.$table} WHERE ${S.runId} = ? AND ${S.nodeId} = ? AND ${S.iteration} = ? AND ${S.state} = 'held'`,
+    node.runId,
+    node.nodeId,
+    node.iteration,
+  );
   if (freed > 0) await wakeWaiters(q, key, nowMs);
 }
 
@@ -203,13 +211,30 @@ export async function readUse(q: Sql, nowMs: number, runId?: string): Promise<Ke
           nowMs - WINDOW_MS,
         )
       : [];
-  const declared = runId === undefined ? await q.all<{ key: string; c: number | null; pm: number | null; tpm: number | null }>(
-    `SELECT ${L.limitKey} AS key, ${L.concurrency} AS c, ${L.perMinute} AS pm, ${L.tokensPerMinute} AS tpm FROM ${L.$table}`,
-  ) : [];
+  const declared =
+    runId === undefined
+      ? await q.all<{ key: string; c: number | null; pm: number | null; tpm: number | null }>(
+          `SELECT ${L.limitKey} AS key, ${L.concurrency} AS c, ${L.perMinute} AS pm, ${L.tokensPerMinute} AS tpm FROM ${L.$table}`,
+        )
+      : [];
   const out = new Map<string, KeyUse>();
   const entry = (key: string) => {
     let e = out.get(key);
-    if (!e) out.set(key, (e = { key, concurrency: null, perMinute: null, tokensPerMinute: null, held: 0, waiting: 0, requestsLastMinute: 0, tokensLastMinute: 0, blockedUntilMs: null }));
+    if (!e)
+      out.set(
+        key,
+        (e = {
+          key,
+          concurrency: null,
+          perMinute: null,
+          tokensPerMinute: null,
+          held: 0,
+          waiting: 0,
+          requestsLastMinute: 0,
+          tokensLastMinute: 0,
+          blockedUntilMs: null,
+        }),
+      );
     return e;
   };
   for (const d of declared) Object.assign(entry(d.key), { concurrency: num(d.c), perMinute: num(d.pm), tokensPerMinute: num(d.tpm) });

@@ -23,4 +23,3 @@ export function heldByLimit(task: PlanTask, status: NodeStatus | undefined, w: W
   }
   return true;
 }
-

@@ -80,7 +80,9 @@ export class LimitWaits {
    * its key refuses becomes a wait-slot or wait-rate. Other actions pass as they are.
    */
   async admit(actions: Action[], nowMs: number): Promise<Action[]> {
-    const keyed = actions.filter((a): a is Extract<Action, { type: "start" | "retry" }> => (a.type === "start" || a.type === "retry") && a.task.concurrencyKey !== undefined);
+    const keyed = actions.filter(
+      (a): a is Extract<Action, { type: "start" | "retry" }> => (a.type === "start" || a.type === "retry") && a.task.concurrencyKey !== undefined,
+    );
     if (keyed.length === 0) return actions;
     // One key order for every process, so two claims never wait on each other's key locks.
     const ordered = [...keyed].sort((a, b) => (a.task.concurrencyKey! < b.task.concurrencyKey! ? -1 : a.task.concurrencyKey! > b.task.concurrencyKey! ? 1 : 0));
