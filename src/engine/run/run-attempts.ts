@@ -114,12 +114,7 @@ export function settleEnded(run: RunState, ended: Ended[], runEnding = false): W
     });
     if (task.concurrencyKey !== undefined) {
       const failed = outcome.kind === "failed" ? outcome : undefined;
-      run.limits.settle(
-        task,
-        { attempt: ids.attempt, usage: e.result.usage, errorCode: failed?.error.code, retryAfterMs: failed?.retryAfterMs },
-        run.now(),
-        writes,
-      );
+      run.limits.settle(task, { attempt: ids.attempt, usage: e.result.usage, errorCode: failed?.error.code, retryAfterMs: failed?.retryAfterMs }, run.now());
     }
   }
   return writes;

@@ -34,6 +34,11 @@ export class LimitWaits {
   private readonly declared = new Set<string>();
   /** The last plan had a task under a key: the run's last transaction clears its slots. */
   used = false;
+  /**
+   * Releases (and tokens, and 429s) of attempts settled since the last claim: stored before the
+   * next claims, in their transaction, so a slot this run frees is free for its own next task.
+   */
+  private readonly pending: Writes = [];
 
   constructor(
     private readonly host: LimitHost,
@@ -83,11 +88,15 @@ export class LimitWaits {
     const keyed = actions.filter(
       (a): a is Extract<Action, { type: "start" | "retry" }> => (a.type === "start" || a.type === "retry") && a.task.concurrencyKey !== undefined,
     );
-    if (keyed.length === 0) return actions;
+    if (keyed.length === 0) {
+      if (this.pending.length > 0) await this.host.db.withTransaction("releaseLimits", (q) => this.flush(q));
+      return actions;
+    }
     // One key order for every process, so two claims never wait on each other's key locks.
     const ordered = [...keyed].sort((a, b) => (a.task.concurrencyKey! < b.task.concurrencyKey! ? -1 : a.task.concurrencyKey! > b.task.concurrencyKey! ? 1 : 0));
     const { runId, ownerId } = this.host;
     const outcomes = await this.host.db.withTransaction("claimLimits", async (q) => {
+      await this.flush(q);
       const found = new Map<Action, limitRows.ClaimOutcome>();
       const refused = new Map<string, limitRows.ClaimOutcome>();
       for (const action of ordered) {
@@ -144,14 +153,17 @@ export class LimitWaits {
     });
   }
 
-  /** An attempt of a task under a key ended: its slot goes back, its tokens and a provider's retry-after count against the key. */
-  settle(task: PlanTask, s: LimitSettle, nowMs: number, writes: Writes): void {
+  /**
+   * An attempt of a task under a key ended: its slot goes back, its tokens and a provider's
+   * retry-after count against the key; stored with the run's next claims (or its last transaction).
+   */
+  settle(task: PlanTask, s: LimitSettle, nowMs: number): void {
     const key = task.concurrencyKey!;
     const limit = this.limitOf(task);
     this.blocked.delete(key); // a slot of it is free now (or the rate wait is read again)
     const node = { runId: this.host.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: s.attempt };
     const tokens = s.usage ? (s.usage.inputTokens ?? 0) + (s.usage.outputTokens ?? 0) : 0;
-    writes.push(async (q) => {
+    this.pending.push(async (q) => {
       if (limit.tokensPerMinute !== undefined) await limitRows.recordTokens(q, node, key, tokens, nowMs);
       if (s.errorCode === "AGENT_RATE_LIMITED" && s.retryAfterMs !== undefined) await limitRows.recordBlocked(q, node, key, nowMs + s.retryAfterMs);
       if (limit.concurrency !== undefined) await limitRows.release(q, node, key, nowMs);
@@ -163,6 +175,7 @@ export class LimitWaits {
    * wait for one), and whether a slot it waits for is free already (then it is due at once).
    */
   async atEnd(q: Sql, status: string, plan: Plan | undefined): Promise<boolean> {
+    await this.flush(q);
     if (!this.used) return false;
     const waiting = status === "waiting-slot";
     await limitRows.clearRun(q, this.host.runId, { keepWaiting: waiting });
@@ -174,6 +187,14 @@ export class LimitWaits {
       if (concurrency !== undefined) keys.set(task.concurrencyKey, concurrency);
     }
     return await limitRows.anyFree(q, new Map([...keys].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
+  }
+
+  /** Runs the pending writes inside `q`'s transaction; they are dropped only once it commits (a retried transaction runs them again). */
+  private async flush(q: Sql): Promise<void> {
+    if (this.pending.length === 0) return;
+    const count = this.pending.length;
+    for (const write of this.pending.slice(0, count)) await write(q);
+    this.host.db.afterTransaction(() => void this.pending.splice(0, count));
   }
 
   private limitOf(task: PlanTask): LimitSpec {
