@@ -238,6 +238,28 @@ export type InspectReport = RunHeader & {
   pendingApprovals: PendingApproval[];
   pendingHumanRequests: HumanRequestReport[];
   waits: WaitReport[];
+  /** The run's concurrency slots by key: held (its tasks run) and waited for (`waiting-slot`). */
+  slots: RunSlots[];
+};
+
+/** One key's slots as one run holds and waits for them. */
+export type RunSlots = { key: string; held: number; waiting: number };
+
+/**
+ * One key of the limits, as `smithers limits` and GET /metrics see it: the limits last declared
+ * for it, the slots held and waited for by every run, and its rate window's use in the last minute.
+ */
+export type LimitUse = {
+  key: string;
+  concurrency: number | null;
+  perMinute: number | null;
+  tokensPerMinute: number | null;
+  held: number;
+  waiting: number;
+  requestsLastMinute: number;
+  tokensLastMinute: number;
+  /** A provider's 429 holds the key until then (null: not held). */
+  blockedUntilMs: number | null;
 };
 
 /** GET /runs/:id of a request no worker has started: its summary; no tasks, error or gates yet. */

@@ -81,6 +81,8 @@ export {
   bucketRunTimes,
   runActivity,
   inspectRun,
+  limitUse,
+  runSlots,
   listRunItems,
   listRunSummaries,
   pendingApprovalsAcrossRuns,

@@ -60,8 +60,9 @@ export function checkLimits(limits: unknown): Limits {
 }
 
 /**
- * One `--limit` flag: `KEY=N` (concurrency), or `KEY.OPTION=N` for any option. A key may hold
- * dots and colons; the part after the last dot is an option only when it names one.
+ * One `--limit` flag: `KEY=N` (concurrency), or `KEY.OPTION=N` for any option. What follows the
+ * last dot must name an option (a typo is INVALID_LIMIT, not a new key), so a key given by
+ * `--limit` holds no dot; colons are fine (`tenant:acme=1`).
  */
 export function parseLimitFlag(text: string): Limits {
   const eq = text.lastIndexOf("=");
@@ -69,10 +70,12 @@ export function parseLimitFlag(text: string): Limits {
   const left = text.slice(0, eq);
   const raw = text.slice(eq + 1);
   const dot = left.lastIndexOf(".");
-  const suffix = dot > 0 ? left.slice(dot + 1) : "";
-  const isOption = (LIMIT_OPTIONS as readonly string[]).includes(suffix);
-  const key = isOption ? left.slice(0, dot) : left;
-  const option: LimitOption = isOption ? (suffix as LimitOption) : "concurrency";
+  const suffix = dot >= 0 ? left.slice(dot + 1) : undefined;
+  if (suffix !== undefined && !(LIMIT_OPTIONS as readonly string[]).includes(suffix)) {
+    throw invalid(`--limit ${text}: unknown option "${suffix}" (known: ${LIMIT_OPTIONS.join(", ")})`, { flag: text, option: suffix });
+  }
+  const key = dot >= 0 ? left.slice(0, dot) : left;
+  const option: LimitOption = (suffix as LimitOption | undefined) ?? "concurrency";
   if (!/^\d+$/.test(raw)) throw invalid(`--limit ${text}: ${option} must be a whole number > 0`, { flag: text, key, option });
   return checkLimits({ [key]: { [option]: Number(raw) } });
 }
