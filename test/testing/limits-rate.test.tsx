@@ -10,7 +10,7 @@ const MINUTE = 60_000;
 describe("limits perMinute", () => {
   test("a rate limit of 5 per minute lets a 12-task run start 5 tasks a minute on the virtual clock, each wait stored as waiting-rate with its time", async () => {
     const { Workflow, Task, smithers, outputs } = createSmithers({ started: z.object({ at: z.number() }) }, { limits: { provider: { perMinute: 5 } } });
-    const workflow = smithers((ctx) => (
+    const workflow = smithers(() => (
       <Workflow name="rated">
         <Parallel>
           {Array.from({ length: 12 }, (_, i) => (
