@@ -117,13 +117,17 @@ export class LimitWaits {
       return found;
     });
     for (const action of keyed) this.declared.add(action.task.concurrencyKey!);
-    return actions.map((action): Action => {
+    return actions.flatMap((action): Action[] => {
       const outcome = outcomes.get(action);
-      if (!outcome || outcome.ok || (action.type !== "start" && action.type !== "retry")) return action;
+      if (!outcome || outcome.ok || (action.type !== "start" && action.type !== "retry")) return [action];
       const key = action.task.concurrencyKey!;
       const untilMs = outcome.wait === "slot" ? Infinity : outcome.untilMs;
       this.blocked.set(key, { untilMs, sinceMs: nowMs });
-      return outcome.wait === "slot" ? { type: "wait-slot", task: action.task } : { type: "wait-rate", task: action.task, untilMs };
+      // A node already waiting so stays as it is: nothing to write (a wide fan-out under one key
+      // would otherwise rewrite every waiting node each time a slot frees).
+      const t = this.host.tracked(action.task);
+      if (outcome.wait === "slot") return t.state === "waiting-slot" ? [] : [{ type: "wait-slot", task: action.task }];
+      return t.state === "waiting-rate" && t.wakeAtMs === untilMs ? [] : [{ type: "wait-rate", task: action.task, untilMs }];
     });
   }
 
