@@ -1,7 +1,7 @@
 /** @jsxImportSource smithers-workflows */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { createSmithers, Parallel, SmithersError } from "smithers-workflows";
+import { createSmithers, Parallel, SmithersError, type Agent } from "smithers-workflows";
 import { testWorkflow } from "smithers-workflows/testing";
 import { query } from "../helpers.ts";
 
@@ -69,5 +69,38 @@ describe("limits perMinute", () => {
     await t.clock.advance(30_000);
     expect((await t.resume(first.runId)).status).toBe("finished");
     expect(t.output(first.runId, "next")).toEqual({ at: start + 30_000 });
+  });
+
+  test("tokensPerMinute counts the tokens an agent reported: once a minute's tokens reach it, the next task waits until the oldest leave the window", async () => {
+    const { Workflow, Task, Sequence, smithers, outputs } = createSmithers(
+      { note: z.object({ text: z.string() }) },
+      { limits: { llm: { tokensPerMinute: 200 } } },
+    );
+    const metered: Agent = {
+      id: "metered",
+      generate: async () => ({ text: '{"text": "ok"}', usage: { inputTokens: 100, outputTokens: 20 } }),
+    };
+    const workflow = smithers(() => (
+      <Workflow name="tokens">
+        <Sequence>
+          {["one", "two", "three"].map((id) => (
+            <Task id={id} output={outputs.note} agent={metered} concurrencyKey="llm">
+              Write a note.
+            </Task>
+          ))}
+        </Sequence>
+      </Workflow>
+    ));
+    await using t = await testWorkflow(workflow, { db: "file" });
+    const start = t.clock.now();
+    const first = await t.run({});
+    // 120 + 120 tokens in the minute: "three" may start once the first 120 left it.
+    expect(first.status).toBe("waiting-rate");
+    expect(await query(t.db.target, "SELECT node_id, state, wake_at_ms FROM _smithers_nodes WHERE state <> 'finished'")).toEqual([
+      { node_id: "three", state: "waiting-rate", wake_at_ms: start + MINUTE },
+    ]);
+    expect(await query(t.db.target, "SELECT kind, sum(amount) AS total FROM _smithers_rate_usage GROUP BY kind")).toEqual([{ kind: "tokens", total: 240 }]);
+    await t.clock.advance(MINUTE);
+    expect((await t.resume(first.runId)).status).toBe("finished");
   });
 });
