@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { openSmithersDb } from "../../src/db/index.ts";
-import { supervise } from "../../src/engine/index.ts";
+import { limitUse, pruneRuns, requestCancel, supervise } from "../../src/engine/index.ts";
 import { createSmithers, Parallel, runWorkflow, type RunResult, type SmithersWorkflow } from "../../src/index.ts";
 import { errorOf, query, rejection, tempDbPath } from "../helpers.ts";
 
@@ -154,5 +154,26 @@ describe("concurrencyKey", () => {
     abort.abort();
     expect((await cancelled).status).toBe("cancelled");
     expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_slots")).toEqual([{ n: 0 }]);
+  });
+});
+
+describe("concurrencyKey and the ends of a run", () => {
+  test("a run cancelled while it waits for a slot counts no more, and pruning it removes its rows", async () => {
+    const dbPath = tempDbPath();
+    const wf = keyedWorkflow(dbPath, 1, 2);
+    const db = openSmithersDb(dbPath);
+    try {
+      const [a, b] = await Promise.all([runWorkflow(wf, { runId: "a", input: {} }), runWorkflow(wf, { runId: "b", input: {} })]);
+      const waiting = [a!, b!].find((r) => r.status === "waiting-slot")!;
+      expect(waiting).toBeDefined();
+      const [rows] = await query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM _smithers_slots WHERE run_id = ? AND state = 'waiting'", waiting.runId);
+      expect(Number(rows!.n)).toBeGreaterThan(0);
+      await requestCancel(db, waiting.runId);
+      expect((await limitUse(db, Date.now())).map((u) => [u.key, u.held, u.waiting])).toEqual([["shared", 0, 0]]);
+      await pruneRuns(db, { olderThanMs: 0 });
+      expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_slots")).toEqual([{ n: 0 }]);
+    } finally {
+      await db.close();
+    }
   });
 });

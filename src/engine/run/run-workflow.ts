@@ -215,8 +215,9 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
     const recorder = new FrameRecorder(continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) =>
       task.mode === "timer" ? "" : workflow.registry.resolve(task.output, task.outputSchema).tableName,
     );
-    // A child run keeps its parent's clock.
-    const startChildRun: StartChildRun = clock ? (child, o) => runWorkflow(child, { ...o, clock }) : runWorkflow;
+    // A child run keeps its parent's clock and the process's limits (--limit).
+    const inherited = { ...(clock ? { clock } : {}), ...(options.limits ? { limits: options.limits } : {}) };
+    const startChildRun: StartChildRun = clock || options.limits ? (child, o) => runWorkflow(child, { ...o, ...inherited }) : runWorkflow;
     const run = new Run(workflow, setup, db, bus, recorder, { ...options, ...(pricing ? { pricing } : {}), startChildRun }, now);
     if (setup.alreadyFinished) return await run.readBack();
     run.emit({ type: setup.resumed && !successor ? "RunResumed" : "RunStarted", status: "running" });
