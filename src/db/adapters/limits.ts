@@ -5,6 +5,7 @@
  * happen as one step across every process sharing the database.
  */
 import { smithersLimits, smithersRateUsage, smithersRuns, smithersSlots } from "../internal-schema.ts";
+import type { LimitUse } from "../../contract/index.ts";
 import type { Sql } from "../sql.ts";
 import { lockRunSequence, sqlNames } from "./shared.ts";
 import { markRunDue } from "./runs.ts";
@@ -179,22 +180,8 @@ export async function declare(q: Sql, key: string, limit: KeyLimit, nowMs: numbe
   );
 }
 
-/** One key's use now: declared limits, slots held and waited for, starts and tokens in the last minute. */
-export type KeyUse = {
-  key: string;
-  concurrency: number | null;
-  perMinute: number | null;
-  tokensPerMinute: number | null;
-  held: number;
-  waiting: number;
-  requestsLastMinute: number;
-  tokensLastMinute: number;
-  /** A provider's 429 holds the key until then (null: not held). */
-  blockedUntilMs: number | null;
-};
-
 /** Every key declared or in use, by key (`runId`: only the slots of that run). */
-export async function readUse(q: Sql, nowMs: number, runId?: string): Promise<KeyUse[]> {
+export async function readUse(q: Sql, nowMs: number, runId?: string): Promise<LimitUse[]> {
   const byRun = runId === undefined ? "" : ` AND s.${S.runId} = ?`;
   const slots = await q.all<{ key: string; state: string; n: number }>(
     `SELECT s.${S.limitKey} AS key, s.${S.state} AS state, count(*) AS n FROM ${S.$table} s JOIN ${R.$table} r ON r.${R.runId} = s.${S.runId}
@@ -217,7 +204,7 @@ export async function readUse(q: Sql, nowMs: number, runId?: string): Promise<Ke
           `SELECT ${L.limitKey} AS key, ${L.concurrency} AS c, ${L.perMinute} AS pm, ${L.tokensPerMinute} AS tpm FROM ${L.$table}`,
         )
       : [];
-  const out = new Map<string, KeyUse>();
+  const out = new Map<string, LimitUse>();
   const entry = (key: string) => {
     let e = out.get(key);
     if (!e)
