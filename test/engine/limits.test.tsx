@@ -177,3 +177,32 @@ describe("concurrencyKey and the ends of a run", () => {
     }
   });
 });
+
+describe("concurrencyKey and needsApproval", () => {
+  test("a task under a key that waits for its approval holds no slot meanwhile", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ v: z.number() }) }, { dbPath, limits: { k: { concurrency: 1 } } });
+    const wf = smithers(() => (
+      <Workflow name="gated">
+        <Parallel>
+          <Task id="gated" output={outputs.out} concurrencyKey="k" needsApproval async>
+            {{ v: 1 }}
+          </Task>
+          <Task id="free" output={outputs.out} concurrencyKey="k" dependsOn={[]}>
+            {async () => {
+              await sleep(20);
+              return { v: 2 };
+            }}
+          </Task>
+        </Parallel>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {} });
+    expect(result.status).toBe("waiting-approval");
+    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_nodes ORDER BY node_id")).toEqual([
+      { node_id: "free", state: "finished" },
+      { node_id: "gated", state: "waiting-approval" },
+    ]);
+    expect(await query(dbPath, "SELECT count(*) AS n FROM _smithers_slots")).toEqual([{ n: 0 }]);
+  });
+});

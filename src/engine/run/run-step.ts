@@ -42,6 +42,7 @@ async function stepInner(run: RunState): Promise<StepNext> {
     const actions = run.limits.used ? await run.limits.admit(decided, nowMs) : decided;
     const work: StepWork = { starts, writes, finishedIterations: [] };
     for (const action of actions) next = applyAction(run, action, nowMs, work) ?? next;
+    if (run.limits.used) run.limits.keepClaims(new Set(starts.map((st) => st.task)), nowMs);
     // An agent attempt held back by the budget and nothing else running, starting or due later
     // (a retry's backoff, a timer): the run ends here. While other work runs it waits for it.
     if (run.budgetHeld && starts.length === 0) {

@@ -39,6 +39,8 @@ export class LimitWaits {
    * next claims, in their transaction, so a slot this run frees is free for its own next task.
    */
   private readonly pending: Writes = [];
+  /** Tasks the last admit claimed for: each either starts this step or gives its slot back (see keepClaims). */
+  private claimed: PlanTask[] = [];
 
   constructor(
     private readonly host: LimitHost,
@@ -117,6 +119,7 @@ export class LimitWaits {
       return found;
     });
     for (const action of keyed) this.declared.add(action.task.concurrencyKey!);
+    this.claimed = keyed.filter((action) => outcomes.get(action)?.ok).map((action) => action.task);
     return actions.flatMap((action): Action[] => {
       const outcome = outcomes.get(action);
       if (!outcome || outcome.ok || (action.type !== "start" && action.type !== "retry")) return [action];
@@ -129,6 +132,20 @@ export class LimitWaits {
       if (outcome.wait === "slot") return t.state === "waiting-slot" ? [] : [{ type: "wait-slot", task: action.task }];
       return t.state === "waiting-rate" && t.wakeAtMs === untilMs ? [] : [{ type: "wait-rate", task: action.task, untilMs }];
     });
+  }
+
+  /**
+   * After the step applied its actions: a claimed task that did not start after all (it asks for
+   * its approval first, it is held by the run's budget, it failed its crash loop) gives its slot back.
+   */
+  keepClaims(started: ReadonlySet<PlanTask>, nowMs: number): void {
+    for (const task of this.claimed) {
+      if (started.has(task) || this.limitOf(task).concurrency === undefined) continue;
+      const node = { runId: this.host.runId, nodeId: task.nodeId, iteration: task.iteration };
+      this.pending.push((q) => limitRows.release(q, node, task.concurrencyKey!, nowMs));
+      this.blocked.delete(task.concurrencyKey!); // a task it refused this step may have the slot next step
+    }
+    this.claimed = [];
   }
 
   /** The node waits for a slot or a rate window: its state and row (the slot's waiting row), with the step. */
