@@ -52,6 +52,12 @@ describe("--limit and smithers limits", () => {
     const worker = smithers(["worker", "--db", db, "--limit", "shared=zero"]);
     expect(worker.code).toBe(2);
     expect(worker.stderr).toContain("INVALID_LIMIT");
+    const serve = smithers(["serve", "--db", db, "--port", "0", "--limit", "shared.perMinute=0"]);
+    expect(serve.code).toBe(2);
+    expect(serve.stderr).toContain("INVALID_LIMIT");
+    const acceptOnly = smithers(["serve", "--db", db, "--port", "0", "--max-concurrent", "0", "--limit", "shared=1"]);
+    expect(acceptOnly.code).toBe(2);
+    expect(acceptOnly.stderr).toContain("--limit sets the limits of the server's own worker");
     expect(existsSync(db)).toBe(false); // refused before the database was even opened
   });
 
