@@ -107,9 +107,9 @@ export async function wait(q: Sql, node: SlotNode, key: string, ownerId: string,
 
 /**
  * Inside the transaction that settles a task's attempt: frees its slot and makes due the runs
- * waiting for one of `key` (each looks again; one that loses waits again).
+ * waiting for one of `key`, as many as are free now (`concurrency` less the slots held).
  */
-export async function release(q: Sql, node: SlotNode, key: string, nowMs: number): Promise<void> {
+export async function release(q: Sql, node: SlotNode, key: string, concurrency: number, nowMs: number): Promise<void> {
   await lockKey(q, key);
   const freed = await q.run(
     `DELETE FROM ${S.$table} WHERE ${S.runId} = ? AND ${S.nodeId} = ? AND ${S.iteration} = ? AND ${S.state} = 'held'`,
@@ -117,22 +117,30 @@ export async function release(q: Sql, node: SlotNode, key: string, nowMs: number
     node.nodeId,
     node.iteration,
   );
-  if (freed > 0) await wakeWaiters(q, key, nowMs);
+  if (freed > 0) await wakeWaiters(q, key, concurrency, nowMs);
 }
 
 /**
- * Makes due every run waiting (`waiting-slot`) for a slot of `key`. A run whose row is locked is
- * passed over (PostgreSQL): it is in the transaction that suspends it, which looks for a free
- * slot under this key's lock once this one commits, so waiting for its row could only deadlock.
+ * Makes due the runs waiting (`waiting-slot`) for a slot of `key`, one per free slot, the oldest
+ * runs first; those already due count (they are about to look). A woken run that finds the slot
+ * taken waits again; one that no longer needs it gives the wake on when it ends (clearRun). A run
+ * whose row is locked is passed over (PostgreSQL): it is in the transaction that suspends it,
+ * which looks for a free slot under this key's lock once this one commits, so waiting for its row
+ * could only deadlock.
  */
-async function wakeWaiters(q: Sql, key: string, nowMs: number): Promise<void> {
+async function wakeWaiters(q: Sql, key: string, concurrency: number, nowMs: number): Promise<void> {
+  const held = await q.get<{ n: number }>(LIVE_HELD, key, "", "", -1);
+  const free = concurrency - Number(held?.n ?? 0);
+  if (free <= 0) return;
   const skipLocked = q.dialect === "postgres" ? " FOR UPDATE SKIP LOCKED" : "";
-  const waiting = await q.all<{ runId: string }>(
-    `SELECT ${R.runId} AS "runId" FROM ${R.$table} WHERE ${R.status} = 'waiting-slot'
-     AND ${R.runId} IN (SELECT ${S.runId} FROM ${S.$table} WHERE ${S.limitKey} = ? AND ${S.state} = 'waiting')${skipLocked}`,
+  const waiting = await q.all<{ runId: string; wakeAtMs: number | null }>(
+    `SELECT ${R.runId} AS "runId", ${R.wakeAtMs} AS "wakeAtMs" FROM ${R.$table} WHERE ${R.status} = 'waiting-slot'
+     AND ${R.runId} IN (SELECT ${S.runId} FROM ${S.$table} WHERE ${S.limitKey} = ? AND ${S.state} = 'waiting')
+     ORDER BY (${R.wakeAtMs} IS NULL), ${R.createdAtMs}, ${R.runId} LIMIT ?${skipLocked}`,
     key,
+    free,
   );
-  for (const { runId } of waiting) await markRunDue(q, runId, nowMs);
+  for (const w of waiting) if (w.wakeAtMs === null || Number(w.wakeAtMs) > nowMs) await markRunDue(q, w.runId, nowMs);
 }
 
 /** Records what an ended attempt's agent consumed under `key` (for `tokensPerMinute`). */
@@ -155,9 +163,26 @@ export async function anyFree(q: Sql, keys: ReadonlyMap<string, number>): Promis
   return false;
 }
 
-/** A run's slot rows, once it ended (or only its held ones, when it stops to wait). */
-export async function clearRun(q: Sql, runId: string, o: { keepWaiting: boolean }): Promise<void> {
-  await q.run(`DELETE FROM ${S.$table} WHERE ${S.runId} = ?${o.keepWaiting ? ` AND ${S.state} = 'held'` : ""}`, runId);
+/**
+ * A run's slot rows, once it ended (or only its held ones, when it stops to wait); for each key it
+ * held or waited for, the runs waiting for it are woken as slots are free (`concurrencyOf` gives the
+ * key's concurrency, undefined: none).
+ */
+export async function clearRun(
+  q: Sql,
+  runId: string,
+  o: { keepWaiting: boolean; nowMs: number; concurrencyOf: (key: string) => number | undefined },
+): Promise<void> {
+  const which = o.keepWaiting ? ` AND ${S.state} = 'held'` : "";
+  const keys = (await q.all<{ key: string }>(`SELECT DISTINCT ${S.limitKey} AS key FROM ${S.$table} WHERE ${S.runId} = ?${which}`, runId)).map((r) => r.key);
+  if (keys.length === 0) return;
+  keys.sort();
+  for (const key of keys) await lockKey(q, key);
+  await q.run(`DELETE FROM ${S.$table} WHERE ${S.runId} = ?${which}`, runId);
+  for (const key of keys) {
+    const concurrency = o.concurrencyOf(key);
+    if (concurrency !== undefined) await wakeWaiters(q, key, concurrency, o.nowMs);
+  }
 }
 
 /** Every row of a pruned run. */

@@ -179,6 +179,7 @@ export class RunState {
         runId: setup.runId,
         ownerId: setup.ownerId,
         db,
+        now,
         tracked: (task) => this.tracked(task),
         markDirty: (key) => this.frames.markDirty(key),
         tableNameOf: (task) => this.tableNameOf(task),

@@ -18,6 +18,7 @@ export type LimitHost = {
   readonly runId: string;
   readonly ownerId: string;
   readonly db: SmithersDb;
+  now(): number;
   tracked(task: PlanTask): TrackedNode;
   markDirty(key: string): void;
   /** The task's output table name, for its node row. */
@@ -140,9 +141,10 @@ export class LimitWaits {
    */
   keepClaims(started: ReadonlySet<PlanTask>, nowMs: number): void {
     for (const task of this.claimed) {
-      if (started.has(task) || this.limitOf(task).concurrency === undefined) continue;
+      const { concurrency } = this.limitOf(task);
+      if (started.has(task) || concurrency === undefined) continue;
       const node = { runId: this.host.runId, nodeId: task.nodeId, iteration: task.iteration };
-      this.pending.push((q) => limitRows.release(q, node, task.concurrencyKey!, nowMs));
+      this.pending.push((q) => limitRows.release(q, node, task.concurrencyKey!, concurrency, nowMs));
       this.blocked.delete(task.concurrencyKey!); // a task it refused this step may have the slot next step
     }
     this.claimed = [];
@@ -187,7 +189,7 @@ export class LimitWaits {
     this.pending.push(async (q) => {
       if (limit.tokensPerMinute !== undefined) await limitRows.recordTokens(q, node, key, tokens, nowMs);
       if (s.errorCode === "AGENT_RATE_LIMITED" && s.retryAfterMs !== undefined) await limitRows.recordBlocked(q, node, key, nowMs + s.retryAfterMs);
-      if (limit.concurrency !== undefined) await limitRows.release(q, node, key, nowMs);
+      if (limit.concurrency !== undefined) await limitRows.release(q, node, key, limit.concurrency, nowMs);
     });
   }
 
@@ -199,7 +201,11 @@ export class LimitWaits {
     await this.flush(q);
     if (!this.used) return false;
     const waiting = status === "waiting-slot";
-    await limitRows.clearRun(q, this.host.runId, { keepWaiting: waiting });
+    await limitRows.clearRun(q, this.host.runId, {
+      keepWaiting: waiting,
+      nowMs: this.host.now(),
+      concurrencyOf: (key) => limitFor(this.limits, key)?.concurrency,
+    });
     if (!waiting) return false;
     const keys = new Map<string, number>();
     for (const task of plan?.tasks ?? []) {
