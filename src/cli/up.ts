@@ -197,6 +197,18 @@ export async function upCommand(args: string[], io: Io, signals: StopSignals): P
     log.out("info", "the run waits for a timer: smithers supervise --watch resumes it when due (or run this command again with --resume then)", run);
     return EXIT.waiting;
   }
+  if (result.status === "waiting-slot") {
+    log.out(
+      "info",
+      "the run waits for a concurrency slot other runs hold (smithers limits shows them): smithers supervise --watch or a worker resumes it when one frees",
+      run,
+    );
+    return EXIT.waiting;
+  }
+  if (result.status === "waiting-rate") {
+    log.out("info", "the run waits for its key's rate window (smithers limits shows it): smithers supervise --watch resumes it when due", run);
+    return EXIT.waiting;
+  }
   if (result.error) {
     const { code, message } = result.error;
     // The author's line the failure was thrown from, when it was thrown from their code: a second text line, a field of the JSON one.

@@ -40,7 +40,8 @@ test        runs bun test (with these arguments) under the Bun that runs smither
             needs no Bun of its own
 up          runs a workflow to completion, printing a line as each task starts and finishes
             (on a terminal: one redrawn status line instead, with tasks done/total, those running, time);
-            exit 3 when it stops to wait for an approval, a human answer, a signal or a timer
+            exit 3 when it stops to wait for an approval, a human answer, a signal, a timer, a
+            concurrency slot or a rate window
             (smithers supervise --watch resumes it once answered or due; or run it again with --resume).
             A run that continues as a new run (<ContinueAsNew>, <Loop continueAsNewEvery>) is
             followed to the end of its chain; --resume of any run of a chain resumes its last run.

@@ -91,6 +91,11 @@ describe("--limit and smithers limits", () => {
     expect(inspect.stdout).toContain('hold iter=0 waiting-slot for key "shared"');
     expect(inspect.stdout).toContain("shared: 0 held, 1 waiting");
     expect(JSON.parse(smithers(["inspect", "holder", "--json", "--db", db]).stdout).slots).toEqual([{ key: "shared", held: 1, waiting: 0 }]);
+    // Another process's run of the key waits too: up says so and exits 3.
+    const up = smithers(["up", keyed, "--run-id", "third", "--db", db, "--limit", "shared=1"], env());
+    expect(up.code).toBe(3);
+    expect(up.stdout).toContain("run third waiting-slot");
+    expect(up.stdout).toContain("the run waits for a concurrency slot");
     release();
     expect((await holder).status).toBe("finished");
     // The holder's release made the waiter due.
