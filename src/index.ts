@@ -17,6 +17,8 @@ export type {
   RunStatus,
   NodeState,
   Clock,
+  Limits,
+  LimitSpec,
 } from "./engine/index.ts";
 export {
   Workflow,

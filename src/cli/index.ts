@@ -120,6 +120,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
     () => import("./ps.ts"),
     (m) => (args, io) => m.psCommand(args, io),
   ),
+  limits: lazy(
+    () => import("./limits.ts"),
+    (m) => (args, io) => m.limitsCommand(args, io),
+  ),
   events: lazy(
     () => import("./events.ts"),
     (m) => (args, io, signals) => m.eventsCommand(args, io, signals.cancel),

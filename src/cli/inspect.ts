@@ -69,10 +69,13 @@ function text(report: InspectReport, outputs: Outputs): string[] {
   for (const h of report.pendingHumanRequests) lines.push(`  ${h.requestId} (${h.nodeId} iter=${h.iteration}, ${h.kind}): ${h.prompt}`);
   if (report.waits.length > 0) lines.push("waits:");
   for (const w of report.waits) {
-    const event = (w.wait as { event?: string } | null)?.event;
+    const { event, concurrencyKey } = (w.wait as { event?: string; concurrencyKey?: string } | null) ?? {};
     const until = w.wakeAtMs === null ? "" : ` until ${new Date(w.wakeAtMs).toISOString()}`;
-    lines.push(`  ${w.nodeId} iter=${w.iteration} ${w.state}${event ? ` for signal "${event}"` : ""}${until}`);
+    const what = event ? ` for signal "${event}"` : concurrencyKey ? ` for key "${concurrencyKey}"` : "";
+    lines.push(`  ${w.nodeId} iter=${w.iteration} ${w.state}${what}${until}`);
   }
+  if (report.slots.length > 0) lines.push("slots:");
+  for (const s of report.slots) lines.push(`  ${s.key}: ${s.held} held, ${s.waiting} waiting`);
   return lines;
 }
 

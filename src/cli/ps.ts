@@ -1,7 +1,7 @@
 /** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first, after the requests queued for workers. */
 import { parseArgs } from "node:util";
-import { progressText, type RunSummary } from "../contract/index.ts";
-import { listRunSummaries, RunStatusSchema } from "../engine/index.ts";
+import { progressText, type LimitUse, type RunSummary } from "../contract/index.ts";
+import { limitUse, listRunSummaries, RunStatusSchema } from "../engine/index.ts";
 import { EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
 export const PS_DEFAULT_LIMIT = 20;
@@ -33,6 +33,13 @@ export function formatRunTable(list: readonly RunSummary[]): string[] {
   return [...table, ...notes];
 }
 
+/** Under the runs: each concurrency key in use, its slots held (of its limit) and the tasks waiting for one (`smithers limits` for all). */
+export function slotLines(use: readonly LimitUse[]): string[] {
+  return use
+    .filter((u) => u.held > 0 || u.waiting > 0)
+    .map((u) => `slots ${u.key}: ${u.held}${u.concurrency === null ? "" : `/${u.concurrency}`} held, ${u.waiting} waiting`);
+}
+
 export async function psCommand(args: string[], io: Io): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
@@ -51,6 +58,7 @@ export async function psCommand(args: string[], io: Io): Promise<number> {
     if (values.json) io.out(JSON.stringify(list, null, 2));
     else if (list.length === 0) io.out(status === undefined ? "no runs" : `no ${status} runs`);
     else for (const line of formatRunTable(list)) io.out(line);
+    if (!values.json) for (const line of slotLines(await limitUse(db, Date.now()))) io.out(line);
     return EXIT.ok;
   } finally {
     await db.close();

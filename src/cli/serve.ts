@@ -6,7 +6,7 @@ import { checkListen, createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACI
 import { SmithersError } from "../errors/index.ts";
 import { createLogger, logFormatOption, type Logger } from "./log.ts";
 import { MIN_LEASE_MS } from "./worker.ts";
-import { dbPathOption, durationFlag, EXIT, type Io, nonNegativeNumber, positiveInt, unlessStopped, usageError } from "./shared.ts";
+import { dbPathOption, durationFlag, EXIT, type Io, limitFlags, nonNegativeNumber, positiveInt, unlessStopped, usageError } from "./shared.ts";
 
 /** How often `serve --prune-older-than` prunes (and once at start). */
 const SERVE_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -30,9 +30,14 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
       lease: { type: "string" },
       "prune-older-than": { type: "string" },
       "log-format": { type: "string" },
+      limit: { type: "string", multiple: true },
     },
     strict: true,
   });
+  const limits = limitFlags(values.limit);
+  if (limits && values["max-concurrent"] !== undefined && Number(values["max-concurrent"]) === 0) {
+    throw usageError("--limit sets the limits of the server's own worker, and --max-concurrent 0 runs none: give them to the smithers worker processes");
+  }
   const log = createLogger(io, logFormatOption(values["log-format"]));
   const port = nonNegativeNumber(values.port, "--port", true) ?? 7331;
   const token = tokenOption(values.token, values["token-file"], log);
@@ -60,6 +65,7 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
       queueCapacity: positiveInt(values["queue-capacity"], "--queue-capacity") ?? DEFAULT_QUEUE_CAPACITY,
       maxConcurrent: nonNegativeNumber(values["max-concurrent"], "--max-concurrent", true) ?? DEFAULT_MAX_CONCURRENT,
       ...(leaseMs === undefined ? {} : { leaseMs }),
+      ...(limits ? { limits } : {}),
       onError: (runId, error) => {
         const text = logText(error);
         const code = error instanceof SmithersError ? error.code : undefined;

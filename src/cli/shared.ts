@@ -1,5 +1,6 @@
 /** What every `smithers` command shares: exit codes, output sinks, argument checks. */
 import { existsSync } from "node:fs";
+import { type Limits, mergeLimits, parseLimitFlag } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { DURABILITY_MODES, isPostgresUrl, openSmithersDb, type Durability, type SmithersDb } from "../db/index.ts";
 import { DEFAULT_DB_PATH } from "../engine/index.ts";
@@ -47,6 +48,12 @@ export function nonNegativeNumber(text: string | undefined, flag: string, whole 
     throw usageError(`${flag} must be ${whole ? "a whole number" : "a number"}, 0 or more`);
   }
   return n;
+}
+
+/** Every `--limit KEY=N` / `KEY.OPTION=N` given, merged (INVALID_LIMIT for a malformed one); undefined when none. */
+export function limitFlags(texts: readonly string[] | undefined): Limits | undefined {
+  if (texts === undefined || texts.length === 0) return undefined;
+  return texts.reduce<Limits>((all, text) => mergeLimits(all, parseLimitFlag(text)), {});
 }
 
 /** A flag that must be a positive integer when given. */

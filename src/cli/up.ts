@@ -15,6 +15,7 @@ import {
   durabilityFlag,
   EXIT,
   type Io,
+  limitFlags,
   nonNegativeMs,
   nonNegativeNumber,
   openExistingDb,
@@ -36,6 +37,7 @@ const NOT_WITH_DETACH = [
   "pricing",
   "allow-code-change",
   "accept-workflow-change",
+  "limit",
 ] as const;
 
 async function up(args: string[], io: Io, signals: StopSignals): Promise<{ result: RunResult | EnqueuedRun; log: Logger }> {
@@ -61,6 +63,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<{ resul
       "allow-code-change": { type: "boolean" },
       "accept-workflow-change": { type: "boolean" },
       "log-format": { type: "string" },
+      limit: { type: "string", multiple: true },
     },
   });
   const log = createLogger(io, logFormatOption(values["log-format"]));
@@ -74,6 +77,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<{ resul
   const file = positionals[0] ?? recorded?.file;
   if (!file) throw usageError("up takes exactly one workflow file");
   const maxConcurrency = positiveInt(values["max-concurrency"], "--max-concurrency");
+  const limits = limitFlags(values.limit);
   const graceMs = nonNegativeMs(values["grace-ms"], "--grace-ms");
   const durability = durabilityFlag(values.durability);
   const input = parseInput(values.input);
@@ -102,6 +106,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<{ resul
     maxConcurrency,
     graceMs,
     durability,
+    ...(limits ? { limits } : {}),
     ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
     ...(maxTokens === undefined ? {} : { maxTokens }),
     ...(pricing === undefined ? {} : { pricing: pricing as ModelPricing }),
@@ -190,6 +195,18 @@ export async function upCommand(args: string[], io: Io, signals: StopSignals): P
   }
   if (result.status === "waiting-timer") {
     log.out("info", "the run waits for a timer: smithers supervise --watch resumes it when due (or run this command again with --resume then)", run);
+    return EXIT.waiting;
+  }
+  if (result.status === "waiting-slot") {
+    log.out(
+      "info",
+      "the run waits for a concurrency slot other runs hold (smithers limits shows them): smithers supervise --watch or a worker resumes it when one frees",
+      run,
+    );
+    return EXIT.waiting;
+  }
+  if (result.status === "waiting-rate") {
+    log.out("info", "the run waits for its key's rate window (smithers limits shows it): smithers supervise --watch resumes it when due", run);
     return EXIT.waiting;
   }
   if (result.error) {

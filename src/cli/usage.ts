@@ -1,11 +1,12 @@
 /** The whole `smithers` usage: `smithers --help` prints it, and each command's help and known flags are read from it (help.ts). */
 export const USAGE = `Usage: smithers init [dir] [--force]
        smithers test [bun test arguments]
-       smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N] [--pricing JSON] [--log-format text|json]
+       smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N] [--pricing JSON] [--limit KEY=N]… [--log-format text|json]
        smithers up --resume <run-id> [--db PATH] [options as above]
        smithers up <workflow.tsx> --detach [--input '<json>'] [--run-id ID] [--db PATH]
-       smithers worker [--db PATH|URL] [--concurrency N] [--workflows DIR] [--lease D] [--poll-interval D] [--durability process|power] [--quiet] [--log-format text|json] [--metrics-port N]
+       smithers worker [--db PATH|URL] [--concurrency N] [--workflows DIR] [--lease D] [--poll-interval D] [--durability process|power] [--limit KEY=N]… [--quiet] [--log-format text|json] [--metrics-port N]
        smithers ps [--status S] [--limit N] [--json] [--db PATH]
+       smithers limits [--json] [--db PATH]
        smithers inspect <run-id> [--json] [--db PATH]
        smithers events <run-id> [--after-seq N] [--type T] [--node ID] [--follow] [--json] [--db PATH]
        smithers cancel <run-id> [--no-wait] [--timeout-ms N] [--json] [--db PATH]
@@ -25,7 +26,7 @@ export const USAGE = `Usage: smithers init [dir] [--force]
        smithers cron add <workflow.tsx> --schedule "<expr>" [--input JSON] [--tz ZONE] [--id ID] [--db PATH]
        smithers cron list [--json] [--db PATH]
        smithers cron rm <id> [--db PATH]
-       smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token-file PATH] [--tls-cert PEM --tls-key PEM | --insecure-http] [--max-body SIZE] [--queue-capacity N] [--max-concurrent N] [--lease D] [--prune-older-than D] [--log-format text|json]
+       smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token-file PATH] [--tls-cert PEM --tls-key PEM | --insecure-http] [--max-body SIZE] [--queue-capacity N] [--max-concurrent N] [--lease D] [--limit KEY=N]… [--prune-older-than D] [--log-format text|json]
        smithers prune [--older-than 7d] [--dry-run] [--vacuum] [--json] [--db PATH]
 
 init        scaffolds a project in dir (default: the current directory) that runs at once:
@@ -39,7 +40,8 @@ test        runs bun test (with these arguments) under the Bun that runs smither
             needs no Bun of its own
 up          runs a workflow to completion, printing a line as each task starts and finishes
             (on a terminal: one redrawn status line instead, with tasks done/total, those running, time);
-            exit 3 when it stops to wait for an approval, a human answer, a signal or a timer
+            exit 3 when it stops to wait for an approval, a human answer, a signal, a timer, a
+            concurrency slot or a rate window
             (smithers supervise --watch resumes it once answered or due; or run it again with --resume).
             A run that continues as a new run (<ContinueAsNew>, <Loop continueAsNewEvery>) is
             followed to the end of its chain; --resume of any run of a chain resumes its last run.
@@ -62,6 +64,8 @@ up          runs a workflow to completion, printing a line as each task starts a
   --max-tokens N        token limit of the run (input plus output), kept the same way
   --pricing JSON        prices for agents that report tokens but no cost, in US dollars per
                         million tokens: '{"<model>":{"inputPerMTok":3,"outputPerMTok":15}}'
+  --limit KEY=N         the concurrency of a <Task concurrencyKey> key, over the workflow's own
+                        limits; KEY.perMinute=N and KEY.tokensPerMinute=N set its rate (repeatable)
   --allow-code-change   resume although the workflow's code changed since the run ran (its file or a
                         local module it imports); without it such a resume stops with
                         WORKFLOW_CHANGED naming the tasks whose definitions changed (exit 2).
@@ -84,6 +88,7 @@ worker      executes runs handed to workers (up --detach, runWorkflow's enqueue,
                         give every worker of a database the same value
   --poll-interval D     longest pause between looks for work (default 1s)
   --durability MODE     as for up, for the runs it executes
+  --limit KEY=N         as for up, for the runs it executes; give every worker of a database the same
   --quiet               print what became of each run, not each task's progress
   --log-format F        as for up
   --metrics-port N      serve Prometheus metrics at http://127.0.0.1:N/metrics (0: any free port,
@@ -91,12 +96,18 @@ worker      executes runs handed to workers (up --detach, runWorkflow's enqueue,
 ps          lists runs, newest first: id, status, workflow, start, duration, tasks done/total, cost;
             runs queued for workers and not started yet come first, status queued
   --status S            only runs in status S (queued, running, finished, continued, failed, cancelled,
-                        paused, waiting-approval, waiting-event, waiting-timer)
+                        paused, waiting-approval, waiting-event, waiting-timer, waiting-slot,
+                        waiting-rate); below the table, the slots of each concurrency key in use
   --limit N             at most N runs (default 20)
   --json                a JSON array of runs (see docs/reference/cli.md)
+limits      lists every concurrency and rate key of the database: the limits last declared for it,
+            slots held/limit and tasks waiting for one, starts and tokens in the last minute, and
+            how long a provider's 429 still holds it
+  --json                a JSON array of keys (see docs/reference/cli.md)
 inspect     shows a run: status, workflow and its file, input, its tasks (state, attempts, time,
-            error, output row), pending approvals, human requests and waits, and the tokens and cost
-            its agents used (--json: the same as one JSON object, each node with its output)
+            error, output row), pending approvals, human requests and waits, the concurrency slots
+            it holds and waits for, and the tokens and cost its agents used (--json: the same as
+            one JSON object, each node with its output)
 events      prints a run's events in order (seq, time, what happened)
   --after-seq N         only events after seq N
   --type T              only events of type T (repeat it, or T1,T2)
@@ -171,6 +182,7 @@ serve       the HTTP API: start runs of the workflows in --workflows DIR (each *
   --max-concurrent N    runs executing at once (default 4); 0: only accept them, for smithers worker
                         processes on the same database to execute
   --lease D             as for worker (default 30s)
+  --limit KEY=N         as for worker, for the runs this server executes
   --prune-older-than D  prune (as smithers prune) runs that ended longer ago than D, at start
                         and every hour
   --log-format F        as for up

@@ -5,7 +5,7 @@ import { firstContact, STALE_RUN_THRESHOLD_MS } from "../db/index.ts";
 import { createLogger, logFormatOption } from "./log.ts";
 import { metricsPortFlag, startMetrics } from "./metrics.ts";
 import { describeOutcome, logOutcome } from "./supervise.ts";
-import { durabilityFlag, durationFlag, EXIT, openExistingDb, positiveInt, unlessStopped, usageError, type Io, type StopSignals } from "./shared.ts";
+import { durabilityFlag, durationFlag, EXIT, limitFlags, openExistingDb, positiveInt, unlessStopped, usageError, type Io, type StopSignals } from "./shared.ts";
 
 /** The shortest --lease: a few beats of 250 ms, long enough that a live owner's pause is not taken for its death. */
 export const MIN_LEASE_MS = 1_000;
@@ -29,9 +29,11 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
       quiet: { type: "boolean" },
       "log-format": { type: "string" },
       "metrics-port": { type: "string" },
+      limit: { type: "string", multiple: true },
     },
     strict: true,
   });
+  const limits = limitFlags(values.limit);
   const log = createLogger(io, logFormatOption(values["log-format"]));
   const metricsPort = metricsPortFlag(values["metrics-port"]);
   const concurrency = positiveInt(values.concurrency, "--concurrency") ?? DEFAULT_WORKER_CONCURRENCY;
@@ -62,6 +64,7 @@ export async function workerCommand(args: string[], io: Io, signals: StopSignals
       concurrency,
       leaseMs,
       pollIntervalMs,
+      ...(limits ? { limits } : {}),
       ...(workflows ? { workflows } : {}),
       ...(durability ? { durability } : {}),
       onEvent:

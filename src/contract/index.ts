@@ -61,13 +61,18 @@ export const RUN_STATUSES = [
   "waiting-approval",
   "waiting-event",
   "waiting-timer",
+  "waiting-slot",
+  "waiting-rate",
 ] as const;
 
 /** Statuses after which a run never runs again (resuming a failed or cancelled one is a new attempt at it). */
 export const ENDED_RUN_STATUSES = ["finished", "continued", "failed", "cancelled"] as const;
 
-/** Statuses of a run that waits for the world (a person, a signal, a time); what the daemon looks at. */
-export const WAITING_STATUSES = ["waiting-approval", "waiting-event", "waiting-timer"] as const;
+/**
+ * Statuses of a run that waits for the world (a person, a signal, a time, a concurrency slot, a
+ * rate window); what the daemon looks at.
+ */
+export const WAITING_STATUSES = ["waiting-approval", "waiting-event", "waiting-timer", "waiting-slot", "waiting-rate"] as const;
 
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
@@ -233,6 +238,28 @@ export type InspectReport = RunHeader & {
   pendingApprovals: PendingApproval[];
   pendingHumanRequests: HumanRequestReport[];
   waits: WaitReport[];
+  /** The run's concurrency slots by key: held (its tasks run) and waited for (`waiting-slot`). */
+  slots: RunSlots[];
+};
+
+/** One key's slots as one run holds and waits for them. */
+export type RunSlots = { key: string; held: number; waiting: number };
+
+/**
+ * One key of the limits, as `smithers limits` and GET /metrics see it: the limits last declared
+ * for it, the slots held and waited for by every run, and its rate window's use in the last minute.
+ */
+export type LimitUse = {
+  key: string;
+  concurrency: number | null;
+  perMinute: number | null;
+  tokensPerMinute: number | null;
+  held: number;
+  waiting: number;
+  requestsLastMinute: number;
+  tokensLastMinute: number;
+  /** A provider's 429 holds the key until then (null: not held). */
+  blockedUntilMs: number | null;
 };
 
 /** GET /runs/:id of a request no worker has started: its summary; no tasks, error or gates yet. */

@@ -58,6 +58,7 @@ export type { SQLiteTable } from "drizzle-orm/sqlite-core";
 export * as frames from "./adapters/frames.ts";
 export * as history from "./adapters/history.ts";
 export * as queue from "./adapters/queue.ts";
+export * as limits from "./adapters/limits.ts";
 export { WORK_CHANNEL } from "./adapters/shared.ts";
 export * as retention from "./adapters/retention.ts";
 export * as activity from "./adapters/activity.ts";

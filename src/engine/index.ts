@@ -25,6 +25,7 @@ export {
   type ToolCallReport,
 } from "./core/index.ts";
 export { isOver, isWaiting } from "./core/index.ts";
+export { checkLimits, limitFor, type Limits, type LimitSpec, mergeLimits, parseLimitFlag } from "./core/index.ts";
 export { SYSTEM_CLOCK, type Clock, type ClockTimer } from "./core/index.ts";
 export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, type AttemptState, type RunStatus } from "./core/index.ts";
 export { EventBus } from "./run/index.ts";
@@ -81,6 +82,8 @@ export {
   bucketRunTimes,
   runActivity,
   inspectRun,
+  limitUse,
+  runSlots,
   listRunItems,
   listRunSummaries,
   pendingApprovalsAcrossRuns,

@@ -50,6 +50,11 @@ export const ERROR_TABLE = {
   WORKFLOW_LOAD_FAILED: { kind: "not-found", summary: "A workflow file could not be loaded, or no workflow of that name is registered." },
   USAGE: { kind: "bad-input", summary: "A command line flag or argument is missing or malformed." },
   INVALID_OPTION: { kind: "bad-input", summary: "An option passed to a function or component is out of range or of the wrong type." },
+  INVALID_LIMIT: {
+    kind: "bad-input",
+    summary: "A `limits` entry or `--limit` flag is malformed: an unknown option, or a limit that is not a whole number > 0.",
+  },
+  LIMIT_UNDECLARED: { kind: "bad-input", summary: "A task's `concurrencyKey` names a key with no declared limit (createSmithers `limits`, or `--limit`)." },
   INVALID_CRON: { kind: "bad-input", summary: "A cron expression or time zone does not parse." },
   CRON_EXISTS: { kind: "conflict", summary: "A cron schedule with that id exists already." },
   CRON_NOT_FOUND: { kind: "not-found", summary: "No cron schedule has that id." },

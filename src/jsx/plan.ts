@@ -205,6 +205,8 @@ export type PlanTask = {
   worktree?: WorktreeSpec;
   /** Set on compute, agent and static tasks whose output may come from `_smithers_cache`. */
   cache?: CacheSpec;
+  /** The key whose limits the task runs under (`concurrencyKey`, resolved at render). */
+  concurrencyKey?: string;
 };
 
 export type PlanGroup = {

@@ -69,6 +69,7 @@ export const ACCEPTED_PROPS = {
     "needsApproval",
     "async",
     "cache",
+    "concurrencyKey",
     "label",
     "meta",
     "children",

@@ -72,7 +72,23 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope, comp
     meta: props.meta as Record<string, unknown> | undefined,
     async: Boolean(props.async),
     ...(scope.worktree ? { worktree: scope.worktree } : {}),
+    ...(props.concurrencyKey === undefined ? {} : { concurrencyKey: concurrencyKeyOf(id, props.concurrencyKey) }),
   };
+}
+
+/** `concurrencyKey`: a string, or a function of the render's ctx returning one (the engine checks it has a limit). */
+function concurrencyKeyOf(id: string, value: unknown): string {
+  const key = typeof value === "function" ? (value as (ctx: unknown) => unknown)(renderContext()) : value;
+  if (typeof key !== "string" || key === "") {
+    throw new SmithersError(
+      "INVALID_LIMIT",
+      `<Task id="${id}"> concurrencyKey must be a non-empty string (or a function of ctx returning one), got ${JSON.stringify(key) ?? String(key)}`,
+      {
+        nodeId: id,
+      },
+    );
+  }
+  return key;
 }
 
 /** `agent`, with `fallbackAgent` (the peer's prop) tried after it. */

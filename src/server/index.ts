@@ -6,7 +6,7 @@
 import { resolve } from "node:path";
 import { Hono } from "hono";
 import { firstContact, isPostgresUrl, openSmithersDb, type SmithersDb } from "../db/index.ts";
-import { createMetrics, loadWorkflowsDir } from "../engine/index.ts";
+import { createMetrics, type Limits, loadWorkflowsDir } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { bearerToken, bodyLimitOf, checkListen, checkToken, DEFAULT_MAX_BODY_BYTES, frameGuard, loopbackOnly } from "./access.ts";
 import { errorResponse } from "./errors.ts";
@@ -46,6 +46,8 @@ export type ServerOptions = {
   maxConcurrent?: number;
   /** The in-server worker's lease (WorkerOptions.leaseMs, default 30 s). */
   leaseMs?: number;
+  /** Limits by key over the workflows' own, for the runs this server executes (WorkerOptions.limits). */
+  limits?: Limits;
   /** Retry-After of a 503 (default 1 s). */
   retryAfterSeconds?: number;
   /** How often an SSE stream looks for new events when nothing woke it (default 100 ms). */
@@ -123,6 +125,7 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
     capacity: o.queueCapacity ?? DEFAULT_QUEUE_CAPACITY,
     maxConcurrent: o.maxConcurrent ?? DEFAULT_MAX_CONCURRENT,
     ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
+    ...(o.limits === undefined ? {} : { limits: o.limits }),
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
     onEvent: wake,
     observe: (event) => metrics.observe(event),

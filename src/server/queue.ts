@@ -5,7 +5,16 @@
  * wakes those workflows' answered or due waiting runs and takes over their stale ones.
  */
 import { queue, type runs, type SmithersDb } from "../db/index.ts";
-import { queueName, SERVER_RUN_ID, validateInput, Worker, type RegisteredWorkflow, type SmithersEvent, type WorkerOutcome } from "../engine/index.ts";
+import {
+  type Limits,
+  queueName,
+  SERVER_RUN_ID,
+  validateInput,
+  Worker,
+  type RegisteredWorkflow,
+  type SmithersEvent,
+  type WorkerOutcome,
+} from "../engine/index.ts";
 import { errorKind, SmithersError } from "../errors/index.ts";
 
 /**
@@ -47,6 +56,8 @@ export type RunQueueOptions = {
   onError: (runId: string, error: unknown) => void;
   /** The worker's lease (WorkerOptions.leaseMs). */
   leaseMs?: number;
+  /** The worker's limits (WorkerOptions.limits). */
+  limits?: Limits;
 };
 
 export class RunQueue {
@@ -66,6 +77,7 @@ export class RunQueue {
             concurrency: o.maxConcurrent,
             workflows: [...o.workflows.values()],
             ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
+            ...(o.limits === undefined ? {} : { limits: o.limits }),
             onEvent: (event) => {
               o.observe?.(event);
               o.onEvent(event.runId);

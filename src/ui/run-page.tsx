@@ -116,7 +116,9 @@ export function RunPage({ runId }: { runId: string }) {
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []); // a page change moves focus to its title, as a reload would
   const over = report ? OVER.has(report.status) : true;
-  const resumable = report !== null && ["failed", "cancelled", "paused", "waiting-approval", "waiting-event", "waiting-timer"].includes(report.status);
+  const resumable =
+    report !== null &&
+    ["failed", "cancelled", "paused", "waiting-approval", "waiting-event", "waiting-timer", "waiting-slot", "waiting-rate"].includes(report.status);
   return (
     <section aria-labelledby="run-title">
       <p>
@@ -151,6 +153,12 @@ export function RunPage({ runId }: { runId: string }) {
                     {JSON.stringify(report.input, null, 2)}
                   </pre>
                 </dd>
+              </>
+            )}
+            {"slots" in report && report.slots.length > 0 && (
+              <>
+                <dt>Slots</dt>
+                <dd data-testid="run-slots">{report.slots.map((s) => `${s.key}: ${s.held} held, ${s.waiting} waiting`).join("; ")}</dd>
               </>
             )}
             {report.error && (

@@ -43,7 +43,10 @@ function summary(actions: Action[]): string[] {
       case "fire-timer":
       case "expire-wait":
       case "cancel-wait":
+      case "wait-slot":
         return `${a.type} ${nodeKey(a.task.nodeId, a.task.iteration)}`;
+      case "wait-rate":
+        return `wait-rate ${nodeKey(a.task.nodeId, a.task.iteration)} ${a.untilMs}`;
       case "wait":
         return a.untilMs === undefined ? "wait" : `wait ${a.untilMs}`;
       case "finish-run":

@@ -80,7 +80,7 @@ export async function insertRows(q: Sql, insert: string, rows: readonly (readonl
 }
 
 /** The advisory-lock key space of each per-run sequence (PostgreSQL's two-integer lock key). */
-const SEQUENCE_LOCK_SPACE = { events: 1, signals: 2, queue: 3, toolCalls: 4 } as const;
+const SEQUENCE_LOCK_SPACE = { events: 1, signals: 2, queue: 3, toolCalls: 4, limits: 5 } as const;
 
 /**
  * Serialises the writers of one run's sequence (event or signal seq) until the transaction ends.

@@ -69,3 +69,4 @@ export {
   WAITING_STATUSES,
   type WaitingStatus,
 } from "./states.ts";
+export { checkLimits, LIMIT_OPTIONS, limitFor, type Limits, type LimitSpec, mergeLimits, parseLimitFlag, RATE_WINDOW_MS } from "./limits.ts";

@@ -13,6 +13,10 @@ export const NodeStateSchema = z.enum([
   "waiting-approval",
   "waiting-event",
   "waiting-timer",
+  /** A task whose `concurrencyKey` has no free slot: it starts when one frees (see waits/limits.ts). */
+  "waiting-slot",
+  /** A task whose key's rate window is full: it may start at the node's wake_at_ms. */
+  "waiting-rate",
 ]);
 export type NodeState = z.infer<typeof NodeStateSchema>;
 

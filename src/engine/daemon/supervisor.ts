@@ -7,7 +7,7 @@
 import { events, MISSED_BEATS_BEFORE_STALE, runs, type Durability, type SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import { cronOutcomes, fireDueCrons, type CronOutcome } from "./cron-fire.ts";
-import type { Clock, SmithersEvent } from "../core/index.ts";
+import type { Clock, Limits, SmithersEvent } from "../core/index.ts";
 import { newOwnerId, ownerProcessAlive } from "../core/index.ts";
 import { runWorkflow, type RunResult } from "../run/index.ts";
 import { loadWorkflowFile } from "../workflow/index.ts";
@@ -32,6 +32,8 @@ export type SuperviseOptions = {
   heartbeatMs?: number;
   /** A stale run must also have missed this many of its own heartbeats (workers: MISSED_BEATS_BEFORE_STALE). */
   missedBeats?: number;
+  /** Limits by key over the workflows' own, for the runs it resumes (RunOptions.limits). */
+  limits?: Limits;
 };
 
 /** How a pass judges staleness: the threshold given, else the run's own heartbeat interval. */
@@ -134,6 +136,7 @@ async function resumeClaimed(
       durability: o.durability,
       heartbeatMs: o.heartbeatMs,
       ...(o.clock ? { clock: o.clock } : {}),
+      ...(o.limits ? { limits: o.limits } : {}),
     });
     return { runId: run.runId, action: "resumed", result };
   } catch (error) {

@@ -16,7 +16,7 @@ import { readdirSync } from "node:fs";
 import { basename, extname, join, resolve } from "node:path";
 import { MISSED_BEATS_BEFORE_STALE, queue, runs, STALE_RUN_THRESHOLD_MS, WORK_CHANNEL, type Durability, type SmithersDb } from "../../db/index.ts";
 import { errorSummaryJson, errorToJson, SmithersError } from "../../errors/index.ts";
-import { HEARTBEAT_INTERVAL_MS } from "../core/index.ts";
+import { checkLimits, HEARTBEAT_INTERVAL_MS, type Limits } from "../core/index.ts";
 import { cronOutcomes, fireDueCrons } from "./cron-fire.ts";
 import type { SmithersEvent } from "../core/index.ts";
 import { queueName } from "../run/index.ts";
@@ -64,6 +64,8 @@ export type WorkerOptions = {
   /** Longest sleep between passes when nothing wakes the worker (default 1 s). */
   pollIntervalMs?: number;
   durability?: Durability;
+  /** Limits by key over the workflows' own (`--limit`), for every run this worker executes; give every worker the same. */
+  limits?: Limits;
   /** Every event of the runs this worker executes. */
   onEvent?: (event: SmithersEvent) => void;
   /** What became of each run or request the worker took, when it settles. */
@@ -128,6 +130,7 @@ export class Worker {
     // Several beats per lease, so a run whose owner lives is never judged stale.
     this.heartbeatMs = Math.min(HEARTBEAT_INTERVAL_MS, Math.max(1, Math.floor(this.leaseMs / 4)));
     this.byName = o.workflows ? new Map(o.workflows.map((w) => [w.name, w])) : undefined;
+    if (o.limits !== undefined) checkLimits(o.limits);
   }
 
   /** Runs executing in this worker now. */
@@ -282,6 +285,7 @@ export class Worker {
       onEvent: this.o.onEvent,
       durability: this.o.durability,
       heartbeatMs: this.heartbeatMs,
+      ...(this.o.limits ? { limits: this.o.limits } : {}),
     };
   }
 
@@ -340,6 +344,7 @@ export class Worker {
             this.o.onEvent?.(event);
           },
           durability: this.o.durability,
+          ...(this.o.limits ? { limits: this.o.limits } : {}),
         });
         // Usually handed off already; not when there was nothing to resume (a finished run, or a
         // continued one whose chain end ran instead): the request is done either way.

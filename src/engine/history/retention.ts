@@ -6,7 +6,7 @@
  * Each run is pruned in its own BEGIN IMMEDIATE with its status checked again inside, so a
  * resume that started meanwhile is never pruned under it.
  */
-import { retention, type SmithersDb } from "../../db/index.ts";
+import { limits, retention, type SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import { DEFAULT_RETENTION_MS } from "../core/index.ts";
 import { clearFrameCache, readFrameXml } from "./frames.ts";
@@ -152,6 +152,7 @@ function pruneRun(db: SmithersDb, run: Candidate): Promise<Outcome> {
       framesRemoved = await retention.deleteMiddleFrames(q, run.runId, counts.lastFrameNo);
     }
     const eventsRemoved = await retention.deleteMiddleEvents(q, run.runId);
+    await limits.deleteRunRows(q, run.runId); // a slot or a wait left by a run cancelled while it waited
     return outcomeOf(run, counts, framesRemoved, eventsRemoved);
   });
 }

@@ -3,6 +3,7 @@
  * view, each returning a shape of the API contract (src/contract), shared by the CLI and the server.
  */
 export { inspectRun } from "./inspect.ts";
+export { limitUse, runSlots } from "./limits.ts";
 export { pendingApprovalsAcrossRuns } from "./inbox.ts";
 export { listRunItems, listRunSummaries, queuedSummary, runHeader } from "./runs.ts";
 export { buildWaterfall, runWaterfall } from "./waterfall.ts";

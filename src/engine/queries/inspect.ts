@@ -7,6 +7,7 @@ import { addToTotals, NO_USAGE } from "../core/index.ts";
 import { readFrame } from "../history/index.ts";
 import { frameNodes } from "../history/index.ts";
 import { failedAttemptsByNode } from "./attempt-failures.ts";
+import { runSlots } from "./limits.ts";
 import { runHeader } from "./runs.ts";
 
 function parseJson<T>(text: string | null): T | null {
@@ -41,13 +42,14 @@ async function inPlanOrder(db: SmithersDb, runId: string, nodes: NodeReport[]): 
 export async function inspectRun(db: SmithersDb, runId: string): Promise<InspectReport> {
   const run = await runs.getRun(db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
-  const [nodes, attempts, usage, input, approvals, humans] = await Promise.all([
+  const [nodes, attempts, usage, input, approvals, humans, slots] = await Promise.all([
     nodeRows.listNodes(db, runId),
     attemptRows.listAttempts(db, runId),
     db.read("sumRunUsage", (d) => attemptRows.sumRunUsage(d, runId)),
     loadStoredInput(db, runId),
     pendingApprovals(db, runId),
     humanRequests.listHumanRequestsForRun(db, runId),
+    runSlots(db, runId),
   ]);
   const byNode = new Map<string, NodeReport>();
   for (const n of nodes) {
@@ -97,5 +99,6 @@ export async function inspectRun(db: SmithersDb, runId: string): Promise<Inspect
     waits: nodes
       .filter((n) => (WAITING_STATUSES as readonly string[]).includes(n.state))
       .map((n) => ({ nodeId: n.nodeId, iteration: n.iteration, state: n.state, wakeAtMs: n.wakeAtMs, wait: parseJson(n.waitJson) })),
+    slots,
   };
 }

@@ -42,6 +42,10 @@ export function applyAction(run: RunState, action: Action, nowMs: number, work: 
     case "cancel-wait":
       run.waits.settle(action, nowMs, writes);
       return undefined;
+    case "wait-slot":
+    case "wait-rate":
+      run.limits.beginWait(action.task, action, nowMs, writes);
+      return undefined;
     case "fail-run":
       // A task dropped from the plan while it ran can still finish what others wait on.
       if (action.failure.kind === "stuck" && run.working.size > 0) return { untilMs: undefined };

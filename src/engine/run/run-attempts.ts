@@ -112,6 +112,10 @@ export function settleEnded(run: RunState, ended: Ended[], runEnding = false): W
       await recordSettle(q, e.input, e.result, outcome);
       for (const event of events) run.emitInTransaction(event);
     });
+    if (task.concurrencyKey !== undefined) {
+      const failed = outcome.kind === "failed" ? outcome : undefined;
+      run.limits.settle(task, { attempt: ids.attempt, usage: e.result.usage, errorCode: failed?.error.code, retryAfterMs: failed?.retryAfterMs }, run.now());
+    }
   }
   return writes;
 }

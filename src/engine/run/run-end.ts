@@ -67,8 +67,10 @@ export async function endRun(run: RunState): Promise<RunResult> {
       // Nothing is in flight any more: an attempt still `running` here is one the engine lost
       // track of (a bug), closed so a finished run never holds a running attempt.
       await closeLeftRunning(run, q, finishedAtMs, new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
-      // What a waiting node waits for may have arrived after this run last looked: then it is due at once.
-      const wakeAtMs = isWaiting(status) && (await run.waits.arrivedMeanwhile(q, run.plan)) ? finishedAtMs : (run.suspendedUntilMs ?? null);
+      // What a waiting node waits for may have arrived after this run last looked (an answer, a
+      // slot that freed): then it is due at once.
+      const slotFree = await run.limits.atEnd(q, status, run.plan);
+      const wakeAtMs = isWaiting(status) && (slotFree || (await run.waits.arrivedMeanwhile(q, run.plan))) ? finishedAtMs : (run.suspendedUntilMs ?? null);
       if (status === "continued") {
         const next = await createSuccessor(q, successorArgs(run, finishedAtMs));
         nextRunId = next.nextRunId;

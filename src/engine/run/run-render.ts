@@ -56,6 +56,7 @@ export async function renderPlan(run: RunState): Promise<Plan> {
     run.readsStates = readsStates;
     const membership = new Map(plan.tasks.filter((t) => t.loopId).map((t) => [t.nodeId, t.loopId!]));
     for (const task of plan.tasks) if (task.mode !== "timer") run.resolve(task);
+    run.limits.check(plan);
     const newTables = wf.registry.all().slice(tablesBefore);
     for (const info of newTables) {
       if (setup.outputRows) {

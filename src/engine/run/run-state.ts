@@ -16,10 +16,10 @@ import {
   type Usage,
 } from "../../db/index.ts";
 import type { ModelPricing } from "../../agents/index.ts";
-import { addToTotals } from "../core/index.ts";
+import { addToTotals, mergeLimits, type Limits } from "../core/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import type { Plan, PlanTask } from "../../jsx/index.ts";
-import { Waits } from "../waits/index.ts";
+import { LimitWaits, Waits } from "../waits/index.ts";
 import type { AttemptInput, AttemptResult } from "../attempt/index.ts";
 import type { StartChildRun } from "../waits/index.ts";
 import { ALL_NODES, OutputIndex } from "../workflow/index.ts";
@@ -34,6 +34,8 @@ import { MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 import { AgentOutput } from "./agent-output.ts";
 import { PureStepBatch } from "./pure-batch.ts";
+
+const LIMIT_WAITS: ReadonlySet<string> = new Set(["waiting-slot", "waiting-rate"]);
 
 export type RunResult = {
   runId: string;
@@ -60,6 +62,8 @@ export type RunSettings = {
   startChildRun?: StartChildRun;
   /** The timers the run sets (its sleeps, task timeouts, grace periods); default the system's. */
   clock?: Clock;
+  /** Limits by key over the workflow's own (see RunOptions.limits). */
+  limits?: Limits;
 };
 
 /** An attempt whose start the step records; its work starts once that commits. */
@@ -98,6 +102,8 @@ export class RunState {
   readonly finishedIds = new Set<string>();
   /** The nodes waiting for the world: timers, decisions, answers, signals, child runs. */
   readonly waits: Waits;
+  /** Tasks under a `concurrencyKey`: their slots and rate windows (see LimitWaits). */
+  readonly limits: LimitWaits;
   /** Set when the scheduler found nothing to do but wait: the run ends with this status. */
   suspended: WaitingStatus | undefined;
   /** When the suspended run must be looked at again: its earliest timer or timeout (stored on the run for the daemon). */
@@ -168,6 +174,18 @@ export class RunState {
       failed: (key, error) => this.noteError(key, error),
       done: (nodeId) => this.finishedIds.add(nodeId),
     });
+    this.limits = new LimitWaits(
+      {
+        runId: setup.runId,
+        ownerId: setup.ownerId,
+        db,
+        now,
+        tracked: (task) => this.tracked(task),
+        markDirty: (key) => this.frames.markDirty(key),
+        tableNameOf: (task) => this.tableNameOf(task),
+      },
+      mergeLimits(wf.limits ?? {}, settings.limits ?? {}),
+    );
     this.agentOutput = new AgentOutput({
       runId: setup.runId,
       db,
@@ -176,7 +194,8 @@ export class RunState {
       checkOwner: (q) => this.checkOwner(q),
     });
     // Timers are left to the scheduler (see resolveWaits); a subflow may wait in any of these states.
-    for (const [key, t] of setup.states) if (isWaiting(t.state)) this.waits.waiting.add(key);
+    // A slot or a rate window is not an answer from outside: the scheduler and LimitWaits see to those.
+    for (const [key, t] of setup.states) if (isWaiting(t.state) && !LIMIT_WAITS.has(t.state)) this.waits.waiting.add(key);
   }
 
   /** Stages an event: stored with the run's next transaction, heard by listeners once committed. */
@@ -286,7 +305,7 @@ export class RunState {
   nextDueMs(nowMs: number): number | undefined {
     let due: number | undefined;
     for (const t of this.setup.states.values()) {
-      const at = t.state === "pending" ? t.retryAtMs : t.state === "waiting-timer" ? t.wakeAtMs : undefined;
+      const at = t.state === "pending" ? t.retryAtMs : t.state === "waiting-timer" || t.state === "waiting-rate" ? t.wakeAtMs : undefined;
       if (at !== undefined && at > nowMs && (due === undefined || at < due)) due = at;
     }
     return due;

@@ -38,9 +38,11 @@ async function stepInner(run: RunState): Promise<StepNext> {
       if (run.readsStates) run.renderStale = true;
     }
     const plan = await renderPlan(run);
-    const actions = decide(plan, run.setup.states, nowMs, run.settings.maxConcurrency ?? Infinity, run.decideMemo, run.finishedIds);
+    const decided = decide(plan, run.setup.states, nowMs, run.settings.maxConcurrency ?? Infinity, run.decideMemo, run.finishedIds, run.limits.view(nowMs));
+    const actions = run.limits.used ? await run.limits.admit(decided, nowMs) : decided;
     const work: StepWork = { starts, writes, finishedIterations: [] };
     for (const action of actions) next = applyAction(run, action, nowMs, work) ?? next;
+    if (run.limits.used) run.limits.keepClaims(new Set(starts.map((st) => st.task)), nowMs);
     // An agent attempt held back by the budget and nothing else running, starting or due later
     // (a retry's backoff, a timer): the run ends here. While other work runs it waits for it.
     if (run.budgetHeld && starts.length === 0) {
@@ -128,5 +130,5 @@ function canDefer(run: RunState, starts: readonly Started[], next: StepNext, set
   if (settlesWork || next === "done" || (starts.length === 0 && next !== "again") || run.waits.waiting.size > 0 || run.abort.signal.aborted || run.failure)
     return false;
   if (run.pureBatch.isFull()) return false;
-  return starts.every((st) => isPureAttempt(st.input));
+  return starts.every((st) => isPureAttempt(st.input) && st.task.concurrencyKey === undefined);
 }

@@ -14,7 +14,7 @@ import { HEARTBEAT_INTERVAL_MS, type Clock } from "../core/index.ts";
 import { Run, type RunResult } from "./run.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 import { checkPricing, killLeftoverGroup, type ModelPricing } from "../../agents/index.ts";
-import { checkBudget } from "../core/index.ts";
+import { checkBudget, checkLimits, type Limits } from "../core/index.ts";
 import { enqueueRun, type EnqueuedRun } from "./enqueue.ts";
 import { checkCode } from "./code-check.ts";
 import { codeHashOf } from "../workflow/index.ts";
@@ -100,6 +100,11 @@ export type RunOptions = {
    * A `<Subflow>`'s child run gets the same clock.
    */
   clock?: Clock;
+  /**
+   * Limits by key over createSmithers' `limits` (option by option): what `--limit` sets for a
+   * process. Checked like them (INVALID_LIMIT).
+   */
+  limits?: Limits;
 };
 
 /** The slowest heartbeat a run may ask for: MISSED_BEATS_BEFORE_STALE of them fit in the default stale threshold. */
@@ -138,6 +143,7 @@ export function runWorkflow(workflow: SmithersWorkflow, options: RunOptions & { 
 export function runWorkflow(workflow: SmithersWorkflow, options?: RunOptions): Promise<RunResult>;
 export async function runWorkflow(workflow: SmithersWorkflow, options: RunOptions = {}): Promise<RunResult | EnqueuedRun> {
   if (options.enqueue) return enqueueRun(workflow, options);
+  if (options.limits !== undefined) checkLimits(options.limits);
   let runId = options.runId;
   if (options.resume && runId !== undefined) {
     const end = await runs.getChainEnd(workflow.dbFor(options.dbPath), runId);
@@ -213,8 +219,9 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
     const recorder = new FrameRecorder(continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) =>
       task.mode === "timer" ? "" : workflow.registry.resolve(task.output, task.outputSchema).tableName,
     );
-    // A child run keeps its parent's clock.
-    const startChildRun: StartChildRun = clock ? (child, o) => runWorkflow(child, { ...o, clock }) : runWorkflow;
+    // A child run keeps its parent's clock and the process's limits (--limit).
+    const inherited = { ...(clock ? { clock } : {}), ...(options.limits ? { limits: options.limits } : {}) };
+    const startChildRun: StartChildRun = clock || options.limits ? (child, o) => runWorkflow(child, { ...o, ...inherited }) : runWorkflow;
     const run = new Run(workflow, setup, db, bus, recorder, { ...options, ...(pricing ? { pricing } : {}), startChildRun }, now);
     if (setup.alreadyFinished) return await run.readBack();
     run.emit({ type: setup.resumed && !successor ? "RunResumed" : "RunStarted", status: "running" });

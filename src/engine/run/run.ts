@@ -110,6 +110,6 @@ export class Run {
  * that are suspended, so a running one must look itself.
  */
 function pollWhileWaiting(run: RunState, untilMs: number | undefined): number | undefined {
-  if (run.waits.waiting.size === 0) return untilMs;
+  if (run.waits.waiting.size === 0 && !run.limits.waitingForSlot) return untilMs;
   return Math.min(untilMs ?? Infinity, run.now() + WAIT_POLL_MS);
 }

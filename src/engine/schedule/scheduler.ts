@@ -4,6 +4,7 @@
  */
 import { childNodes, type Plan, type PlanGroup, type PlanLoop, type PlanContinue, type PlanNode, type PlanSaga, type PlanTask } from "../../jsx/index.ts";
 import { failureHandled, indexScopes, peekDone, visitSaga, visitTry, type ScopeIndex } from "./scheduler-compose.ts";
+import { heldByLimit } from "./scheduler-limits.ts";
 import { isWaiting, type NodeState, type WaitingStatus } from "../core/index.ts";
 
 /** What a failed node failed with (its code decides whether a `<TryCatchFinally catchErrors>` catches it). */
@@ -66,6 +67,10 @@ export type Action =
   | { type: "fire-timer"; task: PlanTask }
   /** A signal wait or human task reached its timeout. */
   | { type: "expire-wait"; task: PlanTask }
+  /** A ready task whose `concurrencyKey` has no free slot: it waits (`waiting-slot`) until one frees. */
+  | { type: "wait-slot"; task: PlanTask }
+  /** A ready task whose key's rate window is full: it waits (`waiting-rate`) until `untilMs`. */
+  | { type: "wait-rate"; task: PlanTask; untilMs: number }
   /**
    * A node waiting for the world (approval, human task, signal, timer, a `<Subflow>`'s child) in a
    * failure scope that failed: nothing can use its answer any more, so it ends `cancelled` and what it
@@ -100,6 +105,12 @@ export type Walk = {
   waitingPerson: boolean;
   /** A node waits for a signal. */
   waitingEvent: boolean;
+  /** A node waits for a concurrency slot (`waiting-slot`). */
+  waitingSlot: boolean;
+  /** A node waits for a rate window (`waiting-rate`). */
+  waitingRate: boolean;
+  /** Keys known not to admit a start before a time (Infinity: until a slot frees), see decide. */
+  blocked: ReadonlyMap<string, number> | undefined;
   /** A waiting node without `async`: no new task starts anywhere while it waits. */
   barrier: boolean;
   /** The earliest deadline not yet reached: a timer's fire time or a wait's timeout. */
@@ -257,6 +268,7 @@ function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
       else w.waitingPerson = true;
       if (!task.async) w.barrier = true;
       return "busy";
+    // waiting-slot and waiting-rate: ready tasks held by their key (see heldByLimit); they start once it admits them.
   }
   if (task.dependsOn.some((id) => !dependencyMet(id, w))) return "busy";
   if (task.unresolvedDeps && task.unresolvedDeps.length > 0 && !task.skip) {
@@ -271,6 +283,7 @@ function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
     w.wakeAtMs = Math.min(w.wakeAtMs ?? Infinity, status.retryAtMs);
     return "busy";
   }
+  if (task.concurrencyKey !== undefined && heldByLimit(task, status, w)) return "busy";
   if (caps.every((c) => c.used < c.max)) {
     for (const c of caps) c.used++;
     w.actions.push({ type: status?.retryAtMs === undefined ? "start" : "retry", task });
@@ -396,8 +409,24 @@ function newWalk(
   nowMs: number,
   memo?: DecideMemo,
   finishedIds?: ReadonlySet<string>,
+  blocked?: ReadonlyMap<string, number>,
 ): Walk {
-  return { root, states, tasks, nowMs, actions: [], running: 0, waitingPerson: false, waitingEvent: false, barrier: false, memo, finishedIds };
+  return {
+    root,
+    states,
+    tasks,
+    nowMs,
+    actions: [],
+    running: 0,
+    waitingPerson: false,
+    waitingEvent: false,
+    waitingSlot: false,
+    waitingRate: false,
+    blocked,
+    barrier: false,
+    memo,
+    finishedIds,
+  };
 }
 
 function tasksUnder(node: PlanNode, into = new Map<string, PlanTask>()): Map<string, PlanTask> {
@@ -421,6 +450,8 @@ export function failureIn(node: PlanNode, states: ReadonlyMap<string, NodeStatus
  * Once a failure is found no new work starts, so in-flight tasks can settle. `finishedIds`, when
  * given, answers "did any iteration of this unmounted node finish or get skipped" instead of a
  * scan of `states`, so an engine may drop the states of loop iterations that are over.
+ * `blocked` is what the engine knows of the limits' keys: a key it found full (Infinity) or whose
+ * rate window admits nothing before a time; a ready task under it waits instead of starting.
  */
 export function decide(
   plan: Plan,
@@ -429,9 +460,10 @@ export function decide(
   maxConcurrency = Infinity,
   memo?: DecideMemo,
   finishedIds?: ReadonlySet<string>,
+  blocked?: ReadonlyMap<string, number>,
 ): Action[] {
   const tasks = memo ? memo.tasksOf(plan) : indexTasks(plan);
-  const w = newWalk(plan.root, states, tasks, nowMs, memo, finishedIds);
+  const w = newWalk(plan.root, states, tasks, nowMs, memo, finishedIds, blocked);
   const global: Cap = { max: maxConcurrency, used: Number.isFinite(maxConcurrency) ? countRunning(plan.root, w) : 0 };
   const r = visit(plan.root, [global], w);
   if (r === "failed") return [{ type: "fail-run", failure: w.failure! }];
@@ -448,14 +480,18 @@ export function decide(
   if (w.barrier) w.actions = w.actions.filter((a) => a.type !== "start" && a.type !== "retry");
   if (w.actions.length > 0) return w.actions;
   if (w.running === 0 && (w.wakeAtMs === undefined || w.barrier)) {
-    // What the run waits on, the most specific first: a person, then a signal, then a time.
+    // What the run waits on, the most specific first: a person, a signal, a slot, a rate window, a time.
     const status: WaitingStatus | undefined = w.waitingPerson
       ? "waiting-approval"
       : w.waitingEvent
         ? "waiting-event"
-        : w.timerAtMs !== undefined
-          ? "waiting-timer"
-          : undefined;
+        : w.waitingSlot
+          ? "waiting-slot"
+          : w.waitingRate
+            ? "waiting-rate"
+            : w.timerAtMs !== undefined
+              ? "waiting-timer"
+              : undefined;
     if (status) return [w.timerAtMs === undefined ? { type: "suspend", status } : { type: "suspend", status, untilMs: w.timerAtMs }];
     return [{ type: "fail-run", failure: { kind: "stuck" } }];
   }

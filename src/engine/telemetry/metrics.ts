@@ -1,10 +1,11 @@
 /**
  * Prometheus metrics, built from the events the engine already emits (counters, in the process that
- * runs the work) and from the database at scrape time (gauges: runs per status, queue depth).
+ * runs the work) and from the database at scrape time (gauges: runs per status, queue depth, the
+ * limits' slots and rate windows per key).
  * prom-client is imported when metrics are made, so a command that serves none never loads it.
  */
 import type { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { metrics as metricsDb, type SmithersDb } from "../../db/index.ts";
+import { limits, metrics as metricsDb, type SmithersDb } from "../../db/index.ts";
 import { ENDED_RUN_STATUSES, RUN_STATUSES } from "../../contract/index.ts";
 import type { SmithersEvent } from "../core/index.ts";
 import { SmithersError } from "../../errors/index.ts";
@@ -83,6 +84,14 @@ export async function createMetrics(db: SmithersDb): Promise<SmithersMetrics> {
     ...on,
   });
   const queueDepth: Gauge = new prom.Gauge({ name: "smithers_queue_depth", help: "Runs queued and not yet claimed by a worker", ...on });
+  const keyGauge = (name: string, help: string): Gauge<"key"> => new prom.Gauge({ name, help, labelNames: ["key"], ...on });
+  const limitGauges = {
+    slotsInUse: keyGauge("smithers_limit_slots_in_use", "Concurrency slots held by running tasks, by concurrencyKey, across every process of the database"),
+    slotsWaiting: keyGauge("smithers_limit_slots_waiting", "Tasks waiting for a concurrency slot (waiting-slot), by concurrencyKey"),
+    slotLimit: keyGauge("smithers_limit_concurrency", "The concurrency last declared for each key"),
+    requests: keyGauge("smithers_limit_requests_last_minute", "Task starts under each rate-limited key in the last minute"),
+    tokens: keyGauge("smithers_limit_tokens_last_minute", "Agent tokens counted under each rate-limited key in the last minute"),
+  };
 
   const pending = new Set<Promise<void>>();
   const track = (work: Promise<void>) => {
@@ -136,6 +145,15 @@ export async function createMetrics(db: SmithersDb): Promise<SmithersMetrics> {
       for (const status of LIVE_STATUSES) runs.set({ status }, snapshot.runsByStatus.get(status) ?? 0);
       runs.set({ status: "queued" }, snapshot.queueDepth);
       queueDepth.set(snapshot.queueDepth);
+      // The keys now, not the keys ever seen: a key no longer declared or used drops out.
+      for (const gauge of Object.values(limitGauges)) gauge.reset();
+      for (const u of await db.read("readLimitUse", (q) => limits.readUse(q, Date.now()))) {
+        limitGauges.slotsInUse.set({ key: u.key }, u.held);
+        limitGauges.slotsWaiting.set({ key: u.key }, u.waiting);
+        if (u.concurrency !== null) limitGauges.slotLimit.set({ key: u.key }, u.concurrency);
+        if (u.perMinute !== null) limitGauges.requests.set({ key: u.key }, u.requestsLastMinute);
+        if (u.tokensPerMinute !== null) limitGauges.tokens.set({ key: u.key }, u.tokensLastMinute);
+      }
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
   };

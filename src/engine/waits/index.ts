@@ -19,4 +19,5 @@ export { type CancelOutcome, requestCancel } from "./cancel.ts";
 export { answerHuman, type AnswerOptions, cancelHuman, humanInbox, humanRequestId, type InboxItem } from "./human.ts";
 export { sendSignal, type SendSignalOptions, type SentSignal } from "./signals.ts";
 export { runSubflow, type StartChildRun } from "./subflow.ts";
+export { type LimitHost, type LimitSettle, LimitWaits } from "./limits.ts";
 export { Waits } from "./waits.ts";

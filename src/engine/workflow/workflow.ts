@@ -3,7 +3,7 @@
  * `tables`, the Drizzle `db`), and `smithers(build)` to wrap a build function as a workflow.
  */
 import { checkPricing, type ModelPricing } from "../../agents/index.ts";
-import { checkBudget, type Budget } from "../core/index.ts";
+import { checkBudget, checkLimits, type Budget, type Limits } from "../core/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import type { z } from "zod";
 import {
@@ -47,6 +47,8 @@ export type SmithersWorkflow<Input = any> = {
   readonly durability?: Durability;
   /** createSmithers' spend limits and prices: what a run gets unless runWorkflow says otherwise. */
   readonly spend?: { budget: Budget; pricing?: ModelPricing };
+  /** createSmithers' limits by key: what a task's `concurrencyKey` runs under (RunOptions.limits overrides). */
+  readonly limits?: Limits;
   /**
    * The file that called `smithers(...)`, when the stack tells: whose code a run started without
    * `workflowPath` is pinned to. A helper that returns `smithers(...)` as its last act leaves no
@@ -81,6 +83,13 @@ export type CreateSmithersOptions = {
   maxTokens?: number;
   /** Prices by model id, for agents that report tokens but no cost (see RunOptions.pricing). */
   pricing?: ModelPricing;
+  /**
+   * Limits shared by every run and process of the database, by key: `concurrency` (tasks at once),
+   * `perMinute` (starts per sliding minute), `tokensPerMinute` (agent tokens per sliding minute).
+   * A `<Task concurrencyKey>` names a key (or `prefix:anything`, under the `prefix` entry).
+   * @example createSmithers(schemas, { limits: { anthropic: { concurrency: 2, perMinute: 50 } } })
+   */
+  limits?: Limits;
 };
 
 function warnDrift(report: MigrationReport): void {
@@ -105,6 +114,7 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
   const budget = checkBudget(options);
   const pricing = checkPricing(options.pricing);
   const spend = { budget, ...(pricing ? { pricing } : {}) };
+  const limits = checkLimits(options.limits);
   // The CLI passes --db (or SMITHERS_DB_PATH) to runWorkflow as dbPath; SMITHERS_DATABASE_URL moves a whole deployment to PostgreSQL.
   const defaultPath = options.db || options.dbPath || process.env.SMITHERS_DATABASE_URL || DEFAULT_DB_PATH;
 
@@ -140,6 +150,7 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
       registry,
       dbFor,
       spend,
+      limits,
       ...(durability ? { durability } : {}),
       ...(sourcePath ? { sourcePath } : {}),
       ...(opts.output !== undefined ? { output: opts.output } : {}),

@@ -81,6 +81,15 @@ type TaskCommonProps<S extends OutputTarget> = {
    * </Task>
    */
   cache?: CachePolicy;
+  /**
+   * The key of the limits the task runs under (declared in createSmithers `limits` or by
+   * `--limit`): its slots and rate window are shared by every run and process of the database.
+   * The task waits `waiting-slot` or `waiting-rate` until it may start. A function is called
+   * with the render's ctx. A key with no declared limit fails the run with LIMIT_UNDECLARED.
+   * @example <Task id="review" output={outputs.review} agent={claude} concurrencyKey="anthropic">…</Task>
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: ctx is the workflow's SmithersCtx, whatever its input type
+  concurrencyKey?: string | ((ctx: any) => string);
 };
 
 export type TaskProps<S extends OutputTarget = OutputTarget> = TaskCommonProps<S> & {

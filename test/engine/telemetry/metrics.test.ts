@@ -1,6 +1,6 @@
 /** createMetrics over a database: each attempt outcome, the waits a run stops at, and a read that fails dropping its sample only. */
 import { afterEach, expect, test } from "bun:test";
-import { attempts, openSmithersDb, runs, type SmithersDb } from "../../../src/db/index.ts";
+import { attempts, limits, openSmithersDb, runs, type SmithersDb } from "../../../src/db/index.ts";
 import { createMetrics } from "../../../src/engine/index.ts";
 import { sample } from "../../support/prom-text.ts";
 import { tempDbPath } from "../../helpers.ts";
@@ -56,4 +56,38 @@ test("an attempt whose row cannot be read is counted without a workflow; a close
     () => "refused",
   );
   expect(scraped).toBe("refused");
+});
+
+test("the limit gauges give each key's slots held and waited for (of runs that count), its declared concurrency and its last minute", async () => {
+  const db = openSmithersDb(tempDbPath());
+  opened.push(db);
+  const nowMs = Date.now();
+  await runs.insertRun(db, { runId: "r1", workflowName: "w", status: "running", createdAtMs: 1, runtimeOwnerId: "o1" });
+  await runs.insertRun(db, { runId: "r2", workflowName: "w", status: "waiting-slot", createdAtMs: 1, runtimeOwnerId: "o2" });
+  // A run taken over by another owner: its old slot does not count.
+  await runs.insertRun(db, { runId: "r3", workflowName: "w", status: "running", createdAtMs: 1, runtimeOwnerId: "new-owner" });
+  await db.withTransaction("seed", async (q) => {
+    await limits.declare(q, "anthropic", { concurrency: 2, perMinute: 50 }, nowMs);
+    expect(
+      await limits.claim(q, {
+        runId: "r1",
+        nodeId: "a",
+        iteration: 0,
+        key: "anthropic",
+        limit: { concurrency: 2, perMinute: 50 },
+        attempt: 1,
+        ownerId: "o1",
+        nowMs,
+      }),
+    ).toEqual({ ok: true });
+    await limits.wait(q, { runId: "r2", nodeId: "b", iteration: 0 }, "anthropic", "o2", nowMs);
+    await limits.wait(q, { runId: "r3", nodeId: "c", iteration: 0 }, "anthropic", "dead-owner", nowMs);
+  });
+  await db.write("stale slot", (q) => q.run("UPDATE _smithers_slots SET state = 'held' WHERE run_id = 'r3'"));
+  const body = (await (await createMetrics(db)).scrape()).body;
+  expect(sample(body, "smithers_limit_slots_in_use", { key: "anthropic" })).toBe(1);
+  expect(sample(body, "smithers_limit_slots_waiting", { key: "anthropic" })).toBe(1);
+  expect(sample(body, "smithers_limit_concurrency", { key: "anthropic" })).toBe(2);
+  expect(sample(body, "smithers_limit_requests_last_minute", { key: "anthropic" })).toBe(1);
+  expect(sample(body, "smithers_runs", { status: "waiting-slot" })).toBe(1);
 });
