@@ -98,6 +98,10 @@ export class RunState {
   readonly finishedIds = new Set<string>();
   /** The nodes waiting for the world: timers, decisions, answers, signals, child runs. */
   readonly waits: Waits;
+  /** The latest loop-state write made for each loop (see advance-loop in run-actions.ts). */
+  readonly loopWrites = new Map<string, object>();
+  /** The first render named the run (see nameRun in run-step.ts). */
+  named = false;
   /** Set when the scheduler found nothing to do but wait: the run ends with this status. */
   suspended: WaitingStatus | undefined;
   /** When the suspended run must be looked at again: its earliest timer or timeout (stored on the run for the daemon). */
