@@ -34,6 +34,8 @@ type RowKind = WorkflowName | "imports";
  */
 type Variant = "warm" | "no-jit";
 const WORKFLOWS: readonly WorkflowName[] = ["one", "seq", "par", "loop", "up", "floor", "rest"];
+/** Rows that run one of the engine's workflows in a child of its own (ours.tsx / peer.jsx). */
+const SHAPE_ROWS: readonly RowKind[] = ["one", "seq", "par", "loop"];
 const UP_TASKS = 5;
 const FLOOR_NS = [1_000, 10_000];
 
@@ -49,12 +51,15 @@ export type CompareOptions = {
   oursRef?: string;
 };
 
-type Ok = { ok: true; wallMs: number; rssMb: number; db: { main: number; wal: number; shm: number }; framesBytes: number | null };
+type Ok = { ok: true; wallMs: number; rssMb: number; db: { main: number; wal: number; shm: number }; framesBytes: number | null; statements?: number };
 type Failed = { ok: false; kind: "error" | "timeout"; message: string };
 type Sample = Ok | Failed;
 
-/** One table row: a workflow at one size; `ours` holds the floor's samples on floor rows. */
-type Row = { label: string; workflow: RowKind; n: number; variant?: Variant; cells: Partial<Record<Engine, Sample[] | "skip">> };
+/**
+ * One table row: a workflow at one size; `ours` holds the floor's samples on floor rows.
+ * `statements`: what ours executed, from a counted run of its own (not among the timed samples).
+ */
+type Row = { label: string; workflow: RowKind; n: number; variant?: Variant; cells: Partial<Record<Engine, Sample[] | "skip">>; statements?: number[] };
 
 // ---------------------------------------------------------------------------------------------
 // options
@@ -178,7 +183,15 @@ function inspectDb(dbPath: string): { db: Ok["db"]; rows: number; framesBytes: n
   }
 }
 
-async function measure(engine: Engine | "floor", workflow: RowKind, n: number, opts: CompareOptions, ours: OursTree, variant?: Variant): Promise<Sample> {
+async function measure(
+  engine: Engine | "floor",
+  workflow: RowKind,
+  n: number,
+  opts: CompareOptions,
+  ours: OursTree,
+  variant?: Variant,
+  count = false,
+): Promise<Sample> {
   const dir = mkdtempSync(join(tmpdir(), "smithers-compare-"));
   const dbPath = join(dir, "bench.db");
   const rssFile = join(dir, "peak-rss-kb");
@@ -198,7 +211,13 @@ async function measure(engine: Engine | "floor", workflow: RowKind, n: number, o
       env = { BENCH_DB: dbPath, BENCH_RSS_FILE: rssFile };
     } else {
       const worker = engine === "floor" ? join(HERE, "floor.ts") : engine === "ours" ? join(ours.root, "bench/compare/ours.tsx") : join(HERE, "peer.jsx");
-      const spec: RunSpec = { shape: (workflow === "floor" ? "seq" : workflow) as Shape, n, dbPath, ...(variant === "warm" ? { warm: true } : {}) };
+      const spec: RunSpec = {
+        shape: (workflow === "floor" ? "seq" : workflow) as Shape,
+        n,
+        dbPath,
+        ...(variant === "warm" ? { warm: true } : {}),
+        ...(count ? { count: true } : {}),
+      };
       cmd = [BUN, worker, JSON.stringify(spec)];
       if (variant === "no-jit") env = { BUN_JSC_useJIT: "0" };
     }
@@ -207,6 +226,7 @@ async function measure(engine: Engine | "floor", workflow: RowKind, n: number, o
     if (out.code !== 0) return { ok: false, kind: "error", message: `exit ${out.code}: ${firstLine(out.stderr || out.stdout)}` };
     let wallMs: number;
     let rssMb: number;
+    let statements: number | undefined;
     if (wholeProcess) {
       wallMs = out.elapsedMs; // the whole process, spawn to exit
       rssMb = existsSync(rssFile) ? Number(readFileSync(rssFile, "utf8")) / 1024 : Number.NaN;
@@ -216,11 +236,12 @@ async function measure(engine: Engine | "floor", workflow: RowKind, n: number, o
       const r = JSON.parse(line.slice(RESULT_PREFIX.length)) as ChildReport;
       wallMs = r.wallMs;
       rssMb = r.peakRssKb / 1024;
+      statements = r.statements;
     }
     if (workflow === "imports") return { ok: true, wallMs, rssMb, db: { main: 0, wal: 0, shm: 0 }, framesBytes: null };
     const seen = inspectDb(dbPath);
     if (seen.rows !== n) return { ok: false, kind: "error", message: `finished but wrote ${seen.rows} rows to "out", expected ${n}` };
-    return { ok: true, wallMs, rssMb, db: seen.db, framesBytes: seen.framesBytes };
+    return { ok: true, wallMs, rssMb, db: seen.db, framesBytes: seen.framesBytes, ...(statements === undefined ? {} : { statements }) };
   } catch (e) {
     return { ok: false, kind: "error", message: (e as Error).message };
   } finally {
@@ -343,6 +364,7 @@ export function renderTable(rows: Row[]): string {
     "wall ours/peer",
     "ms/task ours",
     "ms/task peer",
+    "stmts/task ours",
     "DB KB ours",
     "DB KB peer",
     "DB ours/peer",
@@ -368,6 +390,7 @@ export function renderTable(rows: Row[]): string {
       ratio((s) => s.wallMs),
       val(o, (s) => fmtMs(s.wallMs / row.n)),
       val(p, (s) => fmtMs(s.wallMs / row.n)),
+      row.statements?.length ? (median(row.statements) / row.n).toFixed(row.n === 1 ? 0 : 2) : "—",
       val(o, (s) => fmtKb(s.dbBytes)),
       val(p, (s) => fmtKb(s.dbBytes)),
       ratio((s) => s.dbBytes),
@@ -390,12 +413,17 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
   const ours = oursTree(opts.oursRef);
   const peerAvailable = opts.engines.includes("peer") ? await ensurePeer(opts.install) : false;
   const rows = plan(opts, peerAvailable);
-  const jobs: { row: Row; engine: Engine; rep: number }[] = [];
+  const jobs: { row: Row; engine: Engine; rep: number; count?: boolean }[] = [];
   for (const row of rows) {
     const engines = (Object.keys(row.cells) as Engine[]).filter((e) => row.cells[e] !== "skip");
     for (let rep = 0; rep < opts.reps; rep++) {
       // Alternate which engine goes first, so neither always runs on a machine the other just warmed.
       for (const e of rep % 2 === 0 ? engines : [...engines].reverse()) jobs.push({ row, engine: e, rep });
+    }
+    // Ours' statements, counted in a run of its own (rows of the engine's workflows, not floor/warm/no-jit rows).
+    if (engines.includes("ours") && SHAPE_ROWS.includes(row.workflow) && row.variant === undefined) {
+      row.statements = [];
+      jobs.push({ row, engine: "ours", rep: -1, count: true });
     }
   }
   console.log(
@@ -404,9 +432,10 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
   const notes: string[] = [];
   for (const [i, job] of jobs.entries()) {
     const runner = job.row.workflow === "floor" || job.row.workflow === "imports" ? "floor" : job.engine;
-    const sample = await measure(runner, job.row.workflow, job.row.n, opts, ours, job.row.variant);
-    (job.row.cells[job.engine] as Sample[]).push(sample);
-    const what = `${job.row.label} ${runner} rep ${job.rep + 1}/${opts.reps}`;
+    const sample = await measure(runner, job.row.workflow, job.row.n, opts, ours, job.row.variant, job.count);
+    if (!job.count) (job.row.cells[job.engine] as Sample[]).push(sample);
+    else if (sample.ok && sample.statements !== undefined) job.row.statements!.push(sample.statements);
+    const what = `${job.row.label} ${runner} ${job.count ? "statements counted" : `rep ${job.rep + 1}/${opts.reps}`}`;
     const said = sample.ok
       ? `${fmtMs(sample.wallMs)} ms, RSS ${sample.rssMb.toFixed(0)} MB, DB ${fmtKb(sample.db.main + sample.db.wal + sample.db.shm)} KB`
       : `${sample.kind}: ${sample.message}`;
@@ -428,6 +457,7 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
   if (rows.length)
     console.log(
       "\nwall: inside the child, around runWorkflow only (after imports and workflow creation); `smithers up`: the whole process, spawn to exit." +
+        "\nstmts/task: SQL statements ours executed per task, BEGIN and COMMIT included, counted in one more run of its own (bench/statement-counter.ts)." +
         "\nDB: main file + -wal + -shm, read by the parent after the child exited. frames: SUM(length(xml_json)) over _smithers_frames." +
         "\nRSS: the child's own peak (VmHWM). floor rows: plain bun:sqlite, one committed INSERT per task, shown in the ours columns;" +
         "\nwarm rows: the same workflow run once on a scratch database first, then timed (RSS covers both runs). JIT off: the same run interpreted only." +

@@ -67,11 +67,13 @@ const { wf, smithersDb } = workflowOn(spec.shape, spec.dbPath);
 // The peer opens (and creates) its database inside createSmithers, before its timer starts;
 // ours opens lazily in runWorkflow, so open it here to time the same thing on both sides.
 void smithersDb;
+const counting = spec.count ? (await import("../statement-counter.ts")).startCounting() : undefined;
 const started = performance.now();
 const result = await runWorkflow(wf, { input: {} });
 const wallMs = performance.now() - started;
+counting?.stop();
 if (result.status !== "finished") {
   console.error(`ours ${spec.shape}-${spec.n}: run ${result.status}: ${result.error?.message ?? "(no error)"}`);
   process.exit(1);
 }
-report({ wallMs, peakRssKb: peakRssKb() });
+report({ wallMs, peakRssKb: peakRssKb(), ...(counting ? { statements: counting.counted.total } : {}) });

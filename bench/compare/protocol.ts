@@ -8,11 +8,15 @@ import { readFileSync } from "node:fs";
 export type Shape = "one" | "seq" | "par" | "loop";
 export const SHAPES: readonly Shape[] = ["one", "seq", "par", "loop"];
 
-/** `warm`: run the same workflow once on a scratch database first, and time only the second run. */
-export type RunSpec = { shape: Shape; n: number; dbPath: string; warm?: boolean };
+/**
+ * `warm`: run the same workflow once on a scratch database first, and time only the second run.
+ * `count`: count the SQL statements the run executes (ours only; bench/statement-counter.ts), in
+ * a run of its own: the counting wrappers would add to a timed run's wall.
+ */
+export type RunSpec = { shape: Shape; n: number; dbPath: string; warm?: boolean; count?: boolean };
 
-/** The child's own measurements: wall time around the run only, and its peak RSS. */
-export type ChildReport = { wallMs: number; peakRssKb: number };
+/** The child's own measurements: wall time around the run only, its peak RSS, and (`count`) the statements it executed. */
+export type ChildReport = { wallMs: number; peakRssKb: number; statements?: number };
 
 export const RESULT_PREFIX = "BENCH_RESULT ";
 

@@ -73,12 +73,17 @@ export function ensureSmithersTables(sqlite: Database): void {
           .all()
           .map((t) => t.name),
       );
-      for (const table of Object.values(internalTables)) {
-        const [create, ...indexes] = createTableStatements(table);
-        if (existing.has(getTableConfig(table).name)) addMissingColumns(sqlite, table);
-        else sqlite.exec(create!);
-        for (const sql of indexes) sqlite.exec(sql);
+      // Tables this version lacks (all of them in a new database) are created, with their
+      // indexes, in one batch of statements; a table that exists gets the columns it lacks first.
+      const batch: string[] = [];
+      for (const { name, table, statements } of internalDdl()) {
+        const [create, ...indexes] = statements;
+        if (existing.has(name)) {
+          addMissingColumns(sqlite, table);
+          for (const sql of indexes) sqlite.exec(sql);
+        } else batch.push(create!, ...indexes);
       }
+      if (batch.length > 0) sqlite.exec(batch.join(";\n"));
       sqlite.exec(`PRAGMA application_id = ${schemaStamp()}`);
       if (!existing.has(getTableConfig(smithersRuns).name)) {
         sqlite.exec(`PRAGMA user_version = ${GATES_BACKFILLED_USER_VERSION}`); // nothing to backfill in a new database
@@ -98,6 +103,13 @@ export function ensureSmithersTables(sqlite: Database): void {
 }
 
 let stamp: number | undefined;
+let ddl: { name: string; table: SQLiteTable; statements: string[] }[] | undefined;
+
+/** Each internal table's name and DDL (CREATE TABLE, then its indexes), built once per process. */
+function internalDdl(): { name: string; table: SQLiteTable; statements: string[] }[] {
+  ddl ??= Object.values(internalTables).map((table) => ({ name: getTableConfig(table).name, table, statements: createTableStatements(table) }));
+  return ddl;
+}
 
 /**
  * A 31-bit digest of every internal table's DDL and the retired indexes: what `PRAGMA
@@ -106,11 +118,11 @@ let stamp: number | undefined;
  */
 export function schemaStamp(): number {
   if (stamp === undefined) {
-    const ddl = Object.values(internalTables)
-      .flatMap((table) => createTableStatements(table))
+    const text = internalDdl()
+      .flatMap((t) => t.statements)
       .concat(RETIRED_INDEXES)
       .join("\n");
-    stamp = Number(Bun.hash.crc32(ddl) & 0x7fffffff) || 1;
+    stamp = Number(Bun.hash.crc32(text) & 0x7fffffff) || 1;
   }
   return stamp;
 }

@@ -6,3 +6,4 @@ export { checks, def, enumValues, optionalInput, templatePattern, unwrap, type D
 export { formatIssuePath, formatZodIssues } from "./issues.ts";
 export { describeSchema } from "./describe.ts";
 export { checkAgainstJsonSchema, fieldIssues, jsonSchemaIssues, jsonSchemaOf, type FieldIssue } from "./json-schema.ts";
+export { JITLESS_PARSES, safeParseWarming } from "./parse.ts";

@@ -67,6 +67,8 @@ const FAIL_RUNNING_ATTEMPTS = `UPDATE ${A.$table} SET ${A.state} = 'failed', ${A
   WHERE ${A.runId} = ? AND ${A.state} = 'running'
   RETURNING ${A.nodeId} AS "nodeId", ${A.iteration} AS iteration, ${A.attempt} AS attempt`;
 
+const ANY_RUNNING_ATTEMPT = `SELECT 1 AS running FROM ${A.$table} WHERE ${A.runId} = ? AND ${A.state} = 'running' LIMIT 1`;
+
 const FAIL_RUNNING_NODES = `UPDATE ${N.$table} SET ${N.state} = 'failed', ${N.updatedAtMs} = ? WHERE ${N.runId} = ? AND ${N.state} = 'running'`;
 
 const FINISH_RUNNING = `UPDATE ${A.$table}
@@ -113,10 +115,15 @@ export async function failRunningWork(
   q: Sql,
   runId: string,
   nowMs: number,
-  errorJson: string,
+  errorJson: string | (() => string),
 ): Promise<{ nodeId: string; iteration: number; attempt: number }[]> {
   // Plain prepared statements: this runs at the end of every run, where a Drizzle-built query
-  // would cost a fresh process a millisecond or more to build.
+  // would cost a fresh process a millisecond or more to build. Given the error lazily, it looks
+  // first and builds the error only for a run that has something to close (almost never).
+  if (typeof errorJson === "function") {
+    if ((await q.get(ANY_RUNNING_ATTEMPT, runId)) === undefined) return [];
+    errorJson = errorJson();
+  }
   const closed = await q.all<{ nodeId: string; iteration: number; attempt: number }>(FAIL_RUNNING_ATTEMPTS, nowMs, errorJson, runId);
   if (closed.length > 0) await q.run(FAIL_RUNNING_NODES, nowMs, runId);
   return closed;

@@ -9,7 +9,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { tracedAttempt } from "../telemetry/index.ts";
 import { AGENT_NEVER_RETRY_CODES, generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../../agents/index.ts";
-import { formatZodIssues } from "../../schema/index.ts";
+import { formatZodIssues, safeParseWarming } from "../../schema/index.ts";
 import { attempts, nodes, outputRowFor, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type Usage } from "../../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../../jsx/index.ts";
@@ -346,7 +346,7 @@ async function validated(a: AttemptInput, guard: Guarded<Produced>): Promise<Att
 /** The output as its schema parses it; INVALID_OUTPUT when it does not match or cannot be stored. */
 function checkedOutput(a: AttemptInput, raw: unknown): Record<string, unknown> {
   const { task, info } = a;
-  const parsed = validationSchema(task, info).safeParse(shapeForTable(info, raw));
+  const parsed = safeParseWarming(validationSchema(task, info), shapeForTable(info, raw));
   if (!parsed.success) {
     throw new SmithersError(
       "INVALID_OUTPUT",

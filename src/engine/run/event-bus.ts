@@ -105,11 +105,14 @@ export class EventBus<E extends BusEvent = BusEvent> {
   /** `stage` from inside an open transaction: taken back (and its seq reused) if that transaction rolls back. */
   stageInTransaction(event: E): number {
     const seq = this.nextSeq++;
-    this.staged.pushInTransaction(this.db, { event, seq }, () => {
-      this.nextSeq--;
-    });
+    this.staged.pushInTransaction(this.db, { event, seq }, this.unstage);
     return seq;
   }
+
+  /** A staged event's transaction rolled back: its seq is given back. */
+  private readonly unstage = () => {
+    this.nextSeq--;
+  };
 
   /** Gives up the staged events (outside any transaction), when SQLite refused to store them. */
   dropStaged(): void {

@@ -9,6 +9,8 @@ import type { SmithersDb } from "../../db/index.ts";
 export class Outbox<T> {
   private items: T[] = [];
   private reserved = 0;
+  /** What pushInTransaction added inside the open transaction: taken back, all at once, if it rolls back. */
+  private inTx: { items: T[]; undo: (() => void)[] } | undefined;
 
   get size(): number {
     return this.items.length;
@@ -18,6 +20,7 @@ export class Outbox<T> {
   clear(): void {
     this.items = [];
     this.reserved = 0;
+    this.inTx = undefined;
   }
 
   push(item: T): void {
@@ -30,14 +33,28 @@ export class Outbox<T> {
    */
   pushInTransaction(db: SmithersDb, item: T, onRollback?: () => void): void {
     this.items.push(item);
-    db.afterTransaction(
-      () => undefined,
-      () => {
-        const at = this.items.lastIndexOf(item);
-        if (at >= 0) this.items.splice(at, 1);
-        onRollback?.();
-      },
-    );
+    let tx = this.inTx;
+    if (tx === undefined) {
+      // One pair of hooks per transaction, however many items it pushes (a step stages a few per
+      // task). The transactions that push into one outbox (a run's steps and its end) run one at a time.
+      const opened: { items: T[]; undo: (() => void)[] } = { items: [], undo: [] };
+      tx = this.inTx = opened;
+      db.afterTransaction(
+        () => {
+          if (this.inTx === opened) this.inTx = undefined;
+        },
+        () => {
+          if (this.inTx === opened) this.inTx = undefined;
+          for (const pushed of opened.items) {
+            const at = this.items.lastIndexOf(pushed);
+            if (at >= 0) this.items.splice(at, 1);
+          }
+          for (const undo of opened.undo) undo();
+        },
+      );
+    }
+    tx.items.push(item);
+    if (onRollback) tx.undo.push(onRollback);
   }
 
   /** Inside an open transaction: `write`s every item not yet taken, and drops them after the commit. */

@@ -147,8 +147,15 @@ export function applyAction(run: RunState, action: Action, nowMs: number, work: 
       const { loop } = action;
       const state = action.type === "advance-loop" ? { iteration: loop.iteration + 1, done: false } : { iteration: loop.iteration, done: true };
       const type = action.type === "advance-loop" ? "LoopAdvanced" : "LoopFinished";
+      // Only the loop's latest state is stored: steps batched into one transaction (see
+      // PureStepBatch) each move the loop on, and every write of a loop not yet committed is in
+      // the transaction that runs this one (steps run one at a time, each commits or joins the
+      // batch before the next decides), so an earlier write whose successor exists is replaced
+      // by it in the same commit. Its event is staged either way.
+      const token = {};
+      run.loopWrites.set(loop.loopId, token);
       writes.push(async (q) => {
-        await ralph.setLoopState(q, { runId: setup.runId, ralphId: loop.loopId, ...state, updatedAtMs: nowMs });
+        if (run.loopWrites.get(loop.loopId) === token) await ralph.setLoopState(q, { runId: setup.runId, ralphId: loop.loopId, ...state, updatedAtMs: nowMs });
         run.emitInTransaction({ type, loopId: loop.loopId, iteration: state.iteration });
       });
       if (action.type === "advance-loop") work.finishedIterations.push([loop.loopId, loop.iteration]);

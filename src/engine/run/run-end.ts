@@ -66,7 +66,7 @@ export async function endRun(run: RunState): Promise<RunResult> {
       if (cancelledInstead) await nodes.resetNodes(q, runId, [...WAITING_STATUSES], "cancelled", finishedAtMs);
       // Nothing is in flight any more: an attempt still `running` here is one the engine lost
       // track of (a bug), closed so a finished run never holds a running attempt.
-      await closeLeftRunning(run, q, finishedAtMs, new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
+      await closeLeftRunning(run, q, finishedAtMs, () => new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
       // What a waiting node waits for may have arrived after this run last looked (an answer, a
       // slot that freed): then it is due at once.
       const slotFree = await run.limits.atEnd(q, status, run.plan);
@@ -139,9 +139,12 @@ async function endFailed(run: RunState, cause: SmithersError, finishedAtMs: numb
 }
 
 /** Inside a run-ending transaction: fails what is still recorded running, each with its NodeFailed. */
-async function closeLeftRunning(run: RunState, q: Sql, nowMs: number, cause: SmithersError): Promise<void> {
-  const closed = await attemptRows.failRunningWork(q, run.setup.runId, nowMs, errorJsonText(cause));
-  for (const a of closed) run.emitInTransaction({ type: "NodeFailed", ...a, error: errorSummaryJson(cause) });
+async function closeLeftRunning(run: RunState, q: Sql, nowMs: number, cause: SmithersError | (() => SmithersError)): Promise<void> {
+  // Made (its stack captured, serialized) only when something is left running.
+  let error: SmithersError | undefined = typeof cause === "function" ? undefined : cause;
+  const made = () => (error ??= (cause as () => SmithersError)());
+  const closed = await attemptRows.failRunningWork(q, run.setup.runId, nowMs, () => errorJsonText(made()));
+  for (const a of closed) run.emitInTransaction({ type: "NodeFailed", ...a, error: errorSummaryJson(made()) });
 }
 
 /** The `output` schema's latest row when the workflow has one, else the last finished task's row. */

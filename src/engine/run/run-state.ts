@@ -104,6 +104,10 @@ export class RunState {
   readonly waits: Waits;
   /** Tasks under a `concurrencyKey`: their slots and rate windows (see LimitWaits). */
   readonly limits: LimitWaits;
+  /** The latest loop-state write made for each loop (see advance-loop in run-actions.ts). */
+  readonly loopWrites = new Map<string, object>();
+  /** The first render named the run (see nameRun in run-step.ts). */
+  named = false;
   /** Set when the scheduler found nothing to do but wait: the run ends with this status. */
   suspended: WaitingStatus | undefined;
   /** When the suspended run must be looked at again: its earliest timer or timeout (stored on the run for the daemon). */

@@ -5,6 +5,7 @@
  * retry runs them again); memory is never changed inside the transaction.
  */
 import { isPureAttempt, performPureAttempt, recordStart } from "../attempt/index.ts";
+import { runs } from "../../db/index.ts";
 import { decide } from "../schedule/index.ts";
 import { applyAction, type StepWork } from "./run-actions.ts";
 import { launchAttempt, settleEnded } from "./run-attempts.ts";
@@ -38,6 +39,7 @@ async function stepInner(run: RunState): Promise<StepNext> {
       if (run.readsStates) run.renderStale = true;
     }
     const plan = await renderPlan(run);
+    nameRun(run, plan.workflowName, writes);
     const decided = decide(plan, run.setup.states, nowMs, run.settings.maxConcurrency ?? Infinity, run.decideMemo, run.finishedIds, run.limits.view(nowMs));
     const actions = run.limits.used ? await run.limits.admit(decided, nowMs) : decided;
     const work: StepWork = { starts, writes, finishedIterations: [] };
@@ -115,6 +117,19 @@ async function stepInner(run: RunState): Promise<StepNext> {
   for (const st of starts) launchAttempt(run, st);
   await run.readCustomRows();
   return next;
+}
+
+/**
+ * The first render names the run: the `<Workflow name>` goes on the run row with this step's
+ * writes (its transaction, or the batch it joins), not in a commit of its own. Compared with the
+ * stored name, not this process's: a run whose creator died before its first step committed still
+ * has the default, and the process that resumes it names it.
+ */
+function nameRun(run: RunState, name: string, writes: Write[]): void {
+  if (run.named) return;
+  run.named = true;
+  if (name !== run.setup.storedName) writes.push(async (q) => void (await runs.setRunFields(q, run.setup.runId, { workflowName: name })));
+  run.wf.name = name; // later runs of this workflow are created with it
 }
 
 /**

@@ -11,7 +11,7 @@
  * scheduler action applied), run-attempts.ts (launching and settling attempts), run-render.ts,
  * pure-batch.ts (steps committed together), agent-output.ts, run-end.ts (the last transaction).
  */
-import { runs, type SmithersDb } from "../../db/index.ts";
+import type { SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import type { PlanTask } from "../../jsx/index.ts";
 import type { EventBus } from "./event-bus.ts";
@@ -67,20 +67,10 @@ export class Run {
 
   async execute(): Promise<RunResult> {
     const run = this.state;
-    const { runId } = run.setup;
     try {
-      let named = false;
       let yieldedAtMs = performance.now();
       while (!run.abort.signal.aborted && !run.failure) {
-        const next = await runStep(run);
-        if (!named && run.plan) {
-          named = true;
-          // Against the stored name, not this process's: a run whose creator died before this point still has the default.
-          if (run.plan.workflowName !== run.setup.storedName) {
-            await run.db.write("nameRun", async (q) => await runs.setRunFields(q, runId, { workflowName: run.plan!.workflowName }));
-          }
-          run.wf.name = run.plan.workflowName; // later runs of this workflow are created with it
-        }
+        const next = await runStep(run); // the first one also names the run (see nameRun in run-step.ts)
         if (next === "done") break;
         // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting,
         // or the run was cancelled or failed during the step (its wake-up came before this sleep).

@@ -2,7 +2,7 @@
 import type { OutputRegistry } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import { hashJson } from "../../json/index.ts";
-import { formatZodIssues } from "../../schema/index.ts";
+import { formatZodIssues, safeParseWarming } from "../../schema/index.ts";
 
 /** SHA-256 of the input's canonical JSON: what a resume's input is compared by. */
 export const hashInput = (input: unknown) => hashJson(input);
@@ -18,7 +18,7 @@ export function validateInput(registry: OutputRegistry, input: unknown): unknown
     }
     return value;
   }
-  const parsed = schema.safeParse(input ?? {});
+  const parsed = safeParseWarming(schema, input ?? {});
   if (!parsed.success) {
     const issues = formatZodIssues(parsed.error.issues, "; ");
     throw new SmithersError("INVALID_INPUT", `Run input does not match the input schema: ${issues}`, { issues: parsed.error.issues });
