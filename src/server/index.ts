@@ -48,6 +48,8 @@ export type ServerOptions = {
   leaseMs?: number;
   /** Retry-After of a 503 (default 1 s). */
   retryAfterSeconds?: number;
+  /** How long POST /runs remembers an Idempotency-Key and the run it started (default 24 h). */
+  idempotencyWindowMs?: number;
   /** How often an SSE stream looks for new events when nothing woke it (default 100 ms). */
   pollMs?: number;
   /** Keep-alive comment interval of a quiet SSE stream (default 5 s). */
@@ -124,6 +126,7 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
     maxConcurrent: o.maxConcurrent ?? DEFAULT_MAX_CONCURRENT,
     ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
+    ...(o.idempotencyWindowMs === undefined ? {} : { idempotencyWindowMs: o.idempotencyWindowMs }),
     onEvent: wake,
     observe: (event) => metrics.observe(event),
     onError: o.onError ?? ((runId, error) => console.error(`smithers serve: run ${runId || "(queue)"}: ${logText(error)}`)),
