@@ -101,6 +101,31 @@ describe("Worker", () => {
   });
 });
 
+describe("Worker and not-before times", () => {
+  test("an idle worker whose poll interval is a minute wakes for a debounced request when its quiet period ends, and runs it with the latest input", async () => {
+    const dbPath = tempDbPath();
+    const db = openDb(dbPath);
+    const stop = new AbortController();
+    const worker = new Worker({ db, concurrency: 1, pollIntervalMs: 60_000, workflows: [{ name: "steps", path: STEPS, workflow: steps }] });
+    const done = worker.run(stop.signal);
+    await Bun.sleep(50); // its first pass found nothing: it sleeps for its poll interval unless a not-before time comes sooner
+    const start = (label: string) => runWorkflow(steps, { enqueue: true, workflowPath: STEPS, dbPath, input: { label }, debounce: { key: "k", ms: 200 } });
+    await start("first");
+    // A pass sees the request: at once on PostgreSQL (the start notifies workers), at the next poll on SQLite; here, now.
+    worker.nudge();
+    const { runId } = await start("latest");
+    let status: string | undefined;
+    for (let i = 0; i < 500 && status !== "finished"; i++) {
+      status = (await query<{ status: string }>(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = ?", runId))[0]?.status;
+      if (status !== "finished") await Bun.sleep(20);
+    }
+    stop.abort();
+    await done;
+    expect(status).toBe("finished");
+    expect(await query(dbPath, "SELECT label FROM input WHERE run_id = ?", runId)).toEqual([{ label: "latest" }]);
+  });
+});
+
 describe("runWorkflow({ enqueue: true }) with queue options", () => {
   test("bad priority, tenant, keys and debounce are refused with INVALID_OPTION and queue nothing", async () => {
     const dbPath = tempDbPath();
