@@ -22,9 +22,11 @@ const T = sqlNames(smithersQueueTenants);
  * A request no worker holds (never claimed, its claim's lease ran out, or claimed by a version
  * before leases), or one the claiming worker holds itself: it is not executing it (those are in
  * `skip`), so an earlier try failed on the database, and the claim is taken up again at once
- * instead of sitting idle until its lease runs out. And its not-before time has come.
+ * instead of sitting idle until its lease runs out. And its not-before time has come (written
+ * with coalesce, not an OR: SQLite would otherwise plan the OR on the not-before index, every row
+ * with no not-before time, and sort them all, instead of walking the claim index).
  */
-const CLAIMABLE = `(${Q.startedAtMs} IS NULL OR ${Q.leaseExpiresAtMs} IS NULL OR ${Q.leaseExpiresAtMs} < ? OR ${Q.claimedBy} = ?) AND (${Q.notBeforeMs} IS NULL OR ${Q.notBeforeMs} <= ?)`;
+const CLAIMABLE = `(${Q.startedAtMs} IS NULL OR ${Q.leaseExpiresAtMs} IS NULL OR ${Q.leaseExpiresAtMs} < ? OR ${Q.claimedBy} = ?) AND coalesce(${Q.notBeforeMs}, 0) <= ?`;
 
 export type Claim = {
   workerId: string;
