@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { query, tempDbPath } from "../helpers.ts";
+import { query, tempDbPath, waitFor } from "../helpers.ts";
 import { cli, root, smithers } from "./cli-helpers.ts";
 
 const WORKFLOWS = join(root, "test/fixtures/server");
@@ -42,16 +42,6 @@ function post(url: string, body: unknown, headers: Record<string, string> = {}) 
   return fetch(`${url}/runs`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 }
 
-async function until<T>(check: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await Bun.sleep(25);
-  }
-}
-
 describe("POST /runs", () => {
   test("Idempotency-Key repeated 10 times concurrently: one run; a repeat after it finished names it; another body with the key is 409 IDEMPOTENCY_CONFLICT", async () => {
     const db = tempDbPath();
@@ -59,14 +49,21 @@ describe("POST /runs", () => {
     const body = { workflow: "steps", input: { delayMs: 0 }, tenant: "acme" };
     const responses = await Promise.all(Array.from({ length: 10 }, () => post(url, body, { "Idempotency-Key": "invoice-7" })));
     const answers = await Promise.all(
-      responses.map(async (r) => ({ http: r.status, replayed: r.headers.get("Idempotent-Replayed"), ...((await r.json()) as { runId: string; reused?: string }) })),
+      responses.map(async (r) => ({
+        http: r.status,
+        replayed: r.headers.get("Idempotent-Replayed"),
+        ...((await r.json()) as { runId: string; reused?: string }),
+      })),
     );
     const runIds = new Set(answers.map((a) => a.runId as string));
     expect(runIds.size).toBe(1);
     const runId = [...runIds][0]!;
     expect(answers.filter((a) => a.http === 202 && a.reused === undefined)).toHaveLength(1);
     expect(answers.filter((a) => a.http === 200 && a.reused === "idempotency-key" && a.replayed === "true")).toHaveLength(9);
-    await until(async () => (await query<{ status: string }>(db, "SELECT status FROM _smithers_runs WHERE run_id = ?", runId))[0]?.status === "finished");
+    await waitFor(
+      async () => (await query<{ status: string }>(db, "SELECT status FROM _smithers_runs WHERE run_id = ?", runId))[0]?.status === "finished",
+      15_000,
+    );
     expect(await query(db, "SELECT run_id FROM _smithers_runs")).toEqual([{ run_id: runId }]);
     const later = await post(url, body, { "Idempotency-Key": "invoice-7" });
     expect([later.status, await later.json()]).toEqual([200, { runId, status: "finished", reused: "idempotency-key" }]);
@@ -104,7 +101,10 @@ describe("POST /runs", () => {
       worker.kill("SIGTERM");
       await worker.exited;
     });
-    await until(async () => (await query<{ status: string }>(db, "SELECT status FROM _smithers_runs WHERE run_id = ?", runId))[0]?.status === "finished");
+    await waitFor(
+      async () => (await query<{ status: string }>(db, "SELECT status FROM _smithers_runs WHERE run_id = ?", runId))[0]?.status === "finished",
+      15_000,
+    );
     expect(await query(db, "SELECT run_id FROM _smithers_runs")).toEqual([{ run_id: runId }]);
     expect(await query(db, "SELECT delay_ms FROM input WHERE run_id = ?", runId)).toEqual([{ delay_ms: 3 }]);
   });

@@ -8,7 +8,7 @@ import { resolve } from "node:path";
 import { openSmithersDb, queue, type SmithersDb } from "../../src/db/index.ts";
 import { runWorkflow, startRequestHash, Worker } from "../../src/engine/index.ts";
 import steps from "../fixtures/steps.tsx";
-import { query, rejection, tempDbPath } from "../helpers.ts";
+import { query, rejection, tempDbPath, waitFor } from "../helpers.ts";
 
 const STEPS = resolve("test/fixtures/steps.tsx");
 const open: SmithersDb[] = [];
@@ -86,11 +86,7 @@ describe("Worker", () => {
     const stop = new AbortController();
     const worker = new Worker({ db, concurrency: 1, pollIntervalMs: 50, workflows: [{ name: "steps", path: STEPS, workflow: steps }] });
     const done = worker.run(stop.signal);
-    for (let i = 0; i < 500; i++) {
-      const [row] = await query<{ status: string }>(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = 'b'");
-      if (row?.status === "finished") break;
-      await Bun.sleep(20);
-    }
+    await waitFor(async () => (await query<{ status: string }>(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = 'b'"))[0]?.status === "finished");
     stop.abort();
     await done;
     // One run at a time: each started after the one before finished, so start times order them.
@@ -114,14 +110,11 @@ describe("Worker and not-before times", () => {
     // A pass sees the request: at once on PostgreSQL (the start notifies workers), at the next poll on SQLite; here, now.
     worker.nudge();
     const { runId } = await start("latest");
-    let status: string | undefined;
-    for (let i = 0; i < 500 && status !== "finished"; i++) {
-      status = (await query<{ status: string }>(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = ?", runId))[0]?.status;
-      if (status !== "finished") await Bun.sleep(20);
-    }
+    const statusOf = async () => (await query<{ status: string }>(dbPath, "SELECT status FROM _smithers_runs WHERE run_id = ?", runId))[0]?.status;
+    await waitFor(async () => (await statusOf()) === "finished");
     stop.abort();
     await done;
-    expect(status).toBe("finished");
+    expect(await statusOf()).toBe("finished");
     expect(await query(dbPath, "SELECT label FROM input WHERE run_id = ?", runId)).toEqual([{ label: "latest" }]);
   });
 });
