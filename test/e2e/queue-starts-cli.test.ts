@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import type { QueuePlace } from "../../src/contract/index.ts";
 import { query, tempDbPath, waitFor } from "../helpers.ts";
 import { cli, root, smithers } from "./cli-helpers.ts";
 
@@ -147,7 +148,7 @@ describe("smithers up --detach", () => {
     expect(ps.stdout).toContain("QUEUE");
     expect(ps.stdout).toContain("priority 7 tenant acme");
     expect(ps.stdout).toContain("debounce sync");
-    const json = JSON.parse(smithers(["ps", "--json", "--db", db]).stdout) as { runId: string; queue?: { priority: number; tenant: string | null } }[];
+    const json = JSON.parse(smithers(["ps", "--json", "--db", db]).stdout) as { runId: string; queue?: QueuePlace }[];
     expect(json.find((r) => r.runId === "p1")?.queue).toEqual({ priority: 7, tenant: "acme", notBeforeMs: null, debounceKey: null });
     expect(json).toHaveLength(2);
   });
