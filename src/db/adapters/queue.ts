@@ -68,12 +68,18 @@ export function enqueue(db: SmithersDb, row: NewRequest, o: AdmissionOptions, re
         o.debounce.key,
         row.workflowName,
       );
-      if (waiting) {
-        await q.orm
-          .update(smithersQueue)
-          .set({ inputJson: row.inputJson, notBeforeMs: nowMs + o.debounce.ms, priority: row.priority ?? 0, tenant: row.tenant ?? "" })
-          .where(eq(smithersQueue.runId, waiting.runId))
-          .run();
+      // Still unclaimed when updated: on PostgreSQL a worker may have claimed it since the read (the
+      // update then waits for its lock and finds it claimed), and this start then queues a new run.
+      const merged =
+        waiting !== undefined &&
+        changedRows(
+          await q.orm
+            .update(smithersQueue)
+            .set({ inputJson: row.inputJson, notBeforeMs: nowMs + o.debounce.ms, priority: row.priority ?? 0, tenant: row.tenant ?? "" })
+            .where(and(eq(smithersQueue.runId, waiting.runId), isNull(smithersQueue.startedAtMs)))
+            .run(),
+        ) > 0;
+      if (merged) {
         await remember(waiting.runId);
         await notifyWorkers(q);
         return { accepted: true, runId: waiting.runId, debounced: true };
@@ -125,14 +131,6 @@ async function recordKey(q: Sql, r: { key: string; requestHash: string; windowMs
     .insert(smithersIdempotency)
     .values({ key: r.key, runId: r.runId, requestHash: r.requestHash, createdAtMs: r.nowMs, expiresAtMs: r.nowMs + r.windowMs })
     .run();
-}
-
-/** The unexpired idempotency record of `key` (undefined: none), as stored. */
-export function getIdempotencyKey(db: SmithersDb, key: string): Promise<InferSelectModel<typeof smithersIdempotency> | undefined> {
-  return db.read("getIdempotencyKey", async (q) => {
-    const row = await q.orm.select().from(smithersIdempotency).where(eq(smithersIdempotency.key, key)).get();
-    return row && row.expiresAtMs > (await clockIn(q)) ? row : undefined;
-  });
 }
 
 const Q = sqlNames(smithersQueue);
