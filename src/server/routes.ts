@@ -96,10 +96,9 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
     if (b.runId !== undefined) checkNewRunId(b.runId); // here: the queue would accept it, and the run fail later
     const idempotencyKey = c.req.header("Idempotency-Key");
     const options = { ...pick(b, ["priority", "tenant", "debounce"]), ...(idempotencyKey === undefined ? {} : { idempotencyKey }) };
-    checkStartOptions(options, "INVALID_INPUT", (option) => (option === "idempotencyKey" ? "The Idempotency-Key header" : option));
-    if (b.debounce !== undefined && b.runId !== undefined) {
-      throw new SmithersError("INVALID_INPUT", "debounce names its run by its key (a start may become an earlier waiting run); runId cannot be given with it");
-    }
+    checkStartOptions({ ...options, ...pick(b, ["runId"]) }, "INVALID_INPUT", (option) =>
+      option === "idempotencyKey" ? "The Idempotency-Key header" : option,
+    );
     const started = await o.queue.enqueue({
       ...options,
       workflow: b.workflow,

@@ -49,12 +49,6 @@ export async function enqueueRun(workflow: SmithersWorkflow, options: RunOptions
     throw new SmithersError("INVALID_OPTION", "A queued resume takes no input: the run goes on with the input it was started with");
   }
   checkStartOptions(options, "INVALID_OPTION");
-  if (options.resume && (options.debounce !== undefined || options.idempotencyKey !== undefined)) {
-    throw new SmithersError("INVALID_OPTION", "A queued resume takes no debounce or idempotencyKey: those are for starting new runs");
-  }
-  if (options.debounce !== undefined && options.runId !== undefined) {
-    throw new SmithersError("INVALID_OPTION", "debounce names its run by its key (a start may become an earlier waiting run); runId cannot be given with it");
-  }
   const workflowPath = resolve(options.workflowPath);
   const db = workflow.dbFor(options.dbPath);
   const runId = options.runId ?? crypto.randomUUID();

@@ -46,7 +46,17 @@ function checkName(value: unknown, option: string, code: Code, name: string): vo
  * Refuses bad values with `code` (INVALID_INPUT over HTTP, INVALID_OPTION from the library, USAGE
  * from the CLI) before anything is written; `label` names an option as the caller spelled it.
  */
-export function checkStartOptions(o: QueueStartOptions, code: Code, label: (option: string) => string = (option) => option): void {
+export function checkStartOptions(
+  o: QueueStartOptions & { runId?: string; resume?: boolean },
+  code: Code,
+  label: (option: string) => string = (option) => option,
+): void {
+  if (o.resume && (o.debounce !== undefined || o.idempotencyKey !== undefined)) {
+    throw new SmithersError(code, "A queued resume takes no debounce or idempotency key: those are for starting new runs");
+  }
+  if (o.debounce !== undefined && o.runId !== undefined) {
+    throw new SmithersError(code, "debounce names its run by its key (a start may become an earlier waiting run); runId cannot be given with it");
+  }
   if (o.priority !== undefined && !(Number.isInteger(o.priority) && Math.abs(o.priority) < PRIORITY_RANGE)) {
     throw new SmithersError(code, `${label("priority")} must be an integer (between -2^31 and 2^31), got ${JSON.stringify(o.priority)}`, {
       option: "priority",
