@@ -21,6 +21,7 @@ import { runBackendsBench } from "./backends/index.ts";
 import { runForkBench } from "./fork/index.tsx";
 import { runPgFaultsBench } from "./pg-faults/index.ts";
 import { runAgentClisBench } from "./agent-clis/index.ts";
+import { runQueueBench } from "./queue/index.ts";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
   db: () => runDbBench(),
@@ -38,6 +39,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   fork: (args) => runForkBench(args),
   "pg-faults": (args) => runPgFaultsBench(args),
   "agent-clis": (args) => runAgentClisBench(args),
+  queue: (args) => runQueueBench(args),
   compare: (args) => runCompareBench(args),
 };
 

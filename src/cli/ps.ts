@@ -1,6 +1,6 @@
 /** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first, after the requests queued for workers. */
 import { parseArgs } from "node:util";
-import { progressText, type LimitUse, type RunSummary } from "../contract/index.ts";
+import { progressText, type LimitUse, type QueuePlace, type RunSummary } from "../contract/index.ts";
 import { limitUse, listRunSummaries, RunStatusSchema } from "../engine/index.ts";
 import { EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
@@ -8,10 +8,23 @@ export const PS_DEFAULT_LIMIT = 20;
 
 const seconds = (ms: number | null) => (ms === null ? "-" : `${(ms / 1000).toFixed(1)}s`);
 
+/** A queued run's place: `priority 5 tenant acme not-before <time> debounce <key>`, or `-` when it has none of them. */
+function queueText(p: QueuePlace): string {
+  const parts = [
+    p.priority !== 0 ? `priority ${p.priority}` : "",
+    p.tenant !== null ? `tenant ${p.tenant}` : "",
+    p.notBeforeMs !== null ? `not-before ${new Date(p.notBeforeMs).toISOString()}` : "",
+    p.debounceKey !== null ? `debounce ${p.debounceKey}` : "",
+  ].filter(Boolean);
+  return parts.length > 0 ? parts.join(" ") : "-";
+}
+
 /** The runs as an aligned table, a header first. */
 export function formatRunTable(list: readonly RunSummary[]): string[] {
+  // A QUEUE column only when a queued run is ordered by more than its age.
+  const ordered = list.some((r) => r.queue && queueText(r.queue) !== "-");
   const rows = [
-    ["RUN", "STATUS", "WORKFLOW", "STARTED", "DURATION", "PROGRESS", "COST"],
+    ["RUN", "STATUS", "WORKFLOW", "STARTED", "DURATION", "PROGRESS", "COST", ...(ordered ? ["QUEUE"] : [])],
     ...list.map((r) => [
       r.runId,
       r.status,
@@ -20,6 +33,7 @@ export function formatRunTable(list: readonly RunSummary[]): string[] {
       seconds(r.durationMs),
       progressText(r.progress),
       r.costUsd === null ? "-" : `$${r.costUsd.toFixed(4)}`,
+      ...(ordered ? [r.queue ? queueText(r.queue) : "-"] : []),
     ]),
   ];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));

@@ -31,6 +31,7 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
       "prune-older-than": { type: "string" },
       "log-format": { type: "string" },
       limit: { type: "string", multiple: true },
+      "idempotency-window": { type: "string" },
     },
     strict: true,
   });
@@ -53,6 +54,8 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
   if (leaseMs !== undefined && values["max-concurrent"] !== undefined && Number(values["max-concurrent"]) === 0) {
     throw usageError("--lease sets the lease of the server's own worker, and --max-concurrent 0 runs none: give the lease to the smithers worker processes");
   }
+  const idempotencyWindowMs = durationFlag(values["idempotency-window"], "--idempotency-window");
+  if (idempotencyWindowMs === 0) throw usageError("--idempotency-window must be more than 0");
   // On PostgreSQL createServer waits for the server's first answer; Ctrl-C meanwhile exits.
   const server = await unlessStopped(
     createServer({
@@ -66,6 +69,7 @@ export async function serveCommand(args: string[], io: Io, stop: AbortSignal): P
       maxConcurrent: nonNegativeNumber(values["max-concurrent"], "--max-concurrent", true) ?? DEFAULT_MAX_CONCURRENT,
       ...(leaseMs === undefined ? {} : { leaseMs }),
       ...(limits ? { limits } : {}),
+      ...(idempotencyWindowMs === undefined ? {} : { idempotencyWindowMs }),
       onError: (runId, error) => {
         const text = logText(error);
         const code = error instanceof SmithersError ? error.code : undefined;

@@ -3,7 +3,16 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { runs } from "../db/index.ts";
-import { DEFAULT_DB_PATH, loadWorkflowFile, runWorkflow, type EnqueuedRun, type RunResult, type SmithersEvent } from "../engine/index.ts";
+import {
+  checkStartOptions,
+  DEFAULT_DB_PATH,
+  loadWorkflowFile,
+  runWorkflow,
+  type EnqueuedRun,
+  type QueueStartOptions,
+  type RunResult,
+  type SmithersEvent,
+} from "../engine/index.ts";
 import { errorToJson, firstUserFrame, SmithersError } from "../errors/index.ts";
 import type { ModelPricing } from "../agents/index.ts";
 import { formatUsage, newProgress, redraw, renderProgress, trackProgress } from "./progress.ts";
@@ -13,6 +22,7 @@ import type { ResumeRun } from "./time-travel.ts";
 import {
   dbPathOption,
   durabilityFlag,
+  durationFlag,
   EXIT,
   type Io,
   limitFlags,
@@ -40,7 +50,32 @@ const NOT_WITH_DETACH = [
   "limit",
 ] as const;
 
-async function up(args: string[], io: Io, signals: StopSignals): Promise<{ result: RunResult | EnqueuedRun; log: Logger }> {
+/** Flags of `up` that order a queued start: only with --detach. */
+const ONLY_WITH_DETACH = ["priority", "tenant", "idempotency-key", "debounce"] as const;
+
+/** `--priority`, `--tenant`, `--idempotency-key`, `--debounce KEY=DURATION` as enqueue options; USAGE when malformed. */
+function queueFlags(values: Partial<Record<(typeof ONLY_WITH_DETACH)[number], string>>): QueueStartOptions {
+  const o: QueueStartOptions = {};
+  if (values.priority !== undefined) {
+    const n = Number(values.priority);
+    if (!(values.priority.trim() !== "" && Number.isInteger(n))) throw usageError(`--priority must be an integer, got "${values.priority}"`);
+    o.priority = n;
+  }
+  if (values.tenant !== undefined) o.tenant = values.tenant;
+  if (values["idempotency-key"] !== undefined) o.idempotencyKey = values["idempotency-key"];
+  if (values.debounce !== undefined) {
+    const at = values.debounce.lastIndexOf("=");
+    if (at <= 0) throw usageError(`--debounce must be KEY=DURATION (e.g. deploy=30s), got "${values.debounce}"`);
+    const ms = durationFlag(values.debounce.slice(at + 1), "--debounce's DURATION");
+    if (!ms) throw usageError(`--debounce's DURATION must be more than 0, got "${values.debounce.slice(at + 1)}"`);
+    o.debounce = { key: values.debounce.slice(0, at), ms };
+  }
+  const flags: Record<string, string> = { priority: "--priority", tenant: "--tenant", idempotencyKey: "--idempotency-key", "debounce.key": "--debounce's KEY" };
+  checkStartOptions(o, "USAGE", (option) => flags[option] ?? option);
+  return o;
+}
+
+async function up(args: string[], io: Io, signals: StopSignals): Promise<{ result: RunResult; log: Logger } | { queued: EnqueuedRun; log: Logger }> {
   const translated = peerResume(args);
   const runIds = new Set(translated.flatMap((arg, i) => (arg === "--run-id" && translated[i + 1] !== undefined ? [translated[i + 1]] : [])));
   if (runIds.size > 1) throw usageError(`--resume and --run-id name different runs (${[...runIds].join(", ")})`);
@@ -64,12 +99,19 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<{ resul
       "accept-workflow-change": { type: "boolean" },
       "log-format": { type: "string" },
       limit: { type: "string", multiple: true },
+      priority: { type: "string" },
+      tenant: { type: "string" },
+      "idempotency-key": { type: "string" },
+      debounce: { type: "string" },
     },
   });
   const log = createLogger(io, logFormatOption(values["log-format"]));
   if (positionals.length > 1) throw usageError("up takes exactly one workflow file");
   const withDetach = values.detach ? NOT_WITH_DETACH.filter((flag) => values[flag] !== undefined) : [];
   if (withDetach.length > 0) throw usageError(`--${withDetach[0]} cannot be used with --detach: the worker that runs it uses its own settings`);
+  const queueOnly = values.detach ? [] : ONLY_WITH_DETACH.filter((flag) => values[flag] !== undefined);
+  if (queueOnly.length > 0) throw usageError(`--${queueOnly[0]} orders a queued start: add --detach`);
+  const queueOptions = queueFlags(values);
   if (values.resume && !values["run-id"]) throw usageError("--resume needs --run-id");
   if ((values["allow-code-change"] || values["accept-workflow-change"]) && !values.resume)
     throw usageError("--allow-code-change is for a resume: add --resume");
@@ -86,7 +128,8 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<{ resul
   const pricing = values.pricing === undefined ? undefined : parseJsonFlag(values.pricing, "--pricing");
   const workflow = await loadWorkflowFile(file);
   if (values.detach) {
-    const result = await runWorkflow(workflow, {
+    const queued = await runWorkflow(workflow, {
+      ...queueOptions,
       enqueue: true,
       input,
       runId: values["run-id"],
@@ -94,7 +137,7 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<{ resul
       dbPath: recorded?.dbPath ?? dbPathOption(values.db),
       workflowPath: resolve(file),
     });
-    return { result, log };
+    return { queued, log };
   }
   // The redrawn status line is for a person at a terminal; JSON lines are for a program, one per event.
   const live = io.tty && log.format === "text" ? liveProgress(io.tty) : undefined;
@@ -160,16 +203,22 @@ function liveProgress(tty: (text: string) => void) {
 }
 
 export async function upCommand(args: string[], io: Io, signals: StopSignals): Promise<number> {
-  const { result, log } = await up(args, io, signals);
+  const started = await up(args, io, signals);
+  const { log } = started;
+  if ("queued" in started) {
+    const { runId, status, reused } = started.queued;
+    const why =
+      reused === "idempotency-key" ? " (started earlier with this idempotency key)" : reused === "debounce" ? " (debounced into the waiting run)" : "";
+    log.out("info", `run ${runId} ${status}${why}`, { runId, status, ...(reused ? { reused } : {}) });
+    if (status === "queued") log.out("info", `a smithers worker on the same database runs it; follow it with smithers events ${runId} --follow`);
+    return EXIT.ok;
+  }
+  const { result } = started;
   const run = { runId: result.runId, status: result.status };
   log.out(result.status === "failed" ? "error" : "info", `run ${result.runId} ${result.status}`, {
     ...run,
     ...("error" in result && result.error ? { code: result.error.code } : {}),
   });
-  if (result.status === "queued") {
-    log.out("info", `a smithers worker on the same database runs it; follow it with smithers events ${result.runId} --follow`);
-    return EXIT.ok;
-  }
   if (result.usage) log.out("info", formatUsage(result.usage), { runId: result.runId, ...result.usage });
   if (result.status === "finished") {
     // The run's output: what the run returned, not a log line, printed the same in both formats.

@@ -3,7 +3,7 @@ export const USAGE = `Usage: smithers init [dir] [--force]
        smithers test [bun test arguments]
        smithers up <workflow.tsx> [--input '<json>'] [--run-id ID] [--resume] [--db PATH] [--root DIR] [--max-concurrency N] [--grace-ms N] [--durability process|power] [--max-cost-usd N] [--max-tokens N] [--pricing JSON] [--limit KEY=N]… [--log-format text|json]
        smithers up --resume <run-id> [--db PATH] [options as above]
-       smithers up <workflow.tsx> --detach [--input '<json>'] [--run-id ID] [--db PATH]
+       smithers up <workflow.tsx> --detach [--input '<json>'] [--run-id ID] [--db PATH] [--priority N] [--tenant T] [--idempotency-key K] [--debounce KEY=D]
        smithers worker [--db PATH|URL] [--concurrency N] [--workflows DIR] [--lease D] [--poll-interval D] [--durability process|power] [--limit KEY=N]… [--quiet] [--log-format text|json] [--metrics-port N]
        smithers ps [--status S] [--limit N] [--json] [--db PATH]
        smithers limits [--json] [--db PATH]
@@ -26,7 +26,7 @@ export const USAGE = `Usage: smithers init [dir] [--force]
        smithers cron add <workflow.tsx> --schedule "<expr>" [--input JSON] [--tz ZONE] [--id ID] [--db PATH]
        smithers cron list [--json] [--db PATH]
        smithers cron rm <id> [--db PATH]
-       smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token-file PATH] [--tls-cert PEM --tls-key PEM | --insecure-http] [--max-body SIZE] [--queue-capacity N] [--max-concurrent N] [--lease D] [--limit KEY=N]… [--prune-older-than D] [--log-format text|json]
+       smithers serve [--port N] [--host H] [--db PATH] [--workflows DIR] [--token-file PATH] [--tls-cert PEM --tls-key PEM | --insecure-http] [--max-body SIZE] [--queue-capacity N] [--max-concurrent N] [--lease D] [--limit KEY=N]… [--prune-older-than D] [--log-format text|json] [--idempotency-window D]
        smithers prune [--older-than 7d] [--dry-run] [--vacuum] [--json] [--db PATH]
 
 init        scaffolds a project in dir (default: the current directory) that runs at once:
@@ -72,6 +72,13 @@ up          runs a workflow to completion, printing a line as each task starts a
                         Finished tasks are kept either way (also: --accept-workflow-change)
   --detach              do not run it here: queue it (input checked now) for a smithers worker on
                         the same database, print its run id and exit 0 (with --resume: queue a resume)
+  --priority N          with --detach: workers claim higher priorities first (an integer, default 0)
+  --tenant T            with --detach: whose run it is; within a priority workers take turns
+                        between tenants, so one tenant's backlog does not hold up another's run
+  --idempotency-key K   with --detach: a start repeated with K (within 24h) names the first run
+                        instead of queuing another; K with another request is IDEMPOTENCY_CONFLICT
+  --debounce KEY=D      with --detach: while a start with KEY waits, another one replaces its input
+                        and moves its start to D after the latest (e.g. sync=30s); one run per burst
   --log-format F        text (default) or json: each log line one JSON object (time, level, msg,
                         runId, nodeId, iteration, attempt, code), on the same stream as the text
                         line; default: $SMITHERS_LOG_FORMAT. The run's output stays as it is
@@ -185,6 +192,7 @@ serve       the HTTP API: start runs of the workflows in --workflows DIR (each *
   --limit KEY=N         as for worker, for the runs this server executes
   --prune-older-than D  prune (as smithers prune) runs that ended longer ago than D, at start
                         and every hour
+  --idempotency-window D  how long POST /runs remembers an Idempotency-Key and its run (default 24h)
   --log-format F        as for up
 prune       removes the frames and events of runs that ended (finished, failed, cancelled,
             continued) more than --older-than ago (default 7d), keeping frame 0, the last frame

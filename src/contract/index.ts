@@ -131,7 +131,19 @@ export type RunSummary = RunHeader & {
    * resume that went ahead): why, which process tried, when. Null otherwise.
    */
   resumeFailure: { reason: string; by: string; atMs: number } | null;
+  /** A queued run (status `queued`) only: its place in the queue. */
+  queue?: QueuePlace;
 };
+
+/** How a queued run is ordered: workers claim higher priorities first and take turns between tenants; not before `notBeforeMs` (a debounce). */
+export type QueuePlace = { priority: number; tenant: string | null; notBeforeMs: number | null; debounceKey: string | null };
+
+/**
+ * POST /runs' answer (202; 200 for a repeated Idempotency-Key): the run, and `reused` when the start
+ * added none: `idempotency-key` (the key's first run, in its current status) or `debounce` (the
+ * waiting run of that debounce key, which took this input).
+ */
+export type StartRunResponse = { runId: string; status: string; reused?: "idempotency-key" | "debounce" };
 
 /** One run of GET /runs and the `runs` events of GET /runs/stream: the `ps --json` summary, with `workflow` named as in the rest of the API. */
 export type RunListItem = RunSummary & { workflow: string };

@@ -375,8 +375,54 @@ export const smithersQueue = sqliteTable(
     leaseExpiresAtMs: integer("lease_expires_at_ms"),
     /** Times a worker gave it back because its workflow did not load there (null: never). */
     returnCount: integer("return_count"),
+    /** Claimed before every request of a lower priority (default 0; higher first). */
+    priority: integer("priority").notNull().default(0),
+    /** Whose request it is: within a priority, workers take turns between tenants ('': none given). */
+    tenant: text("tenant").notNull().default(""),
+    /** No worker claims it before this time (a debounced start waits out its quiet period); null: at once. */
+    notBeforeMs: integer("not_before_ms"),
+    /** A debounced start's key: a later start with the same key and workflow, while this one waits, replaces its input and pushes not_before_ms. */
+    debounceKey: text("debounce_key"),
   },
-  (t) => [index("_smithers_queue_order_idx").on(t.startedAtMs, t.enqueuedAtMs)],
+  (t) => [
+    index("_smithers_queue_order_idx").on(t.startedAtMs, t.enqueuedAtMs),
+    // The claim: the highest priority, then a tenant's oldest request (adapters/queue.ts, claimNext).
+    index("_smithers_queue_claim_idx").on(t.priority, t.tenant, t.enqueuedAtMs, t.runId),
+    index("_smithers_queue_debounce_idx").on(t.debounceKey),
+    index("_smithers_queue_not_before_idx").on(t.notBeforeMs),
+  ],
+);
+
+/**
+ * `_smithers_queue_tenants`: when each tenant's request was last claimed, as a claim counter, so a
+ * claim picks, within the highest waiting priority, the tenant served longest ago (one row per
+ * tenant that ever queued a run; a missing row is a tenant never served).
+ */
+export const smithersQueueTenants = sqliteTable(
+  "_smithers_queue_tenants",
+  {
+    tenant: text("tenant").primaryKey(),
+    lastClaimSeq: integer("last_claim_seq").notNull(),
+  },
+  (t) => [index("_smithers_queue_tenants_seq_idx").on(t.lastClaimSeq)],
+);
+
+/**
+ * `_smithers_idempotency`: the run each idempotency key started (POST /runs' `Idempotency-Key`,
+ * `up --detach --idempotency-key`, the enqueue option), kept until `expires_at_ms` whether the
+ * request still waits, runs or ended (queue rows go when their run starts). `request_hash` is the
+ * start's parameters, so the same key with another request is told apart (IDEMPOTENCY_CONFLICT).
+ */
+export const smithersIdempotency = sqliteTable(
+  "_smithers_idempotency",
+  {
+    key: text("key").primaryKey(),
+    runId: text("run_id").notNull(),
+    requestHash: text("request_hash").notNull(),
+    createdAtMs: integer("created_at_ms").notNull(),
+    expiresAtMs: integer("expires_at_ms").notNull(),
+  },
+  (t) => [index("_smithers_idempotency_expires_idx").on(t.expiresAtMs)],
 );
 
 /**
@@ -456,4 +502,6 @@ export const internalTables = {
   smithersLimits,
   smithersSlots,
   smithersRateUsage,
+  smithersQueueTenants,
+  smithersIdempotency,
 } as const;

@@ -1,5 +1,14 @@
 export { createSmithers, isSmithersWorkflow, DEFAULT_DB_PATH, type SmithersWorkflow, type CreateSmithersOptions } from "./workflow/index.ts";
 export { runWorkflow, type RunOptions, type RunResult, type EnqueuedRun } from "./run/index.ts";
+export {
+  admissionOf,
+  checkStartOptions,
+  DEFAULT_IDEMPOTENCY_WINDOW_MS,
+  idempotencyConflict,
+  type QueueStartOptions,
+  startedRunStatus,
+  startRequestHash,
+} from "./run/index.ts";
 export { queueName } from "./run/index.ts";
 export {
   Worker,

@@ -182,6 +182,12 @@ export const ERROR_TABLE = {
   SIDE_EFFECT_BOUNDARY: { kind: "conflict", summary: "Going back would repeat side effects; pass `--force` to go on." },
   NODE_NOT_FOUND: { kind: "bad-input", summary: "The run has no node of that id." },
   RUN_NOT_REWINDABLE: { kind: "conflict", summary: "Only a finished, failed, cancelled or paused run can be rewound." },
+  // queued starts: idempotency keys
+  IDEMPOTENCY_CONFLICT: {
+    kind: "conflict",
+    summary:
+      "An idempotency key was used again, within its window, for a different start request (another workflow, input or option); a new request needs a new key.",
+  },
 } as const satisfies Record<string, Entry>;
 
 export type SmithersErrorCode = keyof typeof ERROR_TABLE;

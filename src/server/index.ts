@@ -50,6 +50,8 @@ export type ServerOptions = {
   limits?: Limits;
   /** Retry-After of a 503 (default 1 s). */
   retryAfterSeconds?: number;
+  /** How long POST /runs remembers an Idempotency-Key and the run it started (default 24 h). */
+  idempotencyWindowMs?: number;
   /** How often an SSE stream looks for new events when nothing woke it (default 100 ms). */
   pollMs?: number;
   /** Keep-alive comment interval of a quiet SSE stream (default 5 s). */
@@ -127,6 +129,7 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
     ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
     ...(o.limits === undefined ? {} : { limits: o.limits }),
     retryAfterSeconds: o.retryAfterSeconds ?? 1,
+    ...(o.idempotencyWindowMs === undefined ? {} : { idempotencyWindowMs: o.idempotencyWindowMs }),
     onEvent: wake,
     observe: (event) => metrics.observe(event),
     onError: o.onError ?? ((runId, error) => console.error(`smithers serve: run ${runId || "(queue)"}: ${logText(error)}`)),

@@ -6,9 +6,15 @@
  */
 import { queue, type runs, type SmithersDb } from "../db/index.ts";
 import {
+  admissionOf,
+  checkStartOptions,
+  type EnqueuedRun,
+  idempotencyConflict,
   type Limits,
+  type QueueStartOptions,
   queueName,
   SERVER_RUN_ID,
+  startedRunStatus,
   validateInput,
   Worker,
   type RegisteredWorkflow,
@@ -58,6 +64,18 @@ export type RunQueueOptions = {
   leaseMs?: number;
   /** The worker's limits (WorkerOptions.limits). */
   limits?: Limits;
+  /** How long an Idempotency-Key is remembered (default 24 h). */
+  idempotencyWindowMs?: number;
+};
+
+/** A start request: a new run (with the queue's ordering and dedup options) or a resume. */
+export type StartRequest = QueueStartOptions & {
+  workflow: string;
+  runId: string;
+  /** The caller named the run (an idempotency key's request then includes the id). */
+  explicitRunId?: boolean;
+  input?: unknown;
+  resume?: boolean;
 };
 
 export class RunQueue {
@@ -67,6 +85,7 @@ export class RunQueue {
   private working: Promise<void> | undefined;
 
   constructor(private readonly o: RunQueueOptions) {
+    if (o.idempotencyWindowMs !== undefined) checkStartOptions({ idempotencyWindowMs: o.idempotencyWindowMs }, "INVALID_OPTION");
     if (o.leaseMs !== undefined && o.maxConcurrent === 0) {
       throw new SmithersError("INVALID_OPTION", "leaseMs is the lease of the server's own worker, and maxConcurrent 0 runs none");
     }
@@ -110,13 +129,16 @@ export class RunQueue {
   /**
    * Accepts a run (new, or `resume` of a stored one) into the queue, written before this
    * resolves; QUEUE_FULL (with `retryAfterSeconds`) when the queue is full, RUN_EXISTS when the
-   * run (or a request for it) exists already.
+   * run (or a request for it) exists already, IDEMPOTENCY_CONFLICT when its key started another
+   * request. A repeated idempotency key, or a debounce that joined a waiting run, adds no run: the
+   * result names the run it stands for (`reused`).
    */
-  async enqueue(request: { workflow: string; runId: string; input?: unknown; resume?: boolean }): Promise<void> {
+  async enqueue(request: StartRequest): Promise<EnqueuedRun> {
     const { capacity, retryAfterSeconds } = this.o;
     const target = this.workflow(request.workflow);
     // Checked now, so a bad input is a 400 and never an accepted run that cannot start.
     const input = request.resume ? undefined : validateInput(target.workflow.registry, request.input);
+    const { priority, tenant, debounce } = request;
     const admission = await queue.enqueue(
       this.o.db,
       {
@@ -125,8 +147,18 @@ export class RunQueue {
         workflowPath: target.path,
         inputJson: input === undefined ? null : JSON.stringify(input),
         enqueuedAtMs: Date.now(),
+        ...(priority === undefined ? {} : { priority }),
+        ...(tenant === undefined ? {} : { tenant }),
       },
-      { capacity, resume: request.resume ?? false },
+      {
+        capacity,
+        resume: request.resume ?? false,
+        ...admissionOf(
+          request,
+          { workflow: target.name, input: request.input, ...(request.explicitRunId ? { runId: request.runId } : {}), priority, tenant, debounce },
+          this.o.idempotencyWindowMs,
+        ),
+      },
       (waiting) => ({
         runId: SERVER_RUN_ID,
         timestampMs: Date.now(),
@@ -136,8 +168,11 @@ export class RunQueue {
     );
     if (admission.accepted) {
       this.worker?.nudge();
-      return;
+      return { runId: admission.runId, status: "queued", ...(admission.debounced ? { reused: "debounce" as const } : {}) };
     }
+    if (admission.reason === "replayed")
+      return { runId: admission.runId, status: await startedRunStatus(this.o.db, admission.runId), reused: "idempotency-key" };
+    if (admission.reason === "conflict") throw idempotencyConflict(request.idempotencyKey!, admission.runId);
     if (admission.reason === "full") {
       throw new SmithersError("QUEUE_FULL", `The run queue is full (${admission.waiting} waiting, capacity ${capacity}); retry after ${retryAfterSeconds} s`, {
         retryAfterSeconds,

@@ -1,12 +1,13 @@
 /** The HTTP API's routes: thin adapters from requests (validated with Zod) to engine and db calls. */
 import type { Context, Hono } from "hono";
-import type { OutputRow, QueuedRunReport, RunListItem } from "../contract/index.ts";
+import type { OutputRow, QueuedRunReport, RunListItem, StartRunResponse } from "../contract/index.ts";
 import { z } from "zod";
 import { loadOutputRows, loadStoredOutputs, nodes as nodeRows, queue, runs, stripBookkeeping, type OutputRegistry, type SmithersDb } from "../db/index.ts";
 import {
   answerHuman,
   approve,
   checkNewRunId,
+  checkStartOptions,
   deny,
   inspectRun,
   isOver,
@@ -22,7 +23,15 @@ import type { RunQueue } from "./queue.ts";
 import { followRun, startSeq, type FollowOptions } from "./sse.ts";
 import { registerForkRoute } from "./fork-route.ts";
 
-const StartRunBody = z.strictObject({ workflow: z.string().min(1), input: z.unknown().optional(), runId: z.string().min(1).optional() });
+const StartRunBody = z.strictObject({
+  workflow: z.string().min(1),
+  input: z.unknown().optional(),
+  runId: z.string().min(1).optional(),
+  // Their rules (an integer priority, a non-empty tenant, a positive ms) are checkStartOptions', shared with the CLI and the library.
+  priority: z.number().optional(),
+  tenant: z.string().optional(),
+  debounce: z.strictObject({ key: z.string(), ms: z.number() }).optional(),
+});
 const DecideBody = z.strictObject({
   node: z.string().optional(),
   iteration: z.number().int().nonnegative().optional(),
@@ -85,9 +94,21 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
   app.post("/runs", async (c) => {
     const b = await body(c, StartRunBody);
     if (b.runId !== undefined) checkNewRunId(b.runId); // here: the queue would accept it, and the run fail later
-    const runId = b.runId ?? crypto.randomUUID();
-    await o.queue.enqueue({ workflow: b.workflow, runId, input: b.input });
-    return c.json({ runId, status: "queued" }, 202);
+    const idempotencyKey = c.req.header("Idempotency-Key");
+    const options = { ...pick(b, ["priority", "tenant", "debounce"]), ...(idempotencyKey === undefined ? {} : { idempotencyKey }) };
+    checkStartOptions({ ...options, ...pick(b, ["runId"]) }, "INVALID_INPUT", (option) =>
+      option === "idempotencyKey" ? "The Idempotency-Key header" : option,
+    );
+    const started = await o.queue.enqueue({
+      ...options,
+      workflow: b.workflow,
+      runId: b.runId ?? crypto.randomUUID(),
+      explicitRunId: b.runId !== undefined,
+      input: b.input,
+    });
+    // A repeated key answers with the first run as it stands now (200, as the first answer was already given).
+    if (started.reused === "idempotency-key") c.header("Idempotent-Replayed", "true");
+    return c.json(started satisfies StartRunResponse, started.reused === "idempotency-key" ? 200 : 202);
   });
 
   app.get("/runs", async (c) => c.json({ runs: await listRunItems(db, runsQuery(c.req.query())) } satisfies { runs: RunListItem[] }));

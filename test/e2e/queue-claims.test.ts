@@ -31,7 +31,7 @@ async function enqueue(db: SmithersDb, runId: string): Promise<void> {
     { capacity: 10, resume: false },
     () => ({ runId: "_", timestampMs: 0, type: "RunRefused", payloadJson: "{}" }),
   );
-  expect(admission).toEqual({ accepted: true });
+  expect(admission).toEqual({ accepted: true, runId, debounced: false });
 }
 
 /** `smithers worker` on `dbPath` whose workflow takes `loadMs` to load; resolves with the process and its worker id. */

@@ -6,36 +6,85 @@
  * it (handOff), and from there the run's owner and heartbeat stand for the claim.
  */
 import { and, asc, count, eq, inArray, isNull, type InferSelectModel } from "drizzle-orm";
-import { smithersQueue, smithersRuns } from "../internal-schema.ts";
+import { smithersIdempotency, smithersQueue, smithersRuns } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
 import { insertEventsIn, type NewEvent } from "./events.ts";
-import { insertRunRow } from "./runs.ts";
+import { CLOCK_MS, insertRunRow } from "./runs.ts";
 import { changedRows, immediate, lockRunSequence, notifyWorkers, sqlNames } from "./shared.ts";
 import type { Sql } from "../sql.ts";
 
 export type QueueRow = InferSelectModel<typeof smithersQueue>;
 
 export type Admission =
-  | { accepted: true }
+  | { accepted: true; runId: string; debounced: boolean }
   | { accepted: false; reason: "full"; waiting: number }
   | { accepted: false; reason: "exists" }
-  | { accepted: false; reason: "missing" };
+  | { accepted: false; reason: "missing" }
+  /** The idempotency key started `runId` already, with the same request (`conflict`: with another one). */
+  | { accepted: false; reason: "replayed" | "conflict"; runId: string };
+
+/** What a queued start asks for beyond its row (all optional; a start with none of them pays for none). */
+export type AdmissionOptions = {
+  capacity: number;
+  resume: boolean;
+  /** Collapse into the waiting request with this key (same workflow): it takes this input and waits `ms` more. */
+  debounce?: { key: string; ms: number };
+  /** The first start with this key is kept for `windowMs`; a repeat returns its run (`requestHash` tells a different request). */
+  idempotency?: { key: string; requestHash: string; windowMs: number };
+};
+
+/** The new row's fields; priority and tenant default to 0 and none. */
+export type NewRequest = Omit<
+  QueueRow,
+  "startedAtMs" | "claimedBy" | "leaseExpiresAtMs" | "returnCount" | "priority" | "tenant" | "notBeforeMs" | "debounceKey"
+> &
+  Partial<Pick<QueueRow, "priority" | "tenant">>;
 
 /**
  * Adds a run to the queue unless as many runs as `capacity` wait to start (then `refusal(waiting)`
  * is journalled instead). A new run's id must be unused (no run, no request); a `resume` names a
- * stored run with no request queued.
+ * stored run with no request queued. With `idempotency`, a live record of the key answers instead
+ * (`replayed` or `conflict`), else the key is recorded with the run it admits; with `debounce`, a
+ * waiting request of the same workflow and key is updated instead of adding one. One transaction,
+ * serialised with every other admission, so concurrent repeats of a key admit one run.
  */
-export function enqueue(
-  db: SmithersDb,
-  row: Omit<QueueRow, "startedAtMs" | "claimedBy" | "leaseExpiresAtMs" | "returnCount">,
-  o: { capacity: number; resume: boolean },
-  refusal: (waiting: number) => NewEvent,
-): Promise<Admission> {
+export function enqueue(db: SmithersDb, row: NewRequest, o: AdmissionOptions, refusal: (waiting: number) => NewEvent): Promise<Admission> {
   const { capacity } = o;
   return immediate(db, "enqueueRun", async (q): Promise<Admission> => {
     // One admission at a time (PostgreSQL; SQLite's write lock already is that), so the count holds until the insert.
     await lockRunSequence(q, "queue", "");
+    const timed = o.idempotency !== undefined || o.debounce !== undefined;
+    const nowMs = timed ? await clockIn(q) : 0;
+    if (o.idempotency) {
+      const earlier = await liveKey(q, o.idempotency.key, nowMs);
+      if (earlier) return { accepted: false, reason: earlier.requestHash === o.idempotency.requestHash ? "replayed" : "conflict", runId: earlier.runId };
+    }
+    const remember = async (runId: string) => {
+      if (o.idempotency) await recordKey(q, { ...o.idempotency, runId, nowMs });
+    };
+    if (o.debounce) {
+      const waiting = await q.get<{ runId: string }>(
+        `SELECT ${Q.runId} AS "runId" FROM ${Q.$table} WHERE ${Q.debounceKey} = ? AND ${Q.workflowName} = ? AND ${Q.startedAtMs} IS NULL ORDER BY ${Q.enqueuedAtMs} LIMIT 1`,
+        o.debounce.key,
+        row.workflowName,
+      );
+      // Still unclaimed when updated: on PostgreSQL a worker may have claimed it since the read (the
+      // update then waits for its lock and finds it claimed), and this start then queues a new run.
+      const merged =
+        waiting !== undefined &&
+        changedRows(
+          await q.orm
+            .update(smithersQueue)
+            .set({ inputJson: row.inputJson, notBeforeMs: nowMs + o.debounce.ms, priority: row.priority ?? 0, tenant: row.tenant ?? "" })
+            .where(and(eq(smithersQueue.runId, waiting.runId), isNull(smithersQueue.startedAtMs)))
+            .run(),
+        ) > 0;
+      if (merged) {
+        await remember(waiting.runId);
+        await notifyWorkers(q);
+        return { accepted: true, runId: waiting.runId, debounced: true };
+      }
+    }
     const stored = (await q.orm.select({ id: smithersRuns.runId }).from(smithersRuns).where(eq(smithersRuns.runId, row.runId)).get()) !== undefined;
     if (await q.orm.select({ id: smithersQueue.runId }).from(smithersQueue).where(eq(smithersQueue.runId, row.runId)).get())
       return { accepted: false, reason: "exists" };
@@ -47,63 +96,47 @@ export function enqueue(
     }
     await q.orm
       .insert(smithersQueue)
-      .values({ ...row, startedAtMs: null, claimedBy: null, leaseExpiresAtMs: null, returnCount: null })
+      .values({
+        ...row,
+        startedAtMs: null,
+        claimedBy: null,
+        leaseExpiresAtMs: null,
+        returnCount: null,
+        notBeforeMs: o.debounce ? nowMs + o.debounce.ms : null,
+        debounceKey: o.debounce?.key ?? null,
+      })
       .run();
+    await remember(row.runId);
     await notifyWorkers(q);
-    return { accepted: true };
+    return { accepted: true, runId: row.runId, debounced: false };
   });
+}
+
+/** The database's clock inside a transaction (not-before times and key expiry are judged by it, like leases). */
+async function clockIn(q: Sql): Promise<number> {
+  return Number((await q.get<{ now: number | string }>(`SELECT ${CLOCK_MS[q.dialect]} AS now`))?.now);
+}
+
+/** The unexpired record of an idempotency key; expired records go first (each is deleted once, by the index on expiry). */
+async function liveKey(q: Sql, key: string, nowMs: number): Promise<{ runId: string; requestHash: string } | undefined> {
+  await q.run(`DELETE FROM ${K.$table} WHERE ${K.expiresAtMs} <= ?`, nowMs);
+  return q.get<{ runId: string; requestHash: string }>(
+    `SELECT ${K.runId} AS "runId", ${K.requestHash} AS "requestHash" FROM ${K.$table} WHERE ${K.key} = ?`,
+    key,
+  );
+}
+
+async function recordKey(q: Sql, r: { key: string; requestHash: string; windowMs: number; runId: string; nowMs: number }): Promise<void> {
+  await q.orm
+    .insert(smithersIdempotency)
+    .values({ key: r.key, runId: r.runId, requestHash: r.requestHash, createdAtMs: r.nowMs, expiresAtMs: r.nowMs + r.windowMs })
+    .run();
 }
 
 const Q = sqlNames(smithersQueue);
-/**
- * A request no worker holds (never claimed, its claim's lease ran out, or claimed by a version
- * before leases), or one the claiming worker holds itself: it is not executing it (those are in
- * `skip`), so an earlier try failed on the database, and the claim is taken up again at once
- * instead of sitting idle until its lease runs out.
- */
-const CLAIMABLE = `(${Q.startedAtMs} IS NULL OR ${Q.leaseExpiresAtMs} IS NULL OR ${Q.leaseExpiresAtMs} < ? OR ${Q.claimedBy} = ?)`;
-const CLAIM_ORDER = `ORDER BY ${Q.enqueuedAtMs}, ${Q.runId} LIMIT 1`;
+const K = sqlNames(smithersIdempotency);
 
-export type Claim = {
-  workerId: string;
-  nowMs: number;
-  leaseMs: number;
-  /** Only requests for these workflows (queue names); all when undefined. */
-  workflows?: readonly string[];
-  /** Requests this worker passes over: those it is executing, and those whose workflow it could not load a moment ago. */
-  skip?: readonly string[];
-};
-
-/**
- * Claims the oldest request no worker holds, with a lease until `nowMs + leaseMs`, and returns it
- * (undefined when none is there). On PostgreSQL the row is locked and rows other workers are
- * claiming are skipped (FOR UPDATE SKIP LOCKED), so concurrent claims never block each other or
- * take the same request; on SQLite the write lock serialises them.
- */
-export function claimNext(db: SmithersDb, c: Claim): Promise<QueueRow | undefined> {
-  return immediate(db, "claimQueuedRun", async (q) => {
-    const params: unknown[] = [c.nowMs, c.workerId];
-    let where = CLAIMABLE;
-    if (c.workflows !== undefined) {
-      if (c.workflows.length === 0) return undefined;
-      where += ` AND ${Q.workflowName} IN (${c.workflows.map(() => "?").join(", ")})`;
-      params.push(...c.workflows);
-    }
-    if (c.skip !== undefined && c.skip.length > 0) {
-      where += ` AND ${Q.runId} NOT IN (${c.skip.map(() => "?").join(", ")})`;
-      params.push(...c.skip);
-    }
-    const lock = q.dialect === "postgres" ? " FOR UPDATE SKIP LOCKED" : "";
-    const next = await q.get<{ runId: string }>(`SELECT ${Q.runId} AS "runId" FROM ${Q.$table} WHERE ${where} ${CLAIM_ORDER}${lock}`, ...params);
-    if (!next) return undefined;
-    return q.orm
-      .update(smithersQueue)
-      .set({ startedAtMs: c.nowMs, claimedBy: c.workerId, leaseExpiresAtMs: c.nowMs + c.leaseMs })
-      .where(eq(smithersQueue.runId, next.runId))
-      .returning()
-      .get();
-  });
-}
+export { claimNext, nextNotBefore, type Claim } from "./queue-claim.ts";
 
 /** Extends the leases of the requests `runIds` that `workerId` still holds; returns how many. */
 export function renewLeases(db: SmithersDb, workerId: string, runIds: readonly string[], nowMs: number, leaseMs: number): Promise<number> {

@@ -49,7 +49,7 @@ const LOCK_RUN = perDialect((dialect) => `SELECT ${RUN_FIELDS} FROM ${R.$table} 
  * The database's clock in ms since the epoch. Heartbeats, claims and staleness are judged by it,
  * so clock skew between the hosts of a PostgreSQL deployment cannot make a live run look stale.
  */
-const CLOCK_MS = perDialect((dialect) =>
+export const CLOCK_MS = perDialect((dialect) =>
   dialect === "postgres" ? "(extract(epoch from clock_timestamp()) * 1000)::bigint" : "CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
 );
 const NOW_OR_CLOCK = perDialect((dialect) => `coalesce(${dialect === "postgres" ? "?::bigint" : "?"}, ${CLOCK_MS[dialect]})`);

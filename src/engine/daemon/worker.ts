@@ -120,6 +120,8 @@ export class Worker {
   /** Requests claimed and not yet handed to their run: their leases are renewed until then. */
   private readonly claimed = new Set<string>();
   private nudged = false;
+  /** How soon the next queued request's not-before time comes (from the last pass), when it does. */
+  private dueInMs: number | undefined;
   private wakeUp: (() => void) | undefined;
 
   constructor(private readonly o: WorkerOptions) {
@@ -232,6 +234,9 @@ export class Worker {
       if (!row) break;
       this.track(row.runId, this.execute(row));
     }
+    // A debounced request waits out its quiet period: sleep until then if that is sooner than a poll interval.
+    const notBefore = free() > 0 ? await queue.nextNotBefore(this.o.db, nowMs) : undefined;
+    this.dueInMs = notBefore === undefined ? undefined : notBefore - nowMs;
     if (free() > 0 && this.byName === undefined) {
       // Cron schedules name their workflow file; a worker with a fixed set of workflows leaves them to others.
       const fires = await fireDueCrons({
@@ -405,7 +410,7 @@ export class Worker {
 
   private sleep(): Promise<void> {
     return new Promise<void>((done) => {
-      const timer = setTimeout(finish, this.pollIntervalMs);
+      const timer = setTimeout(finish, Math.max(0, Math.min(this.pollIntervalMs, this.dueInMs ?? Number.POSITIVE_INFINITY)));
       function finish() {
         clearTimeout(timer);
         done();

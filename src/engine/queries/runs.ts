@@ -14,7 +14,15 @@ export function runHeader(r: runs.RunRow): RunHeader {
 export function queuedSummary(q: queue.QueueRow): RunSummary {
   const { runId, workflowName, workflowPath, enqueuedAtMs } = q;
   const header = { runId, status: "queued", workflowName, workflowPath, parentRunId: null, createdAtMs: enqueuedAtMs, startedAtMs: null, finishedAtMs: null };
-  return { ...header, durationMs: null, progress: { done: 0, failed: 0, total: 0 }, costUsd: null, usage: { ...attempts.NO_USAGE }, resumeFailure: null };
+  return {
+    ...header,
+    durationMs: null,
+    progress: { done: 0, failed: 0, total: 0 },
+    costUsd: null,
+    usage: { ...attempts.NO_USAGE },
+    resumeFailure: null,
+    queue: { priority: Number(q.priority), tenant: q.tenant === "" ? null : q.tenant, notBeforeMs: q.notBeforeMs, debounceKey: q.debounceKey },
+  };
 }
 
 /**

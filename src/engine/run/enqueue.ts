@@ -10,12 +10,18 @@ import { checkNewRunId } from "../core/index.ts";
 import type { RunOptions } from "./run-workflow.ts";
 import { validateInput } from "../workflow/index.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
+import type { RunStatus } from "../core/index.ts";
+import { admissionOf, checkStartOptions, idempotencyConflict, QUEUE_START_OPTIONS, startedRunStatus } from "./start-options.ts";
 
-/** What an enqueue returns: the run's id, and that it waits for a worker. */
-export type EnqueuedRun = { runId: string; status: "queued" };
+/**
+ * What an enqueue returns: the run's id, and that it waits for a worker. `reused` says the start
+ * added no run: `idempotency-key` (a repeat of a key: the first run, in its current status) or
+ * `debounce` (the waiting run of that debounce key took this input).
+ */
+export type EnqueuedRun = { runId: string; status: "queued" | RunStatus; reused?: "idempotency-key" | "debounce" };
 
 /** The options an enqueued run takes; the rest only make sense in the process that executes it. */
-const ENQUEUE_OPTIONS = new Set<string>(["enqueue", "input", "runId", "resume", "dbPath", "workflowPath"]);
+const ENQUEUE_OPTIONS = new Set<string>(["enqueue", "input", "runId", "resume", "dbPath", "workflowPath", ...QUEUE_START_OPTIONS]);
 
 /** The name a worker finds a queued workflow by (`--workflows DIR`): its file name without extension, as `serve` registers it. */
 export const queueName = (workflowPath: string) => basename(workflowPath, extname(workflowPath));
@@ -42,20 +48,37 @@ export async function enqueueRun(workflow: SmithersWorkflow, options: RunOptions
   if (options.resume && options.input !== undefined) {
     throw new SmithersError("INVALID_OPTION", "A queued resume takes no input: the run goes on with the input it was started with");
   }
+  checkStartOptions(options, "INVALID_OPTION");
   const workflowPath = resolve(options.workflowPath);
   const db = workflow.dbFor(options.dbPath);
   const runId = options.runId ?? crypto.randomUUID();
   if (!options.resume) checkNewRunId(runId);
   const input = options.resume ? undefined : validateInput(workflow.registry, options.input);
+  const name = queueName(workflowPath);
+  const { priority, tenant, debounce } = options;
   const admission = await queue.enqueue(
     db,
-    { runId, workflowName: queueName(workflowPath), workflowPath, inputJson: input === undefined ? null : JSON.stringify(input), enqueuedAtMs: Date.now() },
-    { capacity: Number.MAX_SAFE_INTEGER, resume: options.resume ?? false },
+    {
+      runId,
+      workflowName: name,
+      workflowPath,
+      inputJson: input === undefined ? null : JSON.stringify(input),
+      enqueuedAtMs: Date.now(),
+      ...(priority === undefined ? {} : { priority }),
+      ...(tenant === undefined ? {} : { tenant }),
+    },
+    {
+      capacity: Number.MAX_SAFE_INTEGER,
+      resume: options.resume ?? false,
+      ...admissionOf(options, { workflow: name, input: options.input, runId: options.runId, priority, tenant, debounce }),
+    },
     () => {
       throw new SmithersError("ENGINE_ERROR", "An unbounded queue refused a run");
     },
   );
-  if (admission.accepted) return { runId, status: "queued" };
+  if (admission.accepted) return { runId: admission.runId, status: "queued", ...(admission.debounced ? { reused: "debounce" as const } : {}) };
+  if (admission.reason === "replayed") return { runId: admission.runId, status: await startedRunStatus(db, admission.runId), reused: "idempotency-key" };
+  if (admission.reason === "conflict") throw idempotencyConflict(options.idempotencyKey!, admission.runId);
   if (admission.reason === "missing") throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" to resume in ${db.path}`, { runId });
   throw new SmithersError("RUN_EXISTS", `Run "${runId}" already exists or is queued${options.resume ? " (a resume of it is queued already)" : ""}`, { runId });
 }

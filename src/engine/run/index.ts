@@ -5,6 +5,15 @@
  * Other rooms and src/engine/index.ts enter this room only through this file.
  */
 export { queueName } from "./enqueue.ts";
+export {
+  admissionOf,
+  checkStartOptions,
+  DEFAULT_IDEMPOTENCY_WINDOW_MS,
+  idempotencyConflict,
+  type QueueStartOptions,
+  startedRunStatus,
+  startRequestHash,
+} from "./start-options.ts";
 export { EventBus } from "./event-bus.ts";
 export { validateInput } from "./run-setup.ts";
 export { type EnqueuedRun, type RunOptions, type RunResult, runWorkflow } from "./run-workflow.ts";

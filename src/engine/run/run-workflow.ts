@@ -16,6 +16,7 @@ import type { SmithersWorkflow } from "../workflow/index.ts";
 import { checkPricing, killLeftoverGroup, type ModelPricing } from "../../agents/index.ts";
 import { checkBudget, checkLimits, type Limits } from "../core/index.ts";
 import { enqueueRun, type EnqueuedRun } from "./enqueue.ts";
+import { QUEUE_START_OPTIONS, type QueueStartOptions } from "./start-options.ts";
 import { checkCode } from "./code-check.ts";
 import { codeHashOf } from "../workflow/index.ts";
 import type { StartChildRun } from "../waits/index.ts";
@@ -24,11 +25,12 @@ import { traceParentOfNewRun, traceRunIfEnabled } from "../telemetry/index.ts";
 export type { RunResult } from "./run.ts";
 export type { EnqueuedRun } from "./enqueue.ts";
 
-export type RunOptions = {
+export type RunOptions = QueueStartOptions & {
   /**
    * Hand the run to a worker instead of running it here: the input is checked, a request is written
    * to the database's queue, and the call resolves with `{ runId, status: "queued" }`. Needs
-   * `workflowPath` (the file workers load); takes only input, runId, resume and dbPath besides.
+   * `workflowPath` (the file workers load); takes only input, runId, resume and dbPath besides,
+   * and the queue's own options (priority, tenant, idempotencyKey, idempotencyWindowMs, debounce).
    */
   enqueue?: boolean;
   input?: unknown;
@@ -143,6 +145,9 @@ export function runWorkflow(workflow: SmithersWorkflow, options: RunOptions & { 
 export function runWorkflow(workflow: SmithersWorkflow, options?: RunOptions): Promise<RunResult>;
 export async function runWorkflow(workflow: SmithersWorkflow, options: RunOptions = {}): Promise<RunResult | EnqueuedRun> {
   if (options.enqueue) return enqueueRun(workflow, options);
+  const queueOnly = QUEUE_START_OPTIONS.filter((key) => options[key] !== undefined);
+  if (queueOnly.length > 0)
+    throw new SmithersError("INVALID_OPTION", `${queueOnly.join(", ")} order a queued start: pass enqueue: true with it`, { options: queueOnly });
   if (options.limits !== undefined) checkLimits(options.limits);
   let runId = options.runId;
   if (options.resume && runId !== undefined) {
