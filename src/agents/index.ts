@@ -2,7 +2,7 @@ export type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentTimeout, Ag
 export { addUsage, checkPricing, normalizeUsage, priceUsage, type ModelPrice, type ModelPricing } from "./usage.ts";
 export { describeSchema } from "../schema/index.ts";
 export { extractJson } from "./extract-json.ts";
-export { buildPrompt, generateStructured } from "./structured.ts";
+export { buildPrompt, generateStructured, type AgentFallback } from "./structured.ts";
 export { scriptedAgent, type ScriptedAgent, type ScriptedReply } from "./scripted.ts";
 export {
   ClaudeCodeAgent,

@@ -155,6 +155,8 @@ export type GenerateStructuredOptions<S extends z.ZodType> = {
   /** Passed to every generate call as its `traceparent` (see AgentGenerateArgs). */
   traceparent?: string;
   onAttempt?: (attempt: StructuredAttempt) => void;
+  /** Told when the attempt moves from one agent of the list to the next, and with what code the one before failed. */
+  onFallback?: (fallback: AgentFallback) => void;
   /**
    * Told of every agent call as it starts. On abort the result rejects at once, but an agent that
    * ignores its signal keeps running; a caller that must not start another call beside it (the
@@ -168,6 +170,18 @@ export type GenerateStructuredOptions<S extends z.ZodType> = {
   /** Prices used to fill `costUsd` for replies that report tokens but no cost. */
   pricing?: ModelPricing;
 };
+
+/** Moving from agent `fromIndex` to agent `toIndex` (ids when the agents have them), after `code`. */
+export type AgentFallback = { fromIndex: number; toIndex: number; fromAgent: string | null; toAgent: string | null; code: string };
+
+/** The code (and a rate limit's delay) a thrown failure stands for, as the engine will read it. */
+function failureOf(error: unknown): { code: string; retryAfterMs?: number } {
+  if (SmithersError.is(error)) {
+    const asked = error.details.retryAfterMs;
+    return typeof asked === "number" ? { code: error.code, retryAfterMs: asked } : { code: error.code };
+  }
+  return providerFailure(error) ?? { code: "AGENT_FAILED" };
+}
 
 export type GenerateStructuredResult<S extends z.ZodType> = {
   value: z.infer<S>;
@@ -220,7 +234,20 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
     onAttempt?.(attempt);
   };
 
+  // How each agent's turn ended when it failed: what the fallback event says, and whether all were rate-limited.
+  const endings: { code: string; retryAfterMs?: number }[] = [];
   for (const [agentIndex, agent] of agents.entries()) {
+    if (agentIndex > 0) {
+      const from = agents[agentIndex - 1]!;
+      opts.onFallback?.({
+        fromIndex: agentIndex - 1,
+        toIndex: agentIndex,
+        fromAgent: from.id ?? null,
+        toAgent: agent.id ?? null,
+        code: endings[agentIndex - 1]!.code,
+      });
+    }
+    endings.push({ code: "INVALID_OUTPUT" });
     let feedback = "";
     for (let tryNumber = 1; tryNumber <= 1 + retries; tryNumber++) {
       if (signal?.aborted) throw signal.reason;
@@ -245,6 +272,7 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
         record({ ...base, ...(spent ? { usage: spent } : {}), error: errorSummary(error) });
         lastError = error;
         lastWasThrow = true;
+        endings[agentIndex] = failureOf(error);
         break;
       }
 
@@ -286,21 +314,30 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
   }
 
   const last = errorSummary(lastError);
+  // The prompt is the caller's and can be large: the error names its length, never repeats it.
+  const tried = attempts.map(({ prompt, ...rest }) => ({ ...rest, promptChars: prompt.length }));
+  // Every agent of a fallback list is rate-limited: one AGENT_RATE_LIMITED saying so, with the
+  // soonest delay any of them named; the engine then waits (waiting-rate) rather than failing the task.
+  if (agents.length > 1 && endings.every((e) => e.code === "AGENT_RATE_LIMITED")) {
+    const delays = endings.flatMap((e) => (e.retryAfterMs === undefined ? [] : [e.retryAfterMs]));
+    throw new SmithersError("AGENT_RATE_LIMITED", `Every agent (${agents.length}) is rate-limited; last error: ${last.message}`, {
+      attempts: tried,
+      ...(usage ? { usage } : {}),
+      ...(delays.length > 0 ? { retryAfterMs: Math.min(...delays) } : {}),
+      everyAgent: true,
+      cause: lastError,
+    });
+  }
   // A thrown SmithersError keeps its code (AGENT_AUTH_FAILED, AGENT_TIMEOUT, …), and a provider's
   // HTTP failure (an AI SDK APICallError) gets the same codes: the engine decides retries on them.
   const provider = lastWasThrow && !SmithersError.is(lastError) ? providerFailure(lastError) : undefined;
   const code = lastWasThrow ? (SmithersError.is(lastError) ? lastError.code : (provider?.code ?? "AGENT_FAILED")) : "INVALID_OUTPUT";
   // And the delay a rate limit asks for, which the engine's retry reads from the error it gets.
   const retryAfterMs = lastWasThrow && SmithersError.is(lastError) ? lastError.details.retryAfterMs : provider?.retryAfterMs;
-  throw new SmithersError(
-    code,
-    `No valid output after ${attempts.length} attempt(s) across ${agents.length} agent(s); last error: ${last.message}`,
-    // The prompt is the caller's and can be large: the error names its length, never repeats it.
-    {
-      attempts: attempts.map(({ prompt, ...rest }) => ({ ...rest, promptChars: prompt.length })),
-      ...(usage ? { usage } : {}),
-      ...(typeof retryAfterMs === "number" ? { retryAfterMs } : {}),
-      cause: lastError,
-    },
-  );
+  throw new SmithersError(code, `No valid output after ${attempts.length} attempt(s) across ${agents.length} agent(s); last error: ${last.message}`, {
+    attempts: tried,
+    ...(usage ? { usage } : {}),
+    ...(typeof retryAfterMs === "number" ? { retryAfterMs } : {}),
+    cause: lastError,
+  });
 }

@@ -90,6 +90,7 @@ export function jsonLine(level: LogLevel, msg: string, fields: LogFields = {}, n
 const EVENT_LEVEL: Partial<Record<SmithersEvent["type"], LogLevel>> = {
   NodeFailed: "error",
   NodeRetrying: "warn",
+  AgentFallback: "warn",
   NodeCancelled: "warn",
   NodeAbandoned: "warn",
   SignalRejected: "warn",

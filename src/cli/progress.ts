@@ -1,6 +1,6 @@
 import type { EventOf, SmithersEvent } from "../engine/index.ts";
 
-type NodeEvent = EventOf<"NodeStarted" | "NodeFinished" | "NodeFailed" | "NodeRetrying" | "NodeSkipped" | "NodeCancelled" | "NodeAbandoned">;
+type NodeEvent = EventOf<"NodeStarted" | "NodeFinished" | "NodeFailed" | "NodeRetrying" | "NodeSkipped" | "NodeCancelled" | "NodeAbandoned" | "AgentFallback">;
 
 const where = (e: NodeEvent) => `${e.nodeId} iter=${e.iteration}${"attempt" in e ? ` attempt=${e.attempt}` : ""}`;
 const took = (e: NodeEvent) => ("durationMs" in e ? ` ${e.durationMs}ms` : "");
@@ -16,6 +16,8 @@ export function formatEvent(e: SmithersEvent): string | null {
       return `fail    ${where(e)}${took(e)} ${String(e.error.code ?? "")}: ${String(e.error.message ?? "")}`;
     case "NodeRetrying":
       return `retry   ${where(e)} in ${e.delayMs}ms`;
+    case "AgentFallback":
+      return `fallback ${where(e)}: agent ${e.fromAgent ?? e.fromIndex} ${e.code}, now agent ${e.toAgent ?? e.toIndex}`;
     case "NodeSkipped":
       return `skip    ${where(e)}`;
     case "NodeCancelled":

@@ -39,6 +39,7 @@ export const EVENT_TYPES = [
   "HumanRequested",
   "HumanAnswered",
   "SubflowWaiting",
+  "AgentFallback",
   "NodeOutput",
   "RunRefused",
   "RunForked",

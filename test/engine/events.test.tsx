@@ -149,18 +149,26 @@ describe("SmithersEventSchema", () => {
     ));
     expect((await runWorkflow(easy, { runId: "finished" })).status).toBe("finished");
 
-    // An agent that reports its text as it works (NodeOutput).
+    // An agent that reports its text as it works (NodeOutput), after a first agent that fails (AgentFallback).
     const talkative = smithers(() => (
       <Workflow name="talkative">
         <Task
           id="talk"
           output={outputs.out}
-          agent={{
-            generate: async ({ onEvent }) => {
-              onEvent?.({ type: "text", text: "thinking" });
-              return { text: '{"n":2}' };
+          agent={[
+            {
+              id: "busy",
+              generate: async () => {
+                throw new Error("429 Too Many Requests");
+              },
             },
-          }}
+            {
+              generate: async ({ onEvent }) => {
+                onEvent?.({ type: "text", text: "thinking" });
+                return { text: '{"n":2}' };
+              },
+            },
+          ]}
         >
           Count.
         </Task>

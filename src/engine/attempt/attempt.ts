@@ -8,7 +8,7 @@
 import { resolve } from "node:path";
 import { z } from "zod";
 import { tracedAttempt } from "../telemetry/index.ts";
-import { AGENT_NEVER_RETRY_CODES, generateStructured, type AgentEvent, type AgentUsage, type ModelPricing } from "../../agents/index.ts";
+import { AGENT_NEVER_RETRY_CODES, generateStructured, type AgentEvent, type AgentFallback, type AgentUsage, type ModelPricing } from "../../agents/index.ts";
 import { formatZodIssues, safeParseWarming } from "../../schema/index.ts";
 import { attempts, nodes, outputRowFor, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type Usage } from "../../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, FatalError, isInstance, RetryableError, safeStringify, SmithersError } from "../../errors/index.ts";
@@ -28,7 +28,20 @@ export type AttemptOutcome =
   /** `row`: the output row as written (a custom table may add defaults on disk), for the snapshot. */
   | { kind: "finished"; durationMs: number; row: Record<string, unknown> }
   /** `retryAtMs`: when a retryable failure may run again (set by the engine from the retry policy), stored as the node's wake_at_ms. */
-  | { kind: "failed"; error: SmithersError; retryable: boolean; retryAfterMs?: number; retryAtMs?: number; durationMs: number }
+  /**
+   * `rateLimited`: every agent of the task's fallback list was rate-limited; the node waits
+   * (`waiting-rate`) until `waitUntilMs` (set by the engine), spending no retry.
+   */
+  | {
+      kind: "failed";
+      error: SmithersError;
+      retryable: boolean;
+      retryAfterMs?: number;
+      retryAtMs?: number;
+      rateLimited?: boolean;
+      waitUntilMs?: number;
+      durationMs: number;
+    }
   | { kind: "cancelled"; durationMs: number }
   /** A `<Subflow>`'s child run stopped to wait: the node waits in the same state until the child is due (`wakeAtMs`, when it has a time). */
   | { kind: "suspended"; status: WaitingStatus; wakeAtMs: number | undefined; childRunId: string; durationMs: number };
@@ -58,6 +71,8 @@ export type AttemptInput = {
   pricing?: ModelPricing;
   /** What the task's agent reports while it works (text, tool calls, its subprocess). */
   onAgentEvent?: (event: AgentEvent) => void;
+  /** Told when the attempt moves to the next agent of the task's list. */
+  onAgentFallback?: (fallback: AgentFallback) => void;
   /** A `<Subflow>`'s: the run's limits and spend so far, for the child run (see SubflowWork.spend). */
   budget?: { budget: Budget; spent: Usage; pricing?: ModelPricing };
   /** A `<Subflow>`'s: how its child run is started (runWorkflow, see RunSettings.startChildRun). */
@@ -195,6 +210,7 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
         spent.event(event);
         a.onAgentEvent?.(event);
       },
+      ...(a.onAgentFallback ? { onFallback: a.onAgentFallback } : {}),
       ...(a.pricing ? { pricing: a.pricing } : {}),
       ...(task.maxSchemaRetries === undefined ? {} : { maxSchemaRetries: task.maxSchemaRetries }),
     }),
@@ -430,6 +446,9 @@ export function settleOutcome(a: AttemptInput, result: AttemptResult, canRetry: 
     const { childStatus, childRunId, wakeAtMs } = error.details as { childStatus: WaitingStatus; childRunId: string; wakeAtMs: number | null };
     return { kind: "suspended", status: childStatus, wakeAtMs: wakeAtMs ?? undefined, childRunId, durationMs };
   }
+  // Every agent of the list rate-limited: a wait for the window, not a failure (see run-attempts.ts).
+  if (error.code === "AGENT_RATE_LIMITED" && error.details.everyAgent === true && !result.stopped)
+    return { kind: "failed", error, retryable: false, rateLimited: true, retryAfterMs: suggestedDelay(thrown, error), durationMs };
   const retryable = !isInstance(thrown, FatalError) && !NEVER_RETRIED.has(error.code) && canRetry;
   return { kind: "failed", error, retryable, retryAfterMs: suggestedDelay(thrown, error), durationMs };
 }
@@ -490,13 +509,21 @@ export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResul
     await nodes.upsertNode(q, { ...node, state: outcome.status, wakeAtMs: outcome.wakeAtMs ?? null });
     return;
   }
-  const state = outcome.kind === "cancelled" ? "cancelled" : outcome.kind === "failed" && outcome.retryable ? "pending" : "failed";
+  const rateWait = outcome.kind === "failed" && outcome.rateLimited ? outcome.waitUntilMs : undefined;
+  const state =
+    outcome.kind === "cancelled"
+      ? "cancelled"
+      : rateWait !== undefined
+        ? "waiting-rate"
+        : outcome.kind === "failed" && outcome.retryable
+          ? "pending"
+          : "failed";
   const attemptState = result.abandoned ? "abandoned" : outcome.kind === "cancelled" ? "cancelled" : "failed";
   await close({ state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error), ...usage });
   await nodes.upsertNode(q, {
     ...node,
     state,
-    wakeAtMs: outcome.kind === "failed" && outcome.retryable ? (outcome.retryAtMs ?? null) : null,
+    wakeAtMs: rateWait ?? (outcome.kind === "failed" && outcome.retryable ? (outcome.retryAtMs ?? null) : null),
     errorJson: state === "failed" ? JSON.stringify(errorSummaryJson(result.error)) : null,
   });
 }

@@ -16,6 +16,9 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export const TIMER_WAIT_IN_PLACE_MS = 5_000;
 
+/** How long a task whose agents are all rate-limited waits when none of them said for how long: a rate window's minute. */
+export const RATE_LIMITED_WAIT_MS = 60_000;
+
 /**
  * A running run with a node waiting for the world (an async approval, a signal, a child run)
  * looks for its answer at least this often while other work goes on.

@@ -94,6 +94,19 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
   /** A `<Subflow>`'s child run stopped waiting (`childStatus`): the node waits with it; the next attempt resumes the child. */
   variant(T.SubflowWaiting, { ...attempt, childRunId: z.string(), childStatus: z.enum(WAITING_STATUSES) }),
   /**
+   * An agent task's attempt moved from agent `fromIndex` of its list (`agent={[...]}`,
+   * `fallbackAgent`) to the next one, because that agent failed with `code` (a rate limit, quota,
+   * auth failure, crash, or replies that never matched the schema).
+   */
+  variant(T.AgentFallback, {
+    ...attempt,
+    fromIndex: z.number().int(),
+    toIndex: z.number().int(),
+    fromAgent: z.string().nullable(),
+    toAgent: z.string().nullable(),
+    code: z.string(),
+  }),
+  /**
    * What a task's agent reported while working, for an operator following it: `text` (its reply
    * as it arrives) or `tool` (a tool it called: name and input, capped). At most OUTPUT_TEXT_MAX characters each.
    */

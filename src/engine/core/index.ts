@@ -41,6 +41,7 @@ export {
   ROW_CACHE_BYTES,
   ROW_CACHE_SIZE,
   TIMER_WAIT_IN_PLACE_MS,
+  RATE_LIMITED_WAIT_MS,
   WAIT_POLL_MS,
   YIELD_EVERY_MS,
 } from "./constants.ts";

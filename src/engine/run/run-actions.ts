@@ -3,7 +3,7 @@
  * step's transaction, attempts to start once it commits, and what the run loop does next.
  */
 import { nodes, ralph } from "../../db/index.ts";
-import type { AgentEvent } from "../../agents/index.ts";
+import type { AgentEvent, AgentFallback } from "../../agents/index.ts";
 import { budgetStop } from "../core/index.ts";
 import { errorSummaryJson, SmithersError } from "../../errors/index.ts";
 import type { PlanTask } from "../../jsx/index.ts";
@@ -109,7 +109,12 @@ export function applyAction(run: RunState, action: Action, nowMs: number, work: 
         onToolCall: (e) => run.emit({ ...e, ...ids }),
         waitInPlaceMs: settings.waitInPlaceMs,
         rootDir: setup.rootDir,
-        ...(task.mode === "agent" ? { onAgentEvent: (event: AgentEvent) => run.agentOutput.onAgentEvent(ids, event) } : {}),
+        ...(task.mode === "agent"
+          ? {
+              onAgentEvent: (event: AgentEvent) => run.agentOutput.onAgentEvent(ids, event),
+              onAgentFallback: (fallback: AgentFallback) => run.emit({ type: "AgentFallback", ...ids, ...fallback }),
+            }
+          : {}),
         ...(task.mode === "subflow"
           ? {
               budget: { budget: setup.budget, spent: run.usage, ...(settings.pricing ? { pricing: settings.pricing } : {}) },

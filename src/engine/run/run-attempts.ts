@@ -5,7 +5,7 @@
 import { describeThrown, errorSummaryJson, SmithersError } from "../../errors/index.ts";
 import { performAttempt, recordSettle, settleOutcome, type AttemptResult } from "../attempt/index.ts";
 import type { EventBody } from "../core/index.ts";
-import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS } from "../core/index.ts";
+import { DEFAULT_STOP_GRACE_MS, MAX_TIMER_MS, RATE_LIMITED_WAIT_MS } from "../core/index.ts";
 import { retryBudget, retryDelay } from "../schedule/index.ts";
 import type { Ended, RunState, Started, Write } from "./run-state.ts";
 
@@ -96,6 +96,12 @@ export function settleEnded(run: RunState, ended: Ended[], runEnding = false): W
       t.state = outcome.status;
       t.wakeAtMs = outcome.wakeAtMs;
       run.waits.waiting.add(task.key);
+    } else if (outcome.rateLimited) {
+      // Every agent of its list is rate-limited: the node waits for the soonest window (stored, so a
+      // resume or the daemon keeps it), and no retry is spent on a limit that is not the task's fault.
+      events.push({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorSummaryJson(outcome.error) });
+      t.state = "waiting-rate";
+      t.wakeAtMs = outcome.waitUntilMs = run.now() + (outcome.retryAfterMs ?? RATE_LIMITED_WAIT_MS);
     } else {
       events.push({ type: "NodeFailed", ...ids, durationMs: outcome.durationMs, error: errorSummaryJson(outcome.error) });
       t.failures++;

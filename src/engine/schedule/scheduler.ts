@@ -283,7 +283,7 @@ function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
     w.wakeAtMs = Math.min(w.wakeAtMs ?? Infinity, status.retryAtMs);
     return "busy";
   }
-  if (task.concurrencyKey !== undefined && heldByLimit(task, status, w)) return "busy";
+  if ((task.concurrencyKey !== undefined || status?.state === "waiting-rate") && heldByLimit(task, status, w)) return "busy";
   if (caps.every((c) => c.used < c.max)) {
     for (const c of caps) c.used++;
     w.actions.push({ type: status?.retryAtMs === undefined ? "start" : "retry", task });
