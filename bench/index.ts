@@ -21,6 +21,7 @@ import { runBackendsBench } from "./backends/index.ts";
 import { runForkBench } from "./fork/index.tsx";
 import { runPgFaultsBench } from "./pg-faults/index.ts";
 import { runAgentClisBench } from "./agent-clis/index.ts";
+import { runCliBench } from "./cli/index.ts";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
   db: () => runDbBench(),
@@ -38,6 +39,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   fork: (args) => runForkBench(args),
   "pg-faults": (args) => runPgFaultsBench(args),
   "agent-clis": (args) => runAgentClisBench(args),
+  cli: (args) => runCliBench(args),
   compare: (args) => runCompareBench(args),
 };
 
