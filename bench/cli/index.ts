@@ -1,17 +1,19 @@
 /**
  * bench/cli: what a `smithers` process costs from spawn to exit, run from src/ (a checkout, or a
  * package packed without its bundle) and from the bundle `npm pack` builds (scripts/build-bundle.ts),
- * beside the imports floor (../compare/imports-floor.ts: a Bun process that imports zod and Drizzle's
- * SQLite core and exits).
- * Commands: `--help`, `up` of a 5-task workflow on a new database, and `ps` on a database of
- * 10,000 finished runs. Every measurement is a fresh process; the variants alternate; medians.
+ * beside the imports floor (../compare/imports-floor.ts: a Bun process that imports zod and
+ * Drizzle's SQLite core and exits). Commands: `--help`, `up` of a 5-task workflow on a new
+ * database, and `ps` on a database of 10,000 finished runs. Every measurement is a fresh process;
+ * the variants alternate; medians.
  *
- *   bun run bench/cli/index.ts [--reps 15] [--runs 10000]
+ *   bun run bench/cli/index.ts [--reps 15] [--runs 10000] [--before GIT_REF]
  *
- * The workflow file imports `smithers-workflows` by name, from a scratch project whose
- * node_modules links to this checkout, as an installed project's does: from the bundle, under
- * `--conditions=smithers-bundle`, that name is the bundle too (one module instance).
- * The bundle is built into dist/bundle for the run and removed after it, unless one was there.
+ * --before adds a column: that commit's src/ (exported with git archive), as it was before.
+ * The workflow file imports `smithers-workflows` by name, from a scratch project per variant
+ * whose node_modules links to the tree measured, as an installed project's does: from the
+ * bundle, under `--conditions=smithers-bundle`, that name is the bundle too (one module
+ * instance). The bundle is built into dist/bundle for the run and removed after it, unless one
+ * was there.
  */
 import { Database } from "bun:sqlite";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -28,13 +30,14 @@ const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
 const UP_TASKS = 5;
 
-type Variant = "src" | "bundle";
+/** One way of running the command: a package root, and what `bun` is given before the command's arguments. */
+type Variant = { name: string; root: string; entry: string[] };
 type Command = { label: string; args: (project: string, dbPath: string) => string[]; fresh: boolean; check: (stdout: string) => boolean };
 
-function scratchProject(): string {
-  const dir = mkdtempSync(join(tmpdir(), "smithers-bench-cli-"));
-  mkdirSync(join(dir, "node_modules"));
-  symlinkSync(ROOT, join(dir, "node_modules", "smithers-workflows"), "dir");
+/** A project whose node_modules holds `smithers-workflows` (a link to `root`) and zod, with the `up` workflow. */
+function scratchProject(dir: string, root: string): string {
+  mkdirSync(join(dir, "node_modules"), { recursive: true });
+  symlinkSync(root, join(dir, "node_modules", "smithers-workflows"), "dir");
   symlinkSync(join(ROOT, "node_modules", "zod"), join(dir, "node_modules", "zod"), "dir");
   writeFileSync(
     join(dir, "tsconfig.json"),
@@ -58,6 +61,19 @@ ${tasks}
   return dir;
 }
 
+/** `ref`'s src/, package.json and templates in `dir`, with this checkout's node_modules. */
+function exportRef(ref: string, dir: string): string {
+  const root = join(dir, "ref");
+  mkdirSync(root, { recursive: true });
+  const tar = Bun.spawnSync(["sh", "-c", `git archive --format=tar "$0" src package.json tsconfig.json templates | tar -x -C "$1"`, ref, root], {
+    cwd: ROOT,
+    stderr: "pipe",
+  });
+  if (tar.exitCode !== 0) throw new Error(`exporting ${ref}: ${tar.stderr.toString().trim()}`);
+  symlinkSync(join(ROOT, "node_modules"), join(root, "node_modules"), "dir");
+  return root;
+}
+
 const COMMANDS: Command[] = [
   { label: "`smithers --help`", args: () => ["--help"], fresh: false, check: (out) => out.includes("smithers up <workflow.tsx>") },
   {
@@ -69,19 +85,22 @@ const COMMANDS: Command[] = [
   { label: "`smithers ps`, 10,000 runs", args: (_, db) => ["ps", "--db", db], fresh: false, check: (out) => out.split("\n").filter(Boolean).length === 21 },
 ];
 
-function entry(variant: Variant): string[] {
-  return variant === "bundle" ? [`--conditions=${BUNDLE_CONDITION}`, join(BUNDLE_DIR, BUNDLE_CLI)] : [join(ROOT, "src", "cli", "index.ts")];
-}
-
 export async function runCliBench(argv: string[] = []): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { reps: { type: "string" }, runs: { type: "string" } } });
+  const { values } = parseArgs({ args: argv, options: { reps: { type: "string" }, runs: { type: "string" }, before: { type: "string" } } });
   const reps = Number(values.reps ?? 15);
   const runs = Number(values.runs ?? 10_000);
+  if (!Number.isInteger(reps) || reps < 1 || !Number.isInteger(runs) || runs < 20) throw new Error("--reps wants a positive integer, --runs one of 20 or more");
   const hadBundle = existsSync(join(BUNDLE_DIR, BUNDLE_CLI));
   if (!hadBundle) await buildBundle();
-  const project = scratchProject();
+  const dir = mkdtempSync(join(tmpdir(), "smithers-bench-cli-"));
   try {
-    const psDb = join(project, "ps.db");
+    const variants: Variant[] = [
+      ...(values.before ? [{ name: `before (${values.before})`, root: exportRef(values.before, dir), entry: [] }] : []),
+      { name: "src/", root: ROOT, entry: [] },
+      { name: "bundle", root: ROOT, entry: [`--conditions=${BUNDLE_CONDITION}`, join(BUNDLE_DIR, BUNDLE_CLI)] },
+    ].map((v) => ({ ...v, entry: v.entry.length ? v.entry : [join(v.root, "src", "cli", "index.ts")] }));
+    const projects = variants.map((v, i) => scratchProject(join(dir, `project-${i}`), v.root));
+    const psDb = join(dir, "ps.db");
     const seeded = new SqliteDb(psDb);
     insertIdleRuns(seeded.sqlite, 0, runs, Date.now());
     await seeded.close();
@@ -89,16 +108,20 @@ export async function runCliBench(argv: string[] = []): Promise<void> {
     const add = (key: string, ms: number) => samples.set(key, [...(samples.get(key) ?? []), ms]);
     const timeout = 60_000;
     for (let rep = 0; rep < reps; rep++) {
-      const floor = await runChild([BUN, join(ROOT, "bench", "compare", "imports-floor.ts")], project, {}, timeout);
+      const floor = await runChild([BUN, join(ROOT, "bench", "compare", "imports-floor.ts")], dir, {}, timeout);
       if (floor.code !== 0) throw new Error(`the imports floor failed: ${floor.stderr}`);
       add("floor", floor.elapsedMs);
       for (const command of COMMANDS) {
-        // Alternate which variant goes first, so neither always runs on a machine the other just warmed.
-        for (const variant of (rep % 2 === 0 ? ["src", "bundle"] : ["bundle", "src"]) as Variant[]) {
-          const db = command.fresh ? join(project, `up-${rep}-${variant}.db`) : psDb;
-          const out = await runChild([BUN, ...entry(variant), ...command.args(project, db)], project, {}, timeout);
-          if (out.code !== 0 || !command.check(out.stdout)) throw new Error(`${command.label} from ${variant}: exit ${out.code}: ${out.stderr || out.stdout}`);
-          add(`${command.label}|${variant}`, out.elapsedMs);
+        // Rotate which variant goes first, so none always runs on a machine another just warmed.
+        for (let k = 0; k < variants.length; k++) {
+          const i = (k + rep) % variants.length;
+          const variant = variants[i]!;
+          const project = projects[i]!;
+          const db = command.fresh ? join(project, `up-${rep}.db`) : psDb;
+          const out = await runChild([BUN, ...variant.entry, ...command.args(project, db)], project, {}, timeout);
+          if (out.code !== 0 || !command.check(out.stdout))
+            throw new Error(`${command.label} from ${variant.name}: exit ${out.code}: ${out.stderr || out.stdout}`);
+          add(`${command.label}|${variant.name}`, out.elapsedMs);
         }
       }
     }
@@ -106,18 +129,15 @@ export async function runCliBench(argv: string[] = []): Promise<void> {
     const stored = count.query<{ n: number }, []>("SELECT count(*) AS n FROM _smithers_runs").get()!.n;
     count.close();
     const floor = median(samples.get("floor")!);
-    const rows = COMMANDS.map((c) => {
-      const src = median(samples.get(`${c.label}|src`)!);
-      const bundle = median(samples.get(`${c.label}|bundle`)!);
-      return [c.label, fmtMs(src), fmtMs(bundle), `${(bundle / src).toFixed(2)}x`, `${(src / floor).toFixed(1)}x`, `${(bundle / floor).toFixed(1)}x`];
-    });
-    rows.push(["imports floor: bun + zod + drizzle", fmtMs(floor), "", "", "1.0x", "1.0x"]);
+    const cell = (ms: number) => `${fmtMs(ms)} (${(ms / floor).toFixed(1)}x)`;
+    const rows = COMMANDS.map((c) => [c.label, ...variants.map((v) => cell(median(samples.get(`${c.label}|${v.name}`)!)))]);
+    rows.push(["imports floor: bun + zod + drizzle", ...variants.map(() => cell(floor))]);
     console.log(
-      `\nbench/cli: whole processes, spawn to exit, medians of ${reps} (Bun ${Bun.version}, ${navigator.hardwareConcurrency} cores; ps database: ${stored.toLocaleString("en-US")} runs)\n`,
+      `\nbench/cli: whole processes, spawn to exit, ms (÷ imports floor), medians of ${reps} (Bun ${Bun.version}, ${navigator.hardwareConcurrency} cores; ps database: ${stored.toLocaleString("en-US")} runs)\n`,
     );
-    console.log(markdownTable(["command", "ms from src/", "ms from the bundle", "bundle/src", "src ÷ floor", "bundle ÷ floor"], rows));
+    console.log(markdownTable(["command", ...variants.map((v) => `from ${v.name}`)], rows));
   } finally {
-    rmSync(project, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
     if (!hadBundle) rmSync(BUNDLE_DIR, { recursive: true, force: true });
   }
 }
