@@ -83,7 +83,9 @@ export async function measureScaleRows(rows: ScaleRow[], reps: number, ours: Our
       const spec: ScaleSpec = { step: "build", n: SCALE_N, dbPath: template };
       const out = await runChild([BUN, join(ours.root, "bench/compare/scale-child.tsx"), JSON.stringify(spec)], dir, {}, timeoutMs);
       if (out.code === 0) {
-        console.error(`  scale: built a run of ${fmtInt(SCALE_N)} tasks, ${fmtInt(SCALE_N - 1)} finished, in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+        console.error(
+          `  scale: built a run of ${fmtInt(SCALE_N)} tasks, ${fmtInt(SCALE_N - 1)} finished, in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+        );
       } else {
         notes.push(`scale: building the run to resume: exit ${out.code}: ${firstLine(out.stderr || out.stdout)}`);
         template = undefined;
