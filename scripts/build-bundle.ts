@@ -83,6 +83,16 @@ export async function buildBundle(): Promise<{ files: string[] }> {
       define: { "import.meta.main": "false" },
     });
     if (!result.success) throw new AggregateError(result.logs, "The bundle failed to build");
+    // The maps keep their mappings and drop the sources' text: the package ships src/, which the
+    // maps name, and Bun reads a chunk's map whenever a stack through it is made (smithers() makes
+    // one to find its caller), so every start would read the text too (~1.4 MB for `up`).
+    for (const output of result.outputs) {
+      if (output.kind !== "sourcemap") continue;
+      const map = JSON.parse(readFileSync(output.path, "utf8")) as { sources: string[]; sourcesContent?: unknown };
+      // null per source, as the format allows ("not available"): Bun rejects a map with no sourcesContent at all.
+      map.sourcesContent = map.sources.map(() => null);
+      writeFileSync(output.path, JSON.stringify(map));
+    }
     return { files: result.outputs.map((o) => relative(ROOT, o.path)) };
   } finally {
     rmSync(stubs, { recursive: true, force: true });

@@ -24,8 +24,16 @@ export function sourceFileOf(madeAtTopLevel: Error, fallback: string): string {
   return (first === undefined ? undefined : frameLocation(first)?.file) ?? fallback;
 }
 
-/** This package's own source (src/, this file being src/errors/stack.ts): its frames are the engine's, not the author's. */
-const PACKAGE_SRC = resolve(dirname(sourceFileOf(new Error(), import.meta.path)), "..") + sep;
+let packageSrc: string | undefined;
+/**
+ * This package's own source (src/, this file being src/errors/stack.ts): its frames are the
+ * engine's, not the author's. Found on first use, not at import: from the bundle, reading a stack
+ * makes Bun read the chunk's source map, which a command that reads no stack need not pay for.
+ */
+function packageSourceDir(): string {
+  packageSrc ??= resolve(dirname(sourceFileOf(new Error(), import.meta.path)), "..") + sep;
+  return packageSrc;
+}
 
 /** Where a frame points: an absolute file (a `file://` URL made a path), line and column. */
 export type FrameLocation = { file: string; line: number; column: number };
@@ -51,7 +59,7 @@ export function frameLocation(frame: string): FrameLocation | undefined {
 
 /** A file of the author's: not this package's src/, not in node_modules. */
 export function isUserFile(file: string): boolean {
-  return !file.startsWith(PACKAGE_SRC) && !/[\\/]node_modules[\\/]/.test(file);
+  return !file.startsWith(packageSourceDir()) && !/[\\/]node_modules[\\/]/.test(file);
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;

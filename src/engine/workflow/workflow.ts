@@ -55,15 +55,16 @@ export type SmithersWorkflow<Input = any> = {
   readonly sourcePath?: string;
 };
 
-/** This module as its frames name it (from the bundle: its source, through the source map). */
-const HERE = sourceFileOf(new Error(), import.meta.path);
+/** This module as its frames name it (from the bundle: its source, through the source map); found on first use. */
+let here: string | undefined;
 
 /** The first file on the stack outside this module: the module that called smithers(). */
 function callerFile(): string | undefined {
+  here ??= sourceFileOf(new Error(), import.meta.path);
   for (const line of (new Error().stack ?? "").split("\n").slice(1)) {
     const m = /\(?((?:file:\/\/)?\/[^()]*?):\d+:\d+\)?\s*$/.exec(line);
     const file = m?.[1]?.replace(/^file:\/\//, "");
-    if (file && file !== HERE) return file;
+    if (file && file !== here) return file;
   }
   return undefined;
 }
