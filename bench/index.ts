@@ -22,6 +22,7 @@ import { runForkBench } from "./fork/index.tsx";
 import { runPgFaultsBench } from "./pg-faults/index.ts";
 import { runAgentClisBench } from "./agent-clis/index.ts";
 import { runQueueBench } from "./queue/index.ts";
+import { runCliBench } from "./cli/index.ts";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
   db: () => runDbBench(),
@@ -40,6 +41,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   "pg-faults": (args) => runPgFaultsBench(args),
   "agent-clis": (args) => runAgentClisBench(args),
   queue: (args) => runQueueBench(args),
+  cli: (args) => runCliBench(args),
   compare: (args) => runCompareBench(args),
 };
 

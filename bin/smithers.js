@@ -2,7 +2,7 @@
 //bin/true; s=$(readlink -f "$0" 2>/dev/null) || s=$0; d=${s%/*}/..; o=$(uname -s | tr A-Z a-z); a=$(uname -m); m=
 //bin/true; case $a in x86_64|amd64) a=x64 ;; arm64|aarch64) a=aarch64 ;; esac; for l in /lib/ld-musl-*; do [ -e "$l" ] && m=-musl; done
 //bin/true; for b in "$SMITHERS_BUN" "$d/../bun/bin/bun.exe" "$d/../@oven/bun-$o-$a$m/bin/bun" "$d/node_modules/bun/bin/bun.exe" "$d/node_modules/@oven/bun-$o-$a$m/bin/bun"; do
-//bin/true; [ -f "$b" ] && [ -x "$b" ] && [ "$(wc -c <"$b")" -gt 1000000 ] && exec "$b" "$d/src/cli/index.ts" "$@"; done
+//bin/true; [ -f "$b" ] && [ -x "$b" ] && [ "$(wc -c <"$b")" -gt 1000000 ] && { [ -f "$d/dist/bundle/smithers.js" ] && exec "$b" --conditions=smithers-bundle "$d/dist/bundle/smithers.js" "$@"; exec "$b" "$d/src/cli/index.ts" "$@"; }; done
 //bin/true; exec node "$0" "$@"
 // The `smithers` command for npm installs. Smithers is TypeScript run by Bun, and Bun comes in as
 // this package's `bun` dependency, so nothing needs installing by hand. The lines above are sh
@@ -11,13 +11,18 @@
 // once, at no cost of a Node start; otherwise Node runs the rest, which looks further (other
 // platform packages, PATH) and runs the CLI with what it finds. Under Bun already, the CLI runs
 // in-process.
+// The CLI is the bundle, dist/bundle/smithers.js, when the package has one (`npm pack` builds it:
+// scripts/build-bundle.ts), started with `--conditions=smithers-bundle` so the workflow's own
+// imports of smithers-workflows load the bundle too; else src/cli/index.ts. In-process under Bun
+// the conditions are already set, so it is src/ there.
 import { spawn } from "node:child_process";
-import { statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const cli = fileURLToPath(new URL("../src/cli/index.ts", import.meta.url));
+const bundle = fileURLToPath(new URL("../dist/bundle/smithers.js", import.meta.url));
 const exe = process.platform === "win32" ? ".exe" : "";
 
 /** A real Bun binary (npm's placeholder for it, before Bun's postinstall, is a few bytes). */
@@ -78,7 +83,7 @@ if (process.versions.bun) {
     );
     process.exit(2);
   }
-  const args = [cli, ...process.argv.slice(2)];
+  const args = [...(existsSync(bundle) ? ["--conditions=smithers-bundle", bundle] : [cli]), ...process.argv.slice(2)];
   if (typeof process.execve === "function") {
     // Node 22.15+: become Bun, so signals, the exit code and the process id are Bun's own.
     process.execve(bun, [bun, ...args], process.env);

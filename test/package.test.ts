@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json";
+import { BUNDLE_CLI, BUNDLE_CONDITION, bundleName } from "../scripts/build-bundle.ts";
 
 const root = join(import.meta.dir, "..");
 
@@ -30,6 +31,19 @@ describe("package", () => {
       "npm install && npm test",
     ]);
     expect(readFileSync(join(root, "README.md"), "utf8")).toContain("npm install && npm test ");
+  });
+
+  test("every export names its bundled file under the smithers-bundle condition and its source as the default, and the bundle ships and is built at pack time", () => {
+    for (const [subpath, target] of Object.entries(pkg.exports)) {
+      expect(Object.keys(target)).toEqual([BUNDLE_CONDITION, "default"]);
+      expect(target[BUNDLE_CONDITION as keyof typeof target]).toBe(`./dist/bundle/${bundleName(subpath)}.js`);
+      expect(target.default).toMatch(/^\.\/src\/.+\.ts$/);
+    }
+    expect(pkg.files).toContain("dist/bundle");
+    expect([pkg.scripts.prepack, pkg.scripts.postpack]).toEqual(["bun scripts/build-bundle.ts", "bun scripts/build-bundle.ts --clean"]);
+    const launcher = readFileSync(join(root, "bin/smithers.js"), "utf8");
+    expect(launcher).toContain(`--conditions=${BUNDLE_CONDITION}`);
+    expect(launcher).toContain(`dist/bundle/${BUNDLE_CLI}`);
   });
 
   test("the package name resolves to the same modules as the sources, so workflows and the engine share state", async () => {

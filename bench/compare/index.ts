@@ -4,11 +4,13 @@
  * table of medians with ours/peer ratios. See bench/README.md.
  *
  *   bun run bench/compare/index.ts [--reps 3] [--n 10,100,1000,10000] [--only ours|peer]
- *                                  [--workflows one,seq,par,loop,up,floor,rest] [--quick]
+ *                                  [--workflows one,seq,par,loop,up,floor,rest,scale] [--quick]
  *                                  [--timeout 600] [--peer-max-n 1000] [--ours-ref GIT_REF] [--json FILE] [--no-install]
  *
  * `rest` is a second table, ours only: `smithers ps`, a supervise pass and a new run beside N waiting
- * and 5N finished runs, for each N of --n from 1,000 up (rest.ts).
+ * and 5N finished runs, for each N of --n from 1,000 up (rest.ts). `scale` is a third, ours only:
+ * seq-10000, par-10000 and the resume of a 10,000-task run with 9,999 finished, wall time and peak
+ * RSS against a 120 MB budget (scale.ts).
  *
  * Ours is the working tree's src/ by default; --ours-ref HEAD (or any commit) measures that commit's
  * src/ instead, exported to a temporary directory, so edits in progress cannot break or skew a run.
@@ -21,11 +23,12 @@ import { parseArgs } from "node:util";
 import { markdownTable } from "../markdown-table.ts";
 import { RESULT_PREFIX, type ChildReport, type RunSpec, type Shape } from "./protocol.ts";
 import { measureRestRows, planRestRows, REST_MIN_N, renderRestTable } from "./rest.ts";
+import { measureScaleRows, planScaleRows, renderScaleTable, RSS_BUDGET_MB } from "./scale.ts";
 import { BENCH_DIR, BUN, firstLine, fmtInt, fmtMs, HERE, median, PEER_CLI, PEER_PKG, ROOT, runChild, WORK_DIR, type OursTree } from "./spawn.ts";
 import { linkTo, upFile } from "./up-file.ts";
 
 type Engine = "ours" | "peer";
-type WorkflowName = Shape | "up" | "floor" | "rest";
+type WorkflowName = Shape | "up" | "floor" | "rest" | "scale";
 /** Rows measured without being a --workflows choice: the import floor beside `floor`'s bun:sqlite rows. */
 type RowKind = WorkflowName | "imports";
 /**
@@ -33,7 +36,7 @@ type RowKind = WorkflowName | "imports";
  * run of its workflow in its process; `no-jit`, with JavaScriptCore's JIT off (BUN_JSC_useJIT=0).
  */
 type Variant = "warm" | "no-jit";
-const WORKFLOWS: readonly WorkflowName[] = ["one", "seq", "par", "loop", "up", "floor", "rest"];
+const WORKFLOWS: readonly WorkflowName[] = ["one", "seq", "par", "loop", "up", "floor", "rest", "scale"];
 /** Rows that run one of the engine's workflows in a child of its own (ours.tsx / peer.jsx). */
 const SHAPE_ROWS: readonly RowKind[] = ["one", "seq", "par", "loop"];
 const UP_TASKS = 5;
@@ -95,7 +98,8 @@ export function parseCompareArgs(argv: string[]): CompareOptions {
   if (ns.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--n wants positive integers, got ${values.n}`);
   const engines = (values.only ? [values.only] : ["ours", "peer"]) as Engine[];
   if (engines.some((e) => e !== "ours" && e !== "peer")) throw new Error(`--only wants ours or peer, got ${values.only}`);
-  const workflows = (values.workflows ? list(values.workflows) : [...WORKFLOWS]) as WorkflowName[];
+  // --quick stays under 1,000 tasks: no scale rows unless asked for.
+  const workflows = (values.workflows ? list(values.workflows) : WORKFLOWS.filter((w) => !(quick && w === "scale"))) as WorkflowName[];
   const unknown = workflows.filter((w) => !WORKFLOWS.includes(w));
   if (unknown.length) throw new Error(`unknown workflow(s) ${unknown.join(",")}; known: ${WORKFLOWS.join(",")}`);
   const reps = Number(values.reps ?? (quick ? 1 : 3));
@@ -108,12 +112,13 @@ export function parseCompareArgs(argv: string[]): CompareOptions {
   const timeoutS = positive("timeout", values.timeout, 600);
   const peerMaxN = positive("peer-max-n", values["peer-max-n"], 1_000);
   // A selection that measures nothing would print an empty report: say why instead.
-  const mainRows = workflows.some((w) => w !== "rest" && (w !== "floor" || engines.includes("ours")));
+  const mainRows = workflows.some((w) => w !== "rest" && w !== "scale" && (w !== "floor" || engines.includes("ours")));
   const restRows = workflows.includes("rest") && engines.includes("ours") && ns.some((n) => n >= REST_MIN_N);
-  if (!mainRows && !restRows) {
+  const scaleRows = workflows.includes("scale") && engines.includes("ours");
+  if (!mainRows && !restRows && !scaleRows) {
     const why = workflows.includes("rest")
       ? `rest is measured on ours only, at N of ${fmtInt(REST_MIN_N)} and up (engines: ${engines.join(" and ")}; --n ${ns.join(",")})`
-      : "floor is measured on ours only";
+      : "floor and scale are measured on ours only";
     throw new Error(`--workflows ${workflows.join(",")} measures nothing: ${why}`);
   }
   return {
@@ -285,7 +290,7 @@ function oursTree(ref: string | undefined): OursTree {
   // The current worker and its helpers, so any commit's engine runs the same workflows.
   mkdirSync(join(root, "bench", "compare"), { recursive: true });
   for (const f of ["zod.ts", "idle-runs.ts", "statement-counter.ts"]) copyFileSync(join(BENCH_DIR, f), join(root, "bench", f));
-  for (const f of ["ours.tsx", "protocol.ts", "rest-child.tsx"]) copyFileSync(join(HERE, f), join(root, "bench", "compare", f));
+  for (const f of ["ours.tsx", "protocol.ts", "rest-child.tsx", "scale-child.tsx"]) copyFileSync(join(HERE, f), join(root, "bench", "compare", f));
   return { root, label: `${sha} (--ours-ref ${ref})` };
 }
 
@@ -442,11 +447,13 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
     console.error(`  [${i + 1}/${jobs.length}] ${what}: ${said}`);
     if (!sample.ok) notes.push(`${what}: ${sample.kind}: ${sample.message}`);
   }
-  if (jobs.length === 0 && !(opts.workflows.includes("rest") && opts.engines.includes("ours")))
+  const wantScale = opts.workflows.includes("scale") && opts.engines.includes("ours");
+  if (jobs.length === 0 && !((opts.workflows.includes("rest") || wantScale) && opts.engines.includes("ours")))
     throw new Error(`nothing to measure: every cell of --workflows ${opts.workflows.join(",")} is skipped (the peer not installed, or N above --peer-max-n)`);
   const restRows = opts.workflows.includes("rest") && opts.engines.includes("ours") ? planRestRows(opts.ns) : [];
+  const scaleRows = wantScale ? planScaleRows() : [];
   const writeJson = (totalSeconds: number) => {
-    if (opts.json) writeFileSync(opts.json, JSON.stringify({ bun: Bun.version, options: opts, totalSeconds, rows, restRows }, null, 2));
+    if (opts.json) writeFileSync(opts.json, JSON.stringify({ bun: Bun.version, options: opts, totalSeconds, rows, restRows, scaleRows }, null, 2));
   };
   const seconds = () => (performance.now() - benchStarted) / 1000;
   console.log(
@@ -478,6 +485,16 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
         "\nstatements: every SQL statement the call or the process executed (bench/statement-counter.ts). RSS: the process's peak (VmHWM).",
     );
     for (const n of restNotes) console.log(`  ! ${n}`);
+  }
+  if (scaleRows.length) {
+    const scaleNotes = await measureScaleRows(scaleRows, opts.reps, ours, opts.timeoutMs);
+    console.log(`\nAt scale (ours only): 10,000 tasks, medians of ${opts.reps}; budget ${RSS_BUDGET_MB} MB of peak RSS each\n`);
+    console.log(renderScaleTable(scaleRows));
+    console.log(
+      "\nwall: inside the child, around runWorkflow only (resume: the resume call, in a fresh process, of a copy of one built run)." +
+        "\nRSS: the child's own peak (VmHWM), imports and all.",
+    );
+    for (const n of scaleNotes) console.log(`  ! ${n}`);
   }
   const totalS = seconds();
   console.log(`\nbench/compare: total ${totalS >= 120 ? `${(totalS / 60).toFixed(1)} min` : `${totalS.toFixed(totalS < 10 ? 1 : 0)} s`}`);

@@ -2,7 +2,7 @@ import { capString, SAFE_JSON_LIMITS, safeStringify, toSafeJson } from "./safe-j
 import { nextStack, type StackCount } from "./stack.ts";
 
 export { capString, safeStringify, toSafeJson, SAFE_JSON_LIMITS, type SafeJsonLimits } from "./safe-json.ts";
-export { firstUserFrame, frameLocation, relativeFrame, STACK_LIMITS, storedStack, userStack, type FrameLocation } from "./stack.ts";
+export { firstUserFrame, frameLocation, relativeFrame, sourceFileOf, STACK_LIMITS, storedStack, userStack, type FrameLocation } from "./stack.ts";
 
 /**
  * Every failure Smithers reports is a SmithersError with a stable `code` from the error table

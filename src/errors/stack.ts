@@ -5,7 +5,7 @@
  * with no frame of the author's (one the engine made, such as a schema check's) keeps no stack:
  * the author has no line to look at, and none is invented.
  */
-import { resolve, sep } from "node:path";
+import { dirname, resolve, sep } from "node:path";
 
 /**
  * The bounds of a stored stack: the first error of a chain that has one keeps up to `frames`
@@ -14,8 +14,26 @@ import { resolve, sep } from "node:path";
  */
 export const STACK_LIMITS = { frames: 12, chars: 4_096, causeFrames: 4, causeChars: 1_024, stacks: 4, frameChars: 300 } as const;
 
-/** This package's own source: its frames are the engine's, not the author's. */
-const PACKAGE_SRC = resolve(import.meta.dir, "..") + sep;
+/**
+ * The file a module's frames name, read from an Error made at its top level: its own path, or,
+ * when it runs from the bundle (scripts/build-bundle.ts), its source's, as Bun maps bundled
+ * frames through the source map. `fallback` when the stack names no file.
+ */
+export function sourceFileOf(madeAtTopLevel: Error, fallback: string): string {
+  const first = (madeAtTopLevel.stack ?? "").split("\n").find((line) => /^\s+at /.test(line));
+  return (first === undefined ? undefined : frameLocation(first)?.file) ?? fallback;
+}
+
+let packageSrc: string | undefined;
+/**
+ * This package's own source (src/, this file being src/errors/stack.ts): its frames are the
+ * engine's, not the author's. Found on first use, not at import: from the bundle, reading a stack
+ * makes Bun read the chunk's source map, which a command that reads no stack need not pay for.
+ */
+function packageSourceDir(): string {
+  packageSrc ??= resolve(dirname(sourceFileOf(new Error(), import.meta.path)), "..") + sep;
+  return packageSrc;
+}
 
 /** Where a frame points: an absolute file (a `file://` URL made a path), line and column. */
 export type FrameLocation = { file: string; line: number; column: number };
@@ -41,7 +59,7 @@ export function frameLocation(frame: string): FrameLocation | undefined {
 
 /** A file of the author's: not this package's src/, not in node_modules. */
 export function isUserFile(file: string): boolean {
-  return !file.startsWith(PACKAGE_SRC) && !/[\\/]node_modules[\\/]/.test(file);
+  return !file.startsWith(packageSourceDir()) && !/[\\/]node_modules[\\/]/.test(file);
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;

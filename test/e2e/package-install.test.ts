@@ -1,7 +1,10 @@
 /**
- * The package as a user gets it: `npm pack`, then `npm install smithers-workflows zod` into an
- * empty project from a registry on 127.0.0.1 (test/support/local-registry.ts), with no Bun on
- * PATH; then `npx smithers init`, `npm start` and `npm test` in that project.
+ * The package as a user gets it: `npm pack` (its prepack script bundles the CLI and the exports
+ * into dist/bundle, its postpack removes that from the checkout again), then `npm install
+ * smithers-workflows zod` into an empty project from a registry on 127.0.0.1
+ * (test/support/local-registry.ts), with no Bun on PATH; then `npx smithers init`, `npm start`
+ * and `npm test` in that project, and `npm start` again with the package's src/ moved away: the
+ * command and the workflow's imports of smithers-workflows run from the bundle alone.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
@@ -38,9 +41,12 @@ beforeAll(async () => {
   env.npm_config_audit = "false";
   env.npm_config_fund = "false";
   env.npm_config_update_notifier = "false";
-  const packed = await run(["npm", "pack", "--ignore-scripts", "--json", "--pack-destination", work], root);
+  // With its scripts: prepack builds the bundle (prepare rebuilds the dashboard), postpack removes the bundle.
+  const packed = await run(["npm", "pack", "--json", "--pack-destination", work], root);
   expect(packed.code).toBe(0);
-  const [{ filename }] = JSON.parse(packed.stdout) as [{ filename: string }];
+  expect(existsSync(join(root, "dist", "bundle"))).toBe(false);
+  // npm prints the scripts' output before the JSON.
+  const [{ filename }] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf("\n[") + 1)) as [{ filename: string }];
   registry = startLocalRegistry(join(root, "package-lock.json"), [{ manifest: pkg, tarball: join(work, filename) }]);
   env.npm_config_registry = registry.url;
   Bun.spawnSync(["mkdir", "-p", project]);
@@ -93,6 +99,23 @@ describe("the packed package, installed into an empty project", () => {
     const tested = await run(["npm", "test"]);
     expect(`${tested.stdout}${tested.stderr}`).toMatch(/\b2 pass\b/);
     expect(tested.code).toBe(0);
+
+    // The bundle is what `smithers` runs: with src/ gone, the command still starts, and the
+    // workflow's `smithers-workflows` and JSX runtime resolve to the bundle, the same module
+    // instances as the command's engine (a second engine would not recognise the workflow).
+    const pkgDir = join(project, "node_modules/smithers-workflows");
+    expect(existsSync(join(pkgDir, "dist/bundle/smithers.js"))).toBe(true);
+    renameSync(join(pkgDir, "src"), join(pkgDir, "src-moved-away"));
+    try {
+      const fromBundle = await run(["npm", "start"]);
+      expect(fromBundle.stderr).not.toContain("Cannot find module");
+      // smithers() reads a stack to find its caller, so Bun decodes the bundle's source maps on this run.
+      expect(fromBundle.stderr).not.toContain("Could not decode sourcemap");
+      expect(fromBundle.code).toBe(0);
+      expect(fromBundle.stdout).toContain("HELLO, ADA!");
+    } finally {
+      renameSync(join(pkgDir, "src-moved-away"), join(pkgDir, "src"));
+    }
 
     const again = await run(["npx", "--no", "--", "smithers", "init"]);
     expect(again.code).toBe(2);

@@ -1,6 +1,16 @@
 import { describe, expect, test } from "bun:test";
 import { join, resolve } from "node:path";
-import { errorSummaryJson, errorToJson, firstUserFrame, relativeFrame, SmithersError, STACK_LIMITS, storedStack, userStack } from "../../src/errors/index.ts";
+import {
+  errorSummaryJson,
+  errorToJson,
+  firstUserFrame,
+  relativeFrame,
+  SmithersError,
+  sourceFileOf,
+  STACK_LIMITS,
+  storedStack,
+  userStack,
+} from "../../src/errors/index.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const src = (file: string) => join(root, "src", file);
@@ -103,5 +113,23 @@ describe("firstUserFrame", () => {
     expect(relativeFrame(`at parseTotal (${author}:17:38)`, "/home/ana/project")).toBe("at parseTotal (workflows/review.tsx:17:38)");
     expect(relativeFrame(`at file://${author}:17:38`, "/home/ana/project")).toBe("at workflows/review.tsx:17:38");
     expect(relativeFrame("… 3 internal frames", "/home/ana/project")).toBe("… 3 internal frames");
+  });
+});
+
+describe("sourceFileOf", () => {
+  test("names the file of the error's first frame: the module that made it", () => {
+    expect(sourceFileOf(new Error("here"), "fallback")).toBe(import.meta.path);
+  });
+
+  test("takes a frame's source-mapped file as the stack names it, as a bundled module's frames do", () => {
+    const bundled = new Error("from the bundle");
+    bundled.stack = stackText(`r (${src("engine/workflow/workflow.ts")}:61:9)`, `/app/dist/bundle/chunk-1.js:1:2`);
+    expect(sourceFileOf(bundled, "/app/dist/bundle/chunk-1.js")).toBe(src("engine/workflow/workflow.ts"));
+  });
+
+  test("gives the fallback when the stack names no file", () => {
+    const native = new Error("native only");
+    native.stack = stackText("forEach (native)", "processTicksAndRejections (node:internal/process/task_queues:95:5)");
+    expect(sourceFileOf(native, "/fallback.ts")).toBe("/fallback.ts");
   });
 });

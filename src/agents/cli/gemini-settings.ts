@@ -5,7 +5,6 @@
  * merged over them, so each setting of the user's wins. (The CLI's system-defaults file cannot
  * carry them: it is read only when root owns it and every directory above it.)
  */
-import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -53,6 +52,8 @@ export function stripJsonComments(text: string): string {
  * its settings as they are.
  */
 export async function overlayGeminiHome(ours: Settings, realHome: string): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> } | undefined> {
+  // Loaded here, on a Gemini call: every process that imports smithers-workflows loads this module.
+  const { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } = await import("node:fs/promises");
   const real = join(realHome, ".gemini");
   let theirs: Settings = {};
   try {

@@ -5,9 +5,7 @@
  * spans hang under a span id derived from the run id. A subflow's run id starts with its parent's
  * (`parent/node#iteration`), so a subflow lands in its parent's trace.
  */
-import { createHash } from "node:crypto";
-
-const hex = (text: string): string => createHash("sha256").update(text).digest("hex");
+import { sha256Hex as hex } from "../../json/index.ts"; // Bun's hasher: node:crypto would cost every process its load
 
 /** The run a subflow chain starts from: the part of the run id before the first `/`. */
 export function rootRunId(runId: string): string {

@@ -4,7 +4,7 @@
  */
 import { checkPricing, type ModelPricing } from "../../agents/index.ts";
 import { checkBudget, checkLimits, type Budget, type Limits } from "../core/index.ts";
-import { SmithersError } from "../../errors/index.ts";
+import { SmithersError, sourceFileOf } from "../../errors/index.ts";
 import type { z } from "zod";
 import {
   checkDurability,
@@ -57,9 +57,12 @@ export type SmithersWorkflow<Input = any> = {
   readonly sourcePath?: string;
 };
 
+/** This module as its frames name it (from the bundle: its source, through the source map); found on first use. */
+let here: string | undefined;
+
 /** The first file on the stack outside this module: the module that called smithers(). */
 function callerFile(): string | undefined {
-  const here = import.meta.path;
+  here ??= sourceFileOf(new Error(), import.meta.path);
   for (const line of (new Error().stack ?? "").split("\n").slice(1)) {
     const m = /\(?((?:file:\/\/)?\/[^()]*?):\d+:\d+\)?\s*$/.exec(line);
     const file = m?.[1]?.replace(/^file:\/\//, "");
