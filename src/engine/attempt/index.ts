@@ -11,8 +11,8 @@ export {
   performPureAttempt,
   recordSettle,
   recordStart,
-  settleOutcome,
   type AttemptInput,
   type AttemptResult,
 } from "./attempt.ts";
+export { settleOutcome, type AttemptOutcome } from "./outcome.ts";
 export type { SideEffectCall } from "./side-effect.ts";

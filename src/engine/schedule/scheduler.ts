@@ -267,8 +267,7 @@ function visitTask(task: PlanTask, caps: Cap[], w: Walk): Visit {
       if (status.state === "waiting-event") w.waitingEvent = true;
       else w.waitingPerson = true;
       if (!task.async) w.barrier = true;
-      return "busy";
-    // waiting-slot and waiting-rate: ready tasks held by their key (see heldByLimit); they start once it admits them.
+      return "busy"; // waiting-slot and waiting-rate fall through: ready tasks held by their key (see heldByLimit)
   }
   if (task.dependsOn.some((id) => !dependencyMet(id, w))) return "busy";
   if (task.unresolvedDeps && task.unresolvedDeps.length > 0 && !task.skip) {
