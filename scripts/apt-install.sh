@@ -14,6 +14,17 @@ if ! command -v apt-get >/dev/null 2>&1; then
   echo "$what not found and no apt-get to install it" >&2
   exit 1
 fi
+# A policy-rc.d that answers 101 keeps the packages' maintainer scripts from starting services
+# (PostgreSQL's own cluster, Prometheus): the tests only want the binaries. Keep any policy-rc.d already there.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [[ ! -e "$policy" ]]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod +x "$policy"
+  own_policy=1
+fi
+cleanup() { if [[ "$own_policy" == 1 ]]; then rm -f "$policy"; fi; }
+trap cleanup EXIT
 echo "Installing $what (apt-get install $*) for $why" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update >&2

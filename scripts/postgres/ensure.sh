@@ -30,18 +30,6 @@ find_bindir() {
 
 if find_bindir; then exit 0; fi
 
-# A policy-rc.d that answers 101 stops the package's maintainer scripts from starting its own
-# cluster: the tests only want the binaries. Keep any policy-rc.d already there.
-policy=/usr/sbin/policy-rc.d
-own_policy=0
-if [[ "$(id -u)" == "0" && ! -e "$policy" ]]; then
-  printf '#!/bin/sh\nexit 101\n' >"$policy"
-  chmod +x "$policy"
-  own_policy=1
-fi
-cleanup() { if [[ "$own_policy" == 1 ]]; then rm -f "$policy"; fi; }
-trap cleanup EXIT
-
 "$(dirname "$0")/../apt-install.sh" "PostgreSQL server binaries" "the PostgreSQL tests" postgresql
 
 # Belt and braces: should a cluster have started anyway (no invoke-rc.d honouring the policy),

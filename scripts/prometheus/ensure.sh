@@ -22,17 +22,6 @@ find_prometheus() {
 
 if find_prometheus; then exit 0; fi
 
-# A policy-rc.d that answers 101 keeps the package's maintainer scripts from starting the service.
-policy=/usr/sbin/policy-rc.d
-own_policy=0
-if [[ "$(id -u)" == "0" && ! -e "$policy" ]]; then
-  printf '#!/bin/sh\nexit 101\n' >"$policy"
-  chmod +x "$policy"
-  own_policy=1
-fi
-cleanup() { if [[ "$own_policy" == 1 ]]; then rm -f "$policy"; fi; }
-trap cleanup EXIT
-
 "$(dirname "$0")/../apt-install.sh" Prometheus "the metrics test" prometheus
 
 find_prometheus
