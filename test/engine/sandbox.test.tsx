@@ -5,7 +5,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { createSmithers, runWorkflow, type SandboxPolicy } from "../../src/index.ts";
+import { createSmithers, runWorkflow, scriptedAgent, type SandboxPolicy } from "../../src/index.ts";
 import { query, tempDbPath } from "../helpers.ts";
 
 const schemas = { out: z.object({ text: z.string() }) };
@@ -176,5 +176,113 @@ describe("sandboxed compute task", () => {
     expect(result.error?.message).toContain("maxProcesses");
     expect(existsSync(target)).toBe(false);
     expect(rows).toEqual([]);
+  });
+});
+
+describe("<Sandbox>", () => {
+  test("runs each compute task inside under its policy, a task's own sandbox prop wins, and a task outside runs unsandboxed", async () => {
+    const root = freshDir();
+    const dbPath = tempDbPath();
+    const { Workflow, Task, Sandbox, smithers, outputs } = createSmithers(schemas, { dbPath });
+    const tryFetch: Body = async ({ input }) => {
+      try {
+        await fetch(`http://127.0.0.1:${(input as { port: number }).port}/`);
+        return { text: "reached" };
+      } catch {
+        return { text: "unreachable" };
+      }
+    };
+    const wf = smithers(() => (
+      <Workflow name="sandboxes">
+        <Sandbox cpuSeconds={20}>
+          <Task id="strict" output={outputs.out} noRetry>
+            {tryFetch as never}
+          </Task>
+          <Task id="networked" output={outputs.out} sandbox={{ network: true }} noRetry>
+            {tryFetch as never}
+          </Task>
+        </Sandbox>
+        <Task id="outside" output={outputs.out} noRetry>
+          {tryFetch as never}
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: { port: server.port }, rootDir: root });
+    expect(result.status).toBe("finished");
+    const outs = await query<{ node_id: string; text: string }>(dbPath, "SELECT node_id, text FROM out ORDER BY node_id");
+    expect(outs.map((o) => [o.node_id, o.text])).toEqual([
+      ["networked", "reached"],
+      ["outside", "reached"],
+      ["strict", "unreachable"],
+    ]);
+    const rows = await query<{ sandbox_id: string; config_json: string }>(
+      dbPath,
+      "SELECT sandbox_id, config_json FROM _smithers_sandboxes ORDER BY sandbox_id",
+    );
+    expect(rows.map((r) => [r.sandbox_id, JSON.parse(r.config_json)])).toEqual([
+      ["networked:0:1", { network: true }],
+      ["strict:0:1", { cpuSeconds: 20 }],
+    ]);
+  });
+
+  test("a sandbox on an agent task fails it before it starts with SANDBOX_POLICY_UNSUPPORTED, and the agent is never called", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, Sandbox, smithers, outputs } = createSmithers(schemas, { dbPath });
+    let calls = 0;
+    const agent = scriptedAgent(() => {
+      calls++;
+      return { text: "hi" };
+    });
+    const wf = smithers(() => (
+      <Workflow name="agent-in-sandbox">
+        <Sandbox>
+          <Task id="ask" output={outputs.out} agent={agent} noRetry>
+            say hi
+          </Task>
+        </Sandbox>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {}, rootDir: freshDir() });
+    expect([result.status, result.error?.code]).toEqual(["failed", "SANDBOX_POLICY_UNSUPPORTED"]);
+    expect(calls).toBe(0);
+  });
+
+  test("a bad value on <Sandbox> fails the run with SANDBOX_POLICY_UNSUPPORTED", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, Sandbox, smithers, outputs } = createSmithers(schemas, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="bad-policy">
+        <Sandbox cpuSeconds={1.5}>
+          <Task id="x" output={outputs.out}>
+            {() => ({ text: "never" })}
+          </Task>
+        </Sandbox>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {}, rootDir: freshDir() });
+    expect([result.status, result.error?.code]).toEqual(["failed", "SANDBOX_POLICY_UNSUPPORTED"]);
+    expect(await query(dbPath, "SELECT * FROM out")).toEqual([]);
+  });
+
+  test("a task's timeout kills its sandbox: the run fails TASK_TIMEOUT and the session ends failed, killed", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs } = createSmithers(schemas, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="timeout">
+        <Task id="spin" output={outputs.out} sandbox timeoutMs={300} noRetry>
+          {
+            (() => {
+              for (;;);
+            }) as never
+          }
+        </Task>
+      </Workflow>
+    ));
+    const result = await runWorkflow(wf, { input: {}, rootDir: freshDir() });
+    expect([result.status, result.error?.code]).toEqual(["failed", "TASK_TIMEOUT"]);
+    const [row] = await query<{ status: string; error_text: string; pid: number }>(dbPath, "SELECT status, error_text, pid FROM _smithers_sandboxes");
+    expect(row?.status).toBe("failed");
+    expect(row?.error_text).toContain("SIGKILL");
+    expect(() => process.kill(row!.pid, 0)).toThrow();
   });
 });
