@@ -1,6 +1,6 @@
 /**
  * A compute task's body in a bubblewrap sandbox: the body's source text runs in a child `bun`
- * (sandbox-child.ts) under `bwrap`, with the whole file system read-only but a fresh directory,
+ * (the program in sandbox-child.ts) under `bwrap`, with the whole file system read-only but a fresh directory,
  * no network unless the policy shares the host's, and rlimits set by `prlimit`. The session is
  * recorded in `_smithers_sandboxes`. Nothing here falls back to running unsandboxed: when bwrap is
  * missing or cannot start, the task fails with SANDBOX_UNAVAILABLE.
@@ -11,8 +11,7 @@ import { join } from "node:path";
 import { sandboxes, type SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import type { SandboxPolicy, TaskRunContext } from "../../jsx/index.ts";
-
-const CHILD = join(import.meta.dir, "sandbox-child.ts");
+import { sandboxChild } from "./sandbox-child.ts";
 
 /** `SMITHERS_BWRAP` names the bwrap executable (a missing file makes every sandboxed task fail SANDBOX_UNAVAILABLE); else `bwrap` on PATH. */
 export function bwrapPath(): string {
@@ -46,7 +45,7 @@ export function bwrapArgs(bwrap: string, root: string, writableRoot: string, pol
     ...(policy.cpuSeconds === undefined ? [] : [`--cpu=${policy.cpuSeconds}:${policy.cpuSeconds + 1}`]),
   ];
   if (limits.length > 0) args.push("prlimit", ...limits, "--");
-  args.push(process.execPath, CHILD, join(root, "io"));
+  args.push(process.execPath, join(root, "io", "child.mjs"), join(root, "io"));
   return args;
 }
 
@@ -95,6 +94,8 @@ export async function runSandboxed(s: SandboxedRun): Promise<unknown> {
     const source = Function.prototype.toString.call(s.body);
     const { signal: _signal, sideEffect: _sideEffect, ...data } = ctx;
     writeFileSync(join(root, "io", "request.json"), JSON.stringify({ source, ctx: { ...data, cwd } }));
+    // The child program goes in as source too: nothing of Smithers' files needs to be found from inside.
+    writeFileSync(join(root, "io", "child.mjs"), `await (${sandboxChild.toString()})(process.argv[2]);\n`);
     const proc = Bun.spawn(bwrapArgs(bwrap, root, ctx.cwd, policy), { stdin: "ignore", stdout: "inherit", stderr: "pipe" });
     const stop = () => proc.kill("SIGKILL");
     ctx.signal.addEventListener("abort", stop, { once: true });
