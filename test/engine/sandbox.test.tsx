@@ -88,6 +88,20 @@ describe("sandboxed compute task", () => {
     expect(existsSync(String(row.root_dir))).toBe(false);
   });
 
+  test("sees none of the engine's environment but PATH, with HOME and TMPDIR its own", async () => {
+    process.env.SANDBOX_TEST_SECRET = "do-not-leak";
+    try {
+      const env: Body = () => ({ text: JSON.stringify([process.env.SANDBOX_TEST_SECRET ?? null, Object.keys(process.env).sort(), process.env.TMPDIR]) });
+      const { result, dbPath } = await runBox(env, true, {}, freshDir());
+      expect(result.status).toBe("finished");
+      const [out] = await query<{ text: string }>(dbPath, "SELECT text FROM out");
+      const [secret, keys, tmp] = JSON.parse(out!.text) as [string | null, string[], string];
+      expect([secret, keys.includes("PATH"), keys.includes("HOME"), tmp]).toEqual([null, true, true, "/tmp"]);
+    } finally {
+      delete process.env.SANDBOX_TEST_SECRET;
+    }
+  });
+
   test("with writableRoot the run's root directory is writable", async () => {
     const root = freshDir();
     const target = join(root, "allowed.txt");

@@ -38,7 +38,9 @@ export function bwrapArgs(bwrap: string, root: string, writableRoot: string, pol
   // The run's root is bound again after /tmp's tmpfs, so a root under /tmp stays visible (read-only unless allowed).
   args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp");
   args.push(policy.writableRoot ? "--bind" : "--ro-bind", writableRoot, writableRoot, "--bind", root, root);
-  args.push("--setenv", "TMPDIR", "/tmp", "--chdir", join(root, "work"), "--");
+  // A fresh environment: the engine's (API keys, tokens) stays outside; only PATH comes in.
+  args.push("--clearenv", "--setenv", "PATH", process.env.PATH ?? "/usr/bin:/bin", "--setenv", "TMPDIR", "/tmp");
+  args.push("--setenv", "HOME", join(root, "work"), "--chdir", join(root, "work"), "--");
   const limits = [
     ...(policy.memoryBytes === undefined ? [] : [`--as=${policy.memoryBytes}`]),
     // Soft below hard: the body gets SIGXCPU at its limit, which names the cause, rather than a bare SIGKILL.
@@ -99,6 +101,7 @@ export async function runSandboxed(s: SandboxedRun): Promise<unknown> {
     const proc = Bun.spawn(bwrapArgs(bwrap, root, ctx.cwd, policy), { stdin: "ignore", stdout: "inherit", stderr: "pipe" });
     const stop = () => proc.kill("SIGKILL");
     ctx.signal.addEventListener("abort", stop, { once: true });
+    if (ctx.signal.aborted) stop();
     await record({ status: "running", rootDir: root, pid: proc.pid, startedAtMs: s.now() });
     const [exitCode, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
     ctx.signal.removeEventListener("abort", stop);
