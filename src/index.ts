@@ -88,3 +88,5 @@ export { ClaudeCodeAgent, CodexAgent, GeminiAgent, OpenCodeAgent } from "./agent
 export type { BaseCliAgentOptions, ClaudeCodeAgentOptions, CodexAgentOptions, GeminiAgentOptions, OpenCodeAgentOptions } from "./agents/index.ts";
 export { SmithersError, FatalError, RetryableError, errorToJson, SMITHERS_ERROR_CODES, type SmithersErrorCode } from "./errors/index.ts";
 export { SmithersDb, openSmithersDb, ensureSmithersTables, camelToSnake } from "./db/index.ts";
+export { Sandbox } from "./jsx/index.ts";
+export type { SandboxProps, SandboxPolicy } from "./jsx/index.ts";

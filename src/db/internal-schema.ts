@@ -217,6 +217,16 @@ export const smithersSandboxes = sqliteTable(
     shippedAtMs: integer("shipped_at_ms"),
     completedAtMs: integer("completed_at_ms"),
     bundlePath: text("bundle_path"),
+    // A bubblewrap session of a task attempt: its directory, process, start and exit.
+    nodeId: text("node_id"),
+    iteration: integer("iteration"),
+    attempt: integer("attempt"),
+    rootDir: text("root_dir"),
+    pid: integer("pid"),
+    startedAtMs: integer("started_at_ms"),
+    exitCode: integer("exit_code"),
+    /** Why the session failed (SANDBOX_* code and message), when it did. */
+    errorText: text("error_text"),
   },
   (t) => [primaryKey({ columns: [t.runId, t.sandboxId] })],
 );

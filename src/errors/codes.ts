@@ -137,6 +137,16 @@ export const ERROR_TABLE = {
   WORKTREE_NOT_IN_REPO: { kind: "run-failure", summary: "A `<Worktree>` runs outside a git repository." },
   WORKTREE_INVALID: { kind: "run-failure", summary: "A `<Worktree>` path exists but is not a worktree of the repository, or is on another branch." },
   WORKTREE_FAILED: { kind: "run-failure", summary: "git could not create or update the worktree." },
+  SANDBOX_UNAVAILABLE: {
+    kind: "run-failure",
+    summary:
+      "A sandboxed task could not start its bubblewrap sandbox (no `bwrap`, `SMITHERS_BWRAP` naming no executable, no user namespaces, no `prlimit`); it is never run unsandboxed.",
+  },
+  SANDBOX_POLICY_UNSUPPORTED: {
+    kind: "run-failure",
+    summary: "A sandbox policy has a field Smithers cannot enforce, a bad value, or is set on a task that cannot run sandboxed.",
+  },
+  SANDBOX_FAILED: { kind: "run-failure", summary: "A sandboxed body threw, or its process ended before returning (a limit of its policy killed it)." },
   DEPENDENCY_DEADLOCK: { kind: "run-failure", summary: "Tasks wait on each other (or on a task that cannot run), so none can start." },
   SUBFLOW_FAILED: { kind: "run-failure", summary: "A `<Subflow>`'s child run failed." },
   SUBFLOW_WAITING: { kind: "run-failure", summary: "A `<Subflow>`'s child run stopped to wait (the parent waits with it)." },

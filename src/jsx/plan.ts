@@ -1,4 +1,5 @@
 /** The Plan: what render() produces from the element tree and the engine schedules. Plain data. */
+import type { SandboxPolicy } from "./sandbox.ts";
 import type { z } from "zod";
 import type { Agent } from "../agents/index.ts";
 import type { OutputTarget } from "../db/index.ts";
@@ -205,6 +206,8 @@ export type PlanTask = {
   worktree?: WorktreeSpec;
   /** Set on compute, agent and static tasks whose output may come from `_smithers_cache`. */
   cache?: CacheSpec;
+  /** The task's `sandbox` prop, else the innermost `<Sandbox>` around it: its compute body runs in bubblewrap. */
+  sandbox?: SandboxPolicy;
   /** The key whose limits the task runs under (`concurrencyKey`, resolved at render). */
   concurrencyKey?: string;
 };

@@ -72,6 +72,7 @@ export const ACCEPTED_PROPS = {
     "concurrencyKey",
     "label",
     "meta",
+    "sandbox",
     "children",
   ]),
   Sequence: new Set(["label", "skipIf", "children"]),
@@ -79,6 +80,7 @@ export const ACCEPTED_PROPS = {
   Loop: new Set(["id", "until", "maxIterations", "onMaxReached", "continueAsNewEvery", "skipIf", "children"]),
   ContinueAsNew: new Set(["state"]),
   Worktree: new Set(["path", "id", "branch", "baseBranch", "skipIf", "children"]),
+  Sandbox: new Set(["network", "writableRoot", "memoryBytes", "cpuSeconds", "skipIf", "children"]),
   Branch: new Set(["if", "then", "else", "skipIf"]),
   Approval: new Set([
     "id",

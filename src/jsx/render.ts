@@ -10,6 +10,7 @@ import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./compo
 import { COMPOSE_HOST, renderSaga, renderTry, type RenderSection, type SagaProps, type TryCatchFinallyProps } from "./compose.ts";
 import { CONTINUE_AS_NEW_HOST, planContinue } from "./continue-as-new.ts";
 import { WORKTREE_HOST, worktreeSpec } from "./worktree.ts";
+import { SANDBOX_HOST, sandboxPolicy, type SandboxPolicy } from "./sandbox.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
@@ -22,7 +23,7 @@ import type { ApprovalSpec, EventWaitSpec, HumanTaskSpec, TimerSpec, LoopState, 
 export const DEFAULT_MAX_ITERATIONS = 5;
 
 /** Where an element sits: its tree path, its loop, and the innermost `<Worktree>` around it. */
-type Scope = { path: string; loop: { id: string; iteration: number } | undefined; worktree?: WorktreeSpec };
+type Scope = { path: string; loop: { id: string; iteration: number } | undefined; worktree?: WorktreeSpec; sandbox?: SandboxPolicy };
 
 type RenderState = {
   loops: ReadonlyMap<string, LoopState>;
@@ -72,8 +73,15 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope, comp
     meta: props.meta as Record<string, unknown> | undefined,
     async: Boolean(props.async),
     ...(scope.worktree ? { worktree: scope.worktree } : {}),
+    ...sandboxOf(id, props, scope),
     ...(props.concurrencyKey === undefined ? {} : { concurrencyKey: concurrencyKeyOf(id, props.concurrencyKey) }),
   };
+}
+
+/** The task's own `sandbox` prop, else its `<Sandbox>`'s policy. */
+function sandboxOf(id: string, props: Record<string, unknown>, scope: Scope): { sandbox?: SandboxPolicy } {
+  if (props.sandbox !== undefined) return { sandbox: sandboxPolicy(`<Task id="${id}">`, props.sandbox) };
+  return scope.sandbox ? { sandbox: scope.sandbox } : {};
 }
 
 /** `concurrencyKey`: a string, or a function of the render's ctx returning one (the engine checks it has a limit). */
@@ -398,6 +406,11 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
         state.worktreeIds.add(worktree.id);
       }
       return { kind: "sequence", maxConcurrency: undefined, children: renderChildren(children, { ...scope, worktree }, state), worktree };
+    }
+    case SANDBOX_HOST: {
+      const { children: _children, skipIf: _skipIf, ...policy } = props;
+      const sandbox = sandboxPolicy("<Sandbox>", policy);
+      return { kind: "sequence", maxConcurrency: undefined, children: renderChildren(children, { ...scope, sandbox }, state) };
     }
     case HOST.workflow:
       throw invalid("<Workflow> may only appear at the root");

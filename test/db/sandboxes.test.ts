@@ -19,6 +19,14 @@ forEachBackend((db) => {
         shippedAtMs: null,
         completedAtMs: null,
         bundlePath: null,
+        nodeId: null,
+        iteration: null,
+        attempt: null,
+        rootDir: null,
+        pid: null,
+        startedAtMs: null,
+        exitCode: null,
+        errorText: null,
       });
     });
 

@@ -20,6 +20,7 @@ import { SpendMeter } from "./spend.ts";
 import type { Budget } from "../core/index.ts";
 import { runSubflow, type StartChildRun } from "../waits/index.ts";
 import { ensureWorktree } from "./worktree.ts";
+import { runSandboxed } from "./sandbox.ts";
 import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
 import { definitionSignature } from "../workflow/index.ts";
 import type { AttemptOutcome } from "./outcome.ts";
@@ -113,6 +114,15 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
   const root = resolve(a.rootDir ?? process.cwd());
   const cwd = task.worktree ? await ensureWorktree(root, task.worktree) : root;
   if (task.mode === "static") return { raw: task.staticValue };
+  if (task.sandbox && task.mode !== "compute")
+    throw new SmithersError(
+      "SANDBOX_POLICY_UNSUPPORTED",
+      `Task "${task.nodeId}" has a sandbox, but only a compute task's body runs sandboxed (not an agent or a subflow)`,
+      {
+        nodeId: task.nodeId,
+        mode: task.mode,
+      },
+    );
   if (task.mode === "subflow") {
     const spend = a.budget ? { ...a.budget, onUsage: (usage: Usage) => spent.callEnded(childSpend(usage)) } : undefined;
     if (!a.startChildRun)
@@ -142,6 +152,7 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
       cwd,
       sideEffect: createSideEffect({ db: a.db, ...ids, idempotencyKey, now: a.now, onRecorded: a.onToolCall, signal }),
     };
+    if (task.sandbox) return { raw: await runSandboxed({ db: a.db, policy: task.sandbox, body: task.compute!, ctx, now: a.now }) };
     return { raw: await task.compute!(ctx) };
   }
   // Tools the agent runs (defineTool, the built-ins) find the attempt here: journaled under its ids, confined to its cwd.

@@ -35,6 +35,9 @@ const NEVER_RETRIED: ReadonlySet<string> = new Set([
   "WORKTREE_INVALID",
   "WORKTREE_NOT_IN_REPO",
   "CACHE_KEY_FAILED",
+  // A sandbox that cannot start, or a policy it cannot enforce, stays so.
+  "SANDBOX_UNAVAILABLE",
+  "SANDBOX_POLICY_UNSUPPORTED",
   "BUDGET_EXCEEDED",
   "BUDGET_UNPRICED",
   // A replayed transcript (smithers-workflows/testing) that ran out or differs answers the same way again.

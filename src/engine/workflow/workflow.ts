@@ -20,7 +20,7 @@ import {
   type SmithersDb,
   type SQLiteTable,
 } from "../../db/index.ts";
-import { components, ContinueAsNew, continueAsNew, Saga, SagaStep, TryCatchFinally, Worktree, type SmithersNode } from "../../jsx/index.ts";
+import { components, ContinueAsNew, continueAsNew, Sandbox, Saga, SagaStep, TryCatchFinally, Worktree, type SmithersNode } from "../../jsx/index.ts";
 import { useCtx, type SmithersCtx } from "./ctx.ts";
 
 export const DEFAULT_DB_PATH = "smithers.db";
@@ -168,6 +168,7 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
     ContinueAsNew,
     continueAsNew,
     Worktree,
+    Sandbox,
     /** The ctx of the render in progress, typed with this workflow's input (see useCtx). */
     useCtx: (): SmithersCtx<InputOf<S>> => useCtx<InputOf<S>>(),
     smithers,

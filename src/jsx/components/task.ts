@@ -1,4 +1,5 @@
 /** `<Task>` and `<Subflow>`: the durable steps, each writing one validated row to its output table. */
+import type { SandboxPolicy } from "../sandbox.ts";
 import type { z } from "zod";
 import type { Agent } from "../../agents/index.ts";
 import { makeElement, type SmithersElement } from "../element.ts";
@@ -90,6 +91,12 @@ type TaskCommonProps<S extends OutputTarget> = {
    */
   // biome-ignore lint/suspicious/noExplicitAny: ctx is the workflow's SmithersCtx, whatever its input type
   concurrencyKey?: string | ((ctx: any) => string);
+  /**
+   * Runs the compute body in a bubblewrap sandbox under this policy (`true`: the defaults, no
+   * network and a read-only file system but a fresh work dir); wins over an enclosing `<Sandbox>`.
+   * See docs/guides/sandbox.md.
+   */
+  sandbox?: true | SandboxPolicy;
 };
 
 export type TaskProps<S extends OutputTarget = OutputTarget> = TaskCommonProps<S> & {
