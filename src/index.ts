@@ -88,16 +88,5 @@ export { ClaudeCodeAgent, CodexAgent, GeminiAgent, OpenCodeAgent } from "./agent
 export type { BaseCliAgentOptions, ClaudeCodeAgentOptions, CodexAgentOptions, GeminiAgentOptions, OpenCodeAgentOptions } from "./agents/index.ts";
 export { SmithersError, FatalError, RetryableError, errorToJson, SMITHERS_ERROR_CODES, type SmithersErrorCode } from "./errors/index.ts";
 export { SmithersDb, openSmithersDb, ensureSmithersTables, camelToSnake } from "./db/index.ts";
-export {
-  createMemory,
-  type EmbeddingModelLike,
-  type ForgetOptions,
-  type Memory,
-  type MemoryChunk,
-  type MemoryHit,
-  type MemoryOptions,
-  type MemoryScope,
-  type MetadataFilter,
-  type RecallOptions,
-  type RememberOptions,
-} from "./memory/index.ts";
+// Memory: createMemory and its types (`ai` is loaded only when a memory embeds).
+export * from "./memory/index.ts";
