@@ -1,7 +1,7 @@
 /**
  * Runs the benchmarks and prints their tables. Numbers are printed, never asserted.
  *
- *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon, signal-latency, server, server-sse, metrics, backends, fork, pg-faults, agent-clis and compare (compare installs the peer into bench/ if missing)
+ *   bun run bench                      # db, durability, engine, frames, resume, memory, daemon, signal-latency, server, server-sse, metrics, backends, fork, pg-faults, agent-clis, queue, vectors and compare (compare installs the peer into bench/ if missing)
  *   bun run bench compare --quick      # one bench; the flags after its name go to it
  *   bun run bench --quick              # all benches; flags go to compare
  */
@@ -23,6 +23,7 @@ import { runPgFaultsBench } from "./pg-faults/index.ts";
 import { runAgentClisBench } from "./agent-clis/index.ts";
 import { runQueueBench } from "./queue/index.ts";
 import { runCliBench } from "./cli/index.ts";
+import { runVectorsBench } from "./vectors/index.ts";
 
 const benches: Record<string, (args: string[]) => Promise<void>> = {
   db: () => runDbBench(),
@@ -42,6 +43,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   "agent-clis": (args) => runAgentClisBench(args),
   queue: (args) => runQueueBench(args),
   cli: (args) => runCliBench(args),
+  vectors: (args) => runVectorsBench(args),
   compare: (args) => runCompareBench(args),
 };
 

@@ -90,3 +90,5 @@ export { SmithersError, FatalError, RetryableError, errorToJson, SMITHERS_ERROR_
 export { SmithersDb, openSmithersDb, ensureSmithersTables, camelToSnake } from "./db/index.ts";
 export { Sandbox } from "./jsx/index.ts";
 export type { SandboxProps, SandboxPolicy } from "./jsx/index.ts";
+// Memory: createMemory and its types (`ai` is loaded only when a memory embeds).
+export * from "./memory/index.ts";

@@ -198,6 +198,13 @@ export const ERROR_TABLE = {
     summary:
       "An idempotency key was used again, within its window, for a different start request (another workflow, input or option); a new request needs a new key.",
   },
+  // memory (embeddings in _smithers_vectors)
+  MEMORY_EMBED_FAILED: { kind: "unavailable", summary: "The memory's embedding model failed or answered malformed embeddings; nothing was written." },
+  MEMORY_DIMENSION_MISMATCH: {
+    kind: "bad-input",
+    summary: "Embeddings of a length other than the memory's `dimensions` or than its namespace's stored chunks; nothing was written.",
+  },
+  MEMORY_AI_SDK_MISSING: { kind: "environment", summary: "Memory needs the `ai` package (an optional peer dependency) and it is not installed." },
 } as const satisfies Record<string, Entry>;
 
 export type SmithersErrorCode = keyof typeof ERROR_TABLE;

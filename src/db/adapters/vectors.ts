@@ -2,7 +2,7 @@
  * `_smithers_vectors`: the RAG store. Embeddings are stored as raw little-endian float32 BLOBs
  * (4 bytes per dimension) and come back as Float32Array; metadata is JSON.
  */
-import { and, asc, eq, type InferSelectModel, type SQL } from "drizzle-orm";
+import { and, asc, eq, inArray, ne, type InferSelectModel, type SQL } from "drizzle-orm";
 import { SmithersError } from "../../errors/index.ts";
 import { smithersVectors } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
@@ -35,7 +35,8 @@ export function blobToEmbedding(blob: Uint8Array): Float32Array {
   if (blob.byteLength % 4 !== 0) {
     throw new SmithersError("SCHEMA_DRIFT", `Embedding BLOB of ${blob.byteLength} bytes is not float32 data`);
   }
-  return new Float32Array(Uint8Array.from(blob).buffer);
+  // A typed-array copy is one memcpy; Uint8Array.from iterates byte by byte.
+  return new Float32Array(new Uint8Array(blob).buffer);
 }
 
 function toRecord(row: VectorRow): VectorRecord {
@@ -49,7 +50,15 @@ function toRecord(row: VectorRow): VectorRecord {
  * await upsertVector(db, { id: "doc1#0", namespace: "docs", content, embedding: new Float32Array(vec), createdAtMs: Date.now() });
  */
 export function upsertVector(db: SmithersDb, vector: NewVector): Promise<void> {
-  const row = {
+  const row = toRow(vector);
+  const { id: _id, ...set } = row;
+  return db.write("upsertVector", async (q) => {
+    await q.orm.insert(smithersVectors).values(row).onConflictDoUpdate({ target: smithersVectors.id, set }).run();
+  });
+}
+
+function toRow(vector: NewVector): VectorRow {
+  return {
     id: vector.id,
     namespace: vector.namespace,
     content: vector.content,
@@ -60,9 +69,62 @@ export function upsertVector(db: SmithersDb, vector: NewVector): Promise<void> {
     chunkIndex: vector.chunkIndex ?? null,
     createdAtMs: vector.createdAtMs,
   };
-  const { id: _id, ...set } = row;
-  return db.write("upsertVector", async (q) => {
-    await q.orm.insert(smithersVectors).values(row).onConflictDoUpdate({ target: smithersVectors.id, set }).run();
+}
+
+/**
+ * Inserts or replaces chunks of one namespace in one transaction: all of them or none. Refuses
+ * (MEMORY_DIMENSION_MISMATCH, nothing written) when the chunks' lengths differ from each other or
+ * from those the namespace holds already, since cosine between vectors of two models means nothing.
+ */
+export function upsertVectors(db: SmithersDb, namespace: string, vectors: readonly NewVector[]): Promise<void> {
+  const rows = vectors.map((v) => toRow({ ...v, namespace }));
+  const dims = new Set(rows.map((r) => r.dimensions));
+  if (dims.size > 1) {
+    throw new SmithersError("MEMORY_DIMENSION_MISMATCH", `Chunks of ${[...dims].join(" and ")} dimensions in one call`);
+  }
+  const [dimensions] = dims;
+  if (dimensions === undefined) return Promise.resolve();
+  return db.withTransaction("upsertVectors", async (q) => {
+    const other = await q.orm
+      .select({ dimensions: smithersVectors.dimensions })
+      .from(smithersVectors)
+      .where(and(eq(smithersVectors.namespace, namespace), ne(smithersVectors.dimensions, dimensions)))
+      .limit(1)
+      .get();
+    if (other) {
+      throw new SmithersError(
+        "MEMORY_DIMENSION_MISMATCH",
+        `Namespace "${namespace}" holds embeddings of ${other.dimensions} dimensions; these have ${dimensions}`,
+      );
+    }
+    for (const row of rows) {
+      const { id: _id, ...set } = row;
+      await q.orm.insert(smithersVectors).values(row).onConflictDoUpdate({ target: smithersVectors.id, set }).run();
+    }
+  });
+}
+
+/** Every chunk of a namespace, unordered (the brute-force scan recall ranks). */
+export function scanVectors(db: SmithersDb, namespace: string): Promise<VectorRecord[]> {
+  return db.read("scanVectors", async (q) => (await q.orm.select().from(smithersVectors).where(eq(smithersVectors.namespace, namespace)).all()).map(toRecord));
+}
+
+/** Removes these chunks of a namespace in one transaction; returns how many there were. */
+export function deleteVectorIds(db: SmithersDb, namespace: string, ids: readonly string[]): Promise<number> {
+  if (ids.length === 0) return Promise.resolve(0);
+  return db.withTransaction("deleteVectorIds", async (q) => {
+    let removed = 0;
+    // Batches keep each statement under the drivers' parameter limits.
+    for (let i = 0; i < ids.length; i += 500) {
+      const batch = ids.slice(i, i + 500);
+      const gone = await q.orm
+        .delete(smithersVectors)
+        .where(and(eq(smithersVectors.namespace, namespace), inArray(smithersVectors.id, batch)))
+        .returning({ id: smithersVectors.id })
+        .all();
+      removed += gone.length;
+    }
+    return removed;
   });
 }
 
