@@ -5,7 +5,7 @@
  * recorded in `_smithers_sandboxes`. Nothing here falls back to running unsandboxed: when bwrap is
  * missing or cannot start, the task fails with SANDBOX_UNAVAILABLE.
  */
-import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { constants as osConstants, tmpdir } from "node:os";
 import { join } from "node:path";
 import { sandboxes, type SmithersDb } from "../../db/index.ts";
@@ -38,6 +38,9 @@ export function bwrapArgs(bwrap: string, root: string, writableRoot: string, pol
   // The run's root is bound again after /tmp's tmpfs, so a root under /tmp stays visible (read-only unless allowed).
   args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp");
   args.push(policy.writableRoot ? "--bind" : "--ro-bind", writableRoot, writableRoot, "--bind", root, root);
+  // The bun that runs the body, bound again too: installed under /tmp (a checkout there) it would be hidden by the tmpfs.
+  const bun = realpathSync(process.execPath);
+  args.push("--ro-bind", bun, bun);
   // A fresh environment: the engine's (API keys, tokens) stays outside; only PATH comes in.
   args.push("--clearenv", "--setenv", "PATH", process.env.PATH ?? "/usr/bin:/bin", "--setenv", "TMPDIR", "/tmp");
   args.push("--setenv", "HOME", join(root, "work"), "--chdir", join(root, "work"), "--");
@@ -47,7 +50,7 @@ export function bwrapArgs(bwrap: string, root: string, writableRoot: string, pol
     ...(policy.cpuSeconds === undefined ? [] : [`--cpu=${policy.cpuSeconds}:${policy.cpuSeconds + 1}`]),
   ];
   if (limits.length > 0) args.push("prlimit", ...limits, "--");
-  args.push(process.execPath, join(root, "io", "child.mjs"), join(root, "io"));
+  args.push(bun, join(root, "io", "child.mjs"), join(root, "io"));
   return args;
 }
 
