@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { SmithersError } from "../errors/index.ts";
+import { SmithersError, type SmithersErrorCode } from "../errors/index.ts";
 import { formatIssuePath, formatZodIssues } from "../schema/index.ts";
 import { describeSchema } from "../schema/index.ts";
 import { callAiSdkAgent, isAiSdkAgent } from "./ai-sdk.ts";
@@ -174,8 +174,11 @@ export type GenerateStructuredOptions<S extends z.ZodType> = {
 /** Moving from agent `fromIndex` to agent `toIndex` (ids when the agents have them), after `code`. */
 export type AgentFallback = { fromIndex: number; toIndex: number; fromAgent: string | null; toAgent: string | null; code: string };
 
+/** How an agent's turn ended: the code the engine reads, and a rate limit's delay. */
+type Ending = { code: SmithersErrorCode; retryAfterMs?: number };
+
 /** The code (and a rate limit's delay) a thrown failure stands for, as the engine will read it. */
-function failureOf(error: unknown): { code: string; retryAfterMs?: number } {
+function failureOf(error: unknown): Ending {
   if (SmithersError.is(error)) {
     const asked = error.details.retryAfterMs;
     return typeof asked === "number" ? { code: error.code, retryAfterMs: asked } : { code: error.code };
@@ -227,7 +230,6 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
     ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
   };
   let lastError: unknown;
-  let lastWasThrow = false;
 
   const record = (attempt: StructuredAttempt) => {
     attempts.push(attempt);
@@ -235,7 +237,7 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
   };
 
   // How each agent's turn ended when it failed: what the fallback event says, and whether all were rate-limited.
-  const endings: { code: string; retryAfterMs?: number }[] = [];
+  const endings: Ending[] = [];
   for (const [agentIndex, agent] of agents.entries()) {
     if (agentIndex > 0) {
       const from = agents[agentIndex - 1]!;
@@ -271,7 +273,6 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
         usage = addUsage(usage, spent);
         record({ ...base, ...(spent ? { usage: spent } : {}), error: errorSummary(error) });
         lastError = error;
-        lastWasThrow = true;
         endings[agentIndex] = failureOf(error);
         break;
       }
@@ -282,7 +283,6 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
       } catch {
         // an AI SDK result without steps throws here: no text
       }
-      lastWasThrow = false;
       const callUsage = replyUsage(reply, opts.pricing);
       usage = addUsage(usage, callUsage);
       const withUsage = callUsage ? { usage: callUsage } : {};
@@ -316,28 +316,22 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
   const last = errorSummary(lastError);
   // The prompt is the caller's and can be large: the error names its length, never repeats it.
   const tried = attempts.map(({ prompt, ...rest }) => ({ ...rest, promptChars: prompt.length }));
-  // Every agent of a fallback list is rate-limited: one AGENT_RATE_LIMITED saying so, with the
-  // soonest delay any of them named; the engine then waits (waiting-rate) rather than failing the task.
-  if (agents.length > 1 && endings.every((e) => e.code === "AGENT_RATE_LIMITED")) {
-    const delays = endings.flatMap((e) => (e.retryAfterMs === undefined ? [] : [e.retryAfterMs]));
-    throw new SmithersError("AGENT_RATE_LIMITED", `Every agent (${agents.length}) is rate-limited; last error: ${last.message}`, {
-      attempts: tried,
-      ...(usage ? { usage } : {}),
-      ...(delays.length > 0 ? { retryAfterMs: Math.min(...delays) } : {}),
-      everyAgent: true,
-      cause: lastError,
-    });
-  }
-  // A thrown SmithersError keeps its code (AGENT_AUTH_FAILED, AGENT_TIMEOUT, …), and a provider's
-  // HTTP failure (an AI SDK APICallError) gets the same codes: the engine decides retries on them.
-  const provider = lastWasThrow && !SmithersError.is(lastError) ? providerFailure(lastError) : undefined;
-  const code = lastWasThrow ? (SmithersError.is(lastError) ? lastError.code : (provider?.code ?? "AGENT_FAILED")) : "INVALID_OUTPUT";
-  // And the delay a rate limit asks for, which the engine's retry reads from the error it gets.
-  const retryAfterMs = lastWasThrow && SmithersError.is(lastError) ? lastError.details.retryAfterMs : provider?.retryAfterMs;
-  throw new SmithersError(code, `No valid output after ${attempts.length} attempt(s) across ${agents.length} agent(s); last error: ${last.message}`, {
+  // The code the engine decides retries on is the last agent's ending: a thrown SmithersError's
+  // (AGENT_AUTH_FAILED, AGENT_TIMEOUT, …), a provider's HTTP failure mapped the same way, or
+  // INVALID_OUTPUT after replies that never matched. When every agent of a fallback list was
+  // rate-limited, the soonest delay any of them named, and `everyAgent` (the engine then waits).
+  const ending = endings.at(-1)!;
+  const everyAgent = agents.length > 1 && endings.every((e) => e.code === "AGENT_RATE_LIMITED");
+  const delays = endings.flatMap((e) => (e.retryAfterMs === undefined ? [] : [e.retryAfterMs]));
+  const retryAfterMs = everyAgent ? (delays.length > 0 ? Math.min(...delays) : undefined) : ending.retryAfterMs;
+  const message = everyAgent
+    ? `Every agent (${agents.length}) is rate-limited; last error: ${last.message}`
+    : `No valid output after ${attempts.length} attempt(s) across ${agents.length} agent(s); last error: ${last.message}`;
+  throw new SmithersError(ending.code, message, {
     attempts: tried,
     ...(usage ? { usage } : {}),
-    ...(typeof retryAfterMs === "number" ? { retryAfterMs } : {}),
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    ...(everyAgent ? { everyAgent: true } : {}),
     cause: lastError,
   });
 }
