@@ -53,6 +53,25 @@ function addMissingColumns(sqlite: Database, table: SQLiteTable): void {
 }
 
 /**
+ * Rebuilds a table whose columns an earlier version declared NOT NULL and this one allows null
+ * (`_smithers_scorers.score`: null while a score is pending or failed). SQLite cannot drop a
+ * constraint in place: the rows are copied into a table of the new shape, which takes the old
+ * one's name; its indexes are made again by the caller.
+ */
+function relaxNotNull(sqlite: Database, table: SQLiteTable, create: string): void {
+  const { name, columns } = getTableConfig(table);
+  const onDisk = sqlite.query<{ name: string; notnull: number }, []>(`PRAGMA table_info("${name}")`).all();
+  const nullable = new Set(columns.filter((c) => !c.notNull && !c.primary).map((c) => c.name));
+  if (!onDisk.some((c) => c.notnull === 1 && nullable.has(c.name))) return;
+  const fresh = `${name}__relaxed`;
+  const names = onDisk.map((c) => `"${c.name}"`).join(", ");
+  sqlite.exec(create.replace(`"${name}"`, `"${fresh}"`));
+  sqlite.exec(`INSERT INTO "${fresh}" (${names}) SELECT ${names} FROM "${name}"`);
+  sqlite.exec(`DROP TABLE "${name}"`);
+  sqlite.exec(`ALTER TABLE "${fresh}" RENAME TO "${name}"`);
+}
+
+/**
  * CREATE TABLE IF NOT EXISTS for every `_smithers_*` table, the columns an older database lacks,
  * then its indexes, dropping retired ones; the first open by this version also backfills wake
  * times (see GATES_BACKFILLED_USER_VERSION). Idempotent.
@@ -80,6 +99,7 @@ export function ensureSmithersTables(sqlite: Database): void {
         const [create, ...indexes] = statements;
         if (existing.has(name)) {
           addMissingColumns(sqlite, table);
+          relaxNotNull(sqlite, table, create!);
           for (const sql of indexes) sqlite.exec(sql);
         } else batch.push(create!, ...indexes);
       }

@@ -313,10 +313,18 @@ export const smithersScorers = sqliteTable(
     scorerId: text("scorer_id").notNull(),
     scorerName: text("scorer_name").notNull(),
     source: text("source").notNull().default("live"),
-    score: real("score").notNull(),
+    /** `pending` (recorded with the attempt's result, not scored yet), `scored`, or `error`. */
+    status: text("status").notNull().default("scored"),
+    /** 0..1 once scored; null while pending and when the scorer failed (see `error`). */
+    score: real("score"),
     reason: text("reason"),
     metaJson: text("meta_json"),
+    /** What went wrong for a scorer that threw, timed out or returned a score outside 0..1: `CODE: message`. */
+    error: text("error"),
+    /** The scored attempt's own latency (what a latency scorer judges). */
     latencyMs: integer("latency_ms"),
+    /** How long the scorer itself took. */
+    durationMs: integer("duration_ms"),
     scoredAtMs: integer("scored_at_ms").notNull(),
   },
   (t) => [index("_smithers_scorers_run_node_idx").on(t.runId, t.nodeId, t.iteration)],

@@ -74,4 +74,26 @@ describe("opening a database this version set up", () => {
       after.close();
     }
   });
+
+  test("a scores table an earlier version made with score NOT NULL is rebuilt so a pending score can be stored, keeping its rows and index", async () => {
+    const path = join(tempDir(), "scores.db");
+    const old = new Database(path);
+    old.exec(`CREATE TABLE "_smithers_scorers" ("id" text PRIMARY KEY NOT NULL, "run_id" text NOT NULL, "node_id" text NOT NULL,
+      "iteration" integer DEFAULT 0 NOT NULL, "attempt" integer DEFAULT 1 NOT NULL, "scorer_id" text NOT NULL, "scorer_name" text NOT NULL,
+      "source" text DEFAULT 'live' NOT NULL, "score" real NOT NULL, "reason" text, "meta_json" text, "latency_ms" integer, "scored_at_ms" integer NOT NULL);
+      INSERT INTO _smithers_scorers (id, run_id, node_id, scorer_id, scorer_name, score, scored_at_ms) VALUES ('s1', 'r', 'n', 'len', 'Length', 0.5, 1);`);
+    old.close();
+    const db = new SmithersDb(path);
+    db.sqlite.exec(
+      "INSERT INTO _smithers_scorers (id, run_id, node_id, scorer_id, scorer_name, status, scored_at_ms) VALUES ('s2', 'r', 'n', 'len', 'Length', 'pending', 2)",
+    );
+    const rows = db.sqlite.query("SELECT id, status, score FROM _smithers_scorers ORDER BY id").all();
+    const indexes = db.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '_smithers_scorers' AND sql IS NOT NULL").all();
+    await db.close();
+    expect(rows).toEqual([
+      { id: "s1", status: "scored", score: 0.5 },
+      { id: "s2", status: "pending", score: null },
+    ]);
+    expect(indexes).toEqual([{ name: "_smithers_scorers_run_node_idx" }]);
+  });
 });

@@ -15,7 +15,7 @@ const score = (id: string, overrides: Partial<NewScoreRow> = {}): NewScoreRow =>
 
 forEachBackend((db) => {
   describe("insertScore", () => {
-    test("stores a scorer result with defaults for iteration, attempt and source", async () => {
+    test("stores a scorer result with defaults for iteration, attempt, source and status", async () => {
       await insertScore(db(), score("s1", { reason: "short", latencyMs: 12, metaJson: '{"words":3}' }));
       expect(await listScores(db(), { runId: "r1" })).toEqual([
         {
@@ -27,10 +27,13 @@ forEachBackend((db) => {
           scorerId: "len",
           scorerName: "Length",
           source: "live",
+          status: "scored",
           score: 0.5,
           reason: "short",
           metaJson: '{"words":3}',
+          error: null,
           latencyMs: 12,
+          durationMs: null,
           scoredAtMs: 100,
         },
       ]);

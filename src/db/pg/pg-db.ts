@@ -416,8 +416,14 @@ async function ensurePgSmithersTables(q: Sql): Promise<void> {
   for (const table of Object.values(pgInternalTables)) {
     const [create, ...indexes] = createPgTableStatements(table);
     await q.exec(create!);
-    const present = new Set((await liveColumns(q, getTableConfig(table).name)).map((c) => c.name));
-    for (const column of getTableConfig(table).columns) if (!present.has(column.name)) await q.exec(addPgColumnStatement(getTableConfig(table).name, column));
+    const { name, columns } = getTableConfig(table);
+    const live = new Map((await liveColumns(q, name)).map((c) => [c.name, c]));
+    for (const column of columns) {
+      const onDisk = live.get(column.name);
+      if (!onDisk) await q.exec(addPgColumnStatement(name, column));
+      // A column an earlier version declared NOT NULL that may now be null (`_smithers_scorers.score`).
+      else if (onDisk.notNull && !column.notNull && !column.primary) await q.exec(`ALTER TABLE "${name}" ALTER COLUMN "${column.name}" DROP NOT NULL`);
+    }
     for (const statement of indexes) await q.exec(statement);
   }
   for (const name of RETIRED_INDEXES) await q.exec(`DROP INDEX IF EXISTS "${name}"`);

@@ -173,6 +173,21 @@ describe.skipIf(!pg)("PgDb", () => {
     }
   });
 
+  test("a scores table an earlier version made with score NOT NULL accepts a pending score after the next open", async () => {
+    const url = await freshUrl();
+    const sql = connectPg(url);
+    try {
+      await sql`CREATE TABLE "_smithers_scorers" ("id" text PRIMARY KEY, "run_id" text NOT NULL, "node_id" text NOT NULL,
+        "iteration" bigint DEFAULT 0 NOT NULL, "attempt" bigint DEFAULT 1 NOT NULL, "scorer_id" text NOT NULL, "scorer_name" text NOT NULL,
+        "source" text DEFAULT 'live' NOT NULL, "score" double precision NOT NULL, "reason" text, "meta_json" text, "latency_ms" bigint, "scored_at_ms" bigint NOT NULL)`;
+      await openSmithersDb(url).close();
+      await sql`INSERT INTO _smithers_scorers (id, run_id, node_id, scorer_id, scorer_name, status, scored_at_ms) VALUES ('s', 'r', 'n', 'len', 'Length', 'pending', 1)`;
+      expect([...(await sql`SELECT status, score FROM _smithers_scorers`)]).toEqual([{ status: "pending", score: null }]);
+    } finally {
+      await sql.end();
+    }
+  });
+
   test("a server that is not there fails the first operation with DB_UNREACHABLE after the policy's retries, each counted", async () => {
     const db = openSmithersDb("postgres://smithers@127.0.0.1:1/nowhere", { retryPolicy: { retries: 2, baseDelayMs: 1, maxDelayMs: 1, jitter: 0 } });
     const before = dbRetryCount();
