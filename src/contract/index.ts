@@ -365,3 +365,40 @@ export type JournalEvent = Record<string, unknown> & { type: string; runId: stri
 export type ToolCallReport =
   | { type: "ToolCallStarted"; toolName: string }
   | { type: "ToolCallFinished"; toolName: string; status: "succeeded" | "failed" | "replayed" };
+
+/** One scorer's result for one task attempt (`smithers scores`, the dashboard). */
+export type ScoreReport = {
+  nodeId: string;
+  iteration: number;
+  attempt: number;
+  scorerId: string;
+  scorerName: string;
+  source: string;
+  status: "pending" | "scored" | "error";
+  /** 0..1 when scored; null while pending and when the scorer failed. */
+  score: number | null;
+  reason: string | null;
+  meta: Record<string, unknown> | null;
+  /** `CODE: message` of a failed scorer. */
+  error: string | null;
+  /** The scored attempt's latency. */
+  latencyMs: number | null;
+  /** The scorer's own time. */
+  durationMs: number | null;
+  scoredAtMs: number;
+};
+
+/** Per scorer over a run's scored rows (pending and failed rows are counted apart). */
+export type ScorerSummary = {
+  scorerId: string;
+  scorerName: string;
+  count: number;
+  mean: number | null;
+  min: number | null;
+  max: number | null;
+  pending: number;
+  errors: number;
+};
+
+/** `smithers scores RUN --json` and the dashboard's scores view. */
+export type RunScores = { runId: string; scores: ScoreReport[]; summary: ScorerSummary[] };

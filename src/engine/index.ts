@@ -99,6 +99,8 @@ export {
   queuedSummary,
   runHeader,
   runWaterfall,
+  runScores,
+  summarizeScores,
 } from "./queries/index.ts";
 export { ownerAlive } from "./core/index.ts";
 export { createMetrics, listenMetrics, type SmithersMetrics, type MetricsScrape, type MetricsListener } from "./telemetry/index.ts";
