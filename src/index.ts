@@ -92,3 +92,5 @@ export { Sandbox } from "./jsx/index.ts";
 export type { SandboxProps, SandboxPolicy } from "./jsx/index.ts";
 // Memory: createMemory and its types (`ai` is loaded only when a memory embeds).
 export * from "./memory/index.ts";
+export { createScorer, latencyScorer, llmJudge, schemaAdherenceScorer } from "./scorers/index.ts";
+export type { SamplingConfig, Scorer, ScorerBinding, ScorerInput, ScoreResult, ScorersMap, LlmJudgeConfig } from "./scorers/index.ts";

@@ -147,6 +147,16 @@ export const ERROR_TABLE = {
     summary: "A sandbox policy has a field Smithers cannot enforce, a bad value, or is set on a task that cannot run sandboxed.",
   },
   SANDBOX_FAILED: { kind: "run-failure", summary: "A sandboxed body threw, or its process ended before returning (a limit of its policy killed it)." },
+  INVALID_SCORER: {
+    kind: "bad-input",
+    summary: "A task's `scorers` map is malformed: a binding without a scorer object, an unknown sampling type, a ratio outside 0..1, a bad timeoutMs.",
+  },
+  SCORER_FAILED: { kind: "run-failure", summary: "A scorer threw; recorded on its `_smithers_scorers` row, never failing the task or the run." },
+  SCORER_TIMEOUT: { kind: "run-failure", summary: "A scorer did not settle within its timeout; recorded on its row, never failing the task or the run." },
+  SCORER_INVALID_SCORE: {
+    kind: "run-failure",
+    summary: "A scorer returned a score that is not a number in 0..1; recorded on its row, never failing the task or the run.",
+  },
   DEPENDENCY_DEADLOCK: { kind: "run-failure", summary: "Tasks wait on each other (or on a task that cannot run), so none can start." },
   SUBFLOW_FAILED: { kind: "run-failure", summary: "A `<Subflow>`'s child run failed." },
   SUBFLOW_WAITING: { kind: "run-failure", summary: "A `<Subflow>`'s child run stopped to wait (the parent waits with it)." },

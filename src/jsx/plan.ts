@@ -1,5 +1,6 @@
 /** The Plan: what render() produces from the element tree and the engine schedules. Plain data. */
 import type { SandboxPolicy } from "./sandbox.ts";
+import type { ScorersMap } from "../scorers/index.ts";
 import type { z } from "zod";
 import type { Agent } from "../agents/index.ts";
 import type { OutputTarget } from "../db/index.ts";
@@ -208,6 +209,12 @@ export type PlanTask = {
   cache?: CacheSpec;
   /** The task's `sandbox` prop, else the innermost `<Sandbox>` around it: its compute body runs in bubblewrap. */
   sandbox?: SandboxPolicy;
+  /** `<Task scorers>`, checked: run on each finished attempt, after it commits (see engine/run/scoring.ts). */
+  scorers?: ScorersMap;
+  /** `<Task groundTruth>`: what scorers compare the output with. */
+  groundTruth?: unknown;
+  /** `<Task context>`: extra material scorers get. */
+  context?: unknown;
   /** The key whose limits the task runs under (`concurrencyKey`, resolved at render). */
   concurrencyKey?: string;
 };

@@ -10,6 +10,7 @@ import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./compo
 import { COMPOSE_HOST, renderSaga, renderTry, type RenderSection, type SagaProps, type TryCatchFinallyProps } from "./compose.ts";
 import { CONTINUE_AS_NEW_HOST, planContinue } from "./continue-as-new.ts";
 import { WORKTREE_HOST, worktreeSpec } from "./worktree.ts";
+import { checkScorers } from "../scorers/index.ts";
 import { SANDBOX_HOST, sandboxPolicy, type SandboxPolicy } from "./sandbox.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
@@ -74,7 +75,22 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope, comp
     async: Boolean(props.async),
     ...(scope.worktree ? { worktree: scope.worktree } : {}),
     ...sandboxOf(id, props, scope),
+    ...scorersOf(id, props),
     ...(props.concurrencyKey === undefined ? {} : { concurrencyKey: concurrencyKeyOf(id, props.concurrencyKey) }),
+  };
+}
+
+/** `scorers` checked (INVALID_SCORER), with the `groundTruth` and `context` they are given; absent without scorers. */
+function scorersOf(id: string, props: Record<string, unknown>): Pick<PlanTask, "scorers" | "groundTruth" | "context"> {
+  if (props.scorers === undefined) {
+    if (props.groundTruth !== undefined || props.context !== undefined)
+      throw new SmithersError("INVALID_SCORER", `<Task id="${id}">: groundTruth and context are inputs to scorers; the task has no scorers`, { nodeId: id });
+    return {};
+  }
+  return {
+    scorers: checkScorers(id, props.scorers),
+    ...(props.groundTruth === undefined ? {} : { groundTruth: props.groundTruth }),
+    ...(props.context === undefined ? {} : { context: props.context }),
   };
 }
 

@@ -2,6 +2,7 @@
 import { and, asc, eq, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
 import { smithersScorers } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
+import type { Sql } from "../sql.ts";
 
 export type ScoreRow = InferSelectModel<typeof smithersScorers>;
 export type NewScoreRow = InferInsertModel<typeof smithersScorers>;
@@ -17,16 +18,17 @@ export function insertScore(db: SmithersDb, row: NewScoreRow): Promise<void> {
   });
 }
 
-/** Scores of a run, optionally of one node / iteration / attempt / scorer, in the order recorded. */
+/** Scores of a run, optionally of one node / iteration / attempt / scorer / status, in the order recorded. */
 export function listScores(
   db: SmithersDb,
-  filter: { runId: string; nodeId?: string; iteration?: number; attempt?: number; scorerId?: string },
+  filter: { runId: string; nodeId?: string; iteration?: number; attempt?: number; scorerId?: string; status?: string },
 ): Promise<ScoreRow[]> {
   const conditions: SQL[] = [eq(smithersScorers.runId, filter.runId)];
   if (filter.nodeId !== undefined) conditions.push(eq(smithersScorers.nodeId, filter.nodeId));
   if (filter.iteration !== undefined) conditions.push(eq(smithersScorers.iteration, filter.iteration));
   if (filter.attempt !== undefined) conditions.push(eq(smithersScorers.attempt, filter.attempt));
   if (filter.scorerId !== undefined) conditions.push(eq(smithersScorers.scorerId, filter.scorerId));
+  if (filter.status !== undefined) conditions.push(eq(smithersScorers.status, filter.status));
   return db.read("listScores", (q) =>
     q.orm
       .select()
@@ -35,4 +37,41 @@ export function listScores(
       .orderBy(asc(smithersScorers.scoredAtMs), asc(smithersScorers.id))
       .all(),
   );
+}
+
+/**
+ * Inside the transaction that records an attempt's outcome: one `pending` row per sampled scorer,
+ * so a crash before the scorer ran leaves a row the next process scores.
+ */
+export async function insertPendingScores(q: Sql, rows: NewScoreRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await q.orm
+    .insert(smithersScorers)
+    .values(rows.map((r) => ({ ...r, status: "pending", score: null })))
+    .onConflictDoNothing()
+    .run();
+}
+
+/** What a scorer's end writes: its score (status `scored`) or its error (status `error`). */
+export type ScoreEnd = Pick<NewScoreRow, "status" | "score" | "reason" | "metaJson" | "error" | "durationMs" | "scoredAtMs">;
+
+const FINISH_PENDING =
+  "UPDATE _smithers_scorers SET status = ?, score = ?, reason = ?, meta_json = ?, error = ?, duration_ms = ?, scored_at_ms = ? WHERE id = ? AND status = 'pending'";
+
+/** Ends a pending row; a row already ended (by another process that scored it too) is left as it is. Returns whether it ended it. */
+export function finishScore(db: SmithersDb, id: string, end: ScoreEnd): Promise<boolean> {
+  return db.write("finishScore", async (q) => {
+    const changed = await q.run(
+      FINISH_PENDING,
+      end.status,
+      end.score ?? null,
+      end.reason ?? null,
+      end.metaJson ?? null,
+      end.error ?? null,
+      end.durationMs ?? null,
+      end.scoredAtMs,
+      id,
+    );
+    return changed > 0;
+  });
 }

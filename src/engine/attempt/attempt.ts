@@ -10,7 +10,7 @@ import { z } from "zod";
 import { tracedAttempt } from "../telemetry/index.ts";
 import { generateStructured, type AgentEvent, type AgentFallback, type AgentUsage, type ModelPricing } from "../../agents/index.ts";
 import { formatZodIssues, safeParseWarming } from "../../schema/index.ts";
-import { attempts, nodes, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type Usage } from "../../db/index.ts";
+import { attempts, nodes, scorers, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type Usage } from "../../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, safeStringify, SmithersError } from "../../errors/index.ts";
 import type { PlanTask, TaskRunContext } from "../../jsx/index.ts";
 import { MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
@@ -24,6 +24,7 @@ import { runSandboxed } from "./sandbox.ts";
 import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
 import { definitionSignature } from "../workflow/index.ts";
 import type { AttemptOutcome } from "./outcome.ts";
+import { pendingScoreRows } from "./pending-scores.ts";
 
 export type AttemptInput = {
   db: SmithersDb;
@@ -444,6 +445,8 @@ export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResul
     await writeOutputRow(q, info, key, result.data);
     if (cache && !cache.hit) await storeCacheEntry(q, a, cache, result.data, result.finishedAtMs);
     await nodes.upsertNode(q, { ...node, state: "finished" });
+    // With the outcome, in its transaction: a crash before the scorers ran leaves these rows for the next process.
+    if (task.scorers) await scorers.insertPendingScores(q, pendingScoreRows(task, key, result.finishedAtMs - a.startedAtMs, result.finishedAtMs));
     return;
   }
   if (outcome.kind === "suspended") {

@@ -17,3 +17,4 @@ export {
 } from "./attempt.ts";
 export { settleOutcome, type AttemptOutcome } from "./outcome.ts";
 export type { SideEffectCall } from "./side-effect.ts";
+export { sampledBindings, scoreRowId, scorerInput, type ScoreJob } from "./pending-scores.ts";

@@ -85,6 +85,10 @@ export function settleEnded(run: RunState, ended: Ended[], runEnding = false): W
       events.push({ type: "NodeFinished", ...ids, durationMs: outcome.durationMs, ...(cached ? { cached } : {}) });
       run.remember(e.input.info, outcome.row);
       if (e.input.info.custom) run.customRows.push(e); // its own defaults are read back once stored
+      if (task.scorers && e.result.ok) {
+        const { info, runId, attempt, startedAtMs, input } = e.input;
+        run.scoring.stage({ task, info, runId, attempt, startedAtMs, finishedAtMs: e.result.finishedAtMs, output: e.result.data }, input);
+      }
       t.state = "finished";
       run.finishedIds.add(task.nodeId);
     } else if (outcome.kind === "cancelled") {

@@ -34,6 +34,7 @@ import { MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 import { AgentOutput } from "./agent-output.ts";
 import { PureStepBatch } from "./pure-batch.ts";
+import { ScoreRunner } from "./scoring.ts";
 
 const LIMIT_WAITS: ReadonlySet<string> = new Set(["waiting-slot", "waiting-rate"]);
 
@@ -141,6 +142,8 @@ export class RunState {
   lost = false;
   /** Sets the run's timers (RunSettings.clock); `now` reads the same time. */
   readonly clock: Clock;
+  /** Scorers of finished attempts, run after their rows commit (see scoring.ts). */
+  readonly scoring: ScoreRunner;
 
   constructor(
     readonly wf: SmithersWorkflow,
@@ -152,6 +155,7 @@ export class RunState {
     readonly now: () => number,
   ) {
     this.clock = settings.clock ?? SYSTEM_CLOCK;
+    this.scoring = new ScoreRunner(db, this.clock, now);
     if (setup.outputRows) {
       // Rows cannot be read synchronously here: the index keeps every row of the run.
       this.index = new OutputIndex(() => undefined, { maxEntries: Number.POSITIVE_INFINITY, maxBytes: Number.POSITIVE_INFINITY });
@@ -246,6 +250,11 @@ export class RunState {
       });
     }
     return info;
+  }
+
+  /** Scores the run's `pending` rows no scorer of this process runs (left by a process that died), with the last render's scorers. */
+  recoverScores(): Promise<void> {
+    return this.scoring.recover(this.setup.runId, this.plan?.tasks ?? [], (task) => this.resolve(task), this.setup.input);
   }
 
   /** A task's output table name, for its node row ("" for a timer, which writes no row). */

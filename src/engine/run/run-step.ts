@@ -113,8 +113,9 @@ async function stepInner(run: RunState): Promise<StepNext> {
     }
     throw error;
   }
-  // Committed: the attempts it started run now, whatever happens next.
+  // Committed: the attempts it started run now, whatever happens next; so do the scorers of those it settled.
   for (const st of starts) launchAttempt(run, st);
+  if (run.scoring.hasStaged) run.scoring.launchStaged();
   await run.readCustomRows();
   return next;
 }
@@ -142,7 +143,8 @@ function nameRun(run: RunState, name: string, writes: Write[]): void {
  * free, what was decided) and must see every write before it.
  */
 function canDefer(run: RunState, starts: readonly Started[], next: StepNext, settlesWork: boolean): boolean {
-  if (settlesWork || next === "done" || (starts.length === 0 && next !== "again") || run.waits.waiting.size > 0 || run.abort.signal.aborted || run.failure)
+  // Staged scorers start once their pending rows committed: a step that settled a scored attempt commits.
+  if (settlesWork || run.scoring.hasStaged || next === "done" || (starts.length === 0 && next !== "again") || run.waits.waiting.size > 0 || run.abort.signal.aborted || run.failure)
     return false;
   if (run.pureBatch.isFull()) return false;
   return starts.every((st) => isPureAttempt(st.input) && st.task.concurrencyKey === undefined);

@@ -30,6 +30,8 @@ export type { RunResult, RunSettings } from "./run-state.ts";
 
 export class Run {
   private readonly state: RunState;
+  /** A resumed run's first look for pending scores a dead process left (started after its first step). */
+  private recovering: Promise<void> | undefined;
 
   constructor(wf: SmithersWorkflow, setup: RunSetup, db: SmithersDb, bus: EventBus, frames: FrameRecorder, settings: RunSettings, now: () => number) {
     this.state = new RunState(wf, setup, db, bus, frames, settings, now);
@@ -62,6 +64,7 @@ export class Run {
   /** The result of a run that had already finished, read back without running or writing anything. */
   async readBack(): Promise<RunResult> {
     await renderPlan(this.state);
+    await this.scoreLeftovers();
     return { runId: this.state.setup.runId, status: "finished", output: runOutput(this.state), ...this.state.usageResult() };
   }
 
@@ -71,6 +74,7 @@ export class Run {
       let yieldedAtMs = performance.now();
       while (!run.abort.signal.aborted && !run.failure) {
         const next = await runStep(run); // the first one also names the run (see nameRun in run-step.ts)
+        if (!this.recovering && run.setup.resumed) this.recovering = run.recoverScores().catch(() => undefined); // a dead process's pending scores, beside the run
         if (next === "done") break;
         // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting,
         // or the run was cancelled or failed during the step (its wake-up came before this sleep).
@@ -90,7 +94,18 @@ export class Run {
       run.fail(asRunError(error));
     }
     while (run.working.size > 0) await Promise.all(run.working);
-    return await endRun(run);
+    const result = await endRun(run);
+    // The run's status and end are stored; its scorers finish (each bounded by its timeout) before the process moves on.
+    if (!run.lost) await this.scoreLeftovers();
+    return result;
+  }
+
+  /** Scores rows a dead process left pending, then waits for every scorer of this execution. A scorer never fails the run. */
+  private async scoreLeftovers(): Promise<void> {
+    const run = this.state;
+    await this.recovering;
+    await run.recoverScores().catch(() => undefined); // unreadable now: the rows stay pending for a later process
+    await run.scoring.drain();
   }
 }
 

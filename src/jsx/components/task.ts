@@ -1,5 +1,6 @@
 /** `<Task>` and `<Subflow>`: the durable steps, each writing one validated row to its output table. */
 import type { SandboxPolicy } from "../sandbox.ts";
+import type { ScorersMap } from "../../scorers/index.ts";
 import type { z } from "zod";
 import type { Agent } from "../../agents/index.ts";
 import { makeElement, type SmithersElement } from "../element.ts";
@@ -97,6 +98,16 @@ type TaskCommonProps<S extends OutputTarget> = {
    * See docs/guides/sandbox.md.
    */
   sandbox?: true | SandboxPolicy;
+  /**
+   * Scorers run on each finished attempt after its outcome commits, never delaying the task or the
+   * run; results land in `_smithers_scorers` (`smithers scores RUN`). See docs/guides/scorers.md.
+   * @example scorers={{ latency: { scorer: latencyScorer({ targetMs: 5000, maxMs: 30000 }) } }}
+   */
+  scorers?: ScorersMap;
+  /** What the scorers compare the output with (ScorerInput.groundTruth); only with `scorers`. */
+  groundTruth?: unknown;
+  /** Extra material the scorers get (ScorerInput.context); only with `scorers`. */
+  context?: unknown;
 };
 
 export type TaskProps<S extends OutputTarget = OutputTarget> = TaskCommonProps<S> & {
