@@ -54,6 +54,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
     () => import("./frames.ts"),
     (m) => m.framesCommand,
   ),
+  scores: lazy(
+    () => import("./scores.ts"),
+    (m) => (args, io) => m.scoresCommand(args, io),
+  ),
   timeline: lazy(
     () => import("./timeline.ts"),
     (m) => (args, io) => m.timelineCommand(args, io),

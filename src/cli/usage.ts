@@ -13,6 +13,7 @@ export const USAGE = `Usage: smithers init [dir] [--force]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power] [--log-format text|json] [--metrics-port N]
        smithers frames <run-id> [--frame N] [--db PATH]
        smithers timeline <run-id> [--json] [--db PATH]
+       smithers scores <run-id> [--node ID] [--json] [--db PATH]
        smithers diff <run-id> <frameA> <frameB> [--json] [--db PATH]
        smithers fork <run-id> --frame N [--reset-node ID]… [--input JSON] [--run-id NEW] [--run] [--force] [--workflow FILE] [--json] [--db PATH]
        smithers replay <run-id> --frame N [--reset-node ID]… [--run-id NEW] [--force] [--workflow FILE] [--db PATH]
@@ -143,6 +144,11 @@ frames      lists a run's frames (number, encoding, bytes), or prints frame N's 
 timeline    the run's frames in order, each with its time and what changed in the plan: nodes
             mounted (+), unmounted (-), state and prop changes (~), and the runs forked from it (⑂)
             (--json: one object per frame, with its forks)
+scores      the scorer results of a run (<Task scorers>): one line per attempt and scorer with its
+            status (pending, scored, error), score, the attempt's latency, the scorer's own time and
+            its reason or error; then per scorer the count, mean, min and max of its scores
+  --node ID             only the scores of task ID
+  --json                { runId, scores: [...], summary: [...] } (see docs/reference/cli.md)
 diff        the plan change between two frames of a run, in the same form (--json: one object)
 fork        creates a new run (status paused, linked to its parent and frame) holding the run's
             outputs as of frame N; the parent is never changed. Side effects of the parent that the
