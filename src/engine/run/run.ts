@@ -103,8 +103,11 @@ export class Run {
   /** Scores rows a dead process left pending, then waits for every scorer of this execution. A scorer never fails the run. */
   private async scoreLeftovers(): Promise<void> {
     const run = this.state;
-    await this.recovering;
-    await run.recoverScores().catch(() => undefined); // unreadable now: the rows stay pending for a later process
+    // Only a resumed run can have rows a dead process left; a new run's own scorers are all in this process.
+    if (run.setup.resumed) {
+      await this.recovering;
+      await run.recoverScores().catch(() => undefined);
+    } // unreadable now: the rows stay pending for a later process
     await run.scoring.drain();
   }
 }
