@@ -187,6 +187,30 @@ describe("Task scorers", () => {
     expect(await rows(dbPath)).toMatchObject([{ status: "scored", score: 0.75, reason: "again" }]);
   });
 
+  test("a resumed run that goes on scores the rows its dead process left pending, beside its own tasks", async () => {
+    const dbPath = tempDbPath();
+    const kit = createSmithers({ out }, { dbPath });
+    let failB = true;
+    const wf = kit.smithers(() => (
+      <kit.Workflow name="resumed">
+        <kit.Task id="a" output={kit.outputs.out} scorers={{ s: { scorer: fixed("s", 0.4, "late") } }}>
+          {() => ({ n: 1 })}
+        </kit.Task>
+        <kit.Task id="b" output={kit.outputs.out} dependsOn={["a"]} noRetry>
+          {() => {
+            if (failB) throw new Error("not yet");
+            return { n: 2 };
+          }}
+        </kit.Task>
+      </kit.Workflow>
+    ));
+    expect((await runWorkflow(wf, { runId: "r" })).status).toBe("failed");
+    await execute(dbPath, "UPDATE _smithers_scorers SET status = 'pending', score = NULL, reason = NULL");
+    failB = false;
+    expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
+    expect(await rows(dbPath)).toMatchObject([{ node_id: "a", status: "scored", score: 0.4, reason: "late" }]);
+  });
+
   test("a malformed scorers map fails the render with INVALID_SCORER", async () => {
     const dbPath = tempDbPath();
     const bad: unknown[] = [
