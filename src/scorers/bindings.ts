@@ -5,14 +5,13 @@ import type { SamplingConfig, ScorerBinding, ScorersMap } from "./types.ts";
 
 const BINDING_KEYS = new Set(["scorer", "sampling", "timeoutMs"]);
 
-const invalid = (where: string, message: string, details: Record<string, unknown> = {}) =>
-  new SmithersError("INVALID_SCORER", `${where} ${message}`, details);
+const invalid = (where: string, message: string, details: Record<string, unknown> = {}) => new SmithersError("INVALID_SCORER", `${where} ${message}`, details);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 function checkSampling(where: string, sampling: unknown): SamplingConfig {
   if (sampling === undefined) return { type: "all" };
-  if (!isObject(sampling)) throw invalid(where, "sampling must be { type: \"all\" | \"ratio\" | \"none\" }");
+  if (!isObject(sampling)) throw invalid(where, 'sampling must be { type: "all" | "ratio" | "none" }');
   if (sampling.type === "all" || sampling.type === "none") return { type: sampling.type };
   if (sampling.type === "ratio") {
     const { rate } = sampling;

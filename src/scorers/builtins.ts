@@ -45,7 +45,10 @@ export function schemaAdherenceScorer(): Scorer {
  */
 export function latencyScorer(opts: { targetMs: number; maxMs: number }): Scorer {
   const { targetMs, maxMs } = opts ?? ({} as { targetMs: number; maxMs: number });
-  if (!(typeof targetMs === "number" && targetMs >= 0 && Number.isFinite(targetMs)) || !(typeof maxMs === "number" && maxMs > targetMs && Number.isFinite(maxMs)))
+  if (
+    !(typeof targetMs === "number" && targetMs >= 0 && Number.isFinite(targetMs)) ||
+    !(typeof maxMs === "number" && maxMs > targetMs && Number.isFinite(maxMs))
+  )
     throw new SmithersError("INVALID_SCORER", `latencyScorer needs 0 <= targetMs < maxMs (finite), got targetMs ${String(targetMs)}, maxMs ${String(maxMs)}`, {
       targetMs,
       maxMs,

@@ -11,7 +11,16 @@ import { errorOf, execute, query, tempDbPath } from "../helpers.ts";
 
 const out = z.object({ n: z.number() });
 
-type Row = { node_id: string; attempt: number; scorer_id: string; scorer_name: string; status: string; score: number | null; reason: string | null; error: string | null };
+type Row = {
+  node_id: string;
+  attempt: number;
+  scorer_id: string;
+  scorer_name: string;
+  status: string;
+  score: number | null;
+  reason: string | null;
+  error: string | null;
+};
 const rows = (dbPath: string) =>
   query<Row>(dbPath, "SELECT node_id, attempt, scorer_id, scorer_name, status, score, reason, error FROM _smithers_scorers ORDER BY node_id, attempt, id");
 
@@ -71,7 +80,15 @@ describe("Task scorers", () => {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     // Scores only once the second task ran: a scheduler that waited for it would never get there (the row would time out).
-    const waits = createScorer({ id: "waits", name: "Waits", description: "", score: async () => (await released, { score: 1 }) });
+    const waits = createScorer({
+      id: "waits",
+      name: "Waits",
+      description: "",
+      score: async () => {
+        await released;
+        return { score: 1 };
+      },
+    });
     const kit = createSmithers({ out }, { dbPath });
     const wf = kit.smithers(() => (
       <kit.Workflow name="two">
@@ -79,7 +96,10 @@ describe("Task scorers", () => {
           {() => ({ n: 1 })}
         </kit.Task>
         <kit.Task id="second" output={kit.outputs.out} dependsOn={["first"]}>
-          {() => (release(), { n: 2 })}
+          {() => {
+            release();
+            return { n: 2 };
+          }}
         </kit.Task>
       </kit.Workflow>
     ));
@@ -89,7 +109,14 @@ describe("Task scorers", () => {
 
   test("a scorer that throws, one that times out and ones that return a bad score end as error rows; the task and the run finish", async () => {
     const dbPath = tempDbPath();
-    const throws = createScorer({ id: "throws", name: "Throws", description: "", score: () => { throw new Error("judge down"); } });
+    const throws = createScorer({
+      id: "throws",
+      name: "Throws",
+      description: "",
+      score: () => {
+        throw new Error("judge down");
+      },
+    });
     const hangs = createScorer({ id: "hangs", name: "Hangs", description: "", score: () => new Promise(() => undefined) });
     const result = await runWorkflow(
       oneTask(dbPath, {
@@ -115,7 +142,15 @@ describe("Task scorers", () => {
   test("a scorer gets the output, the run's input for a compute task, groundTruth, context, latency and the output schema", async () => {
     const dbPath = tempDbPath();
     let got: ScorerInput | undefined;
-    const spy = createScorer({ id: "spy", name: "Spy", description: "", score: (input) => ((got = input), { score: 1 }) });
+    const spy = createScorer({
+      id: "spy",
+      name: "Spy",
+      description: "",
+      score: (input) => {
+        got = input;
+        return { score: 1 };
+      },
+    });
     await runWorkflow(oneTask(dbPath, { spy: { scorer: spy } }, { groundTruth: { n: 1 }, context: "docs" }), { runId: "r", input: { topic: "x" } });
     expect(got).toMatchObject({ input: { topic: "x" }, output: { n: 1 }, groundTruth: { n: 1 }, context: "docs" });
     expect(typeof got!.latencyMs).toBe("number");

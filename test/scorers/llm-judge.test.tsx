@@ -50,7 +50,10 @@ describe("llmJudge", () => {
   });
 
   test("a verdict outside 0..1 gets a correction call; the corrected one is recorded", async () => {
-    const agent = scriptedAgent([{ score: 7, reason: "great" }, { score: 0.7, reason: "great" }]);
+    const agent = scriptedAgent([
+      { score: 7, reason: "great" },
+      { score: 0.7, reason: "great" },
+    ]);
     const row = await judged(llmJudge({ agent, rubric: "Rate it." }));
     expect(row).toMatchObject({ scorer_id: "llm-judge", status: "scored", score: 0.7 });
     expect(agent.calls.length).toBe(2);
@@ -68,10 +71,19 @@ describe("llmJudge", () => {
     server.script({ json: { score: 0.6, reason: "mostly right" }, usage: { inputTokens: 321, outputTokens: 12 } });
     const compatible = createOpenAICompatible({ name: "fake", baseURL: `${server.url}/v1`, apiKey: "sk-fake", includeUsage: true });
     const judge = new ToolLoopAgent({ model: compatible.chatModel("judge-model"), instructions: "You grade outputs." });
-    const row = await judged(llmJudge({ id: "q", name: "Q", description: "", judge, instructions: "Grade the summary.", promptTemplate: ({ output }) => `Summary: ${JSON.stringify(output)}` }));
+    const row = await judged(
+      llmJudge({
+        id: "q",
+        name: "Q",
+        description: "",
+        judge,
+        instructions: "Grade the summary.",
+        promptTemplate: ({ output }) => `Summary: ${JSON.stringify(output)}`,
+      }),
+    );
     expect(row).toMatchObject({ scorer_id: "q", status: "scored", score: 0.6, reason: "mostly right" });
     expect(JSON.parse(row.meta_json)).toMatchObject({ inputTokens: 321, outputTokens: 12, model: "judge-model" });
-    expect(JSON.stringify(server.requests.at(-1)!.body)).toContain("Summary: {\\\"text\\\":\\\"short\\\"}");
+    expect(JSON.stringify(server.requests.at(-1)!.body)).toContain('Summary: {\\"text\\":\\"short\\"}');
   });
 
   test("without a judge or instructions it is INVALID_SCORER", () => {

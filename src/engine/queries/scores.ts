@@ -57,9 +57,8 @@ export async function runScores(db: SmithersDb, runId: string, opts: { nodeId?: 
   const run = await runs.getRun(db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
   const rows = await scorers.listScores(db, { runId, ...(opts.nodeId !== undefined ? { nodeId: opts.nodeId } : {}) });
-  const scores = rows.map(scoreReport).sort(
-    (a, b) =>
-      a.nodeId.localeCompare(b.nodeId) || a.iteration - b.iteration || a.attempt - b.attempt || a.scorerId.localeCompare(b.scorerId),
-  );
+  const scores = rows
+    .map(scoreReport)
+    .sort((a, b) => a.nodeId.localeCompare(b.nodeId) || a.iteration - b.iteration || a.attempt - b.attempt || a.scorerId.localeCompare(b.scorerId));
   return { runId, scores, summary: summarizeScores(scores) };
 }

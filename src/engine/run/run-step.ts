@@ -144,7 +144,15 @@ function nameRun(run: RunState, name: string, writes: Write[]): void {
  */
 function canDefer(run: RunState, starts: readonly Started[], next: StepNext, settlesWork: boolean): boolean {
   // Staged scorers start once their pending rows committed: a step that settled a scored attempt commits.
-  if (settlesWork || run.scoring.hasStaged || next === "done" || (starts.length === 0 && next !== "again") || run.waits.waiting.size > 0 || run.abort.signal.aborted || run.failure)
+  if (
+    settlesWork ||
+    run.scoring.hasStaged ||
+    next === "done" ||
+    (starts.length === 0 && next !== "again") ||
+    run.waits.waiting.size > 0 ||
+    run.abort.signal.aborted ||
+    run.failure
+  )
     return false;
   if (run.pureBatch.isFull()) return false;
   return starts.every((st) => isPureAttempt(st.input) && st.task.concurrencyKey === undefined);

@@ -85,11 +85,14 @@ export class ScoreRunner {
     const controller = new AbortController();
     let timer: unknown;
     const timedOut = new Promise<never>((_, reject) => {
-      timer = this.clock.setTimeout(() => {
-        const error = new SmithersError("SCORER_TIMEOUT", `Scorer "${scorer.id}" did not finish within ${timeoutMs} ms`);
-        controller.abort(error);
-        reject(error);
-      }, Math.min(timeoutMs, MAX_TIMER_MS));
+      timer = this.clock.setTimeout(
+        () => {
+          const error = new SmithersError("SCORER_TIMEOUT", `Scorer "${scorer.id}" did not finish within ${timeoutMs} ms`);
+          controller.abort(error);
+          reject(error);
+        },
+        Math.min(timeoutMs, MAX_TIMER_MS),
+      );
     });
     const scoring = Promise.resolve().then(() => scorer.score({ ...job.input, signal: controller.signal }));
     scoring.catch(() => undefined); // after a timeout its late rejection is nobody's
