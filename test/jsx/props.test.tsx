@@ -80,7 +80,7 @@ describe("checkProps", () => {
         <kit.Task id="first" output={kit.outputs.out}>
           {{ n: 1 }}
         </kit.Task>
-        <kit.Task id="second" output={kit.outputs.out} {...spread({ scorers: {} })}>
+        <kit.Task id="second" output={kit.outputs.out} {...spread({ hijack: true })}>
           {{ n: 2 }}
         </kit.Task>
       </kit.Workflow>
