@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { createScorer, createSmithers, runWorkflow, type Scorer, type ScorerInput, type ScorersMap } from "../../src/index.ts";
+import { createScorer, createSmithers, runWorkflow, Subflow, type Scorer, type ScorerInput, type ScorersMap } from "../../src/index.ts";
 import { errorOf, execute, query, tempDbPath } from "../helpers.ts";
 
 const out = z.object({ n: z.number() });
@@ -244,6 +244,45 @@ describe("Task scorers", () => {
     failB = false;
     expect((await runWorkflow(wf, { runId: "r", resume: true })).status).toBe("finished");
     expect(await rows(dbPath)).toMatchObject([{ node_id: "a", status: "scored", score: 0.4, reason: "late" }]);
+  });
+
+  test("a Subflow's task goes on while a scorer of its child run still runs; the parent's run waits for it at its end", async () => {
+    const dbPath = tempDbPath();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const waits = createScorer({
+      id: "waits",
+      name: "Waits",
+      description: "",
+      score: async () => {
+        await released;
+        return { score: 0.9 };
+      },
+    });
+    const child = createSmithers({ out });
+    const childWf = child.smithers(() => (
+      <child.Workflow name="child">
+        <child.Task id="inner" output={child.outputs.out} scorers={{ waits: { scorer: waits, timeoutMs: 15_000 } }}>
+          {() => ({ n: 1 })}
+        </child.Task>
+      </child.Workflow>
+    ));
+    const parent = createSmithers({ out }, { dbPath });
+    const wf = parent.smithers(() => (
+      <parent.Workflow name="parent">
+        <Subflow id="sub" workflow={childWf} output={parent.outputs.out} />
+        <parent.Task id="after" output={parent.outputs.out} dependsOn={["sub"]}>
+          {() => {
+            release();
+            return { n: 2 };
+          }}
+        </parent.Task>
+      </parent.Workflow>
+    ));
+    expect((await runWorkflow(wf, { runId: "p" })).status).toBe("finished");
+    expect(await query(dbPath, "SELECT run_id, node_id, status, score FROM _smithers_scorers")).toEqual([
+      { run_id: "p/sub#0", node_id: "inner", status: "scored", score: 0.9 },
+    ]);
   });
 
   test("a malformed scorers map fails the render with INVALID_SCORER", async () => {

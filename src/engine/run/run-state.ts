@@ -65,6 +65,8 @@ export type RunSettings = {
   clock?: Clock;
   /** Limits by key over the workflow's own (see RunOptions.limits). */
   limits?: Limits;
+  /** Set on a `<Subflow>`'s child run (RunOptions.parentRunId): its scorers are left to the parent's run to wait for. */
+  parentRunId?: string;
 };
 
 /** An attempt whose start the step records; its work starts once that commits. */
@@ -155,7 +157,7 @@ export class RunState {
     readonly now: () => number,
   ) {
     this.clock = settings.clock ?? SYSTEM_CLOCK;
-    this.scoring = new ScoreRunner(db, this.clock, now);
+    this.scoring = new ScoreRunner(db, this.clock, now, settings.parentRunId);
     if (setup.outputRows) {
       // Rows cannot be read synchronously here: the index keeps every row of the run.
       this.index = new OutputIndex(() => undefined, { maxEntries: Number.POSITIVE_INFINITY, maxBytes: Number.POSITIVE_INFINITY });

@@ -108,7 +108,7 @@ export class Run {
       await this.recovering;
       await run.recoverScores().catch(() => undefined);
     } // unreadable now: the rows stay pending for a later process
-    await run.scoring.drain();
+    await run.scoring.drain(run.setup.runId);
   }
 }
 

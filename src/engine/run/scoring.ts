@@ -13,6 +13,24 @@ import { DEFAULT_SCORER_TIMEOUT_MS, type ScoreResult } from "../../scorers/index
 import { sampledBindings, scoreRowId, scorerInput, type ScoreJob } from "../attempt/index.ts";
 import { MAX_TIMER_MS, type Clock } from "../core/index.ts";
 
+/**
+ * Scorers still running for child runs (`<Subflow>`), by parent run id. A child's execution hands
+ * its scorers here instead of waiting for them, so they never hold up the Subflow task; the
+ * parent's execution waits for them at its own end (children run in the parent's process).
+ */
+const handedOff = new Map<string, Set<Promise<void>>>();
+
+function handOff(parentRunId: string, work: Promise<void>): void {
+  let set = handedOff.get(parentRunId);
+  if (!set) handedOff.set(parentRunId, (set = new Set()));
+  set.add(work);
+  const owned = set;
+  void work.finally(() => {
+    owned.delete(work);
+    if (owned.size === 0 && handedOff.get(parentRunId) === owned) handedOff.delete(parentRunId);
+  });
+}
+
 type Ended = { task: PlanTask; info: OutputTableInfo; runId: string; attempt: number; startedAtMs: number; finishedAtMs: number; output: unknown };
 
 export class ScoreRunner {
@@ -23,6 +41,8 @@ export class ScoreRunner {
     private readonly db: SmithersDb,
     private readonly clock: Clock,
     private readonly now: () => number,
+    /** The run this one is a `<Subflow>` child of: its scorers are handed to that run to wait for. */
+    private readonly parentRunId?: string,
   ) {}
 
   get hasStaged(): boolean {
@@ -58,10 +78,21 @@ export class ScoreRunner {
     }
   }
 
-  /** Waits for every scorer started so far (each ends by its timeout at the latest). */
-  async drain(): Promise<void> {
+  /**
+   * Waits for every scorer started so far (each ends by its timeout at the latest), and those its
+   * child runs handed over; a child run hands its own to its parent and returns at once.
+   */
+  async drain(runId: string): Promise<void> {
     this.launchStaged();
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()]);
+    const settled = this.settled(runId);
+    if (this.parentRunId === undefined) return await settled;
+    handOff(this.parentRunId, settled);
+  }
+
+  private async settled(runId: string): Promise<void> {
+    while (this.inFlight.size > 0 || (handedOff.get(runId)?.size ?? 0) > 0) {
+      await Promise.allSettled([...this.inFlight.values(), ...(handedOff.get(runId) ?? [])]);
+    }
   }
 
   private launch(job: ScoreJob): void {
