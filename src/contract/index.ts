@@ -46,6 +46,8 @@ export const EVENT_TYPES = [
   "RunRewound",
   "WorkflowCodeChanged",
   "SideEffectBoundaryCrossed",
+  "ScorerFinished",
+  "ScorerFailed",
 ] as const;
 
 /**
