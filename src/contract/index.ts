@@ -46,8 +46,6 @@ export const EVENT_TYPES = [
   "RunRewound",
   "WorkflowCodeChanged",
   "SideEffectBoundaryCrossed",
-  "ScorerFinished",
-  "ScorerFailed",
 ] as const;
 
 /**

@@ -1,7 +1,7 @@
 /** @jsxImportSource smithers-workflows */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { answerHuman, approvalDecisionSchema, approve, createScorer, createSmithers, runWorkflow, sendSignal, Subflow } from "../../src/index.ts";
+import { answerHuman, approvalDecisionSchema, approve, createSmithers, runWorkflow, sendSignal, Subflow } from "../../src/index.ts";
 import { forkRun, rewindRun, SmithersEventSchema, SmithersEventTypeSchema, supervise } from "../../src/engine/index.ts";
 import { query, tempDbPath, tempDir } from "../helpers.ts";
 import { writeFileSync } from "node:fs";
@@ -175,32 +175,6 @@ describe("SmithersEventSchema", () => {
       </Workflow>
     ));
     expect((await runWorkflow(talkative, { runId: "talkative" })).status).toBe("finished");
-
-    // Scorers of a finished attempt: one scores (ScorerFinished), one throws (ScorerFailed).
-    const scored = smithers(() => (
-      <Workflow name="scored">
-        <Task
-          id="judged"
-          output={outputs.out}
-          scorers={{
-            good: { scorer: createScorer({ id: "good", name: "Good", description: "", score: () => ({ score: 1 }) }) },
-            broken: {
-              scorer: createScorer({
-                id: "broken",
-                name: "Broken",
-                description: "",
-                score: () => {
-                  throw new Error("no judge");
-                },
-              }),
-            },
-          }}
-        >
-          {{ n: 5 }}
-        </Task>
-      </Workflow>
-    ));
-    expect((await runWorkflow(scored, { runId: "scored" })).status).toBe("finished");
     expect((await runWorkflow(easy, { runId: "cache-hit" })).status).toBe("finished"); // a NodeFinished with cached: true
 
     // `smithers serve` with a full queue journals a RunRefused under its pseudo-run.

@@ -55,28 +55,6 @@ describe("Task scorers", () => {
     expect(Number(times!.n)).toBe(2);
   });
 
-  test("each scorer's end is journalled as ScorerFinished or ScorerFailed for its attempt", async () => {
-    const dbPath = tempDbPath();
-    await runWorkflow(oneTask(dbPath, { a: { scorer: fixed("a", 0.5) }, bad: { scorer: fixed("bad", 2) } }), { runId: "r" });
-    const journal = await query<{ type: string; payload_json: string }>(
-      dbPath,
-      "SELECT type, payload_json FROM _smithers_events WHERE type IN ('ScorerFinished', 'ScorerFailed') ORDER BY type",
-    );
-    expect(journal.map((e) => ({ type: e.type, ...JSON.parse(e.payload_json), durationMs: 0 }))).toEqual([
-      {
-        type: "ScorerFailed",
-        nodeId: "work",
-        iteration: 0,
-        attempt: 1,
-        scorerId: "bad",
-        scorerName: "Scorer bad",
-        error: expect.stringMatching(/^SCORER_INVALID_SCORE: /),
-        durationMs: 0,
-      },
-      { type: "ScorerFinished", nodeId: "work", iteration: 0, attempt: 1, scorerId: "a", scorerName: "Scorer a", score: 0.5, durationMs: 0 },
-    ]);
-  });
-
   test("a scorer runs after the attempt's outcome committed: it sees the attempt finished, the output stored and its own row pending", async () => {
     const dbPath = tempDbPath();
     let seen: unknown[] = [];

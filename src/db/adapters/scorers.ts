@@ -3,7 +3,6 @@ import { and, asc, eq, type InferInsertModel, type InferSelectModel, type SQL } 
 import { smithersScorers } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
 import type { Sql } from "../sql.ts";
-import { insertEventsIn, type NewEvent } from "./events.ts";
 
 export type ScoreRow = InferSelectModel<typeof smithersScorers>;
 export type NewScoreRow = InferInsertModel<typeof smithersScorers>;
@@ -59,11 +58,8 @@ export type ScoreEnd = Pick<NewScoreRow, "status" | "score" | "reason" | "metaJs
 const FINISH_PENDING =
   "UPDATE _smithers_scorers SET status = ?, score = ?, reason = ?, meta_json = ?, error = ?, duration_ms = ?, scored_at_ms = ? WHERE id = ? AND status = 'pending'";
 
-/**
- * Ends a pending row, journalling `event` in the same transaction; a row already ended (by another
- * process that scored it too) is left as it is, with no event. Returns whether it ended it.
- */
-export function finishScore(db: SmithersDb, id: string, end: ScoreEnd, event?: NewEvent): Promise<boolean> {
+/** Ends a pending row; a row already ended (by another process that scored it too) is left as it is. Returns whether it ended it. */
+export function finishScore(db: SmithersDb, id: string, end: ScoreEnd): Promise<boolean> {
   return db.write("finishScore", async (q) => {
     const changed = await q.run(
       FINISH_PENDING,
@@ -76,7 +72,6 @@ export function finishScore(db: SmithersDb, id: string, end: ScoreEnd, event?: N
       end.scoredAtMs,
       id,
     );
-    if (changed > 0 && event) await insertEventsIn(q, [event], { dedupe: false });
     return changed > 0;
   });
 }

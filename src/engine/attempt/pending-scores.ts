@@ -7,10 +7,10 @@ import type { OutputTableInfo, scorers as scoreRows } from "../../db/index.ts";
 import type { PlanTask } from "../../jsx/index.ts";
 import { isSampled, type ScorerBinding, type ScorerInput } from "../../scorers/index.ts";
 
-export type AttemptKey = { runId: string; nodeId: string; iteration: number; attempt: number };
+/** One scorer to run on one attempt: its row's id, the binding, and what the scorer judges. */
+export type ScoreJob = { rowId: string; binding: ScorerBinding; input: ScorerInput };
 
-/** One scorer to run on one attempt: its row's id, the attempt, the binding, and what the scorer judges. */
-export type ScoreJob = { rowId: string; key: AttemptKey; binding: ScorerBinding; input: ScorerInput };
+type AttemptKey = { runId: string; nodeId: string; iteration: number; attempt: number };
 
 /** A pending row's id; the binding's name ends it (what a later process matches the binding by). */
 export function scoreRowId(key: AttemptKey, name: string): string {

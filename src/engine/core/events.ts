@@ -163,13 +163,6 @@ export const SmithersEventSchema = z.discriminatedUnion("type", [
     fromRunId: z.string().optional(),
     calls: z.array(z.record(z.string(), z.unknown())),
   }),
-  /**
-   * A scorer of a finished attempt ended (journalled with its row, after the attempt and possibly
-   * after the run's end; heard by listeners of the journal, not by the run's onEvent).
-   */
-  variant(T.ScorerFinished, { ...attempt, scorerId: z.string(), scorerName: z.string(), score: z.number(), durationMs: z.number() }),
-  /** A scorer threw, timed out or returned a bad score: `error` is `CODE: message`, as on its row. */
-  variant(T.ScorerFailed, { ...attempt, scorerId: z.string(), scorerName: z.string(), error: z.string(), durationMs: z.number() }),
 ]);
 
 /** The run id the server's own events (RunRefused) are journalled under. */

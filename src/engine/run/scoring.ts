@@ -11,7 +11,7 @@ import { describeThrown, SmithersError } from "../../errors/index.ts";
 import type { PlanTask } from "../../jsx/index.ts";
 import { DEFAULT_SCORER_TIMEOUT_MS, type ScoreResult } from "../../scorers/index.ts";
 import { sampledBindings, scoreRowId, scorerInput, type ScoreJob } from "../attempt/index.ts";
-import { MAX_TIMER_MS, type Clock, type EventBody } from "../core/index.ts";
+import { MAX_TIMER_MS, type Clock } from "../core/index.ts";
 
 /**
  * Scorers still running for child runs (`<Subflow>`), by parent run id. A child's execution hands
@@ -53,7 +53,7 @@ export class ScoreRunner {
   stage(e: Ended, runInput: unknown): void {
     const key = { runId: e.runId, nodeId: e.task.nodeId, iteration: e.task.iteration, attempt: e.attempt };
     const input = scorerInput(e.task, e.info, runInput, e.output, e.finishedAtMs - e.startedAtMs);
-    for (const [name, binding] of sampledBindings(e.task, key)) this.staged.push({ rowId: scoreRowId(key, name), key, binding, input });
+    for (const [name, binding] of sampledBindings(e.task, key)) this.staged.push({ rowId: scoreRowId(key, name), binding, input });
   }
 
   /** After a commit: the staged scorers start, unawaited. */
@@ -74,8 +74,7 @@ export class ScoreRunner {
       const info = infoOf(task);
       const stored = await this.db.read("readScoredOutput", (q) => readOutputRow(q, info, { runId, nodeId: row.nodeId, iteration: row.iteration }));
       const output = stored ? stripBookkeeping(normalizeRow(stored)) : undefined;
-      const key = { runId, nodeId: row.nodeId, iteration: row.iteration, attempt: row.attempt };
-      this.launch({ rowId: row.id, key, binding: task.scorers![name]!, input: scorerInput(task, info, runInput, output, row.latencyMs ?? undefined) });
+      this.launch({ rowId: row.id, binding: task.scorers![name]!, input: scorerInput(task, info, runInput, output, row.latencyMs ?? undefined) });
     }
   }
 
@@ -108,17 +107,7 @@ export class ScoreRunner {
     const startedAtMs = this.now();
     const end = await this.outcome(job);
     const scoredAtMs = this.now();
-    const durationMs = Math.max(0, scoredAtMs - startedAtMs);
-    const { runId, ...ids } = job.key;
-    const { id: scorerId, name: scorerName } = job.binding.scorer;
-    const body: EventBody =
-      end.status === "scored"
-        ? { type: "ScorerFinished", ...ids, scorerId, scorerName, score: end.score ?? 0, durationMs }
-        : { type: "ScorerFailed", ...ids, scorerId, scorerName, error: end.error ?? "", durationMs };
-    const { type, ...payload } = body;
-    // Journalled with the row (not through the run's bus, which may have ended): `smithers events` and the dashboard read it.
-    const event = { runId, timestampMs: scoredAtMs, type, payloadJson: JSON.stringify(payload) };
-    await scoreRows.finishScore(this.db, job.rowId, { ...end, durationMs, scoredAtMs }, event);
+    await scoreRows.finishScore(this.db, job.rowId, { ...end, durationMs: Math.max(0, scoredAtMs - startedAtMs), scoredAtMs });
   }
 
   /** The row's end: `scored` with a checked score, or `error` with `CODE: message`. */
