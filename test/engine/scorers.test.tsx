@@ -27,6 +27,22 @@ const rows = (dbPath: string) =>
 const fixed = (id: string, score: unknown, reason = "because"): Scorer =>
   createScorer({ id, name: `Scorer ${id}`, description: id, score: () => ({ score: score as number, reason }) });
 
+/** A scorer that scores `score` only once `release` was called. */
+function gatedScorer(score: number) {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const waits = createScorer({
+    id: "waits",
+    name: "Waits",
+    description: "",
+    score: async () => {
+      await released;
+      return { score };
+    },
+  });
+  return { waits, release };
+}
+
 /** A workflow of one compute task `work` (returning n = 1) with these scorers. */
 function oneTask(dbPath: string, scorers: ScorersMap, extra: { groundTruth?: unknown; context?: unknown } = {}) {
   const kit = createSmithers({ out }, { dbPath });
@@ -77,18 +93,8 @@ describe("Task scorers", () => {
 
   test("the next task starts while a scorer of the one before still runs", async () => {
     const dbPath = tempDbPath();
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
     // Scores only once the second task ran: a scheduler that waited for it would never get there (the row would time out).
-    const waits = createScorer({
-      id: "waits",
-      name: "Waits",
-      description: "",
-      score: async () => {
-        await released;
-        return { score: 1 };
-      },
-    });
+    const { waits, release } = gatedScorer(1);
     const kit = createSmithers({ out }, { dbPath });
     const wf = kit.smithers(() => (
       <kit.Workflow name="two">
@@ -248,17 +254,7 @@ describe("Task scorers", () => {
 
   test("a Subflow's task goes on while a scorer of its child run still runs; the parent's run waits for it at its end", async () => {
     const dbPath = tempDbPath();
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const waits = createScorer({
-      id: "waits",
-      name: "Waits",
-      description: "",
-      score: async () => {
-        await released;
-        return { score: 0.9 };
-      },
-    });
+    const { waits, release } = gatedScorer(0.9);
     const child = createSmithers({ out });
     const childWf = child.smithers(() => (
       <child.Workflow name="child">
