@@ -150,7 +150,10 @@ export class ScoreRunner {
 function checked(scorerId: string, result: ScoreResult): ScoreResult {
   const score = (result as { score?: unknown } | null | undefined)?.score;
   if (typeof score !== "number" || !(score >= 0 && score <= 1))
-    throw new SmithersError("SCORER_INVALID_SCORE", `Scorer "${scorerId}" returned ${describeThrown(score)}, not a score in 0..1`);
+    throw new SmithersError(
+      "SCORER_INVALID_SCORE",
+      `Scorer "${scorerId}" returned ${typeof score === "string" ? JSON.stringify(score) : describeThrown(score)}, not a number in 0..1`,
+    );
   if (result.meta !== undefined) {
     try {
       JSON.stringify(result.meta);
