@@ -1,0 +1,122 @@
+/**
+ * Sandboxed agent tasks: the real Claude Code CLI (pinned in scripts/agent-clis) run by
+ * ClaudeCodeAgent inside real bubblewrap, against the fake Anthropic API on this machine's
+ * loopback. With `network: true` the CLI reaches it; without, it cannot, and the task says why.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { ClaudeCodeAgent, createSmithers, runWorkflow, scriptedAgent, type Agent, type SandboxPolicy } from "../../src/index.ts";
+import { query, tempDbPath } from "../helpers.ts";
+import { anthropicApi, claudeMainTurn } from "../support/fake-model/anthropic.ts";
+import { type FakeModelServer, type FakeReply, startFakeModelServer } from "../support/fake-model/core.ts";
+import { realCli } from "../support/real-cli.ts";
+
+const cli = realCli("claude");
+const skip = "skip" in cli ? cli.skip : undefined;
+if (skip !== undefined) console.info(`[skipped] the sandboxed Claude Code tests: ${skip}`);
+
+const answer = z.object({ proof: z.string() });
+type SandboxRow = { status: string; exit_code: number | null; pid: number | null; root_dir: string | null; config_json: string; error_text: string | null };
+
+const servers: FakeModelServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.stop()));
+});
+
+/** One agent task `work` with `sandbox={policy}` in a fresh run root; `main` scripts the CLI's model turns. */
+function sandboxedRun(policy: true | SandboxPolicy, agentOf?: (serverUrl: string) => Agent) {
+  const server = startFakeModelServer([anthropicApi]);
+  servers.push(server);
+  const dbPath = tempDbPath();
+  const rootDir = mkdtempSync(join(tmpdir(), "sandbox-agent-root-"));
+  const { smithers, Workflow, Task, outputs } = createSmithers({ answer }, { dbPath });
+  const agent =
+    agentOf?.(server.url) ??
+    new ClaudeCodeAgent({
+      binary: (cli as { binary: string }).binary,
+      model: "claude-sonnet-4-5",
+      apiKey: "sk-ant-fake",
+      timeoutMs: 60_000,
+      env: { ANTHROPIC_BASE_URL: server.url, CLAUDE_CODE_MAX_RETRIES: "0" },
+    });
+  const wf = smithers(() => (
+    <Workflow name="sandboxed-agent">
+      <Task id="work" output={outputs.answer} agent={agent} sandbox={policy} noRetry>
+        Run the shell command, then report.
+      </Task>
+    </Workflow>
+  ));
+  const main = (...replies: FakeReply[]) => server.script(...replies.map((reply) => ({ match: claudeMainTurn, ...reply })));
+  const rows = () => query<SandboxRow>(dbPath, "SELECT status, exit_code, pid, root_dir, config_json, error_text FROM _smithers_sandboxes");
+  return { dbPath, rootDir, server, main, rows, run: () => runWorkflow(wf, { rootDir }) };
+}
+
+/** What the CLI sent back to the model as the result of its tool call (the second main turn). */
+function toolResultText(server: FakeModelServer): string {
+  return JSON.stringify(server.requests.filter(claudeMainTurn)[1]?.body ?? null);
+}
+
+describe.skipIf(skip !== undefined)("a sandboxed Claude Code task", () => {
+  test("finishes with network: its shell command runs in the fresh work dir and the session row has exit 0", async () => {
+    const { rootDir, server, main, rows, run, dbPath } = sandboxedRun({ network: true });
+    main({ toolCalls: [{ name: "Bash", input: { command: "printf inside > proof.txt && pwd && cat proof.txt", description: "write proof" } }] }, { json: { proof: "done" } });
+    const result = await run();
+    expect(result.status).toBe("finished");
+    expect(await query(dbPath, "SELECT proof FROM answer")).toEqual([{ proof: "done" }]);
+    const [row] = await rows();
+    expect([row?.status, row?.exit_code, typeof row?.pid, JSON.parse(row!.config_json)]).toEqual(["finished", 0, "number", { network: true }]);
+    // The CLI worked in the session's own directory (removed since), not in the run's root.
+    expect(toolResultText(server)).toContain(`${row!.root_dir}/work`);
+    expect(toolResultText(server)).toContain("inside");
+    expect(existsSync(join(rootDir, "proof.txt"))).toBe(false);
+    expect(existsSync(row!.root_dir!)).toBe(false);
+  });
+
+  test("cannot write into the run's root: the CLI's write fails read-only and the file is absent", async () => {
+    const { rootDir, server, main, run } = sandboxedRun({ network: true });
+    const target = join(rootDir, "escape.txt");
+    main({ toolCalls: [{ name: "Bash", input: { command: `printf escaped > ${target}`, description: "escape" } }] }, { json: { proof: "tried" } });
+    const result = await run();
+    expect(result.status).toBe("finished");
+    expect(existsSync(target)).toBe(false);
+    expect(toolResultText(server)).toContain("Read-only file system");
+  });
+
+  test("gets none of the engine's environment: an inherited secret is not set inside, the agent's own key is", async () => {
+    process.env.SMITHERS_TEST_SECRET = "host-only-secret";
+    try {
+      const { server, main, run } = sandboxedRun({ network: true });
+      main({ toolCalls: [{ name: "Bash", input: { command: 'echo "secret=[$SMITHERS_TEST_SECRET] key=[$ANTHROPIC_API_KEY]"', description: "env" } }] }, { json: { proof: "env" } });
+      expect((await run()).status).toBe("finished");
+      expect(toolResultText(server)).toContain("secret=[] key=[sk-ant-fake]");
+    } finally {
+      delete process.env.SMITHERS_TEST_SECRET;
+    }
+  });
+
+  test("without network cannot reach the model server on loopback: SANDBOX_FAILED saying network: true is needed", async () => {
+    const { server, main, rows, run } = sandboxedRun(true);
+    main({ json: { proof: "unreachable" } });
+    const result = await run();
+    expect([result.status, result.error?.code]).toEqual(["failed", "SANDBOX_FAILED"]);
+    expect(result.error?.message).toContain("network: true");
+    expect(server.requests).toEqual([]);
+    const [row] = await rows();
+    expect(row?.status).toBe("failed");
+    expect(row?.error_text).toContain("SANDBOX_FAILED");
+  });
+});
+
+describe("a sandbox on an agent that runs in the engine's process", () => {
+  test("fails SANDBOX_POLICY_UNSUPPORTED before the agent is called, with no session", async () => {
+    const inProcess = scriptedAgent([{ text: '{"proof":"ran"}' }]);
+    const { rows, run } = sandboxedRun(true, () => inProcess);
+    const result = await run();
+    expect([result.status, result.error?.code]).toEqual(["failed", "SANDBOX_POLICY_UNSUPPORTED"]);
+    expect(inProcess.calls).toHaveLength(0);
+    expect(await rows()).toEqual([]);
+  });
+});
