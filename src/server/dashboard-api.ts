@@ -6,7 +6,16 @@
 import type { Hono } from "hono";
 import type { FrameAt, FrameList, Inbox, RunActivity, SandboxList, Waterfall } from "../contract/index.ts";
 import { frames, type SmithersDb } from "../db/index.ts";
-import { forksByFrame, frameHistory, humanInbox, pendingApprovalsAcrossRuns, planChanges, runActivity, runWaterfall, sandboxSessions } from "../engine/index.ts";
+import {
+  forksByFrame,
+  frameHistory,
+  humanInbox,
+  pendingApprovalsAcrossRuns,
+  planChanges,
+  runActivity,
+  runWaterfall,
+  sandboxSessions,
+} from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { knownRun, runsQuery } from "./routes.ts";
 import { createRunsFeeds } from "./runs-feed.ts";

@@ -8,7 +8,15 @@ import { existsSync } from "node:fs";
 import { cli, root, smithers } from "./cli-helpers.ts";
 import { sql, tempDbPath, waitFor } from "../helpers.ts";
 
-type Row = { sandbox_id: string; status: string; exit_code: number | null; completed_at_ms: number | null; root_dir: string | null; pid: number | null; error_text: string | null };
+type Row = {
+  sandbox_id: string;
+  status: string;
+  exit_code: number | null;
+  completed_at_ms: number | null;
+  root_dir: string | null;
+  pid: number | null;
+  error_text: string | null;
+};
 const rows = (db: string) =>
   sql<Row>(db, "SELECT sandbox_id, status, exit_code, completed_at_ms, root_dir, pid, error_text FROM _smithers_sandboxes ORDER BY sandbox_id");
 

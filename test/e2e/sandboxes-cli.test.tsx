@@ -20,9 +20,11 @@ beforeAll(async () => {
         {(() => ({ v: 1 })) as never}
       </Task>
       <Task id="throws" output={outputs.out} sandbox continueOnFail noRetry>
-        {(() => {
-          throw new Error("no good");
-        }) as never}
+        {
+          (() => {
+            throw new Error("no good");
+          }) as never
+        }
       </Task>
     </Workflow>
   ));
@@ -45,7 +47,13 @@ describe("smithers sandboxes", () => {
     ]);
     for (const s of sessions) {
       const row = byId.get(s.sandboxId as string)!;
-      expect([s.pid, s.startedAtMs, s.completedAtMs, s.rootDir, s.runtime]).toEqual([row.pid, row.started_at_ms, row.completed_at_ms, row.root_dir, "bubblewrap"]);
+      expect([s.pid, s.startedAtMs, s.completedAtMs, s.rootDir, s.runtime]).toEqual([
+        row.pid,
+        row.started_at_ms,
+        row.completed_at_ms,
+        row.root_dir,
+        "bubblewrap",
+      ]);
     }
     expect(String(sessions[1]!.error)).toContain("no good");
   });

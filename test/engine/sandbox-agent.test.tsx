@@ -62,7 +62,10 @@ function toolResultText(server: FakeModelServer): string {
 describe.skipIf(skip !== undefined)("a sandboxed Claude Code task", () => {
   test("finishes with network: its shell command runs in the fresh work dir and the session row has exit 0", async () => {
     const { rootDir, server, main, rows, run, dbPath } = sandboxedRun({ network: true });
-    main({ toolCalls: [{ name: "Bash", input: { command: "printf inside > proof.txt && pwd && cat proof.txt", description: "write proof" } }] }, { json: { proof: "done" } });
+    main(
+      { toolCalls: [{ name: "Bash", input: { command: "printf inside > proof.txt && pwd && cat proof.txt", description: "write proof" } }] },
+      { json: { proof: "done" } },
+    );
     const result = await run();
     expect(result.status).toBe("finished");
     expect(await query(dbPath, "SELECT proof FROM answer")).toEqual([{ proof: "done" }]);
@@ -89,7 +92,10 @@ describe.skipIf(skip !== undefined)("a sandboxed Claude Code task", () => {
     process.env.SMITHERS_TEST_SECRET = "host-only-secret";
     try {
       const { server, main, run } = sandboxedRun({ network: true });
-      main({ toolCalls: [{ name: "Bash", input: { command: 'echo "secret=[$SMITHERS_TEST_SECRET] key=[$ANTHROPIC_API_KEY]"', description: "env" } }] }, { json: { proof: "env" } });
+      main(
+        { toolCalls: [{ name: "Bash", input: { command: 'echo "secret=[$SMITHERS_TEST_SECRET] key=[$ANTHROPIC_API_KEY]"', description: "env" } }] },
+        { json: { proof: "env" } },
+      );
       expect((await run()).status).toBe("finished");
       expect(toolResultText(server)).toContain("secret=[] key=[sk-ant-fake]");
     } finally {

@@ -33,7 +33,9 @@ describe.skipIf(!chromiumPath)("sandbox sessions on the run page", () => {
       const runId = await h.start("sandboxed");
       await h.waitForStatus(runId, ["finished", "failed"]);
       const sqlite = new Database(h.dbPath, { readonly: true });
-      const stored = sqlite.query<Stored, [string]>("SELECT sandbox_id, status, exit_code FROM _smithers_sandboxes WHERE run_id = ? ORDER BY sandbox_id").all(runId);
+      const stored = sqlite
+        .query<Stored, [string]>("SELECT sandbox_id, status, exit_code FROM _smithers_sandboxes WHERE run_id = ? ORDER BY sandbox_id")
+        .all(runId);
       sqlite.close();
       expect(stored).toEqual([
         { sandbox_id: "exits:0:1", status: "failed", exit_code: 3 },

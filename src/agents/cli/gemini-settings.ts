@@ -51,7 +51,11 @@ export function stripJsonComments(text: string): string {
  * Nothing when the user's settings.json cannot be read as JSON: the CLI then runs on the real home,
  * its settings as they are.
  */
-export async function overlayGeminiHome(ours: Settings, realHome: string, tmpDir: string = tmpdir()): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> } | undefined> {
+export async function overlayGeminiHome(
+  ours: Settings,
+  realHome: string,
+  tmpDir: string = tmpdir(),
+): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> } | undefined> {
   // Loaded here, on a Gemini call: every process that imports smithers-workflows loads this module.
   const { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } = await import("node:fs/promises");
   const real = join(realHome, ".gemini");

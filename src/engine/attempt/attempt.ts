@@ -8,7 +8,15 @@
 import { resolve } from "node:path";
 import { z } from "zod";
 import { tracedAttempt } from "../telemetry/index.ts";
-import { generateStructured, refuseUnsandboxable, type Agent, type AgentEvent, type AgentFallback, type AgentUsage, type ModelPricing } from "../../agents/index.ts";
+import {
+  generateStructured,
+  refuseUnsandboxable,
+  type Agent,
+  type AgentEvent,
+  type AgentFallback,
+  type AgentUsage,
+  type ModelPricing,
+} from "../../agents/index.ts";
 import { formatZodIssues, safeParseWarming } from "../../schema/index.ts";
 import { attempts, nodes, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type Usage } from "../../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, safeStringify, SmithersError } from "../../errors/index.ts";
@@ -175,7 +183,13 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
   // Refused before anything starts when an agent cannot be held (an AI SDK agent runs in this process).
   if (task.sandbox) refuseUnsandboxable(Array.isArray(task.agent) ? task.agent : [task.agent as Agent], `Task "${task.nodeId}"`);
   const session = task.sandbox
-    ? await openAgentSandbox({ db: a.db, policy: task.sandbox, ids: { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt }, writableRoot: cwd, now: a.now })
+    ? await openAgentSandbox({
+        db: a.db,
+        policy: task.sandbox,
+        ids: { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt },
+        writableRoot: cwd,
+        now: a.now,
+      })
     : undefined;
   const generated = runWithToolContext(toolContext, () =>
     generateStructured({
