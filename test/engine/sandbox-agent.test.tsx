@@ -8,10 +8,11 @@ import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { ClaudeCodeAgent, createSmithers, runWorkflow, scriptedAgent, type Agent, type SandboxPolicy } from "../../src/index.ts";
+import { ClaudeCodeAgent, CodexAgent, createSmithers, runWorkflow, scriptedAgent, type Agent, type SandboxPolicy } from "../../src/index.ts";
 import { query, tempDbPath } from "../helpers.ts";
 import { anthropicApi, claudeMainTurn } from "../support/fake-model/anthropic.ts";
 import { type FakeModelServer, type FakeReply, startFakeModelServer } from "../support/fake-model/core.ts";
+import { openAiResponses } from "../support/fake-model/openai-responses.ts";
 import { realCli } from "../support/real-cli.ts";
 
 const cli = realCli("claude");
@@ -28,7 +29,7 @@ afterEach(async () => {
 
 /** One agent task `work` with `sandbox={policy}` in a fresh run root; `main` scripts the CLI's model turns. */
 function sandboxedRun(policy: true | SandboxPolicy, agentOf?: (serverUrl: string) => Agent) {
-  const server = startFakeModelServer([anthropicApi]);
+  const server = startFakeModelServer([anthropicApi, openAiResponses]);
   servers.push(server);
   const dbPath = tempDbPath();
   const rootDir = mkdtempSync(join(tmpdir(), "sandbox-agent-root-"));
@@ -103,6 +104,17 @@ describe.skipIf(skip !== undefined)("a sandboxed Claude Code task", () => {
     }
   });
 
+  test("its commands get the policy's CPU limit: a busy loop the CLI starts is stopped by SIGXCPU", async () => {
+    const { server, main, run } = sandboxedRun({ network: true, cpuSeconds: 4 });
+    main(
+      { toolCalls: [{ name: "Bash", input: { command: "sh -c 'while :; do :; done'; echo loop-status=$?", description: "spin" } }] },
+      { json: { proof: "limited" } },
+    );
+    expect((await run()).status).toBe("finished");
+    // 152 = 128 + SIGXCPU (24): the soft limit's signal, which names the cause.
+    expect(toolResultText(server)).toContain("loop-status=152");
+  }, 60_000); // 4 s of CPU for the loop: longer in wall time on a busy machine
+
   test("without network cannot reach the model server on loopback: SANDBOX_FAILED saying network: true is needed", async () => {
     const { server, main, rows, run } = sandboxedRun(true);
     main({ json: { proof: "unreachable" } });
@@ -113,6 +125,40 @@ describe.skipIf(skip !== undefined)("a sandboxed Claude Code task", () => {
     const [row] = await rows();
     expect(row?.status).toBe("failed");
     expect(row?.error_text).toContain("SANDBOX_FAILED");
+  });
+});
+
+const codexCli = realCli("codex");
+const codexSkip = "skip" in codexCli ? codexCli.skip : undefined;
+
+describe.skipIf(codexSkip !== undefined)("a sandboxed Codex task", () => {
+  test("finishes with network: Codex reads its per-call output schema inside, runs its command in the work dir, exit 0", async () => {
+    const codex = (url: string) =>
+      new CodexAgent({
+        binary: (codexCli as { binary: string }).binary,
+        model: "m-sandboxed",
+        apiKey: "sk-fake-codex",
+        skipGitRepoCheck: true,
+        timeoutMs: 30_000,
+        // Anything but the model API (update checks, telemetry) goes to the fake server too, never off the machine.
+        env: { HTTPS_PROXY: url, https_proxy: url },
+        config: { "model_providers.fake": { name: "fake", base_url: `${url}/v1`, wire_api: "responses", env_key: "OPENAI_API_KEY" }, model_provider: "fake" },
+      });
+    const { server, rows, run } = sandboxedRun({ network: true }, codex);
+    const ofModel = (r: { model?: string }) => r.model === "m-sandboxed";
+    server.script(
+      { match: ofModel, toolCalls: [{ name: "exec_command", input: { cmd: "pwd && printf inside > proof.txt && cat proof.txt" } }] },
+      { match: ofModel, json: { proof: "codex" } },
+    );
+    const result = await run();
+    expect(result.status).toBe("finished");
+    const [row] = await rows();
+    expect([row?.status, row?.exit_code]).toEqual(["finished", 0]);
+    const [first, second] = server.requests.filter(ofModel);
+    expect((first?.body as { text?: { format?: { type?: string } } }).text?.format?.type).toBe("json_schema");
+    const toolOutput = JSON.stringify((second?.body as { input: unknown[] }).input);
+    expect(toolOutput).toContain(`${row!.root_dir}/work`);
+    expect(toolOutput).toContain("inside");
   });
 });
 
