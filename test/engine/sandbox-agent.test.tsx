@@ -4,7 +4,7 @@
  * loopback. With `network: true` the CLI reaches it; without, it cannot, and the task says why.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
@@ -162,8 +162,39 @@ describe.skipIf(codexSkip !== undefined)("a sandboxed Codex task", () => {
   });
 });
 
-describe("a sandbox on an agent that runs in the engine's process", () => {
-  test("fails SANDBOX_POLICY_UNSUPPORTED before the agent is called, with no session", async () => {
+describe("a sandboxed agent task that cannot be sandboxed", () => {
+  test("when bubblewrap is missing, a CLI agent's task fails SANDBOX_UNAVAILABLE with a failed session and the CLI never starts", async () => {
+    const saved = process.env.SMITHERS_BWRAP;
+    process.env.SMITHERS_BWRAP = "/nonexistent/bwrap";
+    try {
+      // An executable that would leave a trace if it ran: it never does.
+      const trace = join(mkdtempSync(join(tmpdir(), "sandbox-agent-trace-")), "ran");
+      const script = join(mkdtempSync(join(tmpdir(), "sandbox-agent-cli-")), "claude");
+      writeFileSync(script, `#!/bin/sh\ntouch ${trace}\n`);
+      chmodSync(script, 0o755);
+      const { server, rows, run } = sandboxedRun({ network: true }, () => new ClaudeCodeAgent({ binary: script, apiKey: "sk-ant-fake" }));
+      const result = await run();
+      expect([result.status, result.error?.code]).toEqual(["failed", "SANDBOX_UNAVAILABLE"]);
+      expect(existsSync(trace)).toBe(false);
+      expect(server.requests).toEqual([]);
+      const [row] = await rows();
+      expect([row?.status, row?.pid]).toEqual(["failed", null]);
+      expect(row?.error_text).toContain("SANDBOX_UNAVAILABLE");
+    } finally {
+      if (saved === undefined) delete process.env.SMITHERS_BWRAP;
+      else process.env.SMITHERS_BWRAP = saved;
+    }
+  });
+
+  test("a CLI agent with its own cwd option fails SANDBOX_POLICY_UNSUPPORTED: the sandbox decides where it works", async () => {
+    const { server, run } = sandboxedRun(true, () => new ClaudeCodeAgent({ binary: "claude", cwd: "/", apiKey: "sk-ant-fake" }));
+    const result = await run();
+    expect([result.status, result.error?.code]).toEqual(["failed", "SANDBOX_POLICY_UNSUPPORTED"]);
+    expect(result.error?.message).toContain("cwd");
+    expect(server.requests).toEqual([]);
+  });
+
+  test("an agent that runs in the engine's process fails SANDBOX_POLICY_UNSUPPORTED before it is called, with no session", async () => {
     const inProcess = scriptedAgent([{ text: '{"proof":"ran"}' }]);
     const { rows, run } = sandboxedRun(true, () => inProcess);
     const result = await run();
