@@ -8,10 +8,11 @@ import { chmodSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { ClaudeCodeAgent, CodexAgent, createSmithers, runWorkflow, scriptedAgent, type Agent, type SandboxPolicy } from "../../src/index.ts";
+import { ClaudeCodeAgent, CodexAgent, createSmithers, GeminiAgent, runWorkflow, scriptedAgent, type Agent, type SandboxPolicy } from "../../src/index.ts";
 import { query, tempDbPath } from "../helpers.ts";
 import { anthropicApi, claudeMainTurn } from "../support/fake-model/anthropic.ts";
 import { type FakeModelServer, type FakeReply, startFakeModelServer } from "../support/fake-model/core.ts";
+import { geminiApi } from "../support/fake-model/gemini.ts";
 import { openAiResponses } from "../support/fake-model/openai-responses.ts";
 import { realCli } from "../support/real-cli.ts";
 
@@ -29,7 +30,7 @@ afterEach(async () => {
 
 /** One agent task `work` with `sandbox={policy}` in a fresh run root; `main` scripts the CLI's model turns. */
 function sandboxedRun(policy: true | SandboxPolicy, agentOf?: (serverUrl: string) => Agent) {
-  const server = startFakeModelServer([anthropicApi, openAiResponses]);
+  const server = startFakeModelServer([anthropicApi, openAiResponses, geminiApi]);
   servers.push(server);
   const dbPath = tempDbPath();
   const rootDir = mkdtempSync(join(tmpdir(), "sandbox-agent-root-"));
@@ -160,6 +161,28 @@ describe.skipIf(codexSkip !== undefined)("a sandboxed Codex task", () => {
     expect(toolOutput).toContain(`${row!.root_dir}/work`);
     expect(toolOutput).toContain("inside");
   });
+});
+
+const geminiCli = realCli("gemini");
+const geminiSkip = "skip" in geminiCli ? geminiCli.skip : undefined;
+
+describe.skipIf(geminiSkip !== undefined)("a sandboxed Gemini CLI task", () => {
+  test("finishes with network: its shell command runs in the work dir, exit 0", async () => {
+    const gemini = (url: string) =>
+      new GeminiAgent({ binary: (geminiCli as { binary: string }).binary, apiKey: "gemini-fake-key", timeoutMs: 30_000, env: { GOOGLE_GEMINI_BASE_URL: url } });
+    const { server, rows, run } = sandboxedRun({ network: true }, gemini);
+    server.script(
+      { toolCalls: [{ name: "run_shell_command", input: { command: "pwd && printf inside > proof.txt && cat proof.txt", description: "proof" } }] },
+      { json: { proof: "gemini" } },
+    );
+    const result = await run();
+    expect(result.status).toBe("finished");
+    const [row] = await rows();
+    expect([row?.status, row?.exit_code]).toEqual(["finished", 0]);
+    const sent = JSON.stringify(server.requests.map((r) => r.body));
+    expect(sent).toContain(`${row!.root_dir}/work`);
+    expect(sent).toContain("inside");
+  }, 60_000); // Gemini CLI starts slowly on a busy machine
 });
 
 describe("a sandboxed agent task that cannot be sandboxed", () => {
