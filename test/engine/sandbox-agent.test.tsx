@@ -156,8 +156,8 @@ describe.skipIf(codexSkip !== undefined)("a sandboxed Codex task", () => {
     const [row] = await rows();
     expect([row?.status, row?.exit_code]).toEqual(["finished", 0]);
     const [first, second] = server.requests.filter(ofModel);
-    expect((first?.body as { text?: { format?: { type?: string } } }).text?.format?.type).toBe("json_schema");
-    const toolOutput = JSON.stringify((second?.body as { input: unknown[] }).input);
+    expect((first!.body as { text?: { format?: { type?: string } } }).text?.format?.type).toBe("json_schema");
+    const toolOutput = JSON.stringify((second!.body as { input: unknown[] }).input);
     expect(toolOutput).toContain(`${row!.root_dir}/work`);
     expect(toolOutput).toContain("inside");
   });
