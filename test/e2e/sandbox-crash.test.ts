@@ -38,6 +38,16 @@ test("a session left running by a kill -9 is closed as abandoned on resume and i
   const [left] = rows(db);
   expect([left?.status, left?.completed_at_ms]).toEqual(["running", null]);
   expect(existsSync(left!.root_dir!)).toBe(true);
+  // bubblewrap went down with the engine (--die-with-parent): nothing of the session still runs.
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  await waitFor(() => !alive(left!.pid!));
 
   const resumed = smithers(["up", "test/fixtures/sandbox-crash.tsx", "--run-id", "sb1", "--resume", "--db", db]);
   expect(resumed.code).toBe(0);
