@@ -99,6 +99,7 @@ export {
   queuedSummary,
   runHeader,
   runWaterfall,
+  sandboxSessions,
 } from "./queries/index.ts";
 export { ownerAlive } from "./core/index.ts";
 export { createMetrics, listenMetrics, type SmithersMetrics, type MetricsScrape, type MetricsListener } from "./telemetry/index.ts";

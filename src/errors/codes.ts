@@ -144,9 +144,14 @@ export const ERROR_TABLE = {
   },
   SANDBOX_POLICY_UNSUPPORTED: {
     kind: "run-failure",
-    summary: "A sandbox policy has a field Smithers cannot enforce, a bad value, or is set on a task that cannot run sandboxed.",
+    summary:
+      "A sandbox policy has a field Smithers cannot enforce, a bad value, or is set on a task that cannot run sandboxed (a subflow, an agent running in the engine's process).",
   },
-  SANDBOX_FAILED: { kind: "run-failure", summary: "A sandboxed body threw, or its process ended before returning (a limit of its policy killed it)." },
+  SANDBOX_FAILED: {
+    kind: "run-failure",
+    summary:
+      "A sandboxed body threw, or its process ended before returning (a limit of its policy killed it); or a CLI agent failed in a sandbox without network.",
+  },
   DEPENDENCY_DEADLOCK: { kind: "run-failure", summary: "Tasks wait on each other (or on a task that cannot run), so none can start." },
   SUBFLOW_FAILED: { kind: "run-failure", summary: "A `<Subflow>`'s child run failed." },
   SUBFLOW_WAITING: { kind: "run-failure", summary: "A `<Subflow>`'s child run stopped to wait (the parent waits with it)." },
