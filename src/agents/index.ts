@@ -1,8 +1,8 @@
-export type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentTimeout, AgentUsage, ModelTokens, StructuredAttempt } from "./types.ts";
+export type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentTimeout, AgentUsage, ModelTokens, ProcessSandbox, StructuredAttempt } from "./types.ts";
 export { addUsage, checkPricing, normalizeUsage, priceUsage, type ModelPrice, type ModelPricing } from "./usage.ts";
 export { describeSchema } from "../schema/index.ts";
 export { extractJson } from "./extract-json.ts";
-export { buildPrompt, generateStructured, type AgentFallback } from "./structured.ts";
+export { buildPrompt, generateStructured, refuseUnsandboxable, type AgentFallback } from "./structured.ts";
 export { scriptedAgent, type ScriptedAgent, type ScriptedReply } from "./scripted.ts";
 export {
   ClaudeCodeAgent,

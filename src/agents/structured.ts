@@ -5,7 +5,7 @@ import { describeSchema } from "../schema/index.ts";
 import { callAiSdkAgent, isAiSdkAgent } from "./ai-sdk.ts";
 import { extractJson } from "./extract-json.ts";
 import { retryAfter } from "./retry-after.ts";
-import type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentUsage, StructuredAttempt } from "./types.ts";
+import type { Agent, AgentEvent, AgentGenerateArgs, AgentReply, AgentUsage, ProcessSandbox, StructuredAttempt } from "./types.ts";
 import { addUsage, normalizeUsage, priceUsage, type ModelPricing } from "./usage.ts";
 
 /** Correction calls per agent after a reply that fails the schema, unless the caller says (a Task's `maxSchemaRetries`). */
@@ -140,6 +140,20 @@ export function providerFailure(
   return retryAfterMs === undefined ? { code: "AGENT_RATE_LIMITED" } : { code: "AGENT_RATE_LIMITED", retryAfterMs };
 }
 
+/**
+ * Fails SANDBOX_POLICY_UNSUPPORTED when an agent of the list cannot run sandboxed (an AI SDK
+ * agent works inside this process): a sandbox is never dropped silently.
+ */
+export function refuseUnsandboxable(agents: readonly Agent[], where: string): void {
+  const refused = agents.flatMap((agent, i) => (agent.sandboxable === true ? [] : [agent.id ?? `#${i + 1}`]));
+  if (refused.length === 0) return;
+  throw new SmithersError(
+    "SANDBOX_POLICY_UNSUPPORTED",
+    `${where} has a sandbox, but agent ${refused.join(", ")} runs inside this process and cannot be sandboxed (only the CLI agents can: ClaudeCodeAgent, CodexAgent, GeminiAgent, OpenCodeAgent)`,
+    { where, agents: refused },
+  );
+}
+
 export type GenerateStructuredOptions<S extends z.ZodType> = {
   agent: Agent | readonly Agent[];
   prompt: string;
@@ -154,6 +168,8 @@ export type GenerateStructuredOptions<S extends z.ZodType> = {
   cwd?: string;
   /** Passed to every generate call as its `traceparent` (see AgentGenerateArgs). */
   traceparent?: string;
+  /** Passed to every generate call as its `sandbox`: every agent of the list must be `sandboxable` (SANDBOX_POLICY_UNSUPPORTED). */
+  sandbox?: ProcessSandbox;
   onAttempt?: (attempt: StructuredAttempt) => void;
   /** Told when the attempt moves from one agent of the list to the next, and with what code the one before failed. */
   onFallback?: (fallback: AgentFallback) => void;
@@ -214,6 +230,7 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
   const { schema, signal, onAttempt } = opts;
   const agents: readonly Agent[] = Array.isArray(opts.agent) ? opts.agent : [opts.agent as Agent];
   if (agents.length === 0) throw new SmithersError("INVALID_WORKFLOW", "generateStructured needs at least one agent");
+  if (opts.sandbox) refuseUnsandboxable(agents, "generateStructured");
   const retries = opts.maxSchemaRetries ?? DEFAULT_MAX_SCHEMA_RETRIES;
   if (!(Number.isSafeInteger(retries) && retries >= 0)) {
     throw new SmithersError("INVALID_OPTION", `maxSchemaRetries must be a whole number >= 0, got ${String(retries)}`);
@@ -225,6 +242,7 @@ export async function generateStructured<S extends z.ZodType>(opts: GenerateStru
     ...(signal ? { abortSignal: signal } : {}),
     ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
     ...(opts.traceparent === undefined ? {} : { traceparent: opts.traceparent }),
+    ...(opts.sandbox === undefined ? {} : { sandbox: opts.sandbox }),
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     ...(opts.onStdout ? { onStdout: opts.onStdout } : {}),
     ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),

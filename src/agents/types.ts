@@ -70,6 +70,32 @@ export interface AgentGenerateArgs {
   cwd?: string;
   /** The W3C trace context of the attempt making the call, when tracing is on; CLI agents pass it on as TRACEPARENT. */
   traceparent?: string;
+  /**
+   * Set by the engine for a task under `<Sandbox>` / `sandbox`: the agent runs its subprocess
+   * through it. Only agents with `sandboxable: true` (the CLI agents) are given one.
+   */
+  sandbox?: ProcessSandbox;
+}
+
+/**
+ * A sandbox a subprocess agent starts its process in (the engine's bubblewrap session of the
+ * attempt). The agent hands over its command and the whole environment the process gets.
+ */
+export interface ProcessSandbox {
+  /** The process's working directory: fresh and writable, the only place it may write (unless the policy allows the run's root). */
+  readonly cwd: string;
+  /** HOME inside: writable, fresh (the CLI's own state and caches go there). */
+  readonly home: string;
+  /** A directory for the agent's per-call files (settings, schemas) that the process can read. */
+  readonly scratchDir: string;
+  /** The command line that runs `argv` inside, with `env` as its entire environment. */
+  command(argv: readonly string[], env: Readonly<Record<string, string>>): string[];
+  /** Told the sandbox's process id once it started. */
+  started(pid: number): void;
+  /** Told how the process ended (null: killed by a signal or never started). */
+  ended(exitCode: number | null): void;
+  /** The error a failed call throws: the agent's own, or one that names the sandbox as the cause. */
+  explain(error: unknown): unknown;
 }
 
 export interface AgentReply {
@@ -91,6 +117,8 @@ export interface AgentReply {
  */
 export interface Agent {
   id?: string;
+  /** True for an agent whose work runs in a subprocess that `AgentGenerateArgs.sandbox` can hold (the CLI agents); others cannot be sandboxed. */
+  readonly sandboxable?: boolean;
   generate(args: AgentGenerateArgs): PromiseLike<AgentReply>;
 }
 

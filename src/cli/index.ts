@@ -124,6 +124,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
     () => import("./ps.ts"),
     (m) => (args, io) => m.psCommand(args, io),
   ),
+  sandboxes: lazy(
+    () => import("./sandboxes.ts"),
+    (m) => (args, io) => m.sandboxesCommand(args, io),
+  ),
   limits: lazy(
     () => import("./limits.ts"),
     (m) => (args, io) => m.limitsCommand(args, io),

@@ -8,6 +8,7 @@ export const USAGE = `Usage: smithers init [dir] [--force]
        smithers ps [--status S] [--limit N] [--json] [--db PATH]
        smithers limits [--json] [--db PATH]
        smithers inspect <run-id> [--json] [--db PATH]
+       smithers sandboxes <run-id> [--json] [--db PATH]
        smithers events <run-id> [--after-seq N] [--type T] [--node ID] [--follow] [--json] [--db PATH]
        smithers cancel <run-id> [--no-wait] [--timeout-ms N] [--json] [--db PATH]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power] [--log-format text|json] [--metrics-port N]
@@ -116,6 +117,10 @@ inspect     shows a run: status, workflow and its file, input, its tasks (state,
             error, output row), pending approvals, human requests and waits, the concurrency slots
             it holds and waits for, and the tokens and cost its agents used (--json: the same as
             one JSON object, each node with its output)
+sandboxes   lists a run's sandbox sessions (<Sandbox> / sandbox tasks): node, iteration, attempt,
+            status (running, finished, failed, abandoned), exit code, pid, policy, start, end and
+            the session's directory; a failure's reason below its line
+  --json                a JSON array of sessions (see docs/reference/cli.md)
 events      prints a run's events in order (seq, time, what happened)
   --after-seq N         only events after seq N
   --type T              only events of type T (repeat it, or T1,T2)

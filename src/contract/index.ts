@@ -402,3 +402,29 @@ export type ScorerSummary = {
 
 /** `smithers scores RUN --json` and the dashboard's scores view. */
 export type RunScores = { runId: string; scores: ScoreReport[]; summary: ScorerSummary[] };
+
+/**
+ * One sandbox session of a run (a row of `_smithers_sandboxes`): the bubblewrap process a task
+ * attempt ran in, with the policy it ran under. `status`: running, finished, failed, or
+ * abandoned (closed by a resume after the engine died; `exitCode` null). GET /runs/:id/sandboxes
+ * and `smithers sandboxes RUN --json` return them, ordered by node, iteration and attempt.
+ */
+export type SandboxSession = {
+  sandboxId: string;
+  nodeId: string | null;
+  iteration: number | null;
+  attempt: number | null;
+  runtime: string;
+  /** The policy: network, writableRoot, memoryBytes, cpuSeconds as given (absent: not granted / no limit). */
+  policy: Record<string, unknown>;
+  status: string;
+  rootDir: string | null;
+  pid: number | null;
+  startedAtMs: number | null;
+  completedAtMs: number | null;
+  exitCode: number | null;
+  /** The code and message of a failure, or why it was abandoned. */
+  error: string | null;
+};
+
+export type SandboxList = { runId: string; sessions: SandboxSession[] };

@@ -13,6 +13,13 @@ import { camelToSnake, fieldColumns, zodToInputTable, zodToTable, type FieldColu
 import type { Sql } from "./sql.ts";
 
 export type OutputSchema = z.ZodObject;
+
+/** What a value passed where a schema belongs is, for an error message. */
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object that is not a schema" : `${typeof value} ${JSON.stringify(value)}`;
+}
 /** What `output=` (and every ctx lookup) names: a Zod schema by reference, a schema key or table name, or a custom Drizzle table. */
 export type OutputTarget = OutputSchema | string | SQLiteTable;
 
@@ -67,7 +74,13 @@ export class OutputRegistry {
 
   constructor(schemas: Record<string, OutputSchema | SQLiteTable>) {
     let inputSchema: OutputSchema | undefined;
+    if (typeof schemas !== "object" || schemas === null || Array.isArray(schemas)) {
+      throw new SmithersError("INVALID_OPTION", `createSmithers takes an object of schemas ({ name: z.object(...) }); got ${describe(schemas)}`);
+    }
     for (const [key, value] of Object.entries(schemas)) {
+      if (!is(value, SQLiteTable) && !(typeof value === "object" && value !== null && "_zod" in value)) {
+        throw new SmithersError("INVALID_OPTION", `Schema "${key}" must be a Zod schema or a Drizzle table; got ${describe(value)}`, { key });
+      }
       if (key === "input" && !is(value, SQLiteTable)) {
         inputSchema = value as OutputSchema;
         continue;

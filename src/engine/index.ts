@@ -101,6 +101,7 @@ export {
   runWaterfall,
   runScores,
   summarizeScores,
+  sandboxSessions,
 } from "./queries/index.ts";
 export { ownerAlive } from "./core/index.ts";
 export { createMetrics, listenMetrics, type SmithersMetrics, type MetricsScrape, type MetricsListener } from "./telemetry/index.ts";

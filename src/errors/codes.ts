@@ -144,9 +144,14 @@ export const ERROR_TABLE = {
   },
   SANDBOX_POLICY_UNSUPPORTED: {
     kind: "run-failure",
-    summary: "A sandbox policy has a field Smithers cannot enforce, a bad value, or is set on a task that cannot run sandboxed.",
+    summary:
+      "A sandbox policy has a field Smithers cannot enforce, a bad value, or is set on a task that cannot run sandboxed (a subflow, an agent running in the engine's process).",
   },
-  SANDBOX_FAILED: { kind: "run-failure", summary: "A sandboxed body threw, or its process ended before returning (a limit of its policy killed it)." },
+  SANDBOX_FAILED: {
+    kind: "run-failure",
+    summary:
+      "A sandboxed body threw, or its process ended before returning (a limit of its policy killed it); or a CLI agent failed in a sandbox without network.",
+  },
   INVALID_SCORER: {
     kind: "bad-input",
     summary: "A task's `scorers` map is malformed: a binding without a scorer object, an unknown sampling type, a ratio outside 0..1, a bad timeoutMs.",

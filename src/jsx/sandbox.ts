@@ -1,4 +1,4 @@
-/** `<Sandbox>` and a task's `sandbox` prop: the policy a compute task's body runs under in bubblewrap. */
+/** `<Sandbox>` and a task's `sandbox` prop: the policy a compute task's body or a CLI agent runs under in bubblewrap. */
 import { SmithersError } from "../errors/index.ts";
 import { makeElement, type SmithersNode } from "./element.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
@@ -57,7 +57,7 @@ export function sandboxPolicy(where: string, value: unknown): SandboxPolicy {
 }
 
 /**
- * Its children run in sequence, each compute task's body in a bubblewrap sandbox with this policy
+ * Its children run in sequence, each compute task's body or CLI agent in a bubblewrap sandbox with this policy
  * (a task's own `sandbox` prop wins). See docs/guides/sandbox.md for what the body can see.
  * @example
  * <Sandbox cpuSeconds={30}><Task id="parse" output={outputs.parse}>{parseUntrusted}</Task></Sandbox>

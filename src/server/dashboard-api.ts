@@ -4,9 +4,18 @@
  * waiting for a person across runs, and a run's waterfall (its attempts and waits in time). Read-only adapters over db and engine functions.
  */
 import type { Hono } from "hono";
-import type { FrameAt, FrameList, Inbox, RunActivity, Waterfall } from "../contract/index.ts";
+import type { FrameAt, FrameList, Inbox, RunActivity, SandboxList, Waterfall } from "../contract/index.ts";
 import { frames, type SmithersDb } from "../db/index.ts";
-import { forksByFrame, frameHistory, humanInbox, pendingApprovalsAcrossRuns, planChanges, runActivity, runWaterfall } from "../engine/index.ts";
+import {
+  forksByFrame,
+  frameHistory,
+  humanInbox,
+  pendingApprovalsAcrossRuns,
+  planChanges,
+  runActivity,
+  runWaterfall,
+  sandboxSessions,
+} from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { knownRun, runsQuery } from "./routes.ts";
 import { createRunsFeeds } from "./runs-feed.ts";
@@ -50,6 +59,13 @@ export function registerDashboardApi(app: Hono, o: { db: SmithersDb; follow: Fol
     const minutes = countParam(c.req.query("minutes"), "minutes", 60, 1440);
     const days = countParam(c.req.query("days"), "days", 14, 366);
     return c.json((await runActivity(db, { minutes, days })) satisfies RunActivity);
+  });
+
+  // The sandbox sessions of a run's tasks (the run page's Sandboxes section).
+  app.get("/runs/:id/sandboxes", async (c) => {
+    const runId = c.req.param("id");
+    await knownRun(db, runId);
+    return c.json({ runId, sessions: await sandboxSessions(db, runId) } satisfies SandboxList);
   });
 
   app.get("/runs/:id/frames", async (c) => {

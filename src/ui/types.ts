@@ -23,6 +23,8 @@ export type {
   PropValue,
   RunActivity,
   RunListItem,
+  SandboxList,
+  SandboxSession,
   Usage,
   Waterfall,
   WaterfallBar,

@@ -74,6 +74,15 @@ describe("OutputRegistry", () => {
     expect(error.message).toContain("codeReview");
   });
 
+  test("a value that is not a schema (a number, a string, null) throws INVALID_OPTION naming its key", () => {
+    for (const value of [5, "x", null]) {
+      const error = errorOf(() => new OutputRegistry({ analysis, out: value as never }));
+      expect(error.code).toBe("INVALID_OPTION");
+      expect(error.message).toContain('"out"');
+    }
+    expect(errorOf(() => new OutputRegistry(null as never)).code).toBe("INVALID_OPTION");
+  });
+
   test("a schema that was not registered throws OUTPUT_NOT_FOUND, even if it has the same shape", () => {
     const registry = new OutputRegistry({ analysis });
     const lookalike = z.object({ summary: z.string(), severity: z.enum(["low", "medium", "high"]) });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { getSandbox, listSandboxes, upsertSandbox } from "../../src/db/adapters/sandboxes.ts";
+import { abandonOpenSandboxes, getSandbox, listSandboxes, upsertSandbox } from "../../src/db/adapters/sandboxes.ts";
 import { forEachBackend } from "./backends.ts";
 
 forEachBackend((db) => {
@@ -66,6 +66,20 @@ forEachBackend((db) => {
       await upsertSandbox(db(), { runId: "r1", sandboxId: "a", configJson: "{}" });
       await upsertSandbox(db(), { runId: "r2", sandboxId: "c", configJson: "{}" });
       expect((await listSandboxes(db(), "r1")).map((s) => s.sandboxId)).toEqual(["a", "b"]);
+    });
+  });
+
+  describe("abandonOpenSandboxes", () => {
+    test("closes only the run's running sessions as abandoned with the reason and returns their dirs", async () => {
+      await upsertSandbox(db(), { runId: "r1", sandboxId: "a", configJson: "{}", status: "running", rootDir: "/tmp/a", pid: 7 });
+      await upsertSandbox(db(), { runId: "r1", sandboxId: "b", configJson: "{}", status: "finished", exitCode: 0, completedAtMs: 5 });
+      await upsertSandbox(db(), { runId: "r2", sandboxId: "c", configJson: "{}", status: "running" });
+      const closed = await db().write("test", (q) => abandonOpenSandboxes(q, "r1", 99, "TASK_ABANDONED: gone"));
+      expect(closed).toEqual([{ sandboxId: "a", rootDir: "/tmp/a" }]);
+      const a = await getSandbox(db(), "r1", "a");
+      expect([a?.status, a?.completedAtMs, a?.exitCode, a?.errorText, a?.pid]).toEqual(["abandoned", 99, null, "TASK_ABANDONED: gone", 7]);
+      expect((await getSandbox(db(), "r1", "b"))?.status).toBe("finished");
+      expect((await getSandbox(db(), "r2", "c"))?.status).toBe("running");
     });
   });
 });

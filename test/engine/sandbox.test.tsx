@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { createSmithers, runWorkflow, scriptedAgent, type SandboxPolicy } from "../../src/index.ts";
-import { query, tempDbPath } from "../helpers.ts";
+import { execute, query, tempDbPath } from "../helpers.ts";
 
 const schemas = { out: z.object({ text: z.string() }) };
 type Body = (ctx: { input: unknown; cwd: string }) => unknown;
@@ -239,7 +239,7 @@ describe("<Sandbox>", () => {
     ]);
   });
 
-  test("a sandbox on an agent task fails it before it starts with SANDBOX_POLICY_UNSUPPORTED, and the agent is never called", async () => {
+  test("a sandbox on an in-process agent (not a CLI agent) fails the task before it starts with SANDBOX_POLICY_UNSUPPORTED, and the agent is never called", async () => {
     const dbPath = tempDbPath();
     const { Workflow, Task, Sandbox, smithers, outputs } = createSmithers(schemas, { dbPath });
     let calls = 0;
@@ -298,5 +298,37 @@ describe("<Sandbox>", () => {
     expect(row?.status).toBe("failed");
     expect(row?.error_text).toContain("SIGKILL");
     expect(() => process.kill(row!.pid, 0)).toThrow();
+  });
+
+  test("a session a dead process left running is closed as abandoned on resume, its directory removed", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs } = createSmithers(schemas, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="stale">
+        <Task id="box" output={outputs.out} sandbox>
+          {(() => ({ text: "boxed" })) as never}
+        </Task>
+      </Workflow>
+    ));
+    const first = await runWorkflow(wf, { input: {}, rootDir: freshDir() });
+    // Rewound to how a kill -9 while the body ran leaves it (test/e2e/sandbox-crash.test.ts does it for real on SQLite).
+    const leftDir = freshDir();
+    await execute(dbPath, `UPDATE _smithers_runs SET status = 'running', runtime_owner_id = 'elsewhere:999999:x', heartbeat_at_ms = 0`);
+    await execute(dbPath, `UPDATE _smithers_nodes SET state = 'running'`);
+    await execute(dbPath, `UPDATE _smithers_attempts SET state = 'running', finished_at_ms = NULL`);
+    await execute(dbPath, `UPDATE _smithers_sandboxes SET status = 'running', completed_at_ms = NULL, exit_code = NULL, root_dir = '${leftDir}'`);
+    await execute(dbPath, `DELETE FROM out`);
+    const resumed = await runWorkflow(wf, { runId: first.runId, resume: true, rootDir: freshDir() });
+    expect(resumed.status).toBe("finished");
+    const rows = await query<{ sandbox_id: string; status: string; exit_code: number | null; error_text: string | null }>(
+      dbPath,
+      "SELECT sandbox_id, status, exit_code, error_text FROM _smithers_sandboxes ORDER BY sandbox_id",
+    );
+    expect(rows.map((r) => [r.sandbox_id, r.status, r.exit_code])).toEqual([
+      ["box:0:1", "abandoned", null],
+      ["box:0:2", "finished", 0],
+    ]);
+    expect(rows[0]?.error_text).toContain("TASK_ABANDONED");
+    expect(existsSync(leftDir)).toBe(false);
   });
 });

@@ -250,6 +250,17 @@ describe("GET /runs/:id/waterfall", () => {
   });
 });
 
+describe("GET /runs/:id/sandboxes", () => {
+  test("a run without sandboxed tasks has no sessions", async () => {
+    expect(await getJson("/runs/steps-1/sandboxes")).toEqual([200, { runId: "steps-1", sessions: [] }]);
+  });
+
+  test("an unknown run is 404 RUN_NOT_FOUND", async () => {
+    const res = await fetch(`${url}/runs/nope/sandboxes`);
+    expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([404, "RUN_NOT_FOUND"]);
+  });
+});
+
 describe("GET /runs/activity", () => {
   test("counts the runs started, finished and failed in each minute as stored, and the day's spend", async () => {
     await post(`${url}/runs`, { workflow: "retries", runId: "activity-1" });

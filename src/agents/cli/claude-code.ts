@@ -1,6 +1,6 @@
 import type { AgentGenerateArgs } from "../types.ts";
 import { ClaudeStreamParser } from "./claude-stream.ts";
-import { type CallContext, CliAgent, flag, type PreparedCall, toggle } from "./cli-agent.ts";
+import { type CallContext, CliAgent, type InheritedEnv, flag, type PreparedCall, toggle } from "./cli-agent.ts";
 import { type BaseCliAgentOptions, systemPromptOf } from "./options.ts";
 
 export type ClaudeCodeAgentOptions = BaseCliAgentOptions & {
@@ -91,8 +91,8 @@ export class ClaudeCodeAgent extends CliAgent<ClaudeCodeAgentOptions> {
     super("ClaudeCodeAgent", "claude", options, OWN_KEYS);
   }
 
-  protected override environment(): Record<string, string> {
-    const env = super.environment();
+  protected override environment(base?: InheritedEnv): Record<string, string> {
+    const env = super.environment(base);
     const o = this.options;
     if (o.apiKey !== undefined) env.ANTHROPIC_API_KEY = o.apiKey;
     else if (o.env?.ANTHROPIC_API_KEY === undefined) delete env.ANTHROPIC_API_KEY;

@@ -1,4 +1,6 @@
-import type { Agent, AgentGenerateArgs, AgentReply, AgentUsage } from "../types.ts";
+import { tmpdir } from "node:os";
+import { SmithersError } from "../../errors/index.ts";
+import type { Agent, AgentGenerateArgs, AgentReply, AgentUsage, ProcessSandbox } from "../types.ts";
 import { DEFAULT_MAX_OUTPUT_BYTES } from "./constants.ts";
 import { type BaseCliAgentOptions, checkOptions, limitsOf, mergedEnv, resolveBinary } from "./options.ts";
 import { runCli, type StreamOutcome, type StreamParser } from "./run-cli.ts";
@@ -18,7 +20,17 @@ export type PreparedCall = {
 };
 
 /** Per-call context given to `prepare`. */
-export type CallContext = { cwd: string; maxOutputBytes: number };
+export type CallContext = {
+  cwd: string;
+  maxOutputBytes: number;
+  /** The child's environment (its HOME, config dirs), as `environment()` built it for this call. */
+  env: Record<string, string>;
+  /** Where per-call files go so the child can read them: the host's temporary directory, or the sandbox's. */
+  tmpDir: string;
+};
+
+/** The environment a subclass's rules build on: process.env, or a sandbox's few variables. */
+export type InheritedEnv = Readonly<Record<string, string | undefined>>;
 
 /**
  * The shared half of the CLI agents: options, environment, binary lookup and the run; each agent
@@ -26,6 +38,8 @@ export type CallContext = { cwd: string; maxOutputBytes: number };
  */
 export abstract class CliAgent<O extends BaseCliAgentOptions> implements Agent {
   readonly id: string;
+  /** Its CLI is a subprocess: a task's `<Sandbox>` runs it inside bubblewrap (AgentGenerateArgs.sandbox). */
+  readonly sandboxable = true;
   protected readonly options: O;
 
   protected constructor(
@@ -44,36 +58,46 @@ export abstract class CliAgent<O extends BaseCliAgentOptions> implements Agent {
   /** The argv, stdin and parser of one call. */
   protected abstract prepare(call: AgentGenerateArgs, context: CallContext): PreparedCall | Promise<PreparedCall>;
 
-  /** The child's environment: process.env with `env` on top, then the agent's own rules (auth, config dir). */
-  protected environment(): Record<string, string> {
-    return mergedEnv(this.options.env);
+  /** The child's environment: `base` (process.env) with `env` on top, then the agent's own rules (auth, config dir). */
+  protected environment(base?: InheritedEnv): Record<string, string> {
+    return mergedEnv(this.options.env, base);
   }
 
   async generate(call: AgentGenerateArgs): Promise<AgentReply> {
     if (call.abortSignal?.aborted) throw call.abortSignal.reason;
-    const cwd = this.options.cwd ?? call.cwd ?? process.cwd();
-    const env = this.environment();
+    const { sandbox } = call;
+    if (sandbox && this.options.cwd !== undefined) {
+      throw new SmithersError("SANDBOX_POLICY_UNSUPPORTED", `${this.agentName}: a sandboxed CLI runs in the sandbox's own directory; remove the cwd option`, {
+        agent: this.agentName,
+        option: "cwd",
+      });
+    }
+    const cwd = sandbox?.cwd ?? this.options.cwd ?? call.cwd ?? process.cwd();
+    // Sandboxed, the CLI gets no inherited variable but PATH: only what the agent's options set (key, base URL, config).
+    const env = this.environment(sandbox ? { PATH: process.env.PATH, HOME: sandbox.home, TMPDIR: "/tmp" } : undefined);
     // The CLI's own spans (if it traces) join the attempt's trace.
     if (call.traceparent !== undefined) env.TRACEPARENT = call.traceparent;
     const binary = this.options.binary ?? this.defaultBinary;
     const executable = resolveBinary(this.agentName, binary, env, cwd);
     const maxOutputBytes = this.options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
-    const prepared = await this.prepare(call, { cwd, maxOutputBytes });
+    const prepared = await this.prepare(call, { cwd, maxOutputBytes, env, tmpDir: sandbox?.scratchDir ?? tmpdir() });
+    const childEnv = prepared.env ? { ...env, ...prepared.env } : env;
+    const run = {
+      agent: this.agentName,
+      executable,
+      binary,
+      args: [...prepared.args],
+      stdin: prepared.stdin,
+      cwd,
+      env: childEnv,
+      limits: limitsOf(this.options, call),
+      maxOutputBytes,
+      parser: prepared.parser,
+      call,
+      authExitCodes: prepared.authExitCodes,
+    };
     try {
-      const outcome = await runCli({
-        agent: this.agentName,
-        executable,
-        binary,
-        args: [...prepared.args],
-        stdin: prepared.stdin,
-        cwd,
-        env: prepared.env ? { ...env, ...prepared.env } : env,
-        limits: limitsOf(this.options, call),
-        maxOutputBytes,
-        parser: prepared.parser,
-        call,
-        authExitCodes: prepared.authExitCodes,
-      });
+      const outcome = await (sandbox ? runInSandbox(sandbox, run) : runCli(run));
       if (prepared.reply) return await prepared.reply(outcome);
       return { text: outcome.text, usage: this.usageOf(outcome) };
     } finally {
@@ -86,6 +110,28 @@ export abstract class CliAgent<O extends BaseCliAgentOptions> implements Agent {
     if (!outcome.usage) return undefined;
     const model = outcome.usage.model ?? this.options.model;
     return model === undefined ? outcome.usage : { ...outcome.usage, model };
+  }
+}
+
+/** The call with its command run inside `sandbox` (bwrap sets the environment; bwrap itself needs only PATH). */
+async function runInSandbox(sandbox: ProcessSandbox, run: Parameters<typeof runCli>[0]): Promise<StreamOutcome> {
+  const [executable, ...args] = sandbox.command([run.executable, ...run.args], run.env);
+  const onEvent = run.call.onEvent;
+  const call = {
+    ...run.call,
+    onEvent: (event: Parameters<NonNullable<typeof onEvent>>[0]) => {
+      if (event.type === "process") sandbox.started(event.pid);
+      onEvent?.(event);
+    },
+  };
+  try {
+    const outcome = await runCli({ ...run, executable: executable!, args, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, call });
+    sandbox.ended(0);
+    return outcome;
+  } catch (error) {
+    const exitCode = (error as { details?: { exitCode?: unknown } }).details?.exitCode;
+    sandbox.ended(typeof exitCode === "number" ? exitCode : null);
+    throw sandbox.explain(error);
   }
 }
 

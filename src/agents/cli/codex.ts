@@ -1,7 +1,6 @@
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentGenerateArgs, AgentReply } from "../types.ts";
-import { type CallContext, CliAgent, flag, type PreparedCall, toggle } from "./cli-agent.ts";
+import { type CallContext, CliAgent, type InheritedEnv, flag, type PreparedCall, toggle } from "./cli-agent.ts";
 import { type CodexConfigValue, codexUserSettings, toToml } from "./codex-config.ts";
 import { CodexStreamParser } from "./codex-stream.ts";
 import { CODEX_QUIET_DEFAULTS } from "./constants.ts";
@@ -51,8 +50,8 @@ export class CodexAgent extends CliAgent<CodexAgentOptions> {
     for (const [key, value] of Object.entries(options.config ?? {})) toToml(value, key);
   }
 
-  protected override environment(): Record<string, string> {
-    const env = super.environment();
+  protected override environment(base?: InheritedEnv): Record<string, string> {
+    const env = super.environment(base);
     if (this.options.configDir !== undefined) env.CODEX_HOME = this.options.configDir;
     if (this.options.apiKey !== undefined) env.CODEX_API_KEY = env.OPENAI_API_KEY = this.options.apiKey;
     return env;
@@ -63,7 +62,7 @@ export class CodexAgent extends CliAgent<CodexAgentOptions> {
     const strict: StrictSchema | undefined = call.outputSchema && o.nativeStructuredOutput !== false ? toStrictJsonSchema(call.outputSchema) : undefined;
     // Loaded here, not at start-up: a process that never calls Codex does not pay for it.
     const { mkdtemp, readFile, rm, writeFile } = await import("node:fs/promises");
-    const dir = await mkdtemp(join(tmpdir(), "smithers-codex-"));
+    const dir = await mkdtemp(join(context.tmpDir, "smithers-codex-"));
     const lastMessageFile = join(dir, "last-message.txt");
     const args = ["exec", "--json"];
     // --image takes several values: keep it before other flags so it cannot swallow the final "-".
@@ -76,7 +75,7 @@ export class CodexAgent extends CliAgent<CodexAgentOptions> {
     for (const d of o.addDir ?? []) args.push("--add-dir", d);
     toggle(args, "--skip-git-repo-check", o.skipGitRepoCheck);
     const settings = await codexUserSettings({
-      codexHome: this.environment().CODEX_HOME,
+      codexHome: context.env.CODEX_HOME,
       config: o.config,
       extraArgs: o.extraArgs,
       profile: o.profile,

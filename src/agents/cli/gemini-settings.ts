@@ -51,7 +51,11 @@ export function stripJsonComments(text: string): string {
  * Nothing when the user's settings.json cannot be read as JSON: the CLI then runs on the real home,
  * its settings as they are.
  */
-export async function overlayGeminiHome(ours: Settings, realHome: string): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> } | undefined> {
+export async function overlayGeminiHome(
+  ours: Settings,
+  realHome: string,
+  tmpDir: string = tmpdir(),
+): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> } | undefined> {
   // Loaded here, on a Gemini call: every process that imports smithers-workflows loads this module.
   const { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } = await import("node:fs/promises");
   const real = join(realHome, ".gemini");
@@ -65,7 +69,7 @@ export async function overlayGeminiHome(ours: Settings, realHome: string): Promi
   }
   // Where the CLI keeps sessions (`--resume`) and its project history: in the real home, as without us.
   for (const dir of ["tmp", "history"]) await mkdir(join(real, dir), { recursive: true }).catch(() => {});
-  const home = await mkdtemp(join(tmpdir(), "smithers-gemini-"));
+  const home = await mkdtemp(join(tmpDir, "smithers-gemini-"));
   try {
     const overlay = join(home, ".gemini");
     await mkdir(overlay);

@@ -1,6 +1,6 @@
 import { homedir } from "node:os";
 import type { AgentGenerateArgs } from "../types.ts";
-import { type CallContext, CliAgent, flag, type PreparedCall, toggle } from "./cli-agent.ts";
+import { type CallContext, CliAgent, type InheritedEnv, flag, type PreparedCall, toggle } from "./cli-agent.ts";
 import { GEMINI_QUIET_DEFAULTS } from "./constants.ts";
 import { overlayGeminiHome } from "./gemini-settings.ts";
 import { GeminiStreamParser } from "./gemini-stream.ts";
@@ -48,8 +48,8 @@ export class GeminiAgent extends CliAgent<GeminiAgentOptions> {
     super("GeminiAgent", "gemini", options, OWN_KEYS);
   }
 
-  protected override environment(): Record<string, string> {
-    const env = super.environment();
+  protected override environment(base?: InheritedEnv): Record<string, string> {
+    const env = super.environment(base);
     if (this.options.apiKey !== undefined) env.GEMINI_API_KEY = this.options.apiKey;
     if (this.options.configDir !== undefined) env.GEMINI_CLI_HOME = this.options.configDir;
     if (env.GEMINI_CLI_TRUST_WORKSPACE === undefined && env.GEMINI_RESTRICTED_MODE === undefined) env.GEMINI_CLI_TRUST_WORKSPACE = "true";
@@ -72,11 +72,11 @@ export class GeminiAgent extends CliAgent<GeminiAgentOptions> {
     flag(args, "--resume", o.resume);
     toggle(args, "--debug", o.debug);
     args.push(...(o.extraArgs ?? []));
-    const env = this.environment();
+    const { env } = context;
     // API-key auth when a key is there and no other auth was asked for through the environment.
     const keyAuth = env.GEMINI_API_KEY && env.GOOGLE_GENAI_USE_VERTEXAI !== "true" && env.GOOGLE_GENAI_USE_GCA !== "true";
     const auth = keyAuth ? { security: { auth: { selectedType: "gemini-api-key" } } } : {};
-    const overlay = await overlayGeminiHome({ ...GEMINI_QUIET_DEFAULTS, ...auth }, env.GEMINI_CLI_HOME || env.HOME || homedir());
+    const overlay = await overlayGeminiHome({ ...GEMINI_QUIET_DEFAULTS, ...auth }, env.GEMINI_CLI_HOME || env.HOME || homedir(), context.tmpDir);
     return {
       args,
       stdin: withSystemPrompt(o, call.prompt),

@@ -1,6 +1,6 @@
 import { SmithersError } from "../../errors/index.ts";
 import type { AgentEvent, AgentGenerateArgs, AgentReply, AgentUsage } from "../types.ts";
-import { add, type CallContext, CliAgent, flag, num, obj, type PreparedCall, str, toggle } from "./cli-agent.ts";
+import { add, type CallContext, CliAgent, flag, type InheritedEnv, num, obj, type PreparedCall, str, toggle } from "./cli-agent.ts";
 import { retryAfter } from "../retry-after.ts";
 import { OPENCODE_QUIET_ENV } from "./constants.ts";
 
@@ -54,8 +54,8 @@ export class OpenCodeAgent extends CliAgent<OpenCodeAgentOptions> {
     super("OpenCodeAgent", "opencode", options, OWN_KEYS);
   }
 
-  protected override environment(): Record<string, string> {
-    const env = super.environment();
+  protected override environment(base?: InheritedEnv): Record<string, string> {
+    const env = super.environment(base);
     if (this.options.configDir !== undefined) env.OPENCODE_CONFIG_DIR = this.options.configDir;
     for (const [key, value] of Object.entries(OPENCODE_QUIET_ENV)) env[key] ??= value;
     return env;

@@ -98,10 +98,10 @@ export function limitsOf(options: BaseCliAgentOptions, call: AgentGenerateArgs):
   return { totalMs: t?.totalMs ?? options.timeoutMs, idleMs: t?.idleMs ?? options.idleTimeoutMs };
 }
 
-/** process.env (without unset entries) merged with `extra`. */
-export function mergedEnv(extra: Record<string, string> | undefined): Record<string, string> {
+/** `base` (process.env by default; without unset entries) merged with `extra`. */
+export function mergedEnv(extra: Record<string, string> | undefined, base: Readonly<Record<string, string | undefined>> = process.env): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) if (value !== undefined) env[key] = value;
+  for (const [key, value] of Object.entries(base)) if (value !== undefined) env[key] = value;
   return { ...env, ...extra };
 }
 

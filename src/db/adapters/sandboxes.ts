@@ -1,6 +1,7 @@
 /** `_smithers_sandboxes`: sandbox sessions (bubblewrap, container, remote), keyed by run + sandbox id. */
 import { and, asc, eq, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import { smithersSandboxes } from "../internal-schema.ts";
+import type { Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
 
 export type SandboxRow = InferSelectModel<typeof smithersSandboxes>;
@@ -38,4 +39,17 @@ export function listSandboxes(db: SmithersDb, runId: string): Promise<SandboxRow
   return db.read("listSandboxes", (q) =>
     q.orm.select().from(smithersSandboxes).where(eq(smithersSandboxes.runId, runId)).orderBy(asc(smithersSandboxes.sandboxId)).all(),
   );
+}
+
+/**
+ * Closes the sessions a dead process left `running` (status `abandoned`, no exit code, ended now,
+ * `errorText` the reason); returns their directories, for the caller to remove.
+ */
+export function abandonOpenSandboxes(q: Sql, runId: string, nowMs: number, reason: string): Promise<{ sandboxId: string; rootDir: string | null }[]> {
+  return q.orm
+    .update(smithersSandboxes)
+    .set({ status: "abandoned", completedAtMs: nowMs, exitCode: null, errorText: reason })
+    .where(and(eq(smithersSandboxes.runId, runId), eq(smithersSandboxes.status, "running")))
+    .returning({ sandboxId: smithersSandboxes.sandboxId, rootDir: smithersSandboxes.rootDir })
+    .all();
 }

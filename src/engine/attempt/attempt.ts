@@ -8,7 +8,15 @@
 import { resolve } from "node:path";
 import { z } from "zod";
 import { tracedAttempt } from "../telemetry/index.ts";
-import { generateStructured, type AgentEvent, type AgentFallback, type AgentUsage, type ModelPricing } from "../../agents/index.ts";
+import {
+  generateStructured,
+  refuseUnsandboxable,
+  type Agent,
+  type AgentEvent,
+  type AgentFallback,
+  type AgentUsage,
+  type ModelPricing,
+} from "../../agents/index.ts";
 import { formatZodIssues, safeParseWarming } from "../../schema/index.ts";
 import { attempts, nodes, scorers, writeOutputRow, type Sql, type OutputTableInfo, type SmithersDb, type Usage } from "../../db/index.ts";
 import { describeThrown, errorJsonText, errorSummaryJson, safeStringify, SmithersError } from "../../errors/index.ts";
@@ -21,6 +29,7 @@ import type { Budget } from "../core/index.ts";
 import { runSubflow, type StartChildRun } from "../waits/index.ts";
 import { ensureWorktree } from "./worktree.ts";
 import { runSandboxed } from "./sandbox.ts";
+import { openAgentSandbox, settleSession } from "./agent-sandbox.ts";
 import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
 import { definitionSignature } from "../workflow/index.ts";
 import type { AttemptOutcome } from "./outcome.ts";
@@ -115,10 +124,10 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
   const root = resolve(a.rootDir ?? process.cwd());
   const cwd = task.worktree ? await ensureWorktree(root, task.worktree) : root;
   if (task.mode === "static") return { raw: task.staticValue };
-  if (task.sandbox && task.mode !== "compute")
+  if (task.sandbox && task.mode !== "compute" && task.mode !== "agent")
     throw new SmithersError(
       "SANDBOX_POLICY_UNSUPPORTED",
-      `Task "${task.nodeId}" has a sandbox, but only a compute task's body runs sandboxed (not an agent or a subflow)`,
+      `Task "${task.nodeId}" has a sandbox, but only a compute task's body or a CLI agent runs sandboxed (not a subflow)`,
       {
         nodeId: task.nodeId,
         mode: task.mode,
@@ -172,7 +181,18 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
   const traced = tracedAttempt(a.runId, task.nodeId, task.iteration);
   const requestModel = (task.agent as { options?: { model?: unknown } }).options?.model;
   let callStartMs = 0;
-  const result = await runWithToolContext(toolContext, () =>
+  // Refused before anything starts when an agent cannot be held (an AI SDK agent runs in this process).
+  if (task.sandbox) refuseUnsandboxable(Array.isArray(task.agent) ? task.agent : [task.agent as Agent], `Task "${task.nodeId}"`);
+  const session = task.sandbox
+    ? await openAgentSandbox({
+        db: a.db,
+        policy: task.sandbox,
+        ids: { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt },
+        writableRoot: cwd,
+        now: a.now,
+      })
+    : undefined;
+  const generated = runWithToolContext(toolContext, () =>
     generateStructured({
       ...(traced === undefined ? {} : { traceparent: traced.traceparent }),
       agent: task.agent!,
@@ -203,8 +223,10 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
       ...(a.onAgentFallback ? { onFallback: a.onAgentFallback } : {}),
       ...(a.pricing ? { pricing: a.pricing } : {}),
       ...(task.maxSchemaRetries === undefined ? {} : { maxSchemaRetries: task.maxSchemaRetries }),
+      ...(session ? { sandbox: session.sandbox } : {}),
     }),
   );
+  const result = session ? await settleSession(session, generated) : await generated;
   return { raw: result.value, responseText: result.text };
 }
 

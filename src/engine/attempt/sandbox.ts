@@ -30,28 +30,62 @@ export function bwrapPath(): string {
   return found;
 }
 
-/** The bwrap command line for a session in `root` (work dir `root/work`) under `policy`. */
-export function bwrapArgs(bwrap: string, root: string, writableRoot: string, policy: SandboxPolicy): string[] {
+/** What runs inside a session: its command, its whole environment, its directory, and files to bind in read-only. */
+export type SandboxCommand = { command: readonly string[]; env: Readonly<Record<string, string>>; cwd: string; binds: readonly string[] };
+
+/** The bwrap command line that runs `run` in the session at `root` under `policy` (`writableRoot`: the run's root dir). */
+export function bwrapArgs(bwrap: string, root: string, writableRoot: string, policy: SandboxPolicy, run: SandboxCommand): string[] {
   const args = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"];
-  // Without `network` the body gets a namespace of its own: only a loopback that is down, so no host, not even 127.0.0.1.
+  // Without `network` the process gets a namespace of its own: only a loopback that is down, so no host, not even 127.0.0.1.
   if (!policy.network) args.push("--unshare-net");
   // The run's root is bound again after /tmp's tmpfs, so a root under /tmp stays visible (read-only unless allowed).
   args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp");
   args.push(policy.writableRoot ? "--bind" : "--ro-bind", writableRoot, writableRoot, "--bind", root, root);
-  // The bun that runs the body, bound again too: installed under /tmp (a checkout there) it would be hidden by the tmpfs.
-  const bun = realpathSync(process.execPath);
-  args.push("--ro-bind", bun, bun);
-  // A fresh environment: the engine's (API keys, tokens) stays outside; only PATH comes in.
-  args.push("--clearenv", "--setenv", "PATH", process.env.PATH ?? "/usr/bin:/bin", "--setenv", "TMPDIR", "/tmp");
-  args.push("--setenv", "HOME", join(root, "work"), "--chdir", join(root, "work"), "--");
+  // The executable, bound again too: installed under /tmp (a checkout there) it would be hidden by the tmpfs.
+  for (const file of run.binds) args.push("--ro-bind", file, file);
+  // A fresh environment: the engine's (API keys, tokens) stays outside; only what `env` names comes in.
+  args.push("--clearenv");
+  for (const [key, value] of Object.entries(run.env)) args.push("--setenv", key, value);
+  args.push("--chdir", run.cwd, "--");
   const limits = [
     ...(policy.memoryBytes === undefined ? [] : [`--as=${policy.memoryBytes}`]),
-    // Soft below hard: the body gets SIGXCPU at its limit, which names the cause, rather than a bare SIGKILL.
+    // Soft below hard: the process gets SIGXCPU at its limit, which names the cause, rather than a bare SIGKILL.
     ...(policy.cpuSeconds === undefined ? [] : [`--cpu=${policy.cpuSeconds}:${policy.cpuSeconds + 1}`]),
   ];
   if (limits.length > 0) args.push("prlimit", ...limits, "--");
-  args.push(bun, join(root, "io", "child.mjs"), join(root, "io"));
+  args.push(...run.command);
   return args;
+}
+
+/** A fresh session directory: `work` (the process's cwd), `home` and `io` (the engine's files for it). */
+export function sessionRoot(): { root: string; work: string; home: string; io: string } {
+  const root = mkdtempSync(join(tmpdir(), "smithers-sandbox-"));
+  const dirs = { root, work: join(root, "work"), home: join(root, "home"), io: join(root, "io") };
+  for (const dir of [dirs.work, dirs.home, dirs.io]) mkdirSync(dir);
+  return dirs;
+}
+
+export type SessionIds = { runId: string; nodeId: string; iteration: number; attempt: number };
+
+/** Writes the attempt's row of `_smithers_sandboxes` (keyed `nodeId:iteration:attempt`) as small patches. */
+export function sessionRecorder(db: SmithersDb, policy: SandboxPolicy, ids: SessionIds, now: () => number) {
+  const sandboxId = `${ids.nodeId}:${ids.iteration}:${ids.attempt}`;
+  const key = { ...ids, sandboxId, runtime: "bubblewrap", configJson: JSON.stringify(policy) };
+  const record = (patch: Partial<sandboxes.NewSandboxRow>) => sandboxes.upsertSandbox(db, { ...key, ...patch });
+  /** Records the failure and returns the error, to throw. */
+  const fail = async (error: SmithersError, patch: Partial<sandboxes.NewSandboxRow> = {}) => {
+    await record({ status: "failed", completedAtMs: now(), errorText: `${error.code}: ${error.message}`, ...patch });
+    return error;
+  };
+  /** bwrap's path, or the failure recorded and thrown. */
+  const bwrap = async () => {
+    try {
+      return bwrapPath();
+    } catch (e) {
+      throw await fail(e as SmithersError);
+    }
+  };
+  return { sandboxId, record, fail, bwrap };
 }
 
 export type SandboxedRun = {
@@ -78,30 +112,20 @@ type ChildResult = { ok: true; value: unknown } | { ok: false; error: { name: st
  */
 export async function runSandboxed(s: SandboxedRun): Promise<unknown> {
   const { ctx, policy } = s;
-  const sandboxId = `${ctx.nodeId}:${ctx.iteration}:${ctx.attempt}`;
-  const ids = { runId: ctx.runId, sandboxId, nodeId: ctx.nodeId, iteration: ctx.iteration, attempt: ctx.attempt, runtime: "bubblewrap" };
-  const record = (patch: Partial<sandboxes.NewSandboxRow>) => sandboxes.upsertSandbox(s.db, { ...ids, configJson: JSON.stringify(policy), ...patch });
-  const fail = async (error: SmithersError, patch: Partial<sandboxes.NewSandboxRow> = {}) => {
-    await record({ status: "failed", completedAtMs: s.now(), errorText: `${error.code}: ${error.message}`, ...patch });
-    return error;
-  };
-  let bwrap: string;
+  const ids = { runId: ctx.runId, nodeId: ctx.nodeId, iteration: ctx.iteration, attempt: ctx.attempt };
+  const { sandboxId, record, fail, bwrap: findBwrap } = sessionRecorder(s.db, policy, ids, s.now);
+  const bwrap = await findBwrap();
+  const { root, work: cwd, io } = sessionRoot();
   try {
-    bwrap = bwrapPath();
-  } catch (e) {
-    throw await fail(e as SmithersError);
-  }
-  const root = mkdtempSync(join(tmpdir(), "smithers-sandbox-"));
-  try {
-    mkdirSync(join(root, "work"));
-    mkdirSync(join(root, "io"));
-    const cwd = join(root, "work");
     const source = Function.prototype.toString.call(s.body);
     const { signal: _signal, sideEffect: _sideEffect, ...data } = ctx;
     writeFileSync(join(root, "io", "request.json"), JSON.stringify({ source, ctx: { ...data, cwd } }));
     // The child program goes in as source too: nothing of Smithers' files needs to be found from inside.
     writeFileSync(join(root, "io", "child.mjs"), `await (${sandboxChild.toString()})(process.argv[2]);\n`);
-    const proc = Bun.spawn(bwrapArgs(bwrap, root, ctx.cwd, policy), { stdin: "ignore", stdout: "inherit", stderr: "pipe" });
+    const bun = realpathSync(process.execPath);
+    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", TMPDIR: "/tmp", HOME: cwd };
+    const command = { command: [bun, join(io, "child.mjs"), io], env, cwd, binds: [bun] };
+    const proc = Bun.spawn(bwrapArgs(bwrap, root, ctx.cwd, policy, command), { stdin: "ignore", stdout: "inherit", stderr: "pipe" });
     const stop = () => proc.kill("SIGKILL");
     ctx.signal.addEventListener("abort", stop, { once: true });
     if (ctx.signal.aborted) stop();

@@ -9,3 +9,4 @@ export { listRunItems, listRunSummaries, queuedSummary, runHeader } from "./runs
 export { buildWaterfall, runWaterfall } from "./waterfall.ts";
 export { bucketRunTimes, runActivity } from "./activity.ts";
 export { runScores, scoreReport, summarizeScores } from "./scores.ts";
+export { sandboxSessions } from "./sandboxes.ts";

@@ -2,6 +2,7 @@
  * Starting or resuming a run: input validation and persistence, the resume checks (input
  * unchanged, previous owner gone), and the repair of what a dead or failed run left behind.
  */
+import { rmSync } from "node:fs";
 import {
   approvals,
   attempts as attemptRows,
@@ -13,6 +14,7 @@ import {
   queue,
   ralph,
   runs,
+  sandboxes,
   writeInput,
   type OutputKeys,
   type OutputRegistry,
@@ -106,6 +108,9 @@ export type SetupOptions = {
 
 type Abandoned = RunSetup["abandoned"];
 
+/** Why a resume closed a sandbox session: stored as its error text (the code first, as for every session failure). */
+const SESSION_ABANDONED = "TASK_ABANDONED: the engine process stopped while this sandbox ran; closed by the resume (exit unknown)";
+
 type Resumed = {
   input: unknown;
   continuation: string | null;
@@ -165,6 +170,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
     };
   const abandoned = JSON.stringify(errorToJson(new SmithersError("TASK_ABANDONED", "The process running this attempt stopped before it finished")));
   let abandonedNow: Abandoned = [];
+  let staleSessions: { rootDir: string | null }[] = [];
   let cancelRequested = false;
   const outcome = await o.db.withTransaction("resumeRun", async (q): Promise<"finished" | "retry" | "continue"> => {
     // Ownership is judged under the write lock, so two processes resuming at once cannot both win.
@@ -183,6 +189,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
     const retry = current.status === "failed" || current.status === "cancelled" || current.status === "paused";
     await queue.handOff(q, runId); // a queued request to resume it is being done now
     abandonedNow = await attemptRows.abandonRunningAttempts(q, runId, o.nowMs, abandoned);
+    staleSessions = await sandboxes.abandonOpenSandboxes(q, runId, o.nowMs, SESSION_ABANDONED);
     await nodeRows.resetNodes(q, runId, retry ? ["running", "failed", "cancelled"] : ["running", "cancelled"], "pending", o.nowMs);
     const budgetChanged = !sameBudget(budget, storedBudget(current.configJson));
     // A request to stop made while the run had no live owner still stands; resuming an ended run is a new start.
@@ -201,6 +208,8 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
     });
     return retry ? "retry" : "continue";
   });
+  // The dead process's sandbox dirs: its bwrap died with it (--die-with-parent), nothing else removes them.
+  for (const { rootDir } of staleSessions) if (rootDir !== null) rmSync(rootDir, { recursive: true, force: true });
   return {
     input: stored,
     continuation,

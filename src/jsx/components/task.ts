@@ -93,8 +93,9 @@ type TaskCommonProps<S extends OutputTarget> = {
   // biome-ignore lint/suspicious/noExplicitAny: ctx is the workflow's SmithersCtx, whatever its input type
   concurrencyKey?: string | ((ctx: any) => string);
   /**
-   * Runs the compute body in a bubblewrap sandbox under this policy (`true`: the defaults, no
-   * network and a read-only file system but a fresh work dir); wins over an enclosing `<Sandbox>`.
+   * Runs the compute body, or the CLI agent's process, in a bubblewrap sandbox under this policy
+   * (`true`: the defaults, no network and a read-only file system but a fresh work dir); wins over
+   * an enclosing `<Sandbox>`. An in-process (AI SDK) agent cannot be sandboxed: SANDBOX_POLICY_UNSUPPORTED.
    * See docs/guides/sandbox.md.
    */
   sandbox?: true | SandboxPolicy;
