@@ -365,3 +365,17 @@ export type JournalEvent = Record<string, unknown> & { type: string; runId: stri
 export type ToolCallReport =
   | { type: "ToolCallStarted"; toolName: string }
   | { type: "ToolCallFinished"; toolName: string; status: "succeeded" | "failed" | "replayed" };
+
+export type {
+  ComparedTask,
+  CompareSide,
+  CompareSideTotals,
+  RunComparison,
+  RunScores,
+  ScoreCell,
+  ScoreMean,
+  ScoreStatus,
+  ScorerSummary,
+  ScoreValue,
+  TaskScore,
+} from "./compare.ts";

@@ -99,6 +99,9 @@ export {
   queuedSummary,
   runHeader,
   runWaterfall,
+  compareRuns,
+  scoreRowsOfRun,
+  scorerSummaries,
 } from "./queries/index.ts";
 export { ownerAlive } from "./core/index.ts";
 export { createMetrics, listenMetrics, type SmithersMetrics, type MetricsScrape, type MetricsListener } from "./telemetry/index.ts";

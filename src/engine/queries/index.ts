@@ -8,3 +8,4 @@ export { pendingApprovalsAcrossRuns } from "./inbox.ts";
 export { listRunItems, listRunSummaries, queuedSummary, runHeader } from "./runs.ts";
 export { buildWaterfall, runWaterfall } from "./waterfall.ts";
 export { bucketRunTimes, runActivity } from "./activity.ts";
+export { compareRuns, scoreRowsOfRun, scorerSummaries } from "./compare.ts";
