@@ -13,7 +13,9 @@ const { Workflow, Task, smithers, outputs } = createSmithers({
   triage: z.object({ label: z.enum(["bug", "feature", "question"]), words: z.number().int() }),
 });
 
-const RULES: [RegExp, "bug" | "feature"][] = [
+type Label = "bug" | "feature" | "question";
+
+const RULES: [RegExp, Label][] = [
   [/\b(crash(es|ed)?|errors?|broken|fails?|exceptions?)\b/i, "bug"],
   [/\b(add|support|allow|would like)\b/i, "feature"],
 ];
@@ -28,10 +30,11 @@ export default smithers((ctx) => (
       }}
     </Task>
     <Task id="label" output={outputs.triage}>
-      {() => ({
-        label: RULES.find(([rule]) => rule.test(ctx.input.text))?.[1] ?? "question",
-        words: ctx.outputMaybe(outputs.stats, { nodeId: "stats" })?.words ?? 0,
-      })}
+      {() => {
+        const label: Label = RULES.find(([rule]) => rule.test(ctx.input.text))?.[1] ?? "question";
+        const stats = ctx.outputMaybe<{ words: number }>(outputs.stats, { nodeId: "stats" });
+        return { label, words: stats?.words ?? 0 };
+      }}
     </Task>
   </Workflow>
 ));

@@ -4,7 +4,7 @@
  * B with the change, tokens, cost and time; tasks only one run has, and a totals block.
  */
 import { parseArgs } from "node:util";
-import type { CompareSide, RunComparison, ScoreValue, Usage } from "../contract/index.ts";
+import { type CompareSide, type RunComparison, scoreDelta, scoreText, type Usage } from "../contract/index.ts";
 import { compareRuns } from "../engine/index.ts";
 import { compactRow } from "./inspect.ts";
 import { EXIT, type Io, openExistingDb, usageError } from "./shared.ts";
@@ -12,15 +12,6 @@ import { EXIT, type Io, openExistingDb, usageError } from "./shared.ts";
 const pair = (a: string, b: string) => `${a} | ${b}`;
 const tokens = (u: Usage | null | undefined) => (u ? String(u.inputTokens + u.outputTokens) : "-");
 const cost = (u: Usage | null | undefined) => (u?.costUsd == null ? "-" : `$${u.costUsd.toFixed(4)}`);
-const signed = (d: number | null) => (d === null ? "" : ` (${d >= 0 ? "+" : ""}${d.toFixed(3)})`);
-
-/** `0.800`, `pending`, `error (CODE: message)`, `-` when the scorer did not score that side. */
-export function scoreText(v: ScoreValue | null): string {
-  if (v === null) return "-";
-  if (v.status === "pending") return "pending";
-  if (v.status === "error" || v.score === null) return `error${v.error ? ` (${v.error})` : ""}`;
-  return v.score.toFixed(3);
-}
 
 function usageLine(a: CompareSide | null, b: CompareSide | null): string {
   const time = (s: CompareSide | null) => (s ? `${s.durationMs} ms` : "-");
@@ -45,7 +36,7 @@ export function comparisonText(c: RunComparison): string[] {
       t.presence === "both" ? `A ${t.a!.state} | B ${t.b!.state}` : t.presence === "only-a" ? `only in A (${t.a!.state})` : `only in B (${t.b!.state})`;
     lines.push(`task ${t.nodeId} iter=${t.iteration}: ${state}`);
     lines.push(...sideLines("A", t.a), ...sideLines("B", t.b), usageLine(t.a, t.b));
-    for (const s of t.scores) lines.push(`  score ${s.scorerName}: ${pair(scoreText(s.a), scoreText(s.b))}${signed(s.delta)}`);
+    for (const s of t.scores) lines.push(`  score ${s.scorerName}: ${pair(scoreText(s.a), scoreText(s.b))}${scoreDelta(s.delta)}`);
   }
   const { a, b } = c;
   const runTime = (ms: number | null) => (ms === null ? "-" : `${ms} ms`);
@@ -56,7 +47,7 @@ export function comparisonText(c: RunComparison): string[] {
     `  task time ${pair(`${a.taskDurationMs} ms`, `${b.taskDurationMs} ms`)}, run time ${pair(runTime(a.runDurationMs), runTime(b.runDurationMs))}`,
   );
   const mean = (m: number | null) => (m === null ? "-" : m.toFixed(3));
-  for (const m of c.scoreMeans) lines.push(`  mean ${m.scorerName}: ${pair(mean(m.a), mean(m.b))}${signed(m.delta)}`);
+  for (const m of c.scoreMeans) lines.push(`  mean ${m.scorerName}: ${pair(mean(m.a), mean(m.b))}${scoreDelta(m.delta)}`);
   return lines;
 }
 

@@ -86,3 +86,14 @@ export type RunComparison = {
 
 /** A scorer over a whole run (each task's latest attempt): the mean of its scores and how many are still pending or failed. */
 export type ScorerSummary = { scorerId: string; scorerName: string; mean: number | null; scored: number; pending: number; errors: number };
+
+/** `0.800`, `pending`, `error (CODE: message)`, `-` when the scorer did not score that side: one cell of a score, in the CLI and the dashboard. */
+export function scoreText(v: { status: ScoreStatus; score: number | null; error: string | null } | null): string {
+  if (v === null) return "-";
+  if (v.status === "pending") return "pending";
+  if (v.status === "error" || v.score === null) return `error${v.error ? ` (${v.error})` : ""}`;
+  return v.score.toFixed(3);
+}
+
+/** A change in score as ` (+0.200)`; empty when there is none to show. */
+export const scoreDelta = (d: number | null): string => (d === null ? "" : ` (${d >= 0 ? "+" : ""}${d.toFixed(3)})`);

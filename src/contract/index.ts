@@ -379,3 +379,4 @@ export type {
   ScoreValue,
   TaskScore,
 } from "./compare.ts";
+export { scoreDelta, scoreText } from "./compare.ts";
