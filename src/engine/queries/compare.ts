@@ -9,6 +9,10 @@ import { inspectRun } from "./inspect.ts";
 
 const key = (nodeId: string, iteration: number) => `${nodeId}#${iteration}`;
 
+/** Scorers in a stable order wherever they are listed: by name, then id. */
+const byScorerName = (x: { scorerName: string; scorerId: string }, y: { scorerName: string; scorerId: string }) =>
+  x.scorerName.localeCompare(y.scorerName) || x.scorerId.localeCompare(y.scorerId);
+
 /** Every score row of a run, in the order recorded (none for a run not stored: callers check the run first). */
 export async function scoreRowsOfRun(db: SmithersDb, runId: string): Promise<TaskScore[]> {
   const rows = await scorers.listScores(db, { runId });
@@ -60,7 +64,7 @@ export function scorerSummaries(scores: TaskScore[]): ScorerSummary[] {
       by.set(s.scorerId, m);
     }
   }
-  return [...by.values()].map(({ sum: _, ...summary }) => summary);
+  return [...by.values()].map(({ sum: _, ...summary }) => summary).toSorted(byScorerName);
 }
 
 const valueOf = (s: TaskScore | undefined): ScoreValue | null =>
@@ -115,11 +119,12 @@ function totalsOf(s: Side): CompareSideTotals {
 /** The scorers of a task in either run, each with both sides' latest result. */
 function scoreCells(a: Map<string, TaskScore> | undefined, b: Map<string, TaskScore> | undefined): ScoreCell[] {
   const ids = [...new Set([...(a?.keys() ?? []), ...(b?.keys() ?? [])])];
-  return ids.map((scorerId) => {
+  const cells = ids.map((scorerId) => {
     const x = a?.get(scorerId);
     const y = b?.get(scorerId);
     return { scorerId, scorerName: (x ?? y)!.scorerName, a: valueOf(x), b: valueOf(y), delta: delta(x?.score, y?.score) };
   });
+  return cells.toSorted(byScorerName);
 }
 
 /** Each scorer's mean over the tasks it scored in each run (pending and failed results left out). */
@@ -137,7 +142,7 @@ function scoreMeans(tasks: ComparedTask[]): ScoreMean[] {
     const a = mean(m.a);
     const b = mean(m.b);
     return { scorerId, scorerName: m.name, a, b, delta: delta(a, b) };
-  });
+  }).toSorted(byScorerName);
 }
 
 /**
