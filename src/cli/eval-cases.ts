@@ -129,7 +129,10 @@ export function grade(expected: Assertion, outcome: CaseOutcome): { pass: boolea
     return { pass: false, why: `status ${outcome.status}, expected ${statuses.join(" or ")}${outcome.error ? ` (${outcome.error})` : ""}` };
   }
   if (expected.errorContains !== undefined && !(outcome.error ?? "").includes(expected.errorContains)) {
-    return { pass: false, why: `error ${outcome.error === null ? "none" : JSON.stringify(outcome.error)} does not contain ${JSON.stringify(expected.errorContains)}` };
+    return {
+      pass: false,
+      why: `error ${outcome.error === null ? "none" : JSON.stringify(outcome.error)} does not contain ${JSON.stringify(expected.errorContains)}`,
+    };
   }
   const m =
     expected.output !== undefined

@@ -155,7 +155,8 @@ export const ERROR_TABLE = {
   // evals
   INVALID_EVAL_CASE: {
     kind: "bad-input",
-    summary: "A line of `smithers eval --cases` is not a case (not a JSON object, an unknown field, a malformed assertion, a repeated id), or the file has none; nothing ran.",
+    summary:
+      "A line of `smithers eval --cases` is not a case (not a JSON object, an unknown field, a malformed assertion, a repeated id), or the file has none; nothing ran.",
   },
   EVAL_FAILED: { kind: "run-failure", summary: "One or more cases of `smithers eval` did not pass (the table says which and why)." },
   RUN_NOT_RESUMABLE: { kind: "conflict", summary: "The run cannot be resumed as asked (it continued as another run: resume that one)." },

@@ -45,11 +45,21 @@ describe("parseCases", () => {
 describe("grade", () => {
   test("with no assertion a finished run passes and any other status fails, naming the run's error", () => {
     expect(grade({}, finished({}))).toEqual({ pass: true, why: "" });
-    expect(grade({}, { status: "failed", output: undefined, error: "TASK_FAILED: boom" })).toEqual({ pass: false, why: "status failed, expected finished (TASK_FAILED: boom)" });
+    expect(grade({}, { status: "failed", output: undefined, error: "TASK_FAILED: boom" })).toEqual({
+      pass: false,
+      why: "status failed, expected finished (TASK_FAILED: boom)",
+    });
   });
 
   test("outputContains is a deep subset: extra keys pass, an array's expected element may match any actual one", () => {
-    const output = { label: "bug", tags: [{ k: "a", v: 1 }, { k: "b", v: 2 }], words: 4 };
+    const output = {
+      label: "bug",
+      tags: [
+        { k: "a", v: 1 },
+        { k: "b", v: 2 },
+      ],
+      words: 4,
+    };
     expect(grade({ outputContains: { label: "bug", tags: [{ k: "b" }] } }, finished(output)).pass).toBe(true);
     expect(grade({ outputContains: { tags: [{ k: "c" }] } }, finished(output))).toEqual({ pass: false, why: 'output.tags: no element matches {"k":"c"}' });
     expect(grade({ outputContains: { label: "feature" } }, finished(output))).toEqual({ pass: false, why: 'output.label: expected "feature", got "bug"' });

@@ -5,7 +5,14 @@ import { join } from "node:path";
 import { smithers } from "../e2e/cli-helpers.ts";
 import { query, tempDbPath, tempDir } from "../helpers.ts";
 
-type CaseResult = { case: string; runId: string | null; status: string; pass: boolean; why: string; scores: { scorerName: string; mean: number | null; pending: number }[] };
+type CaseResult = {
+  case: string;
+  runId: string | null;
+  status: string;
+  pass: boolean;
+  why: string;
+  scores: { scorerName: string; mean: number | null; pending: number }[];
+};
 
 function casesFile(...cases: unknown[]): string {
   const file = join(tempDir(), "cases.jsonl");
@@ -66,15 +73,43 @@ describe("smithers eval <workflow> --cases", () => {
 
   test("--json with --concurrency 2: every case's result in the file's order, each scorer's mean per case, pending scores counted as pending", () => {
     const env = { SCORED_DB: tempDbPath() }; // the workflow's own database: no --db
-    const cases = casesFile({ id: "five", input: { text: "one two three four five" } }, { id: "two", input: { text: "one two" } }, { id: "one", input: { text: "x" } });
+    const cases = casesFile(
+      { id: "five", input: { text: "one two three four five" } },
+      { id: "two", input: { text: "one two" } },
+      { id: "one", input: { text: "x" } },
+    );
     const r = smithers(["eval", "test/fixtures/scored-words.tsx", "--cases", cases, "--concurrency", "2", "--json"], env);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout) as { cases: CaseResult[]; passed: number; failed: number };
     expect([out.passed, out.failed]).toEqual([3, 0]);
     expect(out.cases.map((c) => [c.case, c.status, c.pass, c.scores.map((s) => [s.scorerName, s.mean, s.pending])])).toEqual([
-      ["five", "finished", true, [["Judge", null, 1], ["Length", 0.5, 0]]],
-      ["two", "finished", true, [["Judge", null, 1], ["Length", 0.2, 0]]],
-      ["one", "finished", true, [["Judge", null, 1], ["Length", 0.1, 0]]],
+      [
+        "five",
+        "finished",
+        true,
+        [
+          ["Judge", null, 1],
+          ["Length", 0.5, 0],
+        ],
+      ],
+      [
+        "two",
+        "finished",
+        true,
+        [
+          ["Judge", null, 1],
+          ["Length", 0.2, 0],
+        ],
+      ],
+      [
+        "one",
+        "finished",
+        true,
+        [
+          ["Judge", null, 1],
+          ["Length", 0.1, 0],
+        ],
+      ],
     ]);
     const text = smithers(["eval", "test/fixtures/scored-words.tsx", "--cases", cases], env);
     expect(text.stdout.split("\n")[0]!.split(/ {2,}/)).toEqual(["case", "run", "status", "result", "Judge", "Length", "why"]);
@@ -105,7 +140,10 @@ describe("smithers eval compare", () => {
       "totals: A | B",
       "  tasks 2 | 1 (finished 2 | 0)",
     ]);
-    const json = JSON.parse(smithers(["eval", "compare", a, b, "--db", db, "--json"]).stdout) as { tasks: { nodeId: string; presence: string }[]; warnings: string[] };
+    const json = JSON.parse(smithers(["eval", "compare", a, b, "--db", db, "--json"]).stdout) as {
+      tasks: { nodeId: string; presence: string }[];
+      warnings: string[];
+    };
     expect(json.tasks.map((t) => [t.nodeId, t.presence])).toEqual([
       ["stats", "both"],
       ["label", "only-a"],
@@ -118,6 +156,6 @@ describe("smithers eval compare", () => {
     smithers(["up", "examples/hello.tsx", "--run-id", "h1", "--db", db]);
     const r = smithers(["eval", "compare", "h1", "nope", "--db", db]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("smithers: RUN_NOT_FOUND: No run \"nope\"");
+    expect(r.stderr).toContain('smithers: RUN_NOT_FOUND: No run "nope"');
   });
 });

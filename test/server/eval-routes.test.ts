@@ -16,7 +16,16 @@ beforeAll(async () => {
   const row = { iteration: 0, attempt: 1, scorerId: "q", scorerName: "Quality" };
   await scorers.insertScore(server.db, { ...row, id: "1", runId: "s-a", nodeId: "step-0", score: 0.4, reason: "thin", scoredAtMs: 1 });
   await scorers.insertScore(server.db, { ...row, id: "2", runId: "s-b", nodeId: "step-0", score: 0.9, reason: "full", scoredAtMs: 2 });
-  await scorers.insertScore(server.db, { ...row, id: "3", runId: "s-b", nodeId: "step-1", status: "error", score: null, error: "SCORER_FAILED: judge down", scoredAtMs: 3 });
+  await scorers.insertScore(server.db, {
+    ...row,
+    id: "3",
+    runId: "s-b",
+    nodeId: "step-1",
+    status: "error",
+    score: null,
+    error: "SCORER_FAILED: judge down",
+    scoredAtMs: 3,
+  });
 });
 afterAll(async () => {
   await server?.stop({ drain: false });

@@ -6,6 +6,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import type { Locator } from "playwright-core";
 import { z } from "zod";
 import { scorers } from "../../src/db/index.ts";
 import { createSmithers } from "../../src/index.ts";
@@ -28,8 +29,12 @@ const notes = smithers((ctx) => (
   </Workflow>
 ));
 
-const cellsOf = (rows: import("playwright-core").Locator) =>
-  rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("th, td")].map((c) => (c as HTMLElement).innerText.replace(/\s+/g, " ").trim())));
+/** Each row's cells as the page renders them (block elements on their own lines), whitespace collapsed. */
+async function cellsOf(rows: Locator): Promise<string[][]> {
+  const cells: string[][] = [];
+  for (let i = 0; i < (await rows.count()); i++) cells.push((await rows.nth(i).locator("th, td").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim()));
+  return cells;
+}
 
 describe.skipIf(!chromiumPath)("scores and the compare view", () => {
   const h = dashboardHarness({ workflows: [{ name: "notes", path: import.meta.path, workflow: notes }] });
@@ -41,7 +46,16 @@ describe.skipIf(!chromiumPath)("scores and the compare view", () => {
       await h.waitForStatus(runId, ["finished"]);
       const base = { runId, nodeId: "draft", iteration: 0, attempt: 1 };
       await scorers.insertScore(h.server.db, { ...base, id: "s1", scorerId: "len", scorerName: "Length", score: 0.25, reason: "too short", scoredAtMs: 1 });
-      await scorers.insertScore(h.server.db, { ...base, id: "s2", scorerId: "judge", scorerName: "Judge", status: "error", score: null, error: "SCORER_TIMEOUT: 5 s", scoredAtMs: 2 });
+      await scorers.insertScore(h.server.db, {
+        ...base,
+        id: "s2",
+        scorerId: "judge",
+        scorerName: "Judge",
+        status: "error",
+        score: null,
+        error: "SCORER_TIMEOUT: 5 s",
+        scoredAtMs: 2,
+      });
       await scorers.insertScore(h.server.db, { ...base, id: "s3", scorerId: "tone", scorerName: "Tone", status: "pending", score: null, scoredAtMs: 3 });
       const page = await h.open(`/runs/${runId}`);
       const rows = page.getByTestId("run-scores").locator("tbody tr");

@@ -3,7 +3,19 @@
  * dashboard's compare view), and a run's scores (GET /runs/:id/scores, the run page). Tasks are
  * matched by node id and iteration; a task's scores are its latest scored attempt's.
  */
-import type { ComparedTask, CompareSide, CompareSideTotals, InspectReport, RunComparison, ScoreCell, ScoreMean, ScorerSummary, ScoreStatus, ScoreValue, TaskScore } from "../../contract/index.ts";
+import type {
+  ComparedTask,
+  CompareSide,
+  CompareSideTotals,
+  InspectReport,
+  RunComparison,
+  ScoreCell,
+  ScoreMean,
+  ScorerSummary,
+  ScoreStatus,
+  ScoreValue,
+  TaskScore,
+} from "../../contract/index.ts";
 import { loadStoredOutputs, nodes as nodeRows, scorers, type SmithersDb } from "../../db/index.ts";
 import { inspectRun } from "./inspect.ts";
 
@@ -67,8 +79,7 @@ export function scorerSummaries(scores: TaskScore[]): ScorerSummary[] {
   return [...by.values()].map(({ sum: _, ...summary }) => summary).toSorted(byScorerName);
 }
 
-const valueOf = (s: TaskScore | undefined): ScoreValue | null =>
-  s ? { status: s.status, score: s.score, reason: s.reason, error: s.error } : null;
+const sideScore = (s: TaskScore | undefined): ScoreValue | null => (s ? { status: s.status, score: s.score, reason: s.reason, error: s.error } : null);
 
 /** B minus A, rounded away from float noise; null unless both are numbers. */
 function delta(a: number | null | undefined, b: number | null | undefined): number | null {
@@ -122,7 +133,7 @@ function scoreCells(a: Map<string, TaskScore> | undefined, b: Map<string, TaskSc
   const cells = ids.map((scorerId) => {
     const x = a?.get(scorerId);
     const y = b?.get(scorerId);
-    return { scorerId, scorerName: (x ?? y)!.scorerName, a: valueOf(x), b: valueOf(y), delta: delta(x?.score, y?.score) };
+    return { scorerId, scorerName: (x ?? y)!.scorerName, a: sideScore(x), b: sideScore(y), delta: delta(x?.score, y?.score) };
   });
   return cells.toSorted(byScorerName);
 }
@@ -138,11 +149,13 @@ function scoreMeans(tasks: ComparedTask[]): ScoreMean[] {
       by.set(c.scorerId, m);
     }
   }
-  return [...by].map(([scorerId, m]) => {
-    const a = mean(m.a);
-    const b = mean(m.b);
-    return { scorerId, scorerName: m.name, a, b, delta: delta(a, b) };
-  }).toSorted(byScorerName);
+  return [...by]
+    .map(([scorerId, m]) => {
+      const a = mean(m.a);
+      const b = mean(m.b);
+      return { scorerId, scorerName: m.name, a, b, delta: delta(a, b) };
+    })
+    .toSorted(byScorerName);
 }
 
 /**

@@ -22,7 +22,10 @@ function writer(dbPath: string) {
     // The prompt's first line is the task's text (the output format's instructions follow it).
     generate: async ({ prompt }: { prompt: string }) => {
       const ask = prompt.split("\n")[0]!;
-      return { text: JSON.stringify({ text: ask.toUpperCase() }), usage: { inputTokens: ask.length, outputTokens: 10, costUsd: ask.length / 1000, model: "m-1" } };
+      return {
+        text: JSON.stringify({ text: ask.toUpperCase() }),
+        usage: { inputTokens: ask.length, outputTokens: 10, costUsd: ask.length / 1000, model: "m-1" },
+      };
     },
   };
   const wf = kit.smithers((ctx) => (
@@ -43,7 +46,12 @@ function writer(dbPath: string) {
   return { kit, wf };
 }
 
-const score = (runId: string, nodeId: string, scorerId: string, s: { score: number | null; status?: string; attempt?: number; error?: string; at?: number }) => ({
+const score = (
+  runId: string,
+  nodeId: string,
+  scorerId: string,
+  s: { score: number | null; status?: string; attempt?: number; error?: string; at?: number },
+) => ({
   id: `${runId}:${nodeId}:${scorerId}:${s.attempt ?? 1}`,
   runId,
   nodeId,
@@ -64,7 +72,13 @@ describe("compareRuns", () => {
     const { kit, wf } = writer(dbPath);
     const db = kit.smithersDb;
     expect((await runWorkflow(wf, { runId: "a", input: { style: "tersely" } })).status).toBe("finished");
-    await forkRun(wf, { runId: "a", frame: await frames.lastFrameNo(db, "a"), resetNodes: ["write"], input: { style: "at length", polish: true }, newRunId: "b" });
+    await forkRun(wf, {
+      runId: "a",
+      frame: await frames.lastFrameNo(db, "a"),
+      resetNodes: ["write"],
+      input: { style: "at length", polish: true },
+      newRunId: "b",
+    });
     expect((await runWorkflow(wf, { runId: "b", resume: true })).status).toBe("finished");
     await scorers.insertScore(db, score("a", "write", "len", { score: 0.25 }));
     await scorers.insertScore(db, score("b", "write", "len", { score: 0.75 }));
@@ -82,7 +96,13 @@ describe("compareRuns", () => {
     expect([write.a!.usage!.inputTokens, write.b!.usage!.inputTokens]).toEqual([16, 18]);
     expect([write.a!.usage!.costUsd, write.b!.usage!.costUsd]).toEqual([0.016, 0.018]);
     expect(write.scores).toEqual([
-      { scorerId: "len", scorerName: "Length", a: { status: "scored", score: 0.25, reason: "scored 0.25", error: null }, b: { status: "scored", score: 0.75, reason: "scored 0.75", error: null }, delta: 0.5 },
+      {
+        scorerId: "len",
+        scorerName: "Length",
+        a: { status: "scored", score: 0.25, reason: "scored 0.25", error: null },
+        b: { status: "scored", score: 0.75, reason: "scored 0.75", error: null },
+        delta: 0.5,
+      },
       { scorerId: "tone", scorerName: "Tone", a: null, b: { status: "pending", score: null, reason: null, error: null }, delta: null },
     ]);
     expect(c.tasks[2]!.a).toBeNull();
