@@ -3,12 +3,12 @@
  * compare` prints: each task's state, output rows side by side, each scorer's score in A and B with
  * the change, tokens, cost and time; tasks only one run has; a totals row and each scorer's mean.
  */
-import { useEffect, useRef, useState } from "preact/hooks";
-import { getJson } from "./api.ts";
+import { useEffect, useRef } from "preact/hooks";
 import { duration } from "./format.ts";
 import { linkClick } from "./nav.ts";
 import { ColumnHeads, ErrorNote, StatusBadge } from "./shared.tsx";
 import { type CompareSide, type RunComparison, scoreDelta, scoreText, type Usage } from "./types.ts";
+import { useJson } from "./use-json.ts";
 
 const tokens = (u: Usage | null | undefined) => (u ? (u.inputTokens + u.outputTokens).toLocaleString() : "–");
 const cost = (u: Usage | null | undefined) => (u?.costUsd == null ? "–" : `$${u.costUsd.toFixed(4)}`);
@@ -100,17 +100,9 @@ function ComparisonTable({ c }: { c: RunComparison }) {
 }
 
 export function ComparePage({ a, b }: { a: string; b: string }) {
-  const [data, setData] = useState<RunComparison | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { data, error } = useJson<RunComparison>(`/runs/${encodeURIComponent(a)}/compare/${encodeURIComponent(b)}`);
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []);
-  useEffect(() => {
-    const abort = new AbortController();
-    getJson<RunComparison>(`/runs/${encodeURIComponent(a)}/compare/${encodeURIComponent(b)}`, abort.signal)
-      .then(setData)
-      .catch((e: unknown) => abort.signal.aborted || setError(e));
-    return () => abort.abort();
-  }, [a, b]);
   return (
     <section aria-labelledby="compare-title">
       <p>

@@ -3,28 +3,17 @@
  * status, score and reason or error; reloaded whenever the run page's report is (`version`). And
  * the picker that opens the compare view with another run of the same workflow.
  */
-import { useEffect, useState } from "preact/hooks";
-import { getJson } from "./api.ts";
+import { useState } from "preact/hooks";
 import { linkClick } from "./nav.ts";
 import { ColumnHeads, ErrorNote, StatusBadge } from "./shared.tsx";
 import { type RunListItem, type RunScores, scoreText } from "./types.ts";
+import { useJson } from "./use-json.ts";
 
 export function ScoresTable({ runId, version }: { runId: string; version: unknown }) {
-  const [data, setData] = useState<RunScores | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  useEffect(() => {
-    const abort = new AbortController();
-    getJson<RunScores>(`/runs/${encodeURIComponent(runId)}/scores`, abort.signal)
-      .then((s) => {
-        setData(s);
-        setError(null);
-      })
-      .catch((e: unknown) => abort.signal.aborted || setError(e));
-    return () => abort.abort();
-  }, [runId, version]);
+  const { data, error } = useJson<RunScores>(`/runs/${encodeURIComponent(runId)}/scores`, version);
   if (error !== null) return <ErrorNote error={error} />;
   if (data === null) return <p>Loading the scores…</p>;
-  if (data.scores.length === 0) return <p>No scores: this run's tasks have no scorers, or none has finished.</p>;
+  if (data.scores.length === 0) return <p>No scores recorded for this run (its tasks have no scorers, or none has finished an attempt).</p>;
   return (
     <table data-testid="run-scores" aria-labelledby="scores-title">
       <ColumnHeads names={["Task", "Attempt", "Scorer", "Status", "Score", "Reason or error"]} />
@@ -51,20 +40,10 @@ export function ScoresTable({ runId, version }: { runId: string; version: unknow
 
 /** "Compare with" another run of the same workflow, newest first; the link opens /runs/<this>/compare/<other>. */
 export function ComparePicker({ runId, workflowName }: { runId: string; workflowName: string }) {
-  const [others, setOthers] = useState<RunListItem[] | null>(null);
-  const [other, setOther] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  useEffect(() => {
-    const abort = new AbortController();
-    getJson<{ runs: RunListItem[] }>(`/runs?workflow=${encodeURIComponent(workflowName)}&limit=100`, abort.signal)
-      .then((r) => {
-        const list = r.runs.filter((x) => x.runId !== runId && x.status !== "queued");
-        setOthers(list);
-        setOther((o) => o || (list[0]?.runId ?? ""));
-      })
-      .catch((e: unknown) => abort.signal.aborted || setError(e));
-    return () => abort.abort();
-  }, [runId, workflowName]);
+  const { data, error } = useJson<{ runs: RunListItem[] }>(`/runs?workflow=${encodeURIComponent(workflowName)}&limit=100`);
+  const others = data?.runs.filter((x) => x.runId !== runId && x.status !== "queued") ?? null;
+  const [picked, setPicked] = useState("");
+  const other = picked || (others?.[0]?.runId ?? "");
   if (error !== null) return <ErrorNote error={error} />;
   if (others === null) return null;
   if (others.length === 0) return <p>No other run of {workflowName} to compare with.</p>;
@@ -73,7 +52,7 @@ export function ComparePicker({ runId, workflowName }: { runId: string; workflow
     <div class="compare-picker">
       <label>
         <span id="compare-with">Compare with</span>
-        <select aria-labelledby="compare-with" value={other} onChange={(e) => setOther(e.currentTarget.value)}>
+        <select aria-labelledby="compare-with" value={other} onChange={(e) => setPicked(e.currentTarget.value)}>
           {others.map((r) => (
             <option key={r.runId} value={r.runId}>
               {r.runId} ({r.status}
