@@ -9,6 +9,8 @@ export const USAGE = `Usage: smithers init [dir] [--force]
        smithers limits [--json] [--db PATH]
        smithers inspect <run-id> [--json] [--db PATH]
        smithers sandboxes <run-id> [--json] [--db PATH]
+       smithers eval compare <run-a> <run-b> [--json] [--db PATH]
+       smithers eval <workflow.tsx> --cases FILE.jsonl [--concurrency N] [--json] [--db PATH]
        smithers events <run-id> [--after-seq N] [--type T] [--node ID] [--follow] [--json] [--db PATH]
        smithers cancel <run-id> [--no-wait] [--timeout-ms N] [--json] [--db PATH]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power] [--log-format text|json] [--metrics-port N]
@@ -120,6 +122,18 @@ sandboxes   lists a run's sandbox sessions (<Sandbox> / sandbox tasks): node, it
             status (running, finished, failed, abandoned), exit code, pid, policy, start, end and
             the session's directory; a failure's reason below its line
   --json                a JSON array of sessions (see docs/reference/cli.md)
+eval        compare: two runs (a run and its fork with another model or prompt, say) task by task,
+            matched by node id and iteration: state, output rows side by side, each scorer's score in
+            A and B and the change, tokens, cost, time; tasks only one run has; totals and each
+            scorer's mean. Runs of different workflows are compared, with a warning line.
+            <workflow.tsx> --cases: runs the workflow once per case of a JSONL file (each line
+            {"input": …, "expected": …, "id": …}; each case its own run on the workflow's database)
+            and prints case, run id, status, PASS/FAIL, each scorer's mean score and why. Exit 1
+            (EVAL_FAILED) when a case fails; 2 (INVALID_EVAL_CASE, naming the line) for a line that
+            is not a case, before any case runs
+  --cases FILE          the cases, one JSON object per line (docs/guides/evals.md has the assertions)
+  --concurrency N       cases run at once (default 1: one after another)
+  --json                compare: the comparison as one JSON object; cases: every case's result
 events      prints a run's events in order (seq, time, what happened)
   --after-seq N         only events after seq N
   --type T              only events of type T (repeat it, or T1,T2)

@@ -391,3 +391,17 @@ export type SandboxSession = {
 };
 
 export type SandboxList = { runId: string; sessions: SandboxSession[] };
+export type {
+  ComparedTask,
+  CompareSide,
+  CompareSideTotals,
+  RunComparison,
+  RunScores,
+  ScoreCell,
+  ScoreMean,
+  ScoreStatus,
+  ScorerSummary,
+  ScoreValue,
+  TaskScore,
+} from "./compare.ts";
+export { scoreDelta, scoreText } from "./compare.ts";

@@ -100,6 +100,9 @@ export {
   runHeader,
   runWaterfall,
   sandboxSessions,
+  compareRuns,
+  scoreRowsOfRun,
+  scorerSummaries,
 } from "./queries/index.ts";
 export { ownerAlive } from "./core/index.ts";
 export { createMetrics, listenMetrics, type SmithersMetrics, type MetricsScrape, type MetricsListener } from "./telemetry/index.ts";

@@ -9,3 +9,4 @@ export { listRunItems, listRunSummaries, queuedSummary, runHeader } from "./runs
 export { buildWaterfall, runWaterfall } from "./waterfall.ts";
 export { bucketRunTimes, runActivity } from "./activity.ts";
 export { sandboxSessions } from "./sandboxes.ts";
+export { compareRuns, scoreRowsOfRun, scorerSummaries } from "./compare.ts";
