@@ -105,6 +105,8 @@ describe("the packed package, installed into an empty project", () => {
     // instances as the command's engine (a second engine would not recognise the workflow).
     const pkgDir = join(project, "node_modules/smithers-workflows");
     expect(existsSync(join(pkgDir, "dist/bundle/smithers.js"))).toBe(true);
+    // The core's bytecode ships beside it: Bun loads it instead of parsing and compiling the core.
+    expect(existsSync(join(pkgDir, "dist/bundle/core.js.jsc"))).toBe(true);
     renameSync(join(pkgDir, "src"), join(pkgDir, "src-moved-away"));
     try {
       const fromBundle = await run(["npm", "start"]);
