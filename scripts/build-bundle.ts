@@ -154,9 +154,7 @@ if (import.meta.main) {
   } else {
     const started = performance.now();
     const { files } = await buildBundle();
-    console.log(
-      `bundle built in ${Math.round(performance.now() - started)} ms: ${files.map((f) => basename(f)).join(", ")}, in ${relative(ROOT, BUNDLE_DIR)}`,
-    );
+    console.log(`bundle built in ${Math.round(performance.now() - started)} ms: ${files.map((f) => basename(f)).join(", ")}, in ${relative(ROOT, BUNDLE_DIR)}`);
     if (!existsSync(join(BUNDLE_DIR, BUNDLE_CLI))) throw new Error(`the bundle has no ${BUNDLE_CLI}`);
   }
 }

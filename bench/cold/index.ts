@@ -42,7 +42,10 @@ type Result = {
   turns: Turn[];
 };
 
-const { values } = parseArgs({ args: process.argv.slice(2), options: { reps: { type: "string" }, shape: { type: "string" }, n: { type: "string" }, from: { type: "string" } } });
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: { reps: { type: "string" }, shape: { type: "string" }, n: { type: "string" }, from: { type: "string" } },
+});
 const reps = Number(values.reps ?? 9);
 const shape = values.shape ?? "one";
 const n = Number(values.n ?? 1);

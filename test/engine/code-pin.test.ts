@@ -22,7 +22,10 @@ describe("smithers()", () => {
   test("names the file that called it as the workflow's source, also when a helper in another file calls it", async () => {
     const dir = tempDir();
     const kit = `import { createSmithers } from "${SRC}/index.ts";\nimport { z } from "${ZOD}";\nexport const kit = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: ":memory:" });\n`;
-    writeFileSync(join(dir, "kit.ts"), `${kit}export function make() {\n  const wf = kit.smithers(() => null as never);\n  void wf.name.length;\n  return wf;\n}\n`);
+    writeFileSync(
+      join(dir, "kit.ts"),
+      `${kit}export function make() {\n  const wf = kit.smithers(() => null as never);\n  void wf.name.length;\n  return wf;\n}\n`,
+    );
     writeFileSync(join(dir, "flow.ts"), `import { kit } from "./kit.ts";\nexport default kit.smithers(() => null as never);\n`);
     const direct = (await import(join(dir, "flow.ts"))) as { default: { sourcePath?: string } };
     const viaHelper = (await import(join(dir, "kit.ts"))) as { make: () => { sourcePath?: string } };
