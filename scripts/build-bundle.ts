@@ -24,6 +24,8 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, join, relative } from "node:path";
 import type { BunPlugin } from "bun";
+import { schemaStamp } from "../src/db/ensure.ts";
+import { buildNewDatabaseImage, SHIPPED_IMAGE_NAME } from "../src/db/new-sqlite-file.ts";
 
 const ROOT = join(import.meta.dir, "..");
 /** Two levels under the package root, as src/cli and src/server are: their `import.meta.dir`-relative paths (templates, the dashboard, package.json) hold in the bundle too. */
@@ -123,7 +125,13 @@ export async function buildBundle(): Promise<{ files: string[] }> {
       naming: { entry: "[name].js" },
       plugins: [externals([...Object.keys(pkg.peerDependencies), ...Object.keys(pkg.dependencies).filter((name) => name !== "drizzle-orm")])],
       // src/cli/index.ts runs the command when it is the main module; in the bundle smithers.js does.
-      define: { "import.meta.main": "false", "import.meta.dir": DIR_GLOBAL, "import.meta.path": FILE_GLOBAL },
+      define: {
+        "import.meta.main": "false",
+        "import.meta.dir": DIR_GLOBAL,
+        "import.meta.path": FILE_GLOBAL,
+        // Computed here once: making the internal tables' DDL text to digest it is a few ms of every start.
+        SMITHERS_SCHEMA_STAMP: String(schemaStamp()),
+      },
     });
     if (!result.success) throw new AggregateError(result.logs, "The bundle failed to build");
     if (!result.outputs.some((o) => o.kind === "bytecode")) throw new Error("Bun.build wrote no bytecode for the bundle");
@@ -137,12 +145,15 @@ export async function buildBundle(): Promise<{ files: string[] }> {
       map.sourcesContent = map.sources.map(() => null);
       writeFileSync(output.path, JSON.stringify(map));
     }
+    // A new database is written from this image (src/db/new-sqlite-file.ts), not made table by table at run time.
+    const image = join(BUNDLE_DIR, SHIPPED_IMAGE_NAME);
+    writeFileSync(image, buildNewDatabaseImage());
     const entries = Object.keys(parts).map((part) => {
       const file = join(BUNDLE_DIR, part === "command" ? BUNDLE_CLI : `${part}.js`);
       writeFileSync(file, entryText(part, part === "command" ? ".runCommandLine()" : ""));
       return file;
     });
-    return { files: [...entries, ...result.outputs.map((o) => o.path)].map((f) => relative(ROOT, f)) };
+    return { files: [...entries, ...result.outputs.map((o) => o.path), image].map((f) => relative(ROOT, f)) };
   } finally {
     rmSync(stubs, { recursive: true, force: true });
   }

@@ -10,27 +10,53 @@
  * directory's, so the new name survives a power cut like the file's content does.
  */
 import { Database } from "bun:sqlite";
-import { closeSync, fsyncSync, linkSync, openSync, rmSync, writeSync } from "node:fs";
-import { dirname } from "node:path";
-import { ensureSmithersTables } from "./ensure.ts";
+import { closeSync, fsyncSync, linkSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { ensureSmithersTables, schemaStamp } from "./ensure.ts";
 
 /** SQLite's header bytes 18 and 19: the file format's write and read versions, 2 meaning WAL. */
 const WRITE_VERSION_BYTE = 18;
 const READ_VERSION_BYTE = 19;
 const WAL_FORMAT = 2;
 
+/** SQLite's header bytes 68 to 71: `PRAGMA application_id`, big-endian, which holds schemaStamp(). */
+const APPLICATION_ID_OFFSET = 68;
+
+/**
+ * The image as the bundle ships it (scripts/build-bundle.ts writes it beside the bundle's core at
+ * pack time); from src/ there is none here, and it is built.
+ */
+export const SHIPPED_IMAGE_NAME = "new-database.sqlite";
+
 let image: Uint8Array | undefined;
 
-/** The internal tables in an in-memory database, serialized, its header marked WAL. */
+/** The internal tables in an in-memory database, serialized, its header marked WAL: shipped with the bundle, else built once per process. */
 function newDatabaseImage(): Uint8Array {
-  if (image) return image;
+  image ??= shippedImage() ?? buildNewDatabaseImage();
+  return image;
+}
+
+/** The bundle's image, when it is there and made for this schema (its application_id is this version's stamp). */
+function shippedImage(): Uint8Array | undefined {
+  let bytes: Uint8Array;
+  try {
+    bytes = readFileSync(join(import.meta.dir, SHIPPED_IMAGE_NAME));
+  } catch {
+    return undefined;
+  }
+  if (bytes.length < 100) return undefined;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return view.getUint32(APPLICATION_ID_OFFSET) === schemaStamp() && bytes[WRITE_VERSION_BYTE] === WAL_FORMAT ? bytes : undefined;
+}
+
+/** Builds the image: the internal tables made in memory by ensureSmithersTables, serialized, marked WAL. */
+export function buildNewDatabaseImage(): Uint8Array {
   const memory = new Database(":memory:");
   try {
     ensureSmithersTables(memory);
     const bytes = memory.serialize();
     bytes[WRITE_VERSION_BYTE] = WAL_FORMAT;
     bytes[READ_VERSION_BYTE] = WAL_FORMAT;
-    image = bytes;
     return bytes;
   } finally {
     memory.close();
