@@ -290,4 +290,4 @@ export async function runCommandLine(): Promise<never> {
   process.exit(code);
 }
 
-if (import.meta.main) await runCommandLine();
+if (import.meta.main) void runCommandLine();

@@ -26,7 +26,7 @@ export { buildCtx, useCtx, type SmithersCtx, type OutputLookup } from "./workflo
 export {
   SERVER_RUN_ID,
   checkNewRunId,
-  SmithersEventSchema,
+  smithersEventSchema,
   SmithersEventTypeSchema,
   type EventOf,
   type SmithersEvent,
