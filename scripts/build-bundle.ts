@@ -1,22 +1,31 @@
 /**
- * Bundles the package's entry points with Bun.build into dist/bundle, what an installed
- * `smithers` runs: one minified file per export of package.json and one for the command
- * (`smithers.js`), shared code in chunks beside them, with linked source maps (a stack names
- * src/ files and lines). Run by `npm pack` (the package's `prepack` script); `postpack` removes it
+ * Bundles the package with Bun.build into dist/bundle, what an installed `smithers` runs: all of
+ * the package's code in one minified CommonJS file, `core.js`, with its bytecode beside it
+ * (`core.js.jsc`) and a linked source map (a stack names src/ files and lines); and one small
+ * file per export of package.json and one for the command (`smithers.js`), each handing out its
+ * part of the core. Run by `npm pack` (the package's `prepack` script); `postpack` removes it
  * again (`--clean`), so a checkout never runs a bundle older than its sources.
  *
  * Why: a process that starts from src/ transpiles and links some 200 modules before its first
- * line runs; from the bundle it parses a few files (bench/cli measures both).
+ * line runs, and then parses and compiles every function it calls; from the bundle it loads one
+ * file whose functions are already compiled to bytecode (bench/cold and bench/cli measure both).
+ * Bun 1.4.5 writes bytecode beside a bundle only in CommonJS form (ESM bytecode needs
+ * `--compile`), and CommonJS cannot be split into chunks, so there is one core, and its parts
+ * are built on first use: each getter of the core's exports requires its entry then, so the
+ * `up` command initialises the engine, not the server or the agents.
  *
- * One module instance: the exports map names each bundled file under the `smithers-bundle`
- * condition, and bin/smithers.js starts Bun with `--conditions=smithers-bundle`, so a workflow's
- * `import … from "smithers-workflows"` (and its JSX runtime) in that process is the bundle too.
+ * One module instance: the exports map names each file under the `smithers-bundle` condition,
+ * and bin/smithers.js starts Bun with `--conditions=smithers-bundle`, so a workflow's
+ * `import … from "smithers-workflows"` (and its JSX runtime) in that process is the same core.
  * Elsewhere (`bun test`, a script of the user's) the same names resolve to src/.
  *
  *   bun scripts/build-bundle.ts [--clean]
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, join, relative } from "node:path";
+import type { BunPlugin } from "bun";
+import { schemaStamp } from "../src/db/ensure.ts";
+import { buildNewDatabaseImage, SHIPPED_IMAGE_NAME } from "../src/db/new-sqlite-file.ts";
 
 const ROOT = join(import.meta.dir, "..");
 /** Two levels under the package root, as src/cli and src/server are: their `import.meta.dir`-relative paths (templates, the dashboard, package.json) hold in the bundle too. */
@@ -24,6 +33,16 @@ export const BUNDLE_DIR = join(ROOT, "dist", "bundle");
 export const BUNDLE_CONDITION = "smithers-bundle";
 /** The command's file in the bundle: bin/smithers.js runs it when present. */
 export const BUNDLE_CLI = "smithers.js";
+/** The one bundled file, with its bytecode (`core.js.jsc`) and source map beside it. */
+export const BUNDLE_CORE = "core.js";
+/**
+ * Where the bundle sits at run time. Bun.build in CommonJS form writes `import.meta.dir` as the
+ * directory of the source file at build time (a path on the machine that packed it), so the
+ * sources' `import.meta.dir` and `import.meta.path` are replaced by these globals, which each
+ * entry file sets from its own `__dirname` before it loads the core.
+ */
+const DIR_GLOBAL = "globalThis.__smithersBundleDir";
+const FILE_GLOBAL = "globalThis.__smithersBundleFile";
 
 type Pkg = {
   exports: Record<string, string | Record<string, string>>;
@@ -31,7 +50,7 @@ type Pkg = {
   peerDependencies: Record<string, string>;
 };
 
-/** An export's subpath (`.`, `./jsx-runtime`) as the name of its bundled file. */
+/** An export's subpath (`.`, `./jsx-runtime`) as the name of its file in the bundle. */
 export function bundleName(subpath: string): string {
   return subpath === "." ? "index" : subpath.replace(/^\.\//, "").replace(/\//g, "-");
 }
@@ -43,49 +62,82 @@ function sourceOf(target: string | Record<string, string>): string {
   return source;
 }
 
+/** An entry file: sets where the bundle is, then hands out `part` of the core (`expression` of it, for the command). */
+function entryText(part: string, expression = ""): string {
+  return (
+    `"use strict";\n${DIR_GLOBAL} ??= __dirname;\n${FILE_GLOBAL} ??= require("path").join(__dirname, ${JSON.stringify(BUNDLE_CORE)});\n` +
+    `module.exports = require("./${BUNDLE_CORE}")[${JSON.stringify(part)}]${expression};\n`
+  );
+}
+
+/**
+ * The dependencies the core loads from node_modules rather than bundles: the user's zod and ai
+ * must be the ones our code sees, and the others load when used (most only by some commands);
+ * drizzle-orm is ours alone, and bundled. A CommonJS bundle would `require` them, which resolves a
+ * package's `require` export: zod's CommonJS build, a second zod beside the ESM one the user's
+ * workflow imports (schemas of one are not the other's). So each static import of one becomes a
+ * require of what an `import` of it resolves to from the bundle's directory, the very module the
+ * user's import loads; a dynamic `import()` of one stays as it is.
+ */
+function externals(packages: string[]): BunPlugin {
+  const names = new Set(packages);
+  const packageOf = (specifier: string) => (specifier.startsWith("@") ? specifier.split("/").slice(0, 2) : specifier.split("/").slice(0, 1)).join("/");
+  return {
+    name: "smithers-externals",
+    setup(build) {
+      build.onResolve({ filter: /^[@a-z]/ }, (args) => {
+        if (!names.has(packageOf(args.path))) return undefined;
+        return args.kind === "dynamic-import" ? { path: args.path, external: true } : { path: args.path, namespace: EXTERNAL_NAMESPACE };
+      });
+      build.onLoad({ filter: /.*/, namespace: EXTERNAL_NAMESPACE }, (args) => ({
+        contents: `module.exports = require(Bun.resolveSync(${JSON.stringify(args.path)}, ${DIR_GLOBAL}));\n`,
+        loader: "js",
+      }));
+    },
+  };
+}
+const EXTERNAL_NAMESPACE = "smithers-external";
+
 export async function buildBundle(): Promise<{ files: string[] }> {
   const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Pkg;
   rmSync(BUNDLE_DIR, { recursive: true, force: true });
-  // Each entry is a one-line module named after its export, so every output file sits flat in
-  // dist/bundle under a name of our choosing (Bun names an entry after its file).
   const stubs = join(ROOT, "dist", ".bundle-entries");
   rmSync(stubs, { recursive: true, force: true });
   mkdirSync(stubs, { recursive: true });
-  const entrypoints: string[] = [];
-  const stub = (name: string, text: string) => {
-    const path = join(stubs, `${name}.ts`);
-    writeFileSync(path, text);
-    entrypoints.push(path);
-  };
-  for (const [subpath, target] of Object.entries(pkg.exports)) {
-    const source = relative(stubs, join(ROOT, sourceOf(target)));
-    stub(bundleName(subpath), `export * from ${JSON.stringify(source)};\n`);
-  }
-  const cli = relative(stubs, join(ROOT, "src", "cli", "index.ts"));
-  stub(basename(BUNDLE_CLI, ".js"), `import { runCommandLine } from ${JSON.stringify(cli)};\nawait runCommandLine();\n`);
+  // The core's exports: one getter per part, requiring its source on first use (the bundler
+  // wraps each module required this way in a function run once, when first required).
+  const parts: Record<string, string> = Object.fromEntries(Object.entries(pkg.exports).map(([subpath, target]) => [bundleName(subpath), sourceOf(target)]));
+  parts.command = "src/cli/index.ts";
+  const getters = Object.entries(parts).map(
+    ([part, source]) => `  get ${JSON.stringify(part)}() {\n    return require(${JSON.stringify(relative(stubs, join(ROOT, source)))});\n  },`,
+  );
+  const coreStub = join(stubs, BUNDLE_CORE.replace(/\.js$/, ".ts"));
+  writeFileSync(coreStub, `module.exports = {\n${getters.join("\n")}\n};\n`);
   try {
     const result = await Bun.build({
-      entrypoints,
+      entrypoints: [coreStub],
       outdir: BUNDLE_DIR,
       target: "bun",
-      format: "esm",
-      splitting: true,
+      format: "cjs",
+      bytecode: true,
       minify: true,
       sourcemap: "linked",
-      naming: { entry: "[name].[ext]", chunk: "chunk-[hash].[ext]" },
-      // The user's zod and ai must be the ones our code sees; the other dependencies load from
-      // node_modules when used (most only by some commands). drizzle-orm is ours alone, and bundled.
-      external: [...Object.keys(pkg.peerDependencies), ...Object.keys(pkg.dependencies).filter((name) => name !== "drizzle-orm")].flatMap((name) => [
-        name,
-        `${name}/*`,
-      ]),
+      naming: { entry: "[name].js" },
+      plugins: [externals([...Object.keys(pkg.peerDependencies), ...Object.keys(pkg.dependencies).filter((name) => name !== "drizzle-orm")])],
       // src/cli/index.ts runs the command when it is the main module; in the bundle smithers.js does.
-      define: { "import.meta.main": "false" },
+      define: {
+        "import.meta.main": "false",
+        "import.meta.dir": DIR_GLOBAL,
+        "import.meta.path": FILE_GLOBAL,
+        // Computed here once: making the internal tables' DDL text to digest it is a few ms of every start.
+        SMITHERS_SCHEMA_STAMP: String(schemaStamp()),
+      },
     });
     if (!result.success) throw new AggregateError(result.logs, "The bundle failed to build");
-    // The maps keep their mappings and drop the sources' text: the package ships src/, which the
-    // maps name, and Bun reads a chunk's map whenever a stack through it is made (smithers() makes
-    // one to find its caller), so every start would read the text too (~1.4 MB for `up`).
+    if (!result.outputs.some((o) => o.kind === "bytecode")) throw new Error("Bun.build wrote no bytecode for the bundle");
+    // The map keeps its mappings and drops the sources' text: the package ships src/, which the
+    // map names, and Bun reads the map whenever a stack through the core is made (smithers()
+    // makes one to find its caller), so every start would read the text too (~2 MB).
     for (const output of result.outputs) {
       if (output.kind !== "sourcemap") continue;
       const map = JSON.parse(readFileSync(output.path, "utf8")) as { sources: string[]; sourcesContent?: unknown };
@@ -93,7 +145,15 @@ export async function buildBundle(): Promise<{ files: string[] }> {
       map.sourcesContent = map.sources.map(() => null);
       writeFileSync(output.path, JSON.stringify(map));
     }
-    return { files: result.outputs.map((o) => relative(ROOT, o.path)) };
+    // A new database is written from this image (src/db/new-sqlite-file.ts), not made table by table at run time.
+    const image = join(BUNDLE_DIR, SHIPPED_IMAGE_NAME);
+    writeFileSync(image, buildNewDatabaseImage());
+    const entries = Object.keys(parts).map((part) => {
+      const file = join(BUNDLE_DIR, part === "command" ? BUNDLE_CLI : `${part}.js`);
+      writeFileSync(file, entryText(part, part === "command" ? ".runCommandLine()" : ""));
+      return file;
+    });
+    return { files: [...entries, ...result.outputs.map((o) => o.path), image].map((f) => relative(ROOT, f)) };
   } finally {
     rmSync(stubs, { recursive: true, force: true });
   }
@@ -105,10 +165,7 @@ if (import.meta.main) {
   } else {
     const started = performance.now();
     const { files } = await buildBundle();
-    const entries = files.filter((f) => !f.endsWith(".map") && !basename(f).startsWith("chunk-"));
-    console.log(
-      `bundle built in ${Math.round(performance.now() - started)} ms: ${entries.length} entries (${entries.map((f) => basename(f)).join(", ")}), ${files.length - entries.length} chunks and maps, in ${relative(ROOT, BUNDLE_DIR)}`,
-    );
+    console.log(`bundle built in ${Math.round(performance.now() - started)} ms: ${files.map((f) => basename(f)).join(", ")}, in ${relative(ROOT, BUNDLE_DIR)}`);
     if (!existsSync(join(BUNDLE_DIR, BUNDLE_CLI))) throw new Error(`the bundle has no ${BUNDLE_CLI}`);
   }
 }

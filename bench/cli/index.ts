@@ -8,7 +8,8 @@
  *
  *   bun run bench/cli/index.ts [--reps 15] [--runs 10000] [--before GIT_REF]
  *
- * --before adds a column: that commit's src/ (exported with git archive), as it was before.
+ * --before adds two columns: that commit's src/ (exported with git archive), as it was before, and
+ * the bundle that commit's own scripts/build-bundle.ts makes of it.
  * The workflow file imports `smithers-workflows` by name, from a scratch project per variant
  * whose node_modules links to the tree measured, as an installed project's does: from the
  * bundle, under `--conditions=smithers-bundle`, that name is the bundle too (one module
@@ -61,16 +62,18 @@ ${tasks}
   return dir;
 }
 
-/** `ref`'s src/, package.json and templates in `dir`, with this checkout's node_modules. */
+/** `ref`'s src/, package.json, templates and bundle script in `dir`, with this checkout's node_modules, and its bundle built. */
 function exportRef(ref: string, dir: string): string {
   const root = join(dir, "ref");
   mkdirSync(root, { recursive: true });
-  const tar = Bun.spawnSync(["sh", "-c", `git archive --format=tar "$0" src package.json tsconfig.json templates | tar -x -C "$1"`, ref, root], {
+  const tar = Bun.spawnSync(["sh", "-c", `git archive --format=tar "$0" src package.json tsconfig.json templates scripts | tar -x -C "$1"`, ref, root], {
     cwd: ROOT,
     stderr: "pipe",
   });
   if (tar.exitCode !== 0) throw new Error(`exporting ${ref}: ${tar.stderr.toString().trim()}`);
   symlinkSync(join(ROOT, "node_modules"), join(root, "node_modules"), "dir");
+  const built = Bun.spawnSync([BUN, join(root, "scripts", "build-bundle.ts")], { cwd: root, stderr: "pipe" });
+  if (built.exitCode !== 0) throw new Error(`building ${ref}'s bundle: ${built.stderr.toString().trim()}`);
   return root;
 }
 
@@ -94,8 +97,14 @@ export async function runCliBench(argv: string[] = []): Promise<void> {
   if (!hadBundle) await buildBundle();
   const dir = mkdtempSync(join(tmpdir(), "smithers-bench-cli-"));
   try {
+    const before = values.before ? exportRef(values.before, dir) : undefined;
     const variants: Variant[] = [
-      ...(values.before ? [{ name: `before (${values.before})`, root: exportRef(values.before, dir), entry: [] }] : []),
+      ...(before && values.before
+        ? [
+            { name: `src/ before (${values.before})`, root: before, entry: [] },
+            { name: `bundle before (${values.before})`, root: before, entry: [`--conditions=${BUNDLE_CONDITION}`, join(before, "dist", "bundle", BUNDLE_CLI)] },
+          ]
+        : []),
       { name: "src/", root: ROOT, entry: [] },
       { name: "bundle", root: ROOT, entry: [`--conditions=${BUNDLE_CONDITION}`, join(BUNDLE_DIR, BUNDLE_CLI)] },
     ].map((v) => ({ ...v, entry: v.entry.length ? v.entry : [join(v.root, "src", "cli", "index.ts")] }));
@@ -106,11 +115,14 @@ export async function runCliBench(argv: string[] = []): Promise<void> {
     await seeded.close();
     const samples = new Map<string, number[]>();
     const add = (key: string, ms: number) => samples.set(key, [...(samples.get(key) ?? []), ms]);
+    const cpu = new Map<string, number[]>();
+    const addCpu = (key: string, ms: number) => cpu.set(key, [...(cpu.get(key) ?? []), ms]);
     const timeout = 60_000;
     for (let rep = 0; rep < reps; rep++) {
       const floor = await runChild([BUN, join(ROOT, "bench", "compare", "imports-floor.ts")], dir, {}, timeout);
       if (floor.code !== 0) throw new Error(`the imports floor failed: ${floor.stderr}`);
       add("floor", floor.elapsedMs);
+      addCpu("floor", floor.cpuMs);
       for (const command of COMMANDS) {
         // Rotate which variant goes first, so none always runs on a machine another just warmed.
         for (let k = 0; k < variants.length; k++) {
@@ -122,6 +134,7 @@ export async function runCliBench(argv: string[] = []): Promise<void> {
           if (out.code !== 0 || !command.check(out.stdout))
             throw new Error(`${command.label} from ${variant.name}: exit ${out.code}: ${out.stderr || out.stdout}`);
           add(`${command.label}|${variant.name}`, out.elapsedMs);
+          addCpu(`${command.label}|${variant.name}`, out.cpuMs);
         }
       }
     }
@@ -139,6 +152,13 @@ export async function runCliBench(argv: string[] = []): Promise<void> {
       `\nbench/cli: whole processes, spawn to exit: median ms (÷ the floor's median); fastest ms (÷ the floor's fastest), of ${reps} (Bun ${Bun.version}, ${navigator.hardwareConcurrency} cores; ps database: ${stored.toLocaleString("en-US")} runs)\n`,
     );
     console.log(markdownTable(["command", ...variants.map((v) => `from ${v.name}`)], rows));
+    // CPU time (user + system) moves far less with other load on the machine than the wall clock.
+    const floorCpu = median(cpu.get("floor")!);
+    const cpuCell = (xs: number[]) => `${fmtMs(median(xs))} (${(median(xs) / floorCpu).toFixed(1)}x)`;
+    const cpuRows = COMMANDS.map((c) => [c.label, ...variants.map((v) => cpuCell(cpu.get(`${c.label}|${v.name}`)!))]);
+    cpuRows.push(["imports floor: bun + zod + drizzle", ...variants.map(() => cpuCell(cpu.get("floor")!))]);
+    console.log(`\nThe same processes' CPU time (user + system): median ms (÷ the floor's median)\n`);
+    console.log(markdownTable(["command", ...variants.map((v) => `from ${v.name}`)], cpuRows));
   } finally {
     rmSync(dir, { recursive: true, force: true });
     if (!hadBundle) rmSync(BUNDLE_DIR, { recursive: true, force: true });

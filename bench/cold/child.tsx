@@ -8,6 +8,7 @@
  * Prints `COLD_RESULT {json}`.
  */
 const T0 = performance.now();
+const C0 = process.cpuUsage();
 import { Database } from "bun:sqlite";
 
 const spec = JSON.parse(process.argv[2] ?? "{}") as { shape: "one" | "seq" | "par" | "loop"; n: number; dbPath: string; warm?: boolean };
@@ -36,6 +37,7 @@ for (const name of ["prepare", "query"]) timed(Database.prototype as unknown as 
 const { createSmithers, runWorkflow, SmithersDb } = await import("../../src/index.ts");
 const { z } = await import("../zod.ts");
 const T1 = performance.now();
+const C1 = process.cpuUsage(C0);
 
 // ---- the engine's database turns, by label ---------------------------------------------------
 /** Marks on two clocks: wall (performance.now) and this process's CPU time (user + system), both in ms. */
@@ -140,6 +142,7 @@ console.log(
       timeOrigin: performance.timeOrigin,
       processStartToScript: T0,
       importsMs: T1 - T0,
+      importsCpuMs: (C1.user + C1.system) / 1000,
       createMs: T3 - T2,
       openMs: T4 - T3,
       openSql: { prepareMs: opened.prepareMs - before.prepareMs, execMs: opened.execMs - before.execMs, statements: opened.statements - before.statements },

@@ -15,9 +15,9 @@ export const BUN = process.execPath;
 /** Where our engine is loaded from: the repo itself, or a commit's src/ exported by --ours-ref. */
 export type OursTree = { root: string; label: string };
 
-export type ChildOutcome = { code: number | null; stdout: string; stderr: string; timedOut: boolean; elapsedMs: number };
+export type ChildOutcome = { code: number | null; stdout: string; stderr: string; timedOut: boolean; elapsedMs: number; cpuMs: number };
 
-/** Runs `cmd` to its end (SIGKILL after `timeoutMs`); `elapsedMs` is from spawn to exit. */
+/** Runs `cmd` to its end (SIGKILL after `timeoutMs`); `elapsedMs` is from spawn to exit, `cpuMs` the child's user + system time. */
 export async function runChild(cmd: string[], cwd: string, env: Record<string, string>, timeoutMs: number): Promise<ChildOutcome> {
   const started = performance.now();
   const proc = Bun.spawn(cmd, { cwd, env: { ...process.env, SMITHERS_LOG_LEVEL: "warn", ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
@@ -29,7 +29,9 @@ export async function runChild(cmd: string[], cwd: string, env: Record<string, s
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   const elapsedMs = performance.now() - started;
   clearTimeout(timer);
-  return { code, stdout, stderr, timedOut, elapsedMs };
+  const usage = proc.resourceUsage()?.cpuTime;
+  const cpuMs = usage ? Number(usage.user + usage.system) / 1000 : Number.NaN;
+  return { code, stdout, stderr, timedOut, elapsedMs, cpuMs };
 }
 
 /** The last lines of a child's output, for an error cell's note. */

@@ -88,6 +88,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
     () => import("./inspect.ts"),
     (m) => m.inspectCommand,
   ),
+  eval: lazy(
+    () => import("./eval.ts"),
+    (m) => m.evalCommand,
+  ),
   approve: lazy(
     () => import("./approve.ts"),
     (m) => (args, io) => m.decideCommand("approve", args, io),
@@ -233,7 +237,7 @@ function stdoutIsTty(): boolean {
 }
 
 /** Commands that run or wait for runs: a first Ctrl-C or SIGTERM lets them finish what is in flight. */
-const STOPS_GRACEFULLY = new Set(["up", "supervise", "fork", "replay", "rewind", "serve", "worker", "events", "cancel"]);
+const STOPS_GRACEFULLY = new Set(["up", "supervise", "fork", "replay", "rewind", "serve", "worker", "events", "cancel", "eval"]);
 
 /** The long-running commands that export spans when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set. */
 const TRACED_COMMANDS = new Set(["up", "worker", "serve", "supervise"]);
@@ -290,4 +294,4 @@ export async function runCommandLine(): Promise<never> {
   process.exit(code);
 }
 
-if (import.meta.main) await runCommandLine();
+if (import.meta.main) void runCommandLine();

@@ -26,11 +26,15 @@ async function taskOutputs(db: SmithersDb, runId: string): Promise<Outputs> {
   return loadStoredOutputs(db, runId, keys);
 }
 
+/** A row as compact JSON, cut at OUTPUT_CHARS (the human views of inspect and eval compare). */
+export function compactRow(row: Record<string, unknown>): string {
+  const json = JSON.stringify(row);
+  return json.length > OUTPUT_CHARS ? `${json.slice(0, OUTPUT_CHARS - 1)}… (--json for all of it)` : json;
+}
+
 /** `    output {"label":"x","order":1}`, cut at OUTPUT_CHARS; nothing for a task with no row. */
 function outputLine(row: Record<string, unknown> | undefined): string[] {
-  if (row === undefined) return [];
-  const json = JSON.stringify(row);
-  return [`    output ${json.length > OUTPUT_CHARS ? `${json.slice(0, OUTPUT_CHARS - 1)}… (--json for all of it)` : json}`];
+  return row === undefined ? [] : [`    output ${compactRow(row)}`];
 }
 
 function text(report: InspectReport, outputs: Outputs): string[] {

@@ -4,7 +4,7 @@ import type { SandboxSession } from "../contract/index.ts";
 import { runs } from "../db/index.ts";
 import { sandboxSessions } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
-import { alignedTable, EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
+import { alignRows, EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 
 const iso = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());
 
@@ -31,7 +31,7 @@ export function formatSandboxTable(sessions: readonly SandboxSession[]): string[
       s.rootDir ?? "-",
     ]),
   ];
-  const lines = alignedTable(rows);
+  const lines = alignRows(rows);
   return [lines[0]!, ...sessions.flatMap((s, i) => [lines[i + 1]!, ...(s.error === null ? [] : [`  ${s.error}`])])];
 }
 

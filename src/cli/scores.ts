@@ -1,22 +1,16 @@
 /** `smithers scores <run> [--node ID] [--json]`: the scorer rows of a run per attempt, then a summary per scorer. */
 import { parseArgs } from "node:util";
-import type { RunScores } from "../contract/index.ts";
+import type { RunScoresReport } from "../contract/index.ts";
 import { runScores } from "../engine/index.ts";
-import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
+import { alignRows, EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 
 const ms = (v: number | null) => (v === null ? "-" : `${v}ms`);
-const num = (v: number | null) => (v === null ? "-" : v.toFixed(3).replace(/\.?0+$/, "") || "0");
+const num = (v: number | null) => (v === null ? "-" : String(Math.round(v * 1000) / 1000));
 
-/** Rows as aligned columns, the last one left ragged. */
-function table(rows: string[][]): string[] {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  "));
-}
-
-/** One line per attempt and scorer, then one per scorer with count, mean, min and max of its scores. */
-export function formatScores(report: RunScores): string[] {
+/** One line per attempt and scorer, then one per scorer with its scored count, mean, min and max, pending and failed. */
+export function formatScores(report: RunScoresReport): string[] {
   if (report.scores.length === 0) return [`run ${report.runId} has no scores`];
-  const rows = table([
+  const rows = alignRows([
     ["NODE", "ITER", "ATTEMPT", "SCORER", "STATUS", "SCORE", "LATENCY", "SCORER TIME", "REASON / ERROR"],
     ...report.scores.map((s) => [
       s.nodeId,
@@ -30,9 +24,9 @@ export function formatScores(report: RunScores): string[] {
       (s.error ?? s.reason ?? "").replace(/\s+/g, " ").slice(0, 120),
     ]),
   ]);
-  const summary = table([
-    ["SCORER", "COUNT", "MEAN", "MIN", "MAX", "PENDING", "ERRORS"],
-    ...report.summary.map((s) => [s.scorerId, String(s.count), num(s.mean), num(s.min), num(s.max), String(s.pending), String(s.errors)]),
+  const summary = alignRows([
+    ["SCORER", "SCORED", "MEAN", "MIN", "MAX", "PENDING", "ERRORS"],
+    ...report.summary.map((s) => [s.scorerId, String(s.scored), num(s.mean), num(s.min), num(s.max), String(s.pending), String(s.errors)]),
   ]);
   return [...rows, "", ...summary];
 }

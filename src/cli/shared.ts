@@ -120,8 +120,14 @@ export function parseJsonFlag(text: string | undefined, flag: string): unknown {
 /** `--input`'s JSON; INVALID_INPUT (exit 2) when it does not parse. */
 export const parseInput = (text: string | undefined): unknown => parseJsonFlag(text, "--input");
 
-/** Rows of cells as lines, each column padded to its widest cell (the last one left as is), two spaces apart. */
-export function alignedTable(rows: readonly (readonly string[])[]): string[] {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((row) => row[i]!.length))) ?? [];
-  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  "));
+/** Rows as aligned columns, two spaces apart (the last column left ragged). */
+export function alignRows(rows: readonly (readonly string[])[]): string[] {
+  const widths: number[] = [];
+  for (const row of rows) for (const [i, cell] of row.entries()) widths[i] = Math.max(widths[i] ?? 0, cell.length);
+  return rows.map((row) =>
+    row
+      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd(),
+  );
 }

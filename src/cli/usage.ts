@@ -9,6 +9,8 @@ export const USAGE = `Usage: smithers init [dir] [--force]
        smithers limits [--json] [--db PATH]
        smithers inspect <run-id> [--json] [--db PATH]
        smithers sandboxes <run-id> [--json] [--db PATH]
+       smithers eval compare <run-a> <run-b> [--json] [--db PATH]
+       smithers eval <workflow.tsx> --cases FILE.jsonl [--concurrency N] [--json] [--db PATH]
        smithers events <run-id> [--after-seq N] [--type T] [--node ID] [--follow] [--json] [--db PATH]
        smithers cancel <run-id> [--no-wait] [--timeout-ms N] [--json] [--db PATH]
        smithers supervise [--db PATH] [--stale-after-ms N] [--watch] [--interval-ms N] [--durability process|power] [--log-format text|json] [--metrics-port N]
@@ -121,6 +123,18 @@ sandboxes   lists a run's sandbox sessions (<Sandbox> / sandbox tasks): node, it
             status (running, finished, failed, abandoned), exit code, pid, policy, start, end and
             the session's directory; a failure's reason below its line
   --json                a JSON array of sessions (see docs/reference/cli.md)
+eval        compare: two runs (a run and its fork with another model or prompt, say) task by task,
+            matched by node id and iteration: state, output rows side by side, each scorer's score in
+            A and B and the change, tokens, cost, time; tasks only one run has; totals and each
+            scorer's mean. Runs of different workflows are compared, with a warning line.
+            <workflow.tsx> --cases: runs the workflow once per case of a JSONL file (each line
+            {"input": …, "expected": …, "id": …}; each case its own run on the workflow's database)
+            and prints case, run id, status, PASS/FAIL, each scorer's mean score and why. Exit 1
+            (EVAL_FAILED) when a case fails; 2 (INVALID_EVAL_CASE, naming the line) for a line that
+            is not a case, before any case runs
+  --cases FILE          the cases, one JSON object per line (docs/guides/evals.md has the assertions)
+  --concurrency N       cases run at once (default 1: one after another)
+  --json                compare: the comparison as one JSON object; cases: every case's result
 events      prints a run's events in order (seq, time, what happened)
   --after-seq N         only events after seq N
   --type T              only events of type T (repeat it, or T1,T2)
@@ -151,7 +165,8 @@ timeline    the run's frames in order, each with its time and what changed in th
             (--json: one object per frame, with its forks)
 scores      the scorer results of a run (<Task scorers>): one line per attempt and scorer with its
             status (pending, scored, error), score, the attempt's latency, the scorer's own time and
-            its reason or error; then per scorer the count, mean, min and max of its scores
+            its reason or error; then per scorer the tasks scored, the mean, min and max of their
+            latest scores, and the rows pending or failed
   --node ID             only the scores of task ID
   --json                { runId, scores: [...], summary: [...] } (see docs/reference/cli.md)
 diff        the plan change between two frames of a run, in the same form (--json: one object)

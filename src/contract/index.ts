@@ -5,6 +5,7 @@
  * schemas are built from the name lists, and the dashboard (a browser program that bundles no
  * zod) reads them: a field changes here, and every front door and the UI see it together.
  */
+import type { RunScores, ScorerSummary } from "./compare.ts";
 
 /** Every event type the engine emits; `_smithers_events.type` holds one of these. */
 export const EVENT_TYPES = [
@@ -366,42 +367,11 @@ export type ToolCallReport =
   | { type: "ToolCallStarted"; toolName: string }
   | { type: "ToolCallFinished"; toolName: string; status: "succeeded" | "failed" | "replayed" };
 
-/** One scorer's result for one task attempt (`smithers scores`, the dashboard). */
-export type ScoreReport = {
-  nodeId: string;
-  iteration: number;
-  attempt: number;
-  scorerId: string;
-  scorerName: string;
-  source: string;
-  status: "pending" | "scored" | "error";
-  /** 0..1 when scored; null while pending and when the scorer failed. */
-  score: number | null;
-  reason: string | null;
-  meta: Record<string, unknown> | null;
-  /** `CODE: message` of a failed scorer. */
-  error: string | null;
-  /** The scored attempt's latency. */
-  latencyMs: number | null;
-  /** The scorer's own time. */
-  durationMs: number | null;
-  scoredAtMs: number;
-};
+/** Per scorer over a run: ScorerSummary (the latest attempt of each task) with the lowest and highest score. */
+export type ScorerStats = ScorerSummary & { min: number | null; max: number | null };
 
-/** Per scorer over a run's scored rows (pending and failed rows are counted apart). */
-export type ScorerSummary = {
-  scorerId: string;
-  scorerName: string;
-  count: number;
-  mean: number | null;
-  min: number | null;
-  max: number | null;
-  pending: number;
-  errors: number;
-};
-
-/** `smithers scores RUN --json` and the dashboard's scores view. */
-export type RunScores = { runId: string; scores: ScoreReport[]; summary: ScorerSummary[] };
+/** `smithers scores RUN --json`: GET /runs/:id/scores's rows, ordered by node, iteration, attempt and scorer, with a summary per scorer. */
+export type RunScoresReport = RunScores & { summary: ScorerStats[] };
 
 /**
  * One sandbox session of a run (a row of `_smithers_sandboxes`): the bubblewrap process a task
@@ -428,3 +398,17 @@ export type SandboxSession = {
 };
 
 export type SandboxList = { runId: string; sessions: SandboxSession[] };
+export type {
+  ComparedTask,
+  CompareSide,
+  CompareSideTotals,
+  RunComparison,
+  RunScores,
+  ScoreCell,
+  ScoreMean,
+  ScoreStatus,
+  ScorerSummary,
+  ScoreValue,
+  TaskScore,
+} from "./compare.ts";
+export { scoreDelta, scoreText } from "./compare.ts";

@@ -123,6 +123,8 @@ export function ensureSmithersTables(sqlite: Database): void {
 }
 
 let stamp: number | undefined;
+/** schemaStamp() as the bundle's build computed it (a `define` of scripts/build-bundle.ts); undeclared when run from src/. */
+declare const SMITHERS_SCHEMA_STAMP: number | undefined;
 let ddl: { name: string; table: SQLiteTable; statements: string[] }[] | undefined;
 
 /** Each internal table's name and DDL (CREATE TABLE, then its indexes), built once per process. */
@@ -137,6 +139,8 @@ function internalDdl(): { name: string; table: SQLiteTable; statements: string[]
  * table, column or index) has another stamp, so its first open sets the schema up again.
  */
 export function schemaStamp(): number {
+  // The bundle has it computed at build time (scripts/build-bundle.ts): making the DDL text is a few ms of a start.
+  if (stamp === undefined && typeof SMITHERS_SCHEMA_STAMP === "number") stamp = SMITHERS_SCHEMA_STAMP;
   if (stamp === undefined) {
     const text = internalDdl()
       .flatMap((t) => t.statements)

@@ -13,7 +13,7 @@ const SQLITE_MAGIC = "SQLite format 3\0";
 const HEADER_BYTES = 100;
 
 /** Paths SQLite does not treat as a file: in-memory, a private temporary database, a URI. */
-function isPlainFile(path: string): boolean {
+export function isPlainFile(path: string): boolean {
   return path !== ":memory:" && path !== "" && !path.startsWith("file:");
 }
 

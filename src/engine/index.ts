@@ -26,7 +26,7 @@ export { buildCtx, useCtx, type SmithersCtx, type OutputLookup } from "./workflo
 export {
   SERVER_RUN_ID,
   checkNewRunId,
-  SmithersEventSchema,
+  smithersEventSchema,
   SmithersEventTypeSchema,
   type EventOf,
   type SmithersEvent,
@@ -100,8 +100,11 @@ export {
   runHeader,
   runWaterfall,
   runScores,
-  summarizeScores,
+  scorerStats,
   sandboxSessions,
+  compareRuns,
+  scoreRowsOfRun,
+  scorerSummaries,
 } from "./queries/index.ts";
 export { ownerAlive } from "./core/index.ts";
 export { createMetrics, listenMetrics, type SmithersMetrics, type MetricsScrape, type MetricsListener } from "./telemetry/index.ts";

@@ -167,6 +167,13 @@ export const ERROR_TABLE = {
   SUBFLOW_WAITING: { kind: "run-failure", summary: "A `<Subflow>`'s child run stopped to wait (the parent waits with it)." },
   FILE_EXISTS: { kind: "conflict", summary: "A command would overwrite a file that exists (smithers init); --force overwrites it." },
   RUN_NOT_FOUND: { kind: "not-found", summary: "No run has that id." },
+  // evals
+  INVALID_EVAL_CASE: {
+    kind: "bad-input",
+    summary:
+      "A line of `smithers eval --cases` is not a case (not a JSON object, an unknown field, a malformed assertion, a repeated id), or the file has none; nothing ran.",
+  },
+  EVAL_FAILED: { kind: "run-failure", summary: "One or more cases of `smithers eval` did not pass (the table says which and why)." },
   RUN_NOT_RESUMABLE: { kind: "conflict", summary: "The run cannot be resumed as asked (it continued as another run: resume that one)." },
   RUN_EXISTS: { kind: "conflict", summary: "A run (or a queued request) with that id exists already." },
   RUN_OWNED: { kind: "conflict", summary: "Another live process owns the run; its commits would be rejected." },

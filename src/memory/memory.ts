@@ -6,7 +6,6 @@
  * Recall is a brute-force scan of the namespace in this process (see bench/vectors for the size
  * up to which that is fine); embeddings are float32 BLOBs on SQLite and bytea on PostgreSQL.
  */
-import { randomUUID } from "node:crypto";
 import { type SmithersDb, vectors } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { type EmbeddingModelLike, embedTexts } from "./embed.ts";
@@ -149,7 +148,7 @@ export function createMemory(options: MemoryOptions): Memory {
     const embeddings = await embed(list.map((c) => c.content));
     const now = Date.now();
     const rows = list.map((c, i) => ({
-      id: c.id ?? randomUUID(),
+      id: c.id ?? crypto.randomUUID(), // the global: node:crypto would cost every process its load
       namespace,
       content: c.content,
       embedding: embeddings[i]!,

@@ -1,6 +1,6 @@
 /**
  * The dashboard's static files: its HTML shell at `/` and at the page URLs (`/runs`, `/runs/<id>`,
- * `/runs/<id>/events`, `/inbox` when a browser asks for HTML), and its bundled assets at `/assets/*`. They are built by
+ * `/runs/<id>/events`, `/runs/<a>/compare/<b>`, `/inbox` when a browser asks for HTML), and its bundled assets at `/assets/*`. They are built by
  * scripts/build-dashboard.ts (run by `npm install`) into dist/dashboard.
  *
  * They hold no run data, so they are served without the bearer token: the page sends the token
@@ -32,7 +32,7 @@ async function shell(c: Context, dir: string): Promise<Response> {
 /** Registers the dashboard's routes; call before any auth middleware (the files are public). */
 export function registerDashboard(app: Hono, dir = DASHBOARD_DIR): void {
   app.get("/", (c) => shell(c, dir));
-  for (const path of ["/runs", "/runs/:id", "/runs/:id/events", "/inbox"]) {
+  for (const path of ["/runs", "/runs/:id", "/runs/:id/events", "/runs/:id/compare/:other", "/inbox"]) {
     app.get(path, async (c, next) => {
       if (wantsHtml(c)) return shell(c, dir);
       await next();

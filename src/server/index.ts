@@ -13,6 +13,7 @@ import { errorResponse } from "./errors.ts";
 import { logText, RunQueue, type RegisteredWorkflow } from "./queue.ts";
 import { registerDashboard } from "./dashboard.ts";
 import { registerDashboardApi } from "./dashboard-api.ts";
+import { registerEvalRoutes } from "./eval-routes.ts";
 import { registerRoutes } from "./routes.ts";
 import { ANY_RUN } from "./sse.ts";
 
@@ -155,6 +156,7 @@ export async function createServer(o: ServerOptions): Promise<SmithersServer> {
     follow,
     onReadError: o.onReadError ?? ((what, error) => console.error(`smithers serve: ${what}: ${logText(error)}`)),
   });
+  registerEvalRoutes(app, db);
   registerRoutes(app, { db, queue, follow });
 
   let server: ReturnType<typeof Bun.serve> | undefined;

@@ -1,10 +1,12 @@
 /**
  * The dashboard's entry: picks the page from the URL (`/`, `/runs`: the runs list; `/runs/<id>`:
- * a run; `/runs/<id>/events`: its journal; `/inbox`: what waits for a person).
+ * a run; `/runs/<id>/events`: its journal; `/runs/<a>/compare/<b>`: two runs side by side;
+ * `/inbox`: what waits for a person).
  */
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { adoptTokenFromUrl } from "./api.ts";
+import { ComparePage } from "./compare-page.tsx";
 import { EventsPage } from "./events-page.tsx";
 import { InboxPage } from "./inbox.tsx";
 import { linkClick } from "./nav.ts";
@@ -18,6 +20,11 @@ function page(path: string) {
   if (events) {
     const runId = decodeURIComponent(events[1]!);
     return { section: "runs", view: <EventsPage key={`events-${runId}`} runId={runId} /> };
+  }
+  const compare = /^\/runs\/([^/]+)\/compare\/([^/]+)\/?$/.exec(path);
+  if (compare) {
+    const [a, b] = [decodeURIComponent(compare[1]!), decodeURIComponent(compare[2]!)];
+    return { section: "runs", view: <ComparePage key={`compare-${a}-${b}`} a={a} b={b} /> };
   }
   const run = /^\/runs\/([^/]+)\/?$/.exec(path);
   if (run) {

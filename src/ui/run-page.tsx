@@ -1,7 +1,8 @@
 /**
  * One run at `/runs/<id>`: its status, the workflow tree of its latest frame with each task's
  * state, attempts, duration, error, output row and agent output, the approvals it waits for,
- * cancel / resume, the waterfall of its attempts and waits in time, its tasks' sandbox sessions, and the frame timeline. Live through the run's server-sent events: each event
+ * cancel / resume, the waterfall of its attempts and waits in time, its tasks' sandbox sessions, its
+ * scores (with a link to compare it with another run of its workflow), and the frame timeline. Live through the run's server-sent events: each event
  * reloads the report (at most every 250 ms), agent output (NodeOutput events) is appended as it
  * arrives; the stream ends when the run does.
  */
@@ -14,6 +15,7 @@ import { ApprovalCard } from "./approval-card.tsx";
 import { Timeline } from "./timeline.tsx";
 import { Waterfall } from "./waterfall.tsx";
 import { Sandboxes } from "./sandboxes.tsx";
+import { ComparePicker, ScoresTable } from "./scores.tsx";
 import { nodeKey, TaskTree } from "./tree.tsx";
 import { OVER, type FrameAt, type FrameTree, type OutputRow, type RunReport } from "./types.ts";
 
@@ -194,6 +196,11 @@ export function RunPage({ runId }: { runId: string }) {
             <Waterfall runId={runId} version={report} />
           </section>
           <Sandboxes runId={runId} version={report} />
+          <section aria-labelledby="scores-title">
+            <h2 id="scores-title">Scores</h2>
+            <ScoresTable runId={runId} version={report} />
+            <ComparePicker runId={runId} workflowName={report.workflowName} />
+          </section>
           <h2 id="tree-title">Workflow</h2>
           {tree === null && report.nodes.length === 0 ? (
             <p>No tasks yet.</p>

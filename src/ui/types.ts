@@ -5,11 +5,16 @@
  */
 import { ENDED_RUN_STATUSES, EVENT_TYPES as ALL_EVENT_TYPES, RUN_STATUSES as STORED_RUN_STATUSES } from "../contract/index.ts";
 
-export { progressText } from "../contract/index.ts";
+export { progressText, scoreDelta, scoreText } from "../contract/index.ts";
 import type { InspectReport, NodeReport, QueuedRunReport } from "../contract/index.ts";
 
 export type {
   ApprovalOption,
+  ComparedTask,
+  CompareSide,
+  RunComparison,
+  RunScores,
+  TaskScore,
   ForkRef,
   FrameAt,
   FrameChanges,

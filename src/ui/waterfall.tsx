@@ -5,8 +5,8 @@
  * usage) in a live region the bar names with aria-describedby. Reloaded whenever the run page's
  * report is (`version`).
  */
-import { useEffect, useState } from "preact/hooks";
-import { getJson } from "./api.ts";
+import { useState } from "preact/hooks";
+import { useJson } from "./use-json.ts";
 import { duration, time, usage } from "./format.ts";
 import { ErrorNote } from "./shared.tsx";
 import type { Waterfall as WaterfallData, WaterfallBar, WaterfallKind } from "./types.ts";
@@ -35,19 +35,8 @@ function barLabel(b: WaterfallBar, nowMs: number): string {
 }
 
 export function Waterfall({ runId, version }: { runId: string; version: unknown }) {
-  const [data, setData] = useState<WaterfallData | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { data, error } = useJson<WaterfallData>(`/runs/${encodeURIComponent(runId)}/waterfall`, version);
   const [shown, setShown] = useState<number | null>(null);
-  useEffect(() => {
-    const abort = new AbortController();
-    getJson<WaterfallData>(`/runs/${encodeURIComponent(runId)}/waterfall`, abort.signal)
-      .then((w) => {
-        setData(w);
-        setError(null);
-      })
-      .catch((e: unknown) => abort.signal.aborted || setError(e));
-    return () => abort.abort();
-  }, [runId, version]);
 
   if (error !== null) return <ErrorNote error={error} />;
   if (data === null) return <p>Loading the waterfall…</p>;

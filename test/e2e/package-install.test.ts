@@ -6,6 +6,7 @@
  * and `npm test` in that project, and `npm start` again with the package's src/ moved away: the
  * command and the workflow's imports of smithers-workflows run from the bundle alone.
  */
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -95,6 +96,15 @@ describe("the packed package, installed into an empty project", () => {
     expect(start.stdout).toContain("finished");
     expect(start.stdout).toContain("HELLO, ADA!");
     expect(existsSync(join(project, "smithers.db"))).toBe(true);
+    // The command ran from the bundle, which writes a new database from the image it ships: a whole, sound WAL database.
+    const made = new Database(join(project, "smithers.db"), { readonly: true });
+    try {
+      expect(made.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
+      expect(made.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
+      expect(made.query("SELECT status FROM _smithers_runs").all()).toEqual([{ status: "finished" }]);
+    } finally {
+      made.close();
+    }
 
     const tested = await run(["npm", "test"]);
     expect(`${tested.stdout}${tested.stderr}`).toMatch(/\b2 pass\b/);
@@ -105,6 +115,9 @@ describe("the packed package, installed into an empty project", () => {
     // instances as the command's engine (a second engine would not recognise the workflow).
     const pkgDir = join(project, "node_modules/smithers-workflows");
     expect(existsSync(join(pkgDir, "dist/bundle/smithers.js"))).toBe(true);
+    // The core's bytecode ships beside it: Bun loads it instead of parsing and compiling the core.
+    expect(existsSync(join(pkgDir, "dist/bundle/core.js.jsc"))).toBe(true);
+    expect(existsSync(join(pkgDir, "dist/bundle/new-database.sqlite"))).toBe(true);
     renameSync(join(pkgDir, "src"), join(pkgDir, "src-moved-away"));
     try {
       const fromBundle = await run(["npm", "start"]);

@@ -51,13 +51,14 @@ test("kill -9 while a scorer runs leaves its row pending with the run finished; 
   const lines = table.stdout.trim().split("\n");
   expect(lines[0]).toMatch(/^NODE\s+ITER\s+ATTEMPT\s+SCORER\s+STATUS\s+SCORE/);
   expect(lines[1]).toMatch(/^work\s+0\s+1\s+Judge \(judge\)\s+scored\s+0\.5\s.*scored by the next process$/);
+  expect(lines.find((l) => l.startsWith("SCORER"))).toMatch(/^SCORER\s+SCORED\s+MEAN\s+MIN\s+MAX\s+PENDING\s+ERRORS$/);
   expect(lines.find((l) => l.startsWith("judge"))).toMatch(/^judge\s+1\s+0\.5\s+0\.5\s+0\.5\s+0\s+0$/);
 
   const json = JSON.parse(smithers(["scores", "r", "--json", "--node", "work", "--db", dbPath]).stdout);
   expect(json).toMatchObject({
     runId: "r",
     scores: [{ nodeId: "work", attempt: 1, scorerId: "judge", status: "scored", score: 0.5 }],
-    summary: [{ scorerId: "judge", count: 1, mean: 0.5, min: 0.5, max: 0.5, pending: 0, errors: 0 }],
+    summary: [{ scorerId: "judge", scorerName: "Judge", scored: 1, mean: 0.5, min: 0.5, max: 0.5, pending: 0, errors: 0 }],
   });
   const unknown = smithers(["scores", "nope", "--db", dbPath]);
   expect(unknown.code).toBe(2);

@@ -5,6 +5,8 @@ import { workflowCodeHash } from "../../src/engine/workflow/code-pin.ts";
 import { tempDir } from "../helpers.ts";
 
 const SRC = resolve(import.meta.dir, "../../src");
+/** The zod src/ uses, by path: a file in a temporary directory has no node_modules of its own. */
+const ZOD = resolve(import.meta.dir, "../../node_modules/zod/index.js");
 
 describe("workflowCodeHash", () => {
   test("covers the workflow's file and its local imports, not Smithers' own sources imported by path", () => {
@@ -13,5 +15,20 @@ describe("workflowCodeHash", () => {
     writeFileSync(join(dir, "flow.ts"), `import { runWorkflow } from "${SRC}/index.ts";\nimport { n } from "./helper.ts";\nexport { runWorkflow, n };\n`);
     const { files } = workflowCodeHash(join(dir, "flow.ts"));
     expect(files).toEqual([join(dir, "flow.ts"), join(dir, "helper.ts")]);
+  });
+});
+
+describe("smithers()", () => {
+  test("names the file that called it as the workflow's source, also when a helper in another file calls it", async () => {
+    const dir = tempDir();
+    const kit = `import { createSmithers } from "${SRC}/index.ts";\nimport { z } from "${ZOD}";\nexport const kit = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: ":memory:" });\n`;
+    writeFileSync(
+      join(dir, "kit.ts"),
+      `${kit}export function make() {\n  const wf = kit.smithers(() => null as never);\n  void wf.name.length;\n  return wf;\n}\n`,
+    );
+    writeFileSync(join(dir, "flow.ts"), `import { kit } from "./kit.ts";\nexport default kit.smithers(() => null as never);\n`);
+    const direct = (await import(join(dir, "flow.ts"))) as { default: { sourcePath?: string } };
+    const viaHelper = (await import(join(dir, "kit.ts"))) as { make: () => { sourcePath?: string } };
+    expect([direct.default.sourcePath, viaHelper.make().sourcePath]).toEqual([join(dir, "flow.ts"), join(dir, "kit.ts")]);
   });
 });

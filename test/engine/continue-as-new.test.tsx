@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { openSmithersDb, runs } from "../../src/db/index.ts";
 import { successorRunId } from "../../src/engine/run/continue-as-new.ts";
-import { pendingApprovals, SmithersEventSchema, supervise } from "../../src/engine/index.ts";
+import { pendingApprovals, smithersEventSchema, supervise } from "../../src/engine/index.ts";
 import { createSmithers, Parallel, runWorkflow, sendSignal, Sequence, Subflow, type Continuation, type SmithersWorkflow } from "../../src/index.ts";
 import { execute, query, rejection, sleepUnlessAborted, tempDbPath } from "../helpers.ts";
 
@@ -71,7 +71,7 @@ describe("a chain of runs", () => {
       "SELECT run_id, type, payload_json, seq, timestamp_ms FROM _smithers_events WHERE type = 'RunContinuedAsNew' ORDER BY run_id",
     );
     for (const e of events) {
-      const parsed = SmithersEventSchema.parse({ type: e.type, runId: e.run_id, timestampMs: e.timestamp_ms, ...JSON.parse(e.payload_json) });
+      const parsed = smithersEventSchema().parse({ type: e.type, runId: e.run_id, timestampMs: e.timestamp_ms, ...JSON.parse(e.payload_json) });
       expect(parsed).toMatchObject({ status: "continued", carriedStateSize: 0 });
     }
     expect(events.map((e) => JSON.parse(e.payload_json).iteration)).toEqual([5, 10, 15, 20, 25]);

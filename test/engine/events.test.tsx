@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { answerHuman, approvalDecisionSchema, approve, createSmithers, runWorkflow, sendSignal, Subflow } from "../../src/index.ts";
-import { forkRun, rewindRun, SmithersEventSchema, SmithersEventTypeSchema, supervise } from "../../src/engine/index.ts";
+import { forkRun, rewindRun, smithersEventSchema, SmithersEventTypeSchema, supervise } from "../../src/engine/index.ts";
 import { query, tempDbPath, tempDir } from "../helpers.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,7 +16,7 @@ const asEvent = (r: EventRow) => ({ ...JSON.parse(r.payload_json), runId: r.run_
 
 const fast = { initialDelayMs: 1, maxDelayMs: 2 };
 
-describe("SmithersEventSchema", () => {
+describe("smithersEventSchema()", () => {
   test("every event the engine journals, of every type, parses with the union of its type's variant", async () => {
     const dbPath = tempDbPath();
     const { Workflow, Task, Sequence, Loop, ContinueAsNew, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
@@ -218,7 +218,7 @@ describe("SmithersEventSchema", () => {
 
     const rows = await query<EventRow>(dbPath, "SELECT run_id, seq, timestamp_ms, type, payload_json FROM _smithers_events ORDER BY run_id, seq");
     const rejected = rows.flatMap((r) => {
-      const parsed = SmithersEventSchema.safeParse(asEvent(r));
+      const parsed = smithersEventSchema().safeParse(asEvent(r));
       return parsed.success ? [] : [`${r.run_id}#${r.seq} ${r.type} ${r.payload_json}: ${parsed.error.message}`];
     });
     expect(rejected).toEqual([]);
@@ -228,14 +228,14 @@ describe("SmithersEventSchema", () => {
 
   test("a variant has exactly its fields: a NodeFailed without its error, or with a stray field, is rejected", () => {
     const failed = { type: "NodeFailed", runId: "r", timestampMs: 1, nodeId: "a", iteration: 0, attempt: 1, durationMs: 3, error: { code: "TASK_FAILED" } };
-    expect(SmithersEventSchema.safeParse(failed).success).toBe(true);
+    expect(smithersEventSchema().safeParse(failed).success).toBe(true);
     const { error: _omit, ...withoutError } = failed;
-    expect(SmithersEventSchema.safeParse(withoutError).success).toBe(false);
-    expect(SmithersEventSchema.safeParse({ ...failed, loopId: "x" }).success).toBe(false);
+    expect(smithersEventSchema().safeParse(withoutError).success).toBe(false);
+    expect(smithersEventSchema().safeParse({ ...failed, loopId: "x" }).success).toBe(false);
   });
 
   test("checking the type narrows: a NodeFailed event has an error", () => {
-    const event = SmithersEventSchema.parse({
+    const event = smithersEventSchema().parse({
       type: "NodeFailed",
       runId: "r",
       timestampMs: 1,

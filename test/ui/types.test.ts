@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { SmithersEventSchema } from "../../src/engine/core/events.ts";
+import { smithersEventSchema } from "../../src/engine/core/events.ts";
 import { WAITING_STATUSES } from "../../src/db/constants.ts";
 import { EVENT_TYPES, RUN_STATUSES } from "../../src/ui/types.ts";
 import { serverPerTest } from "../server/helpers.ts";
@@ -7,7 +7,7 @@ import { serverPerTest } from "../server/helpers.ts";
 describe("EVENT_TYPES", () => {
   test("the events page offers exactly the types the journal's event union has a payload variant for (the server's own RunRefused aside)", () => {
     // From the union's variants, not from the list both sides are built from.
-    const variants = SmithersEventSchema.options.map((o) => (o.shape.type as { value: string }).value);
+    const variants = smithersEventSchema().options.map((o) => (o.shape.type as { value: string }).value);
     expect(new Set<string>(EVENT_TYPES)).toEqual(new Set(variants.filter((t) => t !== "RunRefused")));
   });
 });

@@ -52,7 +52,7 @@ export {
   runEndedEvent,
   SERVER_RUN_ID,
   type SmithersEvent,
-  SmithersEventSchema,
+  smithersEventSchema,
   type SmithersEventType,
   SmithersEventTypeSchema,
   type ToolCallReport,

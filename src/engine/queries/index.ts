@@ -8,5 +8,6 @@ export { pendingApprovalsAcrossRuns } from "./inbox.ts";
 export { listRunItems, listRunSummaries, queuedSummary, runHeader } from "./runs.ts";
 export { buildWaterfall, runWaterfall } from "./waterfall.ts";
 export { bucketRunTimes, runActivity } from "./activity.ts";
-export { runScores, scoreReport, summarizeScores } from "./scores.ts";
+export { runScores, scorerStats } from "./scores.ts";
 export { sandboxSessions } from "./sandboxes.ts";
+export { compareRuns, scoreRowsOfRun, scorerSummaries } from "./compare.ts";

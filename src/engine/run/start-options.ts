@@ -5,9 +5,9 @@
  * after a quiet period with the latest input). Checked here once, so every front door refuses the
  * same bad values with the same words.
  */
-import { createHash } from "node:crypto";
 import { queue, runs, type SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
+import { sha256Hex } from "../../json/index.ts"; // Bun's hasher: node:crypto would cost every process its load
 import type { RunStatus } from "../core/index.ts";
 
 export type QueueStartOptions = {
@@ -95,7 +95,7 @@ function canonical(value: unknown): string {
 export function startRequestHash(
   request: { workflow: string; input: unknown; runId?: string } & Omit<QueueStartOptions, "idempotencyKey" | "idempotencyWindowMs">,
 ): string {
-  return createHash("sha256").update(canonical(request)).digest("hex");
+  return sha256Hex(canonical(request));
 }
 
 /** What the admission needs of the options (undefined parts are left out, so a plain start pays for none). */

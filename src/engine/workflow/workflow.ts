@@ -4,7 +4,7 @@
  */
 import { checkPricing, type ModelPricing } from "../../agents/index.ts";
 import { checkBudget, checkLimits, type Budget, type Limits } from "../core/index.ts";
-import { SmithersError, sourceFileOf } from "../../errors/index.ts";
+import { frameLocation, SmithersError } from "../../errors/index.ts";
 import type { z } from "zod";
 import {
   checkDurability,
@@ -57,18 +57,23 @@ export type SmithersWorkflow<Input = any> = {
   readonly sourcePath?: string;
 };
 
-/** This module as its frames name it (from the bundle: its source, through the source map); found on first use. */
-let here: string | undefined;
-
-/** The first file on the stack outside this module: the module that called smithers(). */
-function callerFile(): string | undefined {
-  here ??= sourceFileOf(new Error(), import.meta.path);
-  for (const line of (new Error().stack ?? "").split("\n").slice(1)) {
-    const m = /\(?((?:file:\/\/)?\/[^()]*?):\d+:\d+\)?\s*$/.exec(line);
-    const file = m?.[1]?.replace(/^file:\/\//, "");
-    if (file && file !== here) return file;
+/**
+ * The file of the frame under `callee` on the stack: the module that called smithers(). Only that
+ * one frame is captured (Error.captureStackTrace cuts `callee` and what it called), so no frame of
+ * ours is formatted: from the bundle, formatting one reads the bundle's source map, a few ms of
+ * every process that defines a workflow.
+ */
+function callerFile(callee: (...args: never[]) => unknown): string | undefined {
+  const holder: { stack?: string } = {};
+  const limit = Error.stackTraceLimit;
+  try {
+    Error.stackTraceLimit = 1;
+    Error.captureStackTrace(holder, callee);
+  } finally {
+    Error.stackTraceLimit = limit;
   }
-  return undefined;
+  const frame = (holder.stack ?? "").split("\n").find((line) => /^\s+at /.test(line));
+  return frame === undefined ? undefined : frameLocation(frame)?.file;
 }
 
 export type CreateSmithersOptions = {
@@ -145,7 +150,7 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
 
   function smithers(build: (ctx: SmithersCtx<InputOf<S>>) => SmithersNode, opts: { name?: string; output?: OutputTarget } = {}): SmithersWorkflow<InputOf<S>> {
     if (opts.output !== undefined) registry.resolve(opts.output); // an unknown target fails here, not in the parent's run
-    const sourcePath = callerFile();
+    const sourcePath = callerFile(smithers);
     return {
       kind: "smithers.workflow",
       name: opts.name ?? "workflow",
