@@ -72,11 +72,14 @@ describe("fork", () => {
     const expected = Array.from({ length: 10 }, (_, i) => `t${i}`).filter((id) => !done5.has(id) || id === "t1" || id === "t6");
     expect(calls.sort()).toEqual(expected.sort());
     expect(await rowsOf(dbPath, "parent")).toBe(before);
-    const [row] = await query<{ parent_run_id: string; forked_from_frame: number; status: string }>(
+    const [row] = await query<{ parent_run_id: string; forked_from_frame: number; status: string; started: number | null; finished: number | null }>(
       dbPath,
-      "SELECT parent_run_id, forked_from_frame, status FROM _smithers_runs WHERE run_id = 'child'",
+      "SELECT parent_run_id, forked_from_frame, status, started_at_ms AS started, finished_at_ms AS finished FROM _smithers_runs WHERE run_id = 'child'",
     );
     expect([row?.parent_run_id, Number(row?.forked_from_frame), row?.status]).toEqual(["parent", 5, "finished"]);
+    // The fork started when it was first resumed: it has a run time like any run.
+    expect(Number(row?.started)).toBeGreaterThan(0);
+    expect(Number(row?.finished)).toBeGreaterThanOrEqual(Number(row?.started));
     const outputs = await query<{ node_id: string; v: number }>(dbPath, "SELECT node_id, v FROM out WHERE run_id = 'child' ORDER BY node_id");
     expect(outputs.map((r) => Number(r.v))).toEqual(Array.from({ length: 10 }, (_, i) => 100 + i));
   });

@@ -202,6 +202,8 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
       finishedAtMs: null,
       errorJson: null,
       wakeAtMs: null,
+      // A run made without starting (a fork, a queued request's row) starts at its first resume.
+      ...(current.startedAtMs === null ? { startedAtMs: o.nowMs } : {}),
       ...(o.workflowHash ? { workflowHash: o.workflowHash } : {}),
       ...(cancelRequested ? {} : { cancelRequestedAtMs: null }),
       ...(budgetChanged ? { configJson: withBudget(current.configJson, budget) } : {}),
