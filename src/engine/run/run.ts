@@ -106,8 +106,9 @@ export class Run {
     // Only a resumed run can have rows a dead process left; a new run's own scorers are all in this process.
     if (run.setup.resumed) {
       await this.recovering;
+      // Unreadable now: the rows stay pending for a later process.
       await run.recoverScores().catch(() => undefined);
-    } // unreadable now: the rows stay pending for a later process
+    }
     await run.scoring.drain(run.setup.runId);
   }
 }
