@@ -86,6 +86,11 @@ export type Memory = {
   recall(query: string, options?: RecallOptions): Promise<MemoryHit[]>;
   /** Removes the chunks matching every given condition (all of the scope when none); returns how many. */
   forget(options?: ForgetOptions): Promise<number>;
+  /**
+   * Embeds the chunks and returns the rows `remember` would write, writing nothing: for a caller
+   * that stores them in its own transaction (a task's retained digest, with the task's output).
+   */
+  prepare(chunks: string | readonly (string | MemoryChunk)[], options?: RememberOptions): Promise<vectors.NewVector[]>;
 };
 
 /** What metadata_json holds: the caller's metadata and the scope the chunk was remembered under. */
@@ -140,7 +145,7 @@ export function createMemory(options: MemoryOptions): Memory {
     throw invalid(`scope must be "namespace", "workflow" or "run", not ${JSON.stringify(which)}`);
   }
 
-  async function remember(chunks: string | readonly (string | MemoryChunk)[], opts: RememberOptions = {}): Promise<string[]> {
+  async function prepare(chunks: string | readonly (string | MemoryChunk)[], opts: RememberOptions = {}): Promise<vectors.NewVector[]> {
     const list = (typeof chunks === "string" ? [chunks] : chunks).map((c) => (typeof c === "string" ? { content: c } : c));
     for (const c of list) {
       if (!c || typeof c.content !== "string" || c.content === "") throw invalid("remember: each chunk needs non-empty `content`");
@@ -148,7 +153,7 @@ export function createMemory(options: MemoryOptions): Memory {
     if (opts.metadata !== undefined && !isRecord(opts.metadata)) throw invalid("remember: `metadata` must be an object");
     const embeddings = await embed(list.map((c) => c.content));
     const now = Date.now();
-    const rows = list.map((c, i) => ({
+    return list.map((c, i) => ({
       id: c.id ?? randomUUID(),
       namespace,
       content: c.content,
@@ -158,6 +163,10 @@ export function createMemory(options: MemoryOptions): Memory {
       chunkIndex: c.chunkIndex ?? (opts.documentId !== undefined ? i : null),
       createdAtMs: now,
     }));
+  }
+
+  async function remember(chunks: string | readonly (string | MemoryChunk)[], opts: RememberOptions = {}): Promise<string[]> {
+    const rows = await prepare(chunks, opts);
     await vectors.upsertVectors(options.db, namespace, rows);
     return rows.map((r) => r.id);
   }
@@ -212,5 +221,5 @@ export function createMemory(options: MemoryOptions): Memory {
     return vectors.deleteVectorIds(options.db, namespace, doomed);
   }
 
-  return { namespace, remember, recall, forget };
+  return { namespace, remember, recall, forget, prepare };
 }

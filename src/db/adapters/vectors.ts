@@ -6,6 +6,7 @@ import { and, asc, eq, inArray, ne, type InferSelectModel, type SQL } from "driz
 import { SmithersError } from "../../errors/index.ts";
 import { smithersVectors } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
+import type { Sql } from "../sql.ts";
 import { fromJson } from "./shared.ts";
 
 type VectorRow = InferSelectModel<typeof smithersVectors>;
@@ -97,10 +98,30 @@ export function upsertVectors(db: SmithersDb, namespace: string, vectors: readon
         `Namespace "${namespace}" holds embeddings of ${other.dimensions} dimensions; these have ${dimensions}`,
       );
     }
-    for (const row of rows) {
-      const { id: _id, ...set } = row;
-      await q.orm.insert(smithersVectors).values(row).onConflictDoUpdate({ target: smithersVectors.id, set }).run();
-    }
+    await putRows(q, rows);
+  });
+}
+
+async function putRows(q: Sql, rows: readonly VectorRow[]): Promise<void> {
+  for (const row of rows) {
+    const { id: _id, ...set } = row;
+    await q.orm.insert(smithersVectors).values(row).onConflictDoUpdate({ target: smithersVectors.id, set }).run();
+  }
+}
+
+/**
+ * Inserts or replaces chunks inside the caller's transaction (a task's retained digest commits
+ * with its output). The caller has checked their length against the namespace (namespaceDimensions).
+ */
+export function putVectorsIn(q: Sql, vectors: readonly NewVector[]): Promise<void> {
+  return putRows(q, vectors.map(toRow));
+}
+
+/** The embedding length the namespace's chunks have, or undefined when it holds none. */
+export function namespaceDimensions(db: SmithersDb, namespace: string): Promise<number | undefined> {
+  return db.read("namespaceDimensions", async (q) => {
+    const row = await q.orm.select({ dimensions: smithersVectors.dimensions }).from(smithersVectors).where(eq(smithersVectors.namespace, namespace)).limit(1).get();
+    return row?.dimensions;
   });
 }
 
