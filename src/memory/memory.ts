@@ -4,7 +4,8 @@
  * recall can look at the whole namespace, one workflow's chunks, or one run's.
  *
  * Recall is a brute-force scan of the namespace in this process (see bench/vectors for the size
- * up to which that is fine); embeddings are float32 BLOBs on SQLite and bytea on PostgreSQL.
+ * up to which that is fine), or on PostgreSQL with pgvector an exact scan in SQL by cosine
+ * distance (db/adapters/pgvector.ts); embeddings are float32 BLOBs on SQLite and bytea on PostgreSQL.
  */
 import { randomUUID } from "node:crypto";
 import { type SmithersDb, vectors } from "../db/index.ts";
@@ -91,6 +92,11 @@ export type Memory = {
    * that stores them in its own transaction (a task's retained digest, with the task's output).
    */
   prepare(chunks: string | readonly (string | MemoryChunk)[], options?: RememberOptions): Promise<vectors.NewVector[]>;
+  /**
+   * How recall ranks on this database: `pgvector` (PostgreSQL with the extension: in SQL, by
+   * cosine distance) or `scan` (SQLite, or PostgreSQL without it: in this process), with the reason.
+   */
+  searchMethod(): Promise<vectors.VectorSearchMethod>;
 };
 
 /** What metadata_json holds: the caller's metadata and the scope the chunk was remembered under. */
@@ -178,6 +184,8 @@ export function createMemory(options: MemoryOptions): Memory {
     if (opts.filter !== undefined) validateFilter(opts.filter);
     inScope({ metadata: {}, ...scope }, opts.scope);
     const [embedding] = await embed([query], opts.abortSignal);
+    const how = await vectors.vectorSearchMethod(options.db);
+    if (how.method === "pgvector") return recallPgvector(how.extensionSchema, embedding!, k, opts);
     const rank = cosineRanker<{ row: vectors.VectorRecord; stored: Stored }>(embedding!, k, opts.minScore);
     for (const row of await vectors.scanVectors(options.db, namespace)) {
       if (row.dimensions !== embedding!.length) {
@@ -203,6 +211,38 @@ export function createMemory(options: MemoryOptions): Memory {
     }));
   }
 
+  /** recall ranked by PostgreSQL (pgvector), filters and scope in its WHERE clause. */
+  async function recallPgvector(schema: string, embedding: Float32Array, k: number, opts: RecallOptions): Promise<MemoryHit[]> {
+    const rows = await vectors.searchPgvector(
+      options.db,
+      schema,
+      {
+        namespace,
+        embedding,
+        k,
+        ...(opts.filter ? { filter: opts.filter } : {}),
+        ...(opts.scope === "workflow" ? { workflow: scope.workflow! } : {}),
+        ...(opts.scope === "run" ? { runId: scope.runId! } : {}),
+        ...(opts.minScore === undefined ? {} : { minScore: opts.minScore }),
+      },
+      vectors.blobToEmbedding,
+    );
+    return rows.map((row) => {
+      const stored = readStored(row.metadata_json === null ? null : JSON.parse(row.metadata_json));
+      return {
+        id: row.id,
+        content: row.content,
+        score: row.score,
+        metadata: stored.metadata,
+        documentId: row.document_id,
+        chunkIndex: row.chunk_index === null ? null : Number(row.chunk_index),
+        workflow: stored.workflow,
+        runId: stored.runId,
+        createdAtMs: row.created_at_ms,
+      };
+    });
+  }
+
   async function forget(opts: ForgetOptions = {}): Promise<number> {
     if (opts.filter !== undefined) validateFilter(opts.filter);
     inScope({ metadata: {}, ...scope }, opts.scope);
@@ -221,5 +261,5 @@ export function createMemory(options: MemoryOptions): Memory {
     return vectors.deleteVectorIds(options.db, namespace, doomed);
   }
 
-  return { namespace, remember, recall, forget, prepare };
+  return { namespace, remember, recall, forget, prepare, searchMethod: () => vectors.vectorSearchMethod(options.db) };
 }

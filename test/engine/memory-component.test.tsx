@@ -358,7 +358,7 @@ describe("<Memory> bad props", () => {
   test("primers (a Hindsight feature) fail the render with UNSUPPORTED_PROP", async () => {
     const error = await renderError(() => (
       <kit.Workflow name="w">
-        <kit.Memory bank="b" primers={["p"]}>
+        <kit.Memory bank="b" {...({ primers: ["p"] } as object)}>
           {task()}
         </kit.Memory>
       </kit.Workflow>
@@ -404,7 +404,7 @@ describe("<Memory> bad props", () => {
   test("memory and cache on one task fail with INVALID_WORKFLOW", async () => {
     const error = await renderError(() => (
       <kit.Workflow name="w">
-        <kit.Task id="t" output={kit.outputs.answer} agent={agent} memory={{ bank: "b" }} cache>
+        <kit.Task id="t" output={kit.outputs.answer} agent={agent} memory={{ bank: "b" }} cache={{ by: () => "k" }}>
           p
         </kit.Task>
       </kit.Workflow>

@@ -9,6 +9,8 @@ import type { SmithersDb } from "../store.ts";
 import type { Sql } from "../sql.ts";
 import { fromJson } from "./shared.ts";
 
+export { searchPgvector, vectorSearchMethod, type PgVectorQuery, type VectorSearchMethod } from "./pgvector.ts";
+
 type VectorRow = InferSelectModel<typeof smithersVectors>;
 
 export type VectorRecord = Omit<VectorRow, "embedding" | "metadataJson"> & {
