@@ -19,9 +19,10 @@ const remember = defineTool({
   name: "memory.remember",
   description: "Store a durable fact or finding in long-term memory, so later tasks and runs can recall it.",
   schema: z.object({ content: z.string().min(1).describe("The fact to remember, as a self-contained sentence or paragraph") }),
-  sideEffect: true,
+  // Not a side effect for rewinds (the chunk is this database's own row, and memory outlives runs),
+  // and idempotent: the chunk's id is the call's key, so a retry that repeats the call replaces it.
   idempotent: true,
-  execute: async ({ content }) => ({ id: await taskMemory("memory.remember").remember(content) }),
+  execute: async ({ content }, ctx) => ({ id: await taskMemory("memory.remember").remember(content, ctx.idempotencyKey) }),
 });
 
 const recall = defineTool({

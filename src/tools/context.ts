@@ -30,7 +30,8 @@ export type ToolContext = {
 
 /** What `memoryTools` reach in a task whose memory has `tools: true` (set by the engine). */
 export type ToolMemory = {
-  remember(content: string): Promise<string>;
+  /** Stores `content` (under `id`: remembering it again replaces it) and returns its id. */
+  remember(content: string, id?: string): Promise<string>;
   recall(query: string, k?: number): Promise<{ content: string; score: number; namespace: string }[]>;
 };
 

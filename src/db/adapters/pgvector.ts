@@ -5,9 +5,9 @@
  * with the metadata filters and scope in the WHERE clause. Without it, recall stays the
  * brute-force scan in JS (memory.ts), and `vectorSearchMethod` says why.
  *
- * Writes are the same on both backends (the BYTEA is the truth): a trigger clears `embedding_v`
- * when a row's embedding changes, and a search first fills the column for the namespace's rows
- * that lack it. No index: an HNSW or IVFFlat index is approximate and would make pgvector's
+ * The BYTEA stays the truth. Writes through Smithers set `embedding_v` with it once the method
+ * is known (putPgvectorRows); a trigger clears it when another writer changes a row's embedding,
+ * and a search first fills it for the namespace's rows that lack it (an index finds them). No index: an HNSW or IVFFlat index is approximate and would make pgvector's
  * top-k differ from SQLite's on the same data; a filtered exact scan is what bench/vectors measures.
  */
 import { SmithersError } from "../../errors/index.ts";
@@ -18,7 +18,7 @@ export type VectorSearchMethod = { method: "pgvector"; extensionSchema: string }
 
 const probed = new WeakMap<SmithersDb, Promise<VectorSearchMethod>>();
 /** Column values are written as pgvector's text form in batches of this many rows. */
-const FILL_BATCH = 500;
+const FILL_BATCH = 2000;
 
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
@@ -56,18 +56,50 @@ async function probe(db: SmithersDb): Promise<VectorSearchMethod> {
   await db.write("pgvectorColumn", async (q) => {
     const ready = await q.get(
       `SELECT 1 FROM pg_attribute a JOIN pg_trigger t ON t.tgrelid = a.attrelid AND t.tgname = '_smithers_vectors_stale'
-       WHERE a.attrelid = to_regclass(quote_ident(current_schema()) || '._smithers_vectors') AND a.attname = 'embedding_v' AND NOT a.attisdropped`,
+       WHERE a.attrelid = to_regclass(quote_ident(current_schema()) || '._smithers_vectors') AND a.attname = 'embedding_v' AND NOT a.attisdropped
+         AND to_regclass(quote_ident(current_schema()) || '._smithers_vectors_unfilled_idx') IS NOT NULL`,
     );
     if (ready) return;
     await q.exec(`ALTER TABLE _smithers_vectors ADD COLUMN IF NOT EXISTS embedding_v ${quoteIdent(schema)}.vector`);
+    // A writer that set no embedding_v with a new embedding (one that knows nothing of pgvector) leaves the column to be filled again.
+    // Compared as text: the extension's `=` may live in a schema outside the writer's search path.
     await q.exec(`CREATE OR REPLACE FUNCTION _smithers_vectors_stale() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-  IF NEW.embedding IS DISTINCT FROM OLD.embedding THEN NEW.embedding_v := NULL; END IF;
+  IF NEW.embedding IS DISTINCT FROM OLD.embedding AND NEW.embedding_v::text IS NOT DISTINCT FROM OLD.embedding_v::text THEN NEW.embedding_v := NULL; END IF;
   RETURN NEW;
 END $fn$`);
     await q.exec("CREATE OR REPLACE TRIGGER _smithers_vectors_stale BEFORE UPDATE ON _smithers_vectors FOR EACH ROW EXECUTE FUNCTION _smithers_vectors_stale()");
+    // Finding the rows to fill is an index lookup, not a scan of the namespace.
+    await q.exec("CREATE INDEX IF NOT EXISTS _smithers_vectors_unfilled_idx ON _smithers_vectors (namespace) WHERE embedding_v IS NULL");
   });
   return { method: "pgvector", extensionSchema: schema };
+}
+
+export type PgVectorRowIn = {
+  id: string;
+  namespace: string;
+  content: string;
+  embedding: Buffer;
+  dimensions: number;
+  metadataJson: string | null;
+  documentId: string | null;
+  chunkIndex: number | null;
+  createdAtMs: number;
+};
+
+/**
+ * Inserts or replaces rows with their pgvector column set (so no recall has to fill it), inside
+ * the caller's transaction. `embedding` is the float32 BYTEA, `vector` the same values.
+ */
+export async function putPgvectorRows(q: Sql, schema: string, rows: readonly (PgVectorRowIn & { vector: Float32Array })[]): Promise<void> {
+  const text = `INSERT INTO _smithers_vectors (id, namespace, content, embedding, dimensions, metadata_json, document_id, chunk_index, created_at_ms, embedding_v)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::${quoteIdent(schema)}.vector)
+    ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, content = excluded.content, embedding = excluded.embedding,
+      dimensions = excluded.dimensions, metadata_json = excluded.metadata_json, document_id = excluded.document_id,
+      chunk_index = excluded.chunk_index, created_at_ms = excluded.created_at_ms, embedding_v = excluded.embedding_v`;
+  for (const r of rows) {
+    await q.run(text, r.id, r.namespace, r.content, r.embedding, r.dimensions, r.metadataJson, r.documentId, r.chunkIndex, r.createdAtMs, vectorText(r.vector));
+  }
 }
 
 /** pgvector's text form of an embedding: `[x,y,…]` (float32 values print exactly as float4). */
@@ -142,10 +174,11 @@ function filterSql(filter: PgVectorQuery["filter"]): { text: string; params: unk
  * of another length.
  */
 export async function searchPgvector(db: SmithersDb, schema: string, query: PgVectorQuery, decode: (blob: Uint8Array) => Float32Array): Promise<PgVectorRow[]> {
+  // Writes keep a namespace to one length (upsertVectors), so one row tells it.
   const other = await db.read("pgvectorDims", (q: Sql) =>
-    q.get<{ dimensions: number }>("SELECT dimensions FROM _smithers_vectors WHERE namespace = ? AND dimensions <> ? LIMIT 1", query.namespace, query.embedding.length),
+    q.get<{ dimensions: number }>("SELECT dimensions FROM _smithers_vectors WHERE namespace = ? LIMIT 1", query.namespace),
   );
-  if (other) {
+  if (other && Number(other.dimensions) !== query.embedding.length) {
     throw new SmithersError(
       "MEMORY_DIMENSION_MISMATCH",
       `Namespace "${query.namespace}" holds embeddings of ${other.dimensions} dimensions; the query has ${query.embedding.length}`,

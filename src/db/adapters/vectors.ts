@@ -9,6 +9,8 @@ import type { SmithersDb } from "../store.ts";
 import type { Sql } from "../sql.ts";
 import { fromJson } from "./shared.ts";
 
+import { putPgvectorRows, vectorSearchMethod, type VectorSearchMethod } from "./pgvector.ts";
+
 export { searchPgvector, vectorSearchMethod, type PgVectorQuery, type VectorSearchMethod } from "./pgvector.ts";
 
 type VectorRow = InferSelectModel<typeof smithersVectors>;
@@ -79,15 +81,16 @@ function toRow(vector: NewVector): VectorRow {
  * (MEMORY_DIMENSION_MISMATCH, nothing written) when the chunks' lengths differ from each other or
  * from those the namespace holds already, since cosine between vectors of two models means nothing.
  */
-export function upsertVectors(db: SmithersDb, namespace: string, vectors: readonly NewVector[]): Promise<void> {
+export async function upsertVectors(db: SmithersDb, namespace: string, vectors: readonly NewVector[]): Promise<void> {
   const rows = vectors.map((v) => toRow({ ...v, namespace }));
   const dims = new Set(rows.map((r) => r.dimensions));
   if (dims.size > 1) {
     throw new SmithersError("MEMORY_DIMENSION_MISMATCH", `Chunks of ${[...dims].join(" and ")} dimensions in one call`);
   }
   const [dimensions] = dims;
-  if (dimensions === undefined) return Promise.resolve();
-  return db.withTransaction("upsertVectors", async (q) => {
+  if (dimensions === undefined) return;
+  const method = await vectorSearchMethod(db);
+  await db.withTransaction("upsertVectors", async (q) => {
     const other = await q.orm
       .select({ dimensions: smithersVectors.dimensions })
       .from(smithersVectors)
@@ -100,11 +103,14 @@ export function upsertVectors(db: SmithersDb, namespace: string, vectors: readon
         `Namespace "${namespace}" holds embeddings of ${other.dimensions} dimensions; these have ${dimensions}`,
       );
     }
-    await putRows(q, rows);
+    await putRows(q, rows, method, vectors);
   });
 }
 
-async function putRows(q: Sql, rows: readonly VectorRow[]): Promise<void> {
+async function putRows(q: Sql, rows: readonly VectorRow[], method?: VectorSearchMethod, vectors?: readonly NewVector[]): Promise<void> {
+  if (method?.method === "pgvector" && vectors) {
+    return putPgvectorRows(q, method.extensionSchema, rows.map((r, i) => ({ ...r, vector: vectors[i]!.embedding })));
+  }
   for (const row of rows) {
     const { id: _id, ...set } = row;
     await q.orm.insert(smithersVectors).values(row).onConflictDoUpdate({ target: smithersVectors.id, set }).run();
@@ -113,10 +119,11 @@ async function putRows(q: Sql, rows: readonly VectorRow[]): Promise<void> {
 
 /**
  * Inserts or replaces chunks inside the caller's transaction (a task's retained digest commits
- * with its output). The caller has checked their length against the namespace (namespaceDimensions).
+ * with its output). The caller has checked their length against the namespace (namespaceDimensions)
+ * and found the search method (vectorSearchMethod) beforehand: it cannot be probed inside a transaction.
  */
-export function putVectorsIn(q: Sql, vectors: readonly NewVector[]): Promise<void> {
-  return putRows(q, vectors.map(toRow));
+export function putVectorsIn(q: Sql, vectors: readonly NewVector[], method?: VectorSearchMethod): Promise<void> {
+  return putRows(q, vectors.map(toRow), method, vectors);
 }
 
 /** The embedding length the namespace's chunks have, or undefined when it holds none. */

@@ -7,8 +7,7 @@ import { type Sql, vectors } from "../../db/index.ts";
 import { describeThrown, SmithersError } from "../../errors/index.ts";
 import type { PlanTask, TaskMemory } from "../../jsx/index.ts";
 import { createMemory, memoryTools, type Memory as MemoryStore, type MemoryHit, type WorkflowMemoryOptions } from "../../memory/index.ts";
-import { recordedOutcome, type ToolMemory } from "../../tools/index.ts";
-import { createSideEffect } from "./side-effect.ts";
+import { previousCall, recordedCall, recordedOutcome, recordedResult, type CallScope, type ToolMemory } from "../../tools/index.ts";
 
 /** What an attempt needs for its task's memory: the workflow's embedder and its name. */
 export type AttemptMemory = WorkflowMemoryOptions & { workflowName: string };
@@ -23,7 +22,7 @@ type Scope = {
 };
 
 /** A retained digest, embedded during the attempt and written with its output (recordSettle). */
-export type RetainedDigest = readonly vectors.NewVector[];
+export type RetainedDigest = { rows: readonly vectors.NewVector[]; method: vectors.VectorSearchMethod };
 
 /** Opening and closing lines of the injected block; the byte cap (maxTokens) counts them too. */
 const OPEN = "<smithers_memory_context>\nWhat memory recalled for this task, most relevant first:\n";
@@ -71,18 +70,24 @@ export function memoryBlock(hits: readonly { content: string; namespace: string;
 }
 
 /**
- * The task's prompt with its recalled block before it. The recall is journaled as the side effect
+ * The task's prompt with its recalled block before it. The recall is journaled as the call
  * `memory:recall` under the task's key, so every retry of the same iteration (and a resume after a
  * crash) sees the block the first successful recall made. A failing embedder fails the attempt
  * (MEMORY_EMBED_FAILED, retried like any failure of the task; the next attempt recalls again).
  */
-export async function promptWithMemory(s: Scope, prompt: string, signal: AbortSignal, onRecorded?: Parameters<typeof createSideEffect>[0]["onRecorded"]): Promise<string> {
+export async function promptWithMemory(s: Scope, prompt: string, signal: AbortSignal, onRecorded?: CallScope["onRecorded"]): Promise<string> {
   const m = s.task.memory;
   if (!m || m.query === null) return prompt;
   const query = m.query === "auto" ? prompt : m.query;
   const ids = { runId: s.runId, nodeId: s.task.nodeId, iteration: s.task.iteration, attempt: s.attempt };
-  const sideEffect = createSideEffect({ db: s.db, ...ids, idempotencyKey: `${s.runId}:${s.task.nodeId}:${s.task.iteration}`, now: s.now, onRecorded, signal });
-  const block = await sideEffect("memory:recall", async () => memoryBlock(await recallAll(s, m, query, m.k, signal), m.maxTokens), { input: { query } });
+  const key = `${s.runId}:${s.task.nodeId}:${s.task.iteration}:memory:recall`;
+  const recorded = recordedResult(await previousCall(s.db, key));
+  if (recorded) return `${String(recorded.output ?? "")}${prompt}`;
+  // A read, not a side effect: journaled for the replay, it does not stop a rewind across the task.
+  const call = { toolName: "memory:recall", input: { query }, sideEffect: false, idempotencyKey: key };
+  const block = await recordedCall({ db: s.db, ...ids, now: s.now, onRecorded, signal }, call, async () =>
+    memoryBlock(await recallAll(s, m, query, m.k, signal), m.maxTokens),
+  );
   return `${block}${prompt}`;
 }
 
@@ -104,7 +109,7 @@ export function toolMemory(s: Scope): ToolMemory | undefined {
   }
   const [first] = stores(s, m);
   return {
-    remember: async (content) => (await first!.remember([{ content, metadata: m.tags }]))[0]!,
+    remember: async (content, id) => (await first!.remember([{ content, metadata: m.tags, ...(id === undefined ? {} : { id }) }]))[0]!,
     recall: async (query, k) => (await recallAll(s, m, query, k ?? m.k)).map((h) => ({ content: h.content, score: h.score, namespace: h.namespace })),
   };
 }
@@ -121,7 +126,7 @@ function digestOf(s: Scope, data: Record<string, unknown>): string {
  * A failure (the embedder, a namespace of another length) never fails the task: it is recorded as
  * a failed `memory:retain` call in `_smithers_tool_calls` and nothing is retained.
  */
-export async function retainDigest(s: Scope, data: Record<string, unknown>, onRecorded?: Parameters<typeof createSideEffect>[0]["onRecorded"]): Promise<RetainedDigest | undefined> {
+export async function retainDigest(s: Scope, data: Record<string, unknown>, onRecorded?: CallScope["onRecorded"]): Promise<RetainedDigest | undefined> {
   const m = s.task.memory;
   if (!m?.retain) return undefined;
   const [store] = stores(s, m);
@@ -134,7 +139,7 @@ export async function retainDigest(s: Scope, data: Record<string, unknown>, onRe
     if (held !== undefined && held !== rows[0]!.embedding.length) {
       throw new SmithersError("MEMORY_DIMENSION_MISMATCH", `Namespace "${namespace}" holds embeddings of ${held} dimensions; the digest has ${rows[0]!.embedding.length}`);
     }
-    return rows;
+    return { rows, method: await vectors.vectorSearchMethod(s.db) };
   } catch (error) {
     const ids = { runId: s.runId, nodeId: s.task.nodeId, iteration: s.task.iteration, attempt: s.attempt };
     const call = { toolName: "memory:retain", input: { namespace }, sideEffect: false, idempotencyKey: `${id}:memory:retain` };
@@ -146,5 +151,5 @@ export async function retainDigest(s: Scope, data: Record<string, unknown>, onRe
 
 /** Inside the output's transaction: the retained digest. */
 export function writeDigest(q: Sql, digest: RetainedDigest): Promise<void> {
-  return vectors.putVectorsIn(q, digest);
+  return vectors.putVectorsIn(q, digest.rows, digest.method);
 }

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { createMemory, openSmithersDb, type MemoryHit, type SmithersDb } from "../../../src/index.ts";
 import { tempDbPath } from "../../helpers.ts";
-import { hashEmbeddingModel } from "../../support/hash-embedder.ts";
+import { hashEmbedding, hashEmbeddingModel } from "../../support/hash-embedder.ts";
 import { connectPg, pgTestServer } from "../../support/postgres.ts";
 
 const pg = await pgTestServer();
@@ -98,5 +98,22 @@ describe.skipIf(!pg)("memory on PostgreSQL with pgvector", () => {
     } finally {
       await sql.end();
     }
+  });
+
+  test("an embedding changed by another writer, which knows nothing of pgvector, is ranked by its new value", async () => {
+    const url = await pg!.createDatabase();
+    const memory = await seed(open(url));
+    await memory.recall("refund", { k: 1 });
+    const sql = connectPg(url);
+    try {
+      const zebra = Buffer.from(Float32Array.from(hashEmbedding("zebra zebra", 64)).buffer);
+      await sql`UPDATE _smithers_vectors SET embedding = ${zebra} WHERE id = 'c7'`;
+      const [row] = await sql`SELECT embedding_v IS NULL AS cleared FROM _smithers_vectors WHERE id = 'c7'`;
+      expect(row).toEqual({ cleared: true });
+    } finally {
+      await sql.end();
+    }
+    const [best] = await memory.recall("zebra", { k: 1 });
+    expect([best?.id, Number(best?.score.toFixed(5))]).toEqual(["c7", 1]);
   });
 });
