@@ -102,7 +102,14 @@ async function measure(backend: string, target: string, sizes: number[]): Promis
       const plain = await timeRecalls(() => memory.recall("q", { k: 10 }));
       const filtered = await timeRecalls(() => memory.recall("q", { k: 10, filter: { source: "faq" } }));
       const scoped = await timeRecalls(() => memory.recall("q", { k: 10, scope: "run" }));
-      rows.push([`${n.toLocaleString("en")} chunks, ${backend} (${method})`, scanMs.toFixed(1), firstMs.toFixed(1), plain.toFixed(1), filtered.toFixed(1), scoped.toFixed(1)]);
+      rows.push([
+        `${n.toLocaleString("en")} chunks, ${backend} (${method})`,
+        scanMs.toFixed(1),
+        firstMs.toFixed(1),
+        plain.toFixed(1),
+        filtered.toFixed(1),
+        scoped.toFixed(1),
+      ]);
     }
   } finally {
     await db.close();
@@ -126,7 +133,12 @@ export async function runVectorsBench(args: string[] = []): Promise<void> {
       } else console.log(`bench/vectors: PostgreSQL is not installed (${found.reason}); SQLite only`);
     }
     console.log(`\nbench/vectors: one recall, top-10 by cosine over ${DIMS}-dimension chunks (median of ${RECALLS})\n`);
-    console.log(markdownTable(["namespace", "scan + decode ms", "first recall after growing ms", "recall ms", "recall, filter 1 in 10 ms", "recall, scope run (1 in 100) ms"], rows));
+    console.log(
+      markdownTable(
+        ["namespace", "scan + decode ms", "first recall after growing ms", "recall ms", "recall, filter 1 in 10 ms", "recall, scope run (1 in 100) ms"],
+        rows,
+      ),
+    );
   } finally {
     await stopPg?.();
     rmSync(dir, { recursive: true, force: true });

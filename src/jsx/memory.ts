@@ -76,7 +76,7 @@ function tagsOf(where: string, value: unknown): MemoryTags {
     }
     return out;
   }
-  if (typeof value !== "object" || value === null) throw bad(where, "tags must be an array of \"key:value\" strings or an object of key -> value", "tags");
+  if (typeof value !== "object" || value === null) throw bad(where, 'tags must be an array of "key:value" strings or an object of key -> value', "tags");
   for (const [key, v] of Object.entries(value)) {
     if (!isScalar(v)) throw bad(where, `tags.${key} must be a string, number, boolean or null`, "tags");
     out[key] = v;
@@ -120,7 +120,8 @@ export function mergeMemoryConfig(where: string, value: unknown, parent: MemoryC
   }
   if (raw.tags !== undefined) out.tags = tagsOf(where, raw.tags);
   if (raw.recall !== undefined) {
-    if (!(raw.recall === false || (typeof raw.recall === "string" && raw.recall !== ""))) throw bad(where, 'recall must be "auto", a query string or false', "recall");
+    if (!(raw.recall === false || (typeof raw.recall === "string" && raw.recall !== "")))
+      throw bad(where, 'recall must be "auto", a query string or false', "recall");
     out.recall = raw.recall;
   }
   for (const key of ["k", "maxTokens"] as const) {

@@ -10,7 +10,9 @@ import { defineTool, getToolContext, type ToolMemory } from "../tools/index.ts";
 function taskMemory(tool: string): ToolMemory {
   const memory = getToolContext()?.memory;
   if (!memory) {
-    throw new SmithersError("MEMORY_NOT_CONFIGURED", `The ${tool} tool runs only in a task whose memory has tools: true (<Memory ... tools>)`, { toolName: tool });
+    throw new SmithersError("MEMORY_NOT_CONFIGURED", `The ${tool} tool runs only in a task whose memory has tools: true (<Memory ... tools>)`, {
+      toolName: tool,
+    });
   }
   return memory;
 }

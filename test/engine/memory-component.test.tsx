@@ -9,6 +9,8 @@ import { z } from "zod";
 import {
   createMemory,
   createSmithers,
+  type MemoryConfig,
+  type MemoryProps,
   memoryTools,
   openSmithersDb,
   runWorkflow,
@@ -43,22 +45,42 @@ function kitFor(dbPath: string) {
 
 const promptOf = (agent: ReturnType<typeof scriptedAgent>, call = 0) => agent.calls[call]!.prompt;
 
+/** The prompt an agent task under `<Memory {...memory}>` (with its own `memory` prop, if given) was called with, over the seeded chunks. */
+async function promptUnder(memory: MemoryProps, prompt: string, own?: MemoryConfig): Promise<string> {
+  const kit = kitFor(await seeded());
+  const agent = scriptedAgent([{ text: "ok" }]);
+  const wf = kit.smithers(() => (
+    <kit.Workflow name="support">
+      <kit.Memory {...memory}>
+        <kit.Task id="reply" output={kit.outputs.answer} agent={agent} memory={own}>
+          {prompt}
+        </kit.Task>
+      </kit.Memory>
+    </kit.Workflow>
+  ));
+  await runWorkflow(wf, { runId: "r1" });
+  return promptOf(agent);
+}
+
+/** A one-task workflow whose embedder always fails, run once: its database and the agent. */
+async function withFailingEmbedder(memory: MemoryConfig, taskProps: { noRetry?: boolean } = {}) {
+  const dbPath = tempDbPath();
+  const failing = { ...hashEmbeddingModel(64), doEmbed: async () => Promise.reject(new Error("embedding service down")) };
+  const kit = createSmithers({ answer }, { dbPath, memory: { embedder: failing, maxRetries: 0 } });
+  const agent = scriptedAgent([{ text: "done" }]);
+  const wf = kit.smithers(() => (
+    <kit.Workflow name="w">
+      <kit.Task id="t" output={kit.outputs.answer} agent={agent} memory={memory} {...taskProps}>
+        work
+      </kit.Task>
+    </kit.Workflow>
+  ));
+  return { dbPath, agent, result: await runWorkflow(wf, { runId: "r1" }) };
+}
+
 describe("<Memory>", () => {
   test("an agent task under <Memory> gets the recalled chunks of its bank before its own prompt, best first", async () => {
-    const dbPath = await seeded();
-    const kit = kitFor(dbPath);
-    const agent = scriptedAgent([{ text: "ok" }]);
-    const wf = kit.smithers(() => (
-      <kit.Workflow name="support">
-        <kit.Memory bank="support">
-          <kit.Task id="reply" output={kit.outputs.answer} agent={agent}>
-            How long do refunds take to reach the card?
-          </kit.Task>
-        </kit.Memory>
-      </kit.Workflow>
-    ));
-    await runWorkflow(wf, { runId: "r1" });
-    const prompt = promptOf(agent);
+    const prompt = await promptUnder({ bank: "support" }, "How long do refunds take to reach the card?");
     expect(prompt.startsWith("<smithers_memory_context>\n")).toBe(true);
     const [block, rest] = prompt.split("</smithers_memory_context>\n\n");
     expect(rest!.startsWith("How long do refunds take to reach the card?")).toBe(true);
@@ -68,39 +90,15 @@ describe("<Memory>", () => {
   });
 
   test("tags recall only the chunks whose metadata carries them", async () => {
-    const dbPath = await seeded();
-    const kit = kitFor(dbPath);
-    const agent = scriptedAgent([{ text: "ok" }]);
-    const wf = kit.smithers(() => (
-      <kit.Workflow name="support">
-        <kit.Memory bank="support" tags={["product:gifts"]}>
-          <kit.Task id="reply" output={kit.outputs.answer} agent={agent}>
-            How long do refunds take?
-          </kit.Task>
-        </kit.Memory>
-      </kit.Workflow>
-    ));
-    await runWorkflow(wf, { runId: "r1" });
-    expect(promptOf(agent)).toContain("gift cards");
-    expect(promptOf(agent)).not.toContain("five business days");
+    const prompt = await promptUnder({ bank: "support", tags: ["product:gifts"] }, "How long do refunds take?");
+    expect(prompt).toContain("gift cards");
+    expect(prompt).not.toContain("five business days");
   });
 
   test("banks recall from every namespace named and say which one each chunk came from", async () => {
-    const dbPath = await seeded();
-    const kit = kitFor(dbPath);
-    const agent = scriptedAgent([{ text: "ok" }]);
-    const wf = kit.smithers(() => (
-      <kit.Workflow name="support">
-        <kit.Memory banks={["support", "sales"]} k={10}>
-          <kit.Task id="reply" output={kit.outputs.answer} agent={agent}>
-            refunds
-          </kit.Task>
-        </kit.Memory>
-      </kit.Workflow>
-    ));
-    await runWorkflow(wf, { runId: "r1" });
-    expect(promptOf(agent)).toContain("[sales, similarity");
-    expect(promptOf(agent)).toContain("[support, similarity");
+    const prompt = await promptUnder({ banks: ["support", "sales"], k: 10 }, "refunds");
+    expect(prompt).toContain("[sales, similarity");
+    expect(prompt).toContain("[support, similarity");
   });
 
   test("a fixed recall string is the query, and recall={false} injects nothing", async () => {
@@ -127,38 +125,13 @@ describe("<Memory>", () => {
   });
 
   test("a task's memory prop replaces its <Memory>'s configuration", async () => {
-    const dbPath = await seeded();
-    const kit = kitFor(dbPath);
-    const agent = scriptedAgent([{ text: "ok" }]);
-    const wf = kit.smithers(() => (
-      <kit.Workflow name="support">
-        <kit.Memory bank="support" tags={["product:gifts"]}>
-          <kit.Task id="reply" output={kit.outputs.answer} agent={agent} memory={{ bank: "sales" }}>
-            refunds
-          </kit.Task>
-        </kit.Memory>
-      </kit.Workflow>
-    ));
-    await runWorkflow(wf, { runId: "r1" });
-    expect(promptOf(agent)).toContain("within one day by sales");
-    expect(promptOf(agent)).not.toContain("gift cards");
+    const prompt = await promptUnder({ bank: "support", tags: ["product:gifts"] }, "refunds", { bank: "sales" });
+    expect(prompt).toContain("within one day by sales");
+    expect(prompt).not.toContain("gift cards");
   });
 
   test("maxTokens caps the injected block's UTF-8 bytes, leaving out chunks that do not fit", async () => {
-    const dbPath = await seeded();
-    const kit = kitFor(dbPath);
-    const agent = scriptedAgent([{ text: "ok" }]);
-    const wf = kit.smithers(() => (
-      <kit.Workflow name="support">
-        <kit.Memory bank="support" maxTokens={200}>
-          <kit.Task id="reply" output={kit.outputs.answer} agent={agent}>
-            refunds
-          </kit.Task>
-        </kit.Memory>
-      </kit.Workflow>
-    ));
-    await runWorkflow(wf, { runId: "r1" });
-    const prompt = promptOf(agent);
+    const prompt = await promptUnder({ bank: "support", maxTokens: 200 }, "refunds");
     const block = `${prompt.split("</smithers_memory_context>\n\n")[0]}</smithers_memory_context>\n\n`;
     expect(Buffer.byteLength(block, "utf8")).toBeLessThanOrEqual(200);
     expect(block.match(/^- \[/gm)?.length).toBe(1);
@@ -240,39 +213,20 @@ describe("<Memory>", () => {
   });
 
   test("an embedder that fails during retain leaves the task finished and records a failed memory:retain call", async () => {
-    const dbPath = tempDbPath();
-    const failing = { ...hashEmbeddingModel(64), doEmbed: async () => Promise.reject(new Error("embedding service down")) };
-    const kit = createSmithers({ answer }, { dbPath, memory: { embedder: failing, maxRetries: 0 } });
-    const agent = scriptedAgent([{ text: "done" }]);
-    const wf = kit.smithers(() => (
-      <kit.Workflow name="w">
-        <kit.Task id="t" output={kit.outputs.answer} agent={agent} memory={{ bank: "b", recall: false, retain: "on-complete" }}>
-          work
-        </kit.Task>
-      </kit.Workflow>
-    ));
-    const result = await runWorkflow(wf, { runId: "r1" });
+    const { dbPath, result } = await withFailingEmbedder({ bank: "b", recall: false, retain: "on-complete" });
     expect(result.status).toBe("finished");
     expect(await query(dbPath, "SELECT text FROM answer")).toEqual([{ text: "done" }]);
     expect(await query(dbPath, "SELECT COUNT(*) AS n FROM _smithers_vectors")).toEqual([{ n: 0 }]);
-    const calls = await query<{ tool_name: string; status: string; error_json: string }>(dbPath, "SELECT tool_name, status, error_json FROM _smithers_tool_calls");
+    const calls = await query<{ tool_name: string; status: string; error_json: string }>(
+      dbPath,
+      "SELECT tool_name, status, error_json FROM _smithers_tool_calls",
+    );
     expect(calls.map((c) => [c.tool_name, c.status])).toEqual([["memory:retain", "failed"]]);
     expect(JSON.parse(calls[0]!.error_json).code).toBe("MEMORY_EMBED_FAILED");
   });
 
   test("an embedder that fails during recall fails the attempt with MEMORY_EMBED_FAILED", async () => {
-    const dbPath = tempDbPath();
-    const failing = { ...hashEmbeddingModel(64), doEmbed: async () => Promise.reject(new Error("embedding service down")) };
-    const kit = createSmithers({ answer }, { dbPath, memory: { embedder: failing, maxRetries: 0 } });
-    const agent = scriptedAgent([{ text: "done" }]);
-    const wf = kit.smithers(() => (
-      <kit.Workflow name="w">
-        <kit.Task id="t" output={kit.outputs.answer} agent={agent} noRetry memory={{ bank: "b" }}>
-          work
-        </kit.Task>
-      </kit.Workflow>
-    ));
-    const result = await runWorkflow(wf, { runId: "r1" });
+    const { dbPath, agent, result } = await withFailingEmbedder({ bank: "b" }, { noRetry: true });
     expect(result.status).toBe("failed");
     expect(agent.calls.length).toBe(0);
     const [attempt] = await query<{ error_json: string }>(dbPath, "SELECT error_json FROM _smithers_attempts");
@@ -302,7 +256,9 @@ describe("<Memory>", () => {
     ));
     expect((await runWorkflow(wf, { runId: "r1" })).status).toBe("finished");
     expect(recalled).toMatchObject({ hits: [{ content: "Biscuit prefers the window seat", namespace: "support" }] });
-    expect(await query(dbPath, "SELECT namespace FROM _smithers_vectors WHERE content = 'Biscuit prefers the window seat'")).toEqual([{ namespace: "support" }]);
+    expect(await query(dbPath, "SELECT namespace FROM _smithers_vectors WHERE content = 'Biscuit prefers the window seat'")).toEqual([
+      { namespace: "support" },
+    ]);
   });
 
   test("memory tools: true on an agent that does not carry them fails the task with MEMORY_NOT_CONFIGURED", async () => {
@@ -379,7 +335,9 @@ describe("<Memory> bad props", () => {
   test("bank and banks together fail with INVALID_MEMORY", async () => {
     const error = await renderError(() => (
       <kit.Workflow name="w">
-        <kit.Memory bank="a" banks={["b"]}>{task()}</kit.Memory>
+        <kit.Memory bank="a" banks={["b"]}>
+          {task()}
+        </kit.Memory>
       </kit.Workflow>
     ));
     expect(error).toBe("INVALID_MEMORY");

@@ -43,12 +43,15 @@ export function vectorSearchMethod(db: SmithersDb): Promise<VectorSearchMethod> 
 
 async function probe(db: SmithersDb): Promise<VectorSearchMethod> {
   // Outside a transaction of other work: a failing CREATE EXTENSION aborts only its own.
-  const installed = () => db.read("pgvectorSchema", (q) => q.get<{ schema: string }>("SELECT extnamespace::regnamespace::text AS schema FROM pg_extension WHERE extname = 'vector'"));
+  const installed = () =>
+    db.read("pgvectorSchema", (q) => q.get<{ schema: string }>("SELECT extnamespace::regnamespace::text AS schema FROM pg_extension WHERE extname = 'vector'"));
   let ext = await installed();
   if (!ext) {
-    await db.write("pgvectorCreate", (q) => q.exec("CREATE EXTENSION IF NOT EXISTS vector")).catch(async (error: unknown) => {
-      if (!(await installed())) throw error; // another process may have created it meanwhile
-    });
+    await db
+      .write("pgvectorCreate", (q) => q.exec("CREATE EXTENSION IF NOT EXISTS vector"))
+      .catch(async (error: unknown) => {
+        if (!(await installed())) throw error; // another process may have created it meanwhile
+      });
     ext = await installed();
     if (!ext) throw new Error("CREATE EXTENSION vector left no extension");
   }
@@ -68,7 +71,9 @@ BEGIN
   IF NEW.embedding IS DISTINCT FROM OLD.embedding AND NEW.embedding_v::text IS NOT DISTINCT FROM OLD.embedding_v::text THEN NEW.embedding_v := NULL; END IF;
   RETURN NEW;
 END $fn$`);
-    await q.exec("CREATE OR REPLACE TRIGGER _smithers_vectors_stale BEFORE UPDATE ON _smithers_vectors FOR EACH ROW EXECUTE FUNCTION _smithers_vectors_stale()");
+    await q.exec(
+      "CREATE OR REPLACE TRIGGER _smithers_vectors_stale BEFORE UPDATE ON _smithers_vectors FOR EACH ROW EXECUTE FUNCTION _smithers_vectors_stale()",
+    );
     // Finding the rows to fill is an index lookup, not a scan of the namespace.
     await q.exec("CREATE INDEX IF NOT EXISTS _smithers_vectors_unfilled_idx ON _smithers_vectors (namespace) WHERE embedding_v IS NULL");
   });

@@ -109,7 +109,11 @@ export async function upsertVectors(db: SmithersDb, namespace: string, vectors: 
 
 async function putRows(q: Sql, rows: readonly VectorRow[], method?: VectorSearchMethod, vectors?: readonly NewVector[]): Promise<void> {
   if (method?.method === "pgvector" && vectors) {
-    return putPgvectorRows(q, method.extensionSchema, rows.map((r, i) => ({ ...r, vector: vectors[i]!.embedding })));
+    return putPgvectorRows(
+      q,
+      method.extensionSchema,
+      rows.map((r, i) => ({ ...r, vector: vectors[i]!.embedding })),
+    );
   }
   for (const row of rows) {
     const { id: _id, ...set } = row;
@@ -129,7 +133,12 @@ export function putVectorsIn(q: Sql, vectors: readonly NewVector[], method?: Vec
 /** The embedding length the namespace's chunks have, or undefined when it holds none. */
 export function namespaceDimensions(db: SmithersDb, namespace: string): Promise<number | undefined> {
   return db.read("namespaceDimensions", async (q) => {
-    const row = await q.orm.select({ dimensions: smithersVectors.dimensions }).from(smithersVectors).where(eq(smithersVectors.namespace, namespace)).limit(1).get();
+    const row = await q.orm
+      .select({ dimensions: smithersVectors.dimensions })
+      .from(smithersVectors)
+      .where(eq(smithersVectors.namespace, namespace))
+      .limit(1)
+      .get();
     return row?.dimensions;
   });
 }

@@ -49,7 +49,10 @@ async function recallAll(s: Scope, m: TaskMemory, query: string, k: number, abor
   const found = await Promise.all(
     stores(s, m).map(async (store) => (await store.recall(query, { k, filter: m.tags, abortSignal })).map((h) => ({ ...h, namespace: store.namespace }))),
   );
-  return found.flat().sort((a, b) => b.score - a.score).slice(0, k);
+  return found
+    .flat()
+    .sort((a, b) => b.score - a.score)
+    .slice(0, k);
 }
 
 /**
@@ -137,7 +140,10 @@ export async function retainDigest(s: Scope, data: Record<string, unknown>, onRe
     const rows = await store!.prepare([{ id, content, metadata: { ...m.tags, nodeId: s.task.nodeId, iteration: s.task.iteration } }]);
     const held = await vectors.namespaceDimensions(s.db, namespace);
     if (held !== undefined && held !== rows[0]!.embedding.length) {
-      throw new SmithersError("MEMORY_DIMENSION_MISMATCH", `Namespace "${namespace}" holds embeddings of ${held} dimensions; the digest has ${rows[0]!.embedding.length}`);
+      throw new SmithersError(
+        "MEMORY_DIMENSION_MISMATCH",
+        `Namespace "${namespace}" holds embeddings of ${held} dimensions; the digest has ${rows[0]!.embedding.length}`,
+      );
     }
     return { rows, method: await vectors.vectorSearchMethod(s.db) };
   } catch (error) {

@@ -110,7 +110,8 @@ function checkMemoryOptions(memory: WorkflowMemoryOptions | undefined): Workflow
     throw new SmithersError("INVALID_OPTION", "createSmithers: memory must be { embedder, dimensions?, maxRetries? } with an AI SDK embedding model");
   }
   const { dimensions } = memory;
-  if (dimensions !== undefined && !(Number.isInteger(dimensions) && dimensions > 0)) throw new SmithersError("INVALID_OPTION", "createSmithers: memory.dimensions must be a whole number > 0");
+  if (dimensions !== undefined && !(Number.isInteger(dimensions) && dimensions > 0))
+    throw new SmithersError("INVALID_OPTION", "createSmithers: memory.dimensions must be a whole number > 0");
   return memory;
 }
 

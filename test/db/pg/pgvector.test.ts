@@ -48,7 +48,8 @@ function shape(hits: MemoryHit[]) {
   const round = (h: MemoryHit) => Number(h.score.toFixed(5));
   const last = hits.length === 0 ? undefined : round(hits.at(-1)!);
   const groups = new Map<number, string[]>();
-  for (const h of hits) if (round(h) !== last) groups.set(round(h), [...(groups.get(round(h)) ?? []), `${h.id} ${JSON.stringify(h.metadata)} ${h.runId}`].sort());
+  for (const h of hits)
+    if (round(h) !== last) groups.set(round(h), [...(groups.get(round(h)) ?? []), `${h.id} ${JSON.stringify(h.metadata)} ${h.runId}`].sort());
   return { scores: hits.map(round), groups: [...groups.entries()] };
 }
 
