@@ -113,8 +113,19 @@ export function toolMemory(s: Scope): ToolMemory | undefined {
   const [first] = stores(s, m);
   return {
     remember: async (content, id) => (await first!.remember([{ content, metadata: m.tags, ...(id === undefined ? {} : { id }) }]))[0]!,
-    recall: async (query, k) => (await recallAll(s, m, query, k ?? m.k)).map((h) => ({ content: h.content, score: h.score, namespace: h.namespace })),
+    recall: async (query, k) =>
+      withinBytes(
+        (await recallAll(s, m, query, k ?? m.k)).map((h) => ({ content: h.content, score: h.score, namespace: h.namespace })),
+        m.maxTokens,
+      ),
   };
+}
+
+/** The best hits whose JSON, as the tool returns it, stays within `maxTokens` UTF-8 bytes (the prompt block's rule). */
+function withinBytes<T>(hits: readonly T[], maxTokens: number): T[] {
+  const kept: T[] = [];
+  for (const hit of hits) if (bytes(JSON.stringify({ hits: [...kept, hit] })) <= maxTokens) kept.push(hit);
+  return kept;
 }
 
 function digestOf(s: Scope, data: Record<string, unknown>): string {
