@@ -64,6 +64,10 @@ async function probe(db: SmithersDb): Promise<VectorSearchMethod> {
     );
     if (ready) return;
     await q.exec(`ALTER TABLE _smithers_vectors ADD COLUMN IF NOT EXISTS embedding_v ${quoteIdent(schema)}.vector`);
+    // The ranking reads embedding_v of every row: kept in the row (MAIN), with the BYTEA (read only
+    // by the scan path) the first moved out to TOAST. Out of line, each row's vector is one more
+    // TOAST lookup, which is most of a search's time.
+    await q.exec("ALTER TABLE _smithers_vectors ALTER COLUMN embedding_v SET STORAGE MAIN, ALTER COLUMN embedding SET STORAGE EXTERNAL");
     // A writer that set no embedding_v with a new embedding (one that knows nothing of pgvector) leaves the column to be filled again.
     // Compared as text: the extension's `=` may live in a schema outside the writer's search path.
     await q.exec(`CREATE OR REPLACE FUNCTION _smithers_vectors_stale() RETURNS trigger LANGUAGE plpgsql AS $fn$
