@@ -27,7 +27,7 @@ fi
 
 echo "pgvector: no $package in the apt archive; building it from source" >&2
 "$here/../apt-install.sh" "PostgreSQL server headers" "building pgvector" "postgresql-server-dev-$major" make gcc
-version="${PGVECTOR_VERSION:-0.8.1}"
+version="${PGVECTOR_VERSION:-0.8.6}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 if [[ -n "${PGVECTOR_SRC:-}" ]]; then

@@ -53,7 +53,7 @@ function shape(hits: MemoryHit[]) {
   return { scores: hits.map(round), groups: [...groups.entries()] };
 }
 
-describe.skipIf(!pg)("memory on PostgreSQL with pgvector", () => {
+describe.skipIf(!pg)("memory on PostgreSQL: pgvector, and the scan without it", () => {
   test("recall ranks with pgvector when the extension is there", async () => {
     const memory = await seed(open(await pg!.createDatabase()));
     expect((await memory.searchMethod()).method).toBe("pgvector");
@@ -116,5 +116,26 @@ describe.skipIf(!pg)("memory on PostgreSQL with pgvector", () => {
     }
     const [best] = await memory.recall("zebra", { k: 1 });
     expect([best?.id, Number(best?.score.toFixed(5))]).toEqual(["c7", 1]);
+  });
+
+  test("a role that may not create the extension gets the scan, with the reason, and the same answers", async () => {
+    const url = await pg!.createDatabase();
+    const role = `plain_${process.pid}_${Date.now()}`;
+    const admin = connectPg(url);
+    try {
+      await admin.unsafe(`CREATE ROLE ${role} LOGIN`);
+      await admin.unsafe(`GRANT ALL ON DATABASE ${new URL(url).pathname.slice(1)} TO ${role}`);
+      await admin.unsafe(`GRANT ALL ON SCHEMA public TO ${role}`);
+    } finally {
+      await admin.end();
+    }
+    const onPg = await seed(open(url.replace(/\/\/[^@]+@/, `//${role}@`)));
+    const how = await onPg.searchMethod();
+    expect(how.method).toBe("scan");
+    expect(how.method === "scan" && how.reason).toContain("pgvector is not available");
+    const onSqlite = await seed(open(tempDbPath()));
+    expect(shape(await onPg.recall("deploy key", { k: 10, filter: { team: "infra" } }))).toEqual(
+      shape(await onSqlite.recall("deploy key", { k: 10, filter: { team: "infra" } })),
+    );
   });
 });
