@@ -10,7 +10,7 @@ import { expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { STEPS } from "../fixtures/memory-crash.tsx";
 import { prng, tempDbPath } from "../helpers.ts";
-import { cli, root } from "./cli-helpers.ts";
+import { lifeUntilKilled } from "./cli-helpers.ts";
 
 const FIXTURE = "test/fixtures/memory-crash.tsx";
 const MIN_KILLS = 6;
@@ -28,23 +28,10 @@ function query<T>(dbPath: string, text: string): T[] {
   }
 }
 
-/** One `smithers up`, SIGKILLed `delayMs` after its first output unless it exits first; its exit code (null when killed). */
-async function life(dbPath: string, delayMs: number): Promise<number | null> {
+/** One life of `smithers up` (see lifeUntilKilled), resuming the run once it exists. */
+function life(dbPath: string, delayMs: number): Promise<number | null> {
   const resume = query(dbPath, "SELECT 1 FROM _smithers_runs WHERE run_id = 'm'").length > 0 ? ["--resume"] : [];
-  const proc = Bun.spawn([process.execPath, cli, "up", FIXTURE, "--db", dbPath, "--run-id", "m", ...resume], { cwd: root, stdout: "pipe", stderr: "pipe" });
-  const stderr = new Response(proc.stderr).text();
-  let firstOutput!: () => void;
-  const started = new Promise<void>((resolve) => (firstOutput = resolve));
-  const drained = (async () => {
-    for await (const _chunk of proc.stdout) firstOutput();
-  })();
-  await Promise.race([started.then(() => Bun.sleep(delayMs)), proc.exited]);
-  if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
-  await proc.exited;
-  await drained;
-  const code = proc.signalCode === "SIGKILL" ? null : proc.exitCode;
-  if (code !== null && code !== 0) throw new Error(`smithers up exited ${code}: ${await stderr}`);
-  return code;
+  return lifeUntilKilled(["up", FIXTURE, "--db", dbPath, "--run-id", "m", ...resume], delayMs);
 }
 
 test("kill -9 while tasks retain: each task ends with exactly one digest, of the output row it committed", async () => {
