@@ -45,6 +45,8 @@ export type RememberOptions = {
   metadata?: Record<string, unknown>;
   /** The document the chunks belong to; without their own chunkIndex they are numbered in order. */
   documentId?: string;
+  /** Aborts the embedding call (MEMORY_EMBED_FAILED); nothing is written. */
+  abortSignal?: AbortSignal;
 };
 
 export type RecallOptions = {
@@ -157,7 +159,10 @@ export function createMemory(options: MemoryOptions): Memory {
       if (!c || typeof c.content !== "string" || c.content === "") throw invalid("remember: each chunk needs non-empty `content`");
     }
     if (opts.metadata !== undefined && !isRecord(opts.metadata)) throw invalid("remember: `metadata` must be an object");
-    const embeddings = await embed(list.map((c) => c.content));
+    const embeddings = await embed(
+      list.map((c) => c.content),
+      opts.abortSignal,
+    );
     const now = Date.now();
     return list.map((c, i) => ({
       id: c.id ?? randomUUID(),

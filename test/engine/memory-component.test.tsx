@@ -225,6 +225,34 @@ describe("<Memory>", () => {
     expect(JSON.parse(calls[0]!.error_json).code).toBe("MEMORY_EMBED_FAILED");
   });
 
+  test("an embedder that never answers during retain is given up after the retain timeout; the task still finishes", async () => {
+    const dbPath = tempDbPath();
+    const hanging = {
+      ...hashEmbeddingModel(64),
+      doEmbed: ({ abortSignal }: { abortSignal?: AbortSignal }) =>
+        new Promise<never>((_, reject) => abortSignal?.addEventListener("abort", () => reject(abortSignal.reason), { once: true })),
+    };
+    const kit = createSmithers({ answer }, { dbPath, memory: { embedder: hanging, maxRetries: 0 } });
+    const agent = scriptedAgent([{ text: "done" }]);
+    const wf = kit.smithers(() => (
+      <kit.Workflow name="w">
+        <kit.Task id="t" output={kit.outputs.answer} agent={agent} memory={{ bank: "b", recall: false, retain: "on-complete" }}>
+          work
+        </kit.Task>
+      </kit.Workflow>
+    ));
+    // The run's clock: its 60-second retain timer is due at once, every other timer keeps its time.
+    const clock = {
+      now: () => Date.now(),
+      setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms === 60_000 ? 0 : ms),
+      clearTimeout: (timer: unknown) => clearTimeout(timer as ReturnType<typeof setTimeout>),
+    };
+    const result = await runWorkflow(wf, { runId: "r1", clock });
+    expect(result.status).toBe("finished");
+    const calls = await query<{ tool_name: string; error_json: string }>(dbPath, "SELECT tool_name, error_json FROM _smithers_tool_calls");
+    expect(calls.map((c) => [c.tool_name, JSON.parse(c.error_json).code])).toEqual([["memory:retain", "MEMORY_EMBED_FAILED"]]);
+  });
+
   test("an embedder that fails during recall fails the attempt with MEMORY_EMBED_FAILED", async () => {
     const { dbPath, agent, result } = await withFailingEmbedder({ bank: "b" }, { noRetry: true });
     expect(result.status).toBe("failed");

@@ -7,6 +7,7 @@ import { type Sql, vectors } from "../../db/index.ts";
 import { describeThrown, SmithersError } from "../../errors/index.ts";
 import type { PlanTask, TaskMemory } from "../../jsx/index.ts";
 import { createMemory, memoryTools, type Memory as MemoryStore, type MemoryHit, type WorkflowMemoryOptions } from "../../memory/index.ts";
+import { type Clock, SYSTEM_CLOCK } from "../core/index.ts";
 import { previousCall, recordedCall, recordedOutcome, recordedResult, type CallScope, type ToolMemory } from "../../tools/index.ts";
 
 /** What an attempt needs for its task's memory: the workflow's embedder and its name. */
@@ -14,6 +15,9 @@ export type AttemptMemory = WorkflowMemoryOptions & { workflowName: string };
 
 type Scope = {
   db: Parameters<typeof createMemory>[0]["db"];
+  /** The run's signal (cancel, failure) and clock: retaining stops with the run, or after RETAIN_TIMEOUT_MS. */
+  runSignal?: AbortSignal;
+  clock?: Clock;
   runId: string;
   task: PlanTask;
   attempt: number;
@@ -27,6 +31,8 @@ export type RetainedDigest = { rows: readonly vectors.NewVector[]; method: vecto
 /** Opening and closing lines of the injected block; the byte cap (maxTokens) counts them too. */
 const OPEN = "<smithers_memory_context>\nWhat memory recalled for this task, most relevant first:\n";
 const CLOSE = "</smithers_memory_context>\n\n";
+/** How long retaining may take (the embedding call) before it is given up, recorded as failed: the task never waits on it longer. */
+export const RETAIN_TIMEOUT_MS = 60_000;
 /** A digest longer than this is cut: a memory of what a task produced, not a copy of it. */
 const DIGEST_CHARS = 4000;
 
@@ -147,8 +153,15 @@ export async function retainDigest(s: Scope, data: Record<string, unknown>, onRe
   const namespace = store!.namespace;
   const id = `${s.runId}:${s.task.nodeId}:${s.task.iteration}`;
   const content = digestOf(s, data);
+  const clock = s.clock ?? SYSTEM_CLOCK;
+  const stop = new AbortController();
+  const timer = clock.setTimeout(
+    () => stop.abort(new SmithersError("MEMORY_EMBED_FAILED", `Retaining the digest of "${s.task.nodeId}" took over ${RETAIN_TIMEOUT_MS} ms`)),
+    RETAIN_TIMEOUT_MS,
+  );
+  const abortSignal = s.runSignal ? AbortSignal.any([s.runSignal, stop.signal]) : stop.signal;
   try {
-    const rows = await store!.prepare([{ id, content, metadata: { ...m.tags, nodeId: s.task.nodeId, iteration: s.task.iteration } }]);
+    const rows = await store!.prepare([{ id, content, metadata: { ...m.tags, nodeId: s.task.nodeId, iteration: s.task.iteration } }], { abortSignal });
     const held = await vectors.namespaceDimensions(s.db, namespace);
     if (held !== undefined && held !== rows[0]!.embedding.length) {
       throw new SmithersError(
@@ -163,6 +176,8 @@ export async function retainDigest(s: Scope, data: Record<string, unknown>, onRe
     const recorded = SmithersError.is(error) ? error : new SmithersError("MEMORY_EMBED_FAILED", describeThrown(error), { cause: error });
     await recordedOutcome({ db: s.db, ...ids, now: s.now, onRecorded }, call, { status: "failed", error: recorded }).catch(() => undefined);
     return undefined;
+  } finally {
+    clock.clearTimeout(timer);
   }
 }
 
