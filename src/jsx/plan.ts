@@ -1,5 +1,6 @@
 /** The Plan: what render() produces from the element tree and the engine schedules. Plain data. */
 import type { SandboxPolicy } from "./sandbox.ts";
+import type { TaskMemory } from "./memory.ts";
 import type { z } from "zod";
 import type { Agent } from "../agents/index.ts";
 import type { OutputTarget } from "../db/index.ts";
@@ -208,6 +209,8 @@ export type PlanTask = {
   cache?: CacheSpec;
   /** The task's `sandbox` prop, else the innermost `<Sandbox>` around it: its compute body runs in bubblewrap. */
   sandbox?: SandboxPolicy;
+  /** An agent task's memory (its `memory` prop over its `<Memory>`): recalled into its prompt, its output retained. */
+  memory?: TaskMemory;
   /** The key whose limits the task runs under (`concurrencyKey`, resolved at render). */
   concurrencyKey?: string;
 };

@@ -30,6 +30,7 @@ import { runSubflow, type StartChildRun } from "../waits/index.ts";
 import { ensureWorktree } from "./worktree.ts";
 import { runSandboxed } from "./sandbox.ts";
 import { openAgentSandbox, settleSession } from "./agent-sandbox.ts";
+import { promptWithMemory, retainDigest, toolMemory, writeDigest, type AttemptMemory, type RetainedDigest } from "./memory.ts";
 import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
 import { definitionSignature } from "../workflow/index.ts";
 import type { AttemptOutcome } from "./outcome.ts";
@@ -71,6 +72,8 @@ export type AttemptInput = {
    * node and attempt rows once, as they ended.
    */
   startInSettle?: boolean;
+  /** The workflow's embedding model (createSmithers' `memory`), for a task with memory. */
+  memory?: AttemptMemory;
 };
 
 /** A child run's spend as one call's usage (tokens; the cost when the child knew it). */
@@ -90,7 +93,7 @@ function childSpend(u: Usage): AgentUsage | undefined {
  * that body then did not settle within the grace period and may still be running.
  */
 export type AttemptResult = (
-  | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number; cache?: CacheOutcome }
+  | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number; cache?: CacheOutcome; retained?: RetainedDigest }
   | { ok: false; thrown: unknown; error: SmithersError; finishedAtMs: number; stopped?: boolean; abandoned?: boolean }
 ) & {
   /** What the attempt's agent calls consumed, when they reported it (a failed or stopped attempt's too). */
@@ -175,7 +178,9 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
     signal,
     now: a.now,
     ...(a.onToolCall ? { onRecorded: a.onToolCall } : {}),
+    ...(task.memory?.tools ? { memory: toolMemory(a) } : {}),
   };
+  const prompt = task.memory ? await promptWithMemory(a, task.prompt!, signal, a.onToolCall) : task.prompt!;
   // Undefined unless a tracer is registered and this attempt's span is open.
   const traced = tracedAttempt(a.runId, task.nodeId, task.iteration);
   const requestModel = (task.agent as { options?: { model?: unknown } }).options?.model;
@@ -195,7 +200,7 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
     generateStructured({
       ...(traced === undefined ? {} : { traceparent: traced.traceparent }),
       agent: task.agent!,
-      prompt: task.prompt!,
+      prompt,
       schema: validationSchema(task, a.info),
       signal,
       cwd,
@@ -364,7 +369,9 @@ export function performAttempt(a: AttemptInput): AttemptWork {
 async function validated(a: AttemptInput, guard: Guarded<Produced>): Promise<AttemptResult> {
   try {
     const { raw, responseText, cache } = await guard.result;
-    return { ok: true, data: checkedOutput(a, raw), responseText, finishedAtMs: a.now(), ...(cache ? { cache } : {}) };
+    const data = checkedOutput(a, raw);
+    const retained = a.task.memory?.retain ? await retainDigest(a, data, a.onToolCall) : undefined;
+    return { ok: true, data, responseText, finishedAtMs: a.now(), ...(cache ? { cache } : {}), ...(retained ? { retained } : {}) };
   } catch (thrown) {
     return { ok: false, thrown, error: asTaskError(a, thrown), finishedAtMs: a.now(), ...(guard.isStop(thrown) ? { stopped: true } : {}) };
   }
@@ -464,6 +471,7 @@ export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResul
       ...usage,
     });
     await writeOutputRow(q, info, key, result.data);
+    if (result.retained) await writeDigest(q, result.retained);
     if (cache && !cache.hit) await storeCacheEntry(q, a, cache, result.data, result.finishedAtMs);
     await nodes.upsertNode(q, { ...node, state: "finished" });
     return;

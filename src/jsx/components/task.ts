@@ -1,5 +1,6 @@
 /** `<Task>` and `<Subflow>`: the durable steps, each writing one validated row to its output table. */
 import type { SandboxPolicy } from "../sandbox.ts";
+import type { MemoryConfig } from "../memory.ts";
 import type { z } from "zod";
 import type { Agent } from "../../agents/index.ts";
 import { makeElement, type SmithersElement } from "../element.ts";
@@ -98,6 +99,11 @@ type TaskCommonProps<S extends OutputTarget> = {
    * See docs/guides/sandbox.md.
    */
   sandbox?: true | SandboxPolicy;
+  /**
+   * An agent task's memory: recalled into its prompt before it runs, its output retained. Replaces
+   * its `<Memory>`'s configuration. See docs/guides/memory.md.
+   */
+  memory?: MemoryConfig;
 };
 
 export type TaskProps<S extends OutputTarget = OutputTarget> = TaskCommonProps<S> & {
