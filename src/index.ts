@@ -88,9 +88,24 @@ export { ClaudeCodeAgent, CodexAgent, GeminiAgent, OpenCodeAgent } from "./agent
 export type { BaseCliAgentOptions, ClaudeCodeAgentOptions, CodexAgentOptions, GeminiAgentOptions, OpenCodeAgentOptions } from "./agents/index.ts";
 export { SmithersError, FatalError, RetryableError, errorToJson, SMITHERS_ERROR_CODES, type SmithersErrorCode } from "./errors/index.ts";
 export { SmithersDb, openSmithersDb, ensureSmithersTables, camelToSnake } from "./db/index.ts";
-export { Sandbox } from "./jsx/index.ts";
-export type { SandboxProps, SandboxPolicy } from "./jsx/index.ts";
-// Memory: createMemory and its types (`ai` is loaded only when a memory embeds).
-export * from "./memory/index.ts";
+export { Sandbox, Memory } from "./jsx/index.ts";
+export type { SandboxProps, SandboxPolicy, MemoryProps, MemoryConfig, MemoryTags } from "./jsx/index.ts";
+// Memory: createMemory and its types (`ai` is loaded only when a memory embeds). The store's type is
+// `MemoryStore` here: `Memory` is the component, as in smithers-orchestrator.
+export {
+  createMemory,
+  memoryTools,
+  type EmbeddingModelLike,
+  type ForgetOptions,
+  type Memory as MemoryStore,
+  type MemoryChunk,
+  type MemoryHit,
+  type MemoryOptions,
+  type MemoryScope,
+  type MetadataFilter,
+  type RecallOptions,
+  type RememberOptions,
+  type WorkflowMemoryOptions,
+} from "./memory/index.ts";
 export { createScorer, latencyScorer, llmJudge, schemaAdherenceScorer } from "./scorers/index.ts";
 export type { SamplingConfig, Scorer, ScorerBinding, ScorerInput, ScoreResult, ScorersMap, LlmJudgeConfig } from "./scorers/index.ts";

@@ -24,8 +24,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   jsx: ["agents", "db", "errors", "json", "schema", "scorers"],
   codec: ["errors", "jsx"],
   tools: ["agents", "contract", "db", "errors", "json", "schema"],
-  memory: ["db", "errors"], // chunks with embeddings in _smithers_vectors; `ai` loaded only when a memory embeds
-  engine: ["agents", "codec", "contract", "db", "errors", "json", "jsx", "mdx", "schema", "scorers", "tools"],
+  memory: ["db", "errors", "tools"], // chunks with embeddings in _smithers_vectors; `ai` loaded only when a memory embeds
+  engine: ["agents", "codec", "contract", "db", "errors", "json", "jsx", "mdx", "memory", "schema", "scorers", "tools"],
   server: ["contract", "db", "engine", "errors"],
   testing: ["agents", "db", "engine", "errors"], // smithers-workflows/testing: runs a workflow on a throwaway database and a virtual clock
   cli: ["agents", "codec", "contract", "db", "engine", "errors", "jsx", "scorers", "server"],

@@ -8,6 +8,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 
 export const ENSURE_SCRIPT = join(import.meta.dir, "ensure.sh");
+export const ENSURE_PGVECTOR_SCRIPT = join(import.meta.dir, "ensure-pgvector.sh");
 
 /** The unprivileged user that runs the server when this process is root (initdb refuses root). */
 export const SERVER_USER = "postgres";
@@ -52,6 +53,19 @@ export function ensurePostgresBinDir(): { found: true; binDir: string } | { foun
     found: false,
     reason: `${ENSURE_SCRIPT} could not install PostgreSQL (exit ${run.status}): ${run.stderr.trim().split("\n").slice(-5).join(" | ")}`,
   };
+}
+
+/**
+ * Installs pgvector for the server in `binDir` when it is missing and this process is root (as on
+ * CI), so memory on PostgreSQL is tested with the real extension. The reason when it cannot be.
+ */
+export function ensurePgvector(binDir: string): string | undefined {
+  const sharedir = spawnSync(join(binDir, "pg_config"), ["--sharedir"], { encoding: "utf8" });
+  const share = sharedir.status === 0 ? sharedir.stdout.trim() : join("/usr/share/postgresql", join(binDir, "..").split("/").at(-1) ?? "");
+  if (existsSync(join(share, "extension", "vector.control"))) return undefined;
+  if (!isRoot()) return "pgvector is not installed, and not root to install it";
+  const run = spawnSync("bash", [ENSURE_PGVECTOR_SCRIPT], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  return run.status === 0 ? undefined : `${ENSURE_PGVECTOR_SCRIPT} failed (exit ${run.status}): ${run.stderr.trim().split("\n").slice(-3).join(" | ")}`;
 }
 
 /** uid and gid of the server user, or undefined when there is no such user. */

@@ -226,6 +226,16 @@ export const ERROR_TABLE = {
     kind: "bad-input",
     summary: "Embeddings of a length other than the memory's `dimensions` or than its namespace's stored chunks; nothing was written.",
   },
+  INVALID_MEMORY: {
+    kind: "bad-input",
+    summary:
+      "A `<Memory>` or a task's `memory` prop has a bad value (no bank, bank and banks together, a malformed tag, recall, k, maxTokens, retain or tools).",
+  },
+  MEMORY_NOT_CONFIGURED: {
+    kind: "bad-input",
+    summary:
+      "A task has memory but its workflow has no embedding model (`createSmithers(schemas, { memory: { embedder } })`), or memory was asked of a task that is not an agent task.",
+  },
   MEMORY_AI_SDK_MISSING: { kind: "environment", summary: "Memory needs the `ai` package (an optional peer dependency) and it is not installed." },
 } as const satisfies Record<string, Entry>;
 

@@ -1,6 +1,7 @@
 /** The Plan: what render() produces from the element tree and the engine schedules. Plain data. */
 import type { SandboxPolicy } from "./sandbox.ts";
 import type { ScorersMap } from "../scorers/index.ts";
+import type { TaskMemory } from "./memory.ts";
 import type { z } from "zod";
 import type { Agent } from "../agents/index.ts";
 import type { OutputTarget } from "../db/index.ts";
@@ -215,6 +216,8 @@ export type PlanTask = {
   groundTruth?: unknown;
   /** `<Task context>`: extra material scorers get. */
   context?: unknown;
+  /** An agent task's memory (its `memory` prop over its `<Memory>`): recalled into its prompt, its output retained. */
+  memory?: TaskMemory;
   /** The key whose limits the task runs under (`concurrencyKey`, resolved at render). */
   concurrencyKey?: string;
 };

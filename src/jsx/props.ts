@@ -27,7 +27,6 @@ export const PEER_ONLY_PROPS: ReadonlySet<string> = new Set([
   "heartbeatTimeout",
   "heartbeatTimeoutMs",
   "hijack",
-  "memory",
   "onHijackExit",
   "priority",
   "sideEffect",
@@ -73,6 +72,7 @@ export const ACCEPTED_PROPS = {
     "scorers",
     "groundTruth",
     "context",
+    "memory",
     "children",
   ]),
   Sequence: new Set(["label", "skipIf", "children"]),
@@ -80,6 +80,8 @@ export const ACCEPTED_PROPS = {
   Loop: new Set(["id", "until", "maxIterations", "onMaxReached", "continueAsNewEvery", "skipIf", "children"]),
   ContinueAsNew: new Set(["state"]),
   Worktree: new Set(["path", "id", "branch", "baseBranch", "skipIf", "children"]),
+  /** budget and primers are accepted only to be refused with the reason (Hindsight-only) by mergeMemoryConfig. */
+  Memory: new Set(["bank", "banks", "tags", "recall", "k", "maxTokens", "retain", "tools", "budget", "primers", "skipIf", "children"]),
   Sandbox: new Set(["network", "writableRoot", "memoryBytes", "cpuSeconds", "skipIf", "children"]),
   Branch: new Set(["if", "then", "else", "skipIf"]),
   Approval: new Set([

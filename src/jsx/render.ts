@@ -10,8 +10,9 @@ import { APPROVAL_GATE, EVENT_WAIT, HOST, HUMAN_TASK, TIMER_SPEC } from "./compo
 import { COMPOSE_HOST, renderSaga, renderTry, type RenderSection, type SagaProps, type TryCatchFinallyProps } from "./compose.ts";
 import { CONTINUE_AS_NEW_HOST, planContinue } from "./continue-as-new.ts";
 import { WORKTREE_HOST, worktreeSpec } from "./worktree.ts";
-import { checkScorers } from "../scorers/index.ts";
+import { scorerProps } from "../scorers/index.ts";
 import { SANDBOX_HOST, sandboxPolicy, type SandboxPolicy } from "./sandbox.ts";
+import { MEMORY_HOST, mergeMemoryConfig, taskMemory, type MemoryConfig } from "./memory.ts";
 import { Fragment, isElement, type SmithersElement, type SmithersNode } from "./element.ts";
 import { DEFAULT_MAX_ABANDONS, nodeKey } from "./plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "./props.ts";
@@ -24,7 +25,14 @@ import type { ApprovalSpec, EventWaitSpec, HumanTaskSpec, TimerSpec, LoopState, 
 export const DEFAULT_MAX_ITERATIONS = 5;
 
 /** Where an element sits: its tree path, its loop, and the innermost `<Worktree>` around it. */
-type Scope = { path: string; loop: { id: string; iteration: number } | undefined; worktree?: WorktreeSpec; sandbox?: SandboxPolicy };
+type Scope = {
+  path: string;
+  loop: { id: string; iteration: number } | undefined;
+  worktree?: WorktreeSpec;
+  sandbox?: SandboxPolicy;
+  /** The innermost `<Memory>`'s configuration, merged with those around it. */
+  memory?: MemoryConfig;
+};
 
 type RenderState = {
   loops: ReadonlyMap<string, LoopState>;
@@ -75,22 +83,8 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope, comp
     async: Boolean(props.async),
     ...(scope.worktree ? { worktree: scope.worktree } : {}),
     ...sandboxOf(id, props, scope),
-    ...scorersOf(id, props),
+    ...scorerProps(id, props),
     ...(props.concurrencyKey === undefined ? {} : { concurrencyKey: concurrencyKeyOf(id, props.concurrencyKey) }),
-  };
-}
-
-/** `scorers` checked (INVALID_SCORER), with the `groundTruth` and `context` they are given; absent without scorers. */
-function scorersOf(id: string, props: Record<string, unknown>): Pick<PlanTask, "scorers" | "groundTruth" | "context"> {
-  if (props.scorers === undefined) {
-    if (props.groundTruth !== undefined || props.context !== undefined)
-      throw new SmithersError("INVALID_SCORER", `<Task id="${id}">: groundTruth and context are inputs to scorers; the task has no scorers`, { nodeId: id });
-    return {};
-  }
-  return {
-    scorers: checkScorers(id, props.scorers),
-    ...(props.groundTruth === undefined ? {} : { groundTruth: props.groundTruth }),
-    ...(props.context === undefined ? {} : { context: props.context }),
   };
 }
 
@@ -203,10 +197,31 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope, workflowCac
     if (resolved.unresolved.length > 0) return { ...base, mode: "compute", compute: depsNeverResolved(id), unresolvedDeps: resolved.unresolved };
     work = resolved.children;
   }
-  const built = workTask(id, work, base, props.outputSchema ?? props.output);
-  const cache = props.cache !== undefined ? cacheSpecOf(id, props.cache) : workflowCache ? workflowDefaultCache(built) : undefined;
+  const built = withMemory(id, props, scope, workTask(id, work, base, props.outputSchema ?? props.output));
+  // A recalled block can change while prompt and agent do not: a task with memory is never served from the cache.
+  if (built.memory && props.cache !== undefined) {
+    throw invalid(`<Task id="${id}"> has memory and cache: its recalled context can change, so a cached output would be stale`, { nodeId: id, prop: "cache" });
+  }
+  const cache = props.cache !== undefined ? cacheSpecOf(id, props.cache) : workflowCache && !built.memory ? workflowDefaultCache(built) : undefined;
   const task = cache ? { ...built, cache } : built;
   return props.needsApproval === true ? { ...task, approval: gateSpec(task) } : task;
+}
+
+/**
+ * The task's `memory` prop (which replaces its `<Memory>`'s), else its `<Memory>`'s. `<Memory>` gives
+ * memory to the agent tasks inside it; a `memory` prop on any other task is refused.
+ */
+function withMemory(id: string, props: Record<string, unknown>, scope: Scope, task: PlanTask): PlanTask {
+  const where = `<Task id="${id}">`;
+  if (props.memory !== undefined && task.mode !== "agent") {
+    throw new SmithersError("MEMORY_NOT_CONFIGURED", `${where} memory applies to an agent task (its prompt); this is a ${task.mode} task`, {
+      nodeId: id,
+      prop: "memory",
+    });
+  }
+  if (task.mode !== "agent") return task;
+  const config = props.memory !== undefined ? mergeMemoryConfig(where, props.memory, undefined) : scope.memory;
+  return config ? { ...task, memory: taskMemory(where, config) } : task;
 }
 
 const depsNeverResolved = (id: string) => () => {
@@ -427,6 +442,11 @@ function renderHost(element: SmithersElement, scope: Scope, state: RenderState):
       const { children: _children, skipIf: _skipIf, ...policy } = props;
       const sandbox = sandboxPolicy("<Sandbox>", policy);
       return { kind: "sequence", maxConcurrency: undefined, children: renderChildren(children, { ...scope, sandbox }, state) };
+    }
+    case MEMORY_HOST: {
+      const { children: _children, skipIf: _skipIf, ...config } = props;
+      const memory = mergeMemoryConfig("<Memory>", config, scope.memory);
+      return { kind: "sequence", maxConcurrency: undefined, children: renderChildren(children, { ...scope, memory }, state) };
     }
     case HOST.workflow:
       throw invalid("<Workflow> may only appear at the root");

@@ -12,3 +12,14 @@ export {
 } from "./memory.ts";
 export type { EmbeddingModelLike } from "./embed.ts";
 export type { MetadataFilter } from "./rank.ts";
+export { memoryTools } from "./tools.ts";
+
+/** `createSmithers(schemas, { memory })`: the embedding model behind every `<Memory>` of the workflow. */
+export type WorkflowMemoryOptions = {
+  /** Any AI SDK embedding model (see EmbeddingModelLike). */
+  embedder: import("./embed.ts").EmbeddingModelLike;
+  /** The embedding length every chunk and query must have (else MEMORY_DIMENSION_MISMATCH). */
+  dimensions?: number;
+  /** Retries of a failing embedding call, passed to the AI SDK (its default: 2). */
+  maxRetries?: number;
+};

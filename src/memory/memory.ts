@@ -4,7 +4,8 @@
  * recall can look at the whole namespace, one workflow's chunks, or one run's.
  *
  * Recall is a brute-force scan of the namespace in this process (see bench/vectors for the size
- * up to which that is fine); embeddings are float32 BLOBs on SQLite and bytea on PostgreSQL.
+ * up to which that is fine), or on PostgreSQL with pgvector an exact scan in SQL by cosine
+ * distance (db/adapters/pgvector.ts); embeddings are float32 BLOBs on SQLite and bytea on PostgreSQL.
  */
 import { type SmithersDb, vectors } from "../db/index.ts";
 import { SmithersError } from "../errors/index.ts";
@@ -43,6 +44,8 @@ export type RememberOptions = {
   metadata?: Record<string, unknown>;
   /** The document the chunks belong to; without their own chunkIndex they are numbered in order. */
   documentId?: string;
+  /** Aborts the embedding call (MEMORY_EMBED_FAILED); nothing is written. */
+  abortSignal?: AbortSignal;
 };
 
 export type RecallOptions = {
@@ -85,6 +88,16 @@ export type Memory = {
   recall(query: string, options?: RecallOptions): Promise<MemoryHit[]>;
   /** Removes the chunks matching every given condition (all of the scope when none); returns how many. */
   forget(options?: ForgetOptions): Promise<number>;
+  /**
+   * Embeds the chunks and returns the rows `remember` would write, writing nothing: for a caller
+   * that stores them in its own transaction (a task's retained digest, with the task's output).
+   */
+  prepare(chunks: string | readonly (string | MemoryChunk)[], options?: RememberOptions): Promise<vectors.NewVector[]>;
+  /**
+   * How recall ranks on this database: `pgvector` (PostgreSQL with the extension: in SQL, by
+   * cosine distance) or `scan` (SQLite, or PostgreSQL without it: in this process), with the reason.
+   */
+  searchMethod(): Promise<vectors.VectorSearchMethod>;
 };
 
 /** What metadata_json holds: the caller's metadata and the scope the chunk was remembered under. */
@@ -139,15 +152,18 @@ export function createMemory(options: MemoryOptions): Memory {
     throw invalid(`scope must be "namespace", "workflow" or "run", not ${JSON.stringify(which)}`);
   }
 
-  async function remember(chunks: string | readonly (string | MemoryChunk)[], opts: RememberOptions = {}): Promise<string[]> {
+  async function prepare(chunks: string | readonly (string | MemoryChunk)[], opts: RememberOptions = {}): Promise<vectors.NewVector[]> {
     const list = (typeof chunks === "string" ? [chunks] : chunks).map((c) => (typeof c === "string" ? { content: c } : c));
     for (const c of list) {
       if (!c || typeof c.content !== "string" || c.content === "") throw invalid("remember: each chunk needs non-empty `content`");
     }
     if (opts.metadata !== undefined && !isRecord(opts.metadata)) throw invalid("remember: `metadata` must be an object");
-    const embeddings = await embed(list.map((c) => c.content));
+    const embeddings = await embed(
+      list.map((c) => c.content),
+      opts.abortSignal,
+    );
     const now = Date.now();
-    const rows = list.map((c, i) => ({
+    return list.map((c, i) => ({
       id: c.id ?? crypto.randomUUID(), // the global: node:crypto would cost every process its load
       namespace,
       content: c.content,
@@ -157,6 +173,10 @@ export function createMemory(options: MemoryOptions): Memory {
       chunkIndex: c.chunkIndex ?? (opts.documentId !== undefined ? i : null),
       createdAtMs: now,
     }));
+  }
+
+  async function remember(chunks: string | readonly (string | MemoryChunk)[], opts: RememberOptions = {}): Promise<string[]> {
+    const rows = await prepare(chunks, opts);
     await vectors.upsertVectors(options.db, namespace, rows);
     return rows.map((r) => r.id);
   }
@@ -168,6 +188,8 @@ export function createMemory(options: MemoryOptions): Memory {
     if (opts.filter !== undefined) validateFilter(opts.filter);
     inScope({ metadata: {}, ...scope }, opts.scope);
     const [embedding] = await embed([query], opts.abortSignal);
+    const how = await vectors.vectorSearchMethod(options.db);
+    if (how.method === "pgvector") return recallPgvector(how.extensionSchema, embedding!, k, opts);
     const rank = cosineRanker<{ row: vectors.VectorRecord; stored: Stored }>(embedding!, k, opts.minScore);
     for (const row of await vectors.scanVectors(options.db, namespace)) {
       if (row.dimensions !== embedding!.length) {
@@ -193,6 +215,38 @@ export function createMemory(options: MemoryOptions): Memory {
     }));
   }
 
+  /** recall ranked by PostgreSQL (pgvector), filters and scope in its WHERE clause. */
+  async function recallPgvector(schema: string, embedding: Float32Array, k: number, opts: RecallOptions): Promise<MemoryHit[]> {
+    const rows = await vectors.searchPgvector(
+      options.db,
+      schema,
+      {
+        namespace,
+        embedding,
+        k,
+        ...(opts.filter ? { filter: opts.filter } : {}),
+        ...(opts.scope === "workflow" ? { workflow: scope.workflow! } : {}),
+        ...(opts.scope === "run" ? { runId: scope.runId! } : {}),
+        ...(opts.minScore === undefined ? {} : { minScore: opts.minScore }),
+      },
+      vectors.blobToEmbedding,
+    );
+    return rows.map((row) => {
+      const stored = readStored(row.metadata_json === null ? null : JSON.parse(row.metadata_json));
+      return {
+        id: row.id,
+        content: row.content,
+        score: row.score,
+        metadata: stored.metadata,
+        documentId: row.document_id,
+        chunkIndex: row.chunk_index === null ? null : Number(row.chunk_index),
+        workflow: stored.workflow,
+        runId: stored.runId,
+        createdAtMs: row.created_at_ms,
+      };
+    });
+  }
+
   async function forget(opts: ForgetOptions = {}): Promise<number> {
     if (opts.filter !== undefined) validateFilter(opts.filter);
     inScope({ metadata: {}, ...scope }, opts.scope);
@@ -211,5 +265,5 @@ export function createMemory(options: MemoryOptions): Memory {
     return vectors.deleteVectorIds(options.db, namespace, doomed);
   }
 
-  return { namespace, remember, recall, forget };
+  return { namespace, remember, recall, forget, prepare, searchMethod: () => vectors.vectorSearchMethod(options.db) };
 }

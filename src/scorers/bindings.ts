@@ -49,6 +49,23 @@ export function checkScorers(nodeId: string, value: unknown): ScorersMap {
   return out;
 }
 
+/**
+ * A `<Task>`'s scorer props as its plan carries them: `scorers` checked, with the `groundTruth`
+ * and `context` they are given. Those two exist only for scorers: without `scorers` they are INVALID_SCORER.
+ */
+export function scorerProps(nodeId: string, props: Record<string, unknown>): { scorers?: ScorersMap; groundTruth?: unknown; context?: unknown } {
+  if (props.scorers === undefined) {
+    if (props.groundTruth !== undefined || props.context !== undefined)
+      throw invalid(`<Task id="${nodeId}">:`, "groundTruth and context are inputs to scorers; the task has no scorers", { nodeId });
+    return {};
+  }
+  return {
+    scorers: checkScorers(nodeId, props.scorers),
+    ...(props.groundTruth === undefined ? {} : { groundTruth: props.groundTruth }),
+    ...(props.context === undefined ? {} : { context: props.context }),
+  };
+}
+
 /** FNV-1a over the key, as a fraction in [0, 1): the same attempt and binding always land alike. */
 function unitHash(key: string): number {
   let h = 0x811c9dc5;

@@ -5,5 +5,5 @@
 export type { SamplingConfig, Scorer, ScorerBinding, ScorerFn, ScorerInput, ScoreResult, ScorersMap } from "./types.ts";
 export { createScorer, latencyScorer, schemaAdherenceScorer, type CreateScorerConfig } from "./builtins.ts";
 export { llmJudge, type LlmJudgeConfig } from "./llm-judge.ts";
-export { checkScorers, isSampled } from "./bindings.ts";
+export { checkScorers, isSampled, scorerProps } from "./bindings.ts";
 export { DEFAULT_SCORER_TIMEOUT_MS } from "./constants.ts";

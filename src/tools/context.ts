@@ -24,6 +24,15 @@ export type ToolContext = {
   maxOutputBytes?: number;
   /** How long `bash` and `grep` may run (default DEFAULT_TOOL_TIMEOUT_MS). */
   toolTimeoutMs?: number;
+  /** The task's memory, when its `<Memory>` (or `memory` prop) has `tools: true`. */
+  memory?: ToolMemory;
+};
+
+/** What `memoryTools` reach in a task whose memory has `tools: true` (set by the engine). */
+export type ToolMemory = {
+  /** Stores `content` (under `id`: remembering it again replaces it) and returns its id. */
+  remember(content: string, id?: string): Promise<string>;
+  recall(query: string, k?: number): Promise<{ content: string; score: number; namespace: string }[]>;
 };
 
 const storage = new AsyncLocalStorage<ToolContext>();

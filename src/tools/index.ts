@@ -12,7 +12,7 @@ export {
   type ToolCallContext,
   type ToolRevertContext,
 } from "./define-tool.ts";
-export { runWithToolContext, getToolContext, type ToolContext } from "./context.ts";
+export { runWithToolContext, getToolContext, type ToolContext, type ToolMemory } from "./context.ts";
 export { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TOOL_TIMEOUT_MS } from "./constants.ts";
 export { read, write, edit, grep, bash };
 export { resolveInRoot } from "./sandbox.ts";

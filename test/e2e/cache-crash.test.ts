@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ROUNDS, STEPS } from "../fixtures/cache-crash.tsx";
 import { prng, tempDbPath } from "../helpers.ts";
-import { cli, root, smithers } from "./cli-helpers.ts";
+import { lifeUntilKilled, smithers } from "./cli-helpers.ts";
 
 const FIXTURE = "test/fixtures/cache-crash.tsx";
 const INPUT = '{"label":"k9"}';
@@ -32,26 +32,10 @@ function query<T>(dbPath: string, text: string, ...params: string[]): T[] {
 
 const runExists = (dbPath: string, runId: string) => query(dbPath, "SELECT 1 FROM _smithers_runs WHERE run_id = ?", runId).length > 0;
 
-/**
- * Starts `smithers up`, SIGKILLs it `delayMs` after its first progress line (an attempt has
- * started) unless it exits first; returns its exit code (null when killed).
- */
-async function life(dbPath: string, runId: string, delayMs: number, env: Record<string, string>): Promise<number | null> {
+/** One life of `smithers up` (see lifeUntilKilled), resuming the run once it exists. */
+function life(dbPath: string, runId: string, delayMs: number, env: Record<string, string>): Promise<number | null> {
   const args = ["up", FIXTURE, "--db", dbPath, "--run-id", runId, "--input", INPUT, ...(runExists(dbPath, runId) ? ["--resume"] : [])];
-  const proc = Bun.spawn([process.execPath, cli, ...args], { cwd: root, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
-  const stderr = new Response(proc.stderr).text();
-  let firstOutput!: () => void;
-  const started = new Promise<void>((resolve) => (firstOutput = resolve));
-  const drained = (async () => {
-    for await (const _chunk of proc.stdout) firstOutput();
-  })();
-  await Promise.race([started.then(() => Bun.sleep(delayMs)), proc.exited]);
-  if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
-  await proc.exited;
-  await drained;
-  const code = proc.signalCode === "SIGKILL" ? null : proc.exitCode;
-  if (code !== null && code !== 0) throw new Error(`smithers up exited ${code}: ${await stderr}`);
-  return code;
+  return lifeUntilKilled(args, delayMs, env);
 }
 
 test("kill -9 while cached tasks run: entries and output rows always agree, and a second run reuses every workflow-scoped entry", async () => {

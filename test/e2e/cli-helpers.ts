@@ -28,3 +28,24 @@ export async function startUntil(args: string[], env: Record<string, string>, ma
   }
   return proc;
 }
+
+/**
+ * One life of `smithers args…`: SIGKILLed `delayMs` after its first output unless it exits first.
+ * Resolves with its exit code, null when killed; a non-zero exit throws with its stderr.
+ */
+export async function lifeUntilKilled(args: string[], delayMs: number, env: Record<string, string> = {}): Promise<number | null> {
+  const proc = Bun.spawn([process.execPath, cli, ...args], { cwd: root, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  const stderr = new Response(proc.stderr).text();
+  let firstOutput!: () => void;
+  const started = new Promise<void>((resolve) => (firstOutput = resolve));
+  const drained = (async () => {
+    for await (const _chunk of proc.stdout) firstOutput();
+  })();
+  await Promise.race([started.then(() => Bun.sleep(delayMs)), proc.exited]);
+  if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+  await proc.exited;
+  await drained;
+  const code = proc.signalCode === "SIGKILL" ? null : proc.exitCode;
+  if (code !== null && code !== 0) throw new Error(`smithers ${args[0]} exited ${code}: ${await stderr}`);
+  return code;
+}

@@ -13,7 +13,7 @@
  * });
  */
 import postgres from "postgres";
-import { ensurePostgresBinDir } from "../../scripts/postgres/binaries.ts";
+import { ensurePgvector, ensurePostgresBinDir } from "../../scripts/postgres/binaries.ts";
 import { type PostgresServer, startPostgres } from "../../scripts/postgres/server.ts";
 
 export { type PostgresServer, type PostgresServerOptions, startPostgres } from "../../scripts/postgres/server.ts";
@@ -31,6 +31,9 @@ export function pgTestServer(): Promise<PostgresServer | undefined> {
       console.warn(`\n!!! PostgreSQL tests SKIPPED: ${found.reason}. Run scripts/postgres/ensure.sh as root to install it. !!!\n`);
       return undefined;
     }
+    // Memory's pgvector path is tested with the real extension; without it those tests fail and say why.
+    const pgvector = ensurePgvector(found.binDir);
+    if (pgvector) console.warn(`\n!!! ${pgvector}: the pgvector tests will fail. Run scripts/postgres/ensure-pgvector.sh as root. !!!\n`);
     return startPostgres();
   })();
   return shared;

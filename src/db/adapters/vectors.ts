@@ -6,7 +6,12 @@ import { and, asc, eq, inArray, ne, type InferSelectModel, type SQL } from "driz
 import { SmithersError } from "../../errors/index.ts";
 import { smithersVectors } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
+import type { Sql } from "../sql.ts";
 import { fromJson } from "./shared.ts";
+
+import { putPgvectorRows, vectorSearchMethod, type VectorSearchMethod } from "./pgvector.ts";
+
+export { searchPgvector, vectorSearchMethod, type PgVectorQuery, type VectorSearchMethod } from "./pgvector.ts";
 
 type VectorRow = InferSelectModel<typeof smithersVectors>;
 
@@ -76,15 +81,16 @@ function toRow(vector: NewVector): VectorRow {
  * (MEMORY_DIMENSION_MISMATCH, nothing written) when the chunks' lengths differ from each other or
  * from those the namespace holds already, since cosine between vectors of two models means nothing.
  */
-export function upsertVectors(db: SmithersDb, namespace: string, vectors: readonly NewVector[]): Promise<void> {
+export async function upsertVectors(db: SmithersDb, namespace: string, vectors: readonly NewVector[]): Promise<void> {
   const rows = vectors.map((v) => toRow({ ...v, namespace }));
   const dims = new Set(rows.map((r) => r.dimensions));
   if (dims.size > 1) {
     throw new SmithersError("MEMORY_DIMENSION_MISMATCH", `Chunks of ${[...dims].join(" and ")} dimensions in one call`);
   }
   const [dimensions] = dims;
-  if (dimensions === undefined) return Promise.resolve();
-  return db.withTransaction("upsertVectors", async (q) => {
+  if (dimensions === undefined) return;
+  const method = await vectorSearchMethod(db);
+  await db.withTransaction("upsertVectors", async (q) => {
     const other = await q.orm
       .select({ dimensions: smithersVectors.dimensions })
       .from(smithersVectors)
@@ -97,10 +103,43 @@ export function upsertVectors(db: SmithersDb, namespace: string, vectors: readon
         `Namespace "${namespace}" holds embeddings of ${other.dimensions} dimensions; these have ${dimensions}`,
       );
     }
-    for (const row of rows) {
-      const { id: _id, ...set } = row;
-      await q.orm.insert(smithersVectors).values(row).onConflictDoUpdate({ target: smithersVectors.id, set }).run();
-    }
+    await putRows(q, rows, method, vectors);
+  });
+}
+
+async function putRows(q: Sql, rows: readonly VectorRow[], method?: VectorSearchMethod, vectors?: readonly NewVector[]): Promise<void> {
+  if (method?.method === "pgvector" && vectors) {
+    return putPgvectorRows(
+      q,
+      method.extensionSchema,
+      rows.map((r, i) => ({ ...r, vector: vectors[i]!.embedding })),
+    );
+  }
+  for (const row of rows) {
+    const { id: _id, ...set } = row;
+    await q.orm.insert(smithersVectors).values(row).onConflictDoUpdate({ target: smithersVectors.id, set }).run();
+  }
+}
+
+/**
+ * Inserts or replaces chunks inside the caller's transaction (a task's retained digest commits
+ * with its output). The caller has checked their length against the namespace (namespaceDimensions)
+ * and found the search method (vectorSearchMethod) beforehand: it cannot be probed inside a transaction.
+ */
+export function putVectorsIn(q: Sql, vectors: readonly NewVector[], method?: VectorSearchMethod): Promise<void> {
+  return putRows(q, vectors.map(toRow), method, vectors);
+}
+
+/** The embedding length the namespace's chunks have, or undefined when it holds none. */
+export function namespaceDimensions(db: SmithersDb, namespace: string): Promise<number | undefined> {
+  return db.read("namespaceDimensions", async (q) => {
+    const row = await q.orm
+      .select({ dimensions: smithersVectors.dimensions })
+      .from(smithersVectors)
+      .where(eq(smithersVectors.namespace, namespace))
+      .limit(1)
+      .get();
+    return row?.dimensions;
   });
 }
 

@@ -24,12 +24,13 @@ import type { PlanTask, TaskRunContext } from "../../jsx/index.ts";
 import { MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
 import { createSideEffect, type SideEffectScope } from "./side-effect.ts";
 import { runWithToolContext, type ToolContext } from "../../tools/index.ts";
-import { SpendMeter } from "./spend.ts";
+import { childSpend, SpendMeter, usageColumns } from "./spend.ts";
 import type { Budget } from "../core/index.ts";
 import { runSubflow, type StartChildRun } from "../waits/index.ts";
 import { ensureWorktree } from "./worktree.ts";
 import { runSandboxed } from "./sandbox.ts";
 import { openAgentSandbox, settleSession } from "./agent-sandbox.ts";
+import { promptWithMemory, retainDigest, toolMemory, writeDigest, type AttemptMemory, type RetainedDigest } from "./memory.ts";
 import { storeCacheEntry, throughCache, type AttemptCache, type CacheOutcome } from "./task-cache.ts";
 import { definitionSignature } from "../workflow/index.ts";
 import type { AttemptOutcome } from "./outcome.ts";
@@ -72,18 +73,9 @@ export type AttemptInput = {
    * node and attempt rows once, as they ended.
    */
   startInSettle?: boolean;
+  /** The workflow's embedding model (createSmithers' `memory`), for a task with memory. */
+  memory?: AttemptMemory;
 };
-
-/** A child run's spend as one call's usage (tokens; the cost when the child knew it). */
-function childSpend(u: Usage): AgentUsage | undefined {
-  if (u.inputTokens + u.outputTokens + u.cachedInputTokens === 0 && u.costUsd === null) return undefined;
-  return {
-    inputTokens: u.inputTokens,
-    cachedInputTokens: u.cachedInputTokens,
-    outputTokens: u.outputTokens,
-    ...(u.costUsd === null ? {} : { costUsd: u.costUsd }),
-  };
-}
 
 /**
  * What the work produced: validated output, or the error it failed with. `stopped`: the attempt
@@ -91,7 +83,7 @@ function childSpend(u: Usage): AgentUsage | undefined {
  * that body then did not settle within the grace period and may still be running.
  */
 export type AttemptResult = (
-  | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number; cache?: CacheOutcome }
+  | { ok: true; data: Record<string, unknown>; responseText?: string; finishedAtMs: number; cache?: CacheOutcome; retained?: RetainedDigest }
   | { ok: false; thrown: unknown; error: SmithersError; finishedAtMs: number; stopped?: boolean; abandoned?: boolean }
 ) & {
   /** What the attempt's agent calls consumed, when they reported it (a failed or stopped attempt's too). */
@@ -176,7 +168,9 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
     signal,
     now: a.now,
     ...(a.onToolCall ? { onRecorded: a.onToolCall } : {}),
+    ...(task.memory?.tools ? { memory: toolMemory(a) } : {}),
   };
+  const prompt = task.memory ? await promptWithMemory(a, task.prompt!, signal, a.onToolCall) : task.prompt!;
   // Undefined unless a tracer is registered and this attempt's span is open.
   const traced = tracedAttempt(a.runId, task.nodeId, task.iteration);
   const requestModel = (task.agent as { options?: { model?: unknown } }).options?.model;
@@ -196,7 +190,7 @@ async function produce(a: AttemptInput, signal: AbortSignal, onAgentCall: (call:
     generateStructured({
       ...(traced === undefined ? {} : { traceparent: traced.traceparent }),
       agent: task.agent!,
-      prompt: task.prompt!,
+      prompt,
       schema: validationSchema(task, a.info),
       signal,
       cwd,
@@ -365,7 +359,9 @@ export function performAttempt(a: AttemptInput): AttemptWork {
 async function validated(a: AttemptInput, guard: Guarded<Produced>): Promise<AttemptResult> {
   try {
     const { raw, responseText, cache } = await guard.result;
-    return { ok: true, data: checkedOutput(a, raw), responseText, finishedAtMs: a.now(), ...(cache ? { cache } : {}) };
+    const data = checkedOutput(a, raw);
+    const retained = a.task.memory?.retain ? await retainDigest(a, data, a.onToolCall) : undefined;
+    return { ok: true, data, responseText, finishedAtMs: a.now(), ...(cache ? { cache } : {}), ...(retained ? { retained } : {}) };
   } catch (thrown) {
     return { ok: false, thrown, error: asTaskError(a, thrown), finishedAtMs: a.now(), ...(guard.isStop(thrown) ? { stopped: true } : {}) };
   }
@@ -418,19 +414,6 @@ function assertStorable(nodeId: string, data: unknown): void {
   }
 }
 
-/** The attempt row's usage columns (integers: SQLite stores token counts exactly). */
-function usageColumns(usage: AgentUsage | undefined) {
-  if (!usage) return {};
-  const int = (n: number | undefined) => (n === undefined ? null : Math.round(n));
-  return {
-    inputTokens: int(usage.inputTokens),
-    cachedInputTokens: int(usage.cachedInputTokens),
-    outputTokens: int(usage.outputTokens),
-    costUsd: usage.costUsd ?? null,
-    agentModel: usage.model ?? null,
-  };
-}
-
 /**
  * Inside a step's transaction: closes the attempt (only while it is still `running`: if another
  * process took the run over, RUN_OWNED rolls the step back) and writes the output or the error.
@@ -465,9 +448,9 @@ export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResul
       ...usage,
     });
     await writeOutputRow(q, info, key, result.data);
+    if (result.retained) await writeDigest(q, result.retained);
     if (cache && !cache.hit) await storeCacheEntry(q, a, cache, result.data, result.finishedAtMs);
     await nodes.upsertNode(q, { ...node, state: "finished" });
-    // With the outcome, in its transaction: a crash before the scorers ran leaves these rows for the next process.
     if (task.scorers) await scorers.insertPendingScores(q, pendingScoreRows(task, key, result.finishedAtMs - a.startedAtMs, result.finishedAtMs));
     return;
   }

@@ -38,6 +38,10 @@ const NEVER_RETRIED: ReadonlySet<string> = new Set([
   // A sandbox that cannot start, or a policy it cannot enforce, stays so.
   "SANDBOX_UNAVAILABLE",
   "SANDBOX_POLICY_UNSUPPORTED",
+  // A task with memory but no embedder (or tools its agent lacks), or embeddings of another length than its namespace's.
+  "MEMORY_NOT_CONFIGURED",
+  "MEMORY_AI_SDK_MISSING",
+  "MEMORY_DIMENSION_MISMATCH",
   "BUDGET_EXCEEDED",
   "BUDGET_UNPRICED",
   // A replayed transcript (smithers-workflows/testing) that ran out or differs answers the same way again.

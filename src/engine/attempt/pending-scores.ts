@@ -36,7 +36,10 @@ export function scorerInput(task: PlanTask, info: OutputTableInfo, runInput: unk
   };
 }
 
-/** The pending rows recorded with the attempt's outcome (latency: the attempt's start to its end). */
+/**
+ * The pending rows recorded with the attempt's outcome, in its transaction, so a crash before the
+ * scorers ran leaves rows for the next process (latency: the attempt's start to its end).
+ */
 export function pendingScoreRows(task: PlanTask, key: AttemptKey, latencyMs: number, atMs: number): scoreRows.NewScoreRow[] {
   return sampledBindings(task, key).map(([name, b]) => ({
     id: scoreRowId(key, name),

@@ -4,6 +4,7 @@
  * `usage` events reported so far, so a limit cannot be passed by failing.
  */
 import { addUsage, priceUsage, type AgentEvent, type AgentUsage, type ModelPricing } from "../../agents/index.ts";
+import type { Usage } from "../../db/index.ts";
 
 export class SpendMeter {
   usage: AgentUsage | undefined;
@@ -45,4 +46,28 @@ export class SpendMeter {
       this.unpricedModel ??= missing ?? usage.model ?? "(unknown model)";
     }
   }
+}
+
+/** A child run's spend as one call's usage (tokens; the cost when the child knew it). */
+export function childSpend(u: Usage): AgentUsage | undefined {
+  if (u.inputTokens + u.outputTokens + u.cachedInputTokens === 0 && u.costUsd === null) return undefined;
+  return {
+    inputTokens: u.inputTokens,
+    cachedInputTokens: u.cachedInputTokens,
+    outputTokens: u.outputTokens,
+    ...(u.costUsd === null ? {} : { costUsd: u.costUsd }),
+  };
+}
+
+/** The attempt row's usage columns (integers: SQLite stores token counts exactly). */
+export function usageColumns(usage: AgentUsage | undefined) {
+  if (!usage) return {};
+  const int = (n: number | undefined) => (n === undefined ? null : Math.round(n));
+  return {
+    inputTokens: int(usage.inputTokens),
+    cachedInputTokens: int(usage.cachedInputTokens),
+    outputTokens: int(usage.outputTokens),
+    costUsd: usage.costUsd ?? null,
+    agentModel: usage.model ?? null,
+  };
 }

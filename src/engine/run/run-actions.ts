@@ -122,6 +122,7 @@ export function applyAction(run: RunState, action: Action, nowMs: number, work: 
             }
           : {}),
         ...(settings.pricing ? { pricing: settings.pricing } : {}),
+        ...(task.memory && run.wf.memory ? { memory: { ...run.wf.memory, workflowName: run.plan?.workflowName ?? run.wf.name } } : {}),
         ...(task.cache ? { cache: { workflowName: run.plan?.workflowName ?? run.wf.name, ctx: () => cacheCtx(run, task) } } : {}),
       };
       starts.push({ task, tracked, input });

@@ -20,7 +20,8 @@ import {
   type SmithersDb,
   type SQLiteTable,
 } from "../../db/index.ts";
-import { components, ContinueAsNew, continueAsNew, Sandbox, Saga, SagaStep, TryCatchFinally, Worktree, type SmithersNode } from "../../jsx/index.ts";
+import { components, ContinueAsNew, continueAsNew, Memory, Sandbox, Saga, SagaStep, TryCatchFinally, Worktree, type SmithersNode } from "../../jsx/index.ts";
+import type { WorkflowMemoryOptions } from "../../memory/index.ts";
 import { useCtx, type SmithersCtx } from "./ctx.ts";
 
 export const DEFAULT_DB_PATH = "smithers.db";
@@ -49,6 +50,8 @@ export type SmithersWorkflow<Input = any> = {
   readonly spend?: { budget: Budget; pricing?: ModelPricing };
   /** createSmithers' limits by key: what a task's `concurrencyKey` runs under (RunOptions.limits overrides). */
   readonly limits?: Limits;
+  /** createSmithers' memory: the embedding model behind the workflow's `<Memory>` and `memory` props. */
+  readonly memory?: WorkflowMemoryOptions;
   /**
    * The file that called `smithers(...)`, when the stack tells: whose code a run started without
    * `workflowPath` is pinned to. A helper that returns `smithers(...)` as its last act leaves no
@@ -98,7 +101,24 @@ export type CreateSmithersOptions = {
    * @example createSmithers(schemas, { limits: { anthropic: { concurrency: 2, perMinute: 50 } } })
    */
   limits?: Limits;
+  /**
+   * The embedding model behind `<Memory>` and tasks' `memory` props. Chunks live in the run's own
+   * database (`_smithers_vectors`), so a retained digest commits with the task's output.
+   * @example createSmithers(schemas, { memory: { embedder: openai.embedding("text-embedding-3-small") } })
+   */
+  memory?: WorkflowMemoryOptions;
 };
+
+function checkMemoryOptions(memory: WorkflowMemoryOptions | undefined): WorkflowMemoryOptions | undefined {
+  if (memory === undefined) return undefined;
+  if (typeof memory !== "object" || memory === null || !memory.embedder) {
+    throw new SmithersError("INVALID_OPTION", "createSmithers: memory must be { embedder, dimensions?, maxRetries? } with an AI SDK embedding model");
+  }
+  const { dimensions } = memory;
+  if (dimensions !== undefined && !(Number.isInteger(dimensions) && dimensions > 0))
+    throw new SmithersError("INVALID_OPTION", "createSmithers: memory.dimensions must be a whole number > 0");
+  return memory;
+}
 
 function warnDrift(report: MigrationReport): void {
   for (const c of report.typeChanges) {
@@ -123,6 +143,7 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
   const pricing = checkPricing(options.pricing);
   const spend = { budget, ...(pricing ? { pricing } : {}) };
   const limits = checkLimits(options.limits);
+  const memory = checkMemoryOptions(options.memory);
   // The CLI passes --db (or SMITHERS_DB_PATH) to runWorkflow as dbPath; SMITHERS_DATABASE_URL moves a whole deployment to PostgreSQL.
   const defaultPath = options.db || options.dbPath || process.env.SMITHERS_DATABASE_URL || DEFAULT_DB_PATH;
 
@@ -159,6 +180,7 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
       dbFor,
       spend,
       limits,
+      ...(memory ? { memory } : {}),
       ...(durability ? { durability } : {}),
       ...(sourcePath ? { sourcePath } : {}),
       ...(opts.output !== undefined ? { output: opts.output } : {}),
@@ -174,6 +196,7 @@ export function createSmithers<S extends Schemas>(schemas: S, options: CreateSmi
     continueAsNew,
     Worktree,
     Sandbox,
+    Memory,
     /** The ctx of the render in progress, typed with this workflow's input (see useCtx). */
     useCtx: (): SmithersCtx<InputOf<S>> => useCtx<InputOf<S>>(),
     smithers,

@@ -1,6 +1,7 @@
 /** `<Task>` and `<Subflow>`: the durable steps, each writing one validated row to its output table. */
 import type { SandboxPolicy } from "../sandbox.ts";
 import type { ScorersMap } from "../../scorers/index.ts";
+import type { MemoryConfig } from "../memory.ts";
 import type { z } from "zod";
 import type { Agent } from "../../agents/index.ts";
 import { makeElement, type SmithersElement } from "../element.ts";
@@ -109,6 +110,11 @@ type TaskCommonProps<S extends OutputTarget> = {
   groundTruth?: unknown;
   /** Extra material the scorers get (ScorerInput.context); only with `scorers`. */
   context?: unknown;
+  /**
+   * An agent task's memory: recalled into its prompt before it runs, its output retained. Replaces
+   * its `<Memory>`'s configuration. See docs/guides/memory.md.
+   */
+  memory?: MemoryConfig;
 };
 
 export type TaskProps<S extends OutputTarget = OutputTarget> = TaskCommonProps<S> & {
