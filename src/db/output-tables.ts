@@ -8,6 +8,7 @@ import { and, eq, getTableColumns, getTableName, is } from "drizzle-orm";
 import { getTableConfig, SQLiteTable, type SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
+import { isZodSchema } from "../schema/index.ts";
 import { addColumnStatement, createTableStatements, quoteIdentifier } from "./ddl.ts";
 import { camelToSnake, fieldColumns, zodToInputTable, zodToTable, type FieldColumn } from "./output-schema.ts";
 import type { Sql } from "./sql.ts";
@@ -78,7 +79,7 @@ export class OutputRegistry {
       throw new SmithersError("INVALID_OPTION", `createSmithers takes an object of schemas ({ name: z.object(...) }); got ${describe(schemas)}`);
     }
     for (const [key, value] of Object.entries(schemas)) {
-      if (!is(value, SQLiteTable) && !(typeof value === "object" && value !== null && "_zod" in value)) {
+      if (!is(value, SQLiteTable) && !isZodSchema(value)) {
         throw new SmithersError("INVALID_OPTION", `Schema "${key}" must be a Zod schema or a Drizzle table; got ${describe(value)}`, { key });
       }
       if (key === "input" && !is(value, SQLiteTable)) {

@@ -16,6 +16,9 @@ export type UnwrapSide = "input" | "output";
 
 export const def = (schema: Schema): Def => schema._zod.def as unknown as Def;
 
+/** Whether a value is a Zod (v4) schema at all: what a caller passed where a schema belongs. */
+export const isZodSchema = (value: unknown): value is Schema => typeof value === "object" && value !== null && "_zod" in value;
+
 /** Looks through wrappers to the schema they wrap, collecting what they said on the way. */
 export function unwrap(schema: Schema, side: UnwrapSide = "input"): Unwrapped {
   const out: Unwrapped = { core: schema, nullable: false, optional: false };

@@ -7,6 +7,7 @@
  * runs in the same directory, the row keeping the last process's pid and exit.
  */
 import { realpathSync, rmSync } from "node:fs";
+import { sep } from "node:path";
 import type { ProcessSandbox } from "../../agents/index.ts";
 import type { SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
@@ -48,7 +49,8 @@ export async function openAgentSandbox(o: AgentSandboxOptions): Promise<AgentSan
     scratchDir: dirs.io,
     command: (argv, env) => {
       const executable = realpathSync(argv[0]!);
-      return bwrapArgs(bwrap, dirs.root, o.writableRoot, policy, { command: [executable, ...argv.slice(1)], env, cwd: dirs.work, binds: [executable] });
+      const binds = [executable, ...packagesOf(executable)];
+      return bwrapArgs(bwrap, dirs.root, o.writableRoot, policy, { command: [executable, ...argv.slice(1)], env, cwd: dirs.work, binds });
     },
     started: (pid) => void write({ pid }),
     ended: (exitCode) => void write({ exitCode }),
@@ -100,4 +102,15 @@ export async function settleSession<T>(session: AgentSandboxSession, work: Promi
   }
   await session.close();
   return value;
+}
+
+/**
+ * The node_modules directory an npm-installed CLI runs from, bound in beside its executable: a CLI
+ * that is a script (Codex, Gemini) loads its package's other files and its platform binary from
+ * sibling packages, which an install under /tmp (a checkout there) would hide behind the tmpfs.
+ */
+function packagesOf(executable: string): string[] {
+  const parts = executable.split(sep);
+  const at = parts.lastIndexOf("node_modules");
+  return at > 0 ? [parts.slice(0, at + 1).join(sep)] : [];
 }
