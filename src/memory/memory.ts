@@ -232,17 +232,17 @@ export function createMemory(options: MemoryOptions): Memory {
       vectors.blobToEmbedding,
     );
     return rows.map((row) => {
-      const stored = readStored(row.metadata_json === null ? null : JSON.parse(row.metadata_json));
+      const stored = readStored(row.metadataJson === null ? null : JSON.parse(row.metadataJson));
       return {
         id: row.id,
         content: row.content,
         score: row.score,
         metadata: stored.metadata,
-        documentId: row.document_id,
-        chunkIndex: row.chunk_index === null ? null : Number(row.chunk_index),
+        documentId: row.documentId,
+        chunkIndex: row.chunkIndex === null ? null : Number(row.chunkIndex),
         workflow: stored.workflow,
         runId: stored.runId,
-        createdAtMs: row.created_at_ms,
+        createdAtMs: row.createdAtMs,
       };
     });
   }

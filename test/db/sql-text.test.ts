@@ -57,6 +57,9 @@ describe("the db layer's SQL texts", () => {
     "txid_current",
     "txid_status",
     "search_path",
+    "pg_extension",
+    "pg_trigger",
+    "quote_ident",
   ]);
 
   test("name no internal table or column by hand: each is built from the Drizzle table objects", () => {

@@ -11,8 +11,10 @@
  * top-k differ from SQLite's on the same data; a filtered exact scan is what bench/vectors measures.
  */
 import { SmithersError } from "../../errors/index.ts";
+import { smithersVectors } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
+import { sqlNames } from "./shared.ts";
 
 export type VectorSearchMethod = { method: "pgvector"; extensionSchema: string } | { method: "scan"; reason: string };
 
@@ -21,6 +23,14 @@ const probed = new WeakMap<SmithersDb, Promise<VectorSearchMethod>>();
 const FILL_BATCH = 2000;
 
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+const v = sqlNames(smithersVectors);
+/** What pgvector adds to the table: PostgreSQL's alone, so not in internal-schema.ts (which both dialects share). */
+const TABLE = "_smithers_vectors";
+const VECTOR_COLUMN = "embedding_v";
+const STALE = `${TABLE}_stale`;
+const UNFILLED_INDEX = `${TABLE}_unfilled_idx`;
+const ev = quoteIdent(VECTOR_COLUMN);
 
 /**
  * How this database's recall ranks: pgvector, or the scan (SQLite; PostgreSQL without the
@@ -58,28 +68,30 @@ async function probe(db: SmithersDb): Promise<VectorSearchMethod> {
   const schema = ext.schema.replace(/^"|"$/g, "");
   await db.write("pgvectorColumn", async (q) => {
     const ready = await q.get(
-      `SELECT 1 FROM pg_attribute a JOIN pg_trigger t ON t.tgrelid = a.attrelid AND t.tgname = '_smithers_vectors_stale'
-       WHERE a.attrelid = to_regclass(quote_ident(current_schema()) || '._smithers_vectors') AND a.attname = 'embedding_v' AND NOT a.attisdropped
-         AND to_regclass(quote_ident(current_schema()) || '._smithers_vectors_unfilled_idx') IS NOT NULL`,
+      `SELECT 1 FROM pg_attribute a JOIN pg_trigger t ON t.tgrelid = a.attrelid AND t.tgname = ?
+       WHERE a.attrelid = to_regclass(quote_ident(current_schema()) || '.' || ?) AND a.attname = ? AND NOT a.attisdropped
+         AND to_regclass(quote_ident(current_schema()) || '.' || ?) IS NOT NULL`,
+      STALE,
+      TABLE,
+      VECTOR_COLUMN,
+      UNFILLED_INDEX,
     );
     if (ready) return;
-    await q.exec(`ALTER TABLE _smithers_vectors ADD COLUMN IF NOT EXISTS embedding_v ${quoteIdent(schema)}.vector`);
+    await q.exec(`ALTER TABLE ${v.$table} ADD COLUMN IF NOT EXISTS ${ev} ${quoteIdent(schema)}.vector`);
     // The ranking reads embedding_v of every row: kept in the row (MAIN), with the BYTEA (read only
     // by the scan path) the first moved out to TOAST. Out of line, each row's vector is one more
     // TOAST lookup, which is most of a search's time.
-    await q.exec("ALTER TABLE _smithers_vectors ALTER COLUMN embedding_v SET STORAGE MAIN, ALTER COLUMN embedding SET STORAGE EXTERNAL");
+    await q.exec(`ALTER TABLE ${v.$table} ALTER COLUMN ${ev} SET STORAGE MAIN, ALTER COLUMN ${v.embedding} SET STORAGE EXTERNAL`);
     // A writer that set no embedding_v with a new embedding (one that knows nothing of pgvector) leaves the column to be filled again.
     // Compared as text: the extension's `=` may live in a schema outside the writer's search path.
-    await q.exec(`CREATE OR REPLACE FUNCTION _smithers_vectors_stale() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    await q.exec(`CREATE OR REPLACE FUNCTION ${quoteIdent(STALE)}() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-  IF NEW.embedding IS DISTINCT FROM OLD.embedding AND NEW.embedding_v::text IS NOT DISTINCT FROM OLD.embedding_v::text THEN NEW.embedding_v := NULL; END IF;
+  IF NEW.${v.embedding} IS DISTINCT FROM OLD.${v.embedding} AND NEW.${ev}::text IS NOT DISTINCT FROM OLD.${ev}::text THEN NEW.${ev} := NULL; END IF;
   RETURN NEW;
 END $fn$`);
-    await q.exec(
-      "CREATE OR REPLACE TRIGGER _smithers_vectors_stale BEFORE UPDATE ON _smithers_vectors FOR EACH ROW EXECUTE FUNCTION _smithers_vectors_stale()",
-    );
+    await q.exec(`CREATE OR REPLACE TRIGGER ${quoteIdent(STALE)} BEFORE UPDATE ON ${v.$table} FOR EACH ROW EXECUTE FUNCTION ${quoteIdent(STALE)}()`);
     // Finding the rows to fill is an index lookup, not a scan of the namespace.
-    await q.exec("CREATE INDEX IF NOT EXISTS _smithers_vectors_unfilled_idx ON _smithers_vectors (namespace) WHERE embedding_v IS NULL");
+    await q.exec(`CREATE INDEX IF NOT EXISTS ${quoteIdent(UNFILLED_INDEX)} ON ${v.$table} (${v.namespace}) WHERE ${ev} IS NULL`);
   });
   return { method: "pgvector", extensionSchema: schema };
 }
@@ -101,11 +113,13 @@ export type PgVectorRowIn = {
  * the caller's transaction. `embedding` is the float32 BYTEA, `vector` the same values.
  */
 export async function putPgvectorRows(q: Sql, schema: string, rows: readonly (PgVectorRowIn & { vector: Float32Array })[]): Promise<void> {
-  const text = `INSERT INTO _smithers_vectors (id, namespace, content, embedding, dimensions, metadata_json, document_id, chunk_index, created_at_ms, embedding_v)
+  const columns = [v.id, v.namespace, v.content, v.embedding, v.dimensions, v.metadataJson, v.documentId, v.chunkIndex, v.createdAtMs, ev];
+  const text = `INSERT INTO ${v.$table} (${columns.join(", ")})
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::${quoteIdent(schema)}.vector)
-    ON CONFLICT (id) DO UPDATE SET namespace = excluded.namespace, content = excluded.content, embedding = excluded.embedding,
-      dimensions = excluded.dimensions, metadata_json = excluded.metadata_json, document_id = excluded.document_id,
-      chunk_index = excluded.chunk_index, created_at_ms = excluded.created_at_ms, embedding_v = excluded.embedding_v`;
+    ON CONFLICT (${v.id}) DO UPDATE SET ${columns
+      .slice(1)
+      .map((c) => `${c} = excluded.${c}`)
+      .join(", ")}`;
   for (const r of rows) {
     await q.run(text, r.id, r.namespace, r.content, r.embedding, r.dimensions, r.metadataJson, r.documentId, r.chunkIndex, r.createdAtMs, vectorText(r.vector));
   }
@@ -121,13 +135,13 @@ async function fillMissing(db: SmithersDb, schema: string, namespace: string, de
   for (;;) {
     const done = await db.write("pgvectorFill", async (q) => {
       const rows = await q.all<{ id: string; embedding: Uint8Array }>(
-        "SELECT id, embedding FROM _smithers_vectors WHERE namespace = ? AND embedding_v IS NULL LIMIT ?",
+        `SELECT ${v.id} AS id, ${v.embedding} AS embedding FROM ${v.$table} WHERE ${v.namespace} = ? AND ${ev} IS NULL LIMIT ?`,
         namespace,
         FILL_BATCH,
       );
       if (rows.length === 0) return true;
       await q.run(
-        `UPDATE _smithers_vectors AS v SET embedding_v = u.e::${quoteIdent(schema)}.vector FROM unnest(?::text[], ?::text[]) AS u(id, e) WHERE v.id = u.id`,
+        `UPDATE ${v.$table} AS t SET ${ev} = u.e::${quoteIdent(schema)}.vector FROM unnest(?::text[], ?::text[]) AS u(id, e) WHERE t.${v.id} = u.id`,
         rows.map((r) => r.id),
         rows.map((r) => vectorText(decode(r.embedding))),
       );
@@ -154,10 +168,10 @@ export type PgVectorQuery = {
 export type PgVectorRow = {
   id: string;
   content: string;
-  metadata_json: string | null;
-  document_id: string | null;
-  chunk_index: number | null;
-  created_at_ms: number;
+  metadataJson: string | null;
+  documentId: string | null;
+  chunkIndex: number | null;
+  createdAtMs: number;
   score: number;
 };
 
@@ -171,7 +185,7 @@ function filterSql(filter: PgVectorQuery["filter"]): { text: string; params: unk
       parts.push("FALSE");
       continue;
     }
-    parts.push(`((metadata_json::jsonb -> 'metadata') -> ?::text) IN (${values.map(() => "?::jsonb").join(", ")})`);
+    parts.push(`((${v.metadataJson}::jsonb -> 'metadata') -> ?::text) IN (${values.map(() => "?::jsonb").join(", ")})`);
     params.push(key, ...values.map((v) => JSON.stringify(v)));
   }
   return { text: parts.map((p) => ` AND ${p}`).join(""), params };
@@ -185,7 +199,7 @@ function filterSql(filter: PgVectorQuery["filter"]): { text: string; params: unk
 export async function searchPgvector(db: SmithersDb, schema: string, query: PgVectorQuery, decode: (blob: Uint8Array) => Float32Array): Promise<PgVectorRow[]> {
   // Writes keep a namespace to one length (upsertVectors), so one row tells it.
   const other = await db.read("pgvectorDims", (q: Sql) =>
-    q.get<{ dimensions: number }>("SELECT dimensions FROM _smithers_vectors WHERE namespace = ? LIMIT 1", query.namespace),
+    q.get<{ dimensions: number }>(`SELECT ${v.dimensions} AS dimensions FROM ${v.$table} WHERE ${v.namespace} = ? LIMIT 1`, query.namespace),
   );
   if (other && Number(other.dimensions) !== query.embedding.length) {
     throw new SmithersError(
@@ -195,25 +209,26 @@ export async function searchPgvector(db: SmithersDb, schema: string, query: PgVe
   }
   await fillMissing(db, schema, query.namespace, decode);
   const vector = `${quoteIdent(schema)}.vector`;
-  const distance = `(embedding_v OPERATOR(${quoteIdent(schema)}.<=>) ?::${vector})`;
+  const distance = `(${ev} OPERATOR(${quoteIdent(schema)}.<=>) ?::${vector})`;
   const filter = filterSql(query.filter);
   const scope: string[] = [];
   const scopeParams: unknown[] = [];
   if (query.workflow !== undefined) {
-    scope.push(" AND (metadata_json::jsonb ->> 'workflow') = ?::text");
+    scope.push(` AND (${v.metadataJson}::jsonb ->> 'workflow') = ?::text`);
     scopeParams.push(query.workflow);
   }
   if (query.runId !== undefined) {
-    scope.push(" AND (metadata_json::jsonb ->> 'runId') = ?::text");
+    scope.push(` AND (${v.metadataJson}::jsonb ->> 'runId') = ?::text`);
     scopeParams.push(query.runId);
   }
   const min = query.minScore === undefined ? "" : ` AND 1 - ${distance} >= ?`;
-  const text = `SELECT id, content, metadata_json, document_id, chunk_index, created_at_ms, 1 - ${distance} AS score
-    FROM _smithers_vectors WHERE namespace = ?${filter.text}${scope.join("")}${min}
-    ORDER BY ${distance}, id LIMIT ?`;
+  const text = `SELECT ${v.id} AS id, ${v.content} AS content, ${v.metadataJson} AS "metadataJson", ${v.documentId} AS "documentId",
+      ${v.chunkIndex} AS "chunkIndex", ${v.createdAtMs} AS "createdAtMs", 1 - ${distance} AS score
+    FROM ${v.$table} WHERE ${v.namespace} = ?${filter.text}${scope.join("")}${min}
+    ORDER BY ${distance}, ${v.id} LIMIT ?`;
   const q = vectorText(query.embedding);
   const params = [q, query.namespace, ...filter.params, ...scopeParams, ...(query.minScore === undefined ? [] : [q, query.minScore]), q, query.k];
   const rows = await db.read("pgvectorSearch", (s: Sql) => s.all<PgVectorRow>(text, ...params));
   // A zero vector has no direction: pgvector answers NaN where the scan answers 0.
-  return rows.map((r) => ({ ...r, score: Number.isNaN(Number(r.score)) ? 0 : Number(r.score), created_at_ms: Number(r.created_at_ms) }));
+  return rows.map((r) => ({ ...r, score: Number.isNaN(Number(r.score)) ? 0 : Number(r.score), createdAtMs: Number(r.createdAtMs) }));
 }

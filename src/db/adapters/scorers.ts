@@ -2,6 +2,7 @@
 import { and, asc, eq, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
 import { smithersScorers } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
+import { sqlNames } from "./shared.ts";
 import type { Sql } from "../sql.ts";
 
 export type ScoreRow = InferSelectModel<typeof smithersScorers>;
@@ -55,8 +56,11 @@ export async function insertPendingScores(q: Sql, rows: NewScoreRow[]): Promise<
 /** What a scorer's end writes: its score (status `scored`) or its error (status `error`). */
 export type ScoreEnd = Pick<NewScoreRow, "status" | "score" | "reason" | "metaJson" | "error" | "durationMs" | "scoredAtMs">;
 
-const FINISH_PENDING =
-  "UPDATE _smithers_scorers SET status = ?, score = ?, reason = ?, meta_json = ?, error = ?, duration_ms = ?, scored_at_ms = ? WHERE id = ? AND status = 'pending'";
+const FINISH_PENDING = (() => {
+  const c = sqlNames(smithersScorers);
+  return `UPDATE ${c.$table} SET ${c.status} = ?, ${c.score} = ?, ${c.reason} = ?, ${c.metaJson} = ?, ${c.error} = ?, ${c.durationMs} = ?, ${c.scoredAtMs} = ?
+    WHERE ${c.id} = ? AND ${c.status} = 'pending'`;
+})();
 
 /** Ends a pending row; a row already ended (by another process that scored it too) is left as it is. Returns whether it ended it. */
 export function finishScore(db: SmithersDb, id: string, end: ScoreEnd): Promise<boolean> {
