@@ -123,7 +123,8 @@ describe("bash", () => {
     expect(Date.now() - started).toBeLessThan(5_000);
     const grandchild = Number(readFileSync(join(root, "grandchild.pid"), "utf8"));
     expect(grandchild).toBeGreaterThan(0);
-    expect(gone(grandchild)).toBe(true);
+    // The group's SIGKILL is sent before the error; on a loaded machine the grandchild may take a moment to die.
+    await waitFor(() => gone(grandchild), 3_000);
   });
 
   test("a background process left behind is killed when the command exits", async () => {
