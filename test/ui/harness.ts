@@ -76,6 +76,9 @@ export function dashboardHarness(o: { workflows?: RegisteredWorkflow[] } = {}): 
       return browser;
     },
     async open(path, o = {}) {
+      // Bun's test runner now and then takes the browser for a process a test left behind and
+      // kills it between tests (seen twice in a dozen CI runs): a later test gets a new one.
+      if (!browser.isConnected()) browser = await chromium.launch({ executablePath: chromiumPath! });
       const page = await browser.newPage({ viewport: { width: o.width ?? 1200, height: o.height ?? 720 }, colorScheme: "light" });
       await page.goto(`${url}${path}#token=${TOKEN}`);
       return page;
