@@ -201,6 +201,8 @@ describe.skipIf(!chromiumPath)("the dashboard's pages in Chromium", () => {
       // Back on the parent, frame 1 links to the fork.
       await page.goBack();
       await page.getByText("Timeline").click();
+      // The timeline opens at the last frame once its frames are loaded; a key pressed before that is lost.
+      await at(last);
       await page.getByRole("slider", { name: "Frame" }).focus();
       await page.keyboard.press("Home");
       await page.keyboard.press("ArrowRight");
