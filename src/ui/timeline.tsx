@@ -20,8 +20,10 @@ export function Timeline({ runId, lastFrameNo }: { runId: string; lastFrameNo: n
   const following = useRef(true);
 
   // The run page's latest frame says how many there are; on the last one the slider moves along.
+  // The current position is read in the update, not from this render: the effect may run after a
+  // key already moved the slider, and must not send it back to the last frame.
   useEffect(() => {
-    if (lastFrameNo !== null && (following.current || at === null)) setAt(lastFrameNo);
+    if (lastFrameNo !== null) setAt((current) => (following.current || current === null ? lastFrameNo : current));
   }, [lastFrameNo]);
 
   useEffect(() => {
