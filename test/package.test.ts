@@ -14,7 +14,7 @@ describe("package", () => {
     expect(Object.keys(pkg.exports)).toEqual(expect.arrayContaining([".", "./jsx-runtime", "./jsx-dev-runtime"]));
   });
 
-  test("`npm test` runs the format check, tsc and the linter before the tests, then the engine suite on PostgreSQL, and CI installs PostgreSQL, Chromium, iproute2, Prometheus, the agent CLIs and bubblewrap then runs exactly the README's command", () => {
+  test("`npm test` runs the format check, tsc and the linter before the tests, then the engine suite on PostgreSQL, and CI installs PostgreSQL with pgvector, Chromium, iproute2, Prometheus, the agent CLIs and bubblewrap then runs exactly the README's command", () => {
     // --timeout: Bun 1.4 ignores bunfig's [test] timeout, and 5 s cuts off subprocess tests on a loaded machine.
     expect(pkg.scripts.test).toBe("npm run check && bun test --timeout 20000 && npm run test:pg-engine");
     expect(pkg.scripts["test:pg-engine"]).toBe("SMITHERS_TEST_BACKEND=postgres bun test --timeout 20000 --preload ./test/support/pg-preload.ts test/engine");
@@ -24,6 +24,7 @@ describe("package", () => {
       .filter((line) => line.trim() && !line.startsWith("#") && !/^(set|cd) /.test(line));
     expect(ciCommands).toEqual([
       "scripts/postgres/ensure.sh >/dev/null",
+      "scripts/postgres/ensure-pgvector.sh >/dev/null",
       "scripts/chromium/ensure.sh >/dev/null",
       "scripts/netns/ensure.sh >/dev/null",
       "scripts/prometheus/ensure.sh >/dev/null",
