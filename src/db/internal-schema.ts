@@ -394,6 +394,8 @@ export const smithersQueue = sqliteTable(
     claimedBy: text("claimed_by"),
     /** When the claim lapses unless renewed; another worker may claim it from then on. */
     leaseExpiresAtMs: integer("lease_expires_at_ms"),
+    /** The W3C traceparent of the request that queued it (POST /runs): the new run's trace continues it. */
+    traceParent: text("trace_parent"),
     /** Times a worker gave it back because its workflow did not load there (null: never). */
     returnCount: integer("return_count"),
     /** Claimed before every request of a lower priority (default 0; higher first). */

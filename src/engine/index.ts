@@ -110,6 +110,7 @@ export { ownerAlive } from "./core/index.ts";
 export { createMetrics, listenMetrics, type SmithersMetrics, type MetricsScrape, type MetricsListener } from "./telemetry/index.ts";
 export {
   startTracingFromEnv,
+  isTraceparent,
   traceIdOf,
   spanIdsOf,
   tracerRegistered,

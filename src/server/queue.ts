@@ -76,6 +76,8 @@ export type StartRequest = QueueStartOptions & {
   explicitRunId?: boolean;
   input?: unknown;
   resume?: boolean;
+  /** A valid W3C traceparent the caller sent: the run's trace continues the caller's. */
+  traceParent?: string;
 };
 
 export class RunQueue {
@@ -147,6 +149,7 @@ export class RunQueue {
         workflowPath: target.path,
         inputJson: input === undefined ? null : JSON.stringify(input),
         enqueuedAtMs: Date.now(),
+        ...(request.traceParent === undefined ? {} : { traceParent: request.traceParent }),
         ...(priority === undefined ? {} : { priority }),
         ...(tenant === undefined ? {} : { tenant }),
       },

@@ -17,7 +17,7 @@ import {
   RunStatusSchema,
   sendSignal,
 } from "../engine/index.ts";
-import { ownerAlive } from "../engine/index.ts";
+import { isTraceparent, ownerAlive } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import type { RunQueue } from "./queue.ts";
 import { followRun, startSeq, type FollowOptions } from "./sse.ts";
@@ -99,8 +99,11 @@ export function registerRoutes(app: Hono, o: { db: SmithersDb; queue: RunQueue; 
     checkStartOptions({ ...options, ...pick(b, ["runId"]) }, "INVALID_INPUT", (option) =>
       option === "idempotencyKey" ? "The Idempotency-Key header" : option,
     );
+    // A caller's trace context, when well formed (W3C: a malformed one is ignored, the run starts its own trace).
+    const traceParent = c.req.header("traceparent")?.trim().toLowerCase();
     const started = await o.queue.enqueue({
       ...options,
+      ...(traceParent !== undefined && isTraceparent(traceParent) ? { traceParent } : {}),
       workflow: b.workflow,
       runId: b.runId ?? crypto.randomUUID(),
       explicitRunId: b.runId !== undefined,

@@ -1,7 +1,7 @@
 /** `smithers up` exporting traces over OTLP as a real process: one trace across processes, and a collector that fails never holds a run or its exit. */
 import { afterEach, describe, expect, test } from "bun:test";
 import { traceIdOf } from "../../src/engine/index.ts";
-import { tempDbPath } from "../helpers.ts";
+import { query, tempDbPath } from "../helpers.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "../support/otlp-receiver.ts";
 import { cli, root, smithersAsync } from "./cli-helpers.ts";
 
@@ -203,5 +203,39 @@ describe("worker and serve with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     expect([run!.traceId, run!.attributes["smithers.run_id"], run!.attributes["smithers.run.status"]]).toEqual([traceIdOf("sv-1"), "sv-1", "finished"]);
     const failedAttempt = r.spans.find((s) => s.name === "smithers.attempt flaky" && s.attributes["smithers.attempt"] === 1)!;
     expect([failedAttempt.parentSpanId, failedAttempt.status]).toEqual([run!.spanId, 2]);
+  });
+
+  test("a POST /runs with a traceparent header puts the run in the caller's trace, under the caller's span; a malformed one is ignored", async () => {
+    const r = startOtlpReceiver();
+    receivers.push(r);
+    const token = "a-token-of-enough-length";
+    const db = tempDbPath();
+    const serve = startCollecting(["serve", "--port", "0", "--db", db, "--workflows", "test/fixtures/metrics", "--token", token], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: r.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+    });
+    const url = (await serve.until(/listening on (http:\/\/\S+)/))[1]!;
+    const auth = { Authorization: `Bearer ${token}`, "Content-Type": "application/json" };
+    const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const callerSpan = "00f067aa0ba902b7";
+    const start = (runId: string, traceparent: string) =>
+      fetch(`${url}/runs`, { method: "POST", headers: { ...auth, traceparent }, body: JSON.stringify({ workflow: "metered", runId }) });
+    expect((await start("tp-1", `00-${callerTrace}-${callerSpan}-01`)).status).toBe(202);
+    expect((await start("tp-2", "00-not-a-trace-01")).status).toBe(202);
+    const deadline = Date.now() + 15_000;
+    for (const id of ["tp-1", "tp-2"]) {
+      while (((await (await fetch(`${url}/runs/${id}`, { headers: auth })).json()) as { status?: string }).status !== "finished") {
+        if (Date.now() > deadline) throw new Error(`run ${id} did not finish`);
+        await Bun.sleep(50);
+      }
+    }
+    expect((await serve.stop()).code).toBe(0);
+    const runSpan = (id: string) => r.spans.find((s) => s.name === "smithers.run metered" && s.attributes["smithers.run_id"] === id)!;
+    expect([runSpan("tp-1").traceId, runSpan("tp-1").parentSpanId]).toEqual([callerTrace, callerSpan]);
+    expect(runSpan("tp-2").traceId).toBe(traceIdOf("tp-2"));
+    // Stored with the run, so a later process (a resume, a worker) continues the caller's trace too.
+    expect(await query<{ trace_parent: string }>(db, "SELECT trace_parent FROM _smithers_runs WHERE run_id = 'tp-1'")).toEqual([
+      { trace_parent: `00-${callerTrace}-${callerSpan}-01` },
+    ]);
   });
 });

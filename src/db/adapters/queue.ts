@@ -36,9 +36,9 @@ export type AdmissionOptions = {
 /** The new row's fields; priority and tenant default to 0 and none. */
 export type NewRequest = Omit<
   QueueRow,
-  "startedAtMs" | "claimedBy" | "leaseExpiresAtMs" | "returnCount" | "priority" | "tenant" | "notBeforeMs" | "debounceKey"
+  "startedAtMs" | "claimedBy" | "leaseExpiresAtMs" | "returnCount" | "priority" | "tenant" | "notBeforeMs" | "debounceKey" | "traceParent"
 > &
-  Partial<Pick<QueueRow, "priority" | "tenant">>;
+  Partial<Pick<QueueRow, "priority" | "tenant" | "traceParent">>;
 
 /**
  * Adds a run to the queue unless as many runs as `capacity` wait to start (then `refusal(waiting)`

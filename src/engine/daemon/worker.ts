@@ -339,6 +339,7 @@ export class Worker {
           runId: row.runId,
           resume: exists,
           ...(exists || row.inputJson === null ? {} : { input: JSON.parse(row.inputJson) }),
+          ...(exists || row.traceParent === null ? {} : { traceParent: row.traceParent }),
           dbPath: this.o.db.target,
           workflowPath: row.workflowPath,
           heartbeatMs: this.heartbeatMs,

@@ -20,7 +20,7 @@ import { QUEUE_START_OPTIONS, type QueueStartOptions } from "./start-options.ts"
 import { checkCode } from "./code-check.ts";
 import { codeHashOf } from "../workflow/index.ts";
 import type { StartChildRun } from "../waits/index.ts";
-import { traceParentOfNewRun, traceRunIfEnabled } from "../telemetry/index.ts";
+import { isTraceparent, traceParentOfNewRun, traceRunIfEnabled } from "../telemetry/index.ts";
 
 export type { RunResult } from "./run.ts";
 export type { EnqueuedRun } from "./enqueue.ts";
@@ -47,6 +47,12 @@ export type RunOptions = QueueStartOptions & {
   parentRunId?: string;
   /** The owner id to run under; a supervisor passes the id it claimed the run with. */
   ownerId?: string;
+  /**
+   * A W3C traceparent (`00-<trace id>-<span id>-<flags>`) a new run's trace continues, stored with
+   * the run (a worker passes the one a POST /runs request carried); without it, the caller's active
+   * span or the trace derived from the run id. INVALID_OPTION when malformed.
+   */
+  traceParent?: string;
   /**
    * How often the run's heartbeat is written (default 5 s, at most 7.5 s). A supervisor or worker
    * takes a run over once its heartbeat is older than its threshold (30 s by default) and, for a
@@ -191,8 +197,15 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
   ACTIVE_OWNERS.add(ownerId); // before the owner id is written, so a same-process resume sees it alive
   try {
     // With a tracer registered, a new run stores the trace it belongs to (nothing loaded or awaited otherwise).
-    const capture = options.resume ? undefined : traceParentOfNewRun();
-    const traceParentOf = capture ? await capture : undefined;
+    if (options.traceParent !== undefined && !(typeof options.traceParent === "string" && isTraceparent(options.traceParent))) {
+      throw new SmithersError(
+        "INVALID_OPTION",
+        `traceParent must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>); got ${JSON.stringify(options.traceParent)}`,
+      );
+    }
+    const given = options.resume ? undefined : options.traceParent;
+    const capture = options.resume || given !== undefined ? undefined : traceParentOfNewRun();
+    const traceParentOf = given !== undefined ? () => given : capture ? await capture : undefined;
     const setup = await setupRun({
       db,
       registry: workflow.registry,

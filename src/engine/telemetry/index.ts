@@ -12,7 +12,7 @@ import { tracingFromEnv } from "./config.ts";
 
 export { createMetrics, listenMetrics, type MetricsListener, type MetricsScrape, type SmithersMetrics } from "./metrics.ts";
 export { OTLP_PROTOCOLS, TRACE_SAMPLERS, tracingFromEnv, type TracingConfig, type TracingSetting } from "./config.ts";
-export { rootRunId, runAnchorSpanIdOf, traceIdOf } from "./trace-ids.ts";
+export { isTraceparent, rootRunId, runAnchorSpanIdOf, traceIdOf } from "./trace-ids.ts";
 export { type AgentCallReport, spanIdsOf, type TracedAttempt, tracedAttempt } from "./traceparents.ts";
 
 /** Where `@opentelemetry/api` (major version 1) keeps its registered globals. */

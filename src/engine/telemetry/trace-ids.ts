@@ -24,3 +24,12 @@ export function runAnchorSpanIdOf(runId: string): string {
   const id = hex(`smithers-run:${runId}`).slice(0, 16);
   return /^0+$/.test(id) ? `${id.slice(0, 15)}1` : id;
 }
+
+/**
+ * Whether `value` is a W3C traceparent this version can continue: version 00, a trace id and a
+ * parent span id that are not all zeros, and flags (lowercase hex throughout).
+ */
+export function isTraceparent(value: string): boolean {
+  const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/.exec(value);
+  return m !== null && !/^0+$/.test(m[1]!) && !/^0+$/.test(m[2]!);
+}
