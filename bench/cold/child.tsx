@@ -6,6 +6,9 @@
  * time spent inside SQLite (preparing, executing) summed per phase. Nothing in src/ is changed:
  * the marks wrap prototypes from outside. argv[2]: JSON { shape, n, dbPath, warm?, count? }.
  * Prints `COLD_RESULT {json}`.
+ *
+ * Its workflows repeat bench/shape-workflows.tsx on purpose: index.ts copies this file alone into a
+ * scratch project as a user's file (importing the package by name), so it cannot import that one.
  */
 const T0 = performance.now();
 const C0 = process.cpuUsage();

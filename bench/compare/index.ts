@@ -289,7 +289,7 @@ function oursTree(ref: string | undefined): OursTree {
   linkTo(join(root, "node_modules"), join(ROOT, "node_modules"));
   // The current worker and its helpers, so any commit's engine runs the same workflows.
   mkdirSync(join(root, "bench", "compare"), { recursive: true });
-  for (const f of ["zod.ts", "idle-runs.ts", "statement-counter.ts"]) copyFileSync(join(BENCH_DIR, f), join(root, "bench", f));
+  for (const f of ["zod.ts", "idle-runs.ts", "statement-counter.ts", "shape-workflows.tsx"]) copyFileSync(join(BENCH_DIR, f), join(root, "bench", f));
   for (const f of ["ours.tsx", "protocol.ts", "rest-child.tsx", "scale-child.tsx"]) copyFileSync(join(HERE, f), join(root, "bench", "compare", f));
   return { root, label: `${sha} (--ours-ref ${ref})` };
 }

@@ -7,54 +7,14 @@
 import { createSmithers, runWorkflow } from "../../src/index.ts";
 // Not a bare "zod": that would find the peer's copy in bench/node_modules (see bench/zod.ts).
 import { z } from "../zod.ts";
+import { shapeWorkflow } from "../shape-workflows.tsx";
 import { parseSpec, peakRssKb, report, type Shape } from "./protocol.ts";
 
 const spec = parseSpec(process.argv[2]);
-const ids = Array.from({ length: spec.n }, (_, i) => i);
-
 /** The workflow of `shape` on a database of its own. */
 function workflowOn(shape: Shape, dbPath: string) {
-  const { Workflow, Task, Sequence, Parallel, Loop, smithers, outputs, smithersDb } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
-  // seq and par hold the same tasks; only their container differs.
-  const tasks = () =>
-    ids.map((i) => (
-      <Task key={i} id={`t${i}`} output={outputs.out}>
-        {{ n: i }}
-      </Task>
-    ));
-  const workflows: Record<Shape, () => ReturnType<typeof smithers>> = {
-    one: () =>
-      smithers(() => (
-        <Workflow name="one">
-          <Task id="t0" output={outputs.out}>
-            {{ n: 0 }}
-          </Task>
-        </Workflow>
-      )),
-    seq: () =>
-      smithers(() => (
-        <Workflow name="seq">
-          <Sequence>{tasks()}</Sequence>
-        </Workflow>
-      )),
-    par: () =>
-      smithers(() => (
-        <Workflow name="par">
-          <Parallel maxConcurrency={8}>{tasks()}</Parallel>
-        </Workflow>
-      )),
-    loop: () =>
-      smithers((ctx) => (
-        <Workflow name="loop">
-          <Loop id="l" until={ctx.iterationCount(outputs.out, "t") >= spec.n} maxIterations={spec.n}>
-            <Task id="t" output={outputs.out}>
-              {{ n: ctx.iterationCount(outputs.out, "t") }}
-            </Task>
-          </Loop>
-        </Workflow>
-      )),
-  };
-  return { wf: workflows[shape](), smithersDb };
+  const kit = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+  return { wf: shapeWorkflow(kit, shape, spec.n), smithersDb: kit.smithersDb };
 }
 
 if (spec.warm) {
