@@ -166,6 +166,11 @@ async function up(args: string[], io: Io, signals: StopSignals): Promise<{ resul
       log.event(event);
     },
   }).finally(() => live?.stop());
+  // The process exits right after: the WAL is folded now (runWorkflow leaves that to the event loop's next turn).
+  await workflow
+    .dbFor(recorded?.dbPath ?? dbPathOption(values.db))
+    .checkpoint()
+    .catch(() => undefined);
   return { result, log };
 }
 

@@ -62,17 +62,28 @@ function maxAbandonsOf(id: string, value: unknown): number {
   return value;
 }
 
-function taskBase(id: string, props: Record<string, unknown>, scope: Scope, component: "Task" | "Subflow" = "Task") {
-  return {
-    kind: "task" as const,
+/** A task's fields before its mode: what every kind of task takes from its props and scope. */
+type TaskBase = Omit<PlanTask, "mode">;
+
+/**
+ * Built field by field rather than from spreads: a render of a wide workflow builds one per task,
+ * and the optional fields are set only when present, as the plan has always had them.
+ */
+function taskBase(id: string, props: Record<string, unknown>, scope: Scope, component: "Task" | "Subflow" = "Task"): TaskBase {
+  const iteration = scope.loop?.iteration ?? 0;
+  const retry = retryPropsOf(component, id, props);
+  const base: TaskBase = {
+    kind: "task",
     nodeId: id,
-    iteration: scope.loop?.iteration ?? 0,
-    key: nodeKey(id, scope.loop?.iteration ?? 0),
+    iteration,
+    key: nodeKey(id, iteration),
     loopId: scope.loop?.id,
     output: props.output as PlanTask["output"],
     outputSchema: props.outputSchema as PlanTask["outputSchema"],
     agent: agentsOf(props),
-    ...retryPropsOf(component, id, props),
+    retries: retry.retries,
+    retryPolicy: retry.retryPolicy,
+    maxSchemaRetries: retry.maxSchemaRetries,
     timeoutMs: typeof props.timeoutMs === "number" ? props.timeoutMs : undefined,
     maxAbandons: maxAbandonsOf(id, props.maxAbandons),
     skip: Boolean(props.skipIf),
@@ -81,17 +92,21 @@ function taskBase(id: string, props: Record<string, unknown>, scope: Scope, comp
     label: props.label as string | undefined,
     meta: props.meta as Record<string, unknown> | undefined,
     async: Boolean(props.async),
-    ...(scope.worktree ? { worktree: scope.worktree } : {}),
-    ...sandboxOf(id, props, scope),
-    ...scorerProps(id, props),
-    ...(props.concurrencyKey === undefined ? {} : { concurrencyKey: concurrencyKeyOf(id, props.concurrencyKey) }),
   };
+  if (scope.worktree) base.worktree = scope.worktree;
+  const sandbox = props.sandbox !== undefined ? sandboxPolicy(`<Task id="${id}">`, props.sandbox) : scope.sandbox;
+  if (sandbox) base.sandbox = sandbox;
+  if (props.scorers !== undefined || props.groundTruth !== undefined || props.context !== undefined) Object.assign(base, scorerProps(id, props));
+  if (props.concurrencyKey !== undefined) base.concurrencyKey = concurrencyKeyOf(id, props.concurrencyKey);
+  return base;
 }
 
-/** The task's own `sandbox` prop, else its `<Sandbox>`'s policy. */
-function sandboxOf(id: string, props: Record<string, unknown>, scope: Scope): { sandbox?: SandboxPolicy } {
-  if (props.sandbox !== undefined) return { sandbox: sandboxPolicy(`<Task id="${id}">`, props.sandbox) };
-  return scope.sandbox ? { sandbox: scope.sandbox } : {};
+/** The task: `base` with its mode and what that mode carries (base is the render's own object). */
+function withMode<M extends PlanTask["mode"]>(base: TaskBase, mode: M, fields?: Partial<PlanTask>): PlanTask {
+  const task = base as PlanTask;
+  task.mode = mode;
+  if (fields) Object.assign(task, fields);
+  return task;
 }
 
 /** `concurrencyKey`: a string, or a function of the render's ctx returning one (the engine checks it has a limit). */
@@ -170,15 +185,15 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope, workflowCac
   if (typeof id !== "string" || id.length === 0) throw invalid("Every <Task> needs a non-empty string id");
   if (WRAPPED.every((marker) => props[marker] === undefined)) checkProps("Task", props, ACCEPTED_PROPS.Task);
   // A timer writes no row, so it has no output table.
-  if (props[TIMER_SPEC] !== undefined) return { ...taskBase(id, props, scope), output: "", mode: "timer", timer: props[TIMER_SPEC] as TimerSpec };
+  if (props[TIMER_SPEC] !== undefined) return withMode(taskBase(id, props, scope), "timer", { output: "", timer: props[TIMER_SPEC] as TimerSpec });
   if (props.output === undefined || props.output === null) {
     throw new SmithersError("MISSING_OUTPUT", `<Task id="${id}"> has no output; pass output={outputs.<key>}`, { nodeId: id });
   }
   const children = props.children;
   const base = taskBase(id, props, scope);
-  if (props[APPROVAL_GATE] !== undefined) return { ...base, mode: "approval", approval: props[APPROVAL_GATE] as ApprovalSpec };
-  if (props[EVENT_WAIT] !== undefined) return { ...base, mode: "event", event: props[EVENT_WAIT] as EventWaitSpec };
-  if (props[HUMAN_TASK] !== undefined) return { ...base, mode: "human", human: props[HUMAN_TASK] as HumanTaskSpec };
+  if (props[APPROVAL_GATE] !== undefined) return withMode(base, "approval", { approval: props[APPROVAL_GATE] as ApprovalSpec });
+  if (props[EVENT_WAIT] !== undefined) return withMode(base, "event", { event: props[EVENT_WAIT] as EventWaitSpec });
+  if (props[HUMAN_TASK] !== undefined) return withMode(base, "human", { human: props[HUMAN_TASK] as HumanTaskSpec });
   if (props.needsApproval !== undefined && typeof props.needsApproval !== "boolean") {
     throw invalid(`<Task id="${id}"> needsApproval must be true or false`, { nodeId: id });
   }
@@ -194,7 +209,7 @@ function taskFromProps(props: Record<string, unknown>, scope: Scope, workflowCac
   if (props.deps !== undefined) {
     const resolved = resolveDeps(props);
     // Until its deps have rows the task cannot know its prompt or value: it waits (see the scheduler), and never runs as is.
-    if (resolved.unresolved.length > 0) return { ...base, mode: "compute", compute: depsNeverResolved(id), unresolvedDeps: resolved.unresolved };
+    if (resolved.unresolved.length > 0) return withMode(base, "compute", { compute: depsNeverResolved(id), unresolvedDeps: resolved.unresolved });
     work = resolved.children;
   }
   const built = withMemory(id, props, scope, workTask(id, work, base, props.outputSchema ?? props.output));
@@ -229,7 +244,7 @@ const depsNeverResolved = (id: string) => () => {
 };
 
 /** A compute, agent or static task from its children. */
-function workTask(id: string, children: unknown, base: ReturnType<typeof taskBase>, schema: unknown): PlanTask {
+function workTask(id: string, children: unknown, base: TaskBase, schema: unknown): PlanTask {
   if (typeof children === "function") {
     // A function child is a compute step: an agent beside it would be ignored, so it is refused.
     if (base.agent) {
@@ -238,21 +253,21 @@ function workTask(id: string, children: unknown, base: ReturnType<typeof taskBas
         { nodeId: id, prop: "agent" },
       );
     }
-    return { ...base, mode: "compute", compute: children as PlanTask["compute"] };
+    return withMode(base, "compute", { compute: children as PlanTask["compute"] });
   }
   if (isPromptElement(children)) {
     if (!base.agent) throw invalid(`<Task id="${id}"> has a JSX prompt but no agent; pass agent={...}`, { nodeId: id });
     const described = isZodObject(schema) ? { schema: describeSchema(schema) } : {};
-    return { ...base, mode: "agent", prompt: promptText(children, id, described) };
+    return withMode(base, "agent", { prompt: promptText(children, id, described) });
   }
   const textParts = Array.isArray(children) ? children : [children];
   if (textParts.length > 0 && textParts.every((c) => typeof c === "string" || typeof c === "number")) {
     if (!base.agent) {
       throw invalid(`<Task id="${id}"> has a prompt but no agent; pass agent={...} or give a function or object`, { nodeId: id });
     }
-    return { ...base, mode: "agent", prompt: textParts.join("") };
+    return withMode(base, "agent", { prompt: textParts.join("") });
   }
-  if (isPlainProps(children)) return { ...base, mode: "static", staticValue: children };
+  if (isPlainProps(children)) return withMode(base, "static", { staticValue: children });
   throw invalid(`<Task id="${id}"> children must be a prompt string (with agent), a function, or a plain object`, { nodeId: id });
 }
 
@@ -290,7 +305,7 @@ function subflowFromProps(props: Record<string, unknown>, scope: Scope): PlanTas
   if (props.output === undefined || props.output === null) {
     throw new SmithersError("MISSING_OUTPUT", `<Subflow id="${id}"> has no output; pass output={outputs.<key>}`, { nodeId: id });
   }
-  return { ...taskBase(id, props, scope, "Subflow"), outputSchema: undefined, mode: "subflow", subflow: { workflow, input: props.input } };
+  return withMode(taskBase(id, props, scope, "Subflow"), "subflow", { outputSchema: undefined, subflow: { workflow, input: props.input } });
 }
 
 /** `<Loop continueAsNewEvery>`: a positive integer, or undefined when not given. */
@@ -302,8 +317,13 @@ function continueEvery(loopId: string, value: unknown): number | undefined {
   return value;
 }
 
-function childPath(scope: Scope, index: number): Scope {
-  return { ...scope, path: `${scope.path}.${index}` };
+/** `scope` at another path: built field by field (once per element of a render, so no spread). */
+function atPath(scope: Scope, path: string): Scope {
+  const at: Scope = { path, loop: scope.loop };
+  if (scope.worktree) at.worktree = scope.worktree;
+  if (scope.sandbox) at.sandbox = scope.sandbox;
+  if (scope.memory) at.memory = scope.memory;
+  return at;
 }
 
 /** Flattens children (arrays, fragments, components, conditionals) to host elements. */
@@ -314,12 +334,17 @@ function hostChildren(node: SmithersNode, scope: Scope, out: { element: Smithers
     throw invalid(`Text "${String(node).slice(0, 40)}" can only appear inside a <Task>`);
   }
   if (Array.isArray(node)) {
-    node.forEach((child, i) => hostChildren(child as SmithersNode, childPath(scope, i), out));
+    for (let i = 0; i < node.length; i++) {
+      const child = node[i] as SmithersNode;
+      // The child's path: its index, then its key when it has one (one scope object per element).
+      if (isElement(child) && child.key !== null && typeof child.type !== "function" && child.type !== Fragment) {
+        out.push({ element: child, scope: atPath(scope, `${scope.path}.${i}[${child.key}]`) });
+      } else hostChildren(child, atPath(scope, `${scope.path}.${i}`), out);
+    }
     return;
   }
   if (!isElement(node)) throw invalid(`Unexpected value in the workflow tree: ${typeof node}`);
-  const key = node.key === null ? scope.path : `${scope.path}[${node.key}]`;
-  const keyed = { ...scope, path: key };
+  const keyed = node.key === null ? scope : atPath(scope, `${scope.path}[${node.key}]`);
   if (node.type === Fragment) {
     hostChildren((node.props as { children?: SmithersNode }).children, keyed, out);
   } else if (typeof node.type === "function") {

@@ -274,7 +274,10 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
       clearInterval(heartbeat);
       stopTracing?.();
       options.signal?.removeEventListener("abort", onAbort);
-      await db.checkpoint();
+      // The WAL is folded into the file once the caller has the run's result (the next turn of the
+      // event loop), not before: the caller does not wait for housekeeping. close() and any later
+      // operation on the database queue behind it; a failed or busy checkpoint loses nothing.
+      setImmediate(() => void db.checkpoint().catch(() => undefined));
     }
   } finally {
     ACTIVE_OWNERS.delete(ownerId);
