@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { insertEvent } from "../../src/db/adapters/events.ts";
 import { openSmithersDb, type SmithersDb } from "../../src/db/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
-import { EventBus, openEventBus, type BusEvent } from "../../src/engine/run/event-bus.ts";
+import { EventBus, openEventBus, payloadJsonOf, type BusEvent } from "../../src/engine/run/event-bus.ts";
 import { onPostgres, query, refuseInserts, rejection, tablesReady, tempDbPath } from "../helpers.ts";
 
 let dbPath: string;
@@ -203,5 +203,38 @@ describe("openEventBus", () => {
     await insertEvent(db, { runId: "r2", timestampMs: 2, type: "RunFinished", payloadJson: "{}" });
     expect((await openEventBus({ db, runId: "r1" })).seq).toBe(1);
     expect((await openEventBus({ db, runId: "r3" })).seq).toBe(0);
+  });
+});
+
+describe("payloadJsonOf", () => {
+  test("the stored payload is the body without its type, whatever the type's place or characters", () => {
+    const cases: { type: string; [key: string]: unknown }[] = [
+      { type: "NodeStarted", nodeId: "a", iteration: 0, attempt: 1 },
+      { type: "RunStarted" },
+      { nodeId: "b", type: "NodeFinished", durationMs: 3 }, // type not first
+      { type: 'Odd"Type\\', n: 1 },
+      { type: "NodeFinished", skipped: undefined, nested: { type: "inner" } },
+    ];
+    for (const body of cases) {
+      const { type: _type, ...rest } = body;
+      expect(payloadJsonOf(body)).toBe(JSON.stringify(rest));
+    }
+  });
+
+  test("bodies staged by the engine's way are stored and heard like whole events", async () => {
+    const bus = new EventBus({ db, runId: "r1" });
+    const heard: unknown[] = [];
+    bus.on((event, seq) => heard.push([seq, event]));
+    bus.stageBody({ type: "A", nodeId: "x" }, 7);
+    bus.stage(ev("B", { nodeId: "y" }));
+    await db.withTransaction("t", async (q) => await bus.writeStagedIn(q));
+    expect(await stored()).toEqual([
+      [0, "A", { nodeId: "x" }],
+      [1, "B", { nodeId: "y" }],
+    ]);
+    expect(heard).toEqual([
+      [0, { type: "A", nodeId: "x", runId: "r1", timestampMs: 7 }],
+      [1, { type: "B", nodeId: "y", runId: "r1", timestampMs: 100 }],
+    ]);
   });
 });

@@ -48,12 +48,14 @@ async function insertInTransaction(q: Sql, events: readonly NewEvent[], dedupe =
   if (!dedupe) {
     // Each event is new: its seq counted on, the rows written many per statement.
     const seqs: number[] = [];
-    for (const event of events) seqs.push(await seqOf(event.runId));
-    await insertRows(
-      q,
-      INSERT_EVENT,
-      events.map((e, i) => [e.runId, seqs[i], e.timestampMs, e.type, e.payloadJson]),
-    );
+    const rows: unknown[][] = [];
+    for (const e of events) {
+      const counted = seqOf(e.runId);
+      const seq = typeof counted === "number" ? counted : await counted;
+      seqs.push(seq);
+      rows.push([e.runId, seq, e.timestampMs, e.type, e.payloadJson]);
+    }
+    await insertRows(q, INSERT_EVENT, rows);
     return seqs;
   }
   const seqs: number[] = [];
@@ -72,14 +74,18 @@ async function insertInTransaction(q: Sql, events: readonly NewEvent[], dedupe =
 }
 
 /** The next seq of each run within one transaction: the run's sequence locked and its MAX read once, then counted on. */
-function seqCounter(q: Sql): (runId: string) => Promise<number> {
+function seqCounter(q: Sql): (runId: string) => number | Promise<number> {
   const nextByRun = new Map<string, number>();
-  return async (runId) => {
-    let seq = nextByRun.get(runId);
-    if (seq === undefined) {
-      await lockRunSequence(q, "events", runId);
-      seq = (await q.get<{ next: number }>(NEXT_SEQ, runId))?.next ?? 0;
-    }
+  const first = async (runId: string) => {
+    await lockRunSequence(q, "events", runId);
+    const seq = (await q.get<{ next: number }>(NEXT_SEQ, runId))?.next ?? 0;
+    nextByRun.set(runId, seq + 1);
+    return seq;
+  };
+  // After the first of a run, counting on needs no await (a batch numbers its events in one go).
+  return (runId) => {
+    const seq = nextByRun.get(runId);
+    if (seq === undefined) return first(runId);
     nextByRun.set(runId, seq + 1);
     return seq;
   };

@@ -47,7 +47,7 @@ export class EventBus<E extends BusEvent = BusEvent> {
   private persistTail: Promise<void> = Promise.resolve();
   private persistError: unknown = undefined;
   /** Staged events: numbered now, stored by the caller's next transaction, heard once stored. */
-  private readonly staged = new Outbox<{ event: E; seq: number }>();
+  private readonly staged = new Outbox<Staged>();
 
   constructor(options: EventBusOptions) {
     this.db = options.db;
@@ -97,15 +97,31 @@ export class EventBus<E extends BusEvent = BusEvent> {
    * transaction) and listeners hear it once that transaction committed, in seq order.
    */
   stage(event: E): number {
-    const seq = this.nextSeq++;
-    this.staged.push({ event, seq });
-    return seq;
+    const { runId, timestampMs, ...body } = event;
+    return this.stageBody(body as EventBodyOf<E>, timestampMs, runId);
   }
 
   /** `stage` from inside an open transaction: taken back (and its seq reused) if that transaction rolls back. */
   stageInTransaction(event: E): number {
+    const { runId, timestampMs, ...body } = event;
+    return this.stageBodyInTransaction(body as EventBodyOf<E>, timestampMs, runId);
+  }
+
+  /**
+   * `stage` for an event given as its body (no runId or time) and its time: the engine's way, as
+   * it stages several events per task and the body is stored as it is, without a copy of the
+   * event (one is made for listeners, only when there are any).
+   */
+  stageBody(body: EventBodyOf<E>, timestampMs: number, runId = this.runId): number {
     const seq = this.nextSeq++;
-    this.staged.pushInTransaction(this.db, { event, seq }, this.unstage);
+    this.staged.push({ body, runId, timestampMs, seq });
+    return seq;
+  }
+
+  /** `stageBody` from inside an open transaction (see stageInTransaction). */
+  stageBodyInTransaction(body: EventBodyOf<E>, timestampMs: number, runId = this.runId): number {
+    const seq = this.nextSeq++;
+    this.staged.pushInTransaction(this.db, { body, runId, timestampMs, seq }, this.unstage);
     return seq;
   }
 
@@ -130,11 +146,12 @@ export class EventBus<E extends BusEvent = BusEvent> {
       (items) =>
         events.insertEventsIn(
           q,
-          items.map(({ event }) => this.toRow(event)),
+          items.map(({ body, runId, timestampMs }) => ({ runId, timestampMs, type: body.type, payloadJson: payloadJsonOf(body) })),
           { dedupe: false },
         ),
       (items) => {
-        for (const { event, seq } of items) this.notify(event, seq);
+        if (this.listeners.size === 0) return;
+        for (const { body, runId, timestampMs, seq } of items) this.notify({ ...body, runId, timestampMs } as E, seq);
       },
     );
   }
@@ -186,6 +203,33 @@ export class EventBus<E extends BusEvent = BusEvent> {
     }
     this.draining = false;
   }
+}
+
+/** An event without the fields the bus adds (its run and its time). */
+type EventBodyOf<E extends BusEvent> = Omit<E, "runId" | "timestampMs"> & { type: string };
+
+/** A staged event: its body as the engine built it, numbered, with its run and time beside it. */
+type Staged = { body: { type: string; [key: string]: unknown }; runId: string; timestampMs: number; seq: number };
+
+/** `{"type":<type>` for each type seen: the head JSON.stringify gives a body whose first key is its type. */
+const typeHeads = new Map<string, string>();
+
+/**
+ * The stored payload of a body: the body without its `type` (a column of its own). The engine's
+ * bodies name their type first, so the payload is the body's JSON with that first member cut,
+ * not a copy of the body made to stringify; any other body is copied without it.
+ */
+export function payloadJsonOf(body: { type: string; [key: string]: unknown }): string {
+  const json = JSON.stringify(body);
+  let head = typeHeads.get(body.type);
+  if (head === undefined) typeHeads.set(body.type, (head = `{"type":${JSON.stringify(body.type)}`));
+  if (json.startsWith(head)) {
+    const rest = json.charCodeAt(head.length); // "," before the next member, or "}" when the type was the only one
+    if (rest === 125 /* } */) return "{}";
+    if (rest === 44 /* , */) return `{${json.slice(head.length + 1)}`;
+  }
+  const { type: _type, ...payload } = body;
+  return JSON.stringify(payload);
 }
 
 /**

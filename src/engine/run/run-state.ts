@@ -210,12 +210,12 @@ export class RunState {
 
   /** Stages an event: stored with the run's next transaction, heard by listeners once committed. */
   emit(event: EventBody): void {
-    this.bus.stage({ ...event, runId: this.setup.runId, timestampMs: this.now() });
+    this.bus.stageBody(event, this.now());
   }
 
   /** Stages an event inside an open transaction: it commits or rolls back with it. */
   emitInTransaction(event: EventBody): void {
-    this.bus.stageInTransaction({ ...event, runId: this.setup.runId, timestampMs: this.now() });
+    this.bus.stageBodyInTransaction(event, this.now());
   }
 
   /** First in every transaction of the run: RUN_OWNED (and nothing written) once another process owns it. */
