@@ -97,24 +97,28 @@ export class OutputRegistry {
     this.input = { key: "input", tableName: "input", table: inputTable, schema: inputSchema, custom: false, payloadOnly: !inputSchema, hasIteration: false };
   }
 
-  all(): OutputTableInfo[] {
-    return [...this.byKey.values()];
+  /** Every output table, in the order they were added (one array until the next is added). */
+  all(): readonly OutputTableInfo[] {
+    return (this.list ??= [...this.byKey.values()]);
   }
+  private list: readonly OutputTableInfo[] | undefined;
 
   /** The table behind an `output=` target; custom Drizzle tables are registered on first use. */
   resolve(target: OutputTarget, outputSchema?: OutputSchema): OutputTableInfo {
     if (typeof target === "string") {
       const info = this.byKey.get(target) ?? [...this.byKey.values()].find((i) => i.tableName === target);
       if (info) return info;
-    } else if (is(target, SQLiteTable)) {
+    } else {
+      // A schema first: a Map lookup, where telling a Drizzle table apart walks its prototypes.
+      const bySchema = this.bySchema.get(target);
+      if (bySchema) return bySchema;
+    }
+    if (typeof target !== "string" && is(target, SQLiteTable)) {
       const known = this.byTable.get(target);
       if (known) return known;
       const info = inspectCustomTable(getTableName(target), target, outputSchema);
       this.add(info, target);
       return info;
-    } else {
-      const info = this.bySchema.get(target);
-      if (info) return info;
     }
     const name = typeof target === "string" ? `"${target}"` : "this schema";
     throw new SmithersError(
@@ -143,6 +147,7 @@ export class OutputRegistry {
       }
     }
     this.byKey.set(info.key, info);
+    this.list = undefined;
     this.byTable.set(info.table, info);
     if (!is(ref, SQLiteTable)) this.bySchema.set(ref, info);
   }
