@@ -12,6 +12,7 @@ import { isZodSchema } from "../schema/index.ts";
 import { addColumnStatement, createTableStatements, quoteIdentifier } from "./ddl.ts";
 import { camelToSnake, fieldColumns, zodToInputTable, zodToTable, type FieldColumn } from "./output-schema.ts";
 import type { Sql } from "./sql.ts";
+import { combinable } from "./sqlite-sql.ts";
 
 export type OutputSchema = z.ZodObject;
 
@@ -252,7 +253,8 @@ function outputWrite(info: OutputTableInfo, fields: readonly string[]): OutputWr
   } else {
     // A generated table's key is (run_id, node_id, iteration): one upsert replaces the row.
     const set = names.map((n) => `${n} = excluded.${n}`).join(", ");
-    found = { remove: undefined, hasIteration, insert: `${insert} ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET ${set}`, encode };
+    // Combinable: a step that settles many tasks writes their rows many per statement (see SqliteSql).
+    found = { remove: undefined, hasIteration, insert: combinable(`${insert} ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET ${set}`), encode };
   }
   byFields.set(key, found);
   return found;

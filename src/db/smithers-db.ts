@@ -45,7 +45,7 @@ export class SqliteDb implements SmithersDb {
   }
   readonly db: Drizzle;
   /** What adapters run their statements on (statements prepared once per connection). */
-  readonly sql: Sql;
+  readonly sql: SqliteSql;
   private readonly retryPolicy: DbRetryPolicy;
   private readonly busyTimeoutMs: number;
   private readonly syncBusyTimeoutMs: number;
@@ -311,9 +311,12 @@ export class SqliteDb implements SmithersDb {
     this.activeTx = token;
     let result: T;
     try {
+      this.sql.beginCombining();
       result = await txContext.run(token, () => fn(this.sql));
+      this.sql.endCombining(); // the rows held for multi-row statements, before COMMIT
       this.sqlite.exec("COMMIT");
     } catch (error) {
+      this.sql.discardCombined();
       // Roll back before the hooks: a hook that throws must not leave the connection in a transaction.
       if (this.sqlite.inTransaction) {
         try {

@@ -1,7 +1,7 @@
 /** `_smithers_attempts`: every execution attempt of every node, kept as history. */
 import type { Usage } from "../../contract/index.ts";
 import { and, eq, inArray, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
-import { insertSql, sqlNames } from "./shared.ts";
+import { combinable, insertSql, sqlNames } from "./shared.ts";
 import { smithersAttempts, smithersNodes } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
@@ -42,7 +42,7 @@ const CLOSE_FIELDS = [
   "agentModel",
 ] as const satisfies readonly (keyof AttemptClose)[];
 
-const INSERT_ENDED = insertSql(smithersAttempts, ["runId", "nodeId", "iteration", "attempt", "startedAtMs", ...CLOSE_FIELDS]);
+const INSERT_ENDED = combinable(insertSql(smithersAttempts, ["runId", "nodeId", "iteration", "attempt", "startedAtMs", ...CLOSE_FIELDS]));
 
 /** An attempt started and closed within one transaction, written once as it ended (what finishAttempt would leave). */
 export async function insertEndedAttempt(

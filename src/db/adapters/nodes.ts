@@ -1,6 +1,6 @@
 /** `_smithers_nodes`: the current state of each task node (run, node, iteration). */
 import { and, count, eq, inArray, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
-import { changedRows, insertSql, sqlNames } from "./shared.ts";
+import { changedRows, combinable, insertSql, sqlNames } from "./shared.ts";
 import { smithersNodes } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";
@@ -10,12 +10,13 @@ export type NodeUpsert = InferInsertModel<typeof smithersNodes>;
 
 const N = sqlNames(smithersNodes);
 
-const UPSERT_NODE = `${insertSql(smithersNodes, ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label", "wakeAtMs", "waitJson", "errorJson", "defSig"])}
+const UPSERT_NODE =
+  combinable(`${insertSql(smithersNodes, ["runId", "nodeId", "iteration", "state", "lastAttempt", "updatedAtMs", "outputTable", "label", "wakeAtMs", "waitJson", "errorJson", "defSig"])}
   ON CONFLICT (${N.runId}, ${N.nodeId}, ${N.iteration}) DO UPDATE SET ${N.state} = excluded.${N.state},
     ${N.lastAttempt} = coalesce(excluded.${N.lastAttempt}, ${N.$table}.${N.lastAttempt}), ${N.updatedAtMs} = excluded.${N.updatedAtMs},
     ${N.outputTable} = excluded.${N.outputTable}, ${N.label} = excluded.${N.label}, ${N.wakeAtMs} = excluded.${N.wakeAtMs},
     ${N.waitJson} = excluded.${N.waitJson}, ${N.errorJson} = excluded.${N.errorJson},
-    ${N.defSig} = coalesce(excluded.${N.defSig}, ${N.$table}.${N.defSig})`;
+    ${N.defSig} = coalesce(excluded.${N.defSig}, ${N.$table}.${N.defSig})`);
 
 /**
  * Insert or update one node row (a missing lastAttempt keeps the stored one; a missing

@@ -4,6 +4,8 @@ import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { SmithersError } from "../../errors/index.ts";
 import { quoteIdentifier } from "../ddl.ts";
 import { nullSafeEq, type Dialect, type Sql } from "../sql.ts";
+import { chunkSize, multiRowText } from "../sqlite-sql.ts";
+export { combinable } from "../sqlite-sql.ts";
 import type { SmithersDb } from "../store.ts";
 
 /**
@@ -54,10 +56,6 @@ export function insertSql<T extends SQLiteTable>(table: T, keys: readonly Column
   return `INSERT INTO ${quoteIdentifier(getTableName(table))} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`;
 }
 
-/** Row counts of multi-row INSERTs, largest first: a few texts to prepare, however many rows. */
-const ROW_CHUNKS = [64, 16, 4, 1];
-const multiRowTexts = new Map<string, string>();
-
 /**
  * Runs the insertSql text (one row of placeholders) for every row given (each the row's
  * parameters in order), many rows per statement: a batch of steps writes its frames and events
@@ -65,16 +63,10 @@ const multiRowTexts = new Map<string, string>();
  */
 export async function insertRows(q: Sql, insert: string, rows: readonly (readonly unknown[])[]): Promise<void> {
   for (let at = 0; at < rows.length; ) {
-    const count = ROW_CHUNKS.find((size) => size <= rows.length - at)!;
-    const key = count + "\0" + insert;
-    let text = multiRowTexts.get(key);
-    if (text === undefined) {
-      const values = insert.slice(insert.lastIndexOf(" VALUES ") + " VALUES ".length);
-      multiRowTexts.set(key, (text = insert + (", " + values).repeat(count - 1)));
-    }
+    const count = chunkSize(rows.length - at);
     const params: unknown[] = [];
-    for (let i = at; i < at + count; i++) params.push(...rows[i]!);
-    await q.run(text, ...params);
+    for (let i = at; i < at + count; i++) for (const value of rows[i]!) params.push(value);
+    await q.run(multiRowText(insert, count), ...params);
     at += count;
   }
 }
