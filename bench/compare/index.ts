@@ -308,10 +308,13 @@ function oursTree(ref: string | undefined, cliRows: boolean): OursTree {
     rmSync(root, { recursive: true, force: true });
     mkdirSync(root, { recursive: true });
     // scripts/ and templates/ too: the bundle of that commit is built by its own script.
-    const tar = Bun.spawnSync(["sh", "-c", `git archive --format=tar ${sha} src package.json tsconfig.json $(git ls-tree --name-only ${sha} scripts templates) | tar -x -C '${root}'`], {
-      cwd: ROOT,
-      stderr: "pipe",
-    });
+    const tar = Bun.spawnSync(
+      ["sh", "-c", `git archive --format=tar ${sha} src package.json tsconfig.json $(git ls-tree --name-only ${sha} scripts templates) | tar -x -C '${root}'`],
+      {
+        cwd: ROOT,
+        stderr: "pipe",
+      },
+    );
     if (tar.exitCode !== 0) throw new Error(`exporting ${sha}: ${tar.stderr.toString().trim()}`);
     writeFileSync(exported, `${sha}\n`);
   }
