@@ -32,11 +32,11 @@ const SCANNED: Record<string, "ts" | "tsx" | "js" | "jsx"> = {
 };
 
 /**
- * A string literal that may name a local module: one starting with `.` or `/` (or an escape). Where
- * the text has none, it imports no local module, and the transpiler (some 0.5 ms of a first run:
- * making one, scanning with it) is not needed to say so.
+ * A string literal that may name a local module: one starting with `./`, `../` or `/` (or with an
+ * escape). Where the text has none, it imports no local module, and the transpiler (some 0.5 ms of
+ * a first run: making one, scanning with it) is not needed to say so.
  */
-const MAYBE_LOCAL_SPECIFIER = /["'`][./\\]/;
+const MAYBE_LOCAL_SPECIFIER = /["'`](?:\.\.?\/|\/|\\)/;
 
 const transpilers = new Map<string, Bun.Transpiler>();
 function importsOf(file: string, text: string): string[] {
