@@ -280,15 +280,17 @@ function gitState(): string {
 
 /**
  * The bundle of the tree at `root` built by its own scripts/build-bundle.ts (what `npm pack` ships and
- * the `smithers` bin runs), unless it has one; false when the tree has no such script (a commit from
- * before the bundle). The working tree's bundle is removed again at exit when this built it.
+ * the `smithers` bin runs); false when the tree has no such script (a commit from before the bundle).
+ * The working tree's is built afresh for every run (one left from earlier may be older than its
+ * sources) and removed again at exit unless one was there before; an exported commit's is built once.
  */
 function ensureBundle(root: string): boolean {
-  if (existsSync(join(root, "dist", "bundle", "smithers.js"))) return true;
+  const had = existsSync(join(root, "dist", "bundle", "smithers.js"));
+  if (had && root !== ROOT) return true;
   if (!existsSync(join(root, "scripts", "build-bundle.ts"))) return false;
   const built = Bun.spawnSync([BUN, join(root, "scripts", "build-bundle.ts")], { cwd: root, stderr: "pipe", stdout: "pipe" });
   if (built.exitCode !== 0) throw new Error(`building the bundle of ${root}: ${built.stderr.toString().trim()}`);
-  if (root === ROOT) process.on("exit", () => rmSync(join(ROOT, "dist", "bundle"), { recursive: true, force: true }));
+  if (root === ROOT && !had) process.on("exit", () => rmSync(join(ROOT, "dist", "bundle"), { recursive: true, force: true }));
   return true;
 }
 
