@@ -14,6 +14,11 @@
  *
  * Ours is the working tree's src/ by default; --ours-ref HEAD (or any commit) measures that commit's
  * src/ instead, exported to a temporary directory, so edits in progress cannot break or skew a run.
+ * The rows that run the `smithers` command (`up`, and `rest`'s whole-process rows) run it as the
+ * packed package's bin does: the tree's bundle (built by its scripts/build-bundle.ts for the run,
+ * and removed again from the working tree) under the smithers-bundle condition, the workflow file in
+ * a project whose node_modules links smithers-workflows and zod; src/ only for a commit without the
+ * bundle script (the heading says which).
  */
 import { Database } from "bun:sqlite";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -24,7 +29,7 @@ import { markdownTable } from "../markdown-table.ts";
 import { RESULT_PREFIX, type ChildReport, type RunSpec, type Shape } from "./protocol.ts";
 import { measureRestRows, planRestRows, REST_MIN_N, renderRestTable } from "./rest.ts";
 import { measureScaleRows, planScaleRows, renderScaleTable, RSS_BUDGET_MB } from "./scale.ts";
-import { BENCH_DIR, BUN, firstLine, fmtInt, fmtMs, HERE, median, PEER_CLI, PEER_PKG, ROOT, runChild, WORK_DIR, type OursTree } from "./spawn.ts";
+import { BENCH_DIR, BUN, firstLine, fmtInt, fmtMs, HERE, median, oursCommand, PEER_CLI, PEER_PKG, ROOT, runChild, WORK_DIR, type OursTree } from "./spawn.ts";
 import { linkTo, upFile } from "./up-file.ts";
 
 type Engine = "ours" | "peer";
@@ -210,7 +215,7 @@ async function measure(
         workflow === "imports"
           ? [join(HERE, "imports-floor.ts")]
           : engine === "ours"
-            ? [join(ours.root, "src/cli/index.ts"), "up", file, "--db", dbPath]
+            ? [...oursCommand(ours), "up", file, "--db", dbPath]
             : [PEER_CLI, "up", file];
       cmd = [BUN, "--preload", join(HERE, "rss-probe.ts"), ...cli];
       env = { BENCH_DB: dbPath, BENCH_RSS_FILE: rssFile };
@@ -273,25 +278,55 @@ function gitState(): string {
   }
 }
 
-function oursTree(ref: string | undefined): OursTree {
-  if (ref === undefined) return { root: ROOT, label: `working tree at ${gitState()}` };
+/**
+ * The bundle of the tree at `root` built by its own scripts/build-bundle.ts (what `npm pack` ships and
+ * the `smithers` bin runs); false when the tree has no such script (a commit from before the bundle).
+ * The working tree's is built afresh for every run (one left from earlier may be older than its
+ * sources) and removed again at exit unless one was there before; an exported commit's is built once.
+ */
+function ensureBundle(root: string): boolean {
+  const had = existsSync(join(root, "dist", "bundle", "smithers.js"));
+  if (had && root !== ROOT) return true;
+  if (!existsSync(join(root, "scripts", "build-bundle.ts"))) return false;
+  const built = Bun.spawnSync([BUN, join(root, "scripts", "build-bundle.ts")], { cwd: root, stderr: "pipe", stdout: "pipe" });
+  if (built.exitCode !== 0) throw new Error(`building the bundle of ${root}: ${built.stderr.toString().trim()}`);
+  if (root === ROOT && !had) process.on("exit", () => rmSync(join(ROOT, "dist", "bundle"), { recursive: true, force: true }));
+  return true;
+}
+
+/** The CLI rows' form, for the table's heading. */
+const formOf = (bundled: boolean) => (bundled ? "CLI rows from its bundle" : "CLI rows from src/: no bundle script");
+
+function oursTree(ref: string | undefined, cliRows: boolean): OursTree {
+  if (ref === undefined) {
+    const bundled = cliRows && ensureBundle(ROOT);
+    return { root: ROOT, label: `working tree at ${gitState()}${cliRows ? `, ${formOf(bundled)}` : ""}`, bundled };
+  }
   const sha = git("rev-parse", "--verify", `${ref}^{commit}`).slice(0, 12);
   const root = join(WORK_DIR, `ours-${sha}`);
-  if (!existsSync(join(root, "src", "index.ts"))) {
+  // A marker of the whole export (earlier versions of this bench exported src/ alone).
+  const exported = join(root, ".exported");
+  if (!existsSync(exported)) {
     rmSync(root, { recursive: true, force: true });
     mkdirSync(root, { recursive: true });
-    const tar = Bun.spawnSync(["sh", "-c", `git archive --format=tar ${sha} src package.json tsconfig.json | tar -x -C '${root}'`], {
-      cwd: ROOT,
-      stderr: "pipe",
-    });
+    // scripts/ and templates/ too: the bundle of that commit is built by its own script.
+    const tar = Bun.spawnSync(
+      ["sh", "-c", `git archive --format=tar ${sha} src package.json tsconfig.json $(git ls-tree --name-only ${sha} scripts templates) | tar -x -C '${root}'`],
+      {
+        cwd: ROOT,
+        stderr: "pipe",
+      },
+    );
     if (tar.exitCode !== 0) throw new Error(`exporting ${sha}: ${tar.stderr.toString().trim()}`);
+    writeFileSync(exported, `${sha}\n`);
   }
   linkTo(join(root, "node_modules"), join(ROOT, "node_modules"));
   // The current worker and its helpers, so any commit's engine runs the same workflows.
   mkdirSync(join(root, "bench", "compare"), { recursive: true });
   for (const f of ["zod.ts", "idle-runs.ts", "statement-counter.ts", "shape-workflows.tsx"]) copyFileSync(join(BENCH_DIR, f), join(root, "bench", f));
   for (const f of ["ours.tsx", "protocol.ts", "rest-child.tsx", "scale-child.tsx"]) copyFileSync(join(HERE, f), join(root, "bench", "compare", f));
-  return { root, label: `${sha} (--ours-ref ${ref})` };
+  const bundled = cliRows && ensureBundle(root);
+  return { root, label: `${sha} (--ours-ref ${ref})${cliRows ? `, ${formOf(bundled)}` : ""}`, bundled };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -415,7 +450,9 @@ export function renderTable(rows: Row[]): string {
 export async function runCompareBench(argv: string[] = []): Promise<void> {
   const opts = parseCompareArgs(argv);
   const benchStarted = performance.now();
-  const ours = oursTree(opts.oursRef);
+  // The rows that run the `smithers` command run it as an installed package does: from its bundle.
+  const cliRows = opts.engines.includes("ours") && (opts.workflows.includes("up") || (opts.workflows.includes("rest") && opts.ns.some((n) => n >= REST_MIN_N)));
+  const ours = oursTree(opts.oursRef, cliRows);
   const peerAvailable = opts.engines.includes("peer") ? await ensurePeer(opts.install) : false;
   const rows = plan(opts, peerAvailable);
   const jobs: { row: Row; engine: Engine; rep: number; count?: boolean }[] = [];
@@ -463,7 +500,8 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
   if (rows.length) console.log(renderTable(rows));
   if (rows.length)
     console.log(
-      "\nwall: inside the child, around runWorkflow only (after imports and workflow creation); `smithers up`: the whole process, spawn to exit." +
+      "\nwall: inside the child, around runWorkflow only (after imports and workflow creation); `smithers up`: the whole process, spawn to exit," +
+        "\n  run as the installed package's bin runs it: bun --conditions=smithers-bundle dist/bundle/smithers.js, the workflow importing smithers-workflows by name." +
         "\nstmts/task: SQL statements ours executed per task, BEGIN and COMMIT included, counted in one more run of its own (bench/statement-counter.ts)." +
         "\nDB: main file + -wal + -shm, read by the parent after the child exited. frames: SUM(length(xml_json)) over _smithers_frames." +
         "\nRSS: the child's own peak (VmHWM). floor rows: plain bun:sqlite, one committed INSERT per task, shown in the ours columns;" +

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { markdownTable } from "../markdown-table.ts";
 import { RESULT_PREFIX } from "./protocol.ts";
 import type { RestReport, RestSpec, RestStep } from "./rest-child.tsx";
-import { BUN, firstLine, fmtInt, fmtMs, HERE, median, runChild, type OursTree } from "./spawn.ts";
+import { BUN, firstLine, fmtInt, fmtMs, HERE, median, oursCommand, runChild, type OursTree } from "./spawn.ts";
 import { upFile } from "./up-file.ts";
 
 /** The smallest N a `rest` row is measured at (of the bench's --n sizes): below it nothing could show growth. */
@@ -100,7 +100,7 @@ async function measureOnce(row: RestRow, template: string, ours: OursTree, timeo
     } else {
       const rssFile = join(dir, "peak-rss-kb");
       const statementsFile = join(dir, "statements");
-      const cmd = [BUN, "--preload", join(HERE, "rss-probe.ts"), join(ours.root, "src/cli/index.ts"), ...m.how.cli(ours), "--db", dbPath];
+      const cmd = [BUN, "--preload", join(HERE, "rss-probe.ts"), ...oursCommand(ours), ...m.how.cli(ours), "--db", dbPath];
       const out = await runChild(cmd, dir, { BENCH_RSS_FILE: rssFile, BENCH_STATEMENTS_FILE: statementsFile }, timeoutMs);
       if (out.timedOut) return { ok: false, kind: "timeout", message: `killed after ${timeoutMs / 1000} s` };
       if (out.code !== 0 || !m.how.expect(out.stdout)) return { ok: false, kind: "error", message: `exit ${out.code}: ${firstLine(out.stderr || out.stdout)}` };

@@ -12,8 +12,20 @@ export const PEER_PKG = join(BENCH_DIR, "node_modules", "smithers-orchestrator",
 export const PEER_CLI = join(BENCH_DIR, "node_modules", "smithers-orchestrator", "src", "bin", "smithers.js");
 export const BUN = process.execPath;
 
-/** Where our engine is loaded from: the repo itself, or a commit's src/ exported by --ours-ref. */
-export type OursTree = { root: string; label: string };
+/**
+ * Where our engine is loaded from: the repo itself, or a commit's src/ exported by --ours-ref;
+ * `bundled`: the tree has the bundle `npm pack` builds (dist/bundle), which the CLI rows run.
+ */
+export type OursTree = { root: string; label: string; bundled: boolean };
+
+/**
+ * What `bun` is given to run a `smithers` command of `ours` as an installed package runs it: its
+ * bin (bin/smithers.js) starts the bundle under the smithers-bundle condition when the package has
+ * one, as a packed one does; a tree without one runs src/cli/index.ts.
+ */
+export function oursCommand(ours: OursTree): string[] {
+  return ours.bundled ? ["--conditions=smithers-bundle", join(ours.root, "dist", "bundle", "smithers.js")] : [join(ours.root, "src", "cli", "index.ts")];
+}
 
 export type ChildOutcome = { code: number | null; stdout: string; stderr: string; timedOut: boolean; elapsedMs: number; cpuMs: number };
 

@@ -7,8 +7,9 @@
  * what its command needs (`up` never loads the HTTP server, `--help` no engine at all).
  */
 import { exitCodeOf, SmithersError } from "../errors/index.ts";
-import { EXIT } from "./constants.ts";
-import { commandFlags, commandHelp, suggest } from "./help.ts";
+import { COMMAND_NAMES, EXIT, type CommandName } from "./constants.ts";
+import { commandFlags, suggest } from "./help.ts";
+import { helpAnswer, helpOf, isCommandName } from "./help-answer.ts";
 import { jsonLine, setTraceIdsProvider, wantsJsonLog } from "./log.ts";
 import type { Io, StopSignals } from "./shared.ts";
 import { USAGE } from "./usage.ts";
@@ -41,7 +42,7 @@ const lazy =
 /** fork, replay and rewind execute with up --resume (fork --run, replay, rewind --resume). */
 const withUp = () => Promise.all([import("./time-travel.ts"), import("./up.ts")]);
 
-const COMMANDS: Record<string, () => Promise<Command>> = {
+const COMMANDS: Record<CommandName, () => Promise<Command>> = {
   up: lazy(
     () => import("./up.ts"),
     (m) => m.upCommand,
@@ -154,13 +155,6 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   ),
 };
 
-/** The help `smithers <command> --help` prints (deny shares approve's description). */
-function helpOf(command: string): string {
-  const help = commandHelp(USAGE, command) ?? USAGE;
-  if (command !== "deny") return help;
-  return `${help}\n\n${(commandHelp(USAGE, "approve") ?? "").split("\n\n")[1] ?? ""}`.trimEnd();
-}
-
 /** An unknown option of `command` (parseArgs' ERR_PARSE_ARGS_UNKNOWN_OPTION), with the closest known one. */
 function unknownOption(command: string, error: Error): string {
   const flag = /'(-[^']*)'/.exec(error.message)?.[1];
@@ -178,24 +172,18 @@ export async function main(
   const signals: StopSignals = signal instanceof AbortSignal ? { cancel: signal } : signal;
   const [command, ...rest] = argv;
   try {
-    if (command === undefined || command === "--help" || command === "-h" || (command === "help" && rest.length === 0)) {
-      io.out(USAGE);
-      return command === undefined ? EXIT.usage : EXIT.ok;
+    const help = helpAnswer(argv);
+    if (help) {
+      io.out(help.text);
+      return help.code;
     }
-    const named = command === "help" ? rest[0]! : command;
-    const load = COMMANDS[named];
-    if (!load) {
-      const close = suggest(named, Object.keys(COMMANDS));
+    const named = command === "help" ? rest[0]! : command!;
+    if (!isCommandName(named)) {
+      const close = suggest(named, COMMAND_NAMES);
       io.err(`smithers: USAGE: unknown command "${named}"${close ? `; did you mean ${close}?` : ""} (smithers --help lists them)`);
       return EXIT.usage;
     }
-    // --help anywhere before a lone "--": the command's part of the usage.
-    const beforeDashes = rest.indexOf("--") === -1 ? rest : rest.slice(0, rest.indexOf("--"));
-    if (command === "help" || beforeDashes.includes("--help") || beforeDashes.includes("-h")) {
-      io.out(helpOf(named));
-      return EXIT.ok;
-    }
-    const run = await load();
+    const run = await COMMANDS[named]();
     return await run(rest, io, signals);
   } catch (error) {
     // A long-running command asked for JSON lines: its last line, the error, is one too.

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { EXIT, main } from "../../src/cli/index.ts";
+import { helpAnswer } from "../../src/cli/help-answer.ts";
 import { USAGE } from "../../src/cli/usage.ts";
 
 /** The commands the usage's synopsis names (`smithers <command> …`), each once. */
@@ -38,5 +39,24 @@ describe("main", () => {
     const { code, err } = await run(["upp", "flow.tsx"]);
     expect(code).toBe(EXIT.usage);
     expect(err).toContain('unknown command "upp"; did you mean up?');
+  });
+});
+
+describe("helpAnswer", () => {
+  test("answers what main prints for help, with its exit code", async () => {
+    for (const argv of [[], ["--help"], ["-h"], ["help"], ["help", "ps"], ["ps", "--help"], ["up", "flow.tsx", "-h"], ["deny", "--help"]]) {
+      const answer = helpAnswer(argv);
+      const { code, out } = await run(argv);
+      expect({ argv, answer }).toEqual({ argv, answer: { text: out, code } });
+    }
+    expect(helpAnswer([])?.code).toBe(EXIT.usage);
+    expect(helpAnswer(["ps", "--help"])?.text).toStartWith("Usage: smithers ps ");
+  });
+
+  test("has no answer for a command to run, a --help after a lone --, or an unknown command", () => {
+    expect(helpAnswer(["ps"])).toBeUndefined();
+    expect(helpAnswer(["test", "--", "--help"])).toBeUndefined();
+    expect(helpAnswer(["upp", "--help"])).toBeUndefined();
+    expect(helpAnswer(["help", "nope"])).toBeUndefined();
   });
 });

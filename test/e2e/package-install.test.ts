@@ -126,6 +126,16 @@ describe("the packed package, installed into an empty project", () => {
       expect(fromBundle.stderr).not.toContain("Could not decode sourcemap");
       expect(fromBundle.code).toBe(0);
       expect(fromBundle.stdout).toContain("HELLO, ADA!");
+      // Help is answered from the arguments alone (dist/bundle/help-answer.js): with the core gone too, it still prints.
+      renameSync(join(pkgDir, "dist/bundle/core.js"), join(pkgDir, "dist/bundle/core-moved-away.js"));
+      try {
+        const help = await run(["npx", "--no", "--", "smithers", "ps", "--help"]);
+        expect(help.stderr).toBe("");
+        expect(help.code).toBe(0);
+        expect(help.stdout).toStartWith("Usage: smithers ps ");
+      } finally {
+        renameSync(join(pkgDir, "dist/bundle/core-moved-away.js"), join(pkgDir, "dist/bundle/core.js"));
+      }
     } finally {
       renameSync(join(pkgDir, "src-moved-away"), join(pkgDir, "src"));
     }

@@ -16,6 +16,15 @@ describe("workflowCodeHash", () => {
     const { files } = workflowCodeHash(join(dir, "flow.ts"));
     expect(files).toEqual([join(dir, "flow.ts"), join(dir, "helper.ts")]);
   });
+
+  test("follows a local import in either quote, a re-export and an import(); a file of package imports alone covers itself", () => {
+    const dir = tempDir();
+    for (const name of ["a.ts", "b.ts", "c.ts"]) writeFileSync(join(dir, name), "export const x = 1;\n");
+    writeFileSync(join(dir, "flow.ts"), `import { x } from './a.ts';\nexport * from "./b.ts";\nexport const later = () => import("./c.ts");\nexport { x };\n`);
+    expect(workflowCodeHash(join(dir, "flow.ts")).files).toEqual(["flow.ts", "a.ts", "b.ts", "c.ts"].map((name) => join(dir, name)));
+    writeFileSync(join(dir, "packages.ts"), `import { z } from "zod";\nimport { Database } from "bun:sqlite";\nexport { z, Database };\n`);
+    expect(workflowCodeHash(join(dir, "packages.ts")).files).toEqual([join(dir, "packages.ts")]);
+  });
 });
 
 describe("smithers()", () => {
