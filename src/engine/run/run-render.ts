@@ -29,7 +29,7 @@ export async function renderPlan(run: RunState): Promise<Plan> {
       input: setup.input,
       registry: wf.registry,
       iteration: run.activeIteration(),
-      iterations: Object.fromEntries([...setup.loops].map(([id, l]) => [id, l.iteration])),
+      iterations: iterationsOf(setup.loops),
       iterationOf: run.iterationOf,
       onRead: (tableKey, nodeId) => reads.add(`${tableKey}\0${nodeId}`),
       index: run.index,
@@ -54,8 +54,19 @@ export async function renderPlan(run: RunState): Promise<Plan> {
     }
     run.reads = reads;
     run.readsStates = readsStates;
-    const membership = new Map(plan.tasks.filter((t) => t.loopId).map((t) => [t.nodeId, t.loopId!]));
-    for (const task of plan.tasks) if (task.mode !== "timer") run.resolve(task);
+    // Which loop each task is in: the same as the last render's (the usual case) keeps the map it made.
+    let membership = run.membership;
+    let loopTasks = 0;
+    for (const task of plan.tasks) {
+      if (task.mode !== "timer") run.resolve(task);
+      if (task.loopId === undefined) continue;
+      loopTasks++;
+      if (membership === run.membership && membership.get(task.nodeId) !== task.loopId) membership = new Map();
+    }
+    if (membership !== run.membership || loopTasks !== membership.size) {
+      membership = new Map();
+      for (const task of plan.tasks) if (task.loopId !== undefined) membership.set(task.nodeId, task.loopId);
+    }
     run.limits.check(plan);
     const newTables = wf.registry.all().slice(tablesBefore);
     for (const info of newTables) {
@@ -66,7 +77,7 @@ export async function renderPlan(run: RunState): Promise<Plan> {
       const keys = await run.db.read("loadOutputKeys", async (q) => await readOutputKeys(q, info, setup.runId));
       for (const k of keys) run.index.addKey(info.key, k.nodeId, k.iteration);
     }
-    const stable = newTables.length === 0 && membership.size === run.membership.size && [...membership].every(([k, v]) => run.membership.get(k) === v);
+    const stable = newTables.length === 0 && membership === run.membership;
     run.membership = membership;
     run.plan = plan;
     if (stable || pass >= 2) {
@@ -84,9 +95,16 @@ export function cacheCtx(run: RunState, task: PlanTask): CacheKeyContext {
     input: setup.input,
     registry: run.wf.registry,
     iteration: task.iteration,
-    iterations: Object.fromEntries([...setup.loops].map(([id, l]) => [id, l.iteration])),
+    iterations: iterationsOf(setup.loops),
     iterationOf: run.iterationOf,
     index: run.index,
   });
   return { ...ctx, nodeId: task.nodeId };
+}
+
+/** Each loop's current iteration, by loop id (what ctx.iterations holds). */
+function iterationsOf(loops: ReadonlyMap<string, { iteration: number }>): Record<string, number> {
+  const iterations: Record<string, number> = {};
+  for (const [id, loop] of loops) iterations[id] = loop.iteration;
+  return iterations;
 }
