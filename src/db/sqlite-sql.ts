@@ -101,8 +101,12 @@ export class SqliteSql implements Sql {
     for (const [text, rows] of batches) {
       for (let at = 0; at < rows.length; ) {
         const count = chunkSize(rows.length - at);
-        const params: unknown[] = [];
-        for (let i = at; i < at + count; i++) for (const value of rows[i]!) params.push(value);
+        const width = rows[at]!.length;
+        const params = new Array<unknown>(count * width);
+        for (let r = 0; r < count; r++) {
+          const row = rows[at + r]!;
+          for (let c = 0; c < width; c++) params[r * width + c] = row[c];
+        }
         this.statement(multiRowText(text, count)).run(...(params as SQLQueryBindings[]));
         at += count;
       }
