@@ -421,23 +421,41 @@ function assertStorable(nodeId: string, data: unknown): void {
 export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResult, outcome: AttemptOutcome): Promise<void> {
   const { task, info } = a;
   const key = { runId: a.runId, nodeId: task.nodeId, iteration: task.iteration, attempt: a.attempt };
-  const node = {
+  const node: nodes.NodeUpsert = {
     runId: a.runId,
     nodeId: task.nodeId,
     iteration: task.iteration,
+    state: "",
     lastAttempt: a.attempt,
     updatedAtMs: result.finishedAtMs,
     outputTable: info.tableName,
     label: task.label ?? null,
-    // Started in this transaction (startInSettle): recordStart wrote no row, so this one carries what it would have.
-    ...(a.startInSettle ? { defSig: definitionSignature(task, info.tableName) } : {}),
   };
+  // Started in this transaction (startInSettle): recordStart wrote no row, so this one carries what it would have.
+  if (a.startInSettle) node.defSig = definitionSignature(task, info.tableName);
   const usage = usageColumns(result.usage);
   // The attempt row, closed; or written once, as it ended, when its start wrote none.
   const close = (patch: Parameters<typeof attempts.finishAttempt>[2]) =>
     a.startInSettle
       ? attempts.insertEndedAttempt(q, { ...key, startedAtMs: a.startedAtMs, metaJson: task.meta ? safeStringify(task.meta) : null, ...patch })
       : closeAttempt(q, key, patch);
+  if (result.ok && a.startInSettle && !result.usage && !result.retained && !result.cache && !task.scorers) {
+    // A pure attempt started and ended in this transaction (the usual static task): its three rows,
+    // built as they are stored, without the general path's intermediate objects.
+    await attempts.insertEndedAttempt(q, {
+      ...key,
+      startedAtMs: a.startedAtMs,
+      metaJson: task.meta ? safeStringify(task.meta) : null,
+      state: "finished",
+      finishedAtMs: result.finishedAtMs,
+      responseText: result.responseText ?? null,
+      cached: false,
+    });
+    await writeOutputRow(q, info, key, result.data);
+    node.state = "finished";
+    await nodes.upsertNode(q, node);
+    return;
+  }
   if (result.ok) {
     const { cache } = result;
     await close({

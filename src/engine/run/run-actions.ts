@@ -95,6 +95,7 @@ export function applyAction(run: RunState, action: Action, nowMs: number, work: 
       }
       const attempt = tracked.lastAttempt + 1;
       const ids = { nodeId: task.nodeId, iteration: task.iteration, attempt };
+      // Built field by field (a start per task): the optional fields only when they apply.
       const input: AttemptInput = {
         db: run.db,
         runId: setup.runId,
@@ -109,22 +110,18 @@ export function applyAction(run: RunState, action: Action, nowMs: number, work: 
         onToolCall: (e) => run.emit({ ...e, ...ids }),
         waitInPlaceMs: settings.waitInPlaceMs,
         rootDir: setup.rootDir,
-        ...(task.mode === "agent"
-          ? {
-              onAgentEvent: (event: AgentEvent) => run.agentOutput.onAgentEvent(ids, event),
-              onAgentFallback: (fallback: AgentFallback) => run.emit({ type: "AgentFallback", ...ids, ...fallback }),
-            }
-          : {}),
-        ...(task.mode === "subflow"
-          ? {
-              budget: { budget: setup.budget, spent: run.usage, ...(settings.pricing ? { pricing: settings.pricing } : {}) },
-              ...(settings.startChildRun ? { startChildRun: settings.startChildRun } : {}),
-            }
-          : {}),
-        ...(settings.pricing ? { pricing: settings.pricing } : {}),
-        ...(task.memory && run.wf.memory ? { memory: { ...run.wf.memory, workflowName: run.plan?.workflowName ?? run.wf.name } } : {}),
-        ...(task.cache ? { cache: { workflowName: run.plan?.workflowName ?? run.wf.name, ctx: () => cacheCtx(run, task) } } : {}),
       };
+      if (task.mode === "agent") {
+        input.onAgentEvent = (event: AgentEvent) => run.agentOutput.onAgentEvent(ids, event);
+        input.onAgentFallback = (fallback: AgentFallback) => run.emit({ type: "AgentFallback", ...ids, ...fallback });
+      }
+      if (task.mode === "subflow") {
+        input.budget = { budget: setup.budget, spent: run.usage, ...(settings.pricing ? { pricing: settings.pricing } : {}) };
+        if (settings.startChildRun) input.startChildRun = settings.startChildRun;
+      }
+      if (settings.pricing) input.pricing = settings.pricing;
+      if (task.memory && run.wf.memory) input.memory = { ...run.wf.memory, workflowName: run.plan?.workflowName ?? run.wf.name };
+      if (task.cache) input.cache = { workflowName: run.plan?.workflowName ?? run.wf.name, ctx: () => cacheCtx(run, task) };
       starts.push({ task, tracked, input });
       return undefined;
     }
