@@ -64,8 +64,12 @@ export function insertSql<T extends SQLiteTable>(table: T, keys: readonly Column
 export async function insertRows(q: Sql, insert: string, rows: readonly (readonly unknown[])[]): Promise<void> {
   for (let at = 0; at < rows.length; ) {
     const count = chunkSize(rows.length - at);
-    const params: unknown[] = [];
-    for (let i = at; i < at + count; i++) for (const value of rows[i]!) params.push(value);
+    const width = rows[at]!.length;
+    const params = new Array<unknown>(count * width);
+    for (let r = 0; r < count; r++) {
+      const row = rows[at + r]!;
+      for (let c = 0; c < width; c++) params[r * width + c] = row[c];
+    }
     await q.run(multiRowText(insert, count), ...params);
     at += count;
   }
