@@ -92,5 +92,15 @@ export const PURE_BATCH_MAX_MS = 20;
 /** A running engine gives the event loop a turn at least this often (its steps may all resolve as microtasks). */
 export const YIELD_EVERY_MS = 20;
 
+/**
+ * A running engine asks the runtime for a garbage collection (`Bun.gc(false)`: an asynchronous
+ * collection, and mimalloc's cleanup of freed pages) after every this many attempts it settled.
+ * A long chain of steps resolving as microtasks gives Bun's own GC timer no turn, and the heap
+ * (what a batch in flight held when an eden collection came, promoted and dead soon after) grows
+ * with the run: seq-10000 peaked at ~140 MB of RSS without it, ~125 MB with it. A hint costs
+ * ~0.4 ms, so about 1 µs per task.
+ */
+export const GC_HINT_EVERY_TASKS = 500;
+
 /** `inspect` and the run page list each task's last this many failed attempts (a retried task may fail many times). */
 export const MAX_FAILED_ATTEMPTS_SHOWN = 5;

@@ -103,6 +103,8 @@ export class RunState {
    * now asks (see decide), kept so the states of finished loop iterations can be dropped.
    */
   readonly finishedIds = new Set<string>();
+  /** Attempts settled since the run last hinted a garbage collection (see GC_HINT_EVERY_TASKS). */
+  settledSinceGcHint = 0;
   /** The nodes waiting for the world: timers, decisions, answers, signals, child runs. */
   readonly waits: Waits;
   /** Tasks under a `concurrencyKey`: their slots and rate windows (see LimitWaits). */
