@@ -176,7 +176,7 @@ function rebuild(rows: frames.FrameRow[], runId: string, frameNo: number): LiveF
   if (rows[rows.length - 1]!.frameNo !== frameNo) throw new SmithersError("FRAME_NOT_FOUND", `Run "${runId}" has no frame ${frameNo}`, { runId, frameNo });
   let live: LiveFrame;
   try {
-    live = new LiveFrame(decodeFrameXml(first.xmlJson, { hashChecked: true }));
+    live = new LiveFrame(decodeFrameXml(first.xmlJson, { hashChecked: true }), { adopt: true });
   } catch (cause) {
     throw SmithersError.is(cause, "INVALID_FRAME") ? corrupt(runId, first.frameNo, `its XML does not parse (${cause.message})`) : cause;
   }
