@@ -11,21 +11,27 @@ import type { XmlShape } from "./xml.ts";
 
 type Props = XmlElement["props"];
 
-function sameProps(prevNames: string[], nextNames: string[], prev: Props, next: Props): boolean {
-  if (prevNames.length !== nextNames.length) return false;
-  for (let i = 0; i < prevNames.length; i++) {
-    const name = prevNames[i]!;
-    if (name !== nextNames[i] || !sameValue(prev[name]!, next[name]!)) return false;
+// prev's prop names, reused from call to call: the usual diff of a large tree finds every element's
+// props unchanged, and an array of names per element would be most of what it allocates.
+const scratchNames: string[] = [];
+
+/** Same names in the same order with the same values (props are plain objects: for-in gives their own names, in order). */
+function sameProps(prev: Props, next: Props): boolean {
+  let count = 0;
+  for (const name in prev) scratchNames[count++] = name;
+  let i = 0;
+  for (const name in next) {
+    if (i >= count || name !== scratchNames[i] || !sameValue(prev[name]!, next[name]!)) return false;
+    i++;
   }
-  return true;
+  return i === count;
 }
 
 // `stack` is the caller's working path; ops get a copy of it.
 function diffProps(prev: Props, next: Props, stack: number[], ops: FrameOp[]): void {
-  if (prev === next) return;
+  if (prev === next || sameProps(prev, next)) return;
   const prevNames = Object.keys(prev);
   const nextNames = Object.keys(next);
-  if (sameProps(prevNames, nextNames, prev, next)) return;
   const path = stack.slice();
   // A set on a new prop appends it, so only a prefix of next's order can stay where it is.
   let kept = 0;
