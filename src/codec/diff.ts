@@ -40,8 +40,11 @@ function diffProps(prev: Props, next: Props, stack: number[], ops: FrameOp[]): v
     if (at <= last) break;
     last = at;
   }
-  const keptNames = new Set(nextNames.slice(0, kept));
-  for (const name of prevNames) if (!keptNames.has(name)) ops.push({ op: "remove", path, name });
+  // Names are unique within an element, so a prev name stays iff it is one of next's first `kept`.
+  for (const name of prevNames) {
+    const at = nextNames.indexOf(name);
+    if (at < 0 || at >= kept) ops.push({ op: "remove", path, name });
+  }
   for (let i = 0; i < nextNames.length; i++) {
     const name = nextNames[i]!;
     const value = next[name] as PropValue;
