@@ -93,13 +93,15 @@ export const PURE_BATCH_MAX_MS = 20;
 export const YIELD_EVERY_MS = 20;
 
 /**
- * A running engine asks the runtime for a garbage collection (`Bun.gc(false)`: an asynchronous
- * collection, and mimalloc's cleanup of freed pages) after every this many attempts it settled.
- * A long chain of steps resolving as microtasks gives Bun's own GC timer no turn, and the heap
- * (what a batch in flight held when an eden collection came, promoted and dead soon after) grows
- * with the run: seq-10000 peaked at ~140 MB of RSS without it, ~125 MB with it. A hint costs
- * ~0.4 ms, so about 1 µs per task.
+ * A long run asks the runtime for a garbage collection (`Bun.gc(false)`: an asynchronous
+ * collection, and mimalloc's cleanup of freed pages) once it settled GC_HINT_AFTER_TASKS attempts,
+ * then after every GC_HINT_EVERY_TASKS more. A long chain of steps resolving as microtasks gives
+ * Bun's own GC timer no turn, and the heap (what a batch in flight held when an eden collection
+ * came, promoted and dead soon after) grows with the run: seq-10000 peaked at ~140 MB of RSS
+ * without it, ~125 MB with it. A hint costs ~0.4 ms on the engine's thread plus the collection's
+ * work beside it; a run of fewer tasks than GC_HINT_AFTER_TASKS (the 1,000-task shapes) never pays it.
  */
+export const GC_HINT_AFTER_TASKS = 2_000;
 export const GC_HINT_EVERY_TASKS = 500;
 
 /** `inspect` and the run page list each task's last this many failed attempts (a retried task may fail many times). */

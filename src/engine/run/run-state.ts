@@ -30,7 +30,7 @@ import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { DecideMemo, type ContinueFrom } from "../schedule/index.ts";
 import { isWaiting, type RunStatus, type WaitingStatus } from "../core/index.ts";
-import { MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
+import { GC_HINT_AFTER_TASKS, GC_HINT_EVERY_TASKS, MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 import { AgentOutput } from "./agent-output.ts";
 import { PureStepBatch } from "./pure-batch.ts";
@@ -103,8 +103,8 @@ export class RunState {
    * now asks (see decide), kept so the states of finished loop iterations can be dropped.
    */
   readonly finishedIds = new Set<string>();
-  /** Attempts settled since the run last hinted a garbage collection (see GC_HINT_EVERY_TASKS). */
-  settledSinceGcHint = 0;
+  /** Attempts settled since the run last hinted a garbage collection, less GC_HINT_AFTER_TASKS before the first (see GC_HINT_EVERY_TASKS). */
+  settledSinceGcHint = GC_HINT_EVERY_TASKS - GC_HINT_AFTER_TASKS;
   /** The nodes waiting for the world: timers, decisions, answers, signals, child runs. */
   readonly waits: Waits;
   /** Tasks under a `concurrencyKey`: their slots and rate windows (see LimitWaits). */
