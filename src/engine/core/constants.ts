@@ -93,13 +93,14 @@ export const PURE_BATCH_MAX_MS = 20;
 export const YIELD_EVERY_MS = 20;
 
 /**
- * A long run asks the runtime for a garbage collection (`Bun.gc(false)`: an asynchronous
- * collection, and mimalloc's cleanup of freed pages) once it settled GC_HINT_AFTER_TASKS attempts,
- * then after every GC_HINT_EVERY_TASKS more. A long chain of steps resolving as microtasks gives
- * Bun's own GC timer no turn, and the heap (what a batch in flight held when an eden collection
- * came, promoted and dead soon after) grows with the run: seq-10000 peaked at ~140 MB of RSS
- * without it, ~125 MB with it. A hint costs ~0.4 ms on the engine's thread plus the collection's
- * work beside it; a run of fewer tasks than GC_HINT_AFTER_TASKS (the 1,000-task shapes) never pays it.
+ * A large run asks the runtime for a garbage collection (`Bun.gc(false)`: an asynchronous
+ * collection, and mimalloc's cleanup of freed pages) after every GC_HINT_EVERY_TASKS attempts it
+ * settled, once its plan or the attempts it settled reach GC_HINT_AFTER_TASKS. A long chain of
+ * steps resolving as microtasks gives Bun's own GC timer no turn, and the heap (what a batch in
+ * flight held when an eden collection came, promoted and dead soon after) grows with the run:
+ * seq-10000 peaked at ~140 MB of RSS without hints, ~125 MB with them from the start (~130 MB
+ * when they began only after 2,000 tasks). A hint costs ~0.4 ms on the engine's thread plus the
+ * collection's work beside it; a run smaller than GC_HINT_AFTER_TASKS (the 1,000-task shapes) never pays it.
  */
 export const GC_HINT_AFTER_TASKS = 2_000;
 export const GC_HINT_EVERY_TASKS = 500;

@@ -18,7 +18,7 @@ import type { EventBus } from "./event-bus.ts";
 import type { EventBody } from "../core/index.ts";
 import type { FrameRecorder } from "../history/index.ts";
 import type { RunSetup } from "./run-setup.ts";
-import { GC_HINT_EVERY_TASKS, WAIT_POLL_MS, YIELD_EVERY_MS } from "../core/index.ts";
+import { WAIT_POLL_MS, YIELD_EVERY_MS } from "../core/index.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 import { asRunError, endRun, runOutput } from "./run-end.ts";
 import { renderPlan } from "./run-render.ts";
@@ -76,10 +76,7 @@ export class Run {
         const next = await runStep(run); // the first one also names the run (see nameRun in run-step.ts)
         if (!this.recovering && run.setup.resumed) this.recovering = run.recoverScores().catch(() => undefined); // a dead process's pending scores, beside the run
         if (next === "done") break;
-        if (run.settledSinceGcHint >= GC_HINT_EVERY_TASKS) {
-          run.settledSinceGcHint = 0;
-          Bun.gc(false);
-        }
+        if (run.gcHintDue()) Bun.gc(false);
         // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting,
         // or the run was cancelled or failed during the step (its wake-up came before this sleep).
         if (next !== "again" && run.ended.length === 0 && !run.abort.signal.aborted && !run.failure) await run.sleep(pollWhileWaiting(run, next.untilMs));
