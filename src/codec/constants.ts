@@ -5,3 +5,6 @@ export const FRAME_MAX_DEPTH = 256;
 
 /** First character of an attribute written as JSON text instead of the plain string. */
 export const PROP_JSON_MARKER = "=";
+
+/** Pieces per chunk of a keyframe's XML text while it is written (a few kilobytes of it). */
+export const XML_CHUNK_PARTS = 1024;

@@ -7,24 +7,31 @@
 import { SmithersError } from "../errors/index.ts";
 import type { FrameDelta, FrameOp } from "./ops.ts";
 import { checkName, checkTree, checkValue, sameValue, type PropValue, type XmlElement } from "./tree.ts";
+import type { XmlShape } from "./xml.ts";
 
 type Props = XmlElement["props"];
 
-function sameProps(prevNames: string[], nextNames: string[], prev: Props, next: Props): boolean {
-  if (prevNames.length !== nextNames.length) return false;
-  for (let i = 0; i < prevNames.length; i++) {
-    const name = prevNames[i]!;
-    if (name !== nextNames[i] || !sameValue(prev[name]!, next[name]!)) return false;
+// prev's prop names, reused from call to call: the usual diff of a large tree finds every element's
+// props unchanged, and an array of names per element would be most of what it allocates.
+const scratchNames: string[] = [];
+
+/** Same names in the same order with the same values (props are plain objects: for-in gives their own names, in order). */
+function sameProps(prev: Props, next: Props): boolean {
+  let count = 0;
+  for (const name in prev) scratchNames[count++] = name;
+  let i = 0;
+  for (const name in next) {
+    if (i >= count || name !== scratchNames[i] || !sameValue(prev[name]!, next[name]!)) return false;
+    i++;
   }
-  return true;
+  return i === count;
 }
 
 // `stack` is the caller's working path; ops get a copy of it.
 function diffProps(prev: Props, next: Props, stack: number[], ops: FrameOp[]): void {
-  if (prev === next) return;
+  if (prev === next || sameProps(prev, next)) return;
   const prevNames = Object.keys(prev);
   const nextNames = Object.keys(next);
-  if (sameProps(prevNames, nextNames, prev, next)) return;
   const path = stack.slice();
   // A set on a new prop appends it, so only a prefix of next's order can stay where it is.
   let kept = 0;
@@ -33,8 +40,11 @@ function diffProps(prev: Props, next: Props, stack: number[], ops: FrameOp[]): v
     if (at <= last) break;
     last = at;
   }
-  const keptNames = new Set(nextNames.slice(0, kept));
-  for (const name of prevNames) if (!keptNames.has(name)) ops.push({ op: "remove", path, name });
+  // Names are unique within an element, so a prev name stays iff it is one of next's first `kept`.
+  for (const name of prevNames) {
+    const at = nextNames.indexOf(name);
+    if (at < 0 || at >= kept) ops.push({ op: "remove", path, name });
+  }
   for (let i = 0; i < nextNames.length; i++) {
     const name = nextNames[i]!;
     const value = next[name] as PropValue;
@@ -54,7 +64,7 @@ function idText(id: PropValue): string {
 const DUPLICATE = -2;
 
 /** Per tag, each id's text -> the index of the only child holding it, or DUPLICATE. */
-function indexIds(children: readonly XmlElement[], texts: (string | undefined)[]): Map<string, Map<string, number>> {
+function indexIds(children: readonly XmlShape[], texts: (string | undefined)[]): Map<string, Map<string, number>> {
   const byTag = new Map<string, Map<string, number>>();
   for (let i = 0; i < children.length; i++) {
     const child = children[i]!;
@@ -70,7 +80,7 @@ function indexIds(children: readonly XmlElement[], texts: (string | undefined)[]
 }
 
 /** For each next child, the index of the prev child it continues, or -1. */
-function matchChildren(prev: readonly XmlElement[], next: readonly XmlElement[]): Int32Array {
+function matchChildren(prev: readonly XmlShape[], next: readonly XmlShape[]): Int32Array {
   const prevTexts: (string | undefined)[] = [];
   const nextTexts: (string | undefined)[] = [];
   const prevIds = indexIds(prev, prevTexts);
@@ -129,7 +139,7 @@ function keptInOrder(match: Int32Array): Uint8Array {
 }
 
 // Same (tag, id) sequence on both sides: matching would pair every child with its own index.
-function aligned(prev: readonly XmlElement[], next: readonly XmlElement[]): boolean {
+function aligned(prev: readonly XmlShape[], next: readonly XmlShape[]): boolean {
   if (prev.length !== next.length) return false;
   for (let i = 0; i < prev.length; i++) {
     const a = prev[i]!;
@@ -141,14 +151,14 @@ function aligned(prev: readonly XmlElement[], next: readonly XmlElement[]): bool
   return true;
 }
 
-function diffChild(prev: XmlElement, next: XmlElement, stack: number[], index: number, ops: FrameOp[]): void {
+function diffChild(prev: XmlShape, next: XmlElement, stack: number[], index: number, ops: FrameOp[]): void {
   if (prev === next) return;
   stack.push(index);
   diffElement(prev, next, stack, ops);
   stack.pop();
 }
 
-function diffChildren(prev: readonly XmlElement[], next: readonly XmlElement[], stack: number[], ops: FrameOp[]): void {
+function diffChildren(prev: readonly XmlShape[], next: readonly XmlElement[], stack: number[], ops: FrameOp[]): void {
   if (prev === next) return;
   if (aligned(prev, next)) {
     for (let i = 0; i < next.length; i++) diffChild(prev[i]!, next[i]!, stack, i, ops);
@@ -169,7 +179,7 @@ function diffChildren(prev: readonly XmlElement[], next: readonly XmlElement[], 
   for (let j = 0; j < next.length; j++) if (kept[j]) diffChild(prev[match[j]!]!, next[j]!, stack, j, ops);
 }
 
-function diffElement(prev: XmlElement, next: XmlElement, stack: number[], ops: FrameOp[]): void {
+function diffElement(prev: XmlShape, next: XmlElement, stack: number[], ops: FrameOp[]): void {
   diffProps(prev.props, next.props, stack, ops);
   diffChildren(prev.children, next.children, stack, ops);
 }
@@ -178,9 +188,10 @@ function diffElement(prev: XmlElement, next: XmlElement, stack: number[], ops: F
  * The ops that turn `prev` into `next`: applyDelta(prev, encodeDelta(prev, next)) deep-equals next,
  * and encodeDelta(t, t) is []. A delta cannot replace the root, so differing root tags throw
  * INVALID_FRAME (write a keyframe instead); so do names and values next could not be encoded with.
+ * `prev` is only read: a frame, or a LiveFrame's view().
  * @example encodeDelta(before, after) // [{ op: "set", path: [0, 4], name: "state", value: "finished" }]
  */
-export function encodeDelta(prev: XmlElement, next: XmlElement): FrameDelta {
+export function encodeDelta(prev: XmlShape, next: XmlElement): FrameDelta {
   if (prev.tag !== next.tag) {
     throw new SmithersError("INVALID_FRAME", `Frame root changed from <${prev.tag}> to <${next.tag}>; a delta cannot express that, write a keyframe`);
   }

@@ -8,7 +8,7 @@ import { EMPTY_LIST_A, EMPTY_LIST_B, elementHash, headHash, out, toHex } from ".
 import { corrupt, parseDelta, type FrameDelta, type FrameOp } from "./ops.ts";
 import { SmithersError } from "../errors/index.ts";
 import { checkName, checkTree, checkValue, frozenCopy, type PropValue, type XmlElement } from "./tree.ts";
-import { elementXml } from "./xml.ts";
+import { elementXml, type XmlShape } from "./xml.ts";
 
 type Props = XmlElement["props"];
 
@@ -16,6 +16,7 @@ type LiveNode = {
   tag: string;
   /** Frozen and replaced on every change, so snapshots and undo can share it. */
   props: Props;
+  /** NO_CHILDREN (shared, frozen) while it has none: a frame of a large run is mostly leaves. */
   children: LiveNode[];
   list: ChildHashTree | undefined;
   headA: number;
@@ -35,6 +36,22 @@ function freezeProps(props: Props): Props {
   for (const name of Object.keys(props)) copy[name] = frozenCopy(props[name]!);
   return Object.freeze(copy);
 }
+
+// Freezes a checked JSON value in place (what frozenCopy gives, without the copy).
+function freezeValue(value: PropValue): void {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
+  if (Array.isArray(value)) value.forEach(freezeValue);
+  else for (const key of Object.keys(value)) freezeValue(value[key]!);
+  Object.freeze(value);
+}
+
+function adoptProps(props: Props): Props {
+  for (const name of Object.keys(props)) freezeValue(props[name]!);
+  return Object.freeze(props);
+}
+
+/** The children of every childless element until an insert gives it its own list. */
+const NO_CHILDREN: readonly LiveNode[] = Object.freeze([]);
 
 function rehead(node: LiveNode): void {
   headHash(node.tag, node.props);
@@ -61,11 +78,11 @@ function rehashSelf(node: LiveNode): void {
   node.b = out.b;
 }
 
-function build(el: XmlElement): LiveNode {
+function build(el: XmlElement, adopt: boolean): LiveNode {
   const node: LiveNode = {
     tag: el.tag,
-    props: freezeProps(el.props),
-    children: el.children.map(build),
+    props: adopt ? adoptProps(el.props) : freezeProps(el.props),
+    children: el.children.length === 0 ? (NO_CHILDREN as LiveNode[]) : el.children.map((child) => build(child, adopt)),
     list: undefined,
     headA: 0,
     headB: 0,
@@ -121,10 +138,14 @@ export class LiveFrame {
   private readonly root: LiveNode;
   private hex: string | undefined;
 
-  /** Copies `tree`; INVALID_FRAME if it holds a name or value no frame can have. */
-  constructor(tree: XmlElement) {
+  /**
+   * Copies `tree`; INVALID_FRAME if it holds a name or value no frame can have. `adopt`: the
+   * caller gives the tree away (it was built for this frame and nothing else holds it), so its
+   * props objects and values are frozen in place instead of copied.
+   */
+  constructor(tree: XmlElement, options: { adopt?: boolean } = {}) {
     checkTree(tree);
-    this.root = build(tree);
+    this.root = build(tree, options.adopt === true);
   }
 
   /**
@@ -155,6 +176,14 @@ export class LiveFrame {
   /** An immutable (frozen) snapshot; unchanged subtrees are shared between successive snapshots. */
   toTree(): XmlElement {
     return snapshot(this.root);
+  }
+
+  /**
+   * The working copy itself, read-only, to diff a new tree against (encodeDelta(live.view(), next))
+   * without a snapshot; valid until the next apply.
+   */
+  view(): XmlShape {
+    return this.root;
   }
 
   /** encodeFrameXml(toTree()), written from the working copy (checked on the way in) without a snapshot. */
@@ -238,7 +267,8 @@ export class LiveFrame {
         if (op.index > parent.children.length) {
           throw corrupt(`Frame delta op ${at}: insert index ${op.index} is past the ${parent.children.length} children at [${op.path.join(",")}]`);
         }
-        parent.children.splice(op.index, 0, build(op.node));
+        if (parent.children === NO_CHILDREN) parent.children = [];
+        parent.children.splice(op.index, 0, build(op.node, false));
         parent.listStale = true;
         undo.push(() => void parent.children.splice(op.index, 1));
       }

@@ -20,34 +20,34 @@ export type PlanXml = {
  * `maxConcurrency={Infinity}`) means "no limit", the same as leaving the prop out, and no JSON
  * value can hold it: it is left out.
  */
+function shown(value: PropValue | undefined): value is PropValue {
+  return value !== undefined && value !== false && (typeof value !== "number" || Number.isFinite(value));
+}
+
 function props(entries: Record<string, PropValue | undefined>): Record<string, PropValue> {
   const out: Record<string, PropValue> = {};
   for (const name in entries) {
     const value = entries[name];
-    if (value === undefined || value === false || (typeof value === "number" && !Number.isFinite(value))) continue;
-    out[name] = value;
+    if (shown(value)) out[name] = value;
   }
   return out;
 }
 
+// Written prop by prop in the element's order, with props()'s rule: a frame of a large run has one
+// of these per task, and an intermediate object of every candidate prop would double its garbage.
 function taskElement(task: PlanTask, options: PlanXmlOptions): XmlElement {
-  return {
-    tag: "task",
-    props: props({
-      id: task.nodeId,
-      iteration: task.iteration,
-      state: options.stateOf?.(task) ?? "pending",
-      output: options.tableOf(task),
-      mode: task.mode,
-      label: task.label,
-      retries: task.retries !== undefined && task.retries > 0 ? task.retries : undefined,
-      timeoutMs: task.timeoutMs,
-      skip: task.skip,
-      continueOnFail: task.continueOnFail,
-      dependsOn: task.dependsOn.length > 0 ? [...task.dependsOn] : undefined,
-    }),
-    children: [],
-  };
+  const out: Record<string, PropValue> = { id: task.nodeId };
+  if (shown(task.iteration)) out.iteration = task.iteration;
+  out.state = options.stateOf?.(task) ?? "pending";
+  out.output = options.tableOf(task);
+  if (shown(task.mode)) out.mode = task.mode;
+  if (shown(task.label)) out.label = task.label;
+  if (task.retries !== undefined && task.retries > 0 && shown(task.retries)) out.retries = task.retries;
+  if (shown(task.timeoutMs)) out.timeoutMs = task.timeoutMs;
+  if (task.skip) out.skip = true;
+  if (task.continueOnFail) out.continueOnFail = true;
+  if (task.dependsOn.length > 0) out.dependsOn = [...task.dependsOn];
+  return { tag: "task", props: out, children: [] };
 }
 
 /** A try's or a saga's section (`<try>`, `<catch>`, `<action>`…): the group's children under that tag. */

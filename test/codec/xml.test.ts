@@ -120,6 +120,23 @@ describe("encodeFrameXml / decodeFrameXml", () => {
     expect(decodeFrameXml('<?xml version="1.0" encoding="UTF-8"?>\n<task id="a"/>')).toEqual(el("task", { id: "a" }));
   });
 
+  test("XML written otherwise than encodeFrameXml writes it reads to the same tree", () => {
+    const tree = el("workflow", { name: "w" }, [el("task", { id: "a", label: "x & y", n: 2 }), el("sequence", {}, [el("task", { id: "b" })])]);
+    for (const xml of [
+      "<workflow name='w'><task id='a' label='x &amp; y' n='=2'/><sequence><task id='b'/></sequence></workflow>",
+      '<workflow  name="w"><task id="a" label="x &amp; y" n="=2" /><sequence><task id="b"></task></sequence></workflow>',
+      '<?xml version="1.0"?><workflow name="w"><task id="a" label="x &amp; y" n="=2"/><sequence><task id="b"/></sequence></workflow>',
+    ]) {
+      expect(decodeFrameXml(xml)).toEqual(tree);
+    }
+  });
+
+  test("an unclosed element, a closing tag that does not match or a repeated attribute is rejected with INVALID_FRAME", () => {
+    for (const bad of ["<a><b/>", "<a><b></c></a>", "<a></a></a>", '<a id="x" id="y"/>', '<a id="x/>']) {
+      expect(errorOf(() => decodeFrameXml(bad)).code).toBe("INVALID_FRAME");
+    }
+  });
+
   test("XML whose names or = values no frame can hold is rejected with INVALID_FRAME", () => {
     for (const bad of ["<a:b/>", '<a x:y="1"/>', '<a x="=not json"/>']) {
       expect(errorOf(() => decodeFrameXml(bad)).code).toBe("INVALID_FRAME");

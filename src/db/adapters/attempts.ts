@@ -107,6 +107,22 @@ export function listAttempts(db: SmithersDb, runId: string): Promise<AttemptRow[
   );
 }
 
+/** What a resume reads of each attempt of the run: its key, outcome and usage. */
+export type AttemptResumeRow = Pick<
+  AttemptRow,
+  "runId" | "nodeId" | "iteration" | "attempt" | "state" | "errorJson" | "inputTokens" | "cachedInputTokens" | "outputTokens" | "costUsd" | "agentModel"
+>;
+
+const ATTEMPTS_TO_RESUME = `SELECT ${A.runId} AS "runId", ${A.nodeId} AS "nodeId", ${A.iteration} AS iteration, ${A.attempt} AS attempt,
+  ${A.state} AS state, ${A.errorJson} AS "errorJson", ${A.inputTokens} AS "inputTokens", ${A.cachedInputTokens} AS "cachedInputTokens",
+  ${A.outputTokens} AS "outputTokens", ${A.costUsd} AS "costUsd", ${A.agentModel} AS "agentModel"
+  FROM ${A.$table} WHERE ${A.runId} = ? ORDER BY ${A.startedAtMs}`;
+
+/** listAttempts' rows (in its order) with only what a resume reads, as plain rows (see nodesToResume). */
+export function attemptsToResume(db: SmithersDb, runId: string): Promise<AttemptResumeRow[]> {
+  return db.read("attemptsToResume", (q) => q.all<AttemptResumeRow>(ATTEMPTS_TO_RESUME, runId));
+}
+
 /**
  * Ends what a run left `running` as `failed` (attempts and nodes), for a run that must end but
  * whose last step could not be stored.

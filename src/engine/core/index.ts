@@ -44,6 +44,8 @@ export {
   RATE_LIMITED_WAIT_MS,
   WAIT_POLL_MS,
   YIELD_EVERY_MS,
+  GC_HINT_AFTER_TASKS,
+  GC_HINT_EVERY_TASKS,
 } from "./constants.ts";
 export {
   checkNewRunId,

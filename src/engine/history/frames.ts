@@ -91,14 +91,17 @@ export class FrameChain {
   /**
    * The row for the next frame: `next` is the new tree, or a delta against the current one.
    * Undefined when nothing changed (an empty delta), except for the first frame of a chain.
+   * `owned`: `next` was built for this call and nothing else holds it, so a chain's first tree
+   * is taken over as it is (frozen in place) rather than copied.
    */
-  append(next: XmlElement | FrameDelta, nowMs: number): frames.NewFrame | undefined {
+  append(next: XmlElement | FrameDelta, nowMs: number, owned = false): frames.NewFrame | undefined {
     const fresh = !this.live;
     let delta: FrameDelta = [];
     if (!this.live) {
-      this.live = new LiveFrame(Array.isArray(next) ? applyDelta(EMPTY, next) : next);
+      this.live = Array.isArray(next) ? new LiveFrame(applyDelta(EMPTY, next)) : new LiveFrame(next, { adopt: owned });
     } else {
-      delta = Array.isArray(next) ? next : encodeDelta(this.live.toTree(), next);
+      // Diffed against the working copy itself: no snapshot of the whole tree per step.
+      delta = Array.isArray(next) ? next : encodeDelta(this.live.view(), next);
       if (delta.length === 0) return undefined;
       this.live.apply(delta, { shapeChecked: true });
     }
@@ -156,7 +159,7 @@ export class FrameRecorder {
       }
       next = delta;
     }
-    const row = this.chain.append(next, nowMs);
+    const row = this.chain.append(next, nowMs, true);
     // Only once the chain took the frame: a failed append leaves the recorder where it was.
     this.taskPaths = taskPaths;
     this.plan = plan;
@@ -173,7 +176,7 @@ function rebuild(rows: frames.FrameRow[], runId: string, frameNo: number): LiveF
   if (rows[rows.length - 1]!.frameNo !== frameNo) throw new SmithersError("FRAME_NOT_FOUND", `Run "${runId}" has no frame ${frameNo}`, { runId, frameNo });
   let live: LiveFrame;
   try {
-    live = new LiveFrame(decodeFrameXml(first.xmlJson, { hashChecked: true }));
+    live = new LiveFrame(decodeFrameXml(first.xmlJson, { hashChecked: true }), { adopt: true });
   } catch (cause) {
     throw SmithersError.is(cause, "INVALID_FRAME") ? corrupt(runId, first.frameNo, `its XML does not parse (${cause.message})`) : cause;
   }

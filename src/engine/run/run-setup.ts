@@ -361,8 +361,8 @@ export async function setupRun(o: SetupOptions): Promise<RunSetup> {
   // A run created just now has no nodes, attempts, loops or outputs to load.
   const [nodes, attempts, loopRows, { outputKeys, outputRows }, approved] = resumed
     ? await Promise.all([
-        nodeRows.listNodes(o.db, runId),
-        attemptRows.listAttempts(o.db, runId),
+        nodeRows.nodesToResume(o.db, runId),
+        attemptRows.attemptsToResume(o.db, runId),
         ralph.listLoopStates(o.db, runId),
         loadRunOutputs(o.db, o.registry, runId),
         approvals.listApprovals(o.db, { runId, status: "approved" }),

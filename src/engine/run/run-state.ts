@@ -30,7 +30,7 @@ import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { DecideMemo, type ContinueFrom } from "../schedule/index.ts";
 import { isWaiting, type RunStatus, type WaitingStatus } from "../core/index.ts";
-import { MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
+import { GC_HINT_AFTER_TASKS, GC_HINT_EVERY_TASKS, MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 import { AgentOutput } from "./agent-output.ts";
 import { PureStepBatch } from "./pure-batch.ts";
@@ -103,6 +103,9 @@ export class RunState {
    * now asks (see decide), kept so the states of finished loop iterations can be dropped.
    */
   readonly finishedIds = new Set<string>();
+  /** Attempts settled in all, and since the run last hinted a garbage collection (see gcHintDue). */
+  settled = 0;
+  settledSinceGcHint = 0;
   /** The nodes waiting for the world: timers, decisions, answers, signals, child runs. */
   readonly waits: Waits;
   /** Tasks under a `concurrencyKey`: their slots and rate windows (see LimitWaits). */
@@ -241,6 +244,17 @@ export class RunState {
     if (loop) return this.setup.loops.get(loop.loopId)?.iteration ?? 0;
     const open = [...this.setup.loops.values()].filter((l) => !l.done).map((l) => l.iteration);
     return open.length > 0 ? Math.max(...open) : 0;
+  }
+
+  /**
+   * Whether to hint a garbage collection now (and count it done): every GC_HINT_EVERY_TASKS
+   * settled attempts, once the plan or the attempts settled so far reach GC_HINT_AFTER_TASKS.
+   */
+  gcHintDue(): boolean {
+    if (this.settledSinceGcHint < GC_HINT_EVERY_TASKS) return false;
+    if (this.settled < GC_HINT_AFTER_TASKS && (this.plan?.tasks.length ?? 0) < GC_HINT_AFTER_TASKS) return false;
+    this.settledSinceGcHint = 0;
+    return true;
   }
 
   resolve(task: PlanTask): OutputTableInfo {

@@ -25,6 +25,8 @@ async function stepInner(run: RunState): Promise<StepNext> {
   run.budgetHeld = undefined; // decided again each step: the held task may be gone from the plan
   run.agentOutput.emitText(); // agent text so far goes with this step's commit, before the outcomes it settles
   const ended = run.ended.splice(0);
+  run.settled += ended.length;
+  run.settledSinceGcHint += ended.length;
   const settlesWork = ended.some((e) => !isPureAttempt(e.input)); // see canDefer
   const writes = settleEnded(run, ended);
   const starts: Started[] = [];
