@@ -1,7 +1,8 @@
 /** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first, after the requests queued for workers. */
 import { parseArgs } from "node:util";
 import { progressText, type LimitUse, type QueuePlace, type RunSummary } from "../contract/index.ts";
-import { limitUse, listRunSummaries, RunStatusSchema } from "../engine/index.ts";
+import { RunStatusSchema } from "../engine/core/index.ts";
+import { limitUse, listRunSummaries } from "../engine/queries/index.ts";
 import { EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
 export const PS_DEFAULT_LIMIT = 20;

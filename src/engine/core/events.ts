@@ -1,3 +1,4 @@
+import { basename, extname } from "node:path";
 import { z } from "zod";
 import { SmithersError } from "../../errors/index.ts";
 import { isWaiting, WAITING_STATUSES, type RunStatus } from "./states.ts";
@@ -189,6 +190,9 @@ export function checkNewRunId(runId: string): void {
     throw new SmithersError("INVALID_RUN_ID", `Run id ${JSON.stringify(runId)} refused: ${why}`, { runId });
   }
 }
+
+/** The name a worker finds a queued workflow by (`--workflows DIR`): its file name without extension, as `serve` registers it. */
+export const queueName = (workflowPath: string) => basename(workflowPath, extname(workflowPath));
 export type SmithersEvent = z.infer<EventSchema>;
 
 /** The event of one type. @example const e: EventOf<"NodeFailed"> = ...; e.error */

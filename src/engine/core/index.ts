@@ -22,6 +22,7 @@ export {
   CRON_FIRE_BATCH,
   CRON_SKIP_COUNT_LIMIT,
   DEFAULT_RETENTION_MS,
+  DEFAULT_DB_PATH,
   DEFAULT_RETRY_FACTOR,
   DEFAULT_RETRY_POLICY,
   DEFAULT_STOP_GRACE_MS,
@@ -42,11 +43,13 @@ export {
   ROW_CACHE_SIZE,
   TIMER_WAIT_IN_PLACE_MS,
   RATE_LIMITED_WAIT_MS,
+  RESUME_EVENTS,
   WAIT_POLL_MS,
   YIELD_EVERY_MS,
 } from "./constants.ts";
 export {
   checkNewRunId,
+  queueName,
   type EventBody,
   type EventOf,
   runEndedEvent,
