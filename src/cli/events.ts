@@ -5,8 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { events, queue, runs, type SmithersDb } from "../db/index.ts";
-import { SmithersEventTypeSchema, type SmithersEvent } from "../engine/index.ts";
-import { isOver } from "../engine/index.ts";
+import { isOver, SmithersEventTypeSchema, type SmithersEvent } from "../engine/core/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { formatEvent } from "./progress.ts";
 import { EXIT, nonNegativeNumber, openExistingDb, usageError, type Io } from "./shared.ts";
