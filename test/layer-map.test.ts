@@ -62,6 +62,7 @@ const ENTRY_POINTS = new Set([
   "mdx/preload.ts",
   "agents/cli/process-group.ts", // engine/core/owner.ts: a process's start time, without the agents
   "jsx/duration.ts", // cli/shared.ts: duration flags, without the renderer
+  "jsx/plan.ts", // the plan's shape and node keys (waits, history, schedule), without the renderer
 ]);
 
 /** Whether `target` (a path under src/) is the index.ts of one of src/engine's rooms. */
