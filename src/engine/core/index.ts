@@ -57,19 +57,19 @@ export {
   type SmithersEvent,
   smithersEventSchema,
   type SmithersEventType,
-  SmithersEventTypeSchema,
+  smithersEventTypeSchema,
   type ToolCallReport,
 } from "./events.ts";
 export { ACTIVE_OWNERS, newOwnerId, ownerAlive, ownerProcessAlive } from "./owner.ts";
 export {
   type AttemptState,
-  AttemptStateSchema,
+  attemptStateSchema,
   isOver,
   isWaiting,
   type NodeState,
-  NodeStateSchema,
+  nodeStateSchema,
   type RunStatus,
-  RunStatusSchema,
+  runStatusSchema,
   WAITING_STATUSES,
   type WaitingStatus,
 } from "./states.ts";
