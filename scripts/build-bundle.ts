@@ -12,7 +12,9 @@
  * Bun 1.4.5 writes bytecode beside a bundle only in CommonJS form (ESM bytecode needs
  * `--compile`), and CommonJS cannot be split into chunks, so there is one core, and its parts
  * are built on first use: each getter of the core's exports requires its entry then, so the
- * `up` command initialises the engine, not the server or the agents.
+ * `up` command initialises the engine, not the server or the agents. Reading the core's bytecode
+ * costs by its size (~2 ms a MB) whatever runs, so a command that loads no workflow file can have
+ * a file of its own with only its modules (LIGHT_COMMANDS): `smithers.js` runs it from there.
  *
  * One module instance: the exports map names each file under the `smithers-bundle` condition,
  * and bin/smithers.js starts Bun with `--conditions=smithers-bundle`, so a workflow's
@@ -22,7 +24,7 @@
  *   bun scripts/build-bundle.ts [--clean]
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { basename, join, relative } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import type { BunPlugin } from "bun";
 import { schemaStamp } from "../src/db/ensure.ts";
 import { buildNewDatabaseImage, SHIPPED_IMAGE_NAME } from "../src/db/new-sqlite-file.ts";
@@ -41,6 +43,23 @@ export const BUNDLE_CLI = "smithers.js";
 export const BUNDLE_HELP = "help-answer.js";
 /** The one bundled file, with its bytecode (`core.js.jsc`) and source map beside it. */
 export const BUNDLE_CORE = "core.js";
+/**
+ * Commands that run from a file of their own, `command-<name>.js` with its bytecode, instead of the
+ * core: the modules the command imports and nothing else (`ps`: ~0.7 MB of bytecode to read
+ * instead of the core's ~2.7 MB, some 5 ms of every start). Only a command that loads no workflow
+ * file can: a workflow's `import … from "smithers-workflows"` loads the core, and the engine that
+ * runs it must be that one. The build refuses one whose file holds the workflow loader or the
+ * package's root. A dynamic import the command does not take (another command, the rooms
+ * `inspect` loads) is left out of its file and fails loudly if ever taken there.
+ */
+export const LIGHT_COMMANDS: Readonly<Record<string, string>> = {
+  // The command, and its module: the one src/cli/index.ts imports for it.
+  ps: "src/cli/ps.ts",
+};
+/** The file a light command runs from. */
+export const lightCommandFile = (command: string) => `command-${command}.js`;
+/** Modules a light command's file must not hold: each would load a workflow, which must meet the core. */
+const NOT_IN_LIGHT_COMMAND = ["src/index.ts", "src/engine/workflow/workflow-file.ts"];
 /**
  * Where the bundle sits at run time. Bun.build in CommonJS form writes `import.meta.dir` as the
  * directory of the source file at build time (a path on the machine that packed it), so the
@@ -76,14 +95,44 @@ function entryText(part: string, expression = ""): string {
   );
 }
 
-/** The command's entry: the help answered from the arguments alone, else the core's command line run. */
+/**
+ * The command's entry: the help answered from the arguments alone, else the command line run by
+ * the light command's own file (LIGHT_COMMANDS) or by the core.
+ */
 function commandEntryText(): string {
+  const light = Object.fromEntries(Object.keys(LIGHT_COMMANDS).map((c) => [c, lightCommandFile(c)]));
   return (
     `"use strict";\nconst help = require("./${BUNDLE_HELP}").helpAnswer(process.argv.slice(2));\n` +
     `if (help) {\n  console.log(help.text);\n  process.exit(help.code);\n}\n` +
-    entryText("command", ".runCommandLine()").replace(`"use strict";\n`, "")
+    `const file = ${JSON.stringify(light)}[process.argv[2]] ?? ${JSON.stringify(BUNDLE_CORE)};\n` +
+    `${DIR_GLOBAL} ??= __dirname;\n${FILE_GLOBAL} ??= require("path").join(__dirname, file);\n` +
+    `module.exports = require("./" + file)["command"].runCommandLine();\n`
   );
 }
+
+/**
+ * A light command's file leaves out what its modules import dynamically from src/ but the command's
+ * own module: each becomes a module that throws, so taking one there fails with what happened
+ * instead of loading a second copy of the engine.
+ */
+function leaveOutDynamicImports(command: string, module: string): BunPlugin {
+  const src = join(ROOT, "src");
+  return {
+    name: "smithers-light-command",
+    setup(build) {
+      build.onResolve({ filter: /^\./ }, (args) => {
+        if (args.kind !== "dynamic-import" || !args.importer.startsWith(src)) return undefined;
+        const target = relative(ROOT, join(dirname(args.importer), args.path));
+        return target === module ? undefined : { path: target, namespace: LEFT_OUT_NAMESPACE };
+      });
+      build.onLoad({ filter: /.*/, namespace: LEFT_OUT_NAMESPACE }, (args) => ({
+        contents: `throw new Error(${JSON.stringify(`smithers ${command}: ${args.path} is not in this command's file (${lightCommandFile(command)}; see LIGHT_COMMANDS in scripts/build-bundle.ts)`)});\n`,
+        loader: "js",
+      }));
+    },
+  };
+}
+const LEFT_OUT_NAMESPACE = "smithers-left-out";
 
 /**
  * The dependencies the core loads from node_modules rather than bundles: the user's zod and ai
@@ -128,9 +177,11 @@ export async function buildBundle(): Promise<{ files: string[] }> {
   );
   const coreStub = join(stubs, BUNDLE_CORE.replace(/\.js$/, ".ts"));
   writeFileSync(coreStub, `module.exports = {\n${getters.join("\n")}\n};\n`);
-  try {
+  // The core and each light command's file: minified CommonJS with bytecode and a linked map.
+  const externalNames = [...Object.keys(pkg.peerDependencies), ...Object.keys(pkg.dependencies).filter((name) => name !== "drizzle-orm")];
+  const buildCjs = async (entry: string, what: string, plugins: BunPlugin[] = []) => {
     const result = await Bun.build({
-      entrypoints: [coreStub],
+      entrypoints: [entry],
       outdir: BUNDLE_DIR,
       target: "bun",
       format: "cjs",
@@ -138,7 +189,8 @@ export async function buildBundle(): Promise<{ files: string[] }> {
       minify: true,
       sourcemap: "linked",
       naming: { entry: "[name].js" },
-      plugins: [externals([...Object.keys(pkg.peerDependencies), ...Object.keys(pkg.dependencies).filter((name) => name !== "drizzle-orm")])],
+      metafile: true,
+      plugins: [...plugins, externals(externalNames)],
       // src/cli/index.ts runs the command when it is the main module; in the bundle smithers.js does.
       define: {
         "import.meta.main": "false",
@@ -148,8 +200,8 @@ export async function buildBundle(): Promise<{ files: string[] }> {
         SMITHERS_SCHEMA_STAMP: String(schemaStamp()),
       },
     });
-    if (!result.success) throw new AggregateError(result.logs, "The bundle failed to build");
-    if (!result.outputs.some((o) => o.kind === "bytecode")) throw new Error("Bun.build wrote no bytecode for the bundle");
+    if (!result.success) throw new AggregateError(result.logs, `${what} failed to build`);
+    if (!result.outputs.some((o) => o.kind === "bytecode")) throw new Error(`Bun.build wrote no bytecode for ${what}`);
     // The map keeps its mappings and drops the sources' text: the package ships src/, which the
     // map names, and Bun reads the map whenever a stack through the core is made (smithers()
     // makes one to find its caller), so every start would read the text too (~2 MB).
@@ -159,6 +211,24 @@ export async function buildBundle(): Promise<{ files: string[] }> {
       // null per source, as the format allows ("not available"): Bun rejects a map with no sourcesContent at all.
       map.sourcesContent = map.sources.map(() => null);
       writeFileSync(output.path, JSON.stringify(map));
+    }
+    return result;
+  };
+  try {
+    const result = await buildCjs(coreStub, "The bundle");
+    const outputs = [...result.outputs];
+    for (const [command, module] of Object.entries(LIGHT_COMMANDS)) {
+      const stub = join(stubs, lightCommandFile(command).replace(/\.js$/, ".ts"));
+      writeFileSync(stub, `module.exports = { get command() {\n  return require(${JSON.stringify(relative(stubs, join(ROOT, parts.command!)))});\n} };\n`);
+      const light = await buildCjs(stub, `The file of \`${command}\``, [leaveOutDynamicImports(command, module)]);
+      const inputs = new Set(Object.keys(light.metafile?.inputs ?? {}).map((input) => resolve(input)));
+      if (inputs.size === 0) throw new Error(`Bun.build told no inputs of the file of \`${command}\``);
+      const held = NOT_IN_LIGHT_COMMAND.filter((source) => inputs.has(join(ROOT, source)));
+      if (held.length > 0)
+        throw new Error(
+          `\`${command}\` cannot run from a file of its own: it imports ${held.join(" and ")} (it may load a workflow, which must meet the core)`,
+        );
+      outputs.push(...light.outputs);
     }
     const help = await Bun.build({
       entrypoints: [join(ROOT, "src", "cli", "help-answer.ts")],
@@ -177,7 +247,7 @@ export async function buildBundle(): Promise<{ files: string[] }> {
       writeFileSync(file, part === "command" ? commandEntryText() : entryText(part));
       return file;
     });
-    return { files: [...entries, ...result.outputs.map((o) => o.path), ...help.outputs.map((o) => o.path), image].map((f) => relative(ROOT, f)) };
+    return { files: [...entries, ...outputs.map((o) => o.path), ...help.outputs.map((o) => o.path), image].map((f) => relative(ROOT, f)) };
   } finally {
     rmSync(stubs, { recursive: true, force: true });
   }

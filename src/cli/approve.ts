@@ -1,6 +1,6 @@
 /** `smithers approve|deny <run> [--node ID] [--iteration N] [--select KEY | --rank K1,K2,…] [--by NAME] [--note TEXT] [--yes]`. */
 import { parseArgs } from "node:util";
-import { approve, checkChoice, deny, findPendingApproval, type PendingApproval } from "../engine/index.ts";
+import { approve, checkChoice, deny, findPendingApproval, type PendingApproval } from "../engine/waits/index.ts";
 import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 
 /** Asks on the terminal; resolves true for y/yes. */

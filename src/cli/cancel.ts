@@ -6,8 +6,8 @@
  */
 import { parseArgs } from "node:util";
 import { queue, runs } from "../db/index.ts";
-import { requestCancel } from "../engine/index.ts";
-import { isOver } from "../engine/index.ts";
+import { requestCancel } from "../engine/waits/index.ts";
+import { isOver } from "../engine/core/index.ts";
 import { EXIT, nonNegativeMs, openExistingDb, usageError, type Io } from "./shared.ts";
 
 /** How often the command looks whether the run has ended. */

@@ -1,7 +1,9 @@
 /** `smithers cron add|list|rm`: schedules the daemon (`smithers supervise`) starts on time. */
 import { parseArgs } from "node:util";
 import { openSmithersDb } from "../db/index.ts";
-import { addCron, DEFAULT_DB_PATH, listCrons, loadWorkflowFile, parseCron, removeCron, type CronSchedule } from "../engine/index.ts";
+import { DEFAULT_DB_PATH } from "../engine/core/index.ts";
+import { addCron, listCrons, parseCron, removeCron, type CronSchedule } from "../engine/daemon/index.ts";
+import { loadWorkflowFile } from "../engine/workflow/index.ts";
 import { dbPathOption, EXIT, openExistingDb, usageError, type Io, parseInput } from "./shared.ts";
 
 const iso = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { type CompareSide, type RunComparison, scoreDelta, scoreText, type Usage } from "../contract/index.ts";
-import { compareRuns } from "../engine/index.ts";
+import { compareRuns } from "../engine/queries/index.ts";
 import { compactRow } from "./inspect.ts";
 import { EXIT, type Io, openExistingDb, usageError } from "./shared.ts";
 

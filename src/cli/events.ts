@@ -5,8 +5,8 @@
  */
 import { parseArgs } from "node:util";
 import { events, queue, runs, type SmithersDb } from "../db/index.ts";
-import { SmithersEventTypeSchema, type SmithersEvent } from "../engine/index.ts";
-import { isOver } from "../engine/index.ts";
+import { isOver, type SmithersEvent } from "../engine/core/index.ts";
+import { EVENT_TYPES } from "../contract/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { formatEvent } from "./progress.ts";
 import { EXIT, nonNegativeNumber, openExistingDb, usageError, type Io } from "./shared.ts";
@@ -67,7 +67,7 @@ export async function eventsCommand(args: string[], io: Io, signal?: AbortSignal
   const afterSeq = nonNegativeNumber(values["after-seq"], "--after-seq", true);
   const types = values.type?.flatMap((t) => t.split(",")).filter((t) => t !== "");
   for (const t of types ?? []) {
-    if (!SmithersEventTypeSchema.safeParse(t).success) throw usageError(`--type "${t}" is not an event type (${SmithersEventTypeSchema.options.join(", ")})`);
+    if (!(EVENT_TYPES as readonly string[]).includes(t)) throw usageError(`--type "${t}" is not an event type (${EVENT_TYPES.join(", ")})`);
   }
   const filter: Filter = { runId, ...(types ? { types } : {}), ...(values.node === undefined ? {} : { nodeId: values.node }) };
   const db = openExistingDb(values.db);

@@ -1,7 +1,7 @@
 /** `smithers frames <run> [--frame N]`: the run's frames, or one frame's XML. */
 import { parseArgs } from "node:util";
 import { frames, runs } from "../db/index.ts";
-import { readFrameXml } from "../engine/index.ts";
+import { readFrameXml } from "../engine/history/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { EXIT, frameNumber, openExistingDb, usageError, type Io } from "./shared.ts";
 

@@ -1,6 +1,6 @@
 /** `smithers human list|inbox [--json]`, `human answer <request-id> --data JSON [--by NAME]`, `human cancel <request-id>`. */
 import { parseArgs } from "node:util";
-import { answerHuman, cancelHuman, humanInbox, type InboxItem } from "../engine/index.ts";
+import { answerHuman, cancelHuman, humanInbox, type InboxItem } from "../engine/waits/index.ts";
 import { EXIT, openExistingDb, parseJsonFlag, usageError, type Io } from "./shared.ts";
 
 /** "3m", "2h", "4d": how long ago, roughly. */

@@ -6,7 +6,7 @@
 import { parseArgs } from "node:util";
 import type { InspectReport } from "../contract/index.ts";
 import { loadStoredOutputs, nodes as nodeRows, type SmithersDb } from "../db/index.ts";
-import { inspectRun } from "../engine/index.ts";
+import { inspectRun } from "../engine/queries/index.ts";
 import { failedAttemptLines } from "./inspect-failures.ts";
 import { formatUsage } from "./progress.ts";
 import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";

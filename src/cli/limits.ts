@@ -1,7 +1,7 @@
 /** `smithers limits [--json] [--db PATH]`: every concurrency and rate key of a database, its declared limits and its use now. */
 import { parseArgs } from "node:util";
 import type { LimitUse } from "../contract/index.ts";
-import { limitUse } from "../engine/index.ts";
+import { limitUse } from "../engine/queries/index.ts";
 import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 
 const of = (used: number, limit: number | null) => (limit === null ? (used > 0 ? String(used) : "-") : `${used}/${limit}`);

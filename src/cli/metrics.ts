@@ -1,6 +1,6 @@
 /** `--metrics-port N` of `worker` and `supervise --watch`: their metrics on a loopback port of their own. */
 import type { SmithersDb } from "../db/index.ts";
-import { createMetrics, listenMetrics, type SmithersMetrics } from "../engine/index.ts";
+import { createMetrics, listenMetrics, type SmithersMetrics } from "../engine/telemetry/index.ts";
 import type { Logger } from "./log.ts";
 import { nonNegativeNumber, usageError } from "./shared.ts";
 

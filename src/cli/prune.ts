@@ -1,6 +1,6 @@
 /** `smithers prune`: removes old frames and events of ended runs (see pruneRuns). */
 import { parseArgs } from "node:util";
-import { pruneRuns, type PruneReport } from "../engine/index.ts";
+import { pruneRuns, type PruneReport } from "../engine/history/index.ts";
 import { durationFlag, EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 
 export async function pruneCommand(args: string[], io: Io, nowMs = Date.now()): Promise<number> {

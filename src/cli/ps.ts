@@ -1,7 +1,8 @@
 /** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first, after the requests queued for workers. */
 import { parseArgs } from "node:util";
 import { progressText, type LimitUse, type QueuePlace, type RunSummary } from "../contract/index.ts";
-import { limitUse, listRunSummaries, RunStatusSchema } from "../engine/index.ts";
+import { RUN_STATUSES } from "../contract/index.ts";
+import { limitUse, listRunSummaries } from "../engine/queries/index.ts";
 import { EXIT, openExistingDb, positiveInt, usageError, type Io } from "./shared.ts";
 
 export const PS_DEFAULT_LIMIT = 20;
@@ -62,8 +63,8 @@ export async function psCommand(args: string[], io: Io): Promise<number> {
   });
   if (positionals.length > 0) throw usageError("ps takes no arguments");
   const status = values.status;
-  if (status !== undefined && status !== "queued" && !RunStatusSchema.safeParse(status).success) {
-    throw usageError(`--status must be one of queued, ${RunStatusSchema.options.join(", ")}, got "${status}"`);
+  if (status !== undefined && status !== "queued" && !(RUN_STATUSES as readonly string[]).includes(status)) {
+    throw usageError(`--status must be one of queued, ${RUN_STATUSES.join(", ")}, got "${status}"`);
   }
   const limit = positiveInt(values.limit, "--limit") ?? PS_DEFAULT_LIMIT;
   const db = openExistingDb(values.db);

@@ -2,7 +2,7 @@
 import { parseArgs } from "node:util";
 import type { SandboxSession } from "../contract/index.ts";
 import { runs } from "../db/index.ts";
-import { sandboxSessions } from "../engine/index.ts";
+import { sandboxSessions } from "../engine/queries/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { alignRows, EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 

@@ -1,7 +1,7 @@
 /** `smithers scores <run> [--node ID] [--json]`: the scorer rows of a run per attempt, then a summary per scorer. */
 import { parseArgs } from "node:util";
 import type { RunScoresReport } from "../contract/index.ts";
-import { runScores } from "../engine/index.ts";
+import { runScores } from "../engine/queries/index.ts";
 import { alignRows, EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 
 const ms = (v: number | null) => (v === null ? "-" : `${v}ms`);

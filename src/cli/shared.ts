@@ -1,10 +1,9 @@
 /** What every `smithers` command shares: exit codes, output sinks, argument checks. */
 import { existsSync } from "node:fs";
-import { type Limits, mergeLimits, parseLimitFlag } from "../engine/index.ts";
+import { DEFAULT_DB_PATH, type Limits, mergeLimits, parseLimitFlag } from "../engine/core/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { DURABILITY_MODES, isPostgresUrl, openSmithersDb, type Durability, type SmithersDb } from "../db/index.ts";
-import { DEFAULT_DB_PATH } from "../engine/index.ts";
-import { parseDuration } from "../jsx/index.ts";
+import { parseDuration } from "../jsx/duration.ts";
 
 export { EXIT } from "./constants.ts";
 

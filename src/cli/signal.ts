@@ -1,6 +1,6 @@
 /** `smithers signal <run> <name> [--data JSON] [--correlation-id ID] [--dedupe-key KEY] [--by NAME]`. */
 import { parseArgs } from "node:util";
-import { sendSignal } from "../engine/index.ts";
+import { sendSignal } from "../engine/waits/index.ts";
 import { EXIT, openExistingDb, parseJsonFlag, usageError, type Io } from "./shared.ts";
 
 export async function signalCommand(args: string[], io: Io): Promise<number> {

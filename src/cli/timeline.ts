@@ -5,7 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { frames, runs, type SmithersDb } from "../db/index.ts";
-import { forksByFrame, frameHistory, planChanges, readFrame, type NodeChange, type PlanChanges, type FrameNode } from "../engine/index.ts";
+import { forksByFrame, frameHistory, planChanges, readFrame, type NodeChange, type PlanChanges, type FrameNode } from "../engine/history/index.ts";
 import type { PropValue } from "../codec/index.ts";
 import { SmithersError } from "../errors/index.ts";
 import { EXIT, frameNumber, openExistingDb, usageError, type Io } from "./shared.ts";

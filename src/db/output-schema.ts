@@ -3,9 +3,9 @@
  * `run_id`, `node_id`, `iteration` and one column per field; the mapping rules are SPEC §2.
  */
 import { integer, primaryKey, real, sqliteTable, text, type SQLiteTable } from "drizzle-orm/sqlite-core";
-import { z } from "zod";
+import type { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
-import { def as defOf, unwrap, type Schema } from "../schema/index.ts";
+import { def as defOf, unwrap, zod, type Schema } from "../schema/index.ts";
 
 export type ColumnKind = "text" | "integer" | "real" | "boolean" | "json" | "timestamp";
 
@@ -82,7 +82,7 @@ const RESERVED_COLUMNS = new Set(["run_id", "node_id", "iteration"]);
 
 /** The columns of a Zod object schema; throws UNSUPPORTED_SCHEMA naming the first field that cannot map. */
 export function fieldColumns(tableKey: string, schema: z.ZodType): FieldColumn[] {
-  if (!(schema instanceof z.ZodObject)) {
+  if (!(schema instanceof zod().ZodObject)) {
     throw new SmithersError("UNSUPPORTED_SCHEMA", `Output schema "${tableKey}" must be a z.object(...), got ${describeZodType(schema)}`, { table: tableKey });
   }
   const columns: FieldColumn[] = [];

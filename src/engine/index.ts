@@ -27,7 +27,7 @@ export {
   SERVER_RUN_ID,
   checkNewRunId,
   smithersEventSchema,
-  SmithersEventTypeSchema,
+  smithersEventTypeSchema,
   type EventOf,
   type SmithersEvent,
   type SmithersEventType,
@@ -36,7 +36,7 @@ export {
 export { isOver, isWaiting } from "./core/index.ts";
 export { checkLimits, limitFor, type Limits, type LimitSpec, mergeLimits, parseLimitFlag } from "./core/index.ts";
 export { SYSTEM_CLOCK, type Clock, type ClockTimer } from "./core/index.ts";
-export { NodeStateSchema, AttemptStateSchema, RunStatusSchema, type NodeState, type AttemptState, type RunStatus } from "./core/index.ts";
+export { nodeStateSchema, attemptStateSchema, runStatusSchema, type NodeState, type AttemptState, type RunStatus } from "./core/index.ts";
 export { EventBus } from "./run/index.ts";
 export { RESUME_EVENTS, supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./daemon/index.ts";
 export { loadWorkflowFile } from "./workflow/index.ts";

@@ -17,10 +17,18 @@ function taskMemory(tool: string): ToolMemory {
   return memory;
 }
 
+/** The tools' input schemas, built on first use: zod objects cost every process that imports the package, and most use no memory. */
+const inputs: {
+  remember?: z.ZodObject<{ content: z.ZodString }>;
+  recall?: z.ZodObject<{ query: z.ZodString; k: z.ZodOptional<z.ZodNumber> }>;
+} = {};
+
 const remember = defineTool({
   name: "memory.remember",
   description: "Store a durable fact or finding in long-term memory, so later tasks and runs can recall it.",
-  schema: z.object({ content: z.string().min(1).describe("The fact to remember, as a self-contained sentence or paragraph") }),
+  get schema() {
+    return (inputs.remember ??= z.object({ content: z.string().min(1).describe("The fact to remember, as a self-contained sentence or paragraph") }));
+  },
   // Not a side effect for rewinds (the chunk is this database's own row, and memory outlives runs),
   // and idempotent: the chunk's id is the call's key, so a retry that repeats the call replaces it.
   idempotent: true,
@@ -30,10 +38,12 @@ const remember = defineTool({
 const recall = defineTool({
   name: "memory.recall",
   description: "Search long-term memory for the facts most similar to a query.",
-  schema: z.object({
-    query: z.string().min(1).describe("What to look for"),
-    k: z.number().int().min(1).max(50).optional().describe("How many facts (default 5)"),
-  }),
+  get schema() {
+    return (inputs.recall ??= z.object({
+      query: z.string().min(1).describe("What to look for"),
+      k: z.number().int().min(1).max(50).optional().describe("How many facts (default 5)"),
+    }));
+  },
   execute: async ({ query, k }) => ({ hits: await taskMemory("memory.recall").recall(query, k) }),
 });
 

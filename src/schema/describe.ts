@@ -1,4 +1,5 @@
-import { z } from "zod";
+import type { z } from "zod";
+import { zod } from "./zod.ts";
 import { isPlainObject } from "../json/index.ts";
 import { checks, def, type Def, enumValues, optionalInput, type Schema, templatePattern, unwrap } from "./walk.ts";
 
@@ -207,7 +208,7 @@ function exampleOf(schema: Schema, outer: Path): unknown {
       return { [name]: exampleOf(d.valueType as Schema, path) };
     }
     case "union":
-      return exampleOf((d.options as Schema[])[0] ?? z.null(), path);
+      return exampleOf((d.options as Schema[])[0] ?? zod().null(), path);
     case "intersection": {
       const left = exampleOf(d.left as Schema, path);
       const right = exampleOf(d.right as Schema, path);

@@ -19,3 +19,4 @@ export { formatIssuePath, formatZodIssues } from "./issues.ts";
 export { describeSchema } from "./describe.ts";
 export { checkAgainstJsonSchema, fieldIssues, jsonSchemaIssues, jsonSchemaOf, type FieldIssue } from "./json-schema.ts";
 export { JITLESS_PARSES, safeParseWarming } from "./parse.ts";
+export { lazyEnum, zod } from "./zod.ts";

@@ -3,14 +3,15 @@
  * accepts is stored with the wait, so a sender (`smithers signal`, `smithers human answer`) can
  * check a payload before storing it. The engine still validates with the Zod schema itself.
  */
-import { z } from "zod";
+import type { z } from "zod";
+import { zod } from "./zod.ts";
 import { formatZodIssues } from "./issues.ts";
 
 /** The JSON Schema of the values `schema` accepts, or undefined when it has no JSON form. */
 export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> | undefined {
   try {
     // Parts JSON Schema cannot say (a Date, a transform) accept anything here; the engine checks them.
-    return z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+    return zod().toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
   } catch {
     return undefined;
   }
@@ -32,7 +33,7 @@ export type FieldIssue = { path: (string | number)[]; message: string };
 export function jsonSchemaIssues(jsonSchema: unknown, value: unknown): z.core.$ZodIssue[] | undefined {
   let schema: z.ZodType;
   try {
-    schema = z.fromJSONSchema(jsonSchema as Parameters<typeof z.fromJSONSchema>[0]);
+    schema = zod().fromJSONSchema(jsonSchema as Parameters<typeof z.fromJSONSchema>[0]);
   } catch {
     return undefined;
   }

@@ -1,4 +1,5 @@
-import { z } from "zod";
+import type { z } from "zod";
+import { zod } from "./zod.ts";
 
 // Zod internals (`_zod.def`, check definitions) are read only here, so a Zod upgrade touches one file.
 
@@ -24,7 +25,7 @@ export function unwrap(schema: Schema, side: UnwrapSide = "input"): Unwrapped {
   const out: Unwrapped = { core: schema, nullable: false, optional: false };
   let current = schema;
   for (;;) {
-    out.description ??= z.globalRegistry.get(current)?.description;
+    out.description ??= zod().globalRegistry.get(current)?.description;
     const d = def(current);
     let next: unknown;
     switch (d.type) {

@@ -20,7 +20,9 @@ export type LlmJudgeConfig = {
   promptTemplate?: (input: ScorerInput) => string;
 };
 
-const VERDICT = z.object({ score: z.number().min(0).max(1), reason: z.string() });
+/** The judge's reply; built on the first judging, not at import (zod objects cost every process that imports the package). */
+let verdict: ReturnType<typeof verdictSchema> | undefined;
+const verdictSchema = () => z.object({ score: z.number().min(0).max(1), reason: z.string() });
 
 function defaultTemplate({ input, output, groundTruth }: ScorerInput): string {
   const parts = [`Input: ${JSON.stringify(input)}`, `Output: ${JSON.stringify(output)}`];
@@ -51,7 +53,12 @@ export function llmJudge(config: LlmJudgeConfig): Scorer {
     description: config.description ?? instructions,
     score: async (input) => {
       const prompt = `${instructions}\n\n${template(input)}\n\nReply with JSON {"score": number from 0 to 1, "reason": string}.`;
-      const result = await generateStructured({ agent: judges, prompt, schema: VERDICT, ...(input.signal ? { signal: input.signal } : {}) });
+      const result = await generateStructured({
+        agent: judges,
+        prompt,
+        schema: (verdict ??= verdictSchema()),
+        ...(input.signal ? { signal: input.signal } : {}),
+      });
       const usage = result.usage;
       const judgeAgent = judges[result.agentIndex];
       return {

@@ -14,7 +14,7 @@ import {
   listRunItems,
   queuedSummary,
   requestCancel,
-  RunStatusSchema,
+  runStatusSchema,
   sendSignal,
 } from "../engine/index.ts";
 import { isTraceparent, ownerAlive } from "../engine/index.ts";
@@ -49,7 +49,7 @@ const SignalBody = z.strictObject({
   by: z.string().optional(),
 });
 const ListQuery = z.object({
-  status: z.union([z.literal("queued"), RunStatusSchema]).optional(),
+  status: z.union([z.literal("queued"), runStatusSchema()]).optional(),
   workflow: z.string().min(1).optional(),
   limit: z.coerce.number().int().min(1).max(1000).optional(),
 });

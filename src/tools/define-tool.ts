@@ -134,11 +134,23 @@ export function defineTool<S extends z.ZodType, O>(options: DefineToolOptions<S,
   }
   const defined: DefinedTool<z.output<S>, O> = {
     description: options.description ?? options.name,
-    inputSchema: options.schema as z.ZodType<z.output<S>>,
+    // Read from the options when asked: a built-in tool's options build the schema on first use (lazySchema).
+    get inputSchema() {
+      return options.schema as z.ZodType<z.output<S>>;
+    },
     execute: (input, execution) => callTool(options, meta, input, execution?.abortSignal),
   };
   metadata.set(defined, meta);
   return defined;
+}
+
+/**
+ * A schema built on its first use, for the options of a built-in tool (`get schema() { return input(); }`):
+ * building zod objects is a cost of every process that imports the package, and most call no tool.
+ */
+export function lazySchema<S extends z.ZodType>(make: () => S): () => S {
+  let schema: S | undefined;
+  return () => (schema ??= make());
 }
 
 /** 12 hex digits of SHA-256 over the input's JSON with sorted keys. */

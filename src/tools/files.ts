@@ -2,13 +2,16 @@
 import { dirname } from "node:path";
 import { z } from "zod";
 import { SmithersError, describeThrown } from "../errors/index.ts";
-import { defineTool, type ToolCallContext } from "./define-tool.ts";
+import { defineTool, lazySchema, type ToolCallContext } from "./define-tool.ts";
 import { resolveInRoot } from "./sandbox.ts";
 
 /** node:fs/promises, loaded on a file tool's first call: a process that calls none does not pay for loading it. */
 const fsPromises = () => import("node:fs/promises");
 
-const pathSchema = z.string().min(1).describe("File path, relative to the root directory or absolute inside it");
+const pathSchema = () => z.string().min(1).describe("File path, relative to the root directory or absolute inside it");
+const readInput = lazySchema(() => z.object({ path: pathSchema() }));
+const writeInput = lazySchema(() => z.object({ path: pathSchema(), content: z.string() }));
+const editInput = lazySchema(() => z.object({ path: pathSchema(), patch: z.string().min(1) }));
 
 /** Reads a file as UTF-8, refusing one larger than the output cap. */
 async function readCapped(path: string, label: string, ctx: ToolCallContext): Promise<string> {
@@ -44,7 +47,9 @@ function refuseLarge(text: string, what: string, ctx: ToolCallContext): void {
 export const read = defineTool({
   name: "read",
   description: "Read a UTF-8 text file. Paths are relative to the working directory.",
-  schema: z.object({ path: pathSchema }),
+  get schema() {
+    return readInput();
+  },
   execute: (args, ctx) => readCapped(resolveInRoot(ctx.rootDir, args.path), args.path, ctx),
 });
 
@@ -57,7 +62,9 @@ export const read = defineTool({
 export const write = defineTool({
   name: "write",
   description: "Write a UTF-8 text file (replacing it if it exists), creating parent directories. Returns ok.",
-  schema: z.object({ path: pathSchema, content: z.string() }),
+  get schema() {
+    return writeInput();
+  },
   sideEffect: true,
   idempotent: false,
   async execute(args, ctx) {
@@ -80,7 +87,9 @@ export const write = defineTool({
 export const edit = defineTool({
   name: "edit",
   description: "Apply a unified diff (---/+++ headers, @@ hunks) to an existing UTF-8 text file. Returns ok.",
-  schema: z.object({ path: pathSchema, patch: z.string().min(1) }),
+  get schema() {
+    return editInput();
+  },
   sideEffect: true,
   idempotent: false,
   async execute(args, ctx) {

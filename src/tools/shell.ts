@@ -2,7 +2,7 @@
 import { relative } from "node:path";
 import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
-import { defineTool } from "./define-tool.ts";
+import { defineTool, lazySchema } from "./define-tool.ts";
 import { runProcess } from "./process.ts";
 import { realRoot, resolveInRoot } from "./sandbox.ts";
 
@@ -12,6 +12,20 @@ function grepCommand(pattern: string, operand: string | undefined): [string, str
   if (Bun.which("rg")) return ["rg", ["-n", "-H", "--no-heading", "--color", "never", "-e", pattern, "--", ...paths]];
   return ["grep", ["-rnHIE", "--color=never", "-e", pattern, "--", ...paths]];
 }
+
+const grepInput = lazySchema(() =>
+  z.object({
+    pattern: z.string().min(1).describe("Regular expression (extended syntax)"),
+    path: z.string().min(1).optional().describe("File or directory to search, relative to the working directory; default: all of it"),
+  }),
+);
+const bashInput = lazySchema(() =>
+  z.object({
+    cmd: z.string().min(1).describe("Executable name or path"),
+    args: z.array(z.string()).optional(),
+    opts: z.object({ cwd: z.string().min(1).optional().describe("Working directory, relative to the root") }).optional(),
+  }),
+);
 
 /**
  * Searches files inside the root directory for a regular expression. Input `{ pattern, path? }`
@@ -24,10 +38,9 @@ function grepCommand(pattern: string, operand: string | undefined): [string, str
 export const grep = defineTool({
   name: "grep",
   description: "Search files for a regular expression. Returns path:line:text lines, or an empty string when nothing matches.",
-  schema: z.object({
-    pattern: z.string().min(1).describe("Regular expression (extended syntax)"),
-    path: z.string().min(1).optional().describe("File or directory to search, relative to the working directory; default: all of it"),
-  }),
+  get schema() {
+    return grepInput();
+  },
   async execute(args, ctx) {
     const root = realRoot(ctx.rootDir);
     const target = relative(root, resolveInRoot(ctx.rootDir, args.path ?? "."));
@@ -63,11 +76,9 @@ export const grep = defineTool({
 export const bash = defineTool({
   name: "bash",
   description: "Run an executable with arguments, without a shell (use cmd: 'sh', args: ['-c', '...'] for shell syntax). Returns its output.",
-  schema: z.object({
-    cmd: z.string().min(1).describe("Executable name or path"),
-    args: z.array(z.string()).optional(),
-    opts: z.object({ cwd: z.string().min(1).optional().describe("Working directory, relative to the root") }).optional(),
-  }),
+  get schema() {
+    return bashInput();
+  },
   sideEffect: true,
   idempotent: false,
   async execute(args, ctx) {

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { answerHuman, approvalDecisionSchema, approve, createSmithers, runWorkflow, sendSignal, Subflow } from "../../src/index.ts";
-import { forkRun, rewindRun, smithersEventSchema, SmithersEventTypeSchema, supervise } from "../../src/engine/index.ts";
+import { forkRun, rewindRun, smithersEventSchema, smithersEventTypeSchema, supervise } from "../../src/engine/index.ts";
 import { query, tempDbPath, tempDir } from "../helpers.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -223,7 +223,7 @@ describe("smithersEventSchema()", () => {
     });
     expect(rejected).toEqual([]);
     expect(rows.filter((r) => r.type === "NodeFinished" && JSON.parse(r.payload_json).cached === true).map((r) => r.run_id)).toEqual(["cache-hit"]);
-    expect(new Set(rows.map((r) => r.type))).toEqual(new Set(SmithersEventTypeSchema.options));
+    expect(new Set(rows.map((r) => r.type))).toEqual(new Set(smithersEventTypeSchema().options));
   });
 
   test("a variant has exactly its fields: a NodeFailed without its error, or with a stray field, is rejected", () => {

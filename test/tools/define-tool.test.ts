@@ -4,13 +4,18 @@ import { z } from "zod";
 import { toolCalls } from "../../src/db/index.ts";
 import { SmithersError } from "../../src/errors/index.ts";
 import {
+  bash,
   defineTool,
+  edit,
   getDefinedToolMetadata,
   getToolContext,
+  grep,
   inputDigest,
+  read,
   runWithToolContext,
   type ToolCallContext,
   type ToolContext,
+  write,
 } from "../../src/tools/index.ts";
 import { rejection, sql } from "../helpers.ts";
 import { agentCalling, call, closeScopes, toolScope } from "./helpers.ts";
@@ -147,6 +152,16 @@ describe("defineTool", () => {
     expect(getDefinedToolMetadata(counter().send)).toEqual({ name: "send", sideEffect: true, idempotent: false });
     expect(getDefinedToolMetadata(pure)).toEqual({ name: "pure", sideEffect: false, idempotent: true });
     expect(getDefinedToolMetadata(plain)).toBeUndefined();
+  });
+
+  test("a built-in tool's input schema, built on first use, is one schema every time it is read, and refuses bad input", () => {
+    for (const builtIn of [read, write, edit, grep, bash]) {
+      const schema = builtIn.inputSchema;
+      expect(builtIn.inputSchema).toBe(schema);
+      expect(schema.safeParse({}).success).toBe(false);
+    }
+    expect(read.inputSchema.safeParse({ path: "a.txt" }).success).toBe(true);
+    expect(bash.inputSchema.safeParse({ cmd: "ls", args: ["-l"] }).success).toBe(true);
   });
 });
 

@@ -50,14 +50,19 @@ function statFields(pid: number): string[] | undefined {
   }
 }
 
-const hasProc = (() => {
-  try {
-    readFileSync("/proc/self/stat", "utf8");
-    return true;
-  } catch {
-    return false;
+/** Whether this system has /proc, asked on first use: every process imports this module (owner ids), few ask. */
+let procKnown: boolean | undefined;
+function hasProc(): boolean {
+  if (procKnown === undefined) {
+    try {
+      readFileSync("/proc/self/stat", "utf8");
+      procKnown = true;
+    } catch {
+      procKnown = false;
+    }
   }
-})();
+  return procKnown;
+}
 
 /**
  * The kernel's start time of process `pid` (field 22 of /proc/<pid>/stat, clock ticks since boot),
@@ -70,7 +75,7 @@ export function processStartTime(pid: number): string | undefined {
 
 /** Whether `pid` is a running process: a zombie (exited, not yet reaped) is not. */
 export function processAlive(pid: number): boolean {
-  if (hasProc) {
+  if (hasProc()) {
     const state = statFields(pid)?.[0];
     return state !== undefined && state !== "Z" && state !== "X";
   }
@@ -84,7 +89,7 @@ export function processAlive(pid: number): boolean {
 
 /** The running members of process group `pgid` (Linux; elsewhere the leader only, when it runs). */
 export function groupMembers(pgid: number): number[] {
-  if (!hasProc) return processAlive(pgid) ? [pgid] : [];
+  if (!hasProc()) return processAlive(pgid) ? [pgid] : [];
   const members: number[] = [];
   for (const entry of readdirSync("/proc")) {
     const pid = Number(entry);
@@ -96,7 +101,7 @@ export function groupMembers(pgid: number): number[] {
 }
 
 function groupAlive(pgid: number): boolean {
-  if (hasProc) return groupMembers(pgid).length > 0;
+  if (hasProc()) return groupMembers(pgid).length > 0;
   try {
     process.kill(-pgid, 0);
     return true;
@@ -155,7 +160,7 @@ export function endGroup(pgid: number, graceMs: number = KILL_GRACE_MS): Promise
  * killLeftoverGroup(event.pid, event.startTime);
  */
 export function killLeftoverGroup(pid: number, startTime: string | undefined): boolean {
-  if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid || startTime === undefined || !hasProc) return false;
+  if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid || startTime === undefined || !hasProc()) return false;
   if (Number(statFields(process.pid)?.[2]) === pid) return false; // our own group
   const fields = statFields(pid);
   if (fields) {

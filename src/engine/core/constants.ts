@@ -1,6 +1,12 @@
 /** How often a running engine stamps `_smithers_runs.heartbeat_at_ms` (RunOptions.heartbeatMs overrides it). */
 export { DEFAULT_HEARTBEAT_MS as HEARTBEAT_INTERVAL_MS } from "../../db/index.ts";
 
+/** The database a workflow and the command use when none is named (nor SMITHERS_DATABASE_URL). */
+export const DEFAULT_DB_PATH = "smithers.db";
+
+/** The events that say whether a run's latest resume went ahead or failed. */
+export const RESUME_EVENTS = ["RunStarted", "RunResumed", "RunResumeFailed"] as const;
+
 /**
  * How long a task body stopped from outside (timeout, cancel, the run failing) may take to
  * settle before its attempt is recorded `abandoned` and the run moves on without it.

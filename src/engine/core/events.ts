@@ -1,13 +1,13 @@
-import { z } from "zod";
+import { basename, extname } from "node:path";
+import type { z } from "zod";
 import { SmithersError } from "../../errors/index.ts";
 import { isWaiting, WAITING_STATUSES, type RunStatus } from "./states.ts";
 import { EVENT_TYPES, type ToolCallReport } from "../../contract/index.ts";
+import { lazyEnum, zod } from "../../schema/index.ts";
 
-/** Every event type the engine emits (see names.ts). */
-export const SmithersEventTypeSchema = z.enum(EVENT_TYPES);
-export type SmithersEventType = z.infer<typeof SmithersEventTypeSchema>;
-
-const T = SmithersEventTypeSchema.enum;
+/** Every event type the engine emits (see names.ts), as a zod enum built on first use. */
+export const smithersEventTypeSchema = lazyEnum(EVENT_TYPES);
+export type SmithersEventType = (typeof EVENT_TYPES)[number];
 
 /**
  * One schema per event type, each with exactly the fields that type carries (strict: an extra
@@ -23,6 +23,8 @@ let eventSchema: EventSchema | undefined;
 type EventSchema = ReturnType<typeof buildEventSchema>;
 
 function buildEventSchema() {
+  const z = zod();
+  const T = Object.fromEntries(EVENT_TYPES.map((type) => [type, type])) as { [K in SmithersEventType]: K };
   /** An error as `errorToJson` stores it: code, message and details. */
   const ErrorJsonSchema = z.record(z.string(), z.unknown());
 
@@ -189,6 +191,9 @@ export function checkNewRunId(runId: string): void {
     throw new SmithersError("INVALID_RUN_ID", `Run id ${JSON.stringify(runId)} refused: ${why}`, { runId });
   }
 }
+
+/** The name a worker finds a queued workflow by (`--workflows DIR`): its file name without extension, as `serve` registers it. */
+export const queueName = (workflowPath: string) => basename(workflowPath, extname(workflowPath));
 export type SmithersEvent = z.infer<EventSchema>;
 
 /** The event of one type. @example const e: EventOf<"NodeFailed"> = ...; e.error */

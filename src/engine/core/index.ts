@@ -22,6 +22,7 @@ export {
   CRON_FIRE_BATCH,
   CRON_SKIP_COUNT_LIMIT,
   DEFAULT_RETENTION_MS,
+  DEFAULT_DB_PATH,
   DEFAULT_RETRY_FACTOR,
   DEFAULT_RETRY_POLICY,
   DEFAULT_STOP_GRACE_MS,
@@ -42,6 +43,7 @@ export {
   ROW_CACHE_SIZE,
   TIMER_WAIT_IN_PLACE_MS,
   RATE_LIMITED_WAIT_MS,
+  RESUME_EVENTS,
   WAIT_POLL_MS,
   YIELD_EVERY_MS,
   GC_HINT_AFTER_TASKS,
@@ -49,6 +51,7 @@ export {
 } from "./constants.ts";
 export {
   checkNewRunId,
+  queueName,
   type EventBody,
   type EventOf,
   runEndedEvent,
@@ -56,19 +59,19 @@ export {
   type SmithersEvent,
   smithersEventSchema,
   type SmithersEventType,
-  SmithersEventTypeSchema,
+  smithersEventTypeSchema,
   type ToolCallReport,
 } from "./events.ts";
 export { ACTIVE_OWNERS, newOwnerId, ownerAlive, ownerProcessAlive } from "./owner.ts";
 export {
   type AttemptState,
-  AttemptStateSchema,
+  attemptStateSchema,
   isOver,
   isWaiting,
   type NodeState,
-  NodeStateSchema,
+  nodeStateSchema,
   type RunStatus,
-  RunStatusSchema,
+  runStatusSchema,
   WAITING_STATUSES,
   type WaitingStatus,
 } from "./states.ts";

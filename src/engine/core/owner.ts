@@ -9,7 +9,7 @@
 import { readFileSync, readlinkSync } from "node:fs";
 import { hostname } from "node:os";
 import { DEFAULT_HEARTBEAT_MS, MISSED_BEATS_BEFORE_STALE } from "../../db/index.ts";
-import { processStartTime } from "../../agents/index.ts";
+import { processStartTime } from "../../agents/cli/process-group.ts";
 
 function readOr(read: () => string): string {
   try {

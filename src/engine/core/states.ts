@@ -1,9 +1,14 @@
-import { z } from "zod";
 import { WAITING_STATUSES } from "../../db/index.ts";
 import { ENDED_RUN_STATUSES, RUN_STATUSES } from "../../contract/index.ts";
+import { lazyEnum } from "../../schema/index.ts";
+
+/**
+ * The states below are zod enums built on first use (nodeStateSchema() …), not at import: a
+ * process that never validates one (every command but a few) then never loads zod for them.
+ */
 
 /** States of a node in `_smithers_nodes`. */
-export const NodeStateSchema = z.enum([
+export const NODE_STATES = [
   "pending",
   "running",
   "finished",
@@ -17,19 +22,21 @@ export const NodeStateSchema = z.enum([
   "waiting-slot",
   /** A task whose key's rate window is full: it may start at the node's wake_at_ms. */
   "waiting-rate",
-]);
-export type NodeState = z.infer<typeof NodeStateSchema>;
+] as const;
+export type NodeState = (typeof NODE_STATES)[number];
+export const nodeStateSchema = lazyEnum(NODE_STATES);
 
 /**
  * States of an attempt in `_smithers_attempts`; `abandoned` = left running by a process that
  * died; `waiting` = a `<Subflow>` attempt whose child run stopped to wait (the next attempt resumes it).
  */
-export const AttemptStateSchema = z.enum(["running", "finished", "failed", "cancelled", "abandoned", "waiting"]);
-export type AttemptState = z.infer<typeof AttemptStateSchema>;
+export const ATTEMPT_STATES = ["running", "finished", "failed", "cancelled", "abandoned", "waiting"] as const;
+export type AttemptState = (typeof ATTEMPT_STATES)[number];
+export const attemptStateSchema = lazyEnum(ATTEMPT_STATES);
 
 /** A run's status (see names.ts for what `continued` and `paused` mean). */
-export const RunStatusSchema = z.enum(RUN_STATUSES);
-export type RunStatus = z.infer<typeof RunStatusSchema>;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export const runStatusSchema = lazyEnum(RUN_STATUSES);
 
 /** The statuses of a run (and states of a node) that wait for the world: a person, a signal, a time. */
 export { WAITING_STATUSES };

@@ -11,8 +11,9 @@ import { SmithersError } from "../../errors/index.ts";
 import { CRON_FIRE_BATCH, CRON_SKIP_COUNT_LIMIT } from "../core/index.ts";
 import { nextCronSlot, parseCron } from "./cron.ts";
 import type { Clock, SmithersEvent } from "../core/index.ts";
-import { runWorkflow, type RunResult } from "../run/index.ts";
-import { loadWorkflowFile, type SmithersWorkflow } from "../workflow/index.ts";
+import type { RunResult } from "../run/index.ts";
+import type { SmithersWorkflow } from "../workflow/index.ts";
+import { runRoom, workflowRoom } from "./rooms.ts";
 
 export type FireDueCronsOptions = {
   db: SmithersDb;
@@ -68,7 +69,8 @@ async function recordFailure(db: SmithersDb, cronId: string, error: SmithersErro
 
 /** Loads the workflow and starts its run; resolves once the run row exists (or rejects with why it could not). */
 async function startRun(o: FireDueCronsOptions, row: cronRows.CronRow, runId: string): Promise<{ result: Promise<RunResult> }> {
-  const workflow = await (o.resolveWorkflow ?? ((r: cronRows.CronRow) => loadWorkflowFile(r.workflowPath)))(row);
+  const workflow = await (o.resolveWorkflow ?? (async (r: cronRows.CronRow) => (await workflowRoom()).loadWorkflowFile(r.workflowPath)))(row);
+  const { runWorkflow } = await runRoom();
   const input = row.inputJson === null ? undefined : JSON.parse(row.inputJson);
   let markStarted!: () => void;
   const started = new Promise<void>((resolve) => (markStarted = resolve));

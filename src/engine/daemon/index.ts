@@ -5,7 +5,8 @@
  */
 export { type CronFire, type CronOutcome, cronRunId, fireDueCrons, type FireDueCronsOptions } from "./cron-fire.ts";
 export { addCron, type AddCronOptions, type CronSchedule, listCrons, parseCron, removeCron } from "./cron.ts";
-export { RESUME_EVENTS, supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
+export { supervise, superviseForever, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
+export { RESUME_EVENTS } from "../core/index.ts";
 export {
   DEFAULT_POLL_INTERVAL_MS,
   DEFAULT_WORKER_CONCURRENCY,

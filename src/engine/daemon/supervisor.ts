@@ -8,9 +8,9 @@ import { events, MISSED_BEATS_BEFORE_STALE, runs, type Durability, type Smithers
 import { SmithersError } from "../../errors/index.ts";
 import { cronOutcomes, fireDueCrons, type CronOutcome } from "./cron-fire.ts";
 import type { Clock, Limits, SmithersEvent } from "../core/index.ts";
-import { newOwnerId, ownerProcessAlive } from "../core/index.ts";
-import { runWorkflow, type RunResult } from "../run/index.ts";
-import { loadWorkflowFile } from "../workflow/index.ts";
+import { newOwnerId, ownerProcessAlive, RESUME_EVENTS } from "../core/index.ts";
+import type { RunResult } from "../run/index.ts";
+import { runRoom, workflowRoom } from "./rooms.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 
 export type SuperviseOptions = {
@@ -52,7 +52,8 @@ export type SuperviseOutcome =
   | CronOutcome;
 
 function defaultResolver(run: runs.RunRow): Promise<SmithersWorkflow | undefined> | undefined {
-  return run.workflowPath ? loadWorkflowFile(run.workflowPath) : undefined;
+  const path = run.workflowPath;
+  return path ? workflowRoom().then((m) => m.loadWorkflowFile(path)) : undefined;
 }
 
 /** The time heartbeats are judged by: the injected clock (tests), else the database's (see runs.databaseNow). */
@@ -108,9 +109,6 @@ async function noteResumeFailure(o: SuperviseOptions, runId: string, reason: str
   }
 }
 
-/** The events that say whether a run's latest resume went ahead or failed. */
-export const RESUME_EVENTS = ["RunStarted", "RunResumed", "RunResumeFailed"] as const;
-
 /** Resumes a run this process has claimed; hands it back with `release` when it cannot. */
 async function resumeClaimed(
   o: SuperviseOptions,
@@ -127,6 +125,7 @@ async function resumeClaimed(
   }
   if (!workflow) return release(reason);
   try {
+    const { runWorkflow } = await runRoom();
     const result = await runWorkflow(workflow, {
       runId: run.runId,
       resume: true,

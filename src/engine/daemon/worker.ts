@@ -19,12 +19,10 @@ import { errorSummaryJson, errorToJson, SmithersError } from "../../errors/index
 import { checkLimits, HEARTBEAT_INTERVAL_MS, type Limits } from "../core/index.ts";
 import { cronOutcomes, fireDueCrons } from "./cron-fire.ts";
 import type { SmithersEvent } from "../core/index.ts";
-import { queueName } from "../run/index.ts";
-import { asRunError } from "../run/index.ts";
-import { newOwnerId } from "../core/index.ts";
-import { runWorkflow, type RunResult } from "../run/index.ts";
+import { newOwnerId, queueName } from "../core/index.ts";
+import type { RunResult } from "../run/index.ts";
 import { clockOf, takeOver, wake, type SuperviseOptions, type SuperviseOutcome } from "./supervisor.ts";
-import { loadWorkflowFile } from "../workflow/index.ts";
+import { runRoom, workflowRoom } from "./rooms.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 
 export const DEFAULT_WORKER_CONCURRENCY = 4;
@@ -98,7 +96,7 @@ export async function loadWorkflowsDir(dir: string): Promise<RegisteredWorkflow[
   return Promise.all(
     files.map(async (f) => {
       const path = resolve(join(dir, f));
-      return { name: basename(f, ".tsx"), path, workflow: await loadWorkflowFile(path) };
+      return { name: basename(f, ".tsx"), path, workflow: await (await workflowRoom()).loadWorkflowFile(path) };
     }),
   );
 }
@@ -308,7 +306,8 @@ export class Worker {
 
   private workflowOfRun(run: runs.RunRow): SmithersWorkflow | Promise<SmithersWorkflow> | undefined {
     if (this.byName) return this.registeredFor(run)?.workflow;
-    return run.workflowPath === null ? undefined : loadWorkflowFile(run.workflowPath);
+    const path = run.workflowPath;
+    return path === null ? undefined : workflowRoom().then((m) => m.loadWorkflowFile(path));
   }
 
   /** Executes a claimed request: creates its run (or resumes it) and runs it until it ends or waits. */
@@ -319,7 +318,7 @@ export class Worker {
     try {
       let workflow: SmithersWorkflow;
       try {
-        workflow = this.byName?.get(row.workflowName)?.workflow ?? (await loadWorkflowFile(row.workflowPath));
+        workflow = this.byName?.get(row.workflowName)?.workflow ?? (await (await workflowRoom()).loadWorkflowFile(row.workflowPath));
       } catch (error) {
         const nowMs = await clockOf(this.o);
         if ((row.returnCount ?? 0) + 1 >= MAX_LOAD_RETURNS) {
@@ -333,6 +332,7 @@ export class Worker {
         await queue.releaseClaim(this.o.db, row.runId, this.id, { counted: true });
         return { runId: row.runId, action: "returned", reason: reasonOf(error) };
       }
+      const { asRunError, runWorkflow } = await runRoom();
       const exists = (await runs.getRun(this.o.db, row.runId)) !== undefined;
       try {
         const result = await runWorkflow(workflow, {

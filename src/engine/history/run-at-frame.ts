@@ -7,7 +7,7 @@
 import { decodeDelta, decodeFrameXml, LiveFrame, type XmlElement } from "../../codec/index.ts";
 import { frames, type SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
-import { nodeKey } from "../../jsx/index.ts";
+import { nodeKey } from "../../jsx/plan.ts";
 
 export type TaskAtFrame = { nodeId: string; iteration: number; state: string; outputTable: string; label: string | undefined };
 export type LoopAtFrame = { iteration: number; done: boolean };

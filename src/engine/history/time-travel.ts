@@ -10,13 +10,10 @@
  */
 import { frames, history, loadInput, nodes as nodeRows, runs, writeInput, events as eventRows, type SmithersDb, type Sql } from "../../db/index.ts";
 import { errorToJson, SmithersError } from "../../errors/index.ts";
-import { nodeKey } from "../../jsx/index.ts";
-import { toolRevert } from "../../tools/index.ts";
+import { nodeKey } from "../../jsx/plan.ts";
 import { storedBudget, withBudget } from "../core/index.ts";
-import { codeHashOf } from "../workflow/index.ts";
 import { clearFrameCache } from "./frames.ts";
 import { downstreamOf, runAtFrame, type RunAtFrame } from "./run-at-frame.ts";
-import { hashInput, validateInput } from "../workflow/index.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 import { checkNewRunId, type EventBody } from "../core/index.ts";
 
@@ -36,16 +33,26 @@ export type CrossedCall = {
 
 type StandingCall = Awaited<ReturnType<typeof history.standingSideEffects>>[number];
 
-const toCrossed = (c: StandingCall): CrossedCall => ({
-  nodeId: c.nodeId,
-  iteration: c.iteration,
-  attempt: c.attempt,
-  seq: c.seq,
-  toolName: c.toolName,
-  outcome: c.status === "succeeded" ? "succeeded" : "unknown",
-  idempotencyKey: c.idempotencyKey,
-  revertible: toolRevert(c.toolName) !== undefined,
-});
+/**
+ * The tools and the workflow rooms, loaded by the first fork or rewind: they bring the agents and
+ * the renderer, which reading a run's history (`frames`, `timeline`, `prune`) never needs.
+ */
+const toolsRoom = () => import("../../tools/index.ts");
+const workflowRoom = () => import("../workflow/index.ts");
+type RevertOf = Awaited<ReturnType<typeof toolsRoom>>["toolRevert"];
+
+const toCrossed =
+  (toolRevert: RevertOf) =>
+  (c: StandingCall): CrossedCall => ({
+    nodeId: c.nodeId,
+    iteration: c.iteration,
+    attempt: c.attempt,
+    seq: c.seq,
+    toolName: c.toolName,
+    outcome: c.status === "succeeded" ? "succeeded" : "unknown",
+    idempotencyKey: c.idempotencyKey,
+    revertible: toolRevert(c.toolName) !== undefined,
+  });
 
 /** The run's standing side effects made by nodes outside `kept` (what going back discards or runs again). */
 async function crossedCalls(db: SmithersDb, runId: string, kept: ReadonlySet<string>): Promise<StandingCall[]> {
@@ -152,8 +159,9 @@ export async function forkRun(workflow: SmithersWorkflow, o: ForkOptions): Promi
   }
   const reset = downstreamOf(at.tree, o.resetNodes ?? []);
   const kept = keptAt(at, reset);
+  const [{ toolRevert }, { codeHashOf, hashInput, validateInput }] = await Promise.all([toolsRoom(), workflowRoom()]);
   const input = o.input === undefined ? await loadInput(db, workflow.registry, o.runId) : validateInput(workflow.registry, o.input);
-  const crossed = (await crossedCalls(db, o.runId, kept)).map(toCrossed);
+  const crossed = (await crossedCalls(db, o.runId, kept)).map(toCrossed(toolRevert));
   if (crossed.length > 0 && !o.force) throw boundary("A fork", o.runId, crossed, { frameNo: o.frame });
   const runId = o.newRunId ?? crypto.randomUUID();
   const workflowPath = o.workflowPath ?? parent.workflowPath;
@@ -286,7 +294,9 @@ export async function rewindRun(db: SmithersDb, o: RewindOptions): Promise<Rewin
   const at = await checkedFrame(db, o.runId, o.frame);
   const kept = keptAt(at, new Set());
   const standing = await crossedCalls(db, o.runId, kept);
-  const crossed = standing.map(toCrossed);
+  const { toolRevert } = await toolsRoom();
+  const crossedOf = toCrossed(toolRevert);
+  const crossed = standing.map(crossedOf);
   const revert = o.revert ?? true;
   const unrevertible = crossed.filter((c) => !revert || !c.revertible);
   if (unrevertible.length > 0 && !o.force) throw boundary("A rewind", o.runId, unrevertible, { frameNo: o.frame, reverts: revert });
@@ -312,12 +322,12 @@ export async function rewindRun(db: SmithersDb, o: RewindOptions): Promise<Rewin
           throw boundary("A rewind", o.runId, notReverted(crossed, reverted), {
             frameNo: o.frame,
             reverted,
-            revertFailed: { call: toCrossed(call), error: errorToJson(error) },
+            revertFailed: { call: crossedOf(call), error: errorToJson(error) },
           });
         continue;
       }
       await db.write("markToolCallReverted", (q) => history.markToolCallReverted(q, { runId: o.runId, ...call }));
-      reverted.push(toCrossed(call));
+      reverted.push(crossedOf(call));
     }
   }
   const left = notReverted(crossed, reverted);

@@ -1,11 +1,12 @@
 /** The inbox read model: what waits for a person across runs (GET /inbox, the dashboard's inbox). */
 import type { InboxApproval } from "../../contract/index.ts";
 import { approvals, runs, type SmithersDb } from "../../db/index.ts";
-import { requestOf } from "../waits/index.ts";
 import { isOver } from "../core/index.ts";
 
 /** Every approval still requested in a run that has not ended, by run, node and iteration. */
 export async function pendingApprovalsAcrossRuns(db: SmithersDb): Promise<InboxApproval[]> {
+  // Loaded here, not at import: the waits room brings the JSX renderer, which listing runs never needs.
+  const { requestOf } = await import("../waits/index.ts");
   const rows = await approvals.listApprovals(db, { status: "requested" });
   const runRows = new Map<string, runs.RunRow | undefined>();
   const out: InboxApproval[] = [];

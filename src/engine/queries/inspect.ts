@@ -2,13 +2,17 @@
 import type { InspectReport, NodeReport } from "../../contract/index.ts";
 import { attempts as attemptRows, frames, humanRequests, loadStoredInput, nodes as nodeRows, runs, WAITING_STATUSES, type SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
-import { pendingApprovals } from "../waits/index.ts";
 import { addToTotals, NO_USAGE } from "../core/index.ts";
-import { readFrame } from "../history/index.ts";
-import { frameNodes } from "../history/index.ts";
 import { failedAttemptsByNode } from "./attempt-failures.ts";
 import { runSlots } from "./limits.ts";
 import { runHeader } from "./runs.ts";
+
+/**
+ * The waits and history rooms, loaded by the first inspect: they bring the JSX renderer, the frame
+ * codec and the tools with them, which a process that only lists runs (`smithers ps`) never needs.
+ */
+const waitsRoom = () => import("../waits/index.ts");
+const historyRoom = () => import("../history/index.ts");
 
 function parseJson<T>(text: string | null): T | null {
   if (text === null) return null;
@@ -27,6 +31,7 @@ function parseJson<T>(text: string | null): T | null {
 async function inPlanOrder(db: SmithersDb, runId: string, nodes: NodeReport[]): Promise<NodeReport[]> {
   const last = await frames.lastFrameNo(db, runId);
   if (last < 0) return nodes;
+  const { frameNodes, readFrame } = await historyRoom();
   let place: Map<string, number>;
   try {
     place = new Map();
@@ -42,6 +47,7 @@ async function inPlanOrder(db: SmithersDb, runId: string, nodes: NodeReport[]): 
 export async function inspectRun(db: SmithersDb, runId: string): Promise<InspectReport> {
   const run = await runs.getRun(db, runId);
   if (!run) throw new SmithersError("RUN_NOT_FOUND", `No run "${runId}" in ${db.path}`, { runId });
+  const { pendingApprovals } = await waitsRoom();
   const [nodes, attempts, usage, input, approvals, humans, slots] = await Promise.all([
     nodeRows.listNodes(db, runId),
     attemptRows.listAttempts(db, runId),

@@ -1,8 +1,7 @@
 /** The runs list read model: `smithers ps --json`, GET /runs and the dashboard's runs list. */
 import type { RunHeader, RunListItem, RunSummary } from "../../contract/index.ts";
 import { attempts, events, nodes, queue, runs, type SmithersDb } from "../../db/index.ts";
-import { isOver } from "../core/index.ts";
-import { RESUME_EVENTS } from "../daemon/index.ts";
+import { isOver, RESUME_EVENTS } from "../core/index.ts";
 
 /** What every view of a run shows of it, from its row. */
 export function runHeader(r: runs.RunRow): RunHeader {

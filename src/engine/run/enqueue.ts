@@ -3,10 +3,10 @@
  * input here, writes a request to `_smithers_queue` and returns; a `smithers worker` (or `smithers
  * serve`) on the same database claims it and executes it.
  */
-import { basename, extname, resolve } from "node:path";
+import { resolve } from "node:path";
 import { queue } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
-import { checkNewRunId } from "../core/index.ts";
+import { checkNewRunId, queueName } from "../core/index.ts";
 import type { RunOptions } from "./run-workflow.ts";
 import { validateInput } from "../workflow/index.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
@@ -22,9 +22,6 @@ export type EnqueuedRun = { runId: string; status: "queued" | RunStatus; reused?
 
 /** The options an enqueued run takes; the rest only make sense in the process that executes it. */
 const ENQUEUE_OPTIONS = new Set<string>(["enqueue", "input", "runId", "resume", "dbPath", "workflowPath", ...QUEUE_START_OPTIONS]);
-
-/** The name a worker finds a queued workflow by (`--workflows DIR`): its file name without extension, as `serve` registers it. */
-export const queueName = (workflowPath: string) => basename(workflowPath, extname(workflowPath));
 
 /**
  * Queues a new run (or, with `resume`, a resume of a stored one) for workers. The input is checked

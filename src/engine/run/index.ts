@@ -4,7 +4,7 @@
  * resume, and handing a run to the queue (enqueue).
  * Other rooms and src/engine/index.ts enter this room only through this file.
  */
-export { queueName } from "./enqueue.ts";
+export { queueName } from "../core/index.ts";
 export {
   admissionOf,
   checkStartOptions,

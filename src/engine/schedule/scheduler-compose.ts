@@ -5,7 +5,7 @@
  * running in it settle before the catch or the compensations start. Pure, like decide(): every
  * decision comes from the plan and the node states, so a resumed run decides the same.
  */
-import { catchesCode, childNodes, type PlanNode, type PlanSaga, type PlanTask, type PlanTry } from "../../jsx/index.ts";
+import { catchesCode, childNodes, type PlanNode, type PlanSaga, type PlanTask, type PlanTry } from "../../jsx/plan.ts";
 // Types only: scheduler.ts imports this module, and hands its visit function in.
 import type { Cap, Failure, NodeStatus, Visit, Walk } from "./scheduler.ts";
 import { isWaiting } from "../core/index.ts";

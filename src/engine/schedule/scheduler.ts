@@ -2,7 +2,7 @@
  * The scheduler: a pure function from (plan, node states, clock) to actions. It never touches
  * the database; the actuator performs what it decides. Tested without SQLite.
  */
-import { childNodes, type Plan, type PlanGroup, type PlanLoop, type PlanContinue, type PlanNode, type PlanSaga, type PlanTask } from "../../jsx/index.ts";
+import { childNodes, type Plan, type PlanGroup, type PlanLoop, type PlanContinue, type PlanNode, type PlanSaga, type PlanTask } from "../../jsx/plan.ts";
 import { failureHandled, indexScopes, peekDone, visitSaga, visitTry, type ScopeIndex } from "./scheduler-compose.ts";
 import { heldByLimit } from "./scheduler-limits.ts";
 import { isWaiting, type NodeState, type WaitingStatus } from "../core/index.ts";

@@ -7,7 +7,7 @@
  */
 import { approvals, humanRequests, nodes, outputRowFor, runs, signals, writeOutputRow, type Sql } from "../../db/index.ts";
 import { errorSummaryJson, SmithersError } from "../../errors/index.ts";
-import { nodeKey, type Plan, type PlanTask } from "../../jsx/index.ts";
+import { nodeKey, type Plan, type PlanTask } from "../../jsx/plan.ts";
 import { formatZodIssues, jsonSchemaOf } from "../../schema/index.ts";
 import { byAsk, humanRequestId } from "./human.ts";
 import { DECISION_SCHEMA_NAME, decisionRow, storedRequest } from "./approvals.ts";

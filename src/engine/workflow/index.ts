@@ -8,4 +8,5 @@ export { codeHashOf, definitionSignature } from "./code-pin.ts";
 export { ALL_NODES, buildCtx, OutputIndex, type OutputLookup, type SmithersCtx, useCtx } from "./ctx.ts";
 export { hashInput, validateInput } from "./input.ts";
 export { loadWorkflowFile } from "./workflow-file.ts";
-export { createSmithers, type CreateSmithersOptions, DEFAULT_DB_PATH, isSmithersWorkflow, type SmithersWorkflow } from "./workflow.ts";
+export { createSmithers, type CreateSmithersOptions, isSmithersWorkflow, type SmithersWorkflow } from "./workflow.ts";
+export { DEFAULT_DB_PATH } from "../core/index.ts";

@@ -3,7 +3,7 @@
  * `tables`, the Drizzle `db`), and `smithers(build)` to wrap a build function as a workflow.
  */
 import { checkPricing, type ModelPricing } from "../../agents/index.ts";
-import { checkBudget, checkLimits, type Budget, type Limits } from "../core/index.ts";
+import { checkBudget, checkLimits, DEFAULT_DB_PATH, type Budget, type Limits } from "../core/index.ts";
 import { frameLocation, SmithersError } from "../../errors/index.ts";
 import type { z } from "zod";
 import {
@@ -23,8 +23,6 @@ import {
 import { components, ContinueAsNew, continueAsNew, Memory, Sandbox, Saga, SagaStep, TryCatchFinally, Worktree, type SmithersNode } from "../../jsx/index.ts";
 import type { WorkflowMemoryOptions } from "../../memory/index.ts";
 import { useCtx, type SmithersCtx } from "./ctx.ts";
-
-export const DEFAULT_DB_PATH = "smithers.db";
 
 type Schemas = Record<string, z.ZodObject | SQLiteTable>;
 

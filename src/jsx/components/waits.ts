@@ -5,6 +5,7 @@ import { Fragment, makeElement, type SmithersElement, type SmithersNode } from "
 import type { EventWaitSpec, HumanTaskSpec, OutputTarget, TimerSpec } from "../plan.ts";
 import { ACCEPTED_PROPS, checkProps } from "../props.ts";
 import { renderContext } from "../render-context.ts";
+import { parseDuration } from "../duration.ts";
 import { HOST } from "./host.ts";
 
 export type TimerProps = {
@@ -21,13 +22,7 @@ export type TimerProps = {
 /** Marks the task element a `<Timer>` renders to. */
 export const TIMER_SPEC = "smithers:timer";
 
-const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** "30s" -> 30000; undefined for anything else than a non-negative number followed by ms, s, m, h or d. */
-export function parseDuration(text: string): number | undefined {
-  const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(text.trim());
-  return match ? Math.round(Number(match[1]) * DURATION_UNITS_MS[match[2]!]!) : undefined;
-}
+export { parseDuration };
 
 /**
  * A durable sleep: the fire time is persisted when the timer starts; the run waits
