@@ -47,6 +47,17 @@ export function chunkSize(remaining: number): number {
   return ROW_CHUNKS.find((size) => size <= remaining)!;
 }
 
+/** The parameters of rows `at` .. `at + count - 1` (rows of one statement text: one width), in one array. */
+export function chunkParams(rows: readonly (readonly unknown[])[], at: number, count: number): unknown[] {
+  const width = rows[at]!.length;
+  const params = new Array<unknown>(count * width);
+  for (let r = 0; r < count; r++) {
+    const row = rows[at + r]!;
+    for (let c = 0; c < width; c++) params[r * width + c] = row[c];
+  }
+  return params;
+}
+
 export class SqliteSql implements Sql {
   readonly dialect = "sqlite" as const;
   private readonly statements = new Map<string, Statement>();
@@ -101,13 +112,7 @@ export class SqliteSql implements Sql {
     for (const [text, rows] of batches) {
       for (let at = 0; at < rows.length; ) {
         const count = chunkSize(rows.length - at);
-        const width = rows[at]!.length;
-        const params = new Array<unknown>(count * width);
-        for (let r = 0; r < count; r++) {
-          const row = rows[at + r]!;
-          for (let c = 0; c < width; c++) params[r * width + c] = row[c];
-        }
-        this.statement(multiRowText(text, count)).run(...(params as SQLQueryBindings[]));
+        this.statement(multiRowText(text, count)).run(...(chunkParams(rows, at, count) as SQLQueryBindings[]));
         at += count;
       }
     }

@@ -4,7 +4,7 @@ import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { SmithersError } from "../../errors/index.ts";
 import { quoteIdentifier } from "../ddl.ts";
 import { nullSafeEq, type Dialect, type Sql } from "../sql.ts";
-import { chunkSize, multiRowText } from "../sqlite-sql.ts";
+import { chunkParams, chunkSize, multiRowText } from "../sqlite-sql.ts";
 export { combinable } from "../sqlite-sql.ts";
 import type { SmithersDb } from "../store.ts";
 
@@ -64,13 +64,7 @@ export function insertSql<T extends SQLiteTable>(table: T, keys: readonly Column
 export async function insertRows(q: Sql, insert: string, rows: readonly (readonly unknown[])[]): Promise<void> {
   for (let at = 0; at < rows.length; ) {
     const count = chunkSize(rows.length - at);
-    const width = rows[at]!.length;
-    const params = new Array<unknown>(count * width);
-    for (let r = 0; r < count; r++) {
-      const row = rows[at + r]!;
-      for (let c = 0; c < width; c++) params[r * width + c] = row[c];
-    }
-    await q.run(multiRowText(insert, count), ...params);
+    await q.run(multiRowText(insert, count), ...chunkParams(rows, at, count));
     at += count;
   }
 }
