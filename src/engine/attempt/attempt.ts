@@ -439,23 +439,6 @@ export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResul
     a.startInSettle
       ? attempts.insertEndedAttempt(q, { ...key, startedAtMs: a.startedAtMs, metaJson: task.meta ? safeStringify(task.meta) : null, ...patch })
       : closeAttempt(q, key, patch);
-  if (result.ok && a.startInSettle && !result.usage && !result.retained && !result.cache && !task.scorers) {
-    // A pure attempt started and ended in this transaction (the usual static task): its three rows,
-    // built as they are stored, without the general path's intermediate objects.
-    await attempts.insertEndedAttempt(q, {
-      ...key,
-      startedAtMs: a.startedAtMs,
-      metaJson: task.meta ? safeStringify(task.meta) : null,
-      state: "finished",
-      finishedAtMs: result.finishedAtMs,
-      responseText: result.responseText ?? null,
-      cached: false,
-    });
-    await writeOutputRow(q, info, key, result.data);
-    node.state = "finished";
-    await nodes.upsertNode(q, node);
-    return;
-  }
   if (result.ok) {
     const { cache } = result;
     await close({
@@ -468,7 +451,8 @@ export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResul
     await writeOutputRow(q, info, key, result.data);
     if (result.retained) await writeDigest(q, result.retained);
     if (cache && !cache.hit) await storeCacheEntry(q, a, cache, result.data, result.finishedAtMs);
-    await nodes.upsertNode(q, { ...node, state: "finished" });
+    node.state = "finished";
+    await nodes.upsertNode(q, node);
     if (task.scorers) await scorers.insertPendingScores(q, pendingScoreRows(task, key, result.finishedAtMs - a.startedAtMs, result.finishedAtMs));
     return;
   }
