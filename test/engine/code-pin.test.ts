@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { workflowCodeHash } from "../../src/engine/workflow/code-pin.ts";
+import { z } from "zod";
+import { definitionSignature, workflowCodeHash } from "../../src/engine/workflow/code-pin.ts";
+import type { PlanTask } from "../../src/jsx/index.ts";
 import { tempDir } from "../helpers.ts";
 
 const SRC = resolve(import.meta.dir, "../../src");
@@ -39,5 +41,46 @@ describe("smithers()", () => {
     const direct = (await import(join(dir, "flow.ts"))) as { default: { sourcePath?: string } };
     const viaHelper = (await import(join(dir, "kit.ts"))) as { make: () => { sourcePath?: string } };
     expect([direct.default.sourcePath, viaHelper.make().sourcePath]).toEqual([join(dir, "flow.ts"), join(dir, "kit.ts")]);
+  });
+});
+
+describe("definitionSignature", () => {
+  // The fields definitionSignature reads, for a static task writing `schema`'s table.
+  const task = (outputSchema: z.ZodType, staticValue: unknown = { n: 1 }) =>
+    ({ mode: "static", outputSchema, staticValue, dependsOn: [] }) as unknown as PlanTask;
+  const sig = (schema: z.ZodType, value?: unknown) => definitionSignature(task(schema, value), "out");
+
+  test("the same definition built twice signs the same; a different type, bound, default or refinement signs differently", () => {
+    const base = sig(z.object({ n: z.number() }));
+    expect(sig(z.object({ n: z.number() }))).toBe(base);
+    const others = [
+      sig(z.object({ n: z.string() })),
+      sig(z.object({ m: z.number() })),
+      sig(z.object({ n: z.number().min(1) })),
+      sig(z.object({ n: z.number().min(2) })),
+      sig(z.object({ n: z.number().default(3) })),
+      sig(z.object({ n: z.number().refine((v) => v > 0) })),
+      sig(z.object({ n: z.number().refine((v) => v > 1) })),
+      sig(z.object({ n: z.number().optional() })),
+      sig(z.object({ n: z.number(), note: z.string().regex(/^a/) })),
+      sig(z.object({ n: z.number(), note: z.string().regex(/^b/) })),
+      sig(z.object({ n: z.number() }), { n: 2 }),
+    ];
+    expect(new Set([base, ...others]).size).toBe(others.length + 1);
+    for (const s of others) expect(s).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  test("a recursive schema signs (and the same recursion built twice signs the same)", () => {
+    const tree = () => {
+      const Node: z.ZodType = z.object({
+        name: z.string(),
+        get children() {
+          return z.array(Node);
+        },
+      });
+      return Node;
+    };
+    expect(sig(tree(), { name: "a", children: [] })).toBe(sig(tree(), { name: "a", children: [] }));
+    expect(sig(tree(), { name: "a", children: [] })).not.toBe(sig(z.object({ name: z.string() }), { name: "a", children: [] }));
   });
 });

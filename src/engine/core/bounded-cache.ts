@@ -82,6 +82,8 @@ const CELL = 16;
  * cache judged by it never holds more than it says.
  */
 export function estimateBytes(value: unknown): number {
+  const flat = flatRecordBytes(value);
+  if (flat !== undefined) return flat;
   let bytes = 0;
   const seen = new Set<object>();
   const stack: unknown[] = [value];
@@ -105,6 +107,22 @@ export function estimateBytes(value: unknown): number {
         }
       }
     }
+  }
+  return bytes;
+}
+
+/**
+ * estimateBytes of a plain object whose values are all scalars (an output row, the usual entry),
+ * without the walk's set and stack; undefined for anything else.
+ */
+function flatRecordBytes(value: unknown): number | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value) || value instanceof Date || ArrayBuffer.isView(value)) return undefined;
+  let bytes = CELL;
+  for (const key in value) {
+    const v = (value as Record<string, unknown>)[key];
+    if (typeof v === "string") bytes += 8 + key.length + CELL + v.length;
+    else if (v === null || typeof v !== "object") bytes += 16 + key.length;
+    else return undefined;
   }
   return bytes;
 }
