@@ -45,12 +45,12 @@ const CLOSE_FIELDS = [
 const INSERT_ENDED = combinable(insertSql(smithersAttempts, ["runId", "nodeId", "iteration", "attempt", "startedAtMs", ...CLOSE_FIELDS]));
 
 /** An attempt started and closed within one transaction, written once as it ended (what finishAttempt would leave). */
-export async function insertEndedAttempt(
+export function insertEndedAttempt(
   q: Sql,
   row: { runId: string; nodeId: string; iteration: number; attempt: number; startedAtMs: number } & AttemptClose,
-): Promise<void> {
+): Promise<unknown> {
   const close = CLOSE_FIELDS.map((field) => (field === "cached" ? Boolean(row.cached) : field === "state" ? (row.state ?? "finished") : (row[field] ?? null)));
-  await q.run(INSERT_ENDED, row.runId, row.nodeId, row.iteration, row.attempt, row.startedAtMs, ...close);
+  return q.run(INSERT_ENDED, row.runId, row.nodeId, row.iteration, row.attempt, row.startedAtMs, ...close);
 }
 
 export async function insertAttempt(q: Sql, row: NewAttemptRow): Promise<void> {

@@ -23,8 +23,8 @@ const UPSERT_NODE =
  * errorJson clears it: only a failed node has one; a missing defSig keeps the stored one). Takes the Drizzle handle so it joins the
  * caller's transaction.
  */
-export async function upsertNode(q: Sql, row: NodeUpsert): Promise<void> {
-  await q.run(
+export function upsertNode(q: Sql, row: NodeUpsert): Promise<unknown> {
+  return q.run(
     UPSERT_NODE,
     row.runId,
     row.nodeId,

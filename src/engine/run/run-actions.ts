@@ -107,10 +107,11 @@ export function applyAction(run: RunState, action: Action, nowMs: number, work: 
         now: run.now,
         clock: run.clock,
         startedAtMs: nowMs,
-        onToolCall: (e) => run.emit({ ...e, ...ids }),
         waitInPlaceMs: settings.waitInPlaceMs,
         rootDir: setup.rootDir,
       };
+      // A static value records no tool calls (no body, no agent) unless its memory retains it.
+      if (task.mode !== "static" || task.memory) input.onToolCall = (e) => run.emit({ ...e, ...ids });
       if (task.mode === "agent") {
         input.onAgentEvent = (event: AgentEvent) => run.agentOutput.onAgentEvent(ids, event);
         input.onAgentFallback = (fallback: AgentFallback) => run.emit({ type: "AgentFallback", ...ids, ...fallback });

@@ -17,8 +17,13 @@ import type { RunState } from "./run-state.ts";
  * tree is rendered again). The build function is a pure function of ctx, so while nothing it
  * read changed the last plan is reused.
  */
-export async function renderPlan(run: RunState): Promise<Plan> {
+export function renderPlan(run: RunState): Plan | Promise<Plan> {
+  // Most steps of a static tree: no render, and no promise made to say so.
   if (!run.renderStale && run.plan) return run.plan;
+  return renderAgain(run);
+}
+
+async function renderAgain(run: RunState): Promise<Plan> {
   const { setup, wf } = run;
   for (let pass = 0; ; pass++) {
     const tablesBefore = wf.registry.all().length;

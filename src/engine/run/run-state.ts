@@ -149,6 +149,8 @@ export class RunState {
   readonly clock: Clock;
   /** Scorers of finished attempts, run after their rows commit (see scoring.ts). */
   readonly scoring: ScoreRunner;
+  /** A node's state by its key (what each step's frame reads), made once per run. */
+  readonly stateOfKey = (key: string): string | undefined => this.setup.states.get(key)?.state;
 
   constructor(
     readonly wf: SmithersWorkflow,

@@ -10,7 +10,7 @@ import { decide } from "../schedule/index.ts";
 import { applyAction, type StepWork } from "./run-actions.ts";
 import { launchAttempt, settleEnded } from "./run-attempts.ts";
 import { renderPlan } from "./run-render.ts";
-import type { RunState, Started, StepNext, Write } from "./run-state.ts";
+import type { Ended, RunState, Started, StepNext, Write } from "./run-state.ts";
 
 export async function runStep(run: RunState): Promise<StepNext> {
   run.agentOutput.stepInProgress = true;
@@ -27,7 +27,7 @@ async function stepInner(run: RunState): Promise<StepNext> {
   const ended = run.ended.splice(0);
   run.settled += ended.length;
   run.settledSinceGcHint += ended.length;
-  const settlesWork = ended.some((e) => !isPureAttempt(e.input)); // see canDefer
+  const settlesWork = ended.some(ranOutsideMemory); // see canDefer
   const writes = settleEnded(run, ended);
   const starts: Started[] = [];
   let batched: Write[] = [];
@@ -40,7 +40,8 @@ async function stepInner(run: RunState): Promise<StepNext> {
       await run.waits.resolveWaits(await renderPlan(run), nowMs, writes);
       if (run.readsStates) run.renderStale = true;
     }
-    const plan = await renderPlan(run);
+    const rendered = renderPlan(run);
+    const plan = rendered instanceof Promise ? await rendered : rendered;
     nameRun(run, plan.workflowName, writes);
     const decided = decide(plan, run.setup.states, nowMs, run.settings.maxConcurrency ?? Infinity, run.decideMemo, run.finishedIds, run.limits.view(nowMs));
     const actions = run.limits.used ? await run.limits.admit(decided, nowMs) : decided;
@@ -65,7 +66,7 @@ async function stepInner(run: RunState): Promise<StepNext> {
       st.tracked.error = undefined;
       run.frames.markDirty(st.task.key);
     }
-    const frame = run.frames.next(plan, (key) => run.setup.states.get(key)?.state, nowMs);
+    const frame = run.frames.next(plan, run.stateOfKey, nowMs);
     if (frame) {
       run.frameBox.push(frame);
       // Announced first among the step's events (the frame rows themselves go with the journal).
@@ -157,5 +158,8 @@ function canDefer(run: RunState, starts: readonly Started[], next: StepNext, set
   )
     return false;
   if (run.pureBatch.isFull()) return false;
-  return starts.every((st) => isPureAttempt(st.input) && st.task.concurrencyKey === undefined);
+  return starts.every(startsInMemory);
 }
+
+const ranOutsideMemory = (e: Ended): boolean => !isPureAttempt(e.input);
+const startsInMemory = (st: Started): boolean => isPureAttempt(st.input) && st.task.concurrencyKey === undefined;
