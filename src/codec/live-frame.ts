@@ -158,7 +158,7 @@ export class LiveFrame {
     const ops = options.shapeChecked ? delta : parseDelta(delta);
     const undo: (() => void)[] = [];
     try {
-      ops.forEach((op, at) => this.applyOp(op, at, undo));
+      for (let at = 0; at < ops.length; at++) this.applyOp(ops[at]!, at, undo);
     } catch (error) {
       for (let i = undo.length - 1; i >= 0; i--) undo[i]!();
       throw error;

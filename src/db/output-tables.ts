@@ -242,11 +242,14 @@ function outputWrite(info: OutputTableInfo, fields: readonly string[]): OutputWr
   // Each column's own encoder (JSON, boolean, timestamp) turns a value into what is stored; null
   // stays NULL. PostgreSQL's driver reads these the same way (see pg/driver.ts).
   const encoders = fields.map((f) => columns[f]!);
-  const encode = (r: Record<string, unknown>) =>
-    encoders.map((c, i) => {
+  const encode = (r: Record<string, unknown>) => {
+    const params: unknown[] = new Array(encoders.length);
+    for (let i = 0; i < encoders.length; i++) {
       const value = r[fields[i]!];
-      return value === null || value === undefined ? null : c.mapToDriverValue(value);
-    });
+      params[i] = value === null || value === undefined ? null : encoders[i]!.mapToDriverValue(value);
+    }
+    return params;
+  };
   if (info.custom) {
     const remove = `DELETE FROM ${table} WHERE run_id = ? AND node_id = ?${hasIteration ? " AND iteration = ?" : ""}`;
     found = { remove, hasIteration, insert, encode };
@@ -260,19 +263,28 @@ function outputWrite(info: OutputTableInfo, fields: readonly string[]): OutputWr
   return found;
 }
 
+const wholeRowWrites = new WeakMap<OutputTableInfo, OutputWrite>();
+/** outputWrite of every field of a generated table, once per table. */
+function wholeRowWrite(info: OutputTableInfo): OutputWrite {
+  let found = wholeRowWrites.get(info);
+  if (!found) wholeRowWrites.set(info, (found = outputWrite(info, fieldsOf(info).map((f) => f.field))));
+  return found;
+}
+
 /**
  * Replaces the row at `key` with `values` (already validated) and returns the row as stored
  * (every column by field name, absent ones null). Call inside a transaction.
  */
 export async function writeOutputRow(q: Sql, info: OutputTableInfo, key: OutputKey, values: Record<string, unknown>): Promise<Record<string, unknown>> {
   const row = outputRowFor(info, key, values);
-  const statements = outputWrite(info, Object.keys(row));
+  // A generated table's row has every field (outputRowFor): its statement is looked up without listing them.
+  const statements = info.custom ? outputWrite(info, Object.keys(row)) : wholeRowWrite(info);
   if (statements.remove) {
     if (statements.hasIteration) await q.run(statements.remove, key.runId, key.nodeId, key.iteration);
     else await q.run(statements.remove, key.runId, key.nodeId);
   }
   await q.run(statements.insert, ...statements.encode(row));
-  for (const { field } of fieldsOf(info)) row[field] ??= null;
+  if (info.custom) for (const { field } of fieldsOf(info)) row[field] ??= null;
   return row;
 }
 

@@ -49,8 +49,9 @@ export function insertEndedAttempt(
   q: Sql,
   row: { runId: string; nodeId: string; iteration: number; attempt: number; startedAtMs: number } & AttemptClose,
 ): Promise<unknown> {
-  const close = CLOSE_FIELDS.map((field) => (field === "cached" ? Boolean(row.cached) : field === "state" ? (row.state ?? "finished") : (row[field] ?? null)));
-  return q.run(INSERT_ENDED, row.runId, row.nodeId, row.iteration, row.attempt, row.startedAtMs, ...close);
+  const params: unknown[] = [row.runId, row.nodeId, row.iteration, row.attempt, row.startedAtMs];
+  for (const field of CLOSE_FIELDS) params.push(field === "cached" ? Boolean(row.cached) : field === "state" ? (row.state ?? "finished") : (row[field] ?? null));
+  return q.run(INSERT_ENDED, ...params);
 }
 
 export async function insertAttempt(q: Sql, row: NewAttemptRow): Promise<void> {

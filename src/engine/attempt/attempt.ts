@@ -414,6 +414,14 @@ function assertStorable(nodeId: string, data: unknown): void {
   }
 }
 
+type AttemptKey = { runId: string; nodeId: string; iteration: number; attempt: number };
+
+/** The attempt row, closed; or written once, as it ended, when its start wrote none (startInSettle). */
+function endAttempt(q: Sql, a: AttemptInput, key: AttemptKey, patch: Parameters<typeof attempts.finishAttempt>[2]): Promise<unknown> {
+  if (!a.startInSettle) return closeAttempt(q, key, patch);
+  return attempts.insertEndedAttempt(q, { ...key, startedAtMs: a.startedAtMs, metaJson: a.task.meta ? safeStringify(a.task.meta) : null, ...patch });
+}
+
 /**
  * Inside a step's transaction: closes the attempt (only while it is still `running`: if another
  * process took the run over, RUN_OWNED rolls the step back) and writes the output or the error.
@@ -434,14 +442,9 @@ export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResul
   // Started in this transaction (startInSettle): recordStart wrote no row, so this one carries what it would have.
   if (a.startInSettle) node.defSig = definitionSignature(task, info.tableName);
   const usage = usageColumns(result.usage);
-  // The attempt row, closed; or written once, as it ended, when its start wrote none.
-  const close = (patch: Parameters<typeof attempts.finishAttempt>[2]) =>
-    a.startInSettle
-      ? attempts.insertEndedAttempt(q, { ...key, startedAtMs: a.startedAtMs, metaJson: task.meta ? safeStringify(task.meta) : null, ...patch })
-      : closeAttempt(q, key, patch);
   if (result.ok) {
     const { cache } = result;
-    await close({
+    await endAttempt(q, a, key, {
       state: "finished",
       finishedAtMs: result.finishedAtMs,
       responseText: result.responseText ?? null,
@@ -457,7 +460,7 @@ export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResul
     return;
   }
   if (outcome.kind === "suspended") {
-    await close({ state: "waiting", finishedAtMs: result.finishedAtMs, ...usage });
+    await endAttempt(q, a, key, { state: "waiting", finishedAtMs: result.finishedAtMs, ...usage });
     await nodes.upsertNode(q, { ...node, state: outcome.status, wakeAtMs: outcome.wakeAtMs ?? null });
     return;
   }
@@ -471,7 +474,7 @@ export async function recordSettle(q: Sql, a: AttemptInput, result: AttemptResul
           ? "pending"
           : "failed";
   const attemptState = result.abandoned ? "abandoned" : outcome.kind === "cancelled" ? "cancelled" : "failed";
-  await close({ state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error), ...usage });
+  await endAttempt(q, a, key, { state: attemptState, finishedAtMs: result.finishedAtMs, errorJson: errorJsonText(result.error), ...usage });
   await nodes.upsertNode(q, {
     ...node,
     state,

@@ -81,8 +81,9 @@ export function settleEnded(run: RunState, ended: Ended[], runEnding = false): W
       events.push({ type: "NodeAbandoned", ...ids, reason: "body-unsettled", error: errorSummaryJson(e.result.error) });
     }
     if (outcome.kind === "finished") {
-      const cached = e.result.ok && e.result.cache?.hit === true;
-      events.push({ type: "NodeFinished", ...ids, durationMs: outcome.durationMs, ...(cached ? { cached } : {}) });
+      const finished: EventBody = { type: "NodeFinished", nodeId: ids.nodeId, iteration: ids.iteration, attempt: ids.attempt, durationMs: outcome.durationMs };
+      if (e.result.ok && e.result.cache?.hit === true) finished.cached = true;
+      events.push(finished);
       run.remember(e.input.info, outcome.row);
       if (e.input.info.custom) run.customRows.push(e); // its own defaults are read back once stored
       if (task.scorers && e.result.ok) {
