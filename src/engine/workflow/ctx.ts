@@ -271,6 +271,35 @@ export function useCtx<Input = unknown>(): SmithersCtx<Input> {
   return ctx as unknown as SmithersCtx<Input>;
 }
 
+/** `ctx.outputs`: called with a table, or read as a property per table key; every row of that table. */
+function outputsReader(src: CtxSources, index: OutputIndex): OutputsReader {
+  const allRows = (target: OutputTarget) => {
+    const info = src.registry.resolve(target);
+    src.onRead?.(info.key, ALL_NODES);
+    return index.rowsOf(info.key).map((row) => strip(row) as Record<string, unknown>);
+  };
+  const outputs = ((target: OutputTarget) => allRows(target)) as OutputsReader;
+  for (const info of src.registry.all()) Object.defineProperty(outputs, info.key, { get: () => allRows(info.key), enumerable: true });
+  return outputs;
+}
+
+/** `ctx.latestArray`: a value that may be a JSON text, one item or a list, as the items the schema accepts. */
+function latestArray<T>(value: unknown, schema: { safeParse(v: unknown): { success: boolean; data?: T } }): T[] {
+  let items = value;
+  if (typeof items === "string") {
+    try {
+      items = JSON.parse(items);
+    } catch {
+      // a plain string is one entry
+    }
+  }
+  const list = Array.isArray(items) ? items : items === undefined || items === null ? [] : [items];
+  return list.flatMap((item) => {
+    const parsed = schema.safeParse(item);
+    return parsed.success ? [parsed.data as T] : [];
+  });
+}
+
 export function buildCtx<Input>(src: CtxSources): SmithersCtx<Input> {
   const index = src.index ?? OutputIndex.fromSnapshot(src.snapshot ?? {});
   const tableFor = (target: OutputTarget, nodeId: string) => {
@@ -282,32 +311,15 @@ export function buildCtx<Input>(src: CtxSources): SmithersCtx<Input> {
     const iteration = key.iteration ?? src.iterationOf(key.nodeId);
     return strip(index.row(tableFor(target, key.nodeId), key.nodeId, iteration));
   };
-  const allRows = (target: OutputTarget) => {
-    const info = src.registry.resolve(target);
-    src.onRead?.(info.key, ALL_NODES);
-    return index.rowsOf(info.key).map((row) => strip(row) as Record<string, unknown>);
-  };
-  const outputs = ((target: OutputTarget) => allRows(target)) as OutputsReader;
-  for (const info of src.registry.all()) Object.defineProperty(outputs, info.key, { get: () => allRows(info.key), enumerable: true });
+  // Made on first use: most renders never read ctx.outputs, and its getters cost a shape per ctx.
+  let outputs: OutputsReader | undefined;
   return {
     runId: src.runId,
     input: src.input as Input,
-    outputs,
-    latestArray<T>(value: unknown, schema: { safeParse(v: unknown): { success: boolean; data?: T } }): T[] {
-      let items = value;
-      if (typeof items === "string") {
-        try {
-          items = JSON.parse(items);
-        } catch {
-          // a plain string is one entry
-        }
-      }
-      const list = Array.isArray(items) ? items : items === undefined || items === null ? [] : [items];
-      return list.flatMap((item) => {
-        const parsed = schema.safeParse(item);
-        return parsed.success ? [parsed.data as T] : [];
-      });
+    get outputs() {
+      return (outputs ??= outputsReader(src, index));
     },
+    latestArray,
     iteration: src.iteration,
     iterations: src.iterations,
     output<T>(target: OutputTarget, key: OutputLookup): T {
