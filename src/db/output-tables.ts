@@ -267,7 +267,14 @@ const wholeRowWrites = new WeakMap<OutputTableInfo, OutputWrite>();
 /** outputWrite of every field of a generated table, once per table. */
 function wholeRowWrite(info: OutputTableInfo): OutputWrite {
   let found = wholeRowWrites.get(info);
-  if (!found) wholeRowWrites.set(info, (found = outputWrite(info, fieldsOf(info).map((f) => f.field))));
+  if (!found)
+    wholeRowWrites.set(
+      info,
+      (found = outputWrite(
+        info,
+        fieldsOf(info).map((f) => f.field),
+      )),
+    );
   return found;
 }
 

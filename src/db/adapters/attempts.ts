@@ -50,7 +50,8 @@ export function insertEndedAttempt(
   row: { runId: string; nodeId: string; iteration: number; attempt: number; startedAtMs: number } & AttemptClose,
 ): Promise<unknown> {
   const params: unknown[] = [row.runId, row.nodeId, row.iteration, row.attempt, row.startedAtMs];
-  for (const field of CLOSE_FIELDS) params.push(field === "cached" ? Boolean(row.cached) : field === "state" ? (row.state ?? "finished") : (row[field] ?? null));
+  for (const field of CLOSE_FIELDS)
+    params.push(field === "cached" ? Boolean(row.cached) : field === "state" ? (row.state ?? "finished") : (row[field] ?? null));
   return q.run(INSERT_ENDED, ...params);
 }
 
