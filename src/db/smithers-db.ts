@@ -7,7 +7,6 @@
 import { Database } from "bun:sqlite";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { existsSync, statSync } from "node:fs";
-import type { BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { SmithersError } from "../errors/index.ts";
 import {
   DB_BUSY_TIMEOUT_MS,
@@ -28,8 +27,9 @@ import { migrateOutputTables, type MigrationReport, type OutputTableInfo } from 
 import type { Orm, Sql } from "./sql.ts";
 import { SqliteSql } from "./sqlite-sql.ts";
 import type { SmithersDb, SmithersDbOptions, StorageSize } from "./store.ts";
+import type { Drizzle } from "./sqlite-drizzle.ts";
 
-export type Drizzle = BunSQLiteDatabase<Record<string, never>> & { $client: Database };
+export type { Drizzle } from "./sqlite-drizzle.ts";
 
 type TxToken = { readonly db: SqliteDb; readonly label: string; readonly onCommit: (() => void)[]; readonly onRollback: (() => void)[] };
 
@@ -50,8 +50,8 @@ export class SqliteDb implements SmithersDb {
    */
   get db(): Drizzle {
     if (this.drizzle === undefined) {
-      const { drizzle } = require("drizzle-orm/bun-sqlite") as typeof import("drizzle-orm/bun-sqlite");
-      this.drizzle = drizzle({ client: this.sqlite }) as Drizzle;
+      const { sqliteDrizzle } = require("./sqlite-drizzle.ts") as typeof import("./sqlite-drizzle.ts");
+      this.drizzle = sqliteDrizzle(this.sqlite);
     }
     return this.drizzle;
   }
