@@ -4,8 +4,12 @@
  * the tables, and reads/writes output rows.
  */
 import type { Database } from "bun:sqlite";
-import { getTableColumns, getTableName, is } from "drizzle-orm";
-import { getTableConfig, SQLiteTable, type SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { is } from "drizzle-orm/entity";
+import { getTableName } from "drizzle-orm/table";
+import { getTableColumns } from "drizzle-orm/utils";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { SQLiteTable } from "drizzle-orm/sqlite-core/table";
+import { getTableConfig } from "drizzle-orm/sqlite-core/utils";
 import type { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { isZodSchema } from "../schema/index.ts";
@@ -211,7 +215,15 @@ function rowReader(table: SQLiteTable): RowReader {
     const iteration = column("iteration");
     const byRun = `SELECT ${fields.map(([, c]) => quoteIdentifier(c.name)).join(", ")} FROM ${quoteIdentifier(getTableName(table))} WHERE run_id = ?`;
     const byNode = `${byRun} AND node_id = ?`;
-    found = { fields, runId: column("run_id")!, nodeId: column("node_id"), iteration, byRun, byNode, byKey: iteration ? `${byNode} AND iteration = ?` : byNode };
+    found = {
+      fields,
+      runId: column("run_id")!,
+      nodeId: column("node_id"),
+      iteration,
+      byRun,
+      byNode,
+      byKey: iteration ? `${byNode} AND iteration = ?` : byNode,
+    };
     rowReaders.set(table, found);
   }
   return found;

@@ -3,7 +3,7 @@
  * both its schema key and its SQLite table name), as keys only, or one row at a time.
  */
 import type { SQLQueryBindings } from "bun:sqlite";
-import { getTableColumns } from "drizzle-orm";
+import { getTableColumns } from "drizzle-orm/utils";
 import { SmithersError } from "../errors/index.ts";
 import { quoteIdentifier } from "./ddl.ts";
 import { decodeRow, readOutputRows, rowsQuery, type OutputKey, type OutputRegistry, type OutputTableInfo } from "./output-tables.ts";
