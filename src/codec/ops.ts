@@ -2,13 +2,11 @@
  * The delta encoding: an ordered list of ops, each addressing an element by its path of child
  * indices from the root, valid at the moment the op applies. The op kinds live here and only here.
  */
-import type { z } from "zod";
+import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
-import { zod } from "../schema/zod.ts";
 import { treeSchemas } from "./tree.ts";
 
 function buildOpSchemas() {
-  const z = zod();
   const { PropValueSchema, XmlElementSchema, XmlNameSchema } = treeSchemas();
   const IndexSchema = z.number().int().nonnegative();
   const PathSchema = z.array(IndexSchema);

@@ -2,8 +2,7 @@
  * The frame tree: elements with an XML name, ordered props holding JSON values, and child
  * elements. Every frame encoding (XML, delta, hash) carries exactly this shape.
  */
-import type { z } from "zod";
-import { zod } from "../schema/zod.ts";
+import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { FRAME_MAX_DEPTH } from "./constants.ts";
 
@@ -26,7 +25,6 @@ export function isXmlName(name: string): boolean {
 }
 
 function buildTreeSchemas() {
-  const z = zod();
   const XmlNameSchema = z.string().refine(isXmlName, "must be an XML name ([A-Za-z_][A-Za-z0-9_.-]*)");
   /** Any JSON value: string, finite number, boolean, null, array or object. */
   const PropValueSchema = z.json();
