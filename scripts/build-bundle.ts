@@ -101,12 +101,16 @@ function entryText(part: string, expression = ""): string {
  */
 function commandEntryText(): string {
   const light = Object.fromEntries(Object.keys(LIGHT_COMMANDS).map((c) => [c, lightCommandFile(c)]));
+  // helpAnswer answers only with no arguments, `help`, or a --help / -h among them: other command
+  // lines skip reading it. Nothing is exported: Bun inspects the main module's exports (a server
+  // config?) and the command line's promise never settles (the command exits).
   return (
-    `"use strict";\nconst help = require("./${BUNDLE_HELP}").helpAnswer(process.argv.slice(2));\n` +
+    `"use strict";\nconst args = process.argv.slice(2);\n` +
+    `const help = (args.length === 0 || args[0] === "help" || args.includes("--help") || args.includes("-h")) && require("./${BUNDLE_HELP}").helpAnswer(args);\n` +
     `if (help) {\n  console.log(help.text);\n  process.exit(help.code);\n}\n` +
-    `const file = ${JSON.stringify(light)}[process.argv[2]] ?? ${JSON.stringify(BUNDLE_CORE)};\n` +
+    `const file = ${JSON.stringify(light)}[args[0]] ?? ${JSON.stringify(BUNDLE_CORE)};\n` +
     `${DIR_GLOBAL} ??= __dirname;\n${FILE_GLOBAL} ??= require("path").join(__dirname, file);\n` +
-    `module.exports = require("./" + file)["command"].runCommandLine();\n`
+    `require("./" + file)["command"].runCommandLine();\n`
   );
 }
 

@@ -12,6 +12,7 @@ export {
   processStartTime,
   killLeftoverGroup,
   childProcess,
+  nodeOs,
   trackGroup,
   untrackGroup,
   retryableAgentError,

@@ -5,8 +5,7 @@ export { encodeDelta } from "./diff.ts";
 export { frameHash } from "./hash.ts";
 export { LiveFrame } from "./live-frame.ts";
 export {
-  FrameDeltaSchema,
-  FrameOpSchema,
+  opSchemas,
   decodeDeltaJson,
   encodeDeltaJson,
   type FrameDelta,
@@ -14,5 +13,5 @@ export {
   type FrameOpKind,
 } from "./ops.ts";
 export { planToXml, type PlanXml, type PlanXmlOptions } from "./plan-xml.ts";
-export { PropValueSchema, XmlElementSchema, isXmlName, type PropValue, type XmlElement } from "./tree.ts";
+export { treeSchemas, isXmlName, type PropValue, type XmlElement } from "./tree.ts";
 export { decodeFrameXml, encodeFrameXml } from "./xml.ts";

@@ -24,20 +24,32 @@ export function isXmlName(name: string): boolean {
   return true;
 }
 
-export const XmlNameSchema = z.string().refine(isXmlName, "must be an XML name ([A-Za-z_][A-Za-z0-9_.-]*)");
+function buildTreeSchemas() {
+  const XmlNameSchema = z.string().refine(isXmlName, "must be an XML name ([A-Za-z_][A-Za-z0-9_.-]*)");
+  /** Any JSON value: string, finite number, boolean, null, array or object. */
+  const PropValueSchema = z.json();
+  const XmlElementSchema = z.strictObject({
+    tag: XmlNameSchema,
+    props: z.record(XmlNameSchema, PropValueSchema),
+    get children(): z.ZodArray<typeof XmlElementSchema> {
+      return z.array(XmlElementSchema);
+    },
+  });
+  return { XmlNameSchema, PropValueSchema, XmlElementSchema };
+}
 
-/** Any JSON value: string, finite number, boolean, null, array or object. */
-export const PropValueSchema = z.json();
-export type PropValue = z.infer<typeof PropValueSchema>;
+let treeSchemasBuilt: ReturnType<typeof buildTreeSchemas> | undefined;
+/**
+ * The frame tree's Zod schemas (an XML name, a prop value, an element), built on first use: a
+ * run writes frames without validating one, and building them is ~1 ms of every cold start.
+ */
+export function treeSchemas(): ReturnType<typeof buildTreeSchemas> {
+  treeSchemasBuilt ??= buildTreeSchemas();
+  return treeSchemasBuilt;
+}
 
-export const XmlElementSchema = z.strictObject({
-  tag: XmlNameSchema,
-  props: z.record(XmlNameSchema, PropValueSchema),
-  get children(): z.ZodArray<typeof XmlElementSchema> {
-    return z.array(XmlElementSchema);
-  },
-});
-export type XmlElement = z.infer<typeof XmlElementSchema>;
+export type PropValue = z.infer<ReturnType<typeof treeSchemas>["PropValueSchema"]>;
+export type XmlElement = z.infer<ReturnType<typeof treeSchemas>["XmlElementSchema"]>;
 
 const invalid = (message: string) => new SmithersError("INVALID_FRAME", message);
 

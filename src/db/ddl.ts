@@ -2,8 +2,10 @@
  * DDL derived from Drizzle table definitions, so a table is written down once (as a
  * Drizzle `sqliteTable`) and its CREATE/ALTER statements are computed, never hand-kept.
  */
-import { is, SQL } from "drizzle-orm";
-import { getTableConfig, type SQLiteColumn, type SQLiteTable } from "drizzle-orm/sqlite-core";
+import { is } from "drizzle-orm/entity";
+import { SQL } from "drizzle-orm/sql";
+import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
+import { getTableConfig } from "drizzle-orm/sqlite-core/utils";
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 

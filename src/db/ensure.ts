@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
-import { getTableConfig, type SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
+import { getTableConfig } from "drizzle-orm/sqlite-core/utils";
 import { addColumnStatement, createTableStatements } from "./ddl.ts";
 import { sqlNames } from "./adapters/shared.ts";
 import { WAITING_STATUSES } from "./constants.ts";

@@ -3,7 +3,10 @@
  * Column names follow the open-source Smithers layout so existing SQL keeps working.
  * Indexes exist for every lookup an adapter makes (see the adapter modules).
  */
-import { blob, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { blob, integer, real, text } from "drizzle-orm/sqlite-core/columns";
+import { index, uniqueIndex } from "drizzle-orm/sqlite-core/indexes";
+import { primaryKey } from "drizzle-orm/sqlite-core/primary-keys";
+import { sqliteTable } from "drizzle-orm/sqlite-core/table";
 import { smithersLimits, smithersRateUsage, smithersSlots } from "./limits-schema.ts";
 
 export { smithersLimits, smithersRateUsage, smithersSlots } from "./limits-schema.ts";

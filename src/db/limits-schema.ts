@@ -2,7 +2,10 @@
  * The internal tables of concurrency keys and rate limits (issue 37), declared beside the others'
  * list in internal-schema.ts (which re-exports them), in a file of their own to keep that one short.
  */
-import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { integer, text } from "drizzle-orm/sqlite-core/columns";
+import { index } from "drizzle-orm/sqlite-core/indexes";
+import { primaryKey } from "drizzle-orm/sqlite-core/primary-keys";
+import { sqliteTable } from "drizzle-orm/sqlite-core/table";
 
 /**
  * `_smithers_limits`: the limits each key was last declared with by a process that used it

@@ -2,7 +2,10 @@
  * Zod output schema -> Drizzle table (pure). Each schema key becomes a snake_case table with
  * `run_id`, `node_id`, `iteration` and one column per field; the mapping rules are SPEC §2.
  */
-import { integer, primaryKey, real, sqliteTable, text, type SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
+import { integer, real, text } from "drizzle-orm/sqlite-core/columns";
+import { primaryKey } from "drizzle-orm/sqlite-core/primary-keys";
+import { sqliteTable } from "drizzle-orm/sqlite-core/table";
 import type { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { def as defOf, unwrap, zod, type Schema } from "../schema/index.ts";

@@ -4,8 +4,12 @@
  * the tables, and reads/writes output rows.
  */
 import type { Database } from "bun:sqlite";
-import { and, eq, getTableColumns, getTableName, is } from "drizzle-orm";
-import { getTableConfig, SQLiteTable, type SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { is } from "drizzle-orm/entity";
+import { getTableName } from "drizzle-orm/table";
+import { getTableColumns } from "drizzle-orm/utils";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { SQLiteTable } from "drizzle-orm/sqlite-core/table";
+import { getTableConfig } from "drizzle-orm/sqlite-core/utils";
 import type { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { isZodSchema } from "../schema/index.ts";
@@ -188,13 +192,66 @@ export function migrateOutputTables(sqlite: Database, infos: readonly OutputTabl
   return report;
 }
 
-function keyWhere(info: OutputTableInfo, key: Partial<OutputKey> & { runId: string }) {
-  const byName = new Map(columnsOf(info.table).map((c) => [c.name, c]));
-  const parts = [eq(byName.get("run_id")!, key.runId)];
-  if (key.nodeId !== undefined) parts.push(eq(byName.get("node_id")!, key.nodeId));
-  const iteration = byName.get("iteration");
-  if (key.iteration !== undefined && iteration) parts.push(eq(iteration, key.iteration));
-  return and(...parts);
+/**
+ * How a table's rows are read: each field with its column, the key columns, and the SELECT of
+ * every column in field order by run_id, by run_id and node_id, and by the whole key (run_id,
+ * node_id, and iteration where the table has it).
+ */
+type RowReader = {
+  fields: readonly (readonly [field: string, column: SQLiteColumn])[];
+  runId: SQLiteColumn;
+  nodeId: SQLiteColumn | undefined;
+  iteration: SQLiteColumn | undefined;
+  byRun: string;
+  byNode: string;
+  byKey: string;
+};
+const rowReaders = new WeakMap<SQLiteTable, RowReader>();
+function rowReader(table: SQLiteTable): RowReader {
+  let found = rowReaders.get(table);
+  if (!found) {
+    const fields = Object.entries(getTableColumns(table)) as [string, SQLiteColumn][];
+    const column = (name: string) => fields.find(([, c]) => c.name === name)?.[1];
+    const iteration = column("iteration");
+    const byRun = `SELECT ${fields.map(([, c]) => quoteIdentifier(c.name)).join(", ")} FROM ${quoteIdentifier(getTableName(table))} WHERE run_id = ?`;
+    const byNode = `${byRun} AND node_id = ?`;
+    found = {
+      fields,
+      runId: column("run_id")!,
+      nodeId: column("node_id"),
+      iteration,
+      byRun,
+      byNode,
+      byKey: iteration ? `${byNode} AND iteration = ?` : byNode,
+    };
+    rowReaders.set(table, found);
+  }
+  return found;
+}
+
+/**
+ * The SELECT of `table`'s rows whose run_id (and node_id, iteration, where given and the table has
+ * the column) are `key`'s, with its parameters, each through its column's encoder as Drizzle's
+ * `eq()` binds it. Plain SQL rather than Drizzle's query builder: a run reads its rows without
+ * building (or loading) Drizzle's session.
+ */
+export function rowsQuery(table: SQLiteTable, key: Partial<OutputKey> & { runId: string }): { text: string; params: unknown[] } {
+  const r = rowReader(table);
+  const runId = r.runId.mapToDriverValue(key.runId);
+  if (key.nodeId === undefined) return { text: r.byRun, params: [runId] };
+  const nodeId = r.nodeId!.mapToDriverValue(key.nodeId);
+  if (key.iteration === undefined || !r.iteration) return { text: r.byNode, params: [runId, nodeId] };
+  return { text: r.byKey, params: [runId, nodeId, r.iteration.mapToDriverValue(key.iteration)] };
+}
+
+/** A row of rowsQuery as Drizzle's `select()` returns it: every field by its key, through its column's decoder, NULL as null. */
+export function decodeRow(table: SQLiteTable, raw: Record<string, unknown>): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  for (const [field, column] of rowReader(table).fields) {
+    const value = raw[column.name];
+    row[field] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+  }
+  return row;
 }
 
 /** Each table's fields with their SQL column names, listed once (a row is built per task attempt). */
@@ -297,12 +354,15 @@ export async function writeOutputRow(q: Sql, info: OutputTableInfo, key: OutputK
 
 /** All output rows of a run in this table, as Drizzle maps them (booleans, JSON, dates decoded). */
 export async function readOutputRows(q: Sql, info: OutputTableInfo, runId: string): Promise<Record<string, unknown>[]> {
-  return (await q.orm.select().from(info.table).where(keyWhere(info, { runId })).all()) as Record<string, unknown>[];
+  const { text, params } = rowsQuery(info.table, { runId });
+  return (await q.all<Record<string, unknown>>(text, ...params)).map((raw) => decodeRow(info.table, raw));
 }
 
 /** The row at `key`, as Drizzle maps it, or undefined. */
 export async function readOutputRow(q: Sql, info: OutputTableInfo, key: OutputKey): Promise<Record<string, unknown> | undefined> {
-  return (await q.orm.select().from(info.table).where(keyWhere(info, key)).get()) as Record<string, unknown> | undefined;
+  const { text, params } = rowsQuery(info.table, key);
+  const raw = await q.get<Record<string, unknown>>(text, ...params);
+  return raw && decodeRow(info.table, raw);
 }
 
 /**

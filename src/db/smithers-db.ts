@@ -7,7 +7,6 @@
 import { Database } from "bun:sqlite";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { existsSync, statSync } from "node:fs";
-import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { SmithersError } from "../errors/index.ts";
 import {
   DB_BUSY_TIMEOUT_MS,
@@ -28,8 +27,9 @@ import { migrateOutputTables, type MigrationReport, type OutputTableInfo } from 
 import type { Orm, Sql } from "./sql.ts";
 import { SqliteSql } from "./sqlite-sql.ts";
 import type { SmithersDb, SmithersDbOptions, StorageSize } from "./store.ts";
+import type { Drizzle } from "./sqlite-drizzle.ts";
 
-export type Drizzle = BunSQLiteDatabase<Record<string, never>> & { $client: Database };
+export type { Drizzle } from "./sqlite-drizzle.ts";
 
 type TxToken = { readonly db: SqliteDb; readonly label: string; readonly onCommit: (() => void)[]; readonly onRollback: (() => void)[] };
 
@@ -43,7 +43,18 @@ export class SqliteDb implements SmithersDb {
   get target(): string {
     return this.path;
   }
-  readonly db: Drizzle;
+  private drizzle: Drizzle | undefined;
+  /**
+   * Drizzle on this connection, made on first use: a run's own statements are plain SQL (`sql`),
+   * and loading Drizzle's session and relational helpers is some ms of every cold start.
+   */
+  get db(): Drizzle {
+    if (this.drizzle === undefined) {
+      const { sqliteDrizzle } = require("./sqlite-drizzle.ts") as typeof import("./sqlite-drizzle.ts");
+      this.drizzle = sqliteDrizzle(this.sqlite);
+    }
+    return this.drizzle;
+  }
   /** What adapters run their statements on (statements prepared once per connection). */
   readonly sql: SqliteSql;
   private readonly retryPolicy: DbRetryPolicy;
@@ -82,8 +93,7 @@ export class SqliteDb implements SmithersDb {
       this.sqlite.exec("PRAGMA journal_size_limit = 0");
       this.sqlite.exec(`PRAGMA synchronous = ${SYNCHRONOUS_LEVEL[this.mode]}`);
       this.sqlite.exec("PRAGMA foreign_keys = ON");
-      this.db = drizzle({ client: this.sqlite }) as Drizzle;
-      this.sql = new SqliteSql(this.sqlite, this.db as unknown as Orm);
+      this.sql = new SqliteSql(this.sqlite, () => this.db as unknown as Orm);
       try {
         if (options.ensureTables !== false) ensureSmithersTables(this.sqlite);
       } finally {

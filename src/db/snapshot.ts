@@ -2,11 +2,11 @@
  * What rebuilds ctx: the run input and the run's output rows, read whole (each table's rows under
  * both its schema key and its SQLite table name), as keys only, or one row at a time.
  */
-import { and, eq, getTableColumns, sql } from "drizzle-orm";
-import { getTableConfig, type SQLiteColumn } from "drizzle-orm/sqlite-core";
+import type { SQLQueryBindings } from "bun:sqlite";
+import { getTableColumns } from "drizzle-orm/utils";
 import { SmithersError } from "../errors/index.ts";
 import { quoteIdentifier } from "./ddl.ts";
-import { readOutputRows, type OutputKey, type OutputRegistry, type OutputTableInfo } from "./output-tables.ts";
+import { decodeRow, readOutputRows, rowsQuery, type OutputKey, type OutputRegistry, type OutputTableInfo } from "./output-tables.ts";
 import { SqliteDb } from "./smithers-db.ts";
 import type { Sql } from "./sql.ts";
 import type { SmithersDb } from "./store.ts";
@@ -15,10 +15,6 @@ export type OutputRow = Record<string, unknown> & { nodeId: string; iteration: n
 export type OutputSnapshot = Record<string, OutputRow[]>;
 /** Which rows a run has, without their values: by table key, each row's node id and iteration. */
 export type OutputKeys = Record<string, { nodeId: string; iteration: number }[]>;
-
-function runIdColumn(registry: OutputRegistry): SQLiteColumn {
-  return getTableConfig(registry.input.table).columns.find((c) => c.name === "run_id")!;
-}
 
 export async function writeInput(q: Sql, registry: OutputRegistry, runId: string, input: unknown): Promise<void> {
   const values: Record<string, unknown> = { ...(registry.input.payloadOnly ? { payload: input } : (input as Record<string, unknown>)), runId };
@@ -31,12 +27,10 @@ export async function writeInput(q: Sql, registry: OutputRegistry, runId: string
 
 /** The run input as the author passed it (validated), or undefined when the run has none stored. */
 export async function readInput(q: Sql, registry: OutputRegistry, runId: string): Promise<unknown> {
-  const row = (await q.orm
-    .select()
-    .from(registry.input.table)
-    .where(eq(runIdColumn(registry), runId))
-    .get()) as Record<string, unknown> | undefined;
-  if (!row) return undefined;
+  const { text, params } = rowsQuery(registry.input.table, { runId });
+  const raw = await q.get<Record<string, unknown>>(text, ...params);
+  if (!raw) return undefined;
+  const row = decodeRow(registry.input.table, raw);
   if (registry.input.payloadOnly) return row.payload;
   const { runId: _omit, ...rest } = row;
   return rest;
@@ -166,29 +160,11 @@ export function loadOutputKeys(db: SmithersDb, registry: OutputRegistry, runId: 
  * before rendering, so this never sees a half-done write of the row it asks for; a WAL reader
  * does not wait for another process's writer. Prepared once per connection and table.
  */
-type RowQuery = { get(values: Record<string, unknown>): unknown };
-const rowQueries = new WeakMap<SqliteDb, Map<string, RowQuery>>();
-
 export function readOutputRowNow(db: SmithersDb, info: OutputTableInfo, key: OutputKey): OutputRow | undefined {
   if (!(db instanceof SqliteDb)) throw new SmithersError("DB_SYNC_READ_UNSUPPORTED", `A ${db.dialect} database cannot be read synchronously`);
-  const d = db.db;
-  let byTable = rowQueries.get(db);
-  if (!byTable) rowQueries.set(db, (byTable = new Map()));
-  let query = byTable.get(info.tableName);
-  if (!query) {
-    const columns = getTableConfig(info.table).columns;
-    const column = (name: string) => columns.find((c) => c.name === name)!;
-    const parts = [eq(column("run_id"), sql.placeholder("runId")), eq(column("node_id"), sql.placeholder("nodeId"))];
-    if (info.hasIteration) parts.push(eq(column("iteration"), sql.placeholder("iteration")));
-    query = d
-      .select()
-      .from(info.table)
-      .where(and(...parts))
-      .prepare();
-    byTable.set(info.tableName, query);
-  }
-  const row = query.get({ runId: key.runId, nodeId: key.nodeId, iteration: key.iteration }) as Record<string, unknown> | undefined;
-  return row && normalizeRow(row);
+  const { text, params } = rowsQuery(info.table, key);
+  const raw = db.sql.statement(text).get(...(params as SQLQueryBindings[])) as Record<string, unknown> | null;
+  return raw ? normalizeRow(decodeRow(info.table, raw)) : undefined;
 }
 
 /**
@@ -197,7 +173,7 @@ export function readOutputRowNow(db: SmithersDb, info: OutputTableInfo, key: Out
  */
 export function readOutputRowsNow(db: SmithersDb, info: OutputTableInfo, runId: string): OutputRow[] {
   if (!(db instanceof SqliteDb)) throw new SmithersError("DB_SYNC_READ_UNSUPPORTED", `A ${db.dialect} database cannot be read synchronously`);
-  const runIdColumn = getTableConfig(info.table).columns.find((c) => c.name === "run_id")!;
-  const rows = db.db.select().from(info.table).where(eq(runIdColumn, runId)).all() as Record<string, unknown>[];
-  return rows.map(normalizeRow);
+  const { text, params } = rowsQuery(info.table, { runId });
+  const rows = db.sql.statement(text).all(...(params as SQLQueryBindings[])) as Record<string, unknown>[];
+  return rows.map((raw) => normalizeRow(decodeRow(info.table, raw)));
 }

@@ -65,16 +65,16 @@ export class SqliteSql implements Sql {
   /** Rows held while combining, by statement text (in the order each text was first held). */
   private readonly held = new Map<string, unknown[][]>();
 
-  /** `orm`: the connection's bun-sqlite Drizzle, which answers synchronously (awaiting it is free). */
+  /** `drizzle`: the connection's bun-sqlite Drizzle (made on first use), which answers synchronously (awaiting it is free). */
   constructor(
     readonly sqlite: Database,
-    private readonly drizzle: Orm,
+    private readonly drizzle: () => Orm,
   ) {}
 
   /** Drizzle on this connection; rows held are written first. */
   get orm(): Orm {
     this.flush();
-    return this.drizzle;
+    return this.drizzle();
   }
 
   /** The prepared statement for `text` (prepared on first use). */

@@ -10,7 +10,7 @@ import {
   encodeDelta,
   encodeDeltaJson,
   encodeDeltaText,
-  FrameDeltaSchema,
+  opSchemas,
   type FrameDelta,
   type PropValue,
   type XmlElement,
@@ -162,7 +162,7 @@ describe("a damaged delta text", () => {
           refused++;
           continue;
         }
-        const valid = FrameDeltaSchema.safeParse(decoded);
+        const valid = opSchemas().FrameDeltaSchema.safeParse(decoded);
         if (!valid.success) throw new Error(`CODEC_SEED=${seed}: ${JSON.stringify(damaged)} decoded to an invalid delta: ${valid.error.message}`);
       }
     }

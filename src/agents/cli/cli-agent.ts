@@ -1,9 +1,9 @@
-import { tmpdir } from "node:os";
 import { SmithersError } from "../../errors/index.ts";
 import type { Agent, AgentGenerateArgs, AgentReply, AgentUsage, ProcessSandbox } from "../types.ts";
 import { DEFAULT_MAX_OUTPUT_BYTES } from "./constants.ts";
 import { type BaseCliAgentOptions, checkOptions, limitsOf, mergedEnv, resolveBinary } from "./options.ts";
 import { runCli, type StreamOutcome, type StreamParser } from "./run-cli.ts";
+import { nodeOs } from "./process-group.ts";
 
 /** What one agent builds for one call. */
 export type PreparedCall = {
@@ -80,7 +80,7 @@ export abstract class CliAgent<O extends BaseCliAgentOptions> implements Agent {
     const binary = this.options.binary ?? this.defaultBinary;
     const executable = resolveBinary(this.agentName, binary, env, cwd);
     const maxOutputBytes = this.options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
-    const prepared = await this.prepare(call, { cwd, maxOutputBytes, env, tmpDir: sandbox?.scratchDir ?? tmpdir() });
+    const prepared = await this.prepare(call, { cwd, maxOutputBytes, env, tmpDir: sandbox?.scratchDir ?? nodeOs().tmpdir() });
     const childEnv = prepared.env ? { ...env, ...prepared.env } : env;
     const run = {
       agent: this.agentName,

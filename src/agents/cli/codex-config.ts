@@ -1,7 +1,7 @@
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { SmithersError } from "../../errors/index.ts";
 import { obj } from "./cli-agent.ts";
+import { nodeOs } from "./process-group.ts";
 
 export type CodexConfigValue = string | number | boolean | CodexConfigValue[] | { [key: string]: CodexConfigValue };
 
@@ -97,7 +97,7 @@ export async function codexUserSettings(input: {
   profile: string | undefined;
   model: string | undefined;
 }): Promise<CodexUserSettings> {
-  const home = input.codexHome ?? join(homedir(), ".codex");
+  const home = input.codexHome ?? join(nodeOs().homedir(), ".codex");
   const base = await readToml(join(home, "config.toml"));
   const args = fromArgs(input.extraArgs ?? []);
   const option = flatten(input.config ?? {});

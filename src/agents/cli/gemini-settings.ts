@@ -5,8 +5,8 @@
  * merged over them, so each setting of the user's wins. (The CLI's system-defaults file cannot
  * carry them: it is read only when root owns it and every directory above it.)
  */
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { nodeOs } from "./process-group.ts";
 
 type Settings = Record<string, unknown>;
 
@@ -54,7 +54,7 @@ export function stripJsonComments(text: string): string {
 export async function overlayGeminiHome(
   ours: Settings,
   realHome: string,
-  tmpDir: string = tmpdir(),
+  tmpDir: string = nodeOs().tmpdir(),
 ): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> } | undefined> {
   // Loaded here, on a Gemini call: every process that imports smithers-workflows loads this module.
   const { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } = await import("node:fs/promises");

@@ -1,10 +1,10 @@
-import { homedir } from "node:os";
 import type { AgentGenerateArgs } from "../types.ts";
 import { type CallContext, CliAgent, type InheritedEnv, flag, type PreparedCall, toggle } from "./cli-agent.ts";
 import { GEMINI_QUIET_DEFAULTS } from "./constants.ts";
 import { overlayGeminiHome } from "./gemini-settings.ts";
 import { GeminiStreamParser } from "./gemini-stream.ts";
 import { type BaseCliAgentOptions, withSystemPrompt } from "./options.ts";
+import { nodeOs } from "./process-group.ts";
 
 export type GeminiAgentOptions = BaseCliAgentOptions & {
   /** `--approval-mode`; when given, it replaces yolo's `--yolo` (the CLI refuses both together). */
@@ -76,7 +76,7 @@ export class GeminiAgent extends CliAgent<GeminiAgentOptions> {
     // API-key auth when a key is there and no other auth was asked for through the environment.
     const keyAuth = env.GEMINI_API_KEY && env.GOOGLE_GENAI_USE_VERTEXAI !== "true" && env.GOOGLE_GENAI_USE_GCA !== "true";
     const auth = keyAuth ? { security: { auth: { selectedType: "gemini-api-key" } } } : {};
-    const overlay = await overlayGeminiHome({ ...GEMINI_QUIET_DEFAULTS, ...auth }, env.GEMINI_CLI_HOME || env.HOME || homedir(), context.tmpDir);
+    const overlay = await overlayGeminiHome({ ...GEMINI_QUIET_DEFAULTS, ...auth }, env.GEMINI_CLI_HOME || env.HOME || nodeOs().homedir(), context.tmpDir);
     return {
       args,
       stdin: withSystemPrompt(o, call.prompt),

@@ -13,6 +13,7 @@ export {
   processAlive,
   groupMembers,
   childProcess,
+  nodeOs,
   trackGroup,
   untrackGroup,
   type GroupChild,

@@ -13,6 +13,9 @@ import { GROUP_POLL_MS, KILL_GRACE_MS } from "./constants.ts";
  */
 export const childProcess = (): typeof import("node:child_process") => require("node:child_process");
 
+/** node:os, loaded on first use: a run that starts no agent CLI or sandbox does not load it. */
+export const nodeOs = (): typeof import("node:os") => require("node:os");
+
 /** Groups started here whose members may still be alive; SIGKILLed when this process exits. */
 const liveGroups = new Set<number>();
 let exitHookInstalled = false;

@@ -3,8 +3,8 @@
  * UTC day. Both start from the runs created in the window (the `_smithers_runs_created_idx` range);
  * spend then joins each run's attempts by their key.
  */
-import { and, gte, isNotNull, sql } from "drizzle-orm";
-import { eq } from "drizzle-orm";
+import { and, gte, isNotNull, sql } from "drizzle-orm/sql";
+import { eq } from "drizzle-orm/sql";
 import { smithersAttempts, smithersRuns } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
 

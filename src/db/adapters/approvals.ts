@@ -2,7 +2,8 @@
  * `_smithers_approvals`: one gate per (run, node, iteration). A gate is `requested` until it is
  * decided once, `approved` or `denied`; the decision is guarded by `status = 'requested'`.
  */
-import { and, asc, eq, type InferSelectModel, type SQL } from "drizzle-orm";
+import type { InferSelectModel } from "drizzle-orm";
+import { and, asc, eq, type SQL } from "drizzle-orm/sql";
 import type { ApprovalStatus } from "../constants.ts";
 import { smithersApprovals } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";

@@ -1,6 +1,7 @@
 /** `_smithers_attempts`: every execution attempt of every node, kept as history. */
 import type { Usage } from "../../contract/index.ts";
-import { and, eq, inArray, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import type { InferInsertModel, InferSelectModel } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm/sql";
 import { combinable, insertSql, sqlNames } from "./shared.ts";
 import { smithersAttempts, smithersNodes } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";

@@ -3,7 +3,9 @@
  * its output table at write time; on read the live table is signed again and a different
  * signature is a miss, so a migrated table never serves a stale row.
  */
-import { and, eq, getTableColumns, type InferSelectModel, type SQL } from "drizzle-orm";
+import type { InferSelectModel } from "drizzle-orm";
+import { and, eq, type SQL } from "drizzle-orm/sql";
+import { getTableColumns } from "drizzle-orm/utils";
 import { SmithersError } from "../../errors/index.ts";
 import { canonicalJson, sha256Hex, UnstableJsonError } from "../../json/index.ts";
 import { smithersCache } from "../internal-schema.ts";

@@ -2,7 +2,8 @@
  * `_smithers_cron`: schedule definitions. The scheduler reads `next_run_at_ms` instead of
  * re-evaluating every pattern on each poll, and a failed fire leaves its error on the row.
  */
-import { and, asc, eq, lte, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import type { InferInsertModel, InferSelectModel } from "drizzle-orm";
+import { and, asc, eq, lte, sql } from "drizzle-orm/sql";
 import { smithersCron } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
 import { unlockedRow } from "./shared.ts";

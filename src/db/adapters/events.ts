@@ -3,7 +3,8 @@
  * BEGIN IMMEDIATE, so concurrent writers (threads or processes) never collide and a run's seqs
  * stay gap-free; re-inserting an identical event returns the seq it already has.
  */
-import { and, asc, count, desc, eq, gt, gte, inArray, sql, type InferSelectModel, type SQL } from "drizzle-orm";
+import type { InferSelectModel } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, gte, inArray, sql, type SQL } from "drizzle-orm/sql";
 import { smithersEvents } from "../internal-schema.ts";
 import { jsonField, perDialect, type Dialect, type Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";

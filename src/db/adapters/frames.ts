@@ -3,7 +3,8 @@
  * (`full` for frame 0, `keyframe` later) or a JSON delta against the frame before it, in
  * `xml_json`; `xml_hash` is the hash of the frame's XML either way.
  */
-import { and, asc, desc, eq, gte, inArray, lte, sql, type InferSelectModel } from "drizzle-orm";
+import type { InferSelectModel } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, lte, sql } from "drizzle-orm/sql";
 import { smithersFrames } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";

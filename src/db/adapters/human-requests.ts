@@ -3,7 +3,9 @@
  * A request is `pending` until it is answered, cancelled or expired; each of those transitions
  * is guarded by `status = 'pending'`, so at most one of them ever wins.
  */
-import { and, asc, eq, getTableColumns, isNotNull, lte, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import type { InferInsertModel, InferSelectModel } from "drizzle-orm";
+import { and, asc, eq, isNotNull, lte } from "drizzle-orm/sql";
+import { getTableColumns } from "drizzle-orm/utils";
 import { smithersHumanRequests, smithersNodes, smithersRuns } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";

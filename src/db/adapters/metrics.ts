@@ -4,7 +4,7 @@
  * touches only the runs counted, so a scrape costs the same beside a hundred ended runs as beside
  * a million; and one attempt's usage, read when the attempt ends.
  */
-import { and, count, eq, inArray, isNull } from "drizzle-orm";
+import { and, count, eq, inArray, isNull } from "drizzle-orm/sql";
 import { smithersAttempts, smithersQueue, smithersRuns } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
 

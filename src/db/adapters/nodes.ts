@@ -1,5 +1,6 @@
 /** `_smithers_nodes`: the current state of each task node (run, node, iteration). */
-import { and, count, eq, inArray, sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import type { InferInsertModel, InferSelectModel } from "drizzle-orm";
+import { and, count, eq, inArray, sql } from "drizzle-orm/sql";
 import { changedRows, combinable, insertSql, sqlNames } from "./shared.ts";
 import { smithersNodes } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";

@@ -8,7 +8,7 @@
  * run_id), never a sort of the whole queue: the top priority, the tenants waiting at it (a loose
  * index scan, one probe per tenant), and that tenant's oldest claimable request.
  */
-import { eq } from "drizzle-orm";
+import { eq } from "drizzle-orm/sql";
 import { smithersQueue, smithersQueueTenants } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
 import type { Sql } from "../sql.ts";

@@ -5,7 +5,8 @@
  * claim requests with a lease; the transaction that creates or resumes a request's run removes
  * it (handOff), and from there the run's owner and heartbeat stand for the claim.
  */
-import { and, asc, count, eq, inArray, isNull, type InferSelectModel } from "drizzle-orm";
+import type { InferSelectModel } from "drizzle-orm";
+import { and, asc, count, eq, inArray, isNull } from "drizzle-orm/sql";
 import { smithersIdempotency, smithersQueue, smithersRuns } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
 import { insertEventsIn, type NewEvent } from "./events.ts";

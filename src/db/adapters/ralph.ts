@@ -1,5 +1,6 @@
 /** `_smithers_ralph`: per-loop iteration counter and completion flag. */
-import { eq, type InferSelectModel } from "drizzle-orm";
+import type { InferSelectModel } from "drizzle-orm";
+import { eq } from "drizzle-orm/sql";
 import { smithersRalph } from "../internal-schema.ts";
 import { combinable, insertSql, sqlNames } from "./shared.ts";
 import type { Sql } from "../sql.ts";

@@ -3,7 +3,7 @@
  * would remove, and the deletes themselves (frames between the first and the last, events
  * between the first and the last). Output tables, nodes and attempts are never touched here.
  */
-import { and, asc, count, desc, eq, gt, inArray, isNotNull, lt, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, inArray, isNotNull, lt, sql } from "drizzle-orm/sql";
 import { smithersEvents, smithersFrames, smithersRuns } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";
 import type { SmithersDb, StorageSize } from "../store.ts";

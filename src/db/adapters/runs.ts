@@ -1,21 +1,7 @@
 /** `_smithers_runs`: one row per run; status, ownership and heartbeat. */
-import {
-  and,
-  asc,
-  desc,
-  eq,
-  getTableColumns,
-  inArray,
-  isNotNull,
-  isNull,
-  lt,
-  lte,
-  or,
-  sql,
-  type InferInsertModel,
-  type InferSelectModel,
-  type SQL,
-} from "drizzle-orm";
+import type { InferInsertModel, InferSelectModel } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from "drizzle-orm/sql";
+import { getTableColumns } from "drizzle-orm/utils";
 import { DEFAULT_HEARTBEAT_MS, STALE_RUN_THRESHOLD_MS, WAITING_STATUSES } from "../constants.ts";
 import { smithersRuns } from "../internal-schema.ts";
 import { perDialect, smaller, type Sql } from "../sql.ts";

@@ -1,5 +1,6 @@
 /** `_smithers_sandboxes`: sandbox sessions (bubblewrap, container, remote), keyed by run + sandbox id. */
-import { and, asc, eq, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import type { InferInsertModel, InferSelectModel } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm/sql";
 import { smithersSandboxes } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";
 import type { SmithersDb } from "../store.ts";

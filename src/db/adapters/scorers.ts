@@ -1,5 +1,6 @@
 /** `_smithers_scorers`: scorer results per task attempt (score, reason, latency). */
-import { and, asc, eq, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
+import type { InferInsertModel, InferSelectModel } from "drizzle-orm";
+import { and, asc, eq, type SQL } from "drizzle-orm/sql";
 import { smithersScorers } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";
 import { sqlNames } from "./shared.ts";

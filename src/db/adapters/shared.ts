@@ -1,5 +1,7 @@
 /** Small helpers every adapter shares: joining an open transaction and null-safe equality. */
-import { eq, getTableColumns, getTableName, sql, type SQL } from "drizzle-orm";
+import { eq, sql, type SQL } from "drizzle-orm/sql";
+import { getTableName } from "drizzle-orm/table";
+import { getTableColumns } from "drizzle-orm/utils";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { SmithersError } from "../../errors/index.ts";
 import { quoteIdentifier } from "../ddl.ts";

@@ -3,7 +3,8 @@
  * the run's sequence lock (BEGIN IMMEDIATE on SQLite, an advisory lock on PostgreSQL), and a signal identical in all six fields is stored once (replays and client
  * retries return the seq it already has).
  */
-import { and, asc, eq, gt, gte, inArray, isNull, sql, type InferSelectModel, type SQL } from "drizzle-orm";
+import type { InferSelectModel } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, isNull, sql, type SQL } from "drizzle-orm/sql";
 import { SIGNAL_QUERY_LIMIT } from "../constants.ts";
 import { smithersSignals } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";

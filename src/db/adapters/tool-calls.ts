@@ -3,7 +3,8 @@
  * intent) before the tool runs and finished exactly once, so after a crash a `started` row with
  * `side_effect` set means "outcome unknown" rather than "never happened".
  */
-import { and, asc, desc, eq, sql, type InferSelectModel, type SQL } from "drizzle-orm";
+import type { InferSelectModel } from "drizzle-orm";
+import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm/sql";
 import type { ToolCallStatus } from "../constants.ts";
 import { smithersToolCalls } from "../internal-schema.ts";
 import type { Sql } from "../sql.ts";

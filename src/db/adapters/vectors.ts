@@ -2,7 +2,8 @@
  * `_smithers_vectors`: the RAG store. Embeddings are stored as raw little-endian float32 BLOBs
  * (4 bytes per dimension) and come back as Float32Array; metadata is JSON.
  */
-import { and, asc, eq, inArray, ne, type InferSelectModel, type SQL } from "drizzle-orm";
+import type { InferSelectModel } from "drizzle-orm";
+import { and, asc, eq, inArray, ne, type SQL } from "drizzle-orm/sql";
 import { SmithersError } from "../../errors/index.ts";
 import { smithersVectors } from "../internal-schema.ts";
 import type { SmithersDb } from "../store.ts";

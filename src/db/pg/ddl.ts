@@ -3,7 +3,8 @@
  * counterpart of ../ddl.ts: same quoting, same idempotent CREATE … IF NOT EXISTS, same
  * forward-only rule (columns are added, never altered or dropped).
  */
-import { is, SQL } from "drizzle-orm";
+import { is } from "drizzle-orm/entity";
+import { SQL } from "drizzle-orm/sql";
 import { getTableConfig, type PgColumn, type PgTable } from "drizzle-orm/pg-core";
 import { quoteIdentifier as quote } from "../ddl.ts";
 

@@ -3,7 +3,9 @@
  * Drizzle `sqliteTable` in internal-schema.ts or from a Zod schema) and both dialects follow it.
  * The mapping is column type by column type; it keeps names, keys, defaults and indexes.
  */
-import { getTableColumns, is, SQL } from "drizzle-orm";
+import { is } from "drizzle-orm/entity";
+import { SQL } from "drizzle-orm/sql";
+import { getTableColumns } from "drizzle-orm/utils";
 import {
   bigint,
   boolean,

@@ -95,10 +95,11 @@ export type AttemptResult = (
 /** An attempt in flight: its result, and when the task's own body settled (later, if it ignored a stop). */
 export type AttemptWork = { result: Promise<AttemptResult>; bodySettled: Promise<void> };
 
-const ANY_OBJECT = z.record(z.string(), z.unknown());
+/** What an output without a schema is checked against (any object), built on first use, not at import. */
+let anyObject: z.ZodType | undefined;
 
 function validationSchema(task: PlanTask, info: OutputTableInfo): z.ZodType {
-  return info.schema ?? task.outputSchema ?? ANY_OBJECT;
+  return info.schema ?? task.outputSchema ?? (anyObject ??= z.record(z.string(), z.unknown()));
 }
 
 /** A payload-only table stores the whole output in `payload`. */

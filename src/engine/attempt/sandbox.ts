@@ -6,8 +6,8 @@
  * missing or cannot start, the task fails with SANDBOX_UNAVAILABLE.
  */
 import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { constants as osConstants, tmpdir } from "node:os";
 import { join } from "node:path";
+import { nodeOs } from "../../agents/index.ts";
 import { sandboxes, type SmithersDb } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import type { SandboxPolicy, TaskRunContext } from "../../jsx/index.ts";
@@ -59,7 +59,7 @@ export function bwrapArgs(bwrap: string, root: string, writableRoot: string, pol
 
 /** A fresh session directory: `work` (the process's cwd), `home` and `io` (the engine's files for it). */
 export function sessionRoot(): { root: string; work: string; home: string; io: string } {
-  const root = mkdtempSync(join(tmpdir(), "smithers-sandbox-"));
+  const root = mkdtempSync(join(nodeOs().tmpdir(), "smithers-sandbox-"));
   const dirs = { root, work: join(root, "work"), home: join(root, "home"), io: join(root, "io") };
   for (const dir of [dirs.work, dirs.home, dirs.io]) mkdirSync(dir);
   return dirs;
@@ -99,7 +99,7 @@ export type SandboxedRun = {
 
 /** bwrap ends with 128 + n when its child was killed by signal n. */
 function signalName(n: number): string {
-  const found = Object.entries(osConstants.signals).find(([, v]) => v === n);
+  const found = Object.entries(nodeOs().constants.signals).find(([, v]) => v === n);
   return found ? found[0] : `signal ${n}`;
 }
 

@@ -7,7 +7,6 @@
  * judged by its process; every other owner is judged by its heartbeat.
  */
 import { readFileSync, readlinkSync } from "node:fs";
-import { hostname } from "node:os";
 import { DEFAULT_HEARTBEAT_MS, MISSED_BEATS_BEFORE_STALE } from "../../db/index.ts";
 import { processStartTime } from "../../agents/cli/process-group.ts";
 
@@ -30,6 +29,16 @@ function placeOfThisProcess(): string {
   if (!boot) return "";
   const namespaces = ["pid", "net"].map((ns) => readOr(() => readlinkSync(`/proc/self/ns/${ns}`))).join("|");
   return new Bun.CryptoHasher("sha256").update(`${boot}|${namespaces}`).digest("hex").slice(0, PLACE_LENGTH);
+}
+
+let host: string | undefined;
+/**
+ * This machine's name as os.hostname() gives it, read once per process (as its place is). On Linux
+ * from /proc (the kernel's UTS name, which gethostname returns), so starting a run loads no node:os.
+ */
+function hostname(): string {
+  host ??= readOr(() => readFileSync("/proc/sys/kernel/hostname", "utf8")) || (require("node:os") as typeof import("node:os")).hostname();
+  return host;
 }
 
 const PLACE_LENGTH = 16;
