@@ -101,7 +101,7 @@ export function connect(url: string, options: PgClientOptions = {}): PgClient {
     max: options.max ?? 10,
     onnotice: () => {},
     types: TYPES,
-    prepare: true,
+    ...unless("prepare", true), // `?prepare=false` for a pooler that cannot keep a session's prepared statements
     ...unless("connect_timeout", PG_DRIVER_DEFAULTS.connect_timeout),
     ...unless("keep_alive", PG_DRIVER_DEFAULTS.keep_alive),
     ...unless("backoff", reconnectDelaySeconds),

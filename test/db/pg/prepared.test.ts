@@ -14,9 +14,9 @@ afterEach(async () => {
 });
 
 /** A database on a pool of one connection, so every statement runs on the same session. */
-async function openOnOneConnection(): Promise<{ db: PgDb; url: string }> {
+async function openOnOneConnection(query = ""): Promise<{ db: PgDb; url: string }> {
   const url = await pg!.createDatabase();
-  const db = new PgDb(url, { max: 1 });
+  const db = new PgDb(url + query, { max: 1 });
   opened.push(db);
   return { db, url };
 }
@@ -28,6 +28,12 @@ describe.skipIf(!pg)("PgSql prepared statements", () => {
     for (let i = 0; i < 3; i++) await db.withTransaction("t", (q) => q.get(text, "r"));
     const prepared = await db.read("look", (q) => q.all<{ statement: string }>("SELECT statement FROM pg_prepared_statements"));
     expect(prepared.filter((r) => r.statement === "SELECT count(*) AS c FROM _smithers_nodes WHERE run_id = $1").length).toBe(1);
+  });
+
+  test("with ?prepare=false in the URL (a pooler that cannot keep them) nothing is prepared", async () => {
+    const { db } = await openOnOneConnection("?prepare=false");
+    for (let i = 0; i < 3; i++) await db.withTransaction("t", (q) => q.get("SELECT count(*) AS c FROM _smithers_nodes WHERE run_id = ?", "r"));
+    expect(await db.read("look", (q) => q.all("SELECT statement FROM pg_prepared_statements"))).toEqual([]);
   });
 
   test("a transaction whose prepared statement's table changed shape under it runs again and reads the new shape", async () => {
