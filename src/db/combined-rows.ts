@@ -54,30 +54,26 @@ export function chunkParams(rows: readonly (readonly unknown[])[], at: number, c
   return params;
 }
 
-/** Parameter positions of an upsert's conflict target, by text; null: not an upsert that updates. */
-const conflictKeys = new Map<string, number[] | null>();
-
 /**
  * The positions, among the inserted columns, of the conflict target of an `ON CONFLICT (…) DO
  * UPDATE` text; null for any other text. Undefined when a target column is not among them.
  */
 function conflictKeyOf(text: string): number[] | null | undefined {
-  let found = conflictKeys.get(text);
-  if (found !== undefined) return found;
   const at = text.indexOf(" ON CONFLICT (");
-  if (at === -1 || !text.includes(" DO UPDATE ", at)) found = null;
-  else {
-    const names = (list: string) => list.split(",").map((name) => name.trim().replace(/^"(.*)"$/, "$1"));
-    const open = text.indexOf("(") + 1;
-    const columns = names(text.slice(open, text.indexOf(")", open)));
-    const targetOpen = at + " ON CONFLICT (".length;
-    const positions = names(text.slice(targetOpen, text.indexOf(")", targetOpen))).map((name) => columns.indexOf(name));
-    if (positions.includes(-1)) return undefined;
-    found = positions;
-  }
-  conflictKeys.set(text, found);
-  return found;
+  if (at === -1 || !text.includes(" DO UPDATE ", at)) return null;
+  const names = (list: string) => list.split(",").map((name) => name.trim().replace(/^"(.*)"$/, "$1"));
+  const open = text.indexOf("(") + 1;
+  const columns = names(text.slice(open, text.indexOf(")", open)));
+  const targetOpen = at + " ON CONFLICT (".length;
+  const positions = names(text.slice(targetOpen, text.indexOf(")", targetOpen))).map((name) => columns.indexOf(name));
+  return positions.includes(-1) ? undefined : positions;
 }
+
+/** The rows held of one text; with distinct keys, its conflict target's positions and the keys held. */
+type Held = { rows: unknown[][]; keyAt: number[] | null; keys: Set<string> | undefined };
+
+/** conflictKeyOf by text, worked out once. */
+const keyPositions = new Map<string, number[] | null | undefined>();
 
 /**
  * The rows an executor holds while it combines (see the header), by statement text, in the order
@@ -87,16 +83,12 @@ function conflictKeyOf(text: string): number[] | null | undefined {
  */
 export class HeldRows {
   private holding = false;
-  private readonly rows = new Map<string, unknown[][]>();
-  /** With distinctKeys: the conflict keys held, by upsert text. */
-  private readonly keys: Map<string, Set<string>> | undefined;
+  private readonly held = new Map<string, Held>();
 
-  constructor(distinctKeys = false) {
-    this.keys = distinctKeys ? new Map() : undefined;
-  }
+  constructor(private readonly distinctKeys = false) {}
 
   get isEmpty(): boolean {
-    return this.rows.size === 0;
+    return this.held.size === 0;
   }
 
   /** From now until `stop` (or `discard`), rows of combinable texts are held. */
@@ -111,46 +103,46 @@ export class HeldRows {
 
   /** Forgets the rows held and stops holding (the transaction rolls back). */
   discard(): void {
-    this.rows.clear();
-    this.keys?.clear();
+    this.held.clear();
     this.holding = false;
   }
 
   /** Holds the row when holding and `text` is combinable; false when its statement must run now (after what is held). */
   hold(text: string, params: unknown[]): boolean {
     if (!this.holding || !COMBINABLE.has(text)) return false;
-    if (this.keys !== undefined && !this.holdKey(text, params)) return false;
-    let rows = this.rows.get(text);
-    if (rows === undefined) this.rows.set(text, (rows = []));
-    rows.push(params);
+    let held = this.held.get(text);
+    if (held === undefined) {
+      const keyAt = this.distinctKeys ? this.keyAt(text) : null;
+      if (keyAt === undefined) return false;
+      this.held.set(text, (held = { rows: [], keyAt, keys: undefined }));
+    }
+    if (held.keyAt !== null) {
+      let key = "";
+      for (const at of held.keyAt) key += `${String(params[at])}\0`;
+      held.keys ??= new Set();
+      if (held.keys.has(key)) return false;
+      held.keys.add(key);
+    }
+    held.rows.push(params);
     return true;
   }
 
-  /** Notes the row's conflict key; false when it is held already (or the text's target cannot be found). */
-  private holdKey(text: string, params: unknown[]): boolean {
-    const positions = conflictKeyOf(text);
-    if (positions === null) return true;
-    if (positions === undefined) return false;
-    let held = this.keys!.get(text);
-    if (held === undefined) this.keys!.set(text, (held = new Set()));
-    const key = positions.map((p) => String(params[p])).join("\0");
-    if (held.has(key)) return false;
-    held.add(key);
-    return true;
+  private keyAt(text: string): number[] | null | undefined {
+    if (!keyPositions.has(text)) keyPositions.set(text, conflictKeyOf(text));
+    return keyPositions.get(text);
   }
 
   /** The statements that write every row held, many rows each: text and parameters. Nothing is held afterwards. */
   take(): [text: string, params: unknown[]][] {
     const statements: [string, unknown[]][] = [];
-    for (const [text, rows] of this.rows) {
+    for (const [text, { rows }] of this.held) {
       for (let at = 0; at < rows.length; ) {
         const count = chunkSize(rows.length - at);
         statements.push([multiRowText(text, count), chunkParams(rows, at, count)]);
         at += count;
       }
     }
-    this.rows.clear();
-    this.keys?.clear();
+    this.held.clear();
     return statements;
   }
 }
