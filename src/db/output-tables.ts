@@ -16,7 +16,7 @@ import { isZodSchema } from "../schema/index.ts";
 import { addColumnStatement, createTableStatements, quoteIdentifier } from "./ddl.ts";
 import { camelToSnake, fieldColumns, zodToInputTable, zodToTable, type FieldColumn } from "./output-schema.ts";
 import type { Sql } from "./sql.ts";
-import { combinable } from "./sqlite-sql.ts";
+import { combinable } from "./combined-rows.ts";
 
 export type OutputSchema = z.ZodObject;
 

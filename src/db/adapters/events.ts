@@ -78,8 +78,9 @@ async function insertInTransaction(q: Sql, events: readonly NewEvent[], dedupe =
 function seqCounter(q: Sql): (runId: string) => number | Promise<number> {
   const nextByRun = new Map<string, number>();
   const first = async (runId: string) => {
-    await lockRunSequence(q, "events", runId);
-    const seq = (await q.get<{ next: number }>(NEXT_SEQ, runId))?.next ?? 0;
+    // Sent together (one round trip on PostgreSQL): the MAX runs after the lock is granted, on the same connection.
+    const [, row] = await Promise.all([lockRunSequence(q, "events", runId), q.get<{ next: number }>(NEXT_SEQ, runId)]);
+    const seq = row?.next ?? 0;
     nextByRun.set(runId, seq + 1);
     return seq;
   };

@@ -6,8 +6,8 @@ import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { SmithersError } from "../../errors/index.ts";
 import { quoteIdentifier } from "../ddl.ts";
 import { nullSafeEq, type Dialect, type Sql } from "../sql.ts";
-import { chunkParams, chunkSize, multiRowText } from "../sqlite-sql.ts";
-export { combinable } from "../sqlite-sql.ts";
+import { chunkParams, chunkSize, multiRowText } from "../combined-rows.ts";
+export { combinable } from "../combined-rows.ts";
 import type { SmithersDb } from "../store.ts";
 
 /**

@@ -7,6 +7,7 @@
 import net from "node:net";
 import postgres from "postgres";
 import { drizzle } from "drizzle-orm/sqlite-proxy";
+import { HeldRows } from "../combined-rows.ts";
 import { numberPlaceholders, type Orm, type Sql } from "../sql.ts";
 
 export type PgClient = postgres.Sql;
@@ -100,7 +101,7 @@ export function connect(url: string, options: PgClientOptions = {}): PgClient {
     max: options.max ?? 10,
     onnotice: () => {},
     types: TYPES,
-    prepare: true,
+    ...unless("prepare", true), // `?prepare=false` for a pooler that cannot keep a session's prepared statements
     ...unless("connect_timeout", PG_DRIVER_DEFAULTS.connect_timeout),
     ...unless("keep_alive", PG_DRIVER_DEFAULTS.keep_alive),
     ...unless("backoff", reconnectDelaySeconds),
@@ -123,18 +124,42 @@ export function unqualifiedConflictTarget(text: string): string {
   return text.slice(0, open) + target + text.slice(close);
 }
 
+/** Distinct statement texts prepared on the server (each connection keeps its own, until postgres.js retires it); past it, texts run unnamed. */
+const PREPARED_TEXTS_MAX = 1_024;
+const preparedTexts = new Set<string>();
+
+/**
+ * Whether `text` runs as a named prepared statement. An unnamed one with parameters costs
+ * postgres.js two round trips (it asks the server for the parameters' types first), a prepared
+ * one only its first time on a connection. The texts are few and fixed (multi-row ones come in a
+ * few sizes); the cap keeps texts with IN lists of every length from piling up on the server.
+ */
+function prepares(text: string): boolean {
+  if (preparedTexts.has(text)) return true;
+  if (preparedTexts.size >= PREPARED_TEXTS_MAX) return false;
+  preparedTexts.add(text);
+  return true;
+}
+
 /**
  * The Sql executor over a pool (autocommit statements) or over one open transaction. Over a
  * transaction, once a statement reported its connection lost, later statements fail with that
  * error without reaching postgres.js: a statement written to a closed connection of postgres.js
  * throws from a setImmediate (an uncaught TypeError, postgres.js #1066/#1208) and leaves that
  * connection unable to connect again.
+ *
+ * Over a transaction it also combines rows between `beginCombining` and `endCombining` (see
+ * combined-rows.ts): the rows held go out, many per statement, pipelined with the statement
+ * that comes next (postgres.js writes queries issued without awaiting one after the other on
+ * the transaction's connection), so they cost no round trip of their own.
  */
 export class PgSql implements Sql {
   readonly dialect = "postgres" as const;
   readonly orm: Orm;
   /** The connection-loss error this transaction's connection reported, if any. */
   lost: unknown;
+  /** A multi-row upsert may not update one key twice here: such a row is written after those held. */
+  private readonly held = new HeldRows(true);
 
   /** `transaction`: the executor of one open transaction, which remembers a lost connection. */
   constructor(
@@ -143,14 +168,25 @@ export class PgSql implements Sql {
   ) {
     this.orm = drizzle(async (text, params, method) => {
       const text$ = numberPlaceholders(unqualifiedConflictTarget(text));
-      if (method === "run") return { rows: [], changes: (await this.unsafe(text$, params)).count } as { rows: unknown[] };
-      const rows = (await this.unsafe(text$, params, true)) as unknown as unknown[][];
+      if (method === "run") return { rows: [], changes: (await this.query(text$, params)).count } as { rows: unknown[] };
+      const rows = (await this.query(text$, params, true)) as unknown as unknown[][];
       return { rows: method === "get" ? (rows[0] as unknown[]) : rows };
     }) as unknown as Orm;
   }
 
+  /** From now until `endCombining`, rows of combinable texts are held (only over a transaction). */
+  beginCombining(): void {
+    if (this.transaction) this.held.start();
+  }
+
+  /** Writes the rows held and stops holding (before COMMIT). */
+  async endCombining(): Promise<void> {
+    this.held.stop();
+    await this.flush();
+  }
+
   async all<T>(text: string, ...params: unknown[]): Promise<T[]> {
-    return (await this.unsafe(numberPlaceholders(text), params)) as unknown as T[];
+    return (await this.query(numberPlaceholders(text), params)) as unknown as T[];
   }
 
   async get<T>(text: string, ...params: unknown[]): Promise<T | undefined> {
@@ -158,17 +194,43 @@ export class PgSql implements Sql {
     return rows[0];
   }
 
+  /** Runs a statement; a combinable one while combining is held and resolves with 1 (its one row). */
   async run(text: string, ...params: unknown[]): Promise<number> {
-    return (await this.unsafe(numberPlaceholders(text), params)).count;
+    if (this.held.hold(text, params)) return 1;
+    return (await this.query(numberPlaceholders(text), params)).count;
   }
 
   async exec(text: string): Promise<void> {
-    await this.unsafe(text);
+    await this.query(text);
+  }
+
+  /**
+   * Sends the rows held (if any), then `text` at once behind them. A held row's failure is the
+   * error reported (the statement after it then only says the transaction is aborted).
+   */
+  private async query(text: string, params: unknown[] = [], asValues = false): Promise<postgres.RowList<postgres.Row[]>> {
+    const flushed = this.flush();
+    const own = this.unsafe(text, params, asValues);
+    if (flushed !== undefined) {
+      try {
+        await flushed;
+      } catch (error) {
+        own.catch(() => undefined);
+        throw error;
+      }
+    }
+    return own;
+  }
+
+  /** Sends the statements that write the rows held; undefined when nothing is held. */
+  private flush(): Promise<unknown> | undefined {
+    if (this.held.isEmpty) return undefined;
+    return Promise.all(this.held.take().map(([text, params]) => this.unsafe(numberPlaceholders(text), params)));
   }
 
   private async unsafe(text: string, params: unknown[] = [], asValues = false): Promise<postgres.RowList<postgres.Row[]>> {
     if (this.lost !== undefined) throw this.lost;
-    const query = this.client.unsafe(text, params as postgres.ParameterOrJSON<never>[]);
+    const query = this.client.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: prepares(text) });
     try {
       return await (asValues ? (query.values() as unknown as typeof query) : query);
     } catch (error) {
@@ -180,11 +242,25 @@ export class PgSql implements Sql {
 
 /** The driver's or server's error code, also under Drizzle's query error, which keeps it as `cause`. */
 export function pgCode(error: unknown): string | undefined {
+  return pgErrorField(error, "code");
+}
+
+function pgErrorField(error: unknown, field: "code" | "routine"): string | undefined {
   for (let e = error, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string") return code;
+    const value = (e as Record<string, unknown>)[field];
+    if (typeof value === "string") return value;
   }
   return undefined;
+}
+
+/**
+ * A prepared statement the server no longer runs as prepared: its table changed shape under it
+ * (another process migrated an output table) or it is gone. postgres.js forgets it and prepares
+ * it afresh, by itself outside a transaction; inside one the transaction is aborted, and runs again.
+ */
+function isStalePreparedStatement(error: unknown): boolean {
+  const routine = pgErrorField(error, "routine");
+  return routine === "RevalidateCachedQuery" || routine === "FetchPreparedStatement";
 }
 
 /** Driver and server errors after which the connection is gone (the server ended the session, the socket closed, no connect). */
@@ -208,10 +284,10 @@ export function isConnectionLost(error: unknown): boolean {
   );
 }
 
-/** PostgreSQL errors worth running again: serialization failures, deadlocks, lost or refused connections, a server shutting down. */
+/** PostgreSQL errors worth running again: serialization failures, deadlocks, lost or refused connections, a server shutting down, a stale prepared statement. */
 export function isRetryablePgError(error: unknown): boolean {
   const code = pgCode(error);
-  return code === "40001" || code === "40P01" || isConnectionLost(error);
+  return code === "40001" || code === "40P01" || isConnectionLost(error) || isStalePreparedStatement(error);
 }
 
 /** The URL with its password replaced, for messages and `db.path`. */

@@ -319,7 +319,9 @@ export class PgDb implements SmithersDb {
         const xidRead = own.q.get<{ xid: string }>("SELECT txid_current()::text AS xid");
         xidRead.catch(() => undefined); // fn's own statements report a failure of this connection
         try {
+          own.q.beginCombining();
           value = await txContext.run(own, () => fn(own.q));
+          await own.q.endCombining(); // the rows held for multi-row statements, before COMMIT
           xid = (await xidRead)?.xid ?? null;
           return value;
         } catch (error) {
