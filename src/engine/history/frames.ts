@@ -169,7 +169,7 @@ export class FrameRecorder {
 }
 
 /** Replays a chain (chain start first) into a LiveFrame, checking every link and every hash. */
-function rebuild(rows: frames.FrameRow[], runId: string, frameNo: number): LiveFrame {
+function rebuild(rows: readonly frames.FrameChainRow[], runId: string, frameNo: number): LiveFrame {
   const first = rows[0];
   if (!first) throw new SmithersError("FRAME_NOT_FOUND", `Run "${runId}" has no frame ${frameNo}`, { runId, frameNo });
   if (first.encoding === "delta") throw corrupt(runId, first.frameNo, "the chain does not start with a full frame or keyframe");
