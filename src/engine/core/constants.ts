@@ -99,17 +99,22 @@ export const PURE_BATCH_MAX_MS = 20;
 export const YIELD_EVERY_MS = 20;
 
 /**
- * A large run asks the runtime for a garbage collection (`Bun.gc(false)`: an asynchronous
- * collection, and mimalloc's cleanup of freed pages) after every GC_HINT_EVERY_TASKS attempts it
- * settled, once its plan or the attempts it settled reach GC_HINT_AFTER_TASKS. A long chain of
- * steps resolving as microtasks gives Bun's own GC timer no turn, and the heap (what a batch in
- * flight held when an eden collection came, promoted and dead soon after) grows with the run:
- * seq-10000 peaked at ~140 MB of RSS without hints, ~125 MB with them from the start (~130 MB
- * when they began only after 2,000 tasks). A hint costs ~0.4 ms on the engine's thread plus the
- * collection's work beside it; a run smaller than GC_HINT_AFTER_TASKS (the 1,000-task shapes) never pays it.
+ * A large run (its plan or the attempts it settled reach GC_AFTER_TASKS) collects its garbage
+ * itself, synchronously (`Bun.gc(true)`): once after its first render (a large plan's element
+ * tree and, on a resume, the rows and trees its setup and frame chain were read from are garbage
+ * by then, before the frame is built beside them), then after every GC_EVERY_TASKS attempts it
+ * settled or GC_EVERY_STEPS steps (a chain of one-task steps leaves more garbage per task). A long
+ * chain of steps resolving as microtasks gives the runtime's own collector little chance: what a
+ * batch in flight held when an eden collection came is promoted and dies soon after, and the old
+ * garbage grew with the run; `Bun.gc(false)` (an asynchronous request) left the heap growing. Peak
+ * RSS of the 10,000-task runs (bench/compare --workflows scale, a loaded 2-core machine, medians of
+ * 3): seq ~121 -> ~109 MB, par ~123 -> ~112 MB, resume ~123 -> ~115 MB. A collection takes
+ * ~10-20 ms there (seq-10000 pays ~15 of them); a run smaller than GC_AFTER_TASKS (the 1,000-task
+ * shapes) never pays one.
  */
-export const GC_HINT_AFTER_TASKS = 2_000;
-export const GC_HINT_EVERY_TASKS = 500;
+export const GC_AFTER_TASKS = 2_000;
+export const GC_EVERY_TASKS = 1_000;
+export const GC_EVERY_STEPS = 700;
 
 /** `inspect` and the run page list each task's last this many failed attempts (a retried task may fail many times). */
 export const MAX_FAILED_ATTEMPTS_SHOWN = 5;

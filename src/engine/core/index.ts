@@ -46,8 +46,9 @@ export {
   RESUME_EVENTS,
   WAIT_POLL_MS,
   YIELD_EVERY_MS,
-  GC_HINT_AFTER_TASKS,
-  GC_HINT_EVERY_TASKS,
+  GC_AFTER_TASKS,
+  GC_EVERY_STEPS,
+  GC_EVERY_TASKS,
 } from "./constants.ts";
 export {
   checkNewRunId,

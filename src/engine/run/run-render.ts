@@ -7,6 +7,7 @@ import { loadOutputRows, readOutputKeys } from "../../db/index.ts";
 import { SmithersError } from "../../errors/index.ts";
 import { nodeKey, render, withRenderContext, type CacheKeyContext, type Plan, type PlanNode, type PlanTask } from "../../jsx/index.ts";
 import { buildCtx } from "../workflow/index.ts";
+import { GC_AFTER_TASKS } from "../core/index.ts";
 import { describeFailure } from "../schedule/index.ts";
 import { failureIn } from "../schedule/index.ts";
 import type { RunState } from "./run-state.ts";
@@ -24,6 +25,7 @@ export function renderPlan(run: RunState): Plan | Promise<Plan> {
 }
 
 async function renderAgain(run: RunState): Promise<Plan> {
+  const first = run.plan === undefined;
   const { setup, wf } = run;
   for (let pass = 0; ; pass++) {
     const tablesBefore = wf.registry.all().length;
@@ -87,6 +89,7 @@ async function renderAgain(run: RunState): Promise<Plan> {
     run.plan = plan;
     if (stable || pass >= 2) {
       run.renderStale = false;
+      if (first && plan.tasks.length >= GC_AFTER_TASKS) Bun.gc(true); // see GC_AFTER_TASKS
       return plan;
     }
   }

@@ -30,7 +30,7 @@ import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { DecideMemo, type ContinueFrom } from "../schedule/index.ts";
 import { isWaiting, type RunStatus, type WaitingStatus } from "../core/index.ts";
-import { GC_HINT_AFTER_TASKS, GC_HINT_EVERY_TASKS, MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
+import { GC_AFTER_TASKS, GC_EVERY_STEPS, GC_EVERY_TASKS, MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 import { AgentOutput } from "./agent-output.ts";
 import { PureStepBatch } from "./pure-batch.ts";
@@ -103,9 +103,10 @@ export class RunState {
    * now asks (see decide), kept so the states of finished loop iterations can be dropped.
    */
   readonly finishedIds = new Set<string>();
-  /** Attempts settled in all, and since the run last hinted a garbage collection (see gcHintDue). */
+  /** Attempts settled in all, and since the run last collected its garbage (see gcDue). */
   settled = 0;
   settledSinceGcHint = 0;
+  private stepsSinceGc = 0;
   /** The nodes waiting for the world: timers, decisions, answers, signals, child runs. */
   readonly waits: Waits;
   /** Tasks under a `concurrencyKey`: their slots and rate windows (see LimitWaits). */
@@ -249,13 +250,16 @@ export class RunState {
   }
 
   /**
-   * Whether to hint a garbage collection now (and count it done): every GC_HINT_EVERY_TASKS
-   * settled attempts, once the plan or the attempts settled so far reach GC_HINT_AFTER_TASKS.
+   * Asked once after each step: whether to collect garbage now (and count it done), every
+   * GC_EVERY_TASKS settled attempts or GC_EVERY_STEPS steps, once the plan or the attempts settled
+   * so far reach GC_AFTER_TASKS.
    */
-  gcHintDue(): boolean {
-    if (this.settledSinceGcHint < GC_HINT_EVERY_TASKS) return false;
-    if (this.settled < GC_HINT_AFTER_TASKS && (this.plan?.tasks.length ?? 0) < GC_HINT_AFTER_TASKS) return false;
+  gcDue(): boolean {
+    this.stepsSinceGc++;
+    if (this.settledSinceGcHint < GC_EVERY_TASKS && this.stepsSinceGc < GC_EVERY_STEPS) return false;
+    if (this.settled < GC_AFTER_TASKS && (this.plan?.tasks.length ?? 0) < GC_AFTER_TASKS) return false;
     this.settledSinceGcHint = 0;
+    this.stepsSinceGc = 0;
     return true;
   }
 

@@ -76,7 +76,7 @@ export class Run {
         const next = await runStep(run); // the first one also names the run (see nameRun in run-step.ts)
         if (!this.recovering && run.setup.resumed) this.recovering = run.recoverScores().catch(() => undefined); // a dead process's pending scores, beside the run
         if (next === "done") break;
-        if (run.gcHintDue()) Bun.gc(false);
+        if (run.gcDue()) Bun.gc(true); // see GC_AFTER_TASKS
         // Wait for work to end (or a backoff to pass) unless an ended attempt is already waiting,
         // or the run was cancelled or failed during the step (its wake-up came before this sleep).
         if (next !== "again" && run.ended.length === 0 && !run.abort.signal.aborted && !run.failure) await run.sleep(pollWhileWaiting(run, next.untilMs));
