@@ -107,10 +107,10 @@ export const YIELD_EVERY_MS = 20;
  * chain of steps resolving as microtasks gives the runtime's own collector little chance: what a
  * batch in flight held when an eden collection came is promoted and dies soon after, and the old
  * garbage grew with the run; `Bun.gc(false)` (an asynchronous request) left the heap growing. Peak
- * RSS of the 10,000-task runs (bench/compare --workflows scale, a loaded 2-core machine, medians of
- * 3): seq ~121 -> ~109 MB, par ~123 -> ~112 MB, resume ~123 -> ~115 MB. A collection takes
- * ~10-20 ms there (seq-10000 pays ~15 of them); a run smaller than GC_AFTER_TASKS (the 1,000-task
- * shapes) never pays one.
+ * RSS of the 10,000-task runs (bench/compare --workflows scale, 2-core machine, medians of 3,
+ * alternating): seq ~120 -> ~105 MB, par ~124 -> ~109 MB, resume ~115 -> ~111-115 MB. A collection
+ * takes ~10-20 ms there; seq-10000 pays ~15 of them (~10% more wall time). A run smaller than
+ * GC_AFTER_TASKS (the 1,000-task shapes) never pays one.
  */
 export const GC_AFTER_TASKS = 2_000;
 export const GC_EVERY_TASKS = 1_000;
