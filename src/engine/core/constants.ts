@@ -99,16 +99,17 @@ export const PURE_BATCH_MAX_MS = 20;
 export const YIELD_EVERY_MS = 20;
 
 /**
- * A large run (its plan or the attempts it settled reach GC_AFTER_TASKS) collects its garbage
- * itself, synchronously (`Bun.gc(true)`): once after its first render (a large plan's element
- * tree and, on a resume, the rows and trees its setup and frame chain were read from are garbage
- * by then, before the frame is built beside them), then after every GC_EVERY_TASKS attempts it
- * settled or GC_EVERY_STEPS steps (a chain of one-task steps leaves more garbage per task). A long
+ * A large run (its plan, its stored nodes or the attempts it settled reach GC_AFTER_TASKS) collects
+ * its garbage itself, synchronously (`Bun.gc(true)`): on a resume, once its setup read the run back
+ * and its frame chain was rebuilt (the rows and trees they were read from are garbage by then);
+ * once after its first render (the element tree, before the frame is built beside the plan); then
+ * after every GC_EVERY_TASKS attempts it settled or GC_EVERY_STEPS steps (a chain of one-task steps
+ * leaves more garbage per task). A long
  * chain of steps resolving as microtasks gives the runtime's own collector little chance: what a
  * batch in flight held when an eden collection came is promoted and dies soon after, and the old
  * garbage grew with the run; `Bun.gc(false)` (an asynchronous request) left the heap growing. Peak
  * RSS of the 10,000-task runs (bench/compare --workflows scale, 2-core machine, medians of 3,
- * alternating): seq ~120 -> ~105 MB, par ~124 -> ~109 MB, resume ~115 -> ~111-115 MB. A collection
+ * alternating): seq ~120 -> ~105 MB, par ~124 -> ~109 MB, resume ~115 -> ~109 MB. A collection
  * takes ~10-20 ms there; seq-10000 pays ~15 of them (~10% more wall time). A run smaller than
  * GC_AFTER_TASKS (the 1,000-task shapes) never pays one.
  */

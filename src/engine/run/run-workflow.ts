@@ -10,7 +10,7 @@ import type { SmithersEvent } from "../core/index.ts";
 import { setupRun } from "./run-setup.ts";
 import { ACTIVE_OWNERS, newOwnerId } from "../core/index.ts";
 import { DEFAULT_KEYFRAME_POLICY, FrameChain, FrameRecorder, type KeyframePolicy } from "../history/index.ts";
-import { HEARTBEAT_INTERVAL_MS, type Clock } from "../core/index.ts";
+import { GC_AFTER_TASKS, HEARTBEAT_INTERVAL_MS, type Clock } from "../core/index.ts";
 import { Run, type RunResult } from "./run.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 import { checkPricing, killLeftoverGroup, type ModelPricing } from "../../agents/index.ts";
@@ -237,6 +237,8 @@ async function runOnce(workflow: SmithersWorkflow, options: RunOptions, successo
     const recorder = new FrameRecorder(continues ? await FrameChain.open(db, setup.runId, policy) : FrameChain.start(setup.runId, policy), (task) =>
       task.mode === "timer" ? "" : workflow.registry.resolve(task.output, task.outputSchema).tableName,
     );
+    // The rows a large run's resume read back and the frames it rebuilt its chain from are garbage now (see GC_AFTER_TASKS).
+    if (continues && setup.states.size >= GC_AFTER_TASKS) Bun.gc(true);
     // A child run keeps its parent's clock and the process's limits (--limit).
     const inherited = { ...(clock ? { clock } : {}), ...(options.limits ? { limits: options.limits } : {}) };
     const startChildRun: StartChildRun = clock || options.limits ? (child, o) => runWorkflow(child, { ...o, ...inherited }) : runWorkflow;
