@@ -103,19 +103,18 @@ export const YIELD_EVERY_MS = 20;
  * its garbage itself, synchronously (`Bun.gc(true)`): on a resume, once its setup read the run back
  * and its frame chain was rebuilt (the rows and trees they were read from are garbage by then);
  * once after its first render (the element tree, before the frame is built beside the plan); then
- * after every GC_EVERY_TASKS attempts it settled or GC_EVERY_STEPS steps (a chain of one-task steps
- * leaves more garbage per task). A long
+ * after every GC_EVERY attempts it settled or GC_EVERY steps it took, whichever comes first. A long
  * chain of steps resolving as microtasks gives the runtime's own collector little chance: what a
  * batch in flight held when an eden collection came is promoted and dies soon after, and the old
  * garbage grew with the run; `Bun.gc(false)` (an asynchronous request) left the heap growing. Peak
  * RSS of the 10,000-task runs (bench/compare --workflows scale, 2-core machine, medians of 3,
- * alternating): seq ~120 -> ~105 MB, par ~124 -> ~109 MB, resume ~115 -> ~109 MB. A collection
- * takes ~10-20 ms there; seq-10000 pays ~15 of them (~10% more wall time). A run smaller than
- * GC_AFTER_TASKS (the 1,000-task shapes) never pays one.
+ * alternating): seq ~122 -> ~108 MB, par ~124 -> ~108 MB, resume ~123 -> ~110 MB. A collection
+ * takes ~10-20 ms there; seq-10000 pays ~10 of them, within the noise of its wall time (every 700
+ * steps gave seq ~104 MB for ~12% more wall time). A run smaller than GC_AFTER_TASKS (the 1,000-task
+ * shapes) never pays one.
  */
 export const GC_AFTER_TASKS = 2_000;
-export const GC_EVERY_TASKS = 1_000;
-export const GC_EVERY_STEPS = 700;
+export const GC_EVERY = 1_000;
 
 /** `inspect` and the run page list each task's last this many failed attempts (a retried task may fail many times). */
 export const MAX_FAILED_ATTEMPTS_SHOWN = 5;

@@ -47,8 +47,7 @@ export {
   WAIT_POLL_MS,
   YIELD_EVERY_MS,
   GC_AFTER_TASKS,
-  GC_EVERY_STEPS,
-  GC_EVERY_TASKS,
+  GC_EVERY,
 } from "./constants.ts";
 export {
   checkNewRunId,

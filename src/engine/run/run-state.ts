@@ -30,7 +30,7 @@ import { Outbox } from "./outbox.ts";
 import type { RunSetup, TrackedNode } from "./run-setup.ts";
 import { DecideMemo, type ContinueFrom } from "../schedule/index.ts";
 import { isWaiting, type RunStatus, type WaitingStatus } from "../core/index.ts";
-import { GC_AFTER_TASKS, GC_EVERY_STEPS, GC_EVERY_TASKS, MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
+import { GC_AFTER_TASKS, GC_EVERY, MAX_TIMER_MS, SYSTEM_CLOCK, type Clock } from "../core/index.ts";
 import type { SmithersWorkflow } from "../workflow/index.ts";
 import { AgentOutput } from "./agent-output.ts";
 import { PureStepBatch } from "./pure-batch.ts";
@@ -250,13 +250,12 @@ export class RunState {
   }
 
   /**
-   * Asked once after each step: whether to collect garbage now (and count it done), every
-   * GC_EVERY_TASKS settled attempts or GC_EVERY_STEPS steps, once the plan or the attempts settled
-   * so far reach GC_AFTER_TASKS.
+   * Asked once after each step: whether to collect garbage now (and count it done), every GC_EVERY
+   * settled attempts or GC_EVERY steps, once the plan or the attempts settled so far reach GC_AFTER_TASKS.
    */
   gcDue(): boolean {
     this.stepsSinceGc++;
-    if (this.settledSinceGcHint < GC_EVERY_TASKS && this.stepsSinceGc < GC_EVERY_STEPS) return false;
+    if (this.settledSinceGcHint < GC_EVERY && this.stepsSinceGc < GC_EVERY) return false;
     if (this.settled < GC_AFTER_TASKS && (this.plan?.tasks.length ?? 0) < GC_AFTER_TASKS) return false;
     this.settledSinceGcHint = 0;
     this.stepsSinceGc = 0;
