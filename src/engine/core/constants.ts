@@ -108,9 +108,9 @@ export const YIELD_EVERY_MS = 20;
  * batch in flight held when an eden collection came is promoted and dies soon after, and the old
  * garbage grew with the run; `Bun.gc(false)` (an asynchronous request) left the heap growing. Peak
  * RSS of the 10,000-task runs (bench/compare --workflows scale, 2-core machine, medians of 3,
- * alternating): seq ~122 -> ~108 MB, par ~124 -> ~108 MB, resume ~123 -> ~110 MB. A collection
- * takes ~10-20 ms there; seq-10000 pays ~10 of them, within the noise of its wall time (every 700
- * steps gave seq ~104 MB for ~12% more wall time). A run smaller than GC_AFTER_TASKS (the 1,000-task
+ * alternating): seq ~120 -> ~109 MB, par ~125 -> ~109 MB, resume ~113-123 -> ~110 MB. A collection
+ * takes ~10-20 ms there: seq-10000 and par-10000 pay ~11 of them, 5-45% of their wall time (every
+ * 700 steps gave seq ~104 MB for ~12% more). A run smaller than GC_AFTER_TASKS (the 1,000-task
  * shapes) never pays one.
  */
 export const GC_AFTER_TASKS = 2_000;
