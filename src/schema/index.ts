@@ -17,6 +17,7 @@ export {
 } from "./walk.ts";
 export { formatIssuePath, formatZodIssues } from "./issues.ts";
 export { describeSchema } from "./describe.ts";
+export { definitionText } from "./definition-text.ts";
 export { checkAgainstJsonSchema, fieldIssues, jsonSchemaIssues, jsonSchemaOf, type FieldIssue } from "./json-schema.ts";
 export { JITLESS_PARSES, safeParseWarming } from "./parse.ts";
 export { lazyEnum, zod } from "./zod.ts";

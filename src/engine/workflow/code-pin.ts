@@ -10,6 +10,7 @@ import type { z } from "zod";
 import type { Agent } from "../../agents/index.ts";
 import type { PlanTask } from "../../jsx/index.ts";
 import { canonicalJson, sha256Hex } from "../../json/index.ts";
+import { definitionText } from "../../schema/index.ts";
 
 /** The code hash of the workflow at `path`; undefined when its file is gone or cannot be read (nothing to pin to). */
 export function codeHashOf(path: string): string | undefined {
@@ -136,8 +137,8 @@ function hashCode(root: string): CodeHash {
 }
 
 /**
- * The text of an output schema, once per schema object: its definition (zod's `_zod.def`, with the
- * schemas and checks it holds followed) written with keys in order. Not zod's JSON Schema: making
+ * The text of an output schema, once per schema object: its definition written with keys in order
+ * (definitionText). Not zod's JSON Schema: making
  * that costs some 2 ms the first time in a process (a third of a one-task run), and a change
  * detector needs only to differ where the definition does (a default, a refinement's body, a
  * check's bound: what the JSON Schema leaves out counts here too).
@@ -148,45 +149,13 @@ function schemaText(schema: z.ZodType | undefined): string | null {
   let text = schemaTexts.get(schema);
   if (text === undefined) {
     try {
-      text = defText(schema, new Map());
+      text = definitionText(schema);
     } catch {
       text = "(unrepresentable)";
     }
     schemaTexts.set(schema, text);
   }
   return text;
-}
-
-/** One value of a schema's definition as text; an object met before (a recursive schema) is its number. */
-function defText(value: unknown, seen: Map<object, number>): string {
-  switch (typeof value) {
-    case "string":
-      return JSON.stringify(value);
-    case "number":
-    case "boolean":
-    case "symbol":
-      return String(value);
-    case "bigint":
-      return `${value}n`;
-    case "undefined":
-      return "u";
-    case "function":
-      return `f${JSON.stringify(String(value))}`;
-  }
-  if (value === null) return "null";
-  const obj = value as object;
-  const met = seen.get(obj);
-  if (met !== undefined) return `@${met}`;
-  seen.set(obj, seen.size);
-  if (obj instanceof RegExp) return String(obj);
-  if (obj instanceof Date) return `D${obj.getTime()}`;
-  const def = (obj as { _zod?: { def?: unknown } })._zod?.def;
-  if (def !== undefined) return `Z${defText(def, seen)}`;
-  if (Array.isArray(obj)) return `[${obj.map((item) => defText(item, seen)).join(",")}]`;
-  if (obj instanceof Map || obj instanceof Set) return `${obj.constructor.name}${defText([...obj], seen)}`;
-  const record = obj as Record<string, unknown>;
-  const keys = Object.keys(record).sort();
-  return `{${keys.map((key) => `${JSON.stringify(key)}:${defText(record[key], seen)}`).join(",")}}`;
 }
 
 function valueText(value: unknown): string | null {
