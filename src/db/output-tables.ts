@@ -194,7 +194,7 @@ export function migrateOutputTables(sqlite: Database, infos: readonly OutputTabl
 
 /**
  * How a table's rows are read: each field with its column, the key columns, and the SELECT of
- * every column in field order by run_id, by run_id and node_id, and by the whole key (run_id,
+ * every column in field order (the i-th as `c<i>`) by run_id, by run_id and node_id, and by the whole key (run_id,
  * node_id, and iteration where the table has it).
  */
 type RowReader = {
@@ -213,7 +213,9 @@ function rowReader(table: SQLiteTable): RowReader {
     const fields = Object.entries(getTableColumns(table)) as [string, SQLiteColumn][];
     const column = (name: string) => fields.find(([, c]) => c.name === name)?.[1];
     const iteration = column("iteration");
-    const byRun = `SELECT ${fields.map(([, c]) => quoteIdentifier(c.name)).join(", ")} FROM ${quoteIdentifier(getTableName(table))} WHERE run_id = ?`;
+    // Each column under a short alias of its place: PostgreSQL cuts a result column's name to 63
+    // bytes, so a long field name would not be found under its own name.
+    const byRun = `SELECT ${fields.map(([, c], i) => `${quoteIdentifier(c.name)} AS c${i}`).join(", ")} FROM ${quoteIdentifier(getTableName(table))} WHERE run_id = ?`;
     const byNode = `${byRun} AND node_id = ?`;
     found = {
       fields,
@@ -247,8 +249,10 @@ export function rowsQuery(table: SQLiteTable, key: Partial<OutputKey> & { runId:
 /** A row of rowsQuery as Drizzle's `select()` returns it: every field by its key, through its column's decoder, NULL as null. */
 export function decodeRow(table: SQLiteTable, raw: Record<string, unknown>): Record<string, unknown> {
   const row: Record<string, unknown> = {};
-  for (const [field, column] of rowReader(table).fields) {
-    const value = raw[column.name];
+  const { fields } = rowReader(table);
+  for (let i = 0; i < fields.length; i++) {
+    const [field, column] = fields[i]!;
+    const value = raw[`c${i}`];
     row[field] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
   }
   return row;

@@ -7,6 +7,7 @@
 import net from "node:net";
 import postgres from "postgres";
 import { drizzle } from "drizzle-orm/sqlite-proxy";
+import { SmithersError } from "../../errors/index.ts";
 import { HeldRows } from "../combined-rows.ts";
 import { numberPlaceholders, type Orm, type Sql } from "../sql.ts";
 
@@ -91,6 +92,25 @@ function keepLateSocketErrorsCaught(): void {
 }
 keepLateSocketErrorsCaught();
 
+const NO = new Set(["false", "disable", "0", "off", "no"]);
+const YES = new Set(["true", "enable", "1", "on", "yes"]);
+
+/**
+ * Whether the client prepares its statements: `?prepare=` in the URL, else PGPREPARE, else yes.
+ * Read here, not left to postgres.js, which keeps PGPREPARE's text as it is ("false" would prepare).
+ */
+export function preparesStatements(url: string): boolean {
+  const raw = queryParams(url).get("prepare") ?? process.env.PGPREPARE;
+  if (raw === undefined) return true;
+  const value = raw.trim().toLowerCase();
+  if (NO.has(value)) return false;
+  if (YES.has(value)) return true;
+  throw new SmithersError("INVALID_OPTION", `prepare (the URL's ?prepare= or PGPREPARE) must be true or false, got "${raw}"`, {
+    option: "prepare",
+    value: raw,
+  });
+}
+
 /** A pooled client for `url`, with PG_DRIVER_DEFAULTS and PG_SESSION_DEFAULTS where the URL sets none. */
 export function connect(url: string, options: PgClientOptions = {}): PgClient {
   const params = queryParams(url);
@@ -101,7 +121,7 @@ export function connect(url: string, options: PgClientOptions = {}): PgClient {
     max: options.max ?? 10,
     onnotice: () => {},
     types: TYPES,
-    ...unless("prepare", true), // `?prepare=false` for a pooler that cannot keep a session's prepared statements
+    prepare: preparesStatements(url), // `?prepare=false` for a pooler that cannot keep a session's prepared statements
     ...unless("connect_timeout", PG_DRIVER_DEFAULTS.connect_timeout),
     ...unless("keep_alive", PG_DRIVER_DEFAULTS.keep_alive),
     ...unless("backoff", reconnectDelaySeconds),

@@ -3,6 +3,7 @@
  * two), and a transaction whose prepared statement's table changed shape under it runs again.
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import { preparesStatements } from "../../../src/db/pg/driver.ts";
 import { PgDb } from "../../../src/db/pg/pg-db.ts";
 import { connectPg, pgTestServer } from "../../support/postgres.ts";
 
@@ -34,6 +35,22 @@ describe.skipIf(!pg)("PgSql prepared statements", () => {
     const { db } = await openOnOneConnection("?prepare=false");
     for (let i = 0; i < 3; i++) await db.withTransaction("t", (q) => q.get("SELECT count(*) AS c FROM _smithers_nodes WHERE run_id = ?", "r"));
     expect(await db.read("look", (q) => q.all("SELECT statement FROM pg_prepared_statements"))).toEqual([]);
+  });
+
+  test("PGPREPARE=false in the environment prepares nothing either; a value that is not true or false is INVALID_OPTION", async () => {
+    const before = process.env.PGPREPARE;
+    process.env.PGPREPARE = "false";
+    try {
+      const { db } = await openOnOneConnection();
+      for (let i = 0; i < 3; i++) await db.withTransaction("t", (q) => q.get("SELECT count(*) AS c FROM _smithers_nodes WHERE run_id = ?", "r"));
+      expect(await db.read("look", (q) => q.all("SELECT statement FROM pg_prepared_statements"))).toEqual([]);
+    } finally {
+      if (before === undefined) delete process.env.PGPREPARE;
+      else process.env.PGPREPARE = before;
+    }
+    expect(preparesStatements("postgres://me@db/app?prepare=off")).toBe(false);
+    expect(preparesStatements("postgres://me@db/app?prepare=true")).toBe(true);
+    expect(() => preparesStatements("postgres://me@db/app?prepare=sometimes")).toThrow(expect.objectContaining({ code: "INVALID_OPTION" }));
   });
 
   test("a transaction whose prepared statement's table changed shape under it runs again and reads the new shape", async () => {
