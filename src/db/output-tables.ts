@@ -199,6 +199,8 @@ export function migrateOutputTables(sqlite: Database, infos: readonly OutputTabl
  */
 type RowReader = {
   fields: readonly (readonly [field: string, column: SQLiteColumn])[];
+  /** The result column each field is read from, by the field's place (`c0`, `c1`, …). */
+  aliases: readonly string[];
   runId: SQLiteColumn;
   nodeId: SQLiteColumn | undefined;
   iteration: SQLiteColumn | undefined;
@@ -215,10 +217,12 @@ function rowReader(table: SQLiteTable): RowReader {
     const iteration = column("iteration");
     // Each column under a short alias of its place: PostgreSQL cuts a result column's name to 63
     // bytes, so a long field name would not be found under its own name.
-    const byRun = `SELECT ${fields.map(([, c], i) => `${quoteIdentifier(c.name)} AS c${i}`).join(", ")} FROM ${quoteIdentifier(getTableName(table))} WHERE run_id = ?`;
+    const aliases = fields.map((_, i) => `c${i}`);
+    const byRun = `SELECT ${fields.map(([, c], i) => `${quoteIdentifier(c.name)} AS ${aliases[i]}`).join(", ")} FROM ${quoteIdentifier(getTableName(table))} WHERE run_id = ?`;
     const byNode = `${byRun} AND node_id = ?`;
     found = {
       fields,
+      aliases,
       runId: column("run_id")!,
       nodeId: column("node_id"),
       iteration,
@@ -249,10 +253,10 @@ export function rowsQuery(table: SQLiteTable, key: Partial<OutputKey> & { runId:
 /** A row of rowsQuery as Drizzle's `select()` returns it: every field by its key, through its column's decoder, NULL as null. */
 export function decodeRow(table: SQLiteTable, raw: Record<string, unknown>): Record<string, unknown> {
   const row: Record<string, unknown> = {};
-  const { fields } = rowReader(table);
+  const { fields, aliases } = rowReader(table);
   for (let i = 0; i < fields.length; i++) {
     const [field, column] = fields[i]!;
-    const value = raw[`c${i}`];
+    const value = raw[aliases[i]!];
     row[field] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
   }
   return row;

@@ -103,9 +103,10 @@ export class RunState {
    * now asks (see decide), kept so the states of finished loop iterations can be dropped.
    */
   readonly finishedIds = new Set<string>();
-  /** Attempts settled in all, and since the run last collected its garbage (see gcDue). */
+  /** Attempts settled in all (see gcDue). */
   settled = 0;
-  settledSinceGcHint = 0;
+  /** `settled` when the run last collected its garbage, and the steps it took since. */
+  private settledAtGc = 0;
   private stepsSinceGc = 0;
   /** The nodes waiting for the world: timers, decisions, answers, signals, child runs. */
   readonly waits: Waits;
@@ -255,9 +256,9 @@ export class RunState {
    */
   gcDue(): boolean {
     this.stepsSinceGc++;
-    if (this.settledSinceGcHint < GC_EVERY && this.stepsSinceGc < GC_EVERY) return false;
+    if (this.settled - this.settledAtGc < GC_EVERY && this.stepsSinceGc < GC_EVERY) return false;
     if (this.settled < GC_AFTER_TASKS && (this.plan?.tasks.length ?? 0) < GC_AFTER_TASKS) return false;
-    this.settledSinceGcHint = 0;
+    this.settledAtGc = this.settled;
     this.stepsSinceGc = 0;
     return true;
   }

@@ -26,7 +26,6 @@ async function stepInner(run: RunState): Promise<StepNext> {
   run.agentOutput.emitText(); // agent text so far goes with this step's commit, before the outcomes it settles
   const ended = run.ended.splice(0);
   run.settled += ended.length;
-  run.settledSinceGcHint += ended.length;
   const settlesWork = ended.some(ranOutsideMemory); // see canDefer
   const writes = settleEnded(run, ended);
   const starts: Started[] = [];
