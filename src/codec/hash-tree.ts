@@ -9,6 +9,8 @@ export class ChildHashTree {
   private readonly levels: number;
   private readonly a: Int32Array;
   private readonly b: Int32Array;
+  /** refresh()'s indices of the level it is at (a few: one per changed leaf at most). */
+  private readonly pending: number[] = [];
 
   /** Fill the leaves with leaf(), then call build(). */
   constructor(readonly count: number) {
@@ -39,6 +41,26 @@ export class ChildHashTree {
     for (let k = (this.size + i) >> 1; k >= 1; k >>= 1) this.combine(k);
   }
 
+  /**
+   * Rehash the ancestors of leaves `changed` (set with leaf() before; repeats allowed), each
+   * ancestor once, level by level: two neighbours changed in one step share all but a few.
+   */
+  refresh(changed: readonly number[]): void {
+    // Every leaf sits at the same depth, so the indices of one level share theirs: the root is 1.
+    const ks = this.pending;
+    let m = 0;
+    for (const i of changed) m = addOnce(ks, m, (this.size + i) >> 1);
+    while (m > 0 && ks[0]! >= 1) {
+      let next = 0;
+      for (let j = 0; j < m; j++) {
+        const k = ks[j]!;
+        this.combine(k);
+        next = addOnce(ks, next, k >> 1);
+      }
+      m = ks[0] === 0 ? 0 : next;
+    }
+  }
+
   get rootA(): number {
     return this.count === 0 ? EMPTY_LIST_A : this.a[1]!;
   }
@@ -62,4 +84,12 @@ export class ChildHashTree {
       this.b[k] = out.b;
     }
   }
+}
+
+// Appends k to the first `m` entries of `ks` unless it is among them; returns the new count.
+// Written over the same array as it is read: entry j is read before entry `next` <= j is written.
+function addOnce(ks: number[], m: number, k: number): number {
+  for (let j = 0; j < m; j++) if (ks[j] === k) return m;
+  ks[m] = k;
+  return m + 1;
 }

@@ -54,13 +54,22 @@ function end(): void {
 
 /** Hash of the tag and props: the part of an element that does not depend on its children. */
 export function headHash(tag: string, props: XmlElement["props"]): void {
+  const names = Object.keys(props);
+  headHashTexts(
+    tag,
+    names,
+    names.map((name) => encodePropValue(props[name]!)),
+  );
+}
+
+/** headHash, given the props' names and their values' encodePropValue texts in the same order. */
+export function headHashTexts(tag: string, names: readonly string[], texts: readonly string[]): void {
   begin(SEED_HEAD);
   text(tag);
-  const names = Object.keys(props);
   word(names.length);
-  for (const name of names) {
-    text(name);
-    text(encodePropValue(props[name]!));
+  for (let i = 0; i < names.length; i++) {
+    text(names[i]!);
+    text(texts[i]!);
   }
   end();
 }

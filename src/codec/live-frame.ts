@@ -4,7 +4,8 @@
  * hashes, so a `set` costs O(depth · log fanout) and `hash` is read in O(1).
  */
 import { ChildHashTree } from "./hash-tree.ts";
-import { EMPTY_LIST_A, EMPTY_LIST_B, elementHash, headHash, out, toHex } from "./hash.ts";
+import { EMPTY_LIST_A, EMPTY_LIST_B, elementHash, headHashTexts, out, toHex } from "./hash.ts";
+import { encodePropValue } from "./prop-text.ts";
 import { corrupt, parseDelta, type FrameDelta, type FrameOp } from "./ops.ts";
 import { SmithersError } from "../errors/index.ts";
 import { checkName, checkTree, checkValue, frozenCopy, type PropValue, type XmlElement } from "./tree.ts";
@@ -16,6 +17,11 @@ type LiveNode = {
   tag: string;
   /** Frozen and replaced on every change, so snapshots and undo can share it. */
   props: Props;
+  /**
+   * encodePropValue of each prop, in the props' order, made when the head is hashed and kept for
+   * the next hash and the XML; undefined once a prop is added or removed. A `set` replaces one.
+   */
+  texts: string[] | undefined;
   /** NO_CHILDREN (shared, frozen) while it has none: a frame of a large run is mostly leaves. */
   children: LiveNode[];
   list: ChildHashTree | undefined;
@@ -54,7 +60,13 @@ function adoptProps(props: Props): Props {
 const NO_CHILDREN: readonly LiveNode[] = Object.freeze([]);
 
 function rehead(node: LiveNode): void {
-  headHash(node.tag, node.props);
+  const names = Object.keys(node.props);
+  let texts = node.texts;
+  if (texts === undefined) {
+    texts = node.texts = new Array<string>(names.length);
+    for (let i = 0; i < names.length; i++) texts[i] = encodePropValue(node.props[names[i]!]!);
+  }
+  headHashTexts(node.tag, names, texts);
   node.headA = out.a;
   node.headB = out.b;
 }
@@ -82,6 +94,7 @@ function build(el: XmlElement, adopt: boolean): LiveNode {
   const node: LiveNode = {
     tag: el.tag,
     props: adopt ? adoptProps(el.props) : freezeProps(el.props),
+    texts: undefined,
     children: el.children.length === 0 ? (NO_CHILDREN as LiveNode[]) : el.children.map((child) => build(child, adopt)),
     list: undefined,
     headA: 0,
@@ -108,11 +121,13 @@ function rehash(node: LiveNode): void {
     for (const child of node.children) rehash(child);
     relist(node);
   } else if (node.dirtyChildren) {
+    const list = node.list!;
     for (const i of node.dirtyChildren) {
       const child = node.children[i]!;
       rehash(child);
-      node.list!.update(i, child.a, child.b);
+      list.leaf(i, child.a, child.b);
     }
+    list.refresh(node.dirtyChildren);
   }
   rehashSelf(node);
   node.stale = node.headStale = node.listStale = false;
@@ -237,9 +252,20 @@ export class LiveFrame {
       case "set": {
         const node = this.walk(op.path, at);
         const before = node.props;
-        node.props = Object.freeze({ ...before, [op.name]: frozenCopy(op.value) });
+        const beforeTexts = node.texts;
+        const value = frozenCopy(op.value);
+        node.props = Object.freeze({ ...before, [op.name]: value });
+        // A prop set in place keeps its place in the order: only its own text changes.
+        const place = beforeTexts && Object.hasOwn(before, op.name) ? Object.keys(before).indexOf(op.name) : -1;
+        if (place >= 0) {
+          node.texts = beforeTexts!.slice();
+          node.texts[place] = encodePropValue(value);
+        } else node.texts = undefined;
         node.headStale = true;
-        undo.push(() => void (node.props = before));
+        undo.push(() => {
+          node.props = before;
+          node.texts = beforeTexts;
+        });
         return;
       }
       case "remove": {
@@ -248,9 +274,14 @@ export class LiveFrame {
           const before = node.props;
           if (!Object.hasOwn(before, op.name)) throw corrupt(`Frame delta op ${at}: no prop ${op.name} to remove at [${op.path.join(",")}]`);
           const { [op.name]: _gone, ...rest } = before;
+          const beforeTexts = node.texts;
           node.props = Object.freeze(rest);
+          node.texts = undefined;
           node.headStale = true;
-          undo.push(() => void (node.props = before));
+          undo.push(() => {
+            node.props = before;
+            node.texts = beforeTexts;
+          });
           return;
         }
         if (op.path.length === 0) throw corrupt(`Frame delta op ${at}: the root element cannot be removed`);

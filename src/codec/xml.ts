@@ -74,8 +74,16 @@ export function encodeFrameXml(root: XmlElement): string {
   return elementXml(root, false);
 }
 
-/** An element-shaped tree: a frame, or LiveFrame's working copy. */
-export type XmlShape = { readonly tag: string; readonly props: XmlElement["props"]; readonly children: readonly XmlShape[] };
+/**
+ * An element-shaped tree: a frame, or LiveFrame's working copy, whose `texts` (when set) hold
+ * encodePropValue of each prop, in the props' order.
+ */
+export type XmlShape = {
+  readonly tag: string;
+  readonly props: XmlElement["props"];
+  readonly children: readonly XmlShape[];
+  readonly texts?: readonly string[] | undefined;
+};
 
 /**
  * The builder's text for FRAME_XML_OPTIONS: the same escapes and self-closing tags. `checked`: the
@@ -96,13 +104,16 @@ export function elementXml(root: XmlShape, checked: boolean): string {
       checkName(el.tag, "tag");
     }
     parts.push("<", el.tag);
-    for (const name of Object.keys(el.props)) {
+    const texts = checked ? el.texts : undefined;
+    const names = Object.keys(el.props);
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i]!;
       const value = el.props[name];
       if (!checked) {
         checkName(name, "prop");
         checkValue(value, name);
       }
-      parts.push(" ", name, '="', escapeAttribute(encodePropValue(value as PropValue)), '"');
+      parts.push(" ", name, '="', escapeAttribute(texts ? texts[i]! : encodePropValue(value as PropValue)), '"');
     }
     if (el.children.length === 0) {
       parts.push("/>");

@@ -87,4 +87,27 @@ describe("ChildHashTree", () => {
       }
     }
   });
+
+  test("refresh after several leaves changed at once (repeats among them) equals a fresh fold", () => {
+    const rng = createRng(13);
+    for (const n of [1, 2, 3, 5, 8, 13, 100, 1000]) {
+      const as = Array.from({ length: n }, (_, i) => i);
+      const bs = Array.from({ length: n }, (_, i) => -i);
+      const tree = new ChildHashTree(n);
+      as.forEach((a, i) => tree.leaf(i, a, bs[i]!));
+      tree.build();
+      for (let k = 0; k < 50; k++) {
+        // Neighbours (as a step's two tasks), scattered leaves, and the same leaf twice.
+        const first = rng.int(n);
+        const changed = [first, Math.min(first + 1, n - 1), rng.int(n), first];
+        for (const i of changed) {
+          as[i] = rng.int(2 ** 32) | 0;
+          bs[i] = rng.int(2 ** 32) | 0;
+          tree.leaf(i, as[i]!, bs[i]!);
+        }
+        tree.refresh(changed);
+        expect([tree.rootA, tree.rootB]).toEqual(fold(as, bs));
+      }
+    }
+  });
 });
