@@ -5,7 +5,8 @@
  *
  *   bun run bench/compare/index.ts [--reps 3] [--n 10,100,1000,10000] [--only ours|peer]
  *                                  [--workflows one,seq,par,loop,up,floor,rest,scale] [--quick]
- *                                  [--timeout 600] [--peer-max-n 1000] [--ours-ref GIT_REF] [--json FILE] [--no-install]
+ *                                  [--timeout 600] [--peer-max-n 1000] [--ours-ref GIT_REF] [--ours-from src|bundle]
+ *                                  [--json FILE] [--no-install]
  *
  * `rest` is a second table, ours only: `smithers ps`, a supervise pass and a new run beside N waiting
  * and 5N finished runs, for each N of --n from 1,000 up (rest.ts). `scale` is a third, ours only:
@@ -18,7 +19,10 @@
  * packed package's bin does: the tree's bundle (built by its scripts/build-bundle.ts for the run,
  * and removed again from the working tree) under the smithers-bundle condition, the workflow file in
  * a project whose node_modules links smithers-workflows and zod; src/ only for a commit without the
- * bundle script (the heading says which).
+ * bundle script (the heading says which). --ours-from bundle runs the shape rows (one, seq, par,
+ * loop) that way too: the worker as a script in such a project, importing smithers-workflows by
+ * name under the smithers-bundle condition, so it runs the bundle, as a script of a project that
+ * installed the packed package does (ours-project.ts); the default, src, imports src/ by path.
  */
 import { Database } from "bun:sqlite";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -29,7 +33,9 @@ import { markdownTable } from "../markdown-table.ts";
 import { RESULT_PREFIX, type ChildReport, type RunSpec, type Shape } from "./protocol.ts";
 import { measureRestRows, planRestRows, REST_MIN_N, renderRestTable } from "./rest.ts";
 import { measureScaleRows, planScaleRows, renderScaleTable, RSS_BUDGET_MB } from "./scale.ts";
+import { BUNDLE_CONDITION } from "../../scripts/build-bundle.ts";
 import { BENCH_DIR, BUN, firstLine, fmtInt, fmtMs, HERE, median, oursCommand, PEER_CLI, PEER_PKG, ROOT, runChild, WORK_DIR, type OursTree } from "./spawn.ts";
+import { bundleWorker } from "./ours-project.ts";
 import { linkTo, upFile } from "./up-file.ts";
 
 type Engine = "ours" | "peer";
@@ -57,6 +63,8 @@ export type CompareOptions = {
   json?: string;
   install: boolean;
   oursRef?: string;
+  /** Where the shape rows load our engine from: src/ by path, or the tree's bundle as an installed project's script. */
+  oursFrom: "src" | "bundle";
 };
 
 type Ok = { ok: true; wallMs: number; rssMb: number; db: { main: number; wal: number; shm: number }; framesBytes: number | null; statements?: number };
@@ -86,6 +94,7 @@ export function parseCompareArgs(argv: string[]): CompareOptions {
       json: { type: "string" },
       "no-install": { type: "boolean" },
       "ours-ref": { type: "string" },
+      "ours-from": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -114,6 +123,8 @@ export function parseCompareArgs(argv: string[]): CompareOptions {
     if (given !== undefined && (given.trim() === "" || !Number.isFinite(x) || x <= 0)) throw new Error(`--${flag} wants a positive number, got ${given}`);
     return x;
   };
+  const oursFrom = values["ours-from"] ?? "src";
+  if (oursFrom !== "src" && oursFrom !== "bundle") throw new Error(`--ours-from wants src or bundle, got ${oursFrom}`);
   const timeoutS = positive("timeout", values.timeout, 600);
   const peerMaxN = positive("peer-max-n", values["peer-max-n"], 1_000);
   // A selection that measures nothing would print an empty report: say why instead.
@@ -136,6 +147,7 @@ export function parseCompareArgs(argv: string[]): CompareOptions {
     json: values.json,
     install: values["no-install"] !== true,
     oursRef: values["ours-ref"],
+    oursFrom,
   };
 }
 
@@ -220,7 +232,15 @@ async function measure(
       cmd = [BUN, "--preload", join(HERE, "rss-probe.ts"), ...cli];
       env = { BENCH_DB: dbPath, BENCH_RSS_FILE: rssFile };
     } else {
-      const worker = engine === "floor" ? join(HERE, "floor.ts") : engine === "ours" ? join(ours.root, "bench/compare/ours.tsx") : join(HERE, "peer.jsx");
+      const fromBundle = engine === "ours" && opts.oursFrom === "bundle";
+      const worker =
+        engine === "floor"
+          ? join(HERE, "floor.ts")
+          : engine === "ours"
+            ? fromBundle
+              ? bundleWorker(ours)
+              : join(ours.root, "bench/compare/ours.tsx")
+            : join(HERE, "peer.jsx");
       const spec: RunSpec = {
         shape: (workflow === "floor" ? "seq" : workflow) as Shape,
         n,
@@ -228,7 +248,7 @@ async function measure(
         ...(variant === "warm" ? { warm: true } : {}),
         ...(count ? { count: true } : {}),
       };
-      cmd = [BUN, worker, JSON.stringify(spec)];
+      cmd = [BUN, ...(fromBundle ? [`--conditions=${BUNDLE_CONDITION}`] : []), worker, JSON.stringify(spec)];
       if (variant === "no-jit") env = { BUN_JSC_useJIT: "0" };
     }
     const out = await runChild(cmd, dir, env, opts.timeoutMs);
@@ -294,13 +314,25 @@ function ensureBundle(root: string): boolean {
   return true;
 }
 
-/** The CLI rows' form, for the table's heading. */
-const formOf = (bundled: boolean) => (bundled ? "CLI rows from its bundle" : "CLI rows from src/: no bundle script");
+/** The CLI rows' form and the shape rows', for the table's heading. */
+function formOf(bundled: boolean, cliRows: boolean, shapesFromBundle: boolean): string {
+  const forms = [
+    ...(cliRows ? [bundled ? "CLI rows from its bundle" : "CLI rows from src/: no bundle script"] : []),
+    shapesFromBundle ? "shape rows from its bundle, as an installed project's script" : "shape rows from src/",
+  ];
+  return forms.join(", ");
+}
 
-function oursTree(ref: string | undefined, cliRows: boolean): OursTree {
+/** The tree measured; its bundle built when the CLI rows run it or `shapesFromBundle` (which then requires one). */
+function oursTree(ref: string | undefined, cliRows: boolean, shapesFromBundle: boolean): OursTree {
+  const bundleOf = (root: string) => {
+    const bundled = (cliRows || shapesFromBundle) && ensureBundle(root);
+    if (shapesFromBundle && !bundled) throw new Error(`--ours-from bundle: ${ref ?? "the working tree"} has no scripts/build-bundle.ts to build one with`);
+    return bundled;
+  };
   if (ref === undefined) {
-    const bundled = cliRows && ensureBundle(ROOT);
-    return { root: ROOT, label: `working tree at ${gitState()}${cliRows ? `, ${formOf(bundled)}` : ""}`, bundled };
+    const bundled = bundleOf(ROOT);
+    return { root: ROOT, label: `working tree at ${gitState()}, ${formOf(bundled, cliRows, shapesFromBundle)}`, bundled };
   }
   const sha = git("rev-parse", "--verify", `${ref}^{commit}`).slice(0, 12);
   const root = join(WORK_DIR, `ours-${sha}`);
@@ -325,8 +357,8 @@ function oursTree(ref: string | undefined, cliRows: boolean): OursTree {
   mkdirSync(join(root, "bench", "compare"), { recursive: true });
   for (const f of ["zod.ts", "idle-runs.ts", "statement-counter.ts", "shape-workflows.tsx"]) copyFileSync(join(BENCH_DIR, f), join(root, "bench", f));
   for (const f of ["ours.tsx", "protocol.ts", "rest-child.tsx", "scale-child.tsx"]) copyFileSync(join(HERE, f), join(root, "bench", "compare", f));
-  const bundled = cliRows && ensureBundle(root);
-  return { root, label: `${sha} (--ours-ref ${ref})${cliRows ? `, ${formOf(bundled)}` : ""}`, bundled };
+  const bundled = bundleOf(root);
+  return { root, label: `${sha} (--ours-ref ${ref}), ${formOf(bundled, cliRows, shapesFromBundle)}`, bundled };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -452,7 +484,8 @@ export async function runCompareBench(argv: string[] = []): Promise<void> {
   const benchStarted = performance.now();
   // The rows that run the `smithers` command run it as an installed package does: from its bundle.
   const cliRows = opts.engines.includes("ours") && (opts.workflows.includes("up") || (opts.workflows.includes("rest") && opts.ns.some((n) => n >= REST_MIN_N)));
-  const ours = oursTree(opts.oursRef, cliRows);
+  const shapesFromBundle = opts.oursFrom === "bundle" && opts.engines.includes("ours") && opts.workflows.some((w) => SHAPE_ROWS.includes(w));
+  const ours = oursTree(opts.oursRef, cliRows, shapesFromBundle);
   const peerAvailable = opts.engines.includes("peer") ? await ensurePeer(opts.install) : false;
   const rows = plan(opts, peerAvailable);
   const jobs: { row: Row; engine: Engine; rep: number; count?: boolean }[] = [];
