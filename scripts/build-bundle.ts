@@ -19,9 +19,12 @@
  * One module instance: the exports map names each file under the `smithers-bundle` condition,
  * and bin/smithers.js starts Bun with `--conditions=smithers-bundle`, so a workflow's
  * `import … from "smithers-workflows"` (and its JSX runtime) in that process is the same core.
- * Elsewhere (`bun test`, a script of the user's) the same names resolve to src/.
+ * In the packed package every export's default is its bundled file too (`--pack`, npm's prepack,
+ * writes that package.json; `--clean`, its postpack, puts the checkout's back): a script of a
+ * project that installed it, or its `bun test`, loads the bundle, with the sources still named
+ * under `types` for TypeScript. In a checkout (no bundle) the default is src/.
  *
- *   bun scripts/build-bundle.ts [--clean]
+ *   bun scripts/build-bundle.ts [--pack | --clean]
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative, resolve } from "node:path";
@@ -68,6 +71,10 @@ const NOT_IN_LIGHT_COMMAND = ["src/index.ts", "src/engine/workflow/workflow-file
  */
 const DIR_GLOBAL = "globalThis.__smithersBundleDir";
 const FILE_GLOBAL = "globalThis.__smithersBundleFile";
+
+/** Where `--pack` keeps the checkout's package.json while npm packs the one it wrote; `--clean` puts it back. */
+const CHECKOUT_MANIFEST = join(ROOT, "dist", "package.checkout.json");
+const MANIFEST = join(ROOT, "package.json");
 
 type Pkg = {
   exports: Record<string, string | Record<string, string>>;
@@ -257,7 +264,30 @@ export async function buildBundle(): Promise<{ files: string[] }> {
   }
 }
 
+/**
+ * The package.json npm packs: each export's default is its bundled file, as under the
+ * smithers-bundle condition, and its source is its `types` (TypeScript reads the sources).
+ */
+export function packedManifest(text: string): string {
+  const pkg = JSON.parse(text) as Pkg;
+  for (const [subpath, target] of Object.entries(pkg.exports)) {
+    const bundled = typeof target === "object" ? target[BUNDLE_CONDITION] : undefined;
+    if (typeof target !== "object" || !bundled || !target.default)
+      throw new Error(`package.json: export ${subpath} names no ${BUNDLE_CONDITION} file and source`);
+    pkg.exports[subpath] = { types: target.default, [BUNDLE_CONDITION]: bundled, default: bundled };
+  }
+  return `${JSON.stringify(pkg, null, 2)}\n`;
+}
+
+/** Puts the checkout's package.json back, if a `--pack` left it aside (its postpack, or a pack that failed before it). */
+function restoreCheckoutManifest(): void {
+  if (!existsSync(CHECKOUT_MANIFEST)) return;
+  writeFileSync(MANIFEST, readFileSync(CHECKOUT_MANIFEST));
+  rmSync(CHECKOUT_MANIFEST);
+}
+
 if (import.meta.main) {
+  restoreCheckoutManifest();
   if (process.argv.includes("--clean")) {
     rmSync(BUNDLE_DIR, { recursive: true, force: true });
   } else {
@@ -265,5 +295,11 @@ if (import.meta.main) {
     const { files } = await buildBundle();
     console.log(`bundle built in ${Math.round(performance.now() - started)} ms: ${files.map((f) => basename(f)).join(", ")}, in ${relative(ROOT, BUNDLE_DIR)}`);
     if (!existsSync(join(BUNDLE_DIR, BUNDLE_CLI))) throw new Error(`the bundle has no ${BUNDLE_CLI}`);
+    if (process.argv.includes("--pack")) {
+      const checkout = readFileSync(MANIFEST, "utf8");
+      const packed = packedManifest(checkout);
+      writeFileSync(CHECKOUT_MANIFEST, checkout);
+      writeFileSync(MANIFEST, packed);
+    }
   }
 }

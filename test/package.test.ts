@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json";
-import { BUNDLE_CLI, BUNDLE_CONDITION, bundleName } from "../scripts/build-bundle.ts";
+import { BUNDLE_CLI, BUNDLE_CONDITION, bundleName, packedManifest } from "../scripts/build-bundle.ts";
 
 const root = join(import.meta.dir, "..");
 
@@ -42,10 +42,24 @@ describe("package", () => {
       expect(target.default).toMatch(/^\.\/src\/.+\.ts$/);
     }
     expect(pkg.files).toContain("dist/bundle");
-    expect([pkg.scripts.prepack, pkg.scripts.postpack]).toEqual(["bun scripts/build-bundle.ts", "bun scripts/build-bundle.ts --clean"]);
+    expect([pkg.scripts.prepack, pkg.scripts.postpack]).toEqual(["bun scripts/build-bundle.ts --pack", "bun scripts/build-bundle.ts --clean"]);
     const launcher = readFileSync(join(root, "bin/smithers.js"), "utf8");
     expect(launcher).toContain(`--conditions=${BUNDLE_CONDITION}`);
     expect(launcher).toContain(`dist/bundle/${BUNDLE_CLI}`);
+  });
+
+  test("the packed package.json defaults every export to its bundled file, with its source as its types, and changes nothing else", () => {
+    const text = readFileSync(join(root, "package.json"), "utf8");
+    const packed = JSON.parse(packedManifest(text)) as typeof pkg;
+    for (const [subpath, target] of Object.entries(pkg.exports)) {
+      const bundled = `./dist/bundle/${bundleName(subpath)}.js`;
+      expect(packed.exports[subpath as keyof typeof pkg.exports]).toEqual({ types: target.default, [BUNDLE_CONDITION]: bundled, default: bundled });
+    }
+    expect({ ...packed, exports: pkg.exports }).toEqual(JSON.parse(text));
+    // An export without a bundled file cannot be defaulted to one: the pack stops.
+    const broken = JSON.parse(text);
+    broken.exports["./extra"] = "./src/extra.ts";
+    expect(() => packedManifest(JSON.stringify(broken))).toThrow("export ./extra names no smithers-bundle file");
   });
 
   test("the package name resolves to the same modules as the sources, so workflows and the engine share state", async () => {

@@ -42,10 +42,13 @@ beforeAll(async () => {
   env.npm_config_audit = "false";
   env.npm_config_fund = "false";
   env.npm_config_update_notifier = "false";
-  // With its scripts: prepack builds the bundle (prepare rebuilds the dashboard), postpack removes the bundle.
+  // With its scripts: prepack builds the bundle (prepare rebuilds the dashboard) and writes the
+  // package.json that ships; postpack removes the bundle and puts the checkout's package.json back.
+  const manifest = readFileSync(join(root, "package.json"), "utf8");
   const packed = await run(["npm", "pack", "--json", "--pack-destination", work], root);
   expect(packed.code).toBe(0);
   expect(existsSync(join(root, "dist", "bundle"))).toBe(false);
+  expect(readFileSync(join(root, "package.json"), "utf8")).toBe(manifest);
   // npm prints the scripts' output before the JSON.
   const [{ filename }] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf("\n[") + 1)) as [{ filename: string }];
   registry = startLocalRegistry(join(root, "package-lock.json"), [{ manifest: pkg, tarball: join(work, filename) }]);
@@ -126,6 +129,35 @@ describe("the packed package, installed into an empty project", () => {
       expect(fromBundle.stderr).not.toContain("Could not decode sourcemap");
       expect(fromBundle.code).toBe(0);
       expect(fromBundle.stdout).toContain("HELLO, ADA!");
+      // A script of the project's own imports smithers-workflows by name, with no condition: the
+      // packed package's exports default to the bundle (TypeScript still reads the sources).
+      const shipped = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")) as typeof pkg;
+      expect(shipped.exports["."]).toEqual({ types: "./src/index.ts", "smithers-bundle": "./dist/bundle/index.js", default: "./dist/bundle/index.js" });
+      writeFileSync(
+        join(project, "script.tsx"),
+        `import { createSmithers, runWorkflow } from "smithers-workflows";
+import { z } from "zod";
+const { Workflow, Task, smithers, outputs } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath: "script.db" });
+const result = await runWorkflow(smithers(() => <Workflow name="script"><Task id="t" output={outputs.out}>{{ n: 7 }}</Task></Workflow>), { input: {} });
+console.log(result.status, import.meta.resolve("smithers-workflows"));
+`,
+      );
+      // The project's Bun (its npm package's binary, wherever this install left it).
+      const installedBun = [
+        join(project, "node_modules/bun/bin/bun.exe"),
+        join(project, `node_modules/@oven/bun-${process.platform}-${process.arch === "arm64" ? "aarch64" : process.arch}/bin/bun`),
+      ].find((file) => existsSync(file) && statSync(file).size >= 1_000_000);
+      expect(installedBun).toBeDefined();
+      const script = await run([installedBun!, "script.tsx"]);
+      expect(script.stderr).toBe("");
+      expect(script.code).toBe(0);
+      expect(script.stdout).toMatch(/^finished file:.*node_modules\/smithers-workflows\/dist\/bundle\/index\.js\n$/);
+      const scriptDb = new Database(join(project, "script.db"), { readonly: true });
+      try {
+        expect(scriptDb.query("SELECT n FROM out").all()).toEqual([{ n: 7 }]);
+      } finally {
+        scriptDb.close();
+      }
       // Help is answered from the arguments alone (dist/bundle/help-answer.js): with the core gone too, it still prints.
       renameSync(join(pkgDir, "dist/bundle/core.js"), join(pkgDir, "dist/bundle/core-moved-away.js"));
       try {
