@@ -2,16 +2,17 @@
  * The `_smithers_*` tables: the only definition of Smithers' own bookkeeping.
  * Column names follow the open-source Smithers layout so existing SQL keeps working.
  * Indexes exist for every lookup an adapter makes (see the adapter modules).
+ * Each is a Drizzle table whose columns are built when first read (lazy-table.ts).
  */
 import { blob, integer, real, text } from "drizzle-orm/sqlite-core/columns";
 import { index, uniqueIndex } from "drizzle-orm/sqlite-core/indexes";
 import { primaryKey } from "drizzle-orm/sqlite-core/primary-keys";
-import { sqliteTable } from "drizzle-orm/sqlite-core/table";
+import { lazySqliteTable } from "./lazy-table.ts";
 import { smithersLimits, smithersRateUsage, smithersSlots } from "./limits-schema.ts";
 
 export { smithersLimits, smithersRateUsage, smithersSlots } from "./limits-schema.ts";
 
-export const smithersRuns = sqliteTable(
+export const smithersRuns = lazySqliteTable(
   "_smithers_runs",
   {
     runId: text("run_id").primaryKey(),
@@ -68,7 +69,7 @@ export const smithersRuns = sqliteTable(
   ],
 );
 
-export const smithersNodes = sqliteTable(
+export const smithersNodes = lazySqliteTable(
   "_smithers_nodes",
   {
     runId: text("run_id").notNull(),
@@ -101,7 +102,7 @@ export const smithersNodes = sqliteTable(
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration] })],
 );
 
-export const smithersAttempts = sqliteTable(
+export const smithersAttempts = lazySqliteTable(
   "_smithers_attempts",
   {
     runId: text("run_id").notNull(),
@@ -133,7 +134,7 @@ export const smithersAttempts = sqliteTable(
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt] })],
 );
 
-export const smithersFrames = sqliteTable(
+export const smithersFrames = lazySqliteTable(
   "_smithers_frames",
   {
     runId: text("run_id").notNull(),
@@ -148,7 +149,7 @@ export const smithersFrames = sqliteTable(
   (t) => [primaryKey({ columns: [t.runId, t.frameNo] })],
 );
 
-export const smithersApprovals = sqliteTable(
+export const smithersApprovals = lazySqliteTable(
   "_smithers_approvals",
   {
     runId: text("run_id").notNull(),
@@ -166,7 +167,7 @@ export const smithersApprovals = sqliteTable(
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration] }), index("_smithers_approvals_status_idx").on(t.status)],
 );
 
-export const smithersHumanRequests = sqliteTable(
+export const smithersHumanRequests = lazySqliteTable(
   "_smithers_human_requests",
   {
     requestId: text("request_id").primaryKey(),
@@ -190,7 +191,7 @@ export const smithersHumanRequests = sqliteTable(
   ],
 );
 
-export const smithersCache = sqliteTable(
+export const smithersCache = lazySqliteTable(
   "_smithers_cache",
   {
     cacheKey: text("cache_key").primaryKey(),
@@ -205,7 +206,7 @@ export const smithersCache = sqliteTable(
   (t) => [index("_smithers_cache_workflow_node_idx").on(t.workflowName, t.nodeId)],
 );
 
-export const smithersSandboxes = sqliteTable(
+export const smithersSandboxes = lazySqliteTable(
   "_smithers_sandboxes",
   {
     runId: text("run_id").notNull(),
@@ -234,7 +235,7 @@ export const smithersSandboxes = sqliteTable(
   (t) => [primaryKey({ columns: [t.runId, t.sandboxId] })],
 );
 
-export const smithersToolCalls = sqliteTable(
+export const smithersToolCalls = lazySqliteTable(
   "_smithers_tool_calls",
   {
     runId: text("run_id").notNull(),
@@ -255,7 +256,7 @@ export const smithersToolCalls = sqliteTable(
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt, t.seq] }), index("_smithers_tool_calls_idempotency_idx").on(t.idempotencyKey)],
 );
 
-export const smithersEvents = sqliteTable(
+export const smithersEvents = lazySqliteTable(
   "_smithers_events",
   {
     runId: text("run_id").notNull(),
@@ -271,7 +272,7 @@ export const smithersEvents = sqliteTable(
   ],
 );
 
-export const smithersRalph = sqliteTable(
+export const smithersRalph = lazySqliteTable(
   "_smithers_ralph",
   {
     runId: text("run_id").notNull(),
@@ -283,7 +284,7 @@ export const smithersRalph = sqliteTable(
   (t) => [primaryKey({ columns: [t.runId, t.ralphId] })],
 );
 
-export const smithersCron = sqliteTable(
+export const smithersCron = lazySqliteTable(
   "_smithers_cron",
   {
     cronId: text("cron_id").primaryKey(),
@@ -305,7 +306,7 @@ export const smithersCron = sqliteTable(
   (t) => [index("_smithers_cron_enabled_idx").on(t.enabled, t.cronId), index("_smithers_cron_due_idx").on(t.enabled, t.nextRunAtMs)],
 );
 
-export const smithersScorers = sqliteTable(
+export const smithersScorers = lazySqliteTable(
   "_smithers_scorers",
   {
     id: text("id").primaryKey(),
@@ -333,7 +334,7 @@ export const smithersScorers = sqliteTable(
   (t) => [index("_smithers_scorers_run_node_idx").on(t.runId, t.nodeId, t.iteration)],
 );
 
-export const smithersVectors = sqliteTable(
+export const smithersVectors = lazySqliteTable(
   "_smithers_vectors",
   {
     id: text("id").primaryKey(),
@@ -349,7 +350,7 @@ export const smithersVectors = sqliteTable(
   (t) => [index("_smithers_vectors_namespace_idx").on(t.namespace, t.documentId)],
 );
 
-export const smithersSignals = sqliteTable(
+export const smithersSignals = lazySqliteTable(
   "_smithers_signals",
   {
     runId: text("run_id").notNull(),
@@ -383,7 +384,7 @@ export const smithersSignals = sqliteTable(
  * creates or resumes its run, from where the run's own owner and heartbeat are the lease. A claim
  * whose lease ran out (its worker died) is claimed again.
  */
-export const smithersQueue = sqliteTable(
+export const smithersQueue = lazySqliteTable(
   "_smithers_queue",
   {
     runId: text("run_id").primaryKey(),
@@ -424,7 +425,7 @@ export const smithersQueue = sqliteTable(
  * claim picks, within the highest waiting priority, the tenant served longest ago (one row per
  * tenant that ever queued a run; a missing row is a tenant never served).
  */
-export const smithersQueueTenants = sqliteTable(
+export const smithersQueueTenants = lazySqliteTable(
   "_smithers_queue_tenants",
   {
     tenant: text("tenant").primaryKey(),
@@ -439,7 +440,7 @@ export const smithersQueueTenants = sqliteTable(
  * request still waits, runs or ended (queue rows go when their run starts). `request_hash` is the
  * start's parameters, so the same key with another request is told apart (IDEMPOTENCY_CONFLICT).
  */
-export const smithersIdempotency = sqliteTable(
+export const smithersIdempotency = lazySqliteTable(
   "_smithers_idempotency",
   {
     key: text("key").primaryKey(),

@@ -5,14 +5,14 @@
 import { integer, text } from "drizzle-orm/sqlite-core/columns";
 import { index } from "drizzle-orm/sqlite-core/indexes";
 import { primaryKey } from "drizzle-orm/sqlite-core/primary-keys";
-import { sqliteTable } from "drizzle-orm/sqlite-core/table";
+import { lazySqliteTable } from "./lazy-table.ts";
 
 /**
  * `_smithers_limits`: the limits each key was last declared with by a process that used it
  * (createSmithers `limits`, `--limit`), for `smithers limits` and the dashboard. The limit a
  * process enforces is its own; this row says what was declared, not what binds.
  */
-export const smithersLimits = sqliteTable("_smithers_limits", {
+export const smithersLimits = lazySqliteTable("_smithers_limits", {
   limitKey: text("limit_key").primaryKey(),
   concurrency: integer("concurrency"),
   perMinute: integer("per_minute"),
@@ -26,7 +26,7 @@ export const smithersLimits = sqliteTable("_smithers_limits", {
  * that claimed it, so a slot of a dead process is freed when its run is taken over (the lease
  * rule of runs). `waiting`: the node waits for a slot (`waiting-slot`); a release makes its run due.
  */
-export const smithersSlots = sqliteTable(
+export const smithersSlots = lazySqliteTable(
   "_smithers_slots",
   {
     runId: text("run_id").notNull(),
@@ -48,7 +48,7 @@ export const smithersSlots = sqliteTable(
  * provider's 429 asked to wait: `at_ms` is when the key may be used again). Older rows are
  * deleted by the next claim of the key.
  */
-export const smithersRateUsage = sqliteTable(
+export const smithersRateUsage = lazySqliteTable(
   "_smithers_rate_usage",
   {
     runId: text("run_id").notNull(),
