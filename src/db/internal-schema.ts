@@ -14,7 +14,7 @@ export { smithersLimits, smithersRateUsage, smithersSlots } from "./limits-schem
 
 export const smithersRuns = lazySqliteTable(
   "_smithers_runs",
-  {
+  () => ({
     runId: text("run_id").primaryKey(),
     parentRunId: text("parent_run_id"),
     workflowName: text("workflow_name").notNull(),
@@ -57,7 +57,7 @@ export const smithersRuns = lazySqliteTable(
     rootDir: text("root_dir"),
     /** A run made by `smithers fork` (or replay): the frame of `parent_run_id` it was forked from (null: not a fork). */
     forkedFromFrame: integer("forked_from_frame"),
-  },
+  }),
   (t) => [
     index("_smithers_runs_status_heartbeat_idx").on(t.status, t.heartbeatAtMs),
     index("_smithers_runs_status_wake_idx").on(t.status, t.wakeAtMs),
@@ -71,7 +71,7 @@ export const smithersRuns = lazySqliteTable(
 
 export const smithersNodes = lazySqliteTable(
   "_smithers_nodes",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
@@ -98,13 +98,13 @@ export const smithersNodes = lazySqliteTable(
      * under changed code names the nodes whose definitions differ from what they ran with.
      */
     defSig: text("def_sig"),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration] })],
 );
 
 export const smithersAttempts = lazySqliteTable(
   "_smithers_attempts",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
@@ -130,13 +130,13 @@ export const smithersAttempts = lazySqliteTable(
      */
     agentPid: integer("agent_pid"),
     agentPidStart: text("agent_pid_start"),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt] })],
 );
 
 export const smithersFrames = lazySqliteTable(
   "_smithers_frames",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     frameNo: integer("frame_no").notNull(),
     createdAtMs: integer("created_at_ms").notNull(),
@@ -145,13 +145,13 @@ export const smithersFrames = lazySqliteTable(
     encoding: text("encoding").notNull().default("full"),
     mountedTaskIdsJson: text("mounted_task_ids_json"),
     note: text("note"),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.frameNo] })],
 );
 
 export const smithersApprovals = lazySqliteTable(
   "_smithers_approvals",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
@@ -163,13 +163,13 @@ export const smithersApprovals = lazySqliteTable(
     requestJson: text("request_json"),
     decisionJson: text("decision_json"),
     autoApproved: integer("auto_approved", { mode: "boolean" }).notNull().default(false),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration] }), index("_smithers_approvals_status_idx").on(t.status)],
 );
 
 export const smithersHumanRequests = lazySqliteTable(
   "_smithers_human_requests",
-  {
+  () => ({
     requestId: text("request_id").primaryKey(),
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
@@ -184,7 +184,7 @@ export const smithersHumanRequests = lazySqliteTable(
     answeredAtMs: integer("answered_at_ms"),
     answeredBy: text("answered_by"),
     timeoutAtMs: integer("timeout_at_ms"),
-  },
+  }),
   (t) => [
     index("_smithers_human_requests_status_idx").on(t.status, t.timeoutAtMs),
     index("_smithers_human_requests_run_node_idx").on(t.runId, t.nodeId, t.iteration),
@@ -193,7 +193,7 @@ export const smithersHumanRequests = lazySqliteTable(
 
 export const smithersCache = lazySqliteTable(
   "_smithers_cache",
-  {
+  () => ({
     cacheKey: text("cache_key").primaryKey(),
     createdAtMs: integer("created_at_ms").notNull(),
     workflowName: text("workflow_name").notNull(),
@@ -202,13 +202,13 @@ export const smithersCache = lazySqliteTable(
     schemaSig: text("schema_sig").notNull(),
     agentSig: text("agent_sig"),
     payloadJson: text("payload_json").notNull(),
-  },
+  }),
   (t) => [index("_smithers_cache_workflow_node_idx").on(t.workflowName, t.nodeId)],
 );
 
 export const smithersSandboxes = lazySqliteTable(
   "_smithers_sandboxes",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     sandboxId: text("sandbox_id").notNull(),
     runtime: text("runtime").notNull().default("bubblewrap"),
@@ -231,13 +231,13 @@ export const smithersSandboxes = lazySqliteTable(
     exitCode: integer("exit_code"),
     /** Why the session failed (SANDBOX_* code and message), when it did. */
     errorText: text("error_text"),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.sandboxId] })],
 );
 
 export const smithersToolCalls = lazySqliteTable(
   "_smithers_tool_calls",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
@@ -252,19 +252,19 @@ export const smithersToolCalls = lazySqliteTable(
     errorJson: text("error_json"),
     sideEffect: integer("side_effect", { mode: "boolean" }).notNull().default(false),
     idempotencyKey: text("idempotency_key"),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt, t.seq] }), index("_smithers_tool_calls_idempotency_idx").on(t.idempotencyKey)],
 );
 
 export const smithersEvents = lazySqliteTable(
   "_smithers_events",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     seq: integer("seq").notNull(),
     timestampMs: integer("timestamp_ms").notNull(),
     type: text("type").notNull(),
     payloadJson: text("payload_json").notNull(),
-  },
+  }),
   (t) => [
     primaryKey({ columns: [t.runId, t.seq] }),
     // Finds duplicate candidates by time (few share one millisecond); no run_id in it, so it stays small.
@@ -274,19 +274,19 @@ export const smithersEvents = lazySqliteTable(
 
 export const smithersRalph = lazySqliteTable(
   "_smithers_ralph",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     ralphId: text("ralph_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
     done: integer("done", { mode: "boolean" }).notNull().default(false),
     updatedAtMs: integer("updated_at_ms").notNull(),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.ralphId] })],
 );
 
 export const smithersCron = lazySqliteTable(
   "_smithers_cron",
-  {
+  () => ({
     cronId: text("cron_id").primaryKey(),
     pattern: text("pattern").notNull(),
     workflowPath: text("workflow_path").notNull(),
@@ -302,13 +302,13 @@ export const smithersCron = lazySqliteTable(
     lastRunId: text("last_run_id"),
     /** Missed slots passed over without a run (the policy runs only the latest missed one). */
     skippedSlots: integer("skipped_slots").notNull().default(0),
-  },
+  }),
   (t) => [index("_smithers_cron_enabled_idx").on(t.enabled, t.cronId), index("_smithers_cron_due_idx").on(t.enabled, t.nextRunAtMs)],
 );
 
 export const smithersScorers = lazySqliteTable(
   "_smithers_scorers",
-  {
+  () => ({
     id: text("id").primaryKey(),
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
@@ -330,13 +330,13 @@ export const smithersScorers = lazySqliteTable(
     /** How long the scorer itself took. */
     durationMs: integer("duration_ms"),
     scoredAtMs: integer("scored_at_ms").notNull(),
-  },
+  }),
   (t) => [index("_smithers_scorers_run_node_idx").on(t.runId, t.nodeId, t.iteration)],
 );
 
 export const smithersVectors = lazySqliteTable(
   "_smithers_vectors",
-  {
+  () => ({
     id: text("id").primaryKey(),
     namespace: text("namespace").notNull(),
     content: text("content").notNull(),
@@ -346,13 +346,13 @@ export const smithersVectors = lazySqliteTable(
     documentId: text("document_id"),
     chunkIndex: integer("chunk_index"),
     createdAtMs: integer("created_at_ms").notNull(),
-  },
+  }),
   (t) => [index("_smithers_vectors_namespace_idx").on(t.namespace, t.documentId)],
 );
 
 export const smithersSignals = lazySqliteTable(
   "_smithers_signals",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     seq: integer("seq").notNull(),
     signalName: text("signal_name").notNull(),
@@ -368,7 +368,7 @@ export const smithersSignals = lazySqliteTable(
     rejectedJson: text("rejected_json"),
     /** The sender's idempotency key: a second signal with the same key for the run is the first one again. */
     dedupeKey: text("dedupe_key"),
-  },
+  }),
   (t) => [
     primaryKey({ columns: [t.runId, t.seq] }),
     index("_smithers_signals_name_idx").on(t.runId, t.signalName, t.receivedAtMs),
@@ -386,7 +386,7 @@ export const smithersSignals = lazySqliteTable(
  */
 export const smithersQueue = lazySqliteTable(
   "_smithers_queue",
-  {
+  () => ({
     runId: text("run_id").primaryKey(),
     workflowName: text("workflow_name").notNull(),
     workflowPath: text("workflow_path").notNull(),
@@ -410,7 +410,7 @@ export const smithersQueue = lazySqliteTable(
     notBeforeMs: integer("not_before_ms"),
     /** A debounced start's key: a later start with the same key and workflow, while this one waits, replaces its input and pushes not_before_ms. */
     debounceKey: text("debounce_key"),
-  },
+  }),
   (t) => [
     index("_smithers_queue_order_idx").on(t.startedAtMs, t.enqueuedAtMs),
     // The claim: the highest priority, then a tenant's oldest request (adapters/queue.ts, claimNext).
@@ -427,10 +427,10 @@ export const smithersQueue = lazySqliteTable(
  */
 export const smithersQueueTenants = lazySqliteTable(
   "_smithers_queue_tenants",
-  {
+  () => ({
     tenant: text("tenant").primaryKey(),
     lastClaimSeq: integer("last_claim_seq").notNull(),
-  },
+  }),
   (t) => [index("_smithers_queue_tenants_seq_idx").on(t.lastClaimSeq)],
 );
 
@@ -442,13 +442,13 @@ export const smithersQueueTenants = lazySqliteTable(
  */
 export const smithersIdempotency = lazySqliteTable(
   "_smithers_idempotency",
-  {
+  () => ({
     key: text("key").primaryKey(),
     runId: text("run_id").notNull(),
     requestHash: text("request_hash").notNull(),
     createdAtMs: integer("created_at_ms").notNull(),
     expiresAtMs: integer("expires_at_ms").notNull(),
-  },
+  }),
   (t) => [index("_smithers_idempotency_expires_idx").on(t.expiresAtMs)],
 );
 

@@ -12,13 +12,13 @@ import { lazySqliteTable } from "./lazy-table.ts";
  * (createSmithers `limits`, `--limit`), for `smithers limits` and the dashboard. The limit a
  * process enforces is its own; this row says what was declared, not what binds.
  */
-export const smithersLimits = lazySqliteTable("_smithers_limits", {
+export const smithersLimits = lazySqliteTable("_smithers_limits", () => ({
   limitKey: text("limit_key").primaryKey(),
   concurrency: integer("concurrency"),
   perMinute: integer("per_minute"),
   tokensPerMinute: integer("tokens_per_minute"),
   updatedAtMs: integer("updated_at_ms").notNull(),
-});
+}));
 
 /**
  * `_smithers_slots`: a task's place under its `concurrencyKey`, one row per node. `held`: it runs
@@ -28,7 +28,7 @@ export const smithersLimits = lazySqliteTable("_smithers_limits", {
  */
 export const smithersSlots = lazySqliteTable(
   "_smithers_slots",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
@@ -38,7 +38,7 @@ export const smithersSlots = lazySqliteTable(
     /** The run's owner when the slot was claimed. */
     ownerId: text("owner_id"),
     sinceMs: integer("since_ms").notNull(),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration] }), index("_smithers_slots_key_idx").on(t.limitKey, t.state)],
 );
 
@@ -50,7 +50,7 @@ export const smithersSlots = lazySqliteTable(
  */
 export const smithersRateUsage = lazySqliteTable(
   "_smithers_rate_usage",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
@@ -59,6 +59,6 @@ export const smithersRateUsage = lazySqliteTable(
     limitKey: text("limit_key").notNull(),
     atMs: integer("at_ms").notNull(),
     amount: integer("amount").notNull().default(1),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt, t.kind] }), index("_smithers_rate_usage_key_idx").on(t.limitKey, t.atMs)],
 );

@@ -7,7 +7,7 @@ import { getTableColumns } from "drizzle-orm/utils";
 import { sqlNames } from "../../src/db/adapters/shared.ts";
 import { createTableStatements } from "../../src/db/ddl.ts";
 import { internalTables } from "../../src/db/internal-schema.ts";
-import { definedColumnNames, lazySqliteTable } from "../../src/db/lazy-table.ts";
+import { columnNames, definedColumnNames, lazySqliteTable, lazyTableOf } from "../../src/db/lazy-table.ts";
 
 /** One definition of each kind of column and constraint the internal tables use, made afresh per call. */
 const columns = () => ({
@@ -26,7 +26,7 @@ const extra = (t: { runId: unknown; nodeId: unknown; iteration: unknown; state: 
   uniqueIndex("things_node_idx").on(t.nodeId as never, t.state as never),
 ];
 const eager = () => sqliteTable("things", columns(), extra as never);
-const lazy = () => lazySqliteTable("things", columns(), extra as never);
+const lazy = () => lazySqliteTable("things", columns, extra as never);
 
 /** Whether `table`'s field `key` is still the getter that builds the columns. */
 const unbuilt = (table: object, key: string) => typeof Object.getOwnPropertyDescriptor(table, key)?.get === "function";
@@ -67,6 +67,23 @@ describe("lazySqliteTable", () => {
     expect(unbuilt(table, "runId")).toBe(true);
     expect(names).toEqual(sqlNames(eager()));
     expect(names.unnamed).toBe('"unnamed"');
+  });
+});
+
+describe("lazyTableOf", () => {
+  test("with the fields' SQL names given (the bundle's record), makes the column definitions only when the table is first read", () => {
+    let made = 0;
+    const definitions = () => {
+      made++;
+      return columns();
+    };
+    const table = lazyTableOf("things", definitions, extra as never, columnNames(columns()));
+    expect(Object.keys(table)).toEqual(Object.keys(eager()));
+    expect(sqlNames(table)).toEqual(sqlNames(eager()));
+    expect(made).toBe(0);
+    expect(createTableStatements(table)).toEqual(createTableStatements(eager()));
+    expect(table.runId.table).toBe(table);
+    expect(made).toBe(1);
   });
 });
 
