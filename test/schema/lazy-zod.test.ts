@@ -19,10 +19,16 @@ test("lazyEnum builds its enum once, on first call", () => {
 
 test("lazyShape makes each field when the object's shape is first read, once, in its order", () => {
   const made: string[] = [];
+  const recorded =
+    <T>(key: string, make: () => T) =>
+    () => {
+      made.push(key);
+      return make();
+    };
   const schema = z.object(
     lazyShape({
-      a: () => (made.push("a"), z.string()),
-      b: () => (made.push("b"), z.number().nullable()),
+      a: recorded("a", () => z.string()),
+      b: recorded("b", () => z.number().nullable()),
     }),
   );
   expect(made).toEqual([]);
