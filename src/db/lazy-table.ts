@@ -82,7 +82,6 @@ export function lazyTableOf<TName extends string, TColumns extends Record<string
   let built = false;
   const build = () => {
     if (built) return;
-    built = true;
     definitions ??= columns();
     const made = sqliteTable(name, definitions, extraConfig) as unknown as Record<PropertyKey, unknown>;
     for (const key of new Set([...Reflect.ownKeys(made), ...keys])) {
@@ -92,6 +91,7 @@ export function lazyTableOf<TName extends string, TColumns extends Record<string
     // The columns and foreign keys Drizzle built name the table they were built for: this one now.
     for (const column of Object.values(made[BUILT_RECORDS[0]!] as Record<string, { table: unknown }>)) column.table = table;
     for (const foreignKey of made[BUILT_RECORDS[3]!] as { table: unknown }[]) foreignKey.table = table;
+    built = true;
   };
   for (const key of keys) {
     Object.defineProperty(table, key, {
