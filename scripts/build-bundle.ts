@@ -29,7 +29,10 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import type { BunPlugin } from "bun";
+import { getTableName } from "drizzle-orm/table";
 import { schemaStamp } from "../src/db/ensure.ts";
+import { internalTables } from "../src/db/internal-schema.ts";
+import { definedColumnNames } from "../src/db/lazy-table.ts";
 import { buildNewDatabaseImage, SHIPPED_IMAGE_NAME } from "../src/db/new-sqlite-file.ts";
 
 const ROOT = join(import.meta.dir, "..");
@@ -173,6 +176,17 @@ function externals(packages: string[]): BunPlugin {
 }
 const EXTERNAL_NAMESPACE = "smithers-external";
 
+/** Each internal table's SQL names by field key, by table name: what SMITHERS_TABLE_COLUMNS holds. */
+function tableColumns(): Record<string, Record<string, string>> {
+  const columns: Record<string, Record<string, string>> = {};
+  for (const table of Object.values(internalTables)) {
+    const names = definedColumnNames(table);
+    if (!names) throw new Error("an internal table is not a lazySqliteTable (src/db/lazy-table.ts)");
+    columns[getTableName(table)] = { ...names };
+  }
+  return columns;
+}
+
 export async function buildBundle(): Promise<{ files: string[] }> {
   const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Pkg;
   rmSync(BUNDLE_DIR, { recursive: true, force: true });
@@ -209,6 +223,8 @@ export async function buildBundle(): Promise<{ files: string[] }> {
         "import.meta.path": FILE_GLOBAL,
         // Computed here once: making the internal tables' DDL text to digest it is a few ms of every start.
         SMITHERS_SCHEMA_STAMP: String(schemaStamp()),
+        // The internal tables' field keys and SQL names, so each table's column definitions are made when it is first read (src/db/lazy-table.ts).
+        SMITHERS_TABLE_COLUMNS: JSON.stringify(JSON.stringify(tableColumns())),
       },
     });
     if (!result.success) throw new AggregateError(result.logs, `${what} failed to build`);

@@ -1,5 +1,5 @@
 /** `smithers approve|deny <run> [--node ID] [--iteration N] [--select KEY | --rank K1,K2,…] [--by NAME] [--note TEXT] [--yes]`. */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { approve, checkChoice, deny, findPendingApproval, type PendingApproval } from "../engine/waits/index.ts";
 import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 

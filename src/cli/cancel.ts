@@ -4,7 +4,7 @@
  * `cancelled`). By default the command waits until the run has ended and prints its status. A
  * request still queued for workers is dropped.
  */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { queue, runs } from "../db/index.ts";
 import { requestCancel } from "../engine/waits/index.ts";
 import { isOver } from "../engine/core/index.ts";

@@ -1,5 +1,5 @@
 /** `smithers cron add|list|rm`: schedules the daemon (`smithers supervise`) starts on time. */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { openSmithersDb } from "../db/index.ts";
 import { DEFAULT_DB_PATH } from "../engine/core/index.ts";
 import { addCron, listCrons, parseCron, removeCron, type CronSchedule } from "../engine/daemon/index.ts";

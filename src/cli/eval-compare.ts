@@ -3,7 +3,7 @@
  * another model or prompt) task by task: status, outputs side by side, each scorer's score in A and
  * B with the change, tokens, cost and time; tasks only one run has, and a totals block.
  */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { type CompareSide, type RunComparison, scoreDelta, scoreText, type Usage } from "../contract/index.ts";
 import { compareRuns } from "../engine/queries/index.ts";
 import { compactRow } from "./inspect.ts";

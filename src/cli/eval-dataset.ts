@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import type { ScorerSummary } from "../contract/index.ts";
 import { loadWorkflowFile, runWorkflow, scoreRowsOfRun, scorerSummaries, type SmithersWorkflow } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";

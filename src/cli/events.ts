@@ -3,7 +3,7 @@
  * event journal (`_smithers_events`) in seq order. `--follow` polls by seq until the run has
  * ended and every event up to its end was printed; a run still queued for workers is waited for.
  */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { events, queue, runs, type SmithersDb } from "../db/index.ts";
 import { isOver, type SmithersEvent } from "../engine/core/index.ts";
 import { EVENT_TYPES } from "../contract/index.ts";

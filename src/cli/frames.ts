@@ -1,5 +1,5 @@
 /** `smithers frames <run> [--frame N]`: the run's frames, or one frame's XML. */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { frames, runs } from "../db/index.ts";
 import { readFrameXml } from "../engine/history/index.ts";
 import { SmithersError } from "../errors/index.ts";

@@ -1,5 +1,5 @@
 /** `smithers human list|inbox [--json]`, `human answer <request-id> --data JSON [--by NAME]`, `human cancel <request-id>`. */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { answerHuman, cancelHuman, humanInbox, type InboxItem } from "../engine/waits/index.ts";
 import { EXIT, openExistingDb, parseJsonFlag, usageError, type Io } from "./shared.ts";
 

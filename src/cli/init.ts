@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { constants } from "node:os";
 import { basename, dirname, join, relative, resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { SmithersError } from "../errors/index.ts";
 import { EXIT, type Io } from "./shared.ts";
 import { GITIGNORE_LINES, NPM_PLACEHOLDER_TEST, SCRIPTS, TEMPLATE_DIR, TEMPLATE_FILES } from "./init-templates.ts";

@@ -3,7 +3,7 @@
  * task's state, attempts, time, last error and output row, what it waits for (approvals, human
  * answers, signals, timers), and the tokens and cost its agents used.
  */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import type { InspectReport } from "../contract/index.ts";
 import { loadStoredOutputs, nodes as nodeRows, type SmithersDb } from "../db/index.ts";
 import { inspectRun } from "../engine/queries/index.ts";

@@ -1,5 +1,5 @@
 /** `smithers limits [--json] [--db PATH]`: every concurrency and rate key of a database, its declared limits and its use now. */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import type { LimitUse } from "../contract/index.ts";
 import { limitUse } from "../engine/queries/index.ts";
 import { EXIT, openExistingDb, usageError, type Io } from "./shared.ts";

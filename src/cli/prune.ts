@@ -1,5 +1,5 @@
 /** `smithers prune`: removes old frames and events of ended runs (see pruneRuns). */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { pruneRuns, type PruneReport } from "../engine/history/index.ts";
 import { durationFlag, EXIT, openExistingDb, usageError, type Io } from "./shared.ts";
 

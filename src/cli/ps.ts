@@ -1,5 +1,5 @@
 /** `smithers ps [--status S] [--limit N] [--json]`: the runs in a database, newest first, after the requests queued for workers. */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { progressText, type LimitUse, type QueuePlace, type RunSummary } from "../contract/index.ts";
 import { RUN_STATUSES } from "../contract/index.ts";
 import { limitUse, listRunSummaries } from "../engine/queries/index.ts";

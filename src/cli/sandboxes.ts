@@ -1,5 +1,5 @@
 /** `smithers sandboxes <run-id> [--json] [--db PATH]`: a run's sandbox sessions, one line each. */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import type { SandboxSession } from "../contract/index.ts";
 import { runs } from "../db/index.ts";
 import { sandboxSessions } from "../engine/queries/index.ts";

@@ -1,5 +1,5 @@
 /** `smithers scores <run> [--node ID] [--json]`: the scorer rows of a run per attempt, then a summary per scorer. */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import type { RunScoresReport } from "../contract/index.ts";
 import { runScores } from "../engine/queries/index.ts";
 import { alignRows, EXIT, openExistingDb, usageError, type Io } from "./shared.ts";

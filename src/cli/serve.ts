@@ -1,6 +1,6 @@
 /** `smithers serve`: the HTTP API until SIGINT/SIGTERM. */
 import { readFileSync, statSync } from "node:fs";
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { DEFAULT_DB_PATH, pruneRuns } from "../engine/index.ts";
 import { checkListen, createServer, DEFAULT_MAX_CONCURRENT, DEFAULT_QUEUE_CAPACITY, logText, OutcomeNote } from "../server/index.ts";
 import { SmithersError } from "../errors/index.ts";

@@ -1,5 +1,5 @@
 /** `smithers signal <run> <name> [--data JSON] [--correlation-id ID] [--dedupe-key KEY] [--by NAME]`. */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { sendSignal } from "../engine/waits/index.ts";
 import { EXIT, openExistingDb, parseJsonFlag, usageError, type Io } from "./shared.ts";
 

@@ -1,5 +1,5 @@
 /** `smithers supervise`: resume runs whose owner died (stale heartbeat) and start due cron slots, one pass or --watch. */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { supervise, superviseForever, type SuperviseOutcome } from "../engine/daemon/index.ts";
 import { createLogger, type LogFields, logFormatOption, type Logger } from "./log.ts";
 import { metricsPortFlag, startMetrics } from "./metrics.ts";

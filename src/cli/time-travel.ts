@@ -5,7 +5,7 @@
  */
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { history, runs } from "../db/index.ts";
 import { DEFAULT_DB_PATH, forkRun, loadWorkflowFile, rewindRun, type CrossedCall } from "../engine/index.ts";
 import { SmithersError } from "../errors/index.ts";

@@ -3,7 +3,7 @@
  * changed in the plan (nodes mounted, unmounted, state and prop changes) and the forks made from it.
  * `smithers diff <run> <frameA> <frameB> [--json]`: the plan change between two frames.
  */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { frames, runs, type SmithersDb } from "../db/index.ts";
 import { forksByFrame, frameHistory, planChanges, readFrame, type NodeChange, type PlanChanges, type FrameNode } from "../engine/history/index.ts";
 import type { PropValue } from "../codec/index.ts";

@@ -1,7 +1,7 @@
 /** `smithers up`: runs (or queues, with --detach) a workflow file and prints its progress and result. */
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { runs } from "../db/index.ts";
 import {
   checkStartOptions,

@@ -1,5 +1,5 @@
 /** `smithers worker`: executes queued runs, wakes due ones and takes over stale ones until SIGINT/SIGTERM. */
-import { parseArgs } from "node:util";
+import { parseArgs } from "./parse-args.ts";
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_WORKER_CONCURRENCY, loadWorkflowsDir, Worker, type WorkerOutcome } from "../engine/daemon/index.ts";
 import { firstContact, STALE_RUN_THRESHOLD_MS } from "../db/index.ts";
 import { createLogger, logFormatOption } from "./log.ts";

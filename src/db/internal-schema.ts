@@ -2,18 +2,19 @@
  * The `_smithers_*` tables: the only definition of Smithers' own bookkeeping.
  * Column names follow the open-source Smithers layout so existing SQL keeps working.
  * Indexes exist for every lookup an adapter makes (see the adapter modules).
+ * Each is a Drizzle table whose columns are built when first read (lazy-table.ts).
  */
 import { blob, integer, real, text } from "drizzle-orm/sqlite-core/columns";
 import { index, uniqueIndex } from "drizzle-orm/sqlite-core/indexes";
 import { primaryKey } from "drizzle-orm/sqlite-core/primary-keys";
-import { sqliteTable } from "drizzle-orm/sqlite-core/table";
+import { lazySqliteTable } from "./lazy-table.ts";
 import { smithersLimits, smithersRateUsage, smithersSlots } from "./limits-schema.ts";
 
 export { smithersLimits, smithersRateUsage, smithersSlots } from "./limits-schema.ts";
 
-export const smithersRuns = sqliteTable(
+export const smithersRuns = lazySqliteTable(
   "_smithers_runs",
-  {
+  () => ({
     runId: text("run_id").primaryKey(),
     parentRunId: text("parent_run_id"),
     workflowName: text("workflow_name").notNull(),
@@ -56,7 +57,7 @@ export const smithersRuns = sqliteTable(
     rootDir: text("root_dir"),
     /** A run made by `smithers fork` (or replay): the frame of `parent_run_id` it was forked from (null: not a fork). */
     forkedFromFrame: integer("forked_from_frame"),
-  },
+  }),
   (t) => [
     index("_smithers_runs_status_heartbeat_idx").on(t.status, t.heartbeatAtMs),
     index("_smithers_runs_status_wake_idx").on(t.status, t.wakeAtMs),
@@ -68,9 +69,9 @@ export const smithersRuns = sqliteTable(
   ],
 );
 
-export const smithersNodes = sqliteTable(
+export const smithersNodes = lazySqliteTable(
   "_smithers_nodes",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
@@ -97,13 +98,13 @@ export const smithersNodes = sqliteTable(
      * under changed code names the nodes whose definitions differ from what they ran with.
      */
     defSig: text("def_sig"),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration] })],
 );
 
-export const smithersAttempts = sqliteTable(
+export const smithersAttempts = lazySqliteTable(
   "_smithers_attempts",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
@@ -129,13 +130,13 @@ export const smithersAttempts = sqliteTable(
      */
     agentPid: integer("agent_pid"),
     agentPidStart: text("agent_pid_start"),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt] })],
 );
 
-export const smithersFrames = sqliteTable(
+export const smithersFrames = lazySqliteTable(
   "_smithers_frames",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     frameNo: integer("frame_no").notNull(),
     createdAtMs: integer("created_at_ms").notNull(),
@@ -144,13 +145,13 @@ export const smithersFrames = sqliteTable(
     encoding: text("encoding").notNull().default("full"),
     mountedTaskIdsJson: text("mounted_task_ids_json"),
     note: text("note"),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.frameNo] })],
 );
 
-export const smithersApprovals = sqliteTable(
+export const smithersApprovals = lazySqliteTable(
   "_smithers_approvals",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
@@ -162,13 +163,13 @@ export const smithersApprovals = sqliteTable(
     requestJson: text("request_json"),
     decisionJson: text("decision_json"),
     autoApproved: integer("auto_approved", { mode: "boolean" }).notNull().default(false),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration] }), index("_smithers_approvals_status_idx").on(t.status)],
 );
 
-export const smithersHumanRequests = sqliteTable(
+export const smithersHumanRequests = lazySqliteTable(
   "_smithers_human_requests",
-  {
+  () => ({
     requestId: text("request_id").primaryKey(),
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
@@ -183,16 +184,16 @@ export const smithersHumanRequests = sqliteTable(
     answeredAtMs: integer("answered_at_ms"),
     answeredBy: text("answered_by"),
     timeoutAtMs: integer("timeout_at_ms"),
-  },
+  }),
   (t) => [
     index("_smithers_human_requests_status_idx").on(t.status, t.timeoutAtMs),
     index("_smithers_human_requests_run_node_idx").on(t.runId, t.nodeId, t.iteration),
   ],
 );
 
-export const smithersCache = sqliteTable(
+export const smithersCache = lazySqliteTable(
   "_smithers_cache",
-  {
+  () => ({
     cacheKey: text("cache_key").primaryKey(),
     createdAtMs: integer("created_at_ms").notNull(),
     workflowName: text("workflow_name").notNull(),
@@ -201,13 +202,13 @@ export const smithersCache = sqliteTable(
     schemaSig: text("schema_sig").notNull(),
     agentSig: text("agent_sig"),
     payloadJson: text("payload_json").notNull(),
-  },
+  }),
   (t) => [index("_smithers_cache_workflow_node_idx").on(t.workflowName, t.nodeId)],
 );
 
-export const smithersSandboxes = sqliteTable(
+export const smithersSandboxes = lazySqliteTable(
   "_smithers_sandboxes",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     sandboxId: text("sandbox_id").notNull(),
     runtime: text("runtime").notNull().default("bubblewrap"),
@@ -230,13 +231,13 @@ export const smithersSandboxes = sqliteTable(
     exitCode: integer("exit_code"),
     /** Why the session failed (SANDBOX_* code and message), when it did. */
     errorText: text("error_text"),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.sandboxId] })],
 );
 
-export const smithersToolCalls = sqliteTable(
+export const smithersToolCalls = lazySqliteTable(
   "_smithers_tool_calls",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
@@ -251,19 +252,19 @@ export const smithersToolCalls = sqliteTable(
     errorJson: text("error_json"),
     sideEffect: integer("side_effect", { mode: "boolean" }).notNull().default(false),
     idempotencyKey: text("idempotency_key"),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt, t.seq] }), index("_smithers_tool_calls_idempotency_idx").on(t.idempotencyKey)],
 );
 
-export const smithersEvents = sqliteTable(
+export const smithersEvents = lazySqliteTable(
   "_smithers_events",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     seq: integer("seq").notNull(),
     timestampMs: integer("timestamp_ms").notNull(),
     type: text("type").notNull(),
     payloadJson: text("payload_json").notNull(),
-  },
+  }),
   (t) => [
     primaryKey({ columns: [t.runId, t.seq] }),
     // Finds duplicate candidates by time (few share one millisecond); no run_id in it, so it stays small.
@@ -271,21 +272,21 @@ export const smithersEvents = sqliteTable(
   ],
 );
 
-export const smithersRalph = sqliteTable(
+export const smithersRalph = lazySqliteTable(
   "_smithers_ralph",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     ralphId: text("ralph_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
     done: integer("done", { mode: "boolean" }).notNull().default(false),
     updatedAtMs: integer("updated_at_ms").notNull(),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.ralphId] })],
 );
 
-export const smithersCron = sqliteTable(
+export const smithersCron = lazySqliteTable(
   "_smithers_cron",
-  {
+  () => ({
     cronId: text("cron_id").primaryKey(),
     pattern: text("pattern").notNull(),
     workflowPath: text("workflow_path").notNull(),
@@ -301,13 +302,13 @@ export const smithersCron = sqliteTable(
     lastRunId: text("last_run_id"),
     /** Missed slots passed over without a run (the policy runs only the latest missed one). */
     skippedSlots: integer("skipped_slots").notNull().default(0),
-  },
+  }),
   (t) => [index("_smithers_cron_enabled_idx").on(t.enabled, t.cronId), index("_smithers_cron_due_idx").on(t.enabled, t.nextRunAtMs)],
 );
 
-export const smithersScorers = sqliteTable(
+export const smithersScorers = lazySqliteTable(
   "_smithers_scorers",
-  {
+  () => ({
     id: text("id").primaryKey(),
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
@@ -329,13 +330,13 @@ export const smithersScorers = sqliteTable(
     /** How long the scorer itself took. */
     durationMs: integer("duration_ms"),
     scoredAtMs: integer("scored_at_ms").notNull(),
-  },
+  }),
   (t) => [index("_smithers_scorers_run_node_idx").on(t.runId, t.nodeId, t.iteration)],
 );
 
-export const smithersVectors = sqliteTable(
+export const smithersVectors = lazySqliteTable(
   "_smithers_vectors",
-  {
+  () => ({
     id: text("id").primaryKey(),
     namespace: text("namespace").notNull(),
     content: text("content").notNull(),
@@ -345,13 +346,13 @@ export const smithersVectors = sqliteTable(
     documentId: text("document_id"),
     chunkIndex: integer("chunk_index"),
     createdAtMs: integer("created_at_ms").notNull(),
-  },
+  }),
   (t) => [index("_smithers_vectors_namespace_idx").on(t.namespace, t.documentId)],
 );
 
-export const smithersSignals = sqliteTable(
+export const smithersSignals = lazySqliteTable(
   "_smithers_signals",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     seq: integer("seq").notNull(),
     signalName: text("signal_name").notNull(),
@@ -367,7 +368,7 @@ export const smithersSignals = sqliteTable(
     rejectedJson: text("rejected_json"),
     /** The sender's idempotency key: a second signal with the same key for the run is the first one again. */
     dedupeKey: text("dedupe_key"),
-  },
+  }),
   (t) => [
     primaryKey({ columns: [t.runId, t.seq] }),
     index("_smithers_signals_name_idx").on(t.runId, t.signalName, t.receivedAtMs),
@@ -383,9 +384,9 @@ export const smithersSignals = sqliteTable(
  * creates or resumes its run, from where the run's own owner and heartbeat are the lease. A claim
  * whose lease ran out (its worker died) is claimed again.
  */
-export const smithersQueue = sqliteTable(
+export const smithersQueue = lazySqliteTable(
   "_smithers_queue",
-  {
+  () => ({
     runId: text("run_id").primaryKey(),
     workflowName: text("workflow_name").notNull(),
     workflowPath: text("workflow_path").notNull(),
@@ -409,7 +410,7 @@ export const smithersQueue = sqliteTable(
     notBeforeMs: integer("not_before_ms"),
     /** A debounced start's key: a later start with the same key and workflow, while this one waits, replaces its input and pushes not_before_ms. */
     debounceKey: text("debounce_key"),
-  },
+  }),
   (t) => [
     index("_smithers_queue_order_idx").on(t.startedAtMs, t.enqueuedAtMs),
     // The claim: the highest priority, then a tenant's oldest request (adapters/queue.ts, claimNext).
@@ -424,12 +425,12 @@ export const smithersQueue = sqliteTable(
  * claim picks, within the highest waiting priority, the tenant served longest ago (one row per
  * tenant that ever queued a run; a missing row is a tenant never served).
  */
-export const smithersQueueTenants = sqliteTable(
+export const smithersQueueTenants = lazySqliteTable(
   "_smithers_queue_tenants",
-  {
+  () => ({
     tenant: text("tenant").primaryKey(),
     lastClaimSeq: integer("last_claim_seq").notNull(),
-  },
+  }),
   (t) => [index("_smithers_queue_tenants_seq_idx").on(t.lastClaimSeq)],
 );
 
@@ -439,15 +440,15 @@ export const smithersQueueTenants = sqliteTable(
  * request still waits, runs or ended (queue rows go when their run starts). `request_hash` is the
  * start's parameters, so the same key with another request is told apart (IDEMPOTENCY_CONFLICT).
  */
-export const smithersIdempotency = sqliteTable(
+export const smithersIdempotency = lazySqliteTable(
   "_smithers_idempotency",
-  {
+  () => ({
     key: text("key").primaryKey(),
     runId: text("run_id").notNull(),
     requestHash: text("request_hash").notNull(),
     createdAtMs: integer("created_at_ms").notNull(),
     expiresAtMs: integer("expires_at_ms").notNull(),
-  },
+  }),
   (t) => [index("_smithers_idempotency_expires_idx").on(t.expiresAtMs)],
 );
 

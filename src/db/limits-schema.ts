@@ -5,20 +5,20 @@
 import { integer, text } from "drizzle-orm/sqlite-core/columns";
 import { index } from "drizzle-orm/sqlite-core/indexes";
 import { primaryKey } from "drizzle-orm/sqlite-core/primary-keys";
-import { sqliteTable } from "drizzle-orm/sqlite-core/table";
+import { lazySqliteTable } from "./lazy-table.ts";
 
 /**
  * `_smithers_limits`: the limits each key was last declared with by a process that used it
  * (createSmithers `limits`, `--limit`), for `smithers limits` and the dashboard. The limit a
  * process enforces is its own; this row says what was declared, not what binds.
  */
-export const smithersLimits = sqliteTable("_smithers_limits", {
+export const smithersLimits = lazySqliteTable("_smithers_limits", () => ({
   limitKey: text("limit_key").primaryKey(),
   concurrency: integer("concurrency"),
   perMinute: integer("per_minute"),
   tokensPerMinute: integer("tokens_per_minute"),
   updatedAtMs: integer("updated_at_ms").notNull(),
-});
+}));
 
 /**
  * `_smithers_slots`: a task's place under its `concurrencyKey`, one row per node. `held`: it runs
@@ -26,9 +26,9 @@ export const smithersLimits = sqliteTable("_smithers_limits", {
  * that claimed it, so a slot of a dead process is freed when its run is taken over (the lease
  * rule of runs). `waiting`: the node waits for a slot (`waiting-slot`); a release makes its run due.
  */
-export const smithersSlots = sqliteTable(
+export const smithersSlots = lazySqliteTable(
   "_smithers_slots",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
@@ -38,7 +38,7 @@ export const smithersSlots = sqliteTable(
     /** The run's owner when the slot was claimed. */
     ownerId: text("owner_id"),
     sinceMs: integer("since_ms").notNull(),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration] }), index("_smithers_slots_key_idx").on(t.limitKey, t.state)],
 );
 
@@ -48,9 +48,9 @@ export const smithersSlots = sqliteTable(
  * provider's 429 asked to wait: `at_ms` is when the key may be used again). Older rows are
  * deleted by the next claim of the key.
  */
-export const smithersRateUsage = sqliteTable(
+export const smithersRateUsage = lazySqliteTable(
   "_smithers_rate_usage",
-  {
+  () => ({
     runId: text("run_id").notNull(),
     nodeId: text("node_id").notNull(),
     iteration: integer("iteration").notNull().default(0),
@@ -59,6 +59,6 @@ export const smithersRateUsage = sqliteTable(
     limitKey: text("limit_key").notNull(),
     atMs: integer("at_ms").notNull(),
     amount: integer("amount").notNull().default(1),
-  },
+  }),
   (t) => [primaryKey({ columns: [t.runId, t.nodeId, t.iteration, t.attempt, t.kind] }), index("_smithers_rate_usage_key_idx").on(t.limitKey, t.atMs)],
 );

@@ -20,4 +20,4 @@ export { describeSchema } from "./describe.ts";
 export { definitionText } from "./definition-text.ts";
 export { checkAgainstJsonSchema, fieldIssues, jsonSchemaIssues, jsonSchemaOf, type FieldIssue } from "./json-schema.ts";
 export { JITLESS_PARSES, safeParseWarming } from "./parse.ts";
-export { lazyEnum, zod } from "./zod.ts";
+export { lazyEnum, lazyShape, zod } from "./zod.ts";

@@ -23,3 +23,18 @@ export function lazyEnum<const T extends readonly [string, ...string[]]>(values:
     return schema;
   };
 }
+
+/**
+ * An object schema's shape whose fields are made when the shape is first read, each once: zod
+ * resolves an object's getter fields then (as it does recursive fields), so a schema the package
+ * exports costs its object at import and its fields only when a parse or a look at them needs them.
+ * @example export const pointSchema = z.object(lazyShape({ x: () => z.number(), y: () => z.number() }));
+ */
+export function lazyShape<const T extends Record<string, () => Zod.z.ZodType>>(fields: T): { [K in keyof T]: ReturnType<T[K]> } {
+  const shape = {} as { [K in keyof T]: ReturnType<T[K]> };
+  for (const [key, make] of Object.entries(fields)) {
+    let made: Zod.z.ZodType | undefined;
+    Object.defineProperty(shape, key, { enumerable: true, configurable: true, get: () => (made ??= make()) });
+  }
+  return shape;
+}

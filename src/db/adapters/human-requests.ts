@@ -21,7 +21,7 @@ export type PendingHumanRequest = HumanRequestRow & {
   nodeLabel: string | null;
 };
 
-const pending = eq(smithersHumanRequests.status, "pending");
+const pending = () => eq(smithersHumanRequests.status, "pending");
 
 /** createHumanRequest inside the caller's transaction (the engine's step); an existing id is kept, a withdrawn one reopened. */
 export async function createHumanRequestIn(q: Sql, request: NewHumanRequest): Promise<void> {
@@ -57,7 +57,7 @@ export async function withdrawRequestsIn(q: Sql, key: { runId: string; nodeId?: 
     key.nodeId === undefined
       ? eq(smithersHumanRequests.runId, key.runId)
       : and(eq(smithersHumanRequests.runId, key.runId), eq(smithersHumanRequests.nodeId, key.nodeId), eq(smithersHumanRequests.iteration, key.iteration ?? 0));
-  await q.orm.update(smithersHumanRequests).set({ status: "withdrawn" }).where(and(which, pending)).run();
+  await q.orm.update(smithersHumanRequests).set({ status: "withdrawn" }).where(and(which, pending())).run();
 }
 
 /** Moves a node's pending requests to `expired` (the node timed out), inside the caller's transaction. */
@@ -70,7 +70,7 @@ export async function expireNodeRequestsIn(q: Sql, node: { runId: string; nodeId
         eq(smithersHumanRequests.runId, node.runId),
         eq(smithersHumanRequests.nodeId, node.nodeId),
         eq(smithersHumanRequests.iteration, node.iteration),
-        pending,
+        pending(),
       ),
     )
     .run();
@@ -112,7 +112,7 @@ async function expireOverdue(q: Sql, nowMs: number): Promise<number> {
     await q.orm
       .update(smithersHumanRequests)
       .set({ status: "expired" })
-      .where(and(pending, isNotNull(smithersHumanRequests.timeoutAtMs), lte(smithersHumanRequests.timeoutAtMs, nowMs)))
+      .where(and(pending(), isNotNull(smithersHumanRequests.timeoutAtMs), lte(smithersHumanRequests.timeoutAtMs, nowMs)))
       .returning({ requestId: smithersHumanRequests.requestId })
       .all()
   ).length;
@@ -155,7 +155,7 @@ export async function readPendingWithRuns(q: Sql): Promise<PendingHumanRequest[]
         eq(smithersNodes.iteration, smithersHumanRequests.iteration),
       ),
     )
-    .where(pending)
+    .where(pending())
     .orderBy(asc(smithersHumanRequests.requestedAtMs), asc(smithersHumanRequests.requestId))
     .all();
 }
@@ -184,7 +184,7 @@ export async function answerHumanRequestIn(q: Sql, answer: HumanAnswer): Promise
           answeredAtMs: answer.answeredAtMs,
           answeredBy: answer.answeredBy ?? null,
         })
-        .where(and(eq(smithersHumanRequests.requestId, answer.requestId), pending))
+        .where(and(eq(smithersHumanRequests.requestId, answer.requestId), pending()))
         .returning({ requestId: smithersHumanRequests.requestId })
         .all()
     ).length > 0
@@ -203,7 +203,7 @@ export async function cancelHumanRequestIn(q: Sql, requestId: string): Promise<b
       await q.orm
         .update(smithersHumanRequests)
         .set({ status: "cancelled" })
-        .where(and(eq(smithersHumanRequests.requestId, requestId), pending))
+        .where(and(eq(smithersHumanRequests.requestId, requestId), pending()))
         .returning({ requestId: smithersHumanRequests.requestId })
         .all()
     ).length > 0

@@ -1,7 +1,6 @@
 /** `_smithers_runs`: one row per run; status, ownership and heartbeat. */
 import type { InferInsertModel, InferSelectModel } from "drizzle-orm";
 import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from "drizzle-orm/sql";
-import { getTableColumns } from "drizzle-orm/utils";
 import { DEFAULT_HEARTBEAT_MS, STALE_RUN_THRESHOLD_MS, WAITING_STATUSES } from "../constants.ts";
 import { smithersRuns } from "../internal-schema.ts";
 import { perDialect, smaller, type Sql } from "../sql.ts";
@@ -18,18 +17,16 @@ export function insertRun(db: SmithersDb, row: NewRunRow): Promise<void> {
   });
 }
 
-/** Every column of `_smithers_runs` holds text or an integer, stored as given: no mapping needed. */
-const RUN_COLUMNS = getTableColumns(smithersRuns);
 const R = sqlNames(smithersRuns);
+/** The fields of `_smithers_runs`: every column holds text or an integer, stored as given, so no mapping is needed. */
+const RUN_KEYS = Object.keys(R).filter((key) => key !== "$table") as (keyof RunRow)[];
 const RUN_EXISTS = `SELECT 1 FROM ${R.$table} WHERE ${R.runId} = ?`;
 // PostgreSQL: the row lock keeps a claim by another process from landing between this check and the commit.
 const OWNS_RUN = perDialect(
   (dialect) => `SELECT 1 AS owned FROM ${R.$table} WHERE ${R.runId} = ? AND ${R.runtimeOwnerId} = ?${dialect === "postgres" ? " FOR UPDATE" : ""}`,
 );
 // PostgreSQL: held until the commit, so two processes resuming the run at once judge its owner one after the other.
-const RUN_FIELDS = Object.keys(RUN_COLUMNS)
-  .map((key) => `${R[key as keyof typeof RUN_COLUMNS]} AS "${key}"`)
-  .join(", ");
+const RUN_FIELDS = RUN_KEYS.map((key) => `${R[key]} AS "${key}"`).join(", ");
 const LOCK_RUN = perDialect((dialect) => `SELECT ${RUN_FIELDS} FROM ${R.$table} WHERE ${R.runId} = ?${dialect === "postgres" ? " FOR UPDATE" : ""}`);
 /**
  * The database's clock in ms since the epoch. Heartbeats, claims and staleness are judged by it,
@@ -58,9 +55,8 @@ function runFields(row: Partial<NewRunRow>): { names: string[]; values: (string 
   const values: (string | number | null)[] = [];
   for (const [field, value] of Object.entries(row)) {
     if (value === undefined) continue;
-    const column = RUN_COLUMNS[field as keyof typeof RUN_COLUMNS];
-    if (!column) throw new SmithersError("INVALID_INPUT", `_smithers_runs has no field "${field}"`, { field });
-    names.push(R[field as keyof typeof RUN_COLUMNS]);
+    if (!RUN_KEYS.includes(field as keyof RunRow)) throw new SmithersError("INVALID_INPUT", `_smithers_runs has no field "${field}"`, { field });
+    names.push(R[field as keyof RunRow]);
     values.push(value as string | number | null);
   }
   return { names, values };
@@ -89,7 +85,7 @@ export function getRun(db: SmithersDb, runId: string): Promise<RunRow | undefine
  * A run its own process drives: not the child of a `<Subflow>` (whose parent run resumes it). A
  * fork names its parent too, but runs on its own.
  */
-const notSubflowChild = or(isNull(smithersRuns.parentRunId), isNotNull(smithersRuns.forkedFromFrame));
+const notSubflowChild = () => or(isNull(smithersRuns.parentRunId), isNotNull(smithersRuns.forkedFromFrame));
 
 /** Runs forked from `runId` (`smithers fork`, replay), oldest first. */
 export function listForks(db: SmithersDb, runId: string): Promise<RunRow[]> {
@@ -226,7 +222,7 @@ export function listStaleRuns(
       .where(
         and(
           staleCondition(options.nowMs, options.staleAfterMs ?? STALE_RUN_THRESHOLD_MS, options.missedBeats),
-          notSubflowChild,
+          notSubflowChild(),
           options.withWorkflowPathOnly ? isNotNull(smithersRuns.workflowPath) : undefined,
         ),
       )
@@ -362,7 +358,7 @@ export function listDueRuns(db: SmithersDb, nowMs: number, limit = 500, withWork
         and(
           inArray(smithersRuns.status, [...WAITING_STATUSES]),
           lte(smithersRuns.wakeAtMs, nowMs),
-          notSubflowChild,
+          notSubflowChild(),
           withWorkflowPathOnly ? isNotNull(smithersRuns.workflowPath) : undefined,
         ),
       )

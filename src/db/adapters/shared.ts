@@ -5,6 +5,7 @@ import { getTableColumns } from "drizzle-orm/utils";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { SmithersError } from "../../errors/index.ts";
 import { quoteIdentifier } from "../ddl.ts";
+import { definedColumnNames } from "../lazy-table.ts";
 import { nullSafeEq, type Dialect, type Sql } from "../sql.ts";
 import { chunkParams, chunkSize, multiRowText } from "../combined-rows.ts";
 export { combinable } from "../combined-rows.ts";
@@ -43,19 +44,21 @@ export type SqlNames<T extends SQLiteTable> = { readonly [K in ColumnKey<T>]: st
  */
 export function sqlNames<T extends SQLiteTable>(table: T): SqlNames<T> {
   const names: Record<string, string> = { $table: quoteIdentifier(getTableName(table)) };
-  for (const [key, column] of Object.entries(getTableColumns(table))) names[key] = quoteIdentifier(column.name);
+  // An internal table's names come from its column definitions: reading them does not build its columns.
+  const columns = definedColumnNames(table) ?? Object.fromEntries(Object.entries(getTableColumns(table)).map(([key, column]) => [key, column.name]));
+  for (const [key, name] of Object.entries(columns)) names[key] = quoteIdentifier(name);
   return names as SqlNames<T>;
 }
 
 /** `INSERT INTO table (columns of keys…) VALUES (?, …)`, one positional placeholder per key, in order. */
 export function insertSql<T extends SQLiteTable>(table: T, keys: readonly ColumnKey<T>[]): string {
-  const columns = getTableColumns(table) as Record<string, SQLiteColumn>;
+  const known = sqlNames(table) as Record<string, string>;
   const names = keys.map((key) => {
-    const column = columns[key];
-    if (!column) throw new SmithersError("INVALID_INPUT", `${getTableName(table)} has no field "${key}"`, { field: key });
-    return quoteIdentifier(column.name);
+    if (key === "$table" || !Object.hasOwn(known, key))
+      throw new SmithersError("INVALID_INPUT", `${getTableName(table)} has no field "${key}"`, { field: key });
+    return known[key]!;
   });
-  return `INSERT INTO ${quoteIdentifier(getTableName(table))} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`;
+  return `INSERT INTO ${known.$table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`;
 }
 
 /**

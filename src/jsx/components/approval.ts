@@ -4,31 +4,41 @@
  */
 import { z } from "zod";
 import { SmithersError } from "../../errors/index.ts";
+import { lazyShape } from "../../schema/index.ts";
 import { makeElement, type SmithersElement } from "../element.ts";
 import type { ApprovalOption, ApprovalSpec, OutputTarget } from "../plan.ts";
 import { ACCEPTED_PROPS, APPROVAL_PEER_ONLY_PROPS, checkProps } from "../props.ts";
 import { HOST } from "./host.ts";
 
+// The fields are made on the first read of each schema's shape (lazyShape): built at import, the
+// three are ~1.5 ms of zod in every process that loads the package, most of which decides nothing.
+
 /** The row an approve-mode `<Approval>` writes; use it (or a schema with these fields) as its output. */
-export const approvalDecisionSchema = z.object({
-  approved: z.boolean(),
-  note: z.string().nullable(),
-  decidedBy: z.string().nullable(),
-  /** ISO 8601 time of the decision. */
-  decidedAt: z.string().nullable(),
-});
+export const approvalDecisionSchema = z.object(
+  lazyShape({
+    approved: () => z.boolean(),
+    note: () => z.string().nullable(),
+    decidedBy: () => z.string().nullable(),
+    /** ISO 8601 time of the decision. */
+    decidedAt: () => z.string().nullable(),
+  }),
+);
 
 /** The row a `mode="select"` `<Approval>` writes: the key of the chosen option. */
-export const approvalSelectionSchema = z.object({
-  selected: z.string(),
-  notes: z.string().nullable(),
-});
+export const approvalSelectionSchema = z.object(
+  lazyShape({
+    selected: () => z.string(),
+    notes: () => z.string().nullable(),
+  }),
+);
 
 /** The row a `mode="rank"` `<Approval>` writes: every option's key, best first. */
-export const approvalRankingSchema = z.object({
-  ranked: z.array(z.string()),
-  notes: z.string().nullable(),
-});
+export const approvalRankingSchema = z.object(
+  lazyShape({
+    ranked: () => z.array(z.string()),
+    notes: () => z.string().nullable(),
+  }),
+);
 
 export type ApprovalProps = {
   id: string;
