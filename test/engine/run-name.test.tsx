@@ -29,4 +29,51 @@ describe("runWorkflow", () => {
     expect(resumed.status).toBe("finished");
     expect(await query(dbPath, "SELECT workflow_name FROM _smithers_runs")).toEqual([{ workflow_name: "named" }]);
   });
+
+  /** The texts of the UPDATEs of the run row that set its name, as the run executed them. */
+  function nameUpdates(db: { sql: { statement: (text: string) => unknown } }): string[] {
+    const texts: string[] = [];
+    const statement = db.sql.statement.bind(db.sql);
+    db.sql.statement = (text: string) => {
+      if (text.startsWith('UPDATE "_smithers_runs"') && text.includes('"workflow_name"')) texts.push(text);
+      return statement(text);
+    };
+    return texts;
+  }
+
+  test("a run of static tasks alone stores its name with its final status, in one update of the run row", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs, smithersDb } = createSmithers({ done: z.object({ ok: z.boolean() }) }, { dbPath });
+    const wf = smithers(() => (
+      <Workflow name="static-only">
+        <Task id="t" output={outputs.done}>
+          {{ ok: true }}
+        </Task>
+      </Workflow>
+    ));
+    const updates = nameUpdates(smithersDb as unknown as Parameters<typeof nameUpdates>[0]);
+    expect((await runWorkflow(wf, { input: {} })).status).toBe("finished");
+    expect(await query(dbPath, "SELECT workflow_name, status FROM _smithers_runs")).toEqual([{ workflow_name: "static-only", status: "finished" }]);
+    expect(updates.length).toBe(1);
+    expect(updates[0]).toContain('"status"');
+  });
+
+  test("a run whose first step commits on its own (a compute task) stores its name with that step", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, smithers, outputs } = createSmithers({ done: z.object({ ok: z.boolean() }) }, { dbPath });
+    let nameWhileRunning: unknown;
+    const wf = smithers(() => (
+      <Workflow name="computed">
+        <Task id="t" output={outputs.done}>
+          {async () => {
+            nameWhileRunning = (await query(dbPath, "SELECT workflow_name FROM _smithers_runs"))[0];
+            return { ok: true };
+          }}
+        </Task>
+      </Workflow>
+    ));
+    expect((await runWorkflow(wf, { input: {} })).status).toBe("finished");
+    expect(nameWhileRunning).toEqual({ workflow_name: "computed" });
+    expect(await query(dbPath, "SELECT workflow_name FROM _smithers_runs")).toEqual([{ workflow_name: "computed" }]);
+  });
 });

@@ -55,6 +55,7 @@ export async function endRun(run: RunState): Promise<RunResult> {
   const error = status === "failed" && run.failure ? errorSummaryJson(run.failure) : undefined;
   const finishedAtMs = run.now();
   const planned = status;
+  run.ending = true;
   try {
     await run.db.withTransaction("finishRun", async (q) => {
       await run.checkOwner(q);
@@ -76,7 +77,8 @@ export async function endRun(run: RunState): Promise<RunResult> {
         nextRunId = next.nextRunId;
         run.emitInTransaction(next.event);
       }
-      await runs.setRunFields(q, runId, { status, finishedAtMs, wakeAtMs, nextRunId, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
+      const name = run.renamed === undefined ? {} : { workflowName: run.renamed };
+      await runs.setRunFields(q, runId, { status, finishedAtMs, wakeAtMs, nextRunId, ...name, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
       if (status !== "continued") run.emitInTransaction(runEndedEvent(status, error));
       await run.journal(q);
     });
