@@ -66,8 +66,10 @@ export async function endRun(run: RunState): Promise<RunResult> {
       for (const write of writes) await write(q);
       if (cancelledInstead) await nodes.resetNodes(q, runId, [...WAITING_STATUSES], "cancelled", finishedAtMs);
       // Nothing is in flight any more: an attempt still `running` here is one the engine lost
-      // track of (a bug), closed so a finished run never holds a running attempt.
-      await closeLeftRunning(run, q, finishedAtMs, () => new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
+      // track of (a bug), closed so a finished run never holds a running attempt. A run whose
+      // attempts were all stored as they ended (static tasks alone) has none to look for.
+      if (run.storedRunning)
+        await closeLeftRunning(run, q, finishedAtMs, () => new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
       // What a waiting node waits for may have arrived after this run last looked (an answer, a
       // slot that freed): then it is due at once.
       const slotFree = await run.limits.atEnd(q, status, run.plan);

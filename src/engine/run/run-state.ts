@@ -120,6 +120,11 @@ export class RunState {
   renamed: string | undefined;
   /** The run's last transaction is being written: it stores `renamed` with the final status (see endRun). */
   ending = false;
+  /**
+   * A step of this execution stored an attempt `running` (a start not left to its settle): only
+   * then can the run's end find one left running (a resume closed those a dead process left).
+   */
+  storedRunning = false;
   /** Set when the scheduler found nothing to do but wait: the run ends with this status. */
   suspended: WaitingStatus | undefined;
   /** When the suspended run must be looked at again: its earliest timer or timeout (stored on the run for the daemon). */

@@ -94,6 +94,7 @@ async function stepInner(run: RunState): Promise<StepNext> {
       return "again";
     }
     batched = run.pureBatch.take();
+    if (starts.some((st) => !st.input.startInSettle)) run.storedRunning = true; // kept if the transaction rolls back: the end then looks
     if (batched.length > 0 || writes.length > 0 || starts.length > 0 || run.frameBox.size > 0 || run.bus.stagedCount > 0) {
       await run.db.withTransaction("step", async (q) => {
         await run.checkOwner(q);
