@@ -93,7 +93,10 @@ for (const backend of BACKENDS) {
 
     test("fewer rows than a chunk go in one statement of their own count: 5 rows in one, 21 in two (16 + 5)", async () => {
       const { db, executed, rows } = await backend.open();
-      for (const [tx, count] of [["five", 5], ["twenty-one", 21]] as const) {
+      for (const [tx, count] of [
+        ["five", 5],
+        ["twenty-one", 21],
+      ] as const) {
         const before = executed.length;
         await db.withTransaction(tx, async (q) => {
           for (let i = 0; i < count; i++) await nodes.upsertNode(q, node(`${tx}${i}`, "finished"));

@@ -28,11 +28,11 @@ describe("runWorkflow", () => {
         <Task id="work" output={outputs.out}>
           {async () => {
             // Written from another connection while the task runs: a running attempt no step of this run made.
-            const [{ run_id }] = await query<{ run_id: string }>(dbPath, "SELECT run_id FROM _smithers_runs");
+            const runId = (await query<{ run_id: string }>(dbPath, "SELECT run_id FROM _smithers_runs"))[0]!.run_id;
             await execute(
               dbPath,
               "INSERT INTO _smithers_attempts (run_id, node_id, iteration, attempt, state, started_at_ms) VALUES (?, 'ghost', 0, 1, 'running', 1)",
-              run_id!,
+              runId,
             );
             return { n: 1 };
           }}
