@@ -5,19 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { createSmithers, runWorkflow } from "../../src/index.ts";
-import { execute, query, tempDbPath } from "../helpers.ts";
-
-/** The statement texts the run's database prepares from now on. */
-function prepared(db: unknown): string[] {
-  const texts: string[] = [];
-  const sql = (db as { sql: { statement: (text: string) => unknown } }).sql;
-  const statement = sql.statement.bind(sql);
-  sql.statement = (text: string) => {
-    texts.push(text);
-    return statement(text);
-  };
-  return texts;
-}
+import { execute, query, sqliteOnly, statementsRun, tempDbPath } from "../helpers.ts";
 
 describe("runWorkflow", () => {
   test("an attempt still recorded running when the run ends (one the engine lost track of) is closed failed with ENGINE_ERROR", async () => {
@@ -49,19 +37,22 @@ describe("runWorkflow", () => {
     expect(failed.map((e) => (JSON.parse(e.payload_json) as { nodeId: string; error: { code: string } }).error.code)).toEqual(["ENGINE_ERROR"]);
   });
 
-  test("a run of static tasks alone, whose attempts are stored as they end, does not look for attempts left running", async () => {
-    const dbPath = tempDbPath();
-    const { Workflow, Task, smithers, outputs, smithersDb } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
-    const wf = smithers(() => (
-      <Workflow name="static">
-        <Task id="a" output={outputs.out}>
-          {{ n: 1 }}
-        </Task>
-      </Workflow>
-    ));
-    const texts = prepared(smithersDb);
-    expect((await runWorkflow(wf, { input: {} })).status).toBe("finished");
-    expect(await query(dbPath, "SELECT node_id, state FROM _smithers_attempts")).toEqual([{ node_id: "a", state: "finished" }]);
-    expect(texts.filter((t) => t.includes("'running'"))).toEqual([]);
-  });
+  sqliteOnly("counts the statements SQLite runs")(
+    "a run of static tasks alone, whose attempts are stored as they end, does not look for attempts left running",
+    async () => {
+      const dbPath = tempDbPath();
+      const { Workflow, Task, smithers, outputs, smithersDb } = createSmithers({ out: z.object({ n: z.number() }) }, { dbPath });
+      const wf = smithers(() => (
+        <Workflow name="static">
+          <Task id="a" output={outputs.out}>
+            {{ n: 1 }}
+          </Task>
+        </Workflow>
+      ));
+      const texts = statementsRun(smithersDb);
+      expect((await runWorkflow(wf, { input: {} })).status).toBe("finished");
+      expect(await query(dbPath, "SELECT node_id, state FROM _smithers_attempts")).toEqual([{ node_id: "a", state: "finished" }]);
+      expect(texts.filter((t) => t.includes("'running'"))).toEqual([]);
+    },
+  );
 });

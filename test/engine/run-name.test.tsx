@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { approvalDecisionSchema, approve, createSmithers, runWorkflow } from "../../src/index.ts";
-import { execute, query, tempDbPath } from "../helpers.ts";
+import { execute, query, sqliteOnly, statementsRun, tempDbPath } from "../helpers.ts";
 
 describe("runWorkflow", () => {
   test("a run its creator left with the default name (killed before the first render named it) is named by the process that resumes it", async () => {
@@ -30,33 +30,26 @@ describe("runWorkflow", () => {
     expect(await query(dbPath, "SELECT workflow_name FROM _smithers_runs")).toEqual([{ workflow_name: "named" }]);
   });
 
-  /** The texts of the UPDATEs of the run row that set its name, as the run executed them. */
-  function nameUpdates(db: { sql: { statement: (text: string) => unknown } }): string[] {
-    const texts: string[] = [];
-    const statement = db.sql.statement.bind(db.sql);
-    db.sql.statement = (text: string) => {
-      if (text.startsWith('UPDATE "_smithers_runs"') && text.includes('"workflow_name"')) texts.push(text);
-      return statement(text);
-    };
-    return texts;
-  }
-
-  test("a run of static tasks alone stores its name with its final status, in one update of the run row", async () => {
-    const dbPath = tempDbPath();
-    const { Workflow, Task, smithers, outputs, smithersDb } = createSmithers({ done: z.object({ ok: z.boolean() }) }, { dbPath });
-    const wf = smithers(() => (
-      <Workflow name="static-only">
-        <Task id="t" output={outputs.done}>
-          {{ ok: true }}
-        </Task>
-      </Workflow>
-    ));
-    const updates = nameUpdates(smithersDb as unknown as Parameters<typeof nameUpdates>[0]);
-    expect((await runWorkflow(wf, { input: {} })).status).toBe("finished");
-    expect(await query(dbPath, "SELECT workflow_name, status FROM _smithers_runs")).toEqual([{ workflow_name: "static-only", status: "finished" }]);
-    expect(updates.length).toBe(1);
-    expect(updates[0]).toContain('"status"');
-  });
+  sqliteOnly("counts the statements SQLite runs")(
+    "a run of static tasks alone stores its name with its final status, in one update of the run row",
+    async () => {
+      const dbPath = tempDbPath();
+      const { Workflow, Task, smithers, outputs, smithersDb } = createSmithers({ done: z.object({ ok: z.boolean() }) }, { dbPath });
+      const wf = smithers(() => (
+        <Workflow name="static-only">
+          <Task id="t" output={outputs.done}>
+            {{ ok: true }}
+          </Task>
+        </Workflow>
+      ));
+      const texts = statementsRun(smithersDb);
+      expect((await runWorkflow(wf, { input: {} })).status).toBe("finished");
+      expect(await query(dbPath, "SELECT workflow_name, status FROM _smithers_runs")).toEqual([{ workflow_name: "static-only", status: "finished" }]);
+      const nameUpdates = texts.filter((t) => t.startsWith('UPDATE "_smithers_runs"') && t.includes('"workflow_name"'));
+      expect(nameUpdates.length).toBe(1);
+      expect(nameUpdates[0]).toContain('"status"');
+    },
+  );
 
   test("a run whose first step commits on its own (a compute task) stores its name with that step", async () => {
     const dbPath = tempDbPath();
