@@ -69,4 +69,32 @@ describe("runWorkflow", () => {
     expect(nameWhileRunning).toEqual({ workflow_name: "computed" });
     expect(await query(dbPath, "SELECT workflow_name FROM _smithers_runs")).toEqual([{ workflow_name: "computed" }]);
   });
+
+  test("a run of static tasks alone that continues as a new one gives its successor its rendered name", async () => {
+    const dbPath = tempDbPath();
+    const { Workflow, Task, ContinueAsNew, smithers, outputs } = createSmithers({ done: z.object({ ok: z.boolean() }) }, { dbPath });
+    const wf = smithers((ctx) => (
+      <Workflow name="continuing">
+        <Task id="t" output={outputs.done}>
+          {{ ok: true }}
+        </Task>
+        {(ctx.input as { __smithersContinuation?: unknown }).__smithersContinuation === undefined ? <ContinueAsNew /> : null}
+      </Workflow>
+    ));
+    let successorAtCreation: unknown;
+    const result = await runWorkflow(wf, {
+      input: {},
+      runId: "c",
+      // Heard once the first run's last transaction committed, before the successor's first step names it itself.
+      onEvent: (event) => {
+        if (event.type === "RunContinuedAsNew") successorAtCreation = query(dbPath, "SELECT workflow_name FROM _smithers_runs WHERE run_id = 'c~1'");
+      },
+    });
+    expect(result).toMatchObject({ runId: "c~1", status: "finished" });
+    expect(await successorAtCreation).toEqual([{ workflow_name: "continuing" }]);
+    expect(await query(dbPath, "SELECT run_id, workflow_name FROM _smithers_runs ORDER BY run_id")).toEqual([
+      { run_id: "c", workflow_name: "continuing" },
+      { run_id: "c~1", workflow_name: "continuing" },
+    ]);
+  });
 });

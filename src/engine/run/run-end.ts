@@ -55,7 +55,8 @@ export async function endRun(run: RunState): Promise<RunResult> {
   const error = status === "failed" && run.failure ? errorSummaryJson(run.failure) : undefined;
   const finishedAtMs = run.now();
   const planned = status;
-  run.ending = true;
+  // A successor is made from the stored run row (its name with it), before the final status: then the name goes first, as written.
+  run.nameWithStatus = planned !== "continued";
   try {
     await run.db.withTransaction("finishRun", async (q) => {
       await run.checkOwner(q);
@@ -79,7 +80,7 @@ export async function endRun(run: RunState): Promise<RunResult> {
         nextRunId = next.nextRunId;
         run.emitInTransaction(next.event);
       }
-      const name = run.renamed === undefined ? {} : { workflowName: run.renamed };
+      const name = run.nameWithStatus && run.renamed !== undefined ? { workflowName: run.renamed } : {};
       await runs.setRunFields(q, runId, { status, finishedAtMs, wakeAtMs, nextRunId, ...name, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
       if (status !== "continued") run.emitInTransaction(runEndedEvent(status, error));
       await run.journal(q);

@@ -118,8 +118,8 @@ export class RunState {
   named = false;
   /** The name that render gave when it differs from the stored one (see nameRun). */
   renamed: string | undefined;
-  /** The run's last transaction is being written: it stores `renamed` with the final status (see endRun). */
-  ending = false;
+  /** The run's last transaction stores `renamed` with the final status (see endRun), not the naming write carried to it. */
+  nameWithStatus = false;
   /**
    * A step of this execution stored an attempt `running` (a start not left to its settle): only
    * then can the run's end find one left running (a resume closed those a dead process left).

@@ -136,7 +136,7 @@ function nameRun(run: RunState, name: string, writes: Write[]): void {
   if (name !== run.setup.storedName) {
     run.renamed = name;
     writes.push(async (q) => {
-      if (!run.ending) await runs.setRunFields(q, run.setup.runId, { workflowName: name });
+      if (!run.nameWithStatus) await runs.setRunFields(q, run.setup.runId, { workflowName: name });
     });
   }
   run.wf.name = name; // later runs of this workflow are created with it
