@@ -232,3 +232,15 @@ export async function waitFor(check: () => boolean | Promise<boolean>, ms = 10_0
     await Bun.sleep(20);
   }
 }
+
+/** The statement texts a SQLite SmithersDb runs from now on, in order (its executor's statement lookup, spied on). */
+export function statementsRun(db: SmithersDb): string[] {
+  const texts: string[] = [];
+  const { sql } = sqliteOf(db);
+  const statement = sql.statement.bind(sql);
+  sql.statement = (text: string) => {
+    texts.push(text);
+    return statement(text);
+  };
+  return texts;
+}

@@ -15,8 +15,20 @@ const CARRIED_AS_IS = /^(?:[\x20-\x7E\xA0-\u2027\u202A-\uD7FF\uE000-\uFFFD]|[\uD
 const JSON_UNSAFE = /[\x7F-\x9F\u2028\u2029\uFFFE\uFFFF]/g;
 const unicodeEscape = (ch: string) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
+/**
+ * Printable ASCII only, the commonest prop text (ids, states, table names): carried as is, known
+ * without CARRIED_AS_IS, whose first use in a process compiles it (a first run's first frame).
+ */
+function printableAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
+
 export function encodePropValue(value: PropValue): string {
-  if (typeof value === "string" && !value.startsWith(PROP_JSON_MARKER) && CARRIED_AS_IS.test(value)) return value;
+  if (typeof value === "string" && !value.startsWith(PROP_JSON_MARKER) && (printableAscii(value) || CARRIED_AS_IS.test(value))) return value;
   // A finite number's or a boolean's JSON text is its String() text, all ASCII: nothing to escape.
   if ((typeof value === "number" && Number.isFinite(value)) || typeof value === "boolean") return PROP_JSON_MARKER + String(value);
   return PROP_JSON_MARKER + JSON.stringify(value).replace(JSON_UNSAFE, unicodeEscape);

@@ -6,8 +6,6 @@ import { z } from "zod";
 import { SmithersError } from "../errors/index.ts";
 import { FRAME_MAX_DEPTH } from "./constants.ts";
 
-const XML_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
-
 // Parsers and Zod records treat these keys as the prototype, so they could never round-trip.
 const RESERVED_NAMES: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"]);
 
@@ -19,8 +17,22 @@ const KNOWN_NAMES_MAX = 4_096;
 /** A tag or prop name: an ASCII letter or `_`, then letters, digits, `_ . -`. */
 export function isXmlName(name: string): boolean {
   if (KNOWN_NAMES.has(name)) return true;
-  if (!XML_NAME.test(name) || RESERVED_NAMES.has(name)) return false;
+  if (!hasXmlNameShape(name) || RESERVED_NAMES.has(name)) return false;
   if (KNOWN_NAMES.size < KNOWN_NAMES_MAX) KNOWN_NAMES.add(name);
+  return true;
+}
+
+/**
+ * `[A-Za-z_][A-Za-z0-9_.-]*`, checked character by character: a regular expression is compiled at
+ * its first use in a process, which costs a first run's first frame more than this loop.
+ */
+function hasXmlNameShape(name: string): boolean {
+  if (name.length === 0) return false;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    const start = (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f; // A-Z a-z _
+    if (!start && (i === 0 || !((c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x2d))) return false; // 0-9 . -
+  }
   return true;
 }
 

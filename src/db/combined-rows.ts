@@ -20,8 +20,12 @@ export function combinable(text: string): string {
   return text;
 }
 
-/** Row counts of multi-row statements, largest first: a few texts to prepare, however many rows. */
-const ROW_CHUNKS = [64, 16, 4, 1];
+/**
+ * Row counts of multi-row statements, largest first: a few texts to prepare, however many rows.
+ * Fewer rows than the smallest go in one statement of their own count (a step's few events or
+ * frames: one statement, not one per row; at most 15 more texts, each prepared once).
+ */
+const ROW_CHUNKS = [64, 16];
 const multiRowTexts = new Map<string, string>();
 
 /** `text` (an INSERT with one `VALUES (…)` row of placeholders) with `count` rows of them. */
@@ -38,9 +42,9 @@ export function multiRowText(text: string, count: number): string {
   return found;
 }
 
-/** How many rows the next statement of `remaining` rows writes (one of ROW_CHUNKS). */
+/** How many rows the next statement of `remaining` rows writes: one of ROW_CHUNKS, else all of them. */
 export function chunkSize(remaining: number): number {
-  return ROW_CHUNKS.find((size) => size <= remaining)!;
+  return ROW_CHUNKS.find((size) => size <= remaining) ?? remaining;
 }
 
 /** The parameters of rows `at` .. `at + count - 1` (rows of one statement text: one width), in one array. */

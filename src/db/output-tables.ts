@@ -288,7 +288,7 @@ export function outputRowFor(info: OutputTableInfo, key: OutputKey, values: Reco
   return row;
 }
 
-type OutputWrite = { remove: string | undefined; hasIteration: boolean; insert: string; encode: (row: Record<string, unknown>) => unknown[] };
+type OutputWrite = { remove: string | undefined; insert: string; encode: (row: Record<string, unknown>) => unknown[] };
 
 const outputWrites = new WeakMap<OutputTableInfo, Map<string, OutputWrite>>();
 
@@ -302,7 +302,6 @@ function outputWrite(info: OutputTableInfo, fields: readonly string[]): OutputWr
   const columns = getTableColumns(info.table);
   const names = fields.map((f) => quoteIdentifier(columns[f]!.name));
   const table = quoteIdentifier(info.tableName);
-  const hasIteration = columnsOf(info.table).some((c) => c.name === "iteration");
   const insert = `INSERT INTO ${table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`;
   // Each column's own encoder (JSON, boolean, timestamp) turns a value into what is stored; null
   // stays NULL. PostgreSQL's driver reads these the same way (see pg/driver.ts).
@@ -316,13 +315,13 @@ function outputWrite(info: OutputTableInfo, fields: readonly string[]): OutputWr
     return params;
   };
   if (info.custom) {
-    const remove = `DELETE FROM ${table} WHERE run_id = ? AND node_id = ?${hasIteration ? " AND iteration = ?" : ""}`;
-    found = { remove, hasIteration, insert, encode };
+    const remove = `DELETE FROM ${table} WHERE run_id = ? AND node_id = ?${info.hasIteration ? " AND iteration = ?" : ""}`;
+    found = { remove, insert, encode };
   } else {
     // A generated table's key is (run_id, node_id, iteration): one upsert replaces the row.
     const set = names.map((n) => `${n} = excluded.${n}`).join(", ");
     // Combinable: a step that settles many tasks writes their rows many per statement (see SqliteSql).
-    found = { remove: undefined, hasIteration, insert: combinable(`${insert} ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET ${set}`), encode };
+    found = { remove: undefined, insert: combinable(`${insert} ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET ${set}`), encode };
   }
   byFields.set(key, found);
   return found;
@@ -352,7 +351,7 @@ export async function writeOutputRow(q: Sql, info: OutputTableInfo, key: OutputK
   // A generated table's row has every field (outputRowFor): its statement is looked up without listing them.
   const statements = info.custom ? outputWrite(info, Object.keys(row)) : wholeRowWrite(info);
   if (statements.remove) {
-    if (statements.hasIteration) await q.run(statements.remove, key.runId, key.nodeId, key.iteration);
+    if (info.hasIteration) await q.run(statements.remove, key.runId, key.nodeId, key.iteration);
     else await q.run(statements.remove, key.runId, key.nodeId);
   }
   await q.run(statements.insert, ...statements.encode(row));

@@ -104,6 +104,12 @@ describe("encodeFrameXml / decodeFrameXml", () => {
     }
   });
 
+  test("names of an ASCII letter or _ followed by letters, digits, _ . - are written and read back", () => {
+    for (const name of ["_", "a", "Z", "_1", "a.b-c_d", "task9", "z-Z.0"]) {
+      expect(roundTrip(el(name, { [name]: "v" })).back).toEqual(el(name, { [name]: "v" }));
+    }
+  });
+
   test("values that are not JSON (NaN, Infinity, undefined, functions, class instances) are refused with INVALID_FRAME", () => {
     for (const value of [Number.NaN, Number.POSITIVE_INFINITY, undefined, () => 1, new Date(0), [1, undefined]]) {
       expect(errorOf(() => encodeFrameXml(el("task", { v: value as PropValue }))).code).toBe("INVALID_FRAME");

@@ -91,6 +91,21 @@ for (const backend of BACKENDS) {
       expect(await rows("SELECT COUNT(*) AS c FROM _smithers_attempts WHERE state = 'finished'")).toEqual([{ c: 100 }]);
     });
 
+    test("fewer rows than a chunk go in one statement of their own count: 5 rows in one, 21 in two (16 + 5)", async () => {
+      const { db, executed, rows } = await backend.open();
+      for (const [tx, count] of [
+        ["five", 5],
+        ["twenty-one", 21],
+      ] as const) {
+        const before = executed.length;
+        await db.withTransaction(tx, async (q) => {
+          for (let i = 0; i < count; i++) await nodes.upsertNode(q, node(`${tx}${i}`, "finished"));
+        });
+        expect(executed.slice(before).filter((t) => t.includes('INTO "_smithers_nodes"')).length).toBe(tx === "five" ? 1 : 2);
+      }
+      expect(await rows("SELECT COUNT(*) AS c FROM _smithers_nodes")).toEqual([{ c: 26 }]);
+    });
+
     test("a read inside the transaction sees the rows held before it, through plain SQL and Drizzle", async () => {
       const { db } = await backend.open();
       const seen = await db.withTransaction("t", async (q) => {

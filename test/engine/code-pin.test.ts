@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { definitionSignature, workflowCodeHash } from "../../src/engine/workflow/code-pin.ts";
@@ -15,7 +15,7 @@ describe("workflowCodeHash", () => {
     const dir = tempDir();
     writeFileSync(join(dir, "helper.ts"), "export const n = 1;\n");
     writeFileSync(join(dir, "flow.ts"), `import { runWorkflow } from "${SRC}/index.ts";\nimport { n } from "./helper.ts";\nexport { runWorkflow, n };\n`);
-    const { files } = workflowCodeHash(join(dir, "flow.ts"));
+    const { files } = workflowCodeHash(join(dir, "flow.ts"))!;
     expect(files).toEqual([join(dir, "flow.ts"), join(dir, "helper.ts")]);
   });
 
@@ -23,9 +23,32 @@ describe("workflowCodeHash", () => {
     const dir = tempDir();
     for (const name of ["a.ts", "b.ts", "c.ts"]) writeFileSync(join(dir, name), "export const x = 1;\n");
     writeFileSync(join(dir, "flow.ts"), `import { x } from './a.ts';\nexport * from "./b.ts";\nexport const later = () => import("./c.ts");\nexport { x };\n`);
-    expect(workflowCodeHash(join(dir, "flow.ts")).files).toEqual(["flow.ts", "a.ts", "b.ts", "c.ts"].map((name) => join(dir, name)));
+    expect(workflowCodeHash(join(dir, "flow.ts"))?.files).toEqual(["flow.ts", "a.ts", "b.ts", "c.ts"].map((name) => join(dir, name)));
     writeFileSync(join(dir, "packages.ts"), `import { z } from "zod";\nimport { Database } from "bun:sqlite";\nexport { z, Database };\n`);
-    expect(workflowCodeHash(join(dir, "packages.ts")).files).toEqual([join(dir, "packages.ts")]);
+    expect(workflowCodeHash(join(dir, "packages.ts"))?.files).toEqual([join(dir, "packages.ts")]);
+  });
+
+  test("follows a module of the parent directory and one by absolute path, and not a string that only starts with a dot", () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, "flows"));
+    for (const name of ["up.ts", "abs.ts"]) writeFileSync(join(dir, name), "export const x = 1;\n");
+    writeFileSync(join(dir, "flows", "up-flow.ts"), `import { x } from "../up.ts";\nexport { x };\n`);
+    writeFileSync(join(dir, "flows", "abs-flow.ts"), `import { x } from "${join(dir, "abs.ts")}";\nexport { x };\n`);
+    expect(workflowCodeHash(join(dir, "flows", "up-flow.ts"))?.files).toEqual([join(dir, "flows", "up-flow.ts"), join(dir, "up.ts")]);
+    expect(workflowCodeHash(join(dir, "flows", "abs-flow.ts"))?.files).toEqual([join(dir, "flows", "abs-flow.ts"), join(dir, "abs.ts")]);
+    writeFileSync(join(dir, "dots.ts"), `export const ext = ".ts";\nexport const half = '.5';\n`);
+    expect(workflowCodeHash(join(dir, "dots.ts"))?.files).toEqual([join(dir, "dots.ts")]);
+  });
+
+  test("has no hash while the workflow's file is gone, and the file's hash again once it is back", () => {
+    const dir = tempDir();
+    const file = join(dir, "flow.ts");
+    writeFileSync(file, "export const x = 1;\n");
+    const first = workflowCodeHash(file)?.hash;
+    rmSync(file);
+    expect(workflowCodeHash(file)).toBeUndefined();
+    writeFileSync(file, "export const x = 1;\n");
+    expect(workflowCodeHash(file)?.hash).toBe(first!);
   });
 });
 

@@ -42,9 +42,12 @@ const HEARTBEAT = perDialect(
 
 /**
  * What the database's clock says now: the time a process compares heartbeats and leases with
- * (an injected test clock aside). On SQLite, one host's clock, read the same way.
+ * (an injected test clock aside). On SQLite, one host's clock, read the same way: SQLite runs in
+ * this process, and its 'now' is the system clock Date.now() reads (CLOCK_MS rounds to the same
+ * millisecond), so no turn of the queue is taken to ask it.
  */
 export async function databaseNow(db: SmithersDb): Promise<number> {
+  if (db.dialect === "sqlite") return Date.now();
   const row = await db.read("databaseNow", (q) => q.get<{ now: number | string }>(`SELECT ${CLOCK_MS[q.dialect]} AS now`));
   return Number(row?.now);
 }

@@ -55,6 +55,8 @@ export async function endRun(run: RunState): Promise<RunResult> {
   const error = status === "failed" && run.failure ? errorSummaryJson(run.failure) : undefined;
   const finishedAtMs = run.now();
   const planned = status;
+  // A successor is made from the stored run row (its name with it), before the final status: then the name goes first, as written.
+  run.nameWithStatus = planned !== "continued";
   try {
     await run.db.withTransaction("finishRun", async (q) => {
       await run.checkOwner(q);
@@ -65,8 +67,10 @@ export async function endRun(run: RunState): Promise<RunResult> {
       for (const write of writes) await write(q);
       if (cancelledInstead) await nodes.resetNodes(q, runId, [...WAITING_STATUSES], "cancelled", finishedAtMs);
       // Nothing is in flight any more: an attempt still `running` here is one the engine lost
-      // track of (a bug), closed so a finished run never holds a running attempt.
-      await closeLeftRunning(run, q, finishedAtMs, () => new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
+      // track of (a bug), closed so a finished run never holds a running attempt. A run whose
+      // attempts were all stored as they ended (static tasks alone) has none to look for.
+      if (run.storedRunning)
+        await closeLeftRunning(run, q, finishedAtMs, () => new SmithersError("ENGINE_ERROR", "The attempt was still recorded running when its run ended"));
       // What a waiting node waits for may have arrived after this run last looked (an answer, a
       // slot that freed): then it is due at once.
       const slotFree = await run.limits.atEnd(q, status, run.plan);
@@ -76,7 +80,8 @@ export async function endRun(run: RunState): Promise<RunResult> {
         nextRunId = next.nextRunId;
         run.emitInTransaction(next.event);
       }
-      await runs.setRunFields(q, runId, { status, finishedAtMs, wakeAtMs, nextRunId, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
+      const name = run.nameWithStatus && run.renamed !== undefined ? { workflowName: run.renamed } : {};
+      await runs.setRunFields(q, runId, { status, finishedAtMs, wakeAtMs, nextRunId, ...name, ...(error ? { errorJson: JSON.stringify(error) } : {}) });
       if (status !== "continued") run.emitInTransaction(runEndedEvent(status, error));
       await run.journal(q);
     });

@@ -230,10 +230,7 @@ async function resumeRun(o: SetupOptions, runId: string): Promise<Resumed> {
 async function startRun(o: SetupOptions, runId: string, budget: Budget, traceParent: string | undefined): Promise<unknown> {
   const input = validateInput(o.registry, o.input);
   await o.db.withTransaction("startRun", async (q) => {
-    // Checked under the write lock, so two processes starting the same run id cannot both pass.
-    const exists = () => new SmithersError("RUN_EXISTS", `Run "${runId}" already exists; resume it instead (resume: true, or --resume on the CLI)`, { runId });
-    if (await runs.runExists(q, runId)) throw exists();
-    // On PostgreSQL another process may insert it between the check and here: then nothing is inserted.
+    // Inserted only if absent, under the write lock: of two processes starting the same run id one inserts, the other is told it exists.
     const inserted = await runs.insertRunRow(
       q,
       {
@@ -255,9 +252,10 @@ async function startRun(o: SetupOptions, runId: string, budget: Budget, tracePar
       },
       { ifAbsent: true },
     );
-    if (!inserted) throw exists();
+    if (!inserted) throw new SmithersError("RUN_EXISTS", `Run "${runId}" already exists; resume it instead (resume: true, or --resume on the CLI)`, { runId });
     await writeInput(q, o.registry, runId, input);
-    await queue.handOff(q, runId); // its queued request, if it had one, is taken
+    // Its queued request, if it had one, is taken; an id made here (no runId given) has none.
+    if (o.runId !== undefined) await queue.handOff(q, runId);
   });
   return input;
 }

@@ -116,6 +116,15 @@ export class RunState {
   readonly loopWrites = new Map<string, object>();
   /** The first render named the run (see nameRun in run-step.ts). */
   named = false;
+  /** The name that render gave when it differs from the stored one (see nameRun). */
+  renamed: string | undefined;
+  /** The run's last transaction stores `renamed` with the final status (see endRun), not the naming write carried to it. */
+  nameWithStatus = false;
+  /**
+   * A step of this execution stored an attempt `running` (a start not left to its settle): only
+   * then can the run's end find one left running (a resume closed those a dead process left).
+   */
+  storedRunning = false;
   /** Set when the scheduler found nothing to do but wait: the run ends with this status. */
   suspended: WaitingStatus | undefined;
   /** When the suspended run must be looked at again: its earliest timer or timeout (stored on the run for the daemon). */

@@ -94,6 +94,7 @@ async function stepInner(run: RunState): Promise<StepNext> {
       return "again";
     }
     batched = run.pureBatch.take();
+    if (starts.some((st) => !st.input.startInSettle)) run.storedRunning = true; // kept if the transaction rolls back: the end then looks
     if (batched.length > 0 || writes.length > 0 || starts.length > 0 || run.frameBox.size > 0 || run.bus.stagedCount > 0) {
       await run.db.withTransaction("step", async (q) => {
         await run.checkOwner(q);
@@ -124,14 +125,20 @@ async function stepInner(run: RunState): Promise<StepNext> {
 
 /**
  * The first render names the run: the `<Workflow name>` goes on the run row with this step's
- * writes (its transaction, or the batch it joins), not in a commit of its own. Compared with the
- * stored name, not this process's: a run whose creator died before its first step committed still
- * has the default, and the process that resumes it names it.
+ * writes (its transaction, or the batch it joins), not in a commit of its own; when those writes
+ * are carried to the run's last transaction, its final status update stores the name (see endRun).
+ * Compared with the stored name, not this process's: a run whose creator died before its first
+ * step committed still has the default, and the process that resumes it names it.
  */
 function nameRun(run: RunState, name: string, writes: Write[]): void {
   if (run.named) return;
   run.named = true;
-  if (name !== run.setup.storedName) writes.push(async (q) => void (await runs.setRunFields(q, run.setup.runId, { workflowName: name })));
+  if (name !== run.setup.storedName) {
+    run.renamed = name;
+    writes.push(async (q) => {
+      if (!run.nameWithStatus) await runs.setRunFields(q, run.setup.runId, { workflowName: name });
+    });
+  }
   run.wf.name = name; // later runs of this workflow are created with it
 }
 

@@ -15,7 +15,7 @@ import { definitionText } from "../../schema/index.ts";
 /** The code hash of the workflow at `path`; undefined when its file is gone or cannot be read (nothing to pin to). */
 export function codeHashOf(path: string): string | undefined {
   try {
-    return existsSync(path) ? workflowCodeHash(path).hash : undefined;
+    return workflowCodeHash(path)?.hash;
   } catch {
     return undefined;
   }
@@ -33,18 +33,29 @@ const SCANNED: Record<string, "ts" | "tsx" | "js" | "jsx"> = {
 };
 
 /**
- * A string literal that may name a local module: one starting with `./`, `../` or `/` (or with an
- * escape). Where the text has none, it imports no local module, and the transpiler (some 0.5 ms of
- * a first run: making one, scanning with it) is not needed to say so.
+ * Whether `text` has a string literal that may name a local module: one starting with `./`, `../`
+ * or `/` (or with an escape). Where the text has none, it imports no local module, and the
+ * transpiler (some 0.5 ms of a first run: making one, scanning with it) is not needed to say so.
+ * Searched for as plain text (a quote, then `.` or `/` or a backslash): a regular expression's
+ * first use in a process compiles it, which costs a first run more than these searches.
  */
-const MAYBE_LOCAL_SPECIFIER = /["'`](?:\.\.?\/|\/|\\)/;
+function maybeImportsLocal(text: string): boolean {
+  for (const quote of ['"', "'", "`"]) {
+    for (const start of [".", "/", "\\"]) {
+      for (let at = text.indexOf(quote + start); at >= 0; at = text.indexOf(quote + start, at + 1)) {
+        if (start !== "." || text.startsWith("/", at + 2) || text.startsWith("./", at + 2)) return true;
+      }
+    }
+  }
+  return false;
+}
 
 const transpilers = new Map<string, Bun.Transpiler>();
 function importsOf(file: string, text: string): string[] {
   const ext = extname(file);
   if (ext === ".mdx" || ext === ".md") return [...text.matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
   const loader = SCANNED[ext];
-  if (!loader || !MAYBE_LOCAL_SPECIFIER.test(text)) return [];
+  if (!loader || !maybeImportsLocal(text)) return [];
   let t = transpilers.get(loader);
   if (!t) transpilers.set(loader, (t = new Bun.Transpiler({ loader })));
   try {
@@ -84,15 +95,19 @@ export type CodeHash = {
 /**
  * The hash of a workflow's code: its file and the local modules it imports (followed through
  * imports of imports; `.mdx` prompts included). The same code in another directory hashes the same.
- * @example workflowCodeHash("workflows/review.tsx").hash // "3f1c…"
+ * Undefined when the workflow's file is gone.
+ * @example workflowCodeHash("workflows/review.tsx")?.hash // "3f1c…"
  */
-export function workflowCodeHash(entry: string): CodeHash {
+export function workflowCodeHash(entry: string): CodeHash | undefined {
   const root = resolve(entry);
   // A process that starts many runs of one workflow hashes it once, until one of its files changes.
   const known = hashed.get(root);
   if (known?.stamps.every(([file, stamp]) => stampOf(file) === stamp)) return known.result;
+  // Taken before the file is read: a change made meanwhile shows as a new stamp at the next look.
+  const rootStamp = stampOf(root);
+  if (rootStamp === "") return undefined;
   const result = hashCode(root);
-  hashed.set(root, { result, stamps: result.files.map((file) => [file, stampOf(file)]) });
+  hashed.set(root, { result, stamps: result.files.map((file) => [file, file === root ? rootStamp : stampOf(file)]) });
   return result;
 }
 
