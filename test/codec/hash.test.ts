@@ -70,14 +70,20 @@ describe("ChildHashTree", () => {
     }
   });
 
+  /** A tree of n leaves (i, -i), built, with its leaves' lanes to fold afresh. */
+  const builtTree = (n: number) => {
+    const as = Array.from({ length: n }, (_, i) => i);
+    const bs = Array.from({ length: n }, (_, i) => -i);
+    const tree = new ChildHashTree(n);
+    as.forEach((a, i) => tree.leaf(i, a, bs[i]!));
+    tree.build();
+    return { as, bs, tree };
+  };
+
   test("stays equal to a fresh fold through random single-leaf updates", () => {
     const rng = createRng(11);
     for (const n of [1, 2, 3, 5, 8, 13, 100, 1000]) {
-      const as = Array.from({ length: n }, (_, i) => i);
-      const bs = Array.from({ length: n }, (_, i) => -i);
-      const tree = new ChildHashTree(n);
-      as.forEach((a, i) => tree.leaf(i, a, bs[i]!));
-      tree.build();
+      const { as, bs, tree } = builtTree(n);
       for (let k = 0; k < 50; k++) {
         const i = rng.int(n);
         as[i] = rng.int(2 ** 32) | 0;
@@ -91,11 +97,7 @@ describe("ChildHashTree", () => {
   test("refresh after several leaves changed at once (repeats among them) equals a fresh fold", () => {
     const rng = createRng(13);
     for (const n of [1, 2, 3, 5, 8, 13, 100, 1000]) {
-      const as = Array.from({ length: n }, (_, i) => i);
-      const bs = Array.from({ length: n }, (_, i) => -i);
-      const tree = new ChildHashTree(n);
-      as.forEach((a, i) => tree.leaf(i, a, bs[i]!));
-      tree.build();
+      const { as, bs, tree } = builtTree(n);
       for (let k = 0; k < 50; k++) {
         // Neighbours (as a step's two tasks), scattered leaves, and the same leaf twice.
         const first = rng.int(n);
