@@ -131,7 +131,7 @@ describe("the packed package, installed into an empty project", () => {
       expect(fromBundle.stdout).toContain("HELLO, ADA!");
       // A script of the project's own imports smithers-workflows by name, with no condition: the
       // packed package's exports default to the bundle (TypeScript still reads the sources).
-      const shipped = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")) as typeof pkg;
+      const shipped = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")) as { exports: Record<string, unknown> };
       expect(shipped.exports["."]).toEqual({ types: "./src/index.ts", "smithers-bundle": "./dist/bundle/index.js", default: "./dist/bundle/index.js" });
       writeFileSync(
         join(project, "script.tsx"),
