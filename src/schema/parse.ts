@@ -9,7 +9,7 @@
  * once a schema has parsed many values. The result is the same either way.
  */
 import type { z } from "zod";
-import { def, type Schema } from "./walk.ts";
+import { checksItself, def, type Schema } from "./walk.ts";
 
 /** Parses of one schema done without the JIT before it is used. */
 export const JITLESS_PARSES = 32;
@@ -38,7 +38,7 @@ const plainShapes = new WeakMap<object, readonly PlainField[] | null>();
 
 /**
  * The fields of `z.object({ … })` whose fields are all `z.string()`, `z.number()` or `z.boolean()`
- * without checks or coercion, and which has no checks (refinements) or catch-all of its own; else
+ * without checks, formats (`z.email()`, `z.int()`: their own check) or coercion, and which has no checks (refinements) or catch-all of its own; else
  * null. For such a schema Zod's output is a new plain object with the declared keys, in order,
  * each holding the input's value (its unknown keys stripped).
  */
@@ -62,7 +62,8 @@ function readPlainFields(schema: Schema): readonly PlainField[] | null {
     const field = Object.getOwnPropertyDescriptor(shape, key)?.value as Schema | undefined;
     if (!field?._zod) return null;
     const fd = def(field);
-    if ((fd.type !== "string" && fd.type !== "number" && fd.type !== "boolean") || fd.coerce || (fd.checks?.length ?? 0) > 0) return null;
+    if ((fd.type !== "string" && fd.type !== "number" && fd.type !== "boolean") || fd.coerce || (fd.checks?.length ?? 0) > 0 || checksItself(field))
+      return null;
     fields.push([key, fd.type]);
   }
   return fields;

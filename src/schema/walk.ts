@@ -17,6 +17,13 @@ export type UnwrapSide = "input" | "output";
 
 export const def = (schema: Schema): Def => schema._zod.def as unknown as Def;
 
+/**
+ * Whether a schema checks its values itself, beyond its type: a format such as `z.email()`,
+ * `z.int()` or `z.iso.datetime()` is a string or number schema that is also its own check
+ * (its `def.checks` stays empty).
+ */
+export const checksItself = (schema: Schema): boolean => schema._zod.traits.has("$ZodCheck");
+
 /** Whether a value is a Zod (v4) schema at all: what a caller passed where a schema belongs. */
 export const isZodSchema = (value: unknown): value is Schema => typeof value === "object" && value !== null && "_zod" in value;
 

@@ -5,6 +5,8 @@ import { safeParseWarming } from "../../src/schema/index.ts";
 /** Values that probe a flat object schema: matches, extra keys, missing keys, wrong types, odd numbers, non-objects. */
 const VALUES: unknown[] = [
   { s: "a", n: 1, b: true },
+  { s: "a@b.co", n: 1e300, b: true },
+  { s: "2026-11-27T00:00:00Z", n: 2.5, b: true },
   { b: false, n: -0.5, s: "", extra: [1], more: { x: 1 } },
   { s: "a", n: 1 },
   { s: "a", n: Number.NaN, b: true },
@@ -28,6 +30,8 @@ const SCHEMAS: Record<string, z.ZodType> = {
   "a strict object": z.strictObject({ s: z.string(), n: z.number(), b: z.boolean() }),
   "a loose object": z.looseObject({ s: z.string(), n: z.number(), b: z.boolean() }),
   "fields with checks": z.object({ s: z.string().min(1), n: z.number().int(), b: z.boolean() }),
+  "fields of a format (a check of their own)": z.object({ s: z.email(), n: z.int(), b: z.boolean() }),
+  "fields of other formats": z.object({ s: z.iso.datetime(), n: z.float32(), b: z.boolean() }),
   "coercing fields": z.object({ s: z.coerce.string(), n: z.coerce.number(), b: z.coerce.boolean() }),
   "optional and defaulted fields": z.object({ s: z.string().optional(), n: z.number().default(7), b: z.boolean().nullable() }),
   "a transformed object": z.object({ s: z.string(), n: z.number(), b: z.boolean() }).transform((v) => ({ ...v, seen: true })),
