@@ -83,6 +83,8 @@ function checkStep(prev: XmlElement, prevJson: string, next: XmlElement, live: L
   same(live.toTree(), next);
   const hash = frameHash(next);
   if (live.hash !== hash) expect(live.hash).toBe(hash);
+  const liveXml = live.toXml();
+  if (liveXml !== xml) expect(liveXml).toBe(xml);
 
   const seen = hashes.get(hash);
   if (seen !== undefined && seen !== xml) expect(seen).toBe(xml);
