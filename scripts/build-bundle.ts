@@ -22,11 +22,14 @@
  * In the packed package every export's default is its bundled file too (`--pack`, npm's prepack,
  * writes that package.json; `--clean`, its postpack, puts the checkout's back): a script of a
  * project that installed it, or its `bun test`, loads the bundle, with the sources still named
- * under `types` for TypeScript. In a checkout (no bundle) the default is src/.
+ * under `types` for TypeScript. In a checkout (no bundle) the default is src/. npm runs no
+ * postpack when the pack fails after its prepack (the tarball cannot be written, a `prepare` that
+ * fails, Ctrl-C), so `--pack` leaves a guard that does its work once npm has exited.
  *
  *   bun scripts/build-bundle.ts [--pack | --clean]
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import type { BunPlugin } from "bun";
 import { getTableName } from "drizzle-orm/table";
@@ -302,7 +305,71 @@ function restoreCheckoutManifest(): void {
   rmSync(CHECKOUT_MANIFEST);
 }
 
-if (import.meta.main) {
+/** A file's identity now ("" when it is gone): the guard puts back only the aside file its pack wrote. */
+function fileStamp(file: string): string {
+  try {
+    const s = statSync(file);
+    return `${s.ino}:${s.mtimeMs}:${s.size}`;
+  } catch {
+    return "";
+  }
+}
+
+const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ash", "ksh", "busybox"]);
+
+/** A process's parent and command name, from /proc (Linux) or ps (macOS); undefined when neither tells. */
+function parentAndName(pid: number): { ppid: number; name: string } | undefined {
+  try {
+    // "pid (name) state ppid …": the name may hold spaces and parentheses.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const close = stat.lastIndexOf(")");
+    return { ppid: Number(stat.slice(close + 2).split(" ")[1]), name: stat.slice(stat.indexOf("(") + 1, close) };
+  } catch {
+    const ps = spawnSync("ps", ["-o", "ppid=", "-o", "comm=", "-p", String(pid)], { encoding: "utf8" });
+    const match = /^\s*(\d+)\s+(.+?)\s*$/.exec(ps.stdout ?? "");
+    return match ? { ppid: Number(match[1]), name: basename(match[2]!) } : undefined;
+  }
+}
+
+/** The process that runs this prepack (npm, or the client that packs): the nearest ancestor that is not a shell. */
+function packerPid(): number | undefined {
+  let pid = process.ppid;
+  for (let depth = 0; depth < 4 && pid > 1; depth++) {
+    const it = parentAndName(pid);
+    if (!it) return undefined;
+    if (!SHELLS.has(it.name)) return pid;
+    pid = it.ppid;
+  }
+  return undefined;
+}
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === "EPERM";
+  }
+};
+
+/**
+ * `--restore-after PID STAMP`, started detached by `--pack`: once the packer has exited, does what
+ * its postpack would have (the checkout's package.json back, the bundle removed) if that did not
+ * run, i.e. the aside file `--pack` wrote (STAMP) is still there. An hour at most.
+ */
+async function guardPack(pid: number, stamp: string): Promise<void> {
+  const until = Date.now() + 3_600_000;
+  while (isAlive(pid) && Date.now() < until) await Bun.sleep(50);
+  if (fileStamp(CHECKOUT_MANIFEST) !== stamp) return;
+  // The aside file goes last: while it is there, the checkout is not yet as it was.
+  rmSync(BUNDLE_DIR, { recursive: true, force: true });
+  restoreCheckoutManifest();
+}
+
+const guarded = process.argv.indexOf("--restore-after");
+if (import.meta.main && guarded >= 0) {
+  await guardPack(Number(process.argv[guarded + 1]), process.argv[guarded + 2] ?? "");
+} else if (import.meta.main) {
   restoreCheckoutManifest();
   if (process.argv.includes("--clean")) {
     rmSync(BUNDLE_DIR, { recursive: true, force: true });
@@ -316,6 +383,10 @@ if (import.meta.main) {
       const packed = packedManifest(checkout);
       writeFileSync(CHECKOUT_MANIFEST, checkout);
       writeFileSync(MANIFEST, packed);
+      // Without a packer to wait for, a failed pack is undone by the next run of this script.
+      const packer = packerPid();
+      if (packer !== undefined)
+        spawn(process.execPath, [import.meta.path, "--restore-after", String(packer), fileStamp(CHECKOUT_MANIFEST)], { detached: true, stdio: "ignore" }).unref();
     }
   }
 }

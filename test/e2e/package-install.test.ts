@@ -72,6 +72,20 @@ describe("the packed package, installed into an empty project", () => {
     expect(files.filter((f) => /^(test|bench|\.ci|scripts|examples|src\/ui)\//.test(f))).toEqual([]);
   });
 
+  test("a pack that fails after its prepack leaves the checkout's package.json as it was, and no bundle, once npm has exited", async () => {
+    const manifest = readFileSync(join(root, "package.json"), "utf8");
+    // prepack writes the package.json that ships; npm then cannot write the tarball, so postpack never runs.
+    const failed = await run(["npm", "pack", "--pack-destination", join(work, "no-such-dir", "here")], root);
+    expect(failed.stderr).toContain("ENOENT");
+    expect(failed.code).not.toBe(0);
+    // The prepack's guard puts the checkout back a moment after npm exits.
+    const aside = join(root, "dist", "package.checkout.json");
+    for (let waited = 0; waited < 5_000 && existsSync(aside); waited += 50) await Bun.sleep(50);
+    expect(readFileSync(join(root, "package.json"), "utf8")).toBe(manifest);
+    expect(existsSync(aside)).toBe(false);
+    expect(existsSync(join(root, "dist", "bundle"))).toBe(false);
+  }, 120_000);
+
   test("npm install, then npx smithers init, npm start and npm test work with no Bun installed by hand", async () => {
     expect((await run(["npm", "init", "-y"])).code).toBe(0);
     const installed = await run(["npm", "install", "smithers-workflows", "zod"]);
