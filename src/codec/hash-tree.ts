@@ -35,12 +35,6 @@ export class ChildHashTree {
     for (let k = this.size - 1; k >= 1; k--) this.combine(k);
   }
 
-  /** Replace leaf i and rehash its ancestors. */
-  update(i: number, a: number, b: number): void {
-    this.leaf(i, a, b);
-    for (let k = (this.size + i) >> 1; k >= 1; k >>= 1) this.combine(k);
-  }
-
   /**
    * Rehash the ancestors of leaves `changed` (set with leaf() before; repeats allowed), each
    * ancestor once, level by level: two neighbours changed in one step share all but a few.

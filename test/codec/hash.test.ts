@@ -88,7 +88,8 @@ describe("ChildHashTree", () => {
         const i = rng.int(n);
         as[i] = rng.int(2 ** 32) | 0;
         bs[i] = rng.int(2 ** 32) | 0;
-        tree.update(i, as[i]!, bs[i]!);
+        tree.leaf(i, as[i]!, bs[i]!);
+        tree.refresh([i]);
         expect([tree.rootA, tree.rootB]).toEqual(fold(as, bs));
       }
     }
