@@ -386,7 +386,10 @@ if (import.meta.main && guarded >= 0) {
       // Without a packer to wait for, a failed pack is undone by the next run of this script.
       const packer = packerPid();
       if (packer !== undefined)
-        spawn(process.execPath, [import.meta.path, "--restore-after", String(packer), fileStamp(CHECKOUT_MANIFEST)], { detached: true, stdio: "ignore" }).unref();
+        spawn(process.execPath, [import.meta.path, "--restore-after", String(packer), fileStamp(CHECKOUT_MANIFEST)], {
+          detached: true,
+          stdio: "ignore",
+        }).unref();
     }
   }
 }
