@@ -111,6 +111,15 @@ describe("ChildHashTree", () => {
         tree.refresh(changed);
         expect([tree.rootA, tree.rootB]).toEqual(fold(as, bs));
       }
+      // Every leaf at once (a step that starts every task of a wide parallel), last first, each twice.
+      const all = Array.from({ length: n }, (_, i) => n - 1 - i);
+      for (const i of all) {
+        as[i] = rng.int(2 ** 32) | 0;
+        bs[i] = rng.int(2 ** 32) | 0;
+        tree.leaf(i, as[i]!, bs[i]!);
+      }
+      tree.refresh([...all, ...all]);
+      expect([tree.rootA, tree.rootB]).toEqual(fold(as, bs));
     }
   });
 });
