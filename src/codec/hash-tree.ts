@@ -45,7 +45,14 @@ export class ChildHashTree {
     // the index last added: one comparison each (a scan of the level for each was quadratic in
     // the number changed, 33 million comparisons for a step that changes 10,000 children).
     const ks = this.pending;
-    const leaves = changed.length > 1 ? Int32Array.from(changed).sort() : changed;
+    // Already ascending (a step's ops come in the tree's order) is kept as it is: no copy to sort.
+    let leaves: ArrayLike<number> & Iterable<number> = changed;
+    for (let j = 1; j < changed.length; j++) {
+      if (changed[j]! < changed[j - 1]!) {
+        leaves = Int32Array.from(changed).sort();
+        break;
+      }
+    }
     let m = 0;
     for (const i of leaves) m = addLast(ks, m, (this.size + i) >> 1);
     while (m > 0 && ks[0]! >= 1) {
