@@ -4,10 +4,10 @@
  * importing both by name, started under the smithers-bundle condition, so it loads the tree's
  * bundle (dist/bundle: one file and its bytecode) as the packed package hands it to a script.
  */
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { basename, join } from "node:path";
-import { BENCH_DIR, HERE, ROOT, WORK_DIR, type OursTree } from "./spawn.ts";
-import { linkTo } from "./up-file.ts";
+import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { BENCH_DIR, HERE, type OursTree } from "./spawn.ts";
+import { oursProject } from "./up-file.ts";
 
 /** `text` with each [from, to] replaced once; a `from` that is not there is an error (the worker changed: update this list). */
 function rewrite(file: string, edits: readonly [string, string][]): string {
@@ -21,10 +21,7 @@ function rewrite(file: string, edits: readonly [string, string][]): string {
 
 /** The worker's path in the project made for `ours` (made again each call: the bench's sources may have changed). */
 export function bundleWorker(ours: OursTree): string {
-  const dir = join(WORK_DIR, "ours-shapes", ours.root === ROOT ? `tree-${Bun.hash(ROOT).toString(36)}` : basename(ours.root));
-  mkdirSync(join(dir, "node_modules"), { recursive: true });
-  linkTo(join(dir, "node_modules", "smithers-workflows"), ours.root);
-  linkTo(join(dir, "node_modules", "zod"), join(ROOT, "node_modules", "zod"));
+  const dir = oursProject(ours, "ours-shapes");
   const byName: [string, string][] = [
     ["@jsxImportSource ../../src/jsx", "@jsxImportSource smithers-workflows"],
     ['from "../../src/index.ts"', 'from "smithers-workflows"'],
