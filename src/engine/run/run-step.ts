@@ -94,7 +94,7 @@ async function stepInner(run: RunState): Promise<StepNext> {
       return "again";
     }
     batched = run.pureBatch.take();
-    if (starts.some((st) => !st.input.startInSettle)) run.storedRunning = true; // kept if the transaction rolls back: the end then looks
+    if (starts.some(storesRunning)) run.storedRunning = true; // kept if the transaction rolls back: the end then looks
     if (batched.length > 0 || writes.length > 0 || starts.length > 0 || run.frameBox.size > 0 || run.bus.stagedCount > 0) {
       await run.db.withTransaction("step", async (q) => {
         await run.checkOwner(q);
@@ -169,3 +169,5 @@ function canDefer(run: RunState, starts: readonly Started[], next: StepNext, set
 
 const ranOutsideMemory = (e: Ended): boolean => !isPureAttempt(e.input);
 const startsInMemory = (st: Started): boolean => isPureAttempt(st.input) && st.task.concurrencyKey === undefined;
+/** Its start writes its attempt row as `running` (one left to its settle writes it once, ended). */
+const storesRunning = (st: Started): boolean => !st.input.startInSettle;
